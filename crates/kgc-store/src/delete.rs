@@ -1,0 +1,343 @@
+//! DELETE and DELETECOLLECTION exactly as kube-apiserver's registry performs them
+//! (apiserver `pkg/registry/generic/registry/store.go` `Delete`, `rest.BeforeDelete`;
+//! k8s-gc-controller.md §2.1–2.4): preconditions, graceful deletion of pods, the finalizers a
+//! propagation policy adds or removes, `markAsDeleting`, and immediate removal.
+
+use std::sync::Arc;
+
+use kgc_meta::deletion::deletion_finalizers;
+use kgc_meta::{DeleteOptions, GroupResource, ResourceInfo, Status};
+use serde_json::Value;
+
+use crate::object::Meta;
+use crate::read::ListOptions;
+use crate::watch::EventType;
+use crate::{Change, Result, State, Store, StoredObject, format_time, stamp};
+
+/// What a DELETE did.
+#[derive(Debug, Clone)]
+pub struct Deleted {
+    /// The object as it now is (still stored) or as it was last (gone).
+    pub object: Arc<StoredObject>,
+    /// True when the object no longer exists; false when finalizers or a grace period keep it.
+    pub gone: bool,
+}
+
+/// `rest.BeforeDelete`'s precondition check, with upstream's messages.
+pub(crate) fn check_preconditions(
+    gr: &GroupResource,
+    stored: &StoredObject,
+    opts: &DeleteOptions,
+) -> Result<(), Status> {
+    if let Some(uid) = &opts.preconditions.uid
+        && uid != &stored.uid
+    {
+        return Err(Status::conflict(
+            gr,
+            &stored.name,
+            &format!(
+                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                stored.uid
+            ),
+        ));
+    }
+    if let Some(rv) = &opts.preconditions.resource_version
+        && rv != &stored.resource_version.to_string()
+    {
+        return Err(Status::conflict(
+            gr,
+            &stored.name,
+            &format!(
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                stored.resource_version
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Deletes one object.
+    pub async fn delete(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted> {
+        let (out, pending) = {
+            let mut st = self.write_lock()?;
+            let (out, change) = self.plan_delete(&mut st, info, namespace, name, opts)?;
+            let pending = self.commit(&mut st, change.into_iter().collect())?;
+            (out, pending)
+        };
+        pending.wait().await?;
+        Ok(out)
+    }
+
+    /// Deletes every object a list selects, each with `opts`, in one commit. Objects that vanish
+    /// meanwhile are skipped.
+    pub async fn delete_collection(
+        &self,
+        info: &ResourceInfo,
+        list: &ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<Vec<Deleted>> {
+        let gr = info.group_resource();
+        let items = self.list(&gr, list)?.items;
+        let (out, pending) = {
+            let mut st = self.write_lock()?;
+            let mut out = Vec::with_capacity(items.len());
+            let mut changes = Vec::new();
+            for item in items {
+                match self.plan_delete(&mut st, info, &item.namespace, &item.name, opts) {
+                    Ok((d, c)) => {
+                        out.push(d);
+                        changes.extend(c);
+                    }
+                    Err(crate::Error::Api(s)) if s.is(kgc_meta::Reason::NotFound) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            (out, self.commit(&mut st, changes)?)
+        };
+        pending.wait().await?;
+        Ok(out)
+    }
+
+    pub(crate) fn plan_delete(
+        &self,
+        st: &mut State,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<(Deleted, Option<Change>)> {
+        opts.validate()?;
+        let gr = info.group_resource();
+        let ns = if info.namespaced() { namespace } else { "" };
+        let stored = st
+            .get(&gr, ns, name)
+            .cloned()
+            .ok_or_else(|| Status::not_found(&gr, name))?;
+        check_preconditions(&gr, &stored, opts)?;
+        let mut obj = stored.value();
+        if info.group.is_empty() && info.plural == "namespaces" {
+            match crate::namespace::prepare_delete(&mut obj, info, opts, self.clock())? {
+                crate::namespace::NamespaceDelete::Proceed => {}
+                crate::namespace::NamespaceDelete::Keep => {
+                    return self.persist_kept(st, &gr, stored, obj, opts.dry_run);
+                }
+            }
+        }
+        let now = self.clock().now();
+        let mut graceful = false;
+        if info.graceful {
+            match graceful_deletion(&mut obj, opts, now) {
+                Grace::Pending => {
+                    return Ok((
+                        Deleted {
+                            object: stored,
+                            gone: false,
+                        },
+                        None,
+                    ));
+                }
+                Grace::Wait(deadline) => {
+                    graceful = true;
+                    if !opts.dry_run {
+                        self.inner
+                            .pods
+                            .schedule(deadline, ns, name, &stored.uid);
+                    }
+                }
+                Grace::Now => {}
+            }
+        }
+        let finalizers = obj.finalizers();
+        if let Some(next) = deletion_finalizers(info.gc_policy, opts, &finalizers) {
+            obj.set_finalizers(next);
+        }
+        let pending_finalizers = !obj.finalizers().is_empty();
+        if !graceful && pending_finalizers {
+            // `markAsDeleting`.
+            if obj.deletion_timestamp().is_none() {
+                let generation = obj.generation();
+                if generation > 0 {
+                    obj.set("generation", generation + 1);
+                }
+                obj.set("deletionTimestamp", format_time(now));
+            }
+            obj.set("deletionGracePeriodSeconds", 0);
+        }
+        if graceful || pending_finalizers {
+            return self.persist_kept(st, &gr, stored, obj, opts.dry_run);
+        }
+        let rv = if opts.dry_run { st.rv } else { st.next_rv() };
+        let object = stamp(&mut obj, rv)?;
+        let change = (!opts.dry_run).then(|| Change {
+            gr,
+            kind: EventType::Deleted,
+            object: Arc::clone(&object),
+            prev: Some(stored),
+        });
+        Ok((Deleted { object, gone: true }, change))
+    }
+
+    /// Writes an object that a DELETE keeps (finalizers or a grace period pending), unless
+    /// nothing changed.
+    fn persist_kept(
+        &self,
+        st: &mut State,
+        gr: &GroupResource,
+        stored: Arc<StoredObject>,
+        mut obj: Value,
+        dry_run: bool,
+    ) -> Result<(Deleted, Option<Change>)> {
+        if obj == stored.value() {
+            return Ok((
+                Deleted {
+                    object: stored,
+                    gone: false,
+                },
+                None,
+            ));
+        }
+        let rv = if dry_run { st.rv } else { st.next_rv() };
+        let object = stamp(&mut obj, rv)?;
+        let change = (!dry_run).then(|| Change {
+            gr: gr.clone(),
+            kind: EventType::Modified,
+            object: Arc::clone(&object),
+            prev: Some(stored),
+        });
+        Ok((
+            Deleted {
+                object,
+                gone: false,
+            },
+            change,
+        ))
+    }
+}
+
+/// The outcome of the graceful-deletion step for a pod.
+enum Grace {
+    /// A longer-or-equal graceful deletion is already under way: return the object unchanged.
+    Pending,
+    /// Stays until this deadline (`deletionTimestamp`).
+    Wait(jiff::Timestamp),
+    /// Grace period zero: continue as a non-graceful deletion.
+    Now,
+}
+
+/// The pod grace period a DELETE asks for (`podStrategy.CheckGracefulDelete`): the request's,
+/// else `spec.terminationGracePeriodSeconds` (default 30); zero for unscheduled or terminated
+/// pods; a negative request counts as 1.
+fn requested_grace(pod: &Value, opts: &DeleteOptions) -> i64 {
+    let mut grace = opts.grace_period_seconds.unwrap_or_else(|| {
+        pod.pointer("/spec/terminationGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(30)
+    });
+    if grace < 0 {
+        grace = 1;
+    }
+    let unscheduled = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty);
+    let phase = pod.pointer("/status/phase").and_then(Value::as_str);
+    if unscheduled || matches!(phase, Some("Succeeded" | "Failed")) {
+        grace = 0;
+    }
+    grace
+}
+
+/// `rest.BeforeDelete` for graceful kinds.
+fn graceful_deletion(pod: &mut Value, opts: &DeleteOptions, now: jiff::Timestamp) -> Grace {
+    let requested = requested_grace(pod, opts);
+    let parse = |s: &str| s.parse::<jiff::Timestamp>().ok();
+    if let Some(ts) = pod.deletion_timestamp().and_then(parse) {
+        let existing = pod.deletion_grace().unwrap_or(0);
+        if existing == 0 {
+            return Grace::Now;
+        }
+        if requested >= existing {
+            return Grace::Pending;
+        }
+        // Shorten: the original request time plus the new period.
+        let start = ts
+            .checked_sub(jiff::SignedDuration::from_secs(existing))
+            .unwrap_or(ts);
+        let deadline = start
+            .checked_add(jiff::SignedDuration::from_secs(requested))
+            .unwrap_or(start);
+        pod.set("deletionTimestamp", format_time(deadline));
+        pod.set("deletionGracePeriodSeconds", requested);
+        return if requested > 0 {
+            Grace::Wait(deadline)
+        } else {
+            Grace::Now
+        };
+    }
+    let deadline = now
+        .checked_add(jiff::SignedDuration::from_secs(requested))
+        .unwrap_or(now);
+    pod.set("deletionTimestamp", format_time(deadline));
+    pod.set("deletionGracePeriodSeconds", requested);
+    let generation = pod.generation();
+    if generation > 0 {
+        pod.set("generation", generation + 1);
+    }
+    if requested > 0 {
+        Grace::Wait(deadline)
+    } else {
+        Grace::Now
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pod_grace_rules() {
+        let scheduled = json!({"spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+        let d = DeleteOptions::default();
+        assert_eq!(requested_grace(&scheduled, &d), 30);
+        let custom = json!({"spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 5}});
+        assert_eq!(requested_grace(&custom, &d), 5);
+        let g = |s| DeleteOptions {
+            grace_period_seconds: Some(s),
+            ..Default::default()
+        };
+        assert_eq!(requested_grace(&scheduled, &g(-3)), 1);
+        assert_eq!(requested_grace(&scheduled, &g(0)), 0);
+        assert_eq!(requested_grace(&json!({"spec": {}}), &g(10)), 0);
+        let done = json!({"spec": {"nodeName": "n1"}, "status": {"phase": "Succeeded"}});
+        assert_eq!(requested_grace(&done, &g(10)), 0);
+    }
+
+    #[test]
+    fn second_delete_only_shortens() {
+        let now: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let mut pod = json!({"metadata": {"generation": 1}, "spec": {"nodeName": "n1"}});
+        assert!(matches!(graceful_deletion(&mut pod, &DeleteOptions::default(), now), Grace::Wait(_)));
+        assert_eq!(pod["metadata"]["deletionTimestamp"], "2026-01-01T00:00:30Z");
+        assert_eq!(pod["metadata"]["generation"], 2);
+        let longer = DeleteOptions {
+            grace_period_seconds: Some(60),
+            ..Default::default()
+        };
+        assert!(matches!(graceful_deletion(&mut pod, &longer, now), Grace::Pending));
+        let shorter = DeleteOptions {
+            grace_period_seconds: Some(10),
+            ..Default::default()
+        };
+        assert!(matches!(graceful_deletion(&mut pod, &shorter, now), Grace::Wait(_)));
+        assert_eq!(pod["metadata"]["deletionTimestamp"], "2026-01-01T00:00:10Z");
+        assert_eq!(pod["metadata"]["generation"], 2);
+    }
+}

@@ -1,0 +1,399 @@
+//! The embedded kgc object store.
+//!
+//! It holds every object of `kgc serve` with the semantics kube-apiserver's registry gives them
+//! (uids, a cluster-wide `resourceVersion`, generation, finalizers, graceful and cascading
+//! deletion, namespace termination), keeps a watchable log of committed changes, and makes every
+//! acknowledged write durable in one SQLite file.
+//!
+//! Reads are served from memory. Writes take one short lock to validate and apply a change and
+//! assign its revision, then wait for the commit thread (see [`persist`]) to make it durable;
+//! their watch events are published only after that commit.
+#![forbid(unsafe_code)]
+
+mod delete;
+mod namespace;
+mod object;
+mod persist;
+mod pod;
+mod read;
+mod watch;
+mod write;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use kgc_meta::{Catalog, GroupResource, Status};
+use tokio::sync::{oneshot, watch as notify};
+
+pub use delete::Deleted;
+pub use object::{StoredObject, field_value, string_map};
+pub use read::{ListOptions, ListResult};
+pub use watch::{Event, EventType, WatchEvent, WatchFilter, Watcher};
+pub use write::Updated;
+
+use object::Meta;
+use persist::{Committer, Op, Unit};
+use watch::EventLog;
+
+/// Errors of the store. API outcomes (not found, conflict, invalid…) are [`Error::Api`] and carry
+/// the exact `metav1.Status`; everything else is a storage failure.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Api(#[from] Status),
+    #[error("opening the database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error("the store is read-only after a failed commit: {0}")]
+    Failed(String),
+    #[error("the store is shut down")]
+    Closed,
+}
+
+impl Error {
+    /// The `metav1.Status` a client should see for this error.
+    pub fn status(&self) -> Status {
+        match self {
+            Error::Api(s) => s.clone(),
+            other => Status::internal(other.to_string()),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How many committed events are retained for watch resumption.
+pub const DEFAULT_WATCH_LOG: usize = 100_000;
+
+/// The store's notion of now. A fixed offset lets tests move time forward without sleeping.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Clock {
+    offset: jiff::SignedDuration,
+}
+
+impl Clock {
+    pub fn with_offset(offset: jiff::SignedDuration) -> Self {
+        Self { offset }
+    }
+
+    pub fn now(&self) -> jiff::Timestamp {
+        jiff::Timestamp::now()
+            .checked_add(self.offset)
+            .unwrap_or_else(|_| jiff::Timestamp::now())
+    }
+}
+
+/// RFC 3339 with second precision, as `metav1.Time` serializes.
+pub(crate) fn format_time(t: jiff::Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+type Objects = BTreeMap<(String, String), Arc<StoredObject>>;
+
+/// Everything guarded by the write lock.
+pub(crate) struct State {
+    rv: u64,
+    objects: HashMap<GroupResource, Objects>,
+    failed: Option<String>,
+}
+
+impl State {
+    pub(crate) fn get(&self, gr: &GroupResource, ns: &str, name: &str) -> Option<&Arc<StoredObject>> {
+        self.objects
+            .get(gr)?
+            .get(&(ns.to_owned(), name.to_owned()))
+    }
+
+    pub(crate) fn next_rv(&mut self) -> u64 {
+        self.rv += 1;
+        self.rv
+    }
+}
+
+/// A change to commit.
+pub(crate) struct Change {
+    pub gr: GroupResource,
+    pub kind: EventType,
+    pub object: Arc<StoredObject>,
+    pub prev: Option<Arc<StoredObject>>,
+}
+
+/// A commit in flight; awaiting it returns once the change is durable.
+#[must_use]
+pub(crate) struct Pending(Option<oneshot::Receiver<Result<()>>>);
+
+impl Pending {
+    pub async fn wait(self) -> Result<()> {
+        match self.0 {
+            None => Ok(()),
+            Some(rx) => rx.await.unwrap_or(Err(Error::Closed)),
+        }
+    }
+}
+
+struct Inner {
+    state: Mutex<State>,
+    catalog: RwLock<Catalog>,
+    log: Arc<Mutex<EventLog>>,
+    committed: notify::Sender<u64>,
+    committer: Mutex<Option<Committer>>,
+    durable: bool,
+    clock: Clock,
+    pods: pod::Terminations,
+}
+
+/// A handle to the store; clones share it.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+/// How to open a store.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The SQLite file; `None` keeps everything in memory.
+    pub path: Option<PathBuf>,
+    pub watch_log: usize,
+    pub clock: Clock,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            path: None,
+            watch_log: DEFAULT_WATCH_LOG,
+            clock: Clock::default(),
+        }
+    }
+}
+
+impl Store {
+    /// A throwaway store in memory.
+    pub async fn in_memory() -> Result<Self> {
+        Self::open_with(Options::default()).await
+    }
+
+    /// Opens (or creates) the durable store at `path`.
+    pub async fn open(path: &Path) -> Result<Self> {
+        Self::open_with(Options {
+            path: Some(path.to_owned()),
+            ..Options::default()
+        })
+        .await
+    }
+
+    pub async fn open_with(opts: Options) -> Result<Self> {
+        let mut state = State {
+            rv: 0,
+            objects: HashMap::new(),
+            failed: None,
+        };
+        let mut conn = None;
+        if let Some(path) = &opts.path {
+            let (c, loaded) = persist::open(path)?;
+            state.rv = loaded.revision;
+            for (group, resource, obj) in loaded.objects {
+                state.rv = state.rv.max(obj.resource_version);
+                state
+                    .objects
+                    .entry(GroupResource::new(group, resource))
+                    .or_default()
+                    .insert((obj.namespace.clone(), obj.name.clone()), obj);
+            }
+            conn = Some(c);
+        }
+        let (committed, _) = notify::channel(state.rv);
+        let log = Arc::new(Mutex::new(EventLog::new(state.rv, opts.watch_log)));
+        let store = Store {
+            inner: Arc::new(Inner {
+                state: Mutex::new(state),
+                catalog: RwLock::new(Catalog::builtin()),
+                log,
+                committed,
+                committer: Mutex::new(None),
+                durable: conn.is_some(),
+                clock: opts.clock,
+                pods: pod::Terminations::default(),
+            }),
+        };
+        if let Some(conn) = conn {
+            let weak = Arc::downgrade(&store.inner);
+            let weak_fail = weak.clone();
+            let committer = Committer::start(
+                conn,
+                move |events, rv| {
+                    if let Some(inner) = weak.upgrade() {
+                        inner.publish(events, rv);
+                    }
+                },
+                move |msg| {
+                    if let Some(inner) = weak_fail.upgrade() {
+                        inner.lock_state().failed = Some(msg.to_owned());
+                    }
+                },
+            );
+            *store.inner.committer.lock().unwrap_or_else(|p| p.into_inner()) = Some(committer);
+        }
+        store.bootstrap_namespaces().await?;
+        store.inner.pods.recover(&store);
+        Ok(store)
+    }
+
+    /// Whether writes reach disk.
+    pub fn is_durable(&self) -> bool {
+        self.inner.durable
+    }
+
+    /// The catalog of served resources.
+    pub fn catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
+        self.inner.catalog.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn clock(&self) -> Clock {
+        self.inner.clock
+    }
+
+    /// The latest assigned revision.
+    pub fn revision(&self) -> u64 {
+        self.inner.lock_state().rv
+    }
+
+    /// Number of stored objects, for metrics and benchmarks.
+    pub fn len(&self) -> usize {
+        self.inner.lock_state().objects.values().map(BTreeMap::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Commits what is queued and stops accepting writes. Watchers see `Closed`.
+    pub fn close(&self) {
+        let committer = {
+            let _st = self.inner.lock_state();
+            self.inner
+                .committer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+        };
+        if let Some(c) = committer {
+            c.close();
+        }
+        self.inner.lock_state().failed = Some("the store is shut down".into());
+    }
+
+    /// Creates `default`, `kube-system`, `kube-public` and `kube-node-lease` when missing.
+    async fn bootstrap_namespaces(&self) -> Result<()> {
+        let info = self
+            .catalog()
+            .get("", "v1", "namespaces")
+            .cloned()
+            .expect("namespaces are built in");
+        for name in namespace::SYSTEM_NAMESPACES {
+            if self.get(&info.group_resource(), "", name).is_none() {
+                let obj = serde_json::json!({
+                    "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "spec": {}
+                });
+                self.create(&info, "", obj, false).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies changes to memory and hands them to the commit path. Called with the lock held.
+    pub(crate) fn commit(&self, st: &mut State, changes: Vec<Change>) -> Result<Pending> {
+        let Some(last) = changes.last() else {
+            return Ok(Pending(None));
+        };
+        let rv = last.object.resource_version;
+        let mut ops = Vec::with_capacity(changes.len());
+        let mut events = Vec::with_capacity(changes.len());
+        for c in changes {
+            let key = (c.object.namespace.clone(), c.object.name.clone());
+            let objects = st.objects.entry(c.gr.clone()).or_default();
+            if c.kind == EventType::Deleted {
+                objects.remove(&key);
+                if self.inner.durable {
+                    ops.push(Op::Delete {
+                        group: c.gr.group.clone(),
+                        resource: c.gr.resource.clone(),
+                        namespace: key.0,
+                        name: key.1,
+                    });
+                }
+            } else {
+                objects.insert(key, Arc::clone(&c.object));
+                if self.inner.durable {
+                    ops.push(Op::Put {
+                        group: c.gr.group.clone(),
+                        resource: c.gr.resource.clone(),
+                        object: Arc::clone(&c.object),
+                    });
+                }
+            }
+            events.push(Arc::new(Event {
+                rv: c.object.resource_version,
+                kind: c.kind,
+                gr: c.gr,
+                object: c.object,
+                prev: c.prev,
+            }));
+        }
+        if !self.inner.durable {
+            self.inner.publish(events, rv);
+            return Ok(Pending(None));
+        }
+        let (done, rx) = oneshot::channel();
+        let unit = Unit {
+            rv,
+            ops,
+            events,
+            done,
+        };
+        let committer = self.inner.committer.lock().unwrap_or_else(|p| p.into_inner());
+        match committer.as_ref().map(|c| c.submit(unit)) {
+            Some(Ok(())) => Ok(Pending(Some(rx))),
+            // Writes check `failed` first, and `close` marks it under the same lock, so a missing
+            // committer here means a bug; refuse rather than acknowledge a non-durable write.
+            _ => Err(Error::Closed),
+        }
+    }
+
+    /// Takes the write lock, refusing writes after a failed commit or shutdown.
+    pub(crate) fn write_lock(&self) -> Result<MutexGuard<'_, State>> {
+        let st = self.inner.lock_state();
+        if let Some(msg) = &st.failed {
+            return Err(Error::Failed(msg.clone()));
+        }
+        Ok(st)
+    }
+}
+
+impl Inner {
+    fn lock_state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn publish(&self, events: Vec<Arc<Event>>, rv: u64) {
+        self.log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .append(events);
+        self.committed.send_replace(rv);
+    }
+}
+
+/// Fills `metadata.resourceVersion` and builds the stored form.
+pub(crate) fn stamp(value: &mut serde_json::Value, rv: u64) -> Result<Arc<StoredObject>> {
+    value.set("resourceVersion", rv.to_string());
+    Ok(StoredObject::from_value(value)?)
+}

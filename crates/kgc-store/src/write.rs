@@ -1,0 +1,387 @@
+//! CREATE and UPDATE with the registry's rules: system-owned metadata, generation, the status
+//! and finalize subresources, optimistic concurrency, no-op detection, and the deletion that
+//! completes when an update removes the last finalizer.
+
+use std::sync::Arc;
+
+use kgc_meta::validation::{validate_object_meta, validate_object_meta_update};
+use kgc_meta::{ResourceInfo, Status};
+use serde_json::{Value, json};
+
+use crate::namespace::admit_create;
+use crate::object::{Meta, spec_changed, str_list};
+use crate::watch::EventType;
+use crate::{Change, Pending, Result, State, Store, StoredObject, format_time, stamp};
+
+/// What an update did.
+#[derive(Debug, Clone)]
+pub enum Updated {
+    /// Written with a new revision.
+    Changed(Arc<StoredObject>),
+    /// Identical to the stored object: no revision, no event.
+    Unchanged(Arc<StoredObject>),
+    /// The update removed the last finalizer of a deleting object, which is now gone.
+    Deleted(Arc<StoredObject>),
+}
+
+impl Updated {
+    pub fn object(&self) -> &Arc<StoredObject> {
+        match self {
+            Updated::Changed(o) | Updated::Unchanged(o) | Updated::Deleted(o) => o,
+        }
+    }
+}
+
+/// Characters of generated name suffixes (apiserver `names.SimpleNameGenerator`: no vowels, no
+/// look-alike digits).
+const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+fn random_suffix() -> String {
+    uuid::Uuid::new_v4().as_bytes()[..5]
+        .iter()
+        .map(|b| NAME_ALPHABET[*b as usize % NAME_ALPHABET.len()] as char)
+        .collect()
+}
+
+fn invalid(info: &ResourceInfo, name: &str, errs: &[kgc_meta::FieldError]) -> Status {
+    Status::invalid(&info.group, &info.kind, name, errs)
+}
+
+impl Store {
+    /// Creates an object in `namespace` (ignored for cluster-scoped kinds). `obj` must already
+    /// carry the right `apiVersion` and `kind`.
+    pub async fn create(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        obj: Value,
+        dry_run: bool,
+    ) -> Result<Arc<StoredObject>> {
+        let (out, pending) = {
+            let mut st = self.write_lock()?;
+            let (out, change) = self.plan_create(&mut st, info, namespace, obj, dry_run)?;
+            let pending = match change {
+                Some(c) => self.commit(&mut st, vec![c])?,
+                None => Pending(None),
+            };
+            (out, pending)
+        };
+        pending.wait().await?;
+        Ok(out)
+    }
+
+    fn plan_create(
+        &self,
+        st: &mut State,
+        info: &ResourceInfo,
+        namespace: &str,
+        mut obj: Value,
+        dry_run: bool,
+    ) -> Result<(Arc<StoredObject>, Option<Change>)> {
+        if !obj.is_object() {
+            return Err(Status::bad_request("the object must be a JSON object").into());
+        }
+        let gr = info.group_resource();
+        if info.namespaced() {
+            match obj.meta_str("namespace") {
+                Some(ns) if !ns.is_empty() && ns != namespace => {
+                    return Err(Status::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    )
+                    .into());
+                }
+                _ => obj.set("namespace", namespace),
+            }
+        } else {
+            obj.meta_mut().remove("namespace");
+        }
+        if obj
+            .meta_str("resourceVersion")
+            .is_some_and(|rv| !rv.is_empty())
+        {
+            return Err(Status::unknown(
+                500,
+                "resourceVersion should not be set on objects to be created",
+            )
+            .into());
+        }
+        if obj.name().is_empty()
+            && let Some(prefix) = obj.meta_str("generateName").map(str::to_owned)
+            && !prefix.is_empty()
+        {
+            // Retry on the rare collision instead of handing the client a 409.
+            let mut name = format!("{prefix}{}", random_suffix());
+            for _ in 0..8 {
+                if st.get(&gr, namespace, &name).is_none() {
+                    break;
+                }
+                name = format!("{prefix}{}", random_suffix());
+            }
+            obj.set("name", name);
+        }
+        let name = obj.name().to_owned();
+        if info.namespaced() {
+            admit_create(st, &gr, &name, namespace)?;
+        }
+        let errs = validate_object_meta(&obj["metadata"], info.namespaced(), info.name_rule);
+        if !errs.is_empty() {
+            return Err(invalid(info, &name, &errs).into());
+        }
+        let ns = if info.namespaced() { namespace } else { "" };
+        if st.get(&gr, ns, &name).is_some() {
+            return Err(Status::already_exists(&gr, &name).into());
+        }
+        let meta = obj.meta_mut();
+        meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
+        meta.insert("uid".into(), uuid::Uuid::new_v4().to_string().into());
+        meta.insert(
+            "creationTimestamp".into(),
+            format_time(self.clock().now()).into(),
+        );
+        meta.insert("generation".into(), 1.into());
+        prepare_for_create(info, &mut obj);
+        let rv = if dry_run { st.rv } else { st.next_rv() };
+        let object = stamp(&mut obj, rv)?;
+        let change = (!dry_run).then(|| Change {
+            gr,
+            kind: EventType::Added,
+            object: Arc::clone(&object),
+            prev: None,
+        });
+        Ok((object, change))
+    }
+
+    /// Reads, changes and writes one object atomically: `change` sees the current object and
+    /// returns the desired one (a PUT body, a patched copy). `subresource` is `None`, `status`
+    /// or `finalize`. A `metadata.resourceVersion` in the result must match the stored one.
+    pub async fn update(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        subresource: Option<&str>,
+        dry_run: bool,
+        change: impl FnOnce(Value) -> Result<Value, Status>,
+    ) -> Result<Updated> {
+        let (out, pending) = {
+            let mut st = self.write_lock()?;
+            let (out, c) =
+                self.plan_update(&mut st, info, namespace, name, subresource, dry_run, change)?;
+            let pending = match c {
+                Some(c) => self.commit(&mut st, vec![c])?,
+                None => Pending(None),
+            };
+            (out, pending)
+        };
+        pending.wait().await?;
+        Ok(out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn plan_update(
+        &self,
+        st: &mut State,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        subresource: Option<&str>,
+        dry_run: bool,
+        change: impl FnOnce(Value) -> Result<Value, Status>,
+    ) -> Result<(Updated, Option<Change>)> {
+        let gr = info.group_resource();
+        let ns = if info.namespaced() { namespace } else { "" };
+        let stored = st
+            .get(&gr, ns, name)
+            .cloned()
+            .ok_or_else(|| Status::not_found(&gr, name))?;
+        let current = stored.value();
+        let mut new = change(current.clone())?;
+        if !new.is_object() {
+            return Err(Status::bad_request("the object must be a JSON object").into());
+        }
+        if let Some(rv) = new.meta_str("resourceVersion").filter(|rv| !rv.is_empty())
+            && rv != stored.resource_version.to_string()
+        {
+            return Err(Status::stale(&gr, name).into());
+        }
+        match new.meta_str("name") {
+            Some(n) if !n.is_empty() && n != name => {
+                return Err(Status::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                ))
+                .into());
+            }
+            _ => new.set("name", name),
+        }
+        if info.namespaced() {
+            match new.meta_str("namespace") {
+                Some(n) if !n.is_empty() && n != ns => {
+                    return Err(Status::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    )
+                    .into());
+                }
+                _ => new.set("namespace", ns),
+            }
+        }
+        let mut new = shape_for_subresource(info, subresource, &current, new)?;
+        // apiserver `rest.BeforeUpdate`: the server owns these.
+        if new.uid().is_empty() {
+            new.set("uid", stored.uid.clone());
+        }
+        for key in ["creationTimestamp", "deletionTimestamp"] {
+            match current.meta().and_then(|m| m.get(key)).cloned() {
+                Some(v) => new.set(key, v),
+                None => {
+                    new.meta_mut().remove(key);
+                }
+            }
+        }
+        if let Some(g) = current.deletion_grace()
+            && new.deletion_grace().is_none()
+        {
+            new.set("deletionGracePeriodSeconds", g);
+        }
+        let mut generation = current.generation();
+        if subresource.is_none() && spec_changed(&current, &new) {
+            generation += 1;
+        }
+        new.set("generation", generation);
+        let mut errs = validate_object_meta(&new["metadata"], info.namespaced(), info.name_rule);
+        errs.extend(validate_object_meta_update(&new["metadata"], &current["metadata"]));
+        if !errs.is_empty() {
+            return Err(invalid(info, name, &errs).into());
+        }
+        // apiserver `ShouldDeleteDuringUpdate`: removing the last finalizer of a deleting object
+        // (no grace period pending) deletes it; namespaces also need `spec.finalizers` empty.
+        let completes_deletion = current.deletion_timestamp().is_some()
+            && new.finalizers().is_empty()
+            && current.deletion_grace().unwrap_or(0) == 0
+            && (!is_namespace(info) || str_list(new.pointer("/spec/finalizers")).is_empty());
+        if completes_deletion {
+            let rv = if dry_run { st.rv } else { st.next_rv() };
+            let object = stamp(&mut new, rv)?;
+            let change = (!dry_run).then(|| Change {
+                gr,
+                kind: EventType::Deleted,
+                object: Arc::clone(&object),
+                prev: Some(stored),
+            });
+            return Ok((Updated::Deleted(object), change));
+        }
+        new.set("resourceVersion", stored.resource_version.to_string());
+        if new == current {
+            return Ok((Updated::Unchanged(stored), None));
+        }
+        let rv = if dry_run { st.rv } else { st.next_rv() };
+        let object = stamp(&mut new, rv)?;
+        let change = (!dry_run).then(|| Change {
+            gr,
+            kind: EventType::Modified,
+            object: Arc::clone(&object),
+            prev: Some(stored),
+        });
+        Ok((Updated::Changed(object), change))
+    }
+}
+
+fn is_namespace(info: &ResourceInfo) -> bool {
+    info.group.is_empty() && info.plural == "namespaces"
+}
+
+/// Which part of the body an update may change: the main resource leaves `status` (when it is a
+/// subresource) and a namespace's `spec.finalizers` alone; `/status` changes only `status`;
+/// `/finalize` only `spec.finalizers`.
+fn shape_for_subresource(
+    info: &ResourceInfo,
+    subresource: Option<&str>,
+    current: &Value,
+    mut new: Value,
+) -> Result<Value, Status> {
+    let carry = |to: &mut Value, from: &Value, key: &str| match from.get(key) {
+        Some(v) => {
+            to[key] = v.clone();
+        }
+        None => {
+            if let Some(o) = to.as_object_mut() {
+                o.remove(key);
+            }
+        }
+    };
+    match subresource {
+        None => {
+            if info.has_status() {
+                carry(&mut new, current, "status");
+            }
+            if is_namespace(info) {
+                let fins = current
+                    .pointer("/spec/finalizers")
+                    .cloned()
+                    .unwrap_or(Value::Array(vec![]));
+                if !new["spec"].is_object() {
+                    new["spec"] = json!({});
+                }
+                new["spec"]["finalizers"] = fins;
+            }
+            Ok(new)
+        }
+        Some("status") if info.has_status() => {
+            let mut out = current.clone();
+            carry(&mut out, &new, "status");
+            if let Some(rv) = new.meta_str("resourceVersion") {
+                out.set("resourceVersion", rv.to_owned());
+            }
+            Ok(out)
+        }
+        Some("finalize") if is_namespace(info) => {
+            let mut out = current.clone();
+            let fins = new
+                .pointer("/spec/finalizers")
+                .cloned()
+                .unwrap_or(Value::Array(vec![]));
+            if !out["spec"].is_object() {
+                out["spec"] = json!({});
+            }
+            out["spec"]["finalizers"] = fins;
+            if let Some(rv) = new.meta_str("resourceVersion") {
+                out.set("resourceVersion", rv.to_owned());
+            }
+            Ok(out)
+        }
+        Some(_) => Err(Status::no_such_resource()),
+    }
+}
+
+/// Kind-specific `PrepareForCreate`: clients do not set status through the main resource, and
+/// a new namespace carries the `kubernetes` finalizer that its content deletion removes.
+fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
+    if info.has_status() {
+        let initial = match (info.group.as_str(), info.plural.as_str()) {
+            ("", "pods") | ("", "persistentvolumes") | ("", "persistentvolumeclaims") => {
+                Some(json!({"phase": "Pending"}))
+            }
+            ("", "namespaces") => Some(json!({"phase": "Active"})),
+            _ if info.custom => None,
+            _ => Some(json!({})),
+        };
+        match initial {
+            Some(s) => obj["status"] = s,
+            None => {
+                if let Some(o) = obj.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+    }
+    if is_namespace(info) {
+        if !obj["spec"].is_object() {
+            obj["spec"] = json!({});
+        }
+        let mut fins = str_list(obj.pointer("/spec/finalizers"));
+        if !fins.iter().any(|f| f == crate::namespace::FINALIZER_KUBERNETES) {
+            fins.push(crate::namespace::FINALIZER_KUBERNETES.to_owned());
+        }
+        obj["spec"]["finalizers"] = Value::from(fins);
+    }
+}
