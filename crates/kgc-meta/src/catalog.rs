@@ -292,7 +292,9 @@ impl Catalog {
 pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
     fn rank(v: &str) -> (u8, u64, u8, u64, String) {
         let parsed = v.strip_prefix('v').and_then(|rest| {
-            let digits_end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+            let digits_end = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
             let major: u64 = rest[..digits_end].parse().ok()?;
             let tail = &rest[digits_end..];
             if tail.is_empty() {
@@ -369,7 +371,8 @@ impl Builtin {
             _ => GcPolicy::Background,
         };
         let name_rule = match (self.group, self.plural) {
-            ("", "namespaces") | ("", "services") => NameRule::Dns1123Label,
+            ("", "namespaces") => NameRule::Dns1123Label,
+            ("", "services") => NameRule::Dns1035Label,
             ("rbac.authorization.k8s.io", _) => NameRule::PathSegment,
             _ => NameRule::Dns1123Subdomain,
         };
@@ -413,7 +416,11 @@ impl Builtin {
             singular: self.kind.to_ascii_lowercase(),
             scope: self.scope,
             short_names: self.short.iter().map(|s| (*s).to_owned()).collect(),
-            categories: if self.all { vec!["all".to_owned()] } else { vec![] },
+            categories: if self.all {
+                vec!["all".to_owned()]
+            } else {
+                vec![]
+            },
             verbs,
             subresources,
             gc_policy,
@@ -446,41 +453,329 @@ fn builtin_resources() -> impl Iterator<Item = ResourceInfo> {
         // Discovery order of `kubectl get all` on a real cluster: pods, services,
         // replicationcontrollers, then apps, batch, autoscaling.
         b("", "v1", "Pod", "pods", Namespaced, &["po"], true, STATUS),
-        b("", "v1", "Service", "services", Namespaced, &["svc"], true, STATUS),
-        b("", "v1", "ReplicationController", "replicationcontrollers", Namespaced, &["rc"], true, SCALE),
-        b("", "v1", "Namespace", "namespaces", Cluster, &["ns"], false, &["status", "finalize"]),
-        b("", "v1", "ConfigMap", "configmaps", Namespaced, &["cm"], false, NONE),
+        b(
+            "",
+            "v1",
+            "Service",
+            "services",
+            Namespaced,
+            &["svc"],
+            true,
+            STATUS,
+        ),
+        b(
+            "",
+            "v1",
+            "ReplicationController",
+            "replicationcontrollers",
+            Namespaced,
+            &["rc"],
+            true,
+            SCALE,
+        ),
+        b(
+            "",
+            "v1",
+            "Namespace",
+            "namespaces",
+            Cluster,
+            &["ns"],
+            false,
+            &["status", "finalize"],
+        ),
+        b(
+            "",
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            Namespaced,
+            &["cm"],
+            false,
+            NONE,
+        ),
         b("", "v1", "Secret", "secrets", Namespaced, &[], false, NONE),
-        b("", "v1", "Endpoints", "endpoints", Namespaced, &["ep"], false, NONE),
-        b("", "v1", "ServiceAccount", "serviceaccounts", Namespaced, &["sa"], false, NONE),
-        b("", "v1", "PersistentVolume", "persistentvolumes", Cluster, &["pv"], false, STATUS),
-        b("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", Namespaced, &["pvc"], false, STATUS),
+        b(
+            "",
+            "v1",
+            "Endpoints",
+            "endpoints",
+            Namespaced,
+            &["ep"],
+            false,
+            NONE,
+        ),
+        b(
+            "",
+            "v1",
+            "ServiceAccount",
+            "serviceaccounts",
+            Namespaced,
+            &["sa"],
+            false,
+            NONE,
+        ),
+        b(
+            "",
+            "v1",
+            "PersistentVolume",
+            "persistentvolumes",
+            Cluster,
+            &["pv"],
+            false,
+            STATUS,
+        ),
+        b(
+            "",
+            "v1",
+            "PersistentVolumeClaim",
+            "persistentvolumeclaims",
+            Namespaced,
+            &["pvc"],
+            false,
+            STATUS,
+        ),
         b("", "v1", "Node", "nodes", Cluster, &["no"], false, STATUS),
-        b("", "v1", "Event", "events", Namespaced, &["ev"], false, NONE),
-        b("", "v1", "LimitRange", "limitranges", Namespaced, &["limits"], false, NONE),
-        b("", "v1", "ResourceQuota", "resourcequotas", Namespaced, &["quota"], false, STATUS),
-        b("apps", "v1", "Deployment", "deployments", Namespaced, &["deploy"], true, SCALE),
-        b("apps", "v1", "ReplicaSet", "replicasets", Namespaced, &["rs"], true, SCALE),
-        b("apps", "v1", "StatefulSet", "statefulsets", Namespaced, &["sts"], true, SCALE),
-        b("apps", "v1", "DaemonSet", "daemonsets", Namespaced, &["ds"], true, STATUS),
-        b("apps", "v1", "ControllerRevision", "controllerrevisions", Namespaced, &[], false, NONE),
+        b(
+            "",
+            "v1",
+            "Event",
+            "events",
+            Namespaced,
+            &["ev"],
+            false,
+            NONE,
+        ),
+        b(
+            "",
+            "v1",
+            "LimitRange",
+            "limitranges",
+            Namespaced,
+            &["limits"],
+            false,
+            NONE,
+        ),
+        b(
+            "",
+            "v1",
+            "ResourceQuota",
+            "resourcequotas",
+            Namespaced,
+            &["quota"],
+            false,
+            STATUS,
+        ),
+        b(
+            "apps",
+            "v1",
+            "Deployment",
+            "deployments",
+            Namespaced,
+            &["deploy"],
+            true,
+            SCALE,
+        ),
+        b(
+            "apps",
+            "v1",
+            "ReplicaSet",
+            "replicasets",
+            Namespaced,
+            &["rs"],
+            true,
+            SCALE,
+        ),
+        b(
+            "apps",
+            "v1",
+            "StatefulSet",
+            "statefulsets",
+            Namespaced,
+            &["sts"],
+            true,
+            SCALE,
+        ),
+        b(
+            "apps",
+            "v1",
+            "DaemonSet",
+            "daemonsets",
+            Namespaced,
+            &["ds"],
+            true,
+            STATUS,
+        ),
+        b(
+            "apps",
+            "v1",
+            "ControllerRevision",
+            "controllerrevisions",
+            Namespaced,
+            &[],
+            false,
+            NONE,
+        ),
         b("batch", "v1", "Job", "jobs", Namespaced, &[], true, STATUS),
-        b("batch", "v1", "CronJob", "cronjobs", Namespaced, &["cj"], true, STATUS),
-        b("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", Namespaced, &["hpa"], true, STATUS),
-        b("coordination.k8s.io", "v1", "Lease", "leases", Namespaced, &[], false, NONE),
-        b("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests", Cluster, &["csr"], false, &["status", "approval"]),
-        b("rbac.authorization.k8s.io", "v1", "Role", "roles", Namespaced, &[], false, NONE),
-        b("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", Namespaced, &[], false, NONE),
-        b("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", Cluster, &[], false, NONE),
-        b("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", Cluster, &[], false, NONE),
-        b("networking.k8s.io", "v1", "Ingress", "ingresses", Namespaced, &["ing"], false, STATUS),
-        b("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", Namespaced, &["netpol"], false, NONE),
-        b("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", Namespaced, &["pdb"], false, STATUS),
-        b("storage.k8s.io", "v1", "StorageClass", "storageclasses", Cluster, &["sc"], false, NONE),
-        b("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", Namespaced, &[], false, NONE),
-        b("events.k8s.io", "v1", "Event", "events", Namespaced, &["ev"], false, NONE),
-        b("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", Cluster, &["pc"], false, NONE),
-        b("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", Cluster, &["crd", "crds"], false, STATUS),
+        b(
+            "batch",
+            "v1",
+            "CronJob",
+            "cronjobs",
+            Namespaced,
+            &["cj"],
+            true,
+            STATUS,
+        ),
+        b(
+            "autoscaling",
+            "v2",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            Namespaced,
+            &["hpa"],
+            true,
+            STATUS,
+        ),
+        b(
+            "coordination.k8s.io",
+            "v1",
+            "Lease",
+            "leases",
+            Namespaced,
+            &[],
+            false,
+            NONE,
+        ),
+        b(
+            "certificates.k8s.io",
+            "v1",
+            "CertificateSigningRequest",
+            "certificatesigningrequests",
+            Cluster,
+            &["csr"],
+            false,
+            &["status", "approval"],
+        ),
+        b(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "Role",
+            "roles",
+            Namespaced,
+            &[],
+            false,
+            NONE,
+        ),
+        b(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+            "rolebindings",
+            Namespaced,
+            &[],
+            false,
+            NONE,
+        ),
+        b(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+            Cluster,
+            &[],
+            false,
+            NONE,
+        ),
+        b(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            Cluster,
+            &[],
+            false,
+            NONE,
+        ),
+        b(
+            "networking.k8s.io",
+            "v1",
+            "Ingress",
+            "ingresses",
+            Namespaced,
+            &["ing"],
+            false,
+            STATUS,
+        ),
+        b(
+            "networking.k8s.io",
+            "v1",
+            "NetworkPolicy",
+            "networkpolicies",
+            Namespaced,
+            &["netpol"],
+            false,
+            NONE,
+        ),
+        b(
+            "policy",
+            "v1",
+            "PodDisruptionBudget",
+            "poddisruptionbudgets",
+            Namespaced,
+            &["pdb"],
+            false,
+            STATUS,
+        ),
+        b(
+            "storage.k8s.io",
+            "v1",
+            "StorageClass",
+            "storageclasses",
+            Cluster,
+            &["sc"],
+            false,
+            NONE,
+        ),
+        b(
+            "discovery.k8s.io",
+            "v1",
+            "EndpointSlice",
+            "endpointslices",
+            Namespaced,
+            &[],
+            false,
+            NONE,
+        ),
+        b(
+            "events.k8s.io",
+            "v1",
+            "Event",
+            "events",
+            Namespaced,
+            &["ev"],
+            false,
+            NONE,
+        ),
+        b(
+            "scheduling.k8s.io",
+            "v1",
+            "PriorityClass",
+            "priorityclasses",
+            Cluster,
+            &["pc"],
+            false,
+            NONE,
+        ),
+        b(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            Cluster,
+            &["crd", "crds"],
+            false,
+            STATUS,
+        ),
     ]
     .into_iter()
     .map(Builtin::into_info)
@@ -494,11 +789,20 @@ mod tests {
     fn builtin_defaults_follow_upstream_gc_policies() {
         let c = Catalog::builtin();
         let policy = |g: &str, v: &str, r: &str| c.get(g, v, r).map(|r| r.gc_policy);
-        assert_eq!(policy("", "v1", "replicationcontrollers"), Some(GcPolicy::Orphan));
+        assert_eq!(
+            policy("", "v1", "replicationcontrollers"),
+            Some(GcPolicy::Orphan)
+        );
         assert_eq!(policy("batch", "v1", "jobs"), Some(GcPolicy::Orphan));
-        assert_eq!(policy("apps", "v1", "deployments"), Some(GcPolicy::Background));
+        assert_eq!(
+            policy("apps", "v1", "deployments"),
+            Some(GcPolicy::Background)
+        );
         assert_eq!(policy("", "v1", "events"), Some(GcPolicy::Unsupported));
-        assert_eq!(policy("batch", "v1", "cronjobs"), Some(GcPolicy::Background));
+        assert_eq!(
+            policy("batch", "v1", "cronjobs"),
+            Some(GcPolicy::Background)
+        );
     }
 
     #[test]
@@ -507,10 +811,21 @@ mod tests {
         let d = c.by_kind("apps", "v1", "Deployment").unwrap();
         assert_eq!(d.plural, "deployments");
         assert!(c.get("apps", "v2", "deployments").is_none());
-        assert_eq!(c.get("", "v1", "pods").unwrap().subresource("status").unwrap().kind, "Pod");
+        assert_eq!(
+            c.get("", "v1", "pods")
+                .unwrap()
+                .subresource("status")
+                .unwrap()
+                .kind,
+            "Pod"
+        );
         let scale = c.get("apps", "v1", "deployments").unwrap();
         assert_eq!(scale.subresource("scale").unwrap().group, "autoscaling");
-        assert!(!c.get("", "v1", "namespaces").unwrap().supports("deletecollection"));
+        assert!(
+            !c.get("", "v1", "namespaces")
+                .unwrap()
+                .supports("deletecollection")
+        );
     }
 
     #[test]
@@ -540,13 +855,23 @@ mod tests {
         assert!(split_api_version("a/b/c").is_err());
         assert!(split_api_version("/v1").is_err());
         assert_eq!(api_version("", "v1"), "v1");
-        assert_eq!(GroupResource::new("apps", "deployments").to_string(), "deployments.apps");
+        assert_eq!(
+            GroupResource::new("apps", "deployments").to_string(),
+            "deployments.apps"
+        );
     }
 
     #[test]
     fn kube_aware_version_order() {
-        let mut v = vec!["v1alpha1", "v1", "foo", "v2beta1", "v1beta2", "v2", "v1beta1"];
+        let mut v = vec![
+            "v1alpha1", "v1", "foo", "v2beta1", "v1beta2", "v2", "v1beta1",
+        ];
         v.sort_by(|a, b| compare_versions(b, a));
-        assert_eq!(v, ["v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"]);
+        assert_eq!(
+            v,
+            [
+                "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"
+            ]
+        );
     }
 }

@@ -212,8 +212,8 @@ pub fn deletion_finalizers(
     if foreground {
         next.push(FINALIZER_FOREGROUND.to_owned());
     }
-    let same_set = next.iter().all(|f| finalizers.contains(f))
-        && finalizers.iter().all(|f| next.contains(f));
+    let same_set =
+        next.iter().all(|f| finalizers.contains(f)) && finalizers.iter().all(|f| next.contains(f));
     (!same_set).then_some(next)
 }
 
@@ -246,8 +246,16 @@ mod tests {
         assert!(should_orphan(B, &opts(Some(Orphan), None), &[]));
         assert!(!should_orphan(O, &opts(Some(Background), None), &[]));
         assert!(!should_orphan(O, &opts(Some(Foreground), None), &[]));
-        assert!(should_orphan(B, &opts(None, None), &fins(&["x/y", "orphan"])));
-        assert!(!should_orphan(O, &opts(None, None), &fins(&["foregroundDeletion", "orphan"])));
+        assert!(should_orphan(
+            B,
+            &opts(None, None),
+            &fins(&["x/y", "orphan"])
+        ));
+        assert!(!should_orphan(
+            O,
+            &opts(None, None),
+            &fins(&["foregroundDeletion", "orphan"])
+        ));
         assert!(should_orphan(O, &opts(None, None), &[]));
         assert!(!should_orphan(B, &opts(None, None), &[]));
     }
@@ -255,12 +263,32 @@ mod tests {
     /// The rows of k8s-gc-controller.md §2.2, `shouldDeleteDependents`.
     #[test]
     fn should_delete_dependents_table() {
-        assert!(!should_delete_dependents(U, &opts(Some(Foreground), None), &[]));
-        assert!(!should_delete_dependents(B, &opts(None, Some(false)), &fins(&["foregroundDeletion"])));
-        assert!(should_delete_dependents(B, &opts(Some(Foreground), None), &[]));
+        assert!(!should_delete_dependents(
+            U,
+            &opts(Some(Foreground), None),
+            &[]
+        ));
+        assert!(!should_delete_dependents(
+            B,
+            &opts(None, Some(false)),
+            &fins(&["foregroundDeletion"])
+        ));
+        assert!(should_delete_dependents(
+            B,
+            &opts(Some(Foreground), None),
+            &[]
+        ));
         assert!(!should_delete_dependents(B, &opts(Some(Orphan), None), &[]));
-        assert!(should_delete_dependents(B, &opts(None, None), &fins(&["foregroundDeletion"])));
-        assert!(!should_delete_dependents(B, &opts(None, None), &fins(&["orphan", "foregroundDeletion"])));
+        assert!(should_delete_dependents(
+            B,
+            &opts(None, None),
+            &fins(&["foregroundDeletion"])
+        ));
+        assert!(!should_delete_dependents(
+            B,
+            &opts(None, None),
+            &fins(&["orphan", "foregroundDeletion"])
+        ));
         assert!(!should_delete_dependents(O, &opts(None, None), &[]));
     }
 
@@ -274,8 +302,14 @@ mod tests {
 
     #[test]
     fn unchanged_set_reports_none() {
-        assert_eq!(deletion_finalizers(B, &opts(None, None), &fins(&["a/b"])), None);
-        assert_eq!(deletion_finalizers(O, &opts(None, None), &fins(&["orphan"])), None);
+        assert_eq!(
+            deletion_finalizers(B, &opts(None, None), &fins(&["a/b"])),
+            None
+        );
+        assert_eq!(
+            deletion_finalizers(O, &opts(None, None), &fins(&["orphan"])),
+            None
+        );
         assert_eq!(
             deletion_finalizers(O, &opts(None, None), &[]),
             Some(fins(&["orphan"]))
@@ -300,17 +334,31 @@ mod tests {
         assert_eq!(o.preconditions.uid.as_deref(), Some("u1"));
         assert_eq!(o.grace_period_seconds, Some(0));
         assert!(o.dry_run);
-        assert_eq!(DeleteOptions::from_json(&Value::Null).unwrap(), DeleteOptions::default());
+        assert_eq!(
+            DeleteOptions::from_json(&Value::Null).unwrap(),
+            DeleteOptions::default()
+        );
     }
 
     #[test]
     fn contradictory_or_unknown_options_are_invalid() {
-        let e = DeleteOptions::from_json(&json!({"orphanDependents": true, "propagationPolicy": "Orphan"}))
-            .unwrap_err();
+        let e = DeleteOptions::from_json(
+            &json!({"orphanDependents": true, "propagationPolicy": "Orphan"}),
+        )
+        .unwrap_err();
         assert_eq!(e.code, 422);
-        assert!(e.message.starts_with("DeleteOptions.meta.k8s.io \"\" is invalid"), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("DeleteOptions.meta.k8s.io \"\" is invalid"),
+            "{}",
+            e.message
+        );
         let e = DeleteOptions::from_json(&json!({"propagationPolicy": "Sideways"})).unwrap_err();
         assert_eq!(e.code, 422);
-        assert!(e.message.contains("Unsupported value: \"Sideways\""), "{}", e.message);
+        assert!(
+            e.message.contains("Unsupported value: \"Sideways\""),
+            "{}",
+            e.message
+        );
     }
 }

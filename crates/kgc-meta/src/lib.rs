@@ -16,8 +16,8 @@ pub use catalog::{
     Catalog, GcPolicy, GroupResource, GroupVersionKind, GroupVersionResource, ResourceInfo, Scope,
 };
 pub use deletion::{DeleteOptions, Preconditions, PropagationPolicy};
-pub use status::{Reason, Status};
 pub use selector::{FieldSelector, LabelSelector};
+pub use status::{Reason, Status};
 pub use validation::FieldError;
 
 /// Errors raised while interpreting user input that is not an object body (selectors, names of

@@ -279,7 +279,9 @@ impl<'a> Parser<'a> {
                         Tok::Comma => {
                             let (t2, l2) = self.peek(Context::Values);
                             if t2 != Tok::Ident && t2 != Tok::DoesNotExist {
-                                return Err(format!("found '{l2}', expected: identifier after ','"));
+                                return Err(format!(
+                                    "found '{l2}', expected: identifier after ','"
+                                ));
                             }
                         }
                         _ => return Err(format!("found '{l}', expected: ',' or 'end of string'")),
@@ -357,7 +359,8 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// `(a,b,...)`; empty members (`()`, `(a,)`, `(,,)`) stand for the empty value.
+    /// `(a,b,...)`; empty members (`()`, `(a,)`, `(,a)`, `(a,,b)`) stand for the empty value.
+    /// Like upstream, a doubled comma must be followed by a value: `(a,,)` and `(,,)` fail.
     fn parse_values(&mut self) -> Result<BTreeSet<String>, String> {
         let (tok, lit) = self.next(Context::Values);
         if tok != Tok::OpenPar {
@@ -377,9 +380,7 @@ impl<'a> Parser<'a> {
                 self.next(Context::Values);
                 Ok(BTreeSet::from([String::new()]))
             }
-            _ => Err(format!(
-                "found '{lit}', expected: ',', ')' or identifier"
-            )),
+            _ => Err(format!("found '{lit}', expected: ',', ')' or identifier")),
         }
     }
 
@@ -687,7 +688,10 @@ mod tests {
         let ne = sel("app!=web");
         assert!(!ne.matches(&labels(&[("app", "web")])));
         assert!(ne.matches(&labels(&[("app", "db")])));
-        assert!(ne.matches(&labels(&[])), "!= matches objects without the key");
+        assert!(
+            ne.matches(&labels(&[])),
+            "!= matches objects without the key"
+        );
         // "k=" means the empty value.
         let empty = sel("app=");
         assert!(empty.matches(&labels(&[("app", "")])));
@@ -705,7 +709,10 @@ mod tests {
         let n = sel("env notin (prod,staging)");
         assert!(!n.matches(&labels(&[("env", "prod")])));
         assert!(n.matches(&labels(&[("env", "dev")])));
-        assert!(n.matches(&labels(&[])), "notin matches objects without the key");
+        assert!(
+            n.matches(&labels(&[])),
+            "notin matches objects without the key"
+        );
         // Upstream reads "()" as the set holding the empty value.
         let e = sel("env in ()");
         assert!(e.matches(&labels(&[("env", "")])));
@@ -818,9 +825,18 @@ mod tests {
     #[test]
     fn syntax_errors() {
         let cases = [
-            ("(", "found '(', expected: !, identifier, or 'end of string'"),
-            ("=x", "found '=', expected: !, identifier, or 'end of string'"),
-            (",a", "found ',', expected: !, identifier, or 'end of string'"),
+            (
+                "(",
+                "found '(', expected: !, identifier, or 'end of string'",
+            ),
+            (
+                "=x",
+                "found '=', expected: !, identifier, or 'end of string'",
+            ),
+            (
+                ",a",
+                "found ',', expected: !, identifier, or 'end of string'",
+            ),
             ("!", "found '', expected: identifier"),
             ("!(", "found '(', expected: identifier"),
             ("a,", "found '', expected: identifier after ','"),
@@ -839,6 +855,8 @@ mod tests {
             ("a in (b,=)", "found '=', expected: ',', or identifier"),
             ("a in (=)", "found '=', expected: ',', ')' or identifier"),
             ("a in (b))", "found ')', expected: ',' or 'end of string'"),
+            ("a in (,,)", "found ')', expected: ',', or identifier"),
+            ("a in (b,,)", "found ')', expected: ',', or identifier"),
             ("!a=b", "found '=', expected: ',' or 'end of string'"),
         ];
         for (input, want) in cases {
@@ -944,7 +962,9 @@ mod tests {
         assert_eq!(f.to_string(), r"spec.nodeName=a\,b\=c\\d");
         assert_eq!(field(&f.to_string()), f);
         // An escaped comma does not split terms.
-        assert_eq!(field(r"a=x\,y=1").requirements().len(), 1);
+        assert_eq!(field(r"a=x\,y\=1").requirements().len(), 1);
+        // An unescaped '=' in a value is an error, even after an escaped comma.
+        assert!(FieldSelector::parse(r"a=x\,y=1").is_err());
     }
 
     #[test]
@@ -990,25 +1010,47 @@ mod tests {
         ]
     }
 
-    fn value() -> impl Strategy<Value = String> {
+    fn nonempty_value() -> impl Strategy<Value = String> {
         prop_oneof![
-            "([A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?)?".prop_map(String::from),
+            "[A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?".prop_map(String::from),
             Just("in".to_owned()),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![nonempty_value(), Just(String::new())]
+    }
+
+    /// A parenthesised set. Upstream rejects an empty member right before ')' unless it is the
+    /// only one ("(a,,)" and "(,,)" fail), so empty members are generated only where it accepts
+    /// them: "()" and a leading ",".
+    fn value_set() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("()".to_owned()),
+            (any::<bool>(), prop::collection::vec(nonempty_value(), 1..4)).prop_map(
+                |(lead, vs)| format!("({}{})", if lead { "," } else { "" }, vs.join(","))
+            ),
         ]
     }
 
     fn clause() -> impl Strategy<Value = String> {
         let ws = || "[ \t]{0,2}";
         prop_oneof![
-            (key(), ws(), prop_oneof![Just("="), Just("=="), Just("!=")], ws(), value())
+            (
+                key(),
+                ws(),
+                prop_oneof![Just("="), Just("=="), Just("!=")],
+                ws(),
+                value()
+            )
                 .prop_map(|(k, a, op, b, v)| format!("{k}{a}{op}{b}{v}")),
             (
                 key(),
                 prop_oneof![Just("in"), Just("notin")],
-                prop::collection::vec(value(), 0..4),
+                value_set(),
                 ws()
             )
-                .prop_map(|(k, op, vs, w)| format!("{k} {op}{w}({})", vs.join(","))),
+                .prop_map(|(k, op, vs, w)| format!("{k} {op}{w}{vs}")),
             (key(), ws()).prop_map(|(k, w)| format!("{w}{k}{w}")),
             (key(), ws()).prop_map(|(k, w)| format!("!{w}{k}")),
             (key(), prop_oneof![Just(">"), Just("<")], 0u32..100_000)

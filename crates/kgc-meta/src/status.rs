@@ -112,8 +112,12 @@ impl Status {
 
     /// `pods "p1" already exists`.
     pub fn already_exists(gr: &GroupResource, name: &str) -> Self {
-        Self::new(409, Reason::AlreadyExists, format!("{gr} \"{name}\" already exists"))
-            .about(gr, name)
+        Self::new(
+            409,
+            Reason::AlreadyExists,
+            format!("{gr} \"{name}\" already exists"),
+        )
+        .about(gr, name)
     }
 
     /// `Operation cannot be fulfilled on pods "p1": <detail>`.
@@ -170,8 +174,12 @@ impl Status {
 
     /// `pods "x" is forbidden: <reason>`.
     pub fn forbidden(gr: &GroupResource, name: &str, reason: &str) -> Self {
-        Self::new(403, Reason::Forbidden, format!("{gr} \"{name}\" is forbidden: {reason}"))
-            .about(gr, name)
+        Self::new(
+            403,
+            Reason::Forbidden,
+            format!("{gr} \"{name}\" is forbidden: {reason}"),
+        )
+        .about(gr, name)
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -191,7 +199,9 @@ impl Status {
         Self::new(
             415,
             Reason::UnsupportedMediaType,
-            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {content_type:?})"),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {content_type:?})"
+            ),
         )
     }
 
@@ -246,7 +256,11 @@ impl Status {
             body["reason"] = json!(self.reason.as_str());
         }
         let mut details = serde_json::Map::new();
-        for (k, v) in [("name", &self.name), ("group", &self.group), ("kind", &self.kind)] {
+        for (k, v) in [
+            ("name", &self.name),
+            ("group", &self.group),
+            ("kind", &self.kind),
+        ] {
             if !v.is_empty() {
                 details.insert(k.into(), json!(v));
             }
@@ -333,8 +347,11 @@ mod tests {
 
     #[test]
     fn unknown_reason_is_omitted() {
-        let j = Status::unknown(500, "resourceVersion should not be set on objects to be created")
-            .to_json();
+        let j = Status::unknown(
+            500,
+            "resourceVersion should not be set on objects to be created",
+        )
+        .to_json();
         assert!(j.get("reason").is_none());
         assert_eq!(j["code"], 500);
     }

@@ -306,7 +306,8 @@ fn path_segment_errors(name: &str, prefix: bool) -> Vec<String> {
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_ERR: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
 const DNS1035_LABEL_ERR: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
@@ -367,8 +368,7 @@ fn qualified_name_shape(s: &str) -> bool {
     let b = s.as_bytes();
     b.first().is_some_and(u8::is_ascii_alphanumeric)
         && b.last().is_some_and(u8::is_ascii_alphanumeric)
-        && b
-            .iter()
+        && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
@@ -745,7 +745,10 @@ fn validate_owner_references(obj: &Map<String, Value>, errs: &mut Vec<FieldError
             errs.push(FieldError::invalid_rendered(
                 PATH,
                 r.to_go_json(),
-                format!("{group}/{version}, Kind={} is disallowed from being an owner", r.kind),
+                format!(
+                    "{group}/{version}, Kind={} is disallowed from being an owner",
+                    r.kind
+                ),
             ));
         }
         if r.controller == Some(true) {
@@ -847,11 +850,16 @@ fn finalizer_list(obj: &Map<String, Value>) -> Vec<Option<String>> {
 /// added.
 ///
 /// Only the update-specific rules are here: run [`validate_object_meta`] on `new` as well, as
-/// upstream strategies do. Upstream's store first copies `uid`, `creationTimestamp`,
-/// `deletionTimestamp` and (when unset) `deletionGracePeriodSeconds` from the stored object when
-/// the request omits them, so callers should do the same before validating; likewise its check
-/// that an update names a `resourceVersion` is left out because unconditional updates fill it in
-/// before it runs.
+/// upstream strategies do.
+///
+/// Upstream's store (`rest.BeforeUpdate`) fills `generation`, `uid`, `creationTimestamp`,
+/// `deletionTimestamp` and `deletionGracePeriodSeconds` (and the handler the namespace) from the
+/// stored object before validating, so an update that merely *omits* one of them never fails
+/// there; this function therefore treats an omitted one as unchanged and reports only values the
+/// request actually changes. (The store also silently restores a changed `creationTimestamp`, and
+/// a changed `deletionTimestamp` once one is set; callers wanting that leniency copy those before
+/// calling.) Upstream's "must be specified for an update" check on `resourceVersion` is left out
+/// because unconditional updates fill the version in before that check runs.
 pub fn validate_object_meta_update(new: &Value, old: &Value) -> Vec<FieldError> {
     let empty = Map::new();
     let new_obj = match new {
@@ -884,8 +892,9 @@ pub fn validate_object_meta_update(new: &Value, old: &Value) -> Vec<FieldError> 
     }
 
     let generation = |m: &Map<String, Value>| m.get("generation").and_then(Value::as_i64);
-    let new_generation = generation(new_obj).unwrap_or(0);
-    if new_generation < generation(old_obj).unwrap_or(0) {
+    if let Some(new_generation) = generation(new_obj)
+        && new_generation < generation(old_obj).unwrap_or(0)
+    {
         errs.push(FieldError::invalid_value(
             "metadata.generation",
             &Value::from(new_generation),
@@ -893,16 +902,17 @@ pub fn validate_object_meta_update(new: &Value, old: &Value) -> Vec<FieldError> 
         ));
     }
 
-    for (key, render) in [
-        ("name", Render::GoString),
-        ("namespace", Render::GoString),
-        ("uid", Render::JsonString),
-        ("creationTimestamp", Render::Json),
-        ("deletionTimestamp", Render::Json),
-        ("deletionGracePeriodSeconds", Render::Json),
+    // (field, how its new value is echoed, whether omitting it means "keep the stored value")
+    for (key, render, omittable) in [
+        ("name", Render::GoString, false),
+        ("namespace", Render::GoString, true),
+        ("uid", Render::JsonString, true),
+        ("creationTimestamp", Render::Json, true),
+        ("deletionTimestamp", Render::Json, true),
+        ("deletionGracePeriodSeconds", Render::Json, true),
     ] {
         let (n, o) = (present(new_obj.get(key)), present(old_obj.get(key)));
-        if n != o {
+        if n != o && !(omittable && n.is_none()) {
             let shown = match (render, n) {
                 (Render::GoString, Some(Value::String(s))) => go_quote(s),
                 (Render::GoString, None) => go_quote(""),
@@ -1265,7 +1275,10 @@ mod tests {
             (FieldError::forbidden("f", ""), "FieldValueForbidden"),
             (FieldError::too_long("f", "v", 3), "FieldValueTooLong"),
             (FieldError::duplicate("f", "v"), "FieldValueDuplicate"),
-            (FieldError::not_supported("f", "v", &[]), "FieldValueNotSupported"),
+            (
+                FieldError::not_supported("f", "v", &[]),
+                "FieldValueNotSupported",
+            ),
             (FieldError::too_many("f", 2, 1), "FieldValueTooMany"),
         ];
         for (e, t) in cases {
@@ -1341,20 +1354,16 @@ mod tests {
 
     #[test]
     fn qualified_names_and_label_values() {
-        for ok in [
-            "a",
-            "A",
-            "a.b_c-D",
-            "example.com/MyName",
-            "k8s.io/x",
-            "a/b",
-        ] {
+        for ok in ["a", "A", "a.b_c-D", "example.com/MyName", "k8s.io/x", "a/b"] {
             assert!(is_qualified_name(ok).is_empty(), "{ok}");
         }
         assert_eq!(is_qualified_name("app:monolith"), vec![NAME_PART_MSG]);
         assert_eq!(
             is_qualified_name(""),
-            vec!["name part must be non-empty".to_owned(), NAME_PART_MSG.to_owned()]
+            vec![
+                "name part must be non-empty".to_owned(),
+                NAME_PART_MSG.to_owned()
+            ]
         );
         assert_eq!(
             is_qualified_name("/a"),
@@ -1370,7 +1379,9 @@ mod tests {
         );
         assert_eq!(
             is_qualified_name("a/b/c"),
-            vec!["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+            vec![
+                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            ]
         );
 
         assert!(is_label_value("").is_empty());
@@ -1454,14 +1465,21 @@ mod tests {
             check(json!({"name": "", "namespace": "ns"})),
             vec!["metadata.name: Required value: name or generateName is required"]
         );
-        assert_eq!(check(json!({"generateName": "web-", "namespace": "ns"})), Vec::<String>::new());
+        assert_eq!(
+            check(json!({"generateName": "web-", "namespace": "ns"})),
+            Vec::<String>::new()
+        );
         assert_eq!(
             check(json!({"name": "Foo", "namespace": "ns"})),
-            vec![format!("metadata.name: Invalid value: \"Foo\": {SUBDOMAIN_MSG}")]
+            vec![format!(
+                "metadata.name: Invalid value: \"Foo\": {SUBDOMAIN_MSG}"
+            )]
         );
         assert_eq!(
             check(json!({"generateName": "Web-", "namespace": "ns"})),
-            vec![format!("metadata.generateName: Invalid value: \"Web-\": {SUBDOMAIN_MSG}")]
+            vec![format!(
+                "metadata.generateName: Invalid value: \"Web-\": {SUBDOMAIN_MSG}"
+            )]
         );
         assert_eq!(
             check(json!({"name": 5, "namespace": "ns"})),
@@ -1496,7 +1514,9 @@ mod tests {
         );
         assert_eq!(
             check(json!({"name": "x", "namespace": "Bad_NS"})),
-            vec![format!("metadata.namespace: Invalid value: \"Bad_NS\": {LABEL_MSG}")]
+            vec![format!(
+                "metadata.namespace: Invalid value: \"Bad_NS\": {LABEL_MSG}"
+            )]
         );
         let cluster = strings(&validate_object_meta(
             &json!({"name": "x", "namespace": "ns"}),
@@ -1550,7 +1570,9 @@ mod tests {
     fn annotation_rules() {
         assert_eq!(
             check(with(json!({"annotations": {"a b": "x"}}))),
-            vec![format!("metadata.annotations: Invalid value: \"a b\": {NAME_PART_MSG}")]
+            vec![format!(
+                "metadata.annotations: Invalid value: \"a b\": {NAME_PART_MSG}"
+            )]
         );
         // Case does not matter for annotation keys, even in the prefix.
         assert!(check(with(json!({"annotations": {"EXAMPLE.com/Key": "x"}}))).is_empty());
@@ -1566,7 +1588,9 @@ mod tests {
     #[test]
     fn finalizer_rules() {
         assert_eq!(
-            check(with(json!({"finalizers": ["orphan", "foregroundDeletion"]}))),
+            check(with(
+                json!({"finalizers": ["orphan", "foregroundDeletion"]})
+            )),
             vec![
                 "metadata.finalizers: Invalid value: [\"orphan\",\"foregroundDeletion\"]: finalizer orphan and foregroundDeletion cannot be both set"
             ]
@@ -1579,7 +1603,9 @@ mod tests {
         );
         assert_eq!(
             check(with(json!({"finalizers": ["a b/c"]}))),
-            vec![format!("metadata.finalizers: Invalid value: \"a b/c\": prefix part {SUBDOMAIN_MSG}")]
+            vec![format!(
+                "metadata.finalizers: Invalid value: \"a b/c\": prefix part {SUBDOMAIN_MSG}"
+            )]
         );
         assert_eq!(
             check(with(json!({"finalizers": ["bad name"]}))),
@@ -1704,7 +1730,11 @@ mod tests {
             let _ = validate_object_meta_update(&meta, &json!(7));
         }
         assert_eq!(
-            strings(&validate_object_meta(&json!(3), true, NameRule::Dns1123Subdomain)),
+            strings(&validate_object_meta(
+                &json!(3),
+                true,
+                NameRule::Dns1123Subdomain
+            )),
             vec!["metadata: Invalid value: 3: must be of type object"]
         );
     }
@@ -1735,11 +1765,19 @@ mod tests {
                 "metadata.creationTimestamp: Invalid value: \"2025-01-01T00:00:00Z\": field is immutable",
             ]
         );
+        // Omitted fields are filled from the stored object upstream, so they are no change.
+        assert!(update(json!({"name": "a"}), old.clone()).is_empty());
         assert_eq!(
-            update(json!({"name": "a", "namespace": "ns", "generation": 2}), old.clone()),
+            update(json!({"namespace": "ns"}), old.clone()),
+            vec!["metadata.name: Invalid value: \"\": field is immutable"]
+        );
+        assert_eq!(
+            update(
+                json!({"name": "a", "creationTimestamp": "2024-01-01T00:00:01Z"}),
+                old
+            ),
             vec![
-                "metadata.uid: Invalid value: \"\": field is immutable",
-                "metadata.creationTimestamp: Invalid value: null: field is immutable",
+                "metadata.creationTimestamp: Invalid value: \"2024-01-01T00:00:01Z\": field is immutable"
             ]
         );
     }
@@ -1752,10 +1790,16 @@ mod tests {
         });
         assert_eq!(
             update(json!({"name": "a", "generation": 2}), old.clone()),
+            vec!["metadata.generation: Invalid value: 2: must not be decremented"]
+        );
+        assert!(update(json!({"name": "a"}), old.clone()).is_empty());
+        assert_eq!(
+            update(
+                json!({"name": "a", "deletionTimestamp": "2025-01-01T00:00:00Z", "deletionGracePeriodSeconds": null}),
+                old.clone()
+            ),
             vec![
-                "metadata.generation: Invalid value: 2: must not be decremented",
-                "metadata.deletionTimestamp: Invalid value: null: field is immutable",
-                "metadata.deletionGracePeriodSeconds: Invalid value: null: field is immutable",
+                "metadata.deletionTimestamp: Invalid value: \"2025-01-01T00:00:00Z\": field is immutable"
             ]
         );
         assert_eq!(
@@ -1770,7 +1814,9 @@ mod tests {
                 json!({"name": "a", "deletionTimestamp": "2024-01-01T00:00:00Z"}),
                 json!({"name": "a"})
             ),
-            vec!["metadata.deletionTimestamp: Invalid value: \"2024-01-01T00:00:00Z\": field is immutable"]
+            vec![
+                "metadata.deletionTimestamp: Invalid value: \"2024-01-01T00:00:00Z\": field is immutable"
+            ]
         );
     }
 

@@ -146,9 +146,7 @@ impl Store {
                 Grace::Wait(deadline) => {
                     graceful = true;
                     if !opts.dry_run {
-                        self.inner
-                            .pods
-                            .schedule(deadline, ns, name, &stored.uid);
+                        self.inner.pods.schedule(deadline, ns, name, &stored.uid);
                     }
                 }
                 Grace::Now => {}
@@ -324,19 +322,28 @@ mod tests {
     fn second_delete_only_shortens() {
         let now: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
         let mut pod = json!({"metadata": {"generation": 1}, "spec": {"nodeName": "n1"}});
-        assert!(matches!(graceful_deletion(&mut pod, &DeleteOptions::default(), now), Grace::Wait(_)));
+        assert!(matches!(
+            graceful_deletion(&mut pod, &DeleteOptions::default(), now),
+            Grace::Wait(_)
+        ));
         assert_eq!(pod["metadata"]["deletionTimestamp"], "2026-01-01T00:00:30Z");
         assert_eq!(pod["metadata"]["generation"], 2);
         let longer = DeleteOptions {
             grace_period_seconds: Some(60),
             ..Default::default()
         };
-        assert!(matches!(graceful_deletion(&mut pod, &longer, now), Grace::Pending));
+        assert!(matches!(
+            graceful_deletion(&mut pod, &longer, now),
+            Grace::Pending
+        ));
         let shorter = DeleteOptions {
             grace_period_seconds: Some(10),
             ..Default::default()
         };
-        assert!(matches!(graceful_deletion(&mut pod, &shorter, now), Grace::Wait(_)));
+        assert!(matches!(
+            graceful_deletion(&mut pod, &shorter, now),
+            Grace::Wait(_)
+        ));
         assert_eq!(pod["metadata"]["deletionTimestamp"], "2026-01-01T00:00:10Z");
         assert_eq!(pod["metadata"]["generation"], 2);
     }

@@ -106,10 +106,13 @@ pub(crate) struct State {
 }
 
 impl State {
-    pub(crate) fn get(&self, gr: &GroupResource, ns: &str, name: &str) -> Option<&Arc<StoredObject>> {
-        self.objects
-            .get(gr)?
-            .get(&(ns.to_owned(), name.to_owned()))
+    pub(crate) fn get(
+        &self,
+        gr: &GroupResource,
+        ns: &str,
+        name: &str,
+    ) -> Option<&Arc<StoredObject>> {
+        self.objects.get(gr)?.get(&(ns.to_owned(), name.to_owned()))
     }
 
     pub(crate) fn next_rv(&mut self) -> u64 {
@@ -240,7 +243,11 @@ impl Store {
                     }
                 },
             );
-            *store.inner.committer.lock().unwrap_or_else(|p| p.into_inner()) = Some(committer);
+            *store
+                .inner
+                .committer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(committer);
         }
         store.bootstrap_namespaces().await?;
         store.inner.pods.recover(&store);
@@ -268,7 +275,12 @@ impl Store {
 
     /// Number of stored objects, for metrics and benchmarks.
     pub fn len(&self) -> usize {
-        self.inner.lock_state().objects.values().map(BTreeMap::len).sum()
+        self.inner
+            .lock_state()
+            .objects
+            .values()
+            .map(BTreeMap::len)
+            .sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -359,7 +371,11 @@ impl Store {
             events,
             done,
         };
-        let committer = self.inner.committer.lock().unwrap_or_else(|p| p.into_inner());
+        let committer = self
+            .inner
+            .committer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         match committer.as_ref().map(|c| c.submit(unit)) {
             Some(Ok(())) => Ok(Pending(Some(rx))),
             // Writes check `failed` first, and `close` marks it under the same lock, so a missing

@@ -20,7 +20,8 @@ use crate::{Clock, State, Store, format_time};
 pub const FINALIZER_KUBERNETES: &str = "kubernetes";
 
 /// Namespaces that exist from the start.
-pub const SYSTEM_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+pub const SYSTEM_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// Namespaces that may never be deleted (NamespaceLifecycle admission).
 const IMMORTAL: [&str; 3] = ["default", "kube-system", "kube-public"];
@@ -140,9 +141,8 @@ impl Store {
             } else {
                 RESYNC
             };
-            match tokio::time::timeout(wait, changes.changed()).await {
-                Ok(Err(_)) => return,
-                Ok(Ok(())) | Err(_) => {}
+            if let Ok(Err(_)) = tokio::time::timeout(wait, changes.changed()).await {
+                return;
             }
         }
     }
@@ -205,7 +205,11 @@ impl Store {
             let result = self
                 .update(&info, "", name, Some("finalize"), false, |mut ns| {
                     if ns.uid() != uid {
-                        return Err(Status::conflict(&namespaces(), "", "namespace was recreated"));
+                        return Err(Status::conflict(
+                            &namespaces(),
+                            "",
+                            "namespace was recreated",
+                        ));
                     }
                     let fins: Vec<String> = str_list(ns.pointer("/spec/finalizers"))
                         .into_iter()

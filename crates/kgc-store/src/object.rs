@@ -142,7 +142,11 @@ impl Meta for Value {
 /// Reads a list of strings, skipping non-strings.
 pub fn str_list(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -212,6 +216,9 @@ mod tests {
         let c = json!({"metadata": {}, "spec": {"x": 2}});
         assert!(!spec_changed(&a, &b));
         assert!(spec_changed(&a, &c));
-        assert!(spec_changed(&json!({"data": {"k": "1"}}), &json!({"data": {"k": "2"}})));
+        assert!(spec_changed(
+            &json!({"data": {"k": "1"}}),
+            &json!({"data": {"k": "2"}})
+        ));
     }
 }

@@ -81,9 +81,8 @@ pub(crate) fn open(path: &Path) -> Result<(Connection, Loaded)> {
             let group: String = row.get(0)?;
             let resource: String = row.get(1)?;
             let data: String = row.get(2)?;
-            let object = StoredObject::from_raw(data.into_boxed_str()).map_err(|s| {
-                Error::Corrupt(format!("{resource}.{group}: {}", s.message))
-            })?;
+            let object = StoredObject::from_raw(data.into_boxed_str())
+                .map_err(|s| Error::Corrupt(format!("{resource}.{group}: {}", s.message)))?;
             objects.push((group, resource, object));
         }
     }

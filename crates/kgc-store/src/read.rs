@@ -42,7 +42,12 @@ fn parse_continue(token: &str) -> Result<(u64, String, String), Status> {
 
 impl Store {
     /// The current state of one object.
-    pub fn get(&self, gr: &GroupResource, namespace: &str, name: &str) -> Option<Arc<StoredObject>> {
+    pub fn get(
+        &self,
+        gr: &GroupResource,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<StoredObject>> {
         self.inner.lock_state().get(gr, namespace, name).cloned()
     }
 
@@ -202,7 +207,10 @@ mod tests {
             parse_continue("12/ns/a.b").unwrap(),
             (12, "ns".to_owned(), "a.b".to_owned())
         );
-        assert_eq!(parse_continue("3//node-1").unwrap(), (3, String::new(), "node-1".into()));
+        assert_eq!(
+            parse_continue("3//node-1").unwrap(),
+            (3, String::new(), "node-1".into())
+        );
         assert!(parse_continue("x/ns/a").is_err());
         assert!(parse_continue("12").is_err());
     }

@@ -125,7 +125,10 @@ impl WatchFilter {
 pub enum WatchEvent {
     Event(EventType, Arc<StoredObject>),
     /// The cursor fell behind the retained log: the client must re-list.
-    Expired { requested: u64, oldest: u64 },
+    Expired {
+        requested: u64,
+        oldest: u64,
+    },
     /// The store is shutting down.
     Closed,
 }
@@ -143,6 +146,11 @@ impl Watcher {
     /// The revision this watcher has delivered everything up to (its bookmark).
     pub fn resource_version(&self) -> u64 {
         self.cursor
+    }
+
+    /// Events already queued (the initial snapshot of a watch started without a revision).
+    pub fn buffered(&self) -> usize {
+        self.pending.len()
     }
 
     /// The next matching event, waiting for one if needed.
@@ -207,8 +215,13 @@ impl Watcher {
             EventType::Modified => {
                 let before = e.prev.as_ref().is_some_and(|p| self.filter.matches(p));
                 match (before, now) {
-                    (true, true) => Some(WatchEvent::Event(EventType::Modified, Arc::clone(&e.object))),
-                    (false, true) => Some(WatchEvent::Event(EventType::Added, Arc::clone(&e.object))),
+                    (true, true) => Some(WatchEvent::Event(
+                        EventType::Modified,
+                        Arc::clone(&e.object),
+                    )),
+                    (false, true) => {
+                        Some(WatchEvent::Event(EventType::Added, Arc::clone(&e.object)))
+                    }
                     (true, false) => {
                         // The previous content, stamped with this event's revision.
                         let prev = e.prev.as_ref()?;

@@ -249,7 +249,10 @@ impl Store {
         }
         new.set("generation", generation);
         let mut errs = validate_object_meta(&new["metadata"], info.namespaced(), info.name_rule);
-        errs.extend(validate_object_meta_update(&new["metadata"], &current["metadata"]));
+        errs.extend(validate_object_meta_update(
+            &new["metadata"],
+            &current["metadata"],
+        ));
         if !errs.is_empty() {
             return Err(invalid(info, name, &errs).into());
         }
@@ -379,7 +382,10 @@ fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
             obj["spec"] = json!({});
         }
         let mut fins = str_list(obj.pointer("/spec/finalizers"));
-        if !fins.iter().any(|f| f == crate::namespace::FINALIZER_KUBERNETES) {
+        if !fins
+            .iter()
+            .any(|f| f == crate::namespace::FINALIZER_KUBERNETES)
+        {
             fins.push(crate::namespace::FINALIZER_KUBERNETES.to_owned());
         }
         obj["spec"]["finalizers"] = Value::from(fins);

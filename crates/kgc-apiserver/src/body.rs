@@ -1,0 +1,114 @@
+//! Request bodies and response bodies.
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use kgc_meta::Status;
+use serde_json::Value;
+
+/// kube-apiserver's request body limit for JSON and YAML (3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// The media type of a request, without parameters.
+pub fn media_type(headers: &HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// Reads a body up to [`MAX_BODY`]; larger bodies are a 413, as upstream answers them.
+pub async fn read(body: Body) -> Result<Bytes, Status> {
+    axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| Status::too_large(MAX_BODY))
+}
+
+/// Decodes an object body by its media type: JSON, or YAML (as `kubectl` can send and as
+/// `curl --data-binary @x.yaml -H 'Content-Type: application/yaml'` does).
+pub fn decode(media: &str, bytes: &[u8]) -> Result<Value, Status> {
+    match media {
+        "" | "application/json" | "*/*" => serde_json::from_slice(bytes).map_err(|e| {
+            Status::bad_request(format!("the body of the request is not valid JSON: {e}"))
+        }),
+        "application/yaml" => {
+            let text = std::str::from_utf8(bytes).map_err(|e| {
+                Status::bad_request(format!("the body of the request is not UTF-8: {e}"))
+            })?;
+            serde_saphyr::from_str::<Value>(text).map_err(|e| {
+                Status::bad_request(format!("the body of the request is not valid YAML: {e}"))
+            })
+        }
+        other => Err(Status::unsupported_media_type(other)),
+    }
+}
+
+/// A JSON response from text the store already serialized.
+pub fn raw_json(code: StatusCode, text: String) -> Response {
+    let mut resp = Response::new(Body::from(text));
+    *resp.status_mut() = code;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// A JSON response from a value.
+pub fn json(code: StatusCode, v: &Value) -> Response {
+    raw_json(code, v.to_string())
+}
+
+/// A `metav1.Status` error as an HTTP response.
+pub struct ApiError(pub Status);
+
+impl From<Status> for ApiError {
+    fn from(s: Status) -> Self {
+        Self(s)
+    }
+}
+
+impl From<kgc_store::Error> for ApiError {
+    fn from(e: kgc_store::Error) -> Self {
+        if !matches!(e, kgc_store::Error::Api(_)) {
+            tracing::error!(error = %e, "storage error");
+        }
+        Self(e.status())
+    }
+}
+
+impl From<kgc_meta::Error> for ApiError {
+    fn from(e: kgc_meta::Error) -> Self {
+        Self(Status::bad_request(e.to_string()))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.0.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        json(code, &self.0.to_json())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_json_and_yaml() {
+        assert_eq!(decode("application/json", br#"{"a":1}"#).unwrap()["a"], 1);
+        let y = decode("application/yaml", b"kind: ConfigMap\ndata:\n  k: v\n").unwrap();
+        assert_eq!(y["data"]["k"], "v");
+        assert_eq!(decode("application/json", b"{").unwrap_err().code, 400);
+        assert_eq!(decode("application/yaml", b"a: [").unwrap_err().code, 400);
+        assert_eq!(
+            decode("application/vnd.kubernetes.protobuf", b"k8s\0")
+                .unwrap_err()
+                .code,
+            415
+        );
+    }
+}

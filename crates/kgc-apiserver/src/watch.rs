@@ -1,0 +1,132 @@
+//! The WATCH response: newline-delimited JSON events over a chunked body
+//! (apiserver-semantics.md §3.1). One event per line, because kube-rs splits on `\n`.
+
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use futures::stream;
+use kgc_meta::Status;
+use kgc_store::{WatchEvent, Watcher};
+use serde_json::json;
+use tokio::sync::watch as notify;
+use tokio::time::Instant;
+
+/// How often an idle watch with `allowWatchBookmarks` gets a BOOKMARK.
+const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+
+/// What a watch stream needs besides its cursor.
+pub struct WatchParams {
+    pub kind: String,
+    pub api_version: String,
+    pub timeout: Duration,
+    pub bookmarks: bool,
+    /// `sendInitialEvents=true`: end the initial ADDED events with the
+    /// `k8s.io/initial-events-end` bookmark.
+    pub initial_events_end: bool,
+}
+
+struct StreamState {
+    watcher: Watcher,
+    params: WatchParams,
+    initial_left: usize,
+    deadline: Instant,
+    next_bookmark: Instant,
+    shutdown: notify::Receiver<bool>,
+    done: bool,
+}
+
+impl StreamState {
+    fn bookmark(&self, initial_end: bool) -> Bytes {
+        let mut object = json!({
+            "kind": self.params.kind,
+            "apiVersion": self.params.api_version,
+            "metadata": {"resourceVersion": self.watcher.resource_version().to_string()},
+        });
+        if initial_end {
+            object["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        line(&json!({"type": "BOOKMARK", "object": object}).to_string())
+    }
+
+    async fn next_chunk(&mut self) -> Option<Bytes> {
+        if self.done {
+            return None;
+        }
+        if self.initial_left == 0 && self.params.initial_events_end {
+            self.params.initial_events_end = false;
+            return Some(self.bookmark(true));
+        }
+        loop {
+            tokio::select! {
+                biased;
+                e = self.watcher.next() => match e {
+                    WatchEvent::Event(kind, obj) => {
+                        self.initial_left = self.initial_left.saturating_sub(1);
+                        let mut text = String::with_capacity(obj.raw.len() + 32);
+                        text.push_str("{\"type\":\"");
+                        text.push_str(kind.as_str());
+                        text.push_str("\",\"object\":");
+                        text.push_str(&obj.raw);
+                        text.push('}');
+                        return Some(line(&text));
+                    }
+                    WatchEvent::Expired { requested, oldest } => {
+                        self.done = true;
+                        let status = Status::expired(format!("too old resource version: {requested} ({oldest})"));
+                        return Some(line(&json!({"type": "ERROR", "object": status.to_json()}).to_string()));
+                    }
+                    WatchEvent::Closed => return None,
+                },
+                _ = tokio::time::sleep_until(self.deadline) => return None,
+                _ = tokio::time::sleep_until(self.next_bookmark), if self.params.bookmarks => {
+                    self.next_bookmark = Instant::now() + BOOKMARK_EVERY;
+                    return Some(self.bookmark(false));
+                }
+                r = self.shutdown.changed() => {
+                    if r.is_err() || *self.shutdown.borrow() {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn line(text: &str) -> Bytes {
+    let mut s = String::with_capacity(text.len() + 1);
+    s.push_str(text);
+    s.push('\n');
+    Bytes::from(s)
+}
+
+/// Streams a watcher's events until the timeout, an expired cursor, or shutdown.
+pub fn respond(
+    watcher: Watcher,
+    params: WatchParams,
+    shutdown: notify::Receiver<bool>,
+) -> Response {
+    let now = Instant::now();
+    let state = StreamState {
+        initial_left: watcher.buffered(),
+        deadline: now + params.timeout,
+        next_bookmark: now + BOOKMARK_EVERY,
+        watcher,
+        params,
+        shutdown,
+        done: false,
+    };
+    let body = stream::unfold(state, |mut st| async move {
+        st.next_chunk()
+            .await
+            .map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), st))
+    });
+    let mut resp = Response::new(Body::from_stream(body));
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}

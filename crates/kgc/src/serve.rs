@@ -1,0 +1,131 @@
+//! `kgc serve`: the embedded cluster.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use kgc_apiserver::ApiServer;
+use kgc_store::{Options, Store};
+use tokio::sync::watch;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Address to listen on. Loopback by default: kgc serve has no authentication yet.
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    listen: SocketAddr,
+    /// Where the database and the kubeconfig live [default: $XDG_DATA_HOME/kgc or ~/.local/share/kgc].
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Keep every object in memory only; nothing survives a restart.
+    #[arg(long)]
+    in_memory: bool,
+    /// How many committed changes are kept for watch resumption.
+    #[arg(long, default_value_t = kgc_store::DEFAULT_WATCH_LOG)]
+    watch_cache_size: usize,
+}
+
+fn default_data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("kgc");
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    home.join(".local/share/kgc")
+}
+
+/// The kubeconfig clients use to reach this server (context `kgc`).
+fn kubeconfig(server: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: kgc
+  cluster:
+    server: {server}
+users:
+- name: kgc
+  user: {{}}
+contexts:
+- name: kgc
+  context:
+    cluster: kgc
+    user: kgc
+    namespace: default
+current-context: kgc
+"
+    )
+}
+
+/// Writes a file atomically (temporary file, then rename), so readers never see half of it.
+fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, contents).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("installing the SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    let started = std::time::Instant::now();
+    let store = Store::open_with(Options {
+        path: (!args.in_memory).then(|| data_dir.join("kgc.db")),
+        watch_log: args.watch_cache_size,
+        ..Options::default()
+    })
+    .await
+    .with_context(|| format!("opening the store in {}", data_dir.display()))?;
+    tracing::info!(
+        objects = store.len(),
+        revision = store.revision(),
+        durable = store.is_durable(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "store opened"
+    );
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let local = listener.local_addr()?;
+    let client_host = if local.ip().is_unspecified() {
+        format!("127.0.0.1:{}", local.port())
+    } else {
+        local.to_string()
+    };
+    let server_url = format!("http://{client_host}");
+    let kubeconfig_path = data_dir.join("kubeconfig");
+    write_atomic(&kubeconfig_path, &kubeconfig(&server_url))?;
+
+    let controllers = [
+        tokio::spawn(store.clone().run_namespace_controller()),
+        tokio::spawn(store.clone().run_pod_terminator()),
+    ];
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let app = ApiServer::new(store.clone(), client_host.clone(), stop_rx).router();
+    tracing::info!(listen = %local, kubeconfig = %kubeconfig_path.display(), "serving");
+    println!("kgc serve: listening on {server_url}");
+    println!("export KUBECONFIG={}", kubeconfig_path.display());
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        // Ends open watches so that connections drain.
+        let _ = stop_tx.send(true);
+    });
+    server.await.context("serving HTTP")?;
+    for c in controllers {
+        c.abort();
+    }
+    store.close();
+    tracing::info!("stopped; every acknowledged write is on disk");
+    Ok(())
+}
