@@ -150,6 +150,21 @@ pub struct ResourceInfo {
     pub field_selectors: Vec<String>,
     /// True for resources defined by a CustomResourceDefinition.
     pub custom: bool,
+    /// A CRD's `additionalPrinterColumns`; empty for built-ins, whose columns are fixed.
+    pub printer_columns: Vec<PrinterColumn>,
+}
+
+/// One `additionalPrinterColumns` entry of a CustomResourceDefinition version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrinterColumn {
+    pub name: String,
+    /// `integer`, `number`, `string`, `boolean` or `date`.
+    pub type_: String,
+    pub format: String,
+    pub description: String,
+    pub priority: i32,
+    /// A JSONPath into the object, such as `.spec.replicas`.
+    pub json_path: String,
 }
 
 impl ResourceInfo {
@@ -430,6 +445,7 @@ impl Builtin {
                 && matches!(self.plural, "pods" | "serviceaccounts" | "services"),
             field_selectors: field_selectors.iter().map(|s| (*s).to_owned()).collect(),
             custom: false,
+            printer_columns: Vec::new(),
         }
     }
 }
