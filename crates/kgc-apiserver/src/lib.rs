@@ -10,6 +10,7 @@ mod body;
 mod discovery;
 mod request;
 mod rest;
+mod scale;
 mod table;
 mod watch;
 

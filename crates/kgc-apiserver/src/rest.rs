@@ -50,7 +50,7 @@ pub async fn serve(
         _ => {}
     }
     if let Some(sub) = &req.subresource {
-        let known = info.subresource(sub).is_some_and(|s| s.name != "scale");
+        let known = info.subresource(sub).is_some();
         let verb_ok = matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch);
         if !known || !verb_ok {
             return Err(Status::no_such_resource().into());
@@ -65,14 +65,17 @@ pub async fn serve(
     }
     let ns = req.namespace.clone().unwrap_or_default();
     let name = req.name.clone().unwrap_or_default();
+    if req.subresource.as_deref() == Some("scale") {
+        return scale(api, &info, &req, query, headers, body).await;
+    }
     match req.verb {
-        Verb::Get => get(api, &info, &ns, &name),
+        Verb::Get => get(api, &info, &req, &ns, &name),
         Verb::List => list(api, &info, &req, query),
         Verb::Watch => watch(api, &info, &req, query),
         Verb::Create => {
             let obj = object_body(&info, &req, headers, body).await?;
             let created = api.store.create(&info, &ns, obj, query.dry_run()?).await?;
-            Ok(object(StatusCode::CREATED, &created))
+            Ok(object(&info, &req, StatusCode::CREATED, &created))
         }
         Verb::Update => {
             let obj = object_body(&info, &req, headers, body).await?;
@@ -87,23 +90,61 @@ pub async fn serve(
                     |_| Ok(obj),
                 )
                 .await?;
-            Ok(object(StatusCode::OK, updated.object()))
+            Ok(object(&info, &req, StatusCode::OK, updated.object()))
         }
         Verb::Patch => patch(api, &info, &req, query, headers, body).await,
-        Verb::Delete => delete(api, &info, &ns, &name, query, body).await,
+        Verb::Delete => delete(api, &info, &req, query, body).await,
         Verb::DeleteCollection => delete_collection(api, &info, &req, query, body).await,
     }
 }
 
-fn object(code: StatusCode, o: &StoredObject) -> Response {
-    body::raw_json(code, o.raw.to_string())
+/// The `apiVersion` a resource's objects are stored with: custom resources are kept in their
+/// CRD's storage version and served in whichever version is asked for (conversion `None`: only
+/// `apiVersion` changes); built-ins have one version.
+fn storage_api_version(info: &ResourceInfo, req: &RequestInfo) -> String {
+    match &info.crd {
+        Some(c) => api_version(&info.group, &c.storage_version),
+        None => api_version(&req.group, &req.version),
+    }
 }
 
-fn get(api: &ApiServer, info: &ResourceInfo, ns: &str, name: &str) -> Result<Response> {
+/// The `apiVersion` to rewrite stored objects to, when it differs from the stored one.
+pub(crate) fn served_api_version(info: &ResourceInfo, req: &RequestInfo) -> Option<String> {
+    let want = api_version(&req.group, &req.version);
+    (info.crd.is_some() && want != storage_api_version(info, req)).then_some(want)
+}
+
+/// An object's JSON as served: stored text, or with `apiVersion` rewritten.
+pub(crate) fn served_text<'a>(
+    raw: &'a str,
+    api_version: Option<&str>,
+) -> std::borrow::Cow<'a, str> {
+    match api_version {
+        None => std::borrow::Cow::Borrowed(raw),
+        Some(v) => {
+            let mut value: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
+            value["apiVersion"] = Value::from(v);
+            std::borrow::Cow::Owned(value.to_string())
+        }
+    }
+}
+
+fn object(info: &ResourceInfo, req: &RequestInfo, code: StatusCode, o: &StoredObject) -> Response {
+    let version = served_api_version(info, req);
+    body::raw_json(code, served_text(&o.raw, version.as_deref()).into_owned())
+}
+
+fn get(
+    api: &ApiServer,
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    ns: &str,
+    name: &str,
+) -> Result<Response> {
     let o = api
         .store
         .get_or_not_found(&info.group_resource(), ns, name)?;
-    Ok(object(StatusCode::OK, &o))
+    Ok(object(info, req, StatusCode::OK, &o))
 }
 
 /// Selectors and paging from the query, with selector errors as 400s.
@@ -152,11 +193,12 @@ fn list(
         out.push_str(&Value::from(c.as_str()).to_string());
     }
     out.push_str("},\"items\":[");
+    let version = served_api_version(info, req);
     for (i, o) in page.items.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(&o.raw);
+        out.push_str(&served_text(&o.raw, version.as_deref()));
     }
     out.push_str("]}");
     Ok(body::raw_json(StatusCode::OK, out))
@@ -200,6 +242,7 @@ fn watch(
             kind: info.kind.clone(),
             api_version: api_version(&req.group, &req.version),
             timeout,
+            rewrite_api_version: served_api_version(info, req),
             bookmarks: query.flag("allowWatchBookmarks"),
             initial_events_end: send_initial,
         },
@@ -256,7 +299,41 @@ async fn object_body(
         }
         Some(_) => {}
     }
+    if req.subresource.is_none() || req.subresource.as_deref() == Some("status") {
+        obj["apiVersion"] = Value::from(storage_api_version(info, req));
+    }
     Ok(obj)
+}
+
+/// Applies a patch body of the given media type to `target`.
+fn apply_patch(
+    info: &ResourceInfo,
+    name: &str,
+    media: &str,
+    target: &mut Value,
+    patch: &Value,
+) -> Result<(), Status> {
+    let result = match media {
+        "application/merge-patch+json" => kgc_patch::merge(target, patch),
+        "application/json-patch+json" => kgc_patch::json_patch(target, patch),
+        other => return Err(Status::unsupported_media_type(other)),
+    };
+    result.map_err(|e| {
+        if e.is_malformed() {
+            Status::bad_request(e.to_string())
+        } else {
+            let mut s = Status::invalid(&info.group, &info.kind, name, &[]);
+            s.message = e.to_string();
+            s
+        }
+    })
+}
+
+/// Reads a patch body: JSON, whatever the patch type.
+async fn patch_body(body: Body) -> Result<Value> {
+    let bytes = body::read(body).await?;
+    Ok(serde_json::from_slice(&bytes)
+        .map_err(|e| Status::bad_request(format!("the patch is not valid JSON: {e}")))?)
 }
 
 async fn patch(
@@ -268,15 +345,8 @@ async fn patch(
     body: Body,
 ) -> Result<Response> {
     let media = media_type(headers);
-    let bytes = body::read(body).await?;
-    let patch: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| Status::bad_request(format!("the patch is not valid JSON: {e}")))?;
-    let apply: fn(&mut Value, &Value) -> Result<(), kgc_patch::Error> = match media.as_str() {
-        "application/merge-patch+json" => kgc_patch::merge,
-        "application/json-patch+json" => kgc_patch::json_patch,
-        other => return Err(Status::unsupported_media_type(other).into()),
-    };
-    let (kind, version) = (info.kind.clone(), api_version(&req.group, &req.version));
+    let patch = patch_body(body).await?;
+    let (kind, version) = (info.kind.clone(), storage_api_version(info, req));
     let name = req.name.clone().unwrap_or_default();
     let updated = api
         .store
@@ -287,15 +357,7 @@ async fn patch(
             req.subresource.as_deref(),
             query.dry_run()?,
             |mut current| {
-                apply(&mut current, &patch).map_err(|e| {
-                    if e.is_malformed() {
-                        Status::bad_request(e.to_string())
-                    } else {
-                        let mut s = Status::invalid(&info.group, &info.kind, &name, &[]);
-                        s.message = e.to_string();
-                        s
-                    }
-                })?;
+                apply_patch(info, &name, &media, &mut current, &patch)?;
                 // A patch cannot turn an object into another kind.
                 current["kind"] = Value::from(kind);
                 current["apiVersion"] = Value::from(version);
@@ -303,7 +365,59 @@ async fn patch(
             },
         )
         .await?;
-    Ok(object(StatusCode::OK, updated.object()))
+    Ok(object(info, req, StatusCode::OK, updated.object()))
+}
+
+/// GET, PUT and PATCH of `/scale`: a Scale view of the object; writes change only the replica
+/// count of the object itself (so they bump its generation, as upstream).
+async fn scale(
+    api: &ApiServer,
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    query: &Query,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response> {
+    let ns = req.namespace.clone().unwrap_or_default();
+    let name = req.name.clone().unwrap_or_default();
+    let respond =
+        |o: &StoredObject| body::json(StatusCode::OK, &crate::scale::to_scale(info, &o.value()));
+    let desired: Box<dyn FnOnce(Value) -> Result<Value, Status> + Send> = match req.verb {
+        Verb::Get => {
+            let o = api
+                .store
+                .get_or_not_found(&info.group_resource(), &ns, &name)?;
+            return Ok(respond(&o));
+        }
+        Verb::Update => {
+            let body = object_body(info, req, headers, body).await?;
+            Box::new(move |_| Ok(body))
+        }
+        Verb::Patch => {
+            let media = media_type(headers);
+            let patch = patch_body(body).await?;
+            let info = info.clone();
+            let name = name.clone();
+            Box::new(move |mut scale: Value| {
+                apply_patch(&info, &name, &media, &mut scale, &patch)?;
+                Ok(scale)
+            })
+        }
+        _ => return Err(Status::no_such_resource().into()),
+    };
+    let updated = api
+        .store
+        .update(info, &ns, &name, None, query.dry_run()?, |mut current| {
+            let scale = desired(crate::scale::to_scale(info, &current))?;
+            crate::scale::apply_scale(info, &mut current, &scale).map_err(|m| {
+                let mut s = Status::invalid("autoscaling", "Scale", &name, &[]);
+                s.message = format!("Scale.autoscaling \"{name}\" is invalid: {m}");
+                s
+            })?;
+            Ok(current)
+        })
+        .await?;
+    Ok(respond(updated.object()))
 }
 
 /// DeleteOptions from the body, else from the query.
@@ -346,11 +460,12 @@ fn with_job_warning(info: &ResourceInfo, opts: &DeleteOptions, mut resp: Respons
 async fn delete(
     api: &ApiServer,
     info: &Arc<ResourceInfo>,
-    ns: &str,
-    name: &str,
+    req: &RequestInfo,
     query: &Query,
     body: Body,
 ) -> Result<Response> {
+    let ns = req.namespace.as_deref().unwrap_or("");
+    let name = req.name.as_deref().unwrap_or("");
     let opts = delete_options(query, body).await?;
     let Deleted { object: o, gone } = api.store.delete(info, ns, name, &opts).await?;
     // apiserver `handlers/delete.go`: 202 only when kept and the client asked not to orphan.
@@ -360,9 +475,9 @@ async fn delete(
             &kgc_meta::status::success(&info.group_resource(), &o.name, &o.uid),
         )
     } else if !gone && opts.orphan_dependents == Some(false) {
-        object(StatusCode::ACCEPTED, &o)
+        object(info, req, StatusCode::ACCEPTED, &o)
     } else {
-        object(StatusCode::OK, &o)
+        object(info, req, StatusCode::OK, &o)
     };
     Ok(with_job_warning(info, &opts, resp))
 }
@@ -384,11 +499,12 @@ async fn delete_collection(
     out.push_str(",\"metadata\":{\"resourceVersion\":\"");
     out.push_str(&api.store.revision().to_string());
     out.push_str("\"},\"items\":[");
+    let version = served_api_version(info, req);
     for (i, d) in deleted.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(&d.object.raw);
+        out.push_str(&served_text(&d.object.raw, version.as_deref()));
     }
     out.push_str("]}");
     Ok(with_job_warning(

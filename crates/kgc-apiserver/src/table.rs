@@ -1,1 +1,1 @@
-//! `meta.k8s.io/v1` Table responses (to be written).
+//! `meta.k8s.io/v1` Table responses (being written).

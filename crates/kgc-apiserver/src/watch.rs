@@ -20,6 +20,8 @@ const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 pub struct WatchParams {
     pub kind: String,
     pub api_version: String,
+    /// Set when stored objects must be served in another version (custom resources).
+    pub rewrite_api_version: Option<String>,
     pub timeout: Duration,
     pub bookmarks: bool,
     /// `sendInitialEvents=true`: end the initial ADDED events with the
@@ -68,7 +70,7 @@ impl StreamState {
                         text.push_str("{\"type\":\"");
                         text.push_str(kind.as_str());
                         text.push_str("\",\"object\":");
-                        text.push_str(&obj.raw);
+                        text.push_str(&crate::rest::served_text(&obj.raw, self.params.rewrite_api_version.as_deref()));
                         text.push('}');
                         return Some(line(&text));
                     }

@@ -152,6 +152,8 @@ pub struct ResourceInfo {
     pub custom: bool,
     /// A CRD's `additionalPrinterColumns`; empty for built-ins, whose columns are fixed.
     pub printer_columns: Vec<PrinterColumn>,
+    /// Schemas, scale paths and storage version of a custom resource.
+    pub crd: Option<Arc<crate::crd::CustomResource>>,
 }
 
 /// One `additionalPrinterColumns` entry of a CustomResourceDefinition version.
@@ -446,6 +448,7 @@ impl Builtin {
             field_selectors: field_selectors.iter().map(|s| (*s).to_owned()).collect(),
             custom: false,
             printer_columns: Vec::new(),
+            crd: None,
         }
     }
 }

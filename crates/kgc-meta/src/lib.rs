@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod catalog;
+pub mod crd;
 pub mod deletion;
 pub mod selector;
 pub mod status;

@@ -156,17 +156,10 @@ impl Status {
         s.name = name.to_owned();
         s.causes = errors
             .iter()
-            .map(|e| {
-                let full = e.to_string();
-                let body = full
-                    .strip_prefix(&format!("{}: ", e.field))
-                    .unwrap_or(&full)
-                    .to_owned();
-                Cause {
-                    kind: e.cause_type().to_owned(),
-                    message: body,
-                    field: e.field.clone(),
-                }
+            .map(|e| Cause {
+                kind: e.cause_type().to_owned(),
+                message: e.body(),
+                field: e.field.clone(),
             })
             .collect();
         s

@@ -131,6 +131,9 @@ impl Store {
             }
         }
         let now = self.clock().now();
+        if crate::crd::is_crd(&gr) {
+            crate::crd::prepare_delete(&mut obj, &format_time(now));
+        }
         let mut graceful = false;
         if info.graceful {
             match graceful_deletion(&mut obj, opts, now) {

@@ -10,6 +10,8 @@
 //! their watch events are published only after that commit.
 #![forbid(unsafe_code)]
 
+mod controller;
+mod crd;
 mod delete;
 mod namespace;
 mod object;
@@ -144,7 +146,8 @@ impl Pending {
 
 struct Inner {
     state: Mutex<State>,
-    catalog: RwLock<Catalog>,
+    /// Replaced whole when a CRD changes, so readers hold a consistent snapshot without a lock.
+    catalog: RwLock<Arc<Catalog>>,
     log: Arc<Mutex<EventLog>>,
     committed: notify::Sender<u64>,
     committer: Mutex<Option<Committer>>,
@@ -218,7 +221,7 @@ impl Store {
         let store = Store {
             inner: Arc::new(Inner {
                 state: Mutex::new(state),
-                catalog: RwLock::new(Catalog::builtin()),
+                catalog: RwLock::new(Arc::new(Catalog::builtin())),
                 log,
                 committed,
                 committer: Mutex::new(None),
@@ -249,6 +252,7 @@ impl Store {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner()) = Some(committer);
         }
+        store.restore_catalog();
         store.bootstrap_namespaces().await?;
         store.inner.pods.recover(&store);
         Ok(store)
@@ -259,9 +263,19 @@ impl Store {
         self.inner.durable
     }
 
-    /// The catalog of served resources.
-    pub fn catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
-        self.inner.catalog.read().unwrap_or_else(|p| p.into_inner())
+    /// A snapshot of the catalog of served resources.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.inner.catalog.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Changes the catalog (a CRD became served or went away).
+    pub(crate) fn edit_catalog(&self, f: impl FnOnce(&mut Catalog)) {
+        let mut guard = self
+            .inner
+            .catalog
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        f(Arc::make_mut(&mut guard));
     }
 
     pub fn clock(&self) -> Clock {
@@ -351,6 +365,9 @@ impl Store {
                         object: Arc::clone(&c.object),
                     });
                 }
+            }
+            if crd::is_crd(&c.gr) {
+                self.sync_catalog(&c);
             }
             events.push(Arc::new(Event {
                 rv: c.object.resource_version,

@@ -4,7 +4,6 @@
 //! `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`; apiserver-semantics.md §5.2).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use kgc_meta::deletion::deletion_finalizers;
 use kgc_meta::status::Cause;
@@ -13,7 +12,6 @@ use serde_json::{Value, json};
 
 use crate::object::{Meta, str_list};
 use crate::read::ListOptions;
-use crate::watch::{EventType, WatchEvent, WatchFilter};
 use crate::{Clock, State, Store, format_time};
 
 /// The `spec.finalizers` entry that the namespace controller removes once the namespace is empty.
@@ -100,51 +98,17 @@ pub(crate) fn prepare_delete(
     }
 }
 
-/// How often a namespace that still has content is looked at again when nothing else happens.
-const RESYNC: Duration = Duration::from_secs(2);
-
 impl Store {
     /// Runs the namespace controller until the store closes: deletes the content of every
     /// Terminating namespace (background propagation, honouring finalizers), reports what
     /// remains in the namespace's conditions, and removes the `kubernetes` finalizer once it is
     /// empty.
     pub async fn run_namespace_controller(self) {
-        let mut changes = self.inner.committed.subscribe();
-        let mut watcher = self.watch(WatchFilter::new(namespaces()), None);
-        let mut terminating: BTreeMap<String, String> = BTreeMap::new();
-        loop {
-            // Absorb namespace events already committed.
-            while let Some(e) = watcher.try_next() {
-                match e {
-                    WatchEvent::Event(kind, o) => {
-                        if kind != EventType::Deleted && o.deleting {
-                            terminating.insert(o.name.clone(), o.uid.clone());
-                        } else {
-                            terminating.remove(&o.name);
-                        }
-                    }
-                    WatchEvent::Expired { .. } => {
-                        watcher = self.watch(WatchFilter::new(namespaces()), None);
-                        terminating.clear();
-                    }
-                    WatchEvent::Closed => return,
-                }
-            }
-            for (name, uid) in terminating.clone() {
-                if let Err(e) = self.finalize_namespace(&name, &uid).await {
-                    tracing::warn!(namespace = %name, error = %e, "namespace deletion will be retried");
-                }
-            }
-            changes.borrow_and_update();
-            let wait = if terminating.is_empty() {
-                Duration::from_secs(3600)
-            } else {
-                RESYNC
-            };
-            if let Ok(Err(_)) = tokio::time::timeout(wait, changes.changed()).await {
-                return;
-            }
-        }
+        let store = self.clone();
+        self.run_terminating(namespaces(), async move |name: String, uid: String| {
+            store.finalize_namespace(&name, &uid).await
+        })
+        .await;
     }
 
     /// One pass over a Terminating namespace.

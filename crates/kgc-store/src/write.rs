@@ -8,6 +8,7 @@ use kgc_meta::validation::{validate_object_meta, validate_object_meta_update};
 use kgc_meta::{ResourceInfo, Status};
 use serde_json::{Value, json};
 
+use crate::crd::is_crd;
 use crate::namespace::admit_create;
 use crate::object::{Meta, spec_changed, str_list};
 use crate::watch::EventType;
@@ -123,6 +124,9 @@ impl Store {
         if info.namespaced() {
             admit_create(st, &gr, &name, namespace)?;
         }
+        if info.custom {
+            self.admit_custom_create(st, info, &name)?;
+        }
         let errs = validate_object_meta(&obj["metadata"], info.namespaced(), info.name_rule);
         if !errs.is_empty() {
             return Err(invalid(info, &name, &errs).into());
@@ -141,6 +145,9 @@ impl Store {
         );
         meta.insert("generation".into(), 1.into());
         prepare_for_create(info, &mut obj);
+        if is_crd(&gr) {
+            self.prepare_crd(&mut obj, None)?;
+        }
         let rv = if dry_run { st.rv } else { st.next_rv() };
         let object = stamp(&mut obj, rv)?;
         let change = (!dry_run).then(|| Change {
@@ -255,6 +262,9 @@ impl Store {
         ));
         if !errs.is_empty() {
             return Err(invalid(info, name, &errs).into());
+        }
+        if is_crd(&gr) && subresource.is_none() {
+            self.prepare_crd(&mut new, Some(&current))?;
         }
         // apiserver `ShouldDeleteDuringUpdate`: removing the last finalizer of a deleting object
         // (no grace period pending) deletes it; namespaces also need `spec.finalizers` empty.

@@ -109,6 +109,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let controllers = [
         tokio::spawn(store.clone().run_namespace_controller()),
         tokio::spawn(store.clone().run_pod_terminator()),
+        tokio::spawn(store.clone().run_crd_controller()),
     ];
     let (stop_tx, stop_rx) = watch::channel(false);
     let app = ApiServer::new(store.clone(), client_host.clone(), stop_rx).router();

@@ -1,0 +1,199 @@
+//! CustomResourceDefinitions in the store: validated and given their status on write, served
+//! (added to the catalog) once established, and deleted only after every one of their objects
+//! is gone (apiextensions-apiserver `pkg/registry/customresourcedefinition/etcd.go`,
+//! `pkg/controller/finalizer/crd_finalizer.go`; apiserver-semantics.md §5.1).
+
+use kgc_meta::crd::{self, CLEANUP_FINALIZER};
+use kgc_meta::{DeleteOptions, GroupResource, Reason, ResourceInfo, Status};
+use serde_json::Value;
+
+use crate::object::Meta;
+use crate::read::ListOptions;
+use crate::watch::EventType;
+use crate::{Change, State, Store, format_time};
+
+pub(crate) fn crds() -> GroupResource {
+    GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions")
+}
+
+pub(crate) fn is_crd(gr: &GroupResource) -> bool {
+    *gr == crds()
+}
+
+impl Store {
+    /// On create and update of a CRD's main resource: validate it and (re)compute its status.
+    pub(crate) fn prepare_crd(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), Status> {
+        let errs = crd::validate(obj, old);
+        if !errs.is_empty() {
+            return Err(Status::invalid(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                obj.name(),
+                &errs,
+            ));
+        }
+        let conflict = crd::name_conflict(&self.catalog(), obj);
+        let now = format_time(self.clock().now());
+        let mut status = crd::status(obj, conflict, &now);
+        // Keep a Terminating condition the deletion set.
+        if let Some(old_status) = old.and_then(|o| o.get("status")) {
+            let mut current = obj.clone();
+            current["status"] = old_status.clone();
+            status = crd::status(&current, crd::name_conflict(&self.catalog(), obj), &now);
+        }
+        obj["status"] = status;
+        Ok(())
+    }
+
+    /// After a CRD change is applied: serve, re-serve or stop serving its resource.
+    pub(crate) fn sync_catalog(&self, change: &Change) {
+        let obj = change.object.value();
+        let gr = crd::group_resource(&obj);
+        let previous = change
+            .prev
+            .as_ref()
+            .map(|p| crd::group_resource(&p.value()))
+            .filter(|p| *p != gr);
+        self.edit_catalog(|catalog| {
+            if let Some(old) = previous {
+                catalog.remove(&old);
+            }
+            if change.kind == EventType::Deleted {
+                catalog.remove(&gr);
+            } else if crd::is_established(&obj) {
+                catalog.insert(crd::resource_info(&obj));
+            }
+        });
+    }
+
+    /// Serves every established CRD found at start.
+    pub(crate) fn restore_catalog(&self) {
+        let st = self.inner.lock_state();
+        let Some(objects) = st.objects.get(&crds()) else {
+            return;
+        };
+        let values: Vec<Value> = objects.values().map(|o| o.value()).collect();
+        drop(st);
+        self.edit_catalog(|catalog| {
+            for v in values.iter().filter(|v| crd::is_established(v)) {
+                catalog.insert(crd::resource_info(v));
+            }
+        });
+    }
+
+    /// CustomResourceDefinition admission for custom-resource creates: refused while the CRD
+    /// is terminating (`forbidCreateAdmission`).
+    pub(crate) fn admit_custom_create(
+        &self,
+        st: &State,
+        info: &ResourceInfo,
+        name: &str,
+    ) -> Result<(), Status> {
+        let crd_name = format!("{}.{}", info.plural, info.group);
+        match st.get(&crds(), "", &crd_name) {
+            Some(c) if c.deleting => Err(Status::forbidden(
+                &info.group_resource(),
+                name,
+                "create not allowed while custom resource definition is terminating",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs until the store closes: deletes the objects of every terminating CRD, then removes
+    /// the cleanup finalizer so the CRD goes.
+    pub async fn run_crd_controller(self) {
+        let store = self.clone();
+        self.run_terminating(crds(), async move |name: String, uid: String| {
+            store.cleanup_crd(&name, &uid).await
+        })
+        .await;
+    }
+
+    async fn cleanup_crd(&self, name: &str, uid: &str) -> crate::Result<()> {
+        let Some(stored) = self.get(&crds(), "", name).filter(|c| c.uid == uid) else {
+            return Ok(());
+        };
+        let crd_value = stored.value();
+        if !crd_value
+            .finalizers()
+            .iter()
+            .any(|f| f == CLEANUP_FINALIZER)
+        {
+            return Ok(());
+        }
+        let gr = crd::group_resource(&crd_value);
+        let info = self.catalog().get_group_resource(&gr).cloned();
+        let mut remaining = 0;
+        if let Some(info) = info.filter(|i| i.custom) {
+            let background = DeleteOptions {
+                propagation_policy: Some(kgc_meta::PropagationPolicy::Background),
+                ..DeleteOptions::default()
+            };
+            self.delete_collection(&info, &ListOptions::default(), &background)
+                .await?;
+            remaining = self.list(&gr, &ListOptions::default())?.items.len();
+        }
+        let crd_info = self
+            .catalog()
+            .get_group_resource(&crds())
+            .cloned()
+            .expect("CRDs are built in");
+        let now = format_time(self.clock().now());
+        let uid = uid.to_owned();
+        let result = self
+            .update(&crd_info, "", name, None, false, move |mut c| {
+                if c.uid() != uid {
+                    return Err(Status::conflict(
+                        &crds(),
+                        "",
+                        "CustomResourceDefinition was recreated",
+                    ));
+                }
+                if remaining == 0 {
+                    crd::set_terminating(
+                        &mut c,
+                        "InstanceDeletionCompleted",
+                        "removed all instances",
+                        &now,
+                    );
+                    let fins = c
+                        .finalizers()
+                        .into_iter()
+                        .filter(|f| f != CLEANUP_FINALIZER)
+                        .collect();
+                    c.set_finalizers(fins);
+                } else {
+                    crd::set_terminating(
+                        &mut c,
+                        "InstanceDeletionCheck",
+                        &format!(
+                            "could not confirm zero CustomResources remaining: {remaining} remain"
+                        ),
+                        &now,
+                    );
+                }
+                Ok(c)
+            })
+            .await;
+        match result {
+            Err(crate::Error::Api(s)) if s.is(Reason::NotFound) || s.is(Reason::Conflict) => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+}
+
+/// The CRD part of a DELETE: the cleanup finalizer keeps the CRD while its objects go.
+pub(crate) fn prepare_delete(crd_obj: &mut Value, now: &str) {
+    let mut fins = crd_obj.finalizers();
+    if !fins.iter().any(|f| f == CLEANUP_FINALIZER) {
+        fins.push(CLEANUP_FINALIZER.to_owned());
+        crd_obj.set_finalizers(fins);
+    }
+    crd::set_terminating(
+        crd_obj,
+        "InstanceDeletionPending",
+        "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        now,
+    );
+}
