@@ -73,12 +73,17 @@ pub async fn serve(
         Verb::List => list(api, &info, &req, query),
         Verb::Watch => watch(api, &info, &req, query),
         Verb::Create => {
-            let obj = object_body(&info, &req, headers, body).await?;
+            let mut obj = object_body(&info, &req, headers, body).await?;
+            let warnings = admit_custom(&info, &req, query, &mut obj)?;
             let created = api.store.create(&info, &ns, obj, query.dry_run()?).await?;
-            Ok(object(&info, &req, StatusCode::CREATED, &created))
+            Ok(with_warnings(
+                object(&info, &req, StatusCode::CREATED, &created),
+                &warnings,
+            ))
         }
         Verb::Update => {
-            let obj = object_body(&info, &req, headers, body).await?;
+            let mut obj = object_body(&info, &req, headers, body).await?;
+            let warnings = admit_custom(&info, &req, query, &mut obj)?;
             let updated = api
                 .store
                 .update(
@@ -90,7 +95,10 @@ pub async fn serve(
                     |_| Ok(obj),
                 )
                 .await?;
-            Ok(object(&info, &req, StatusCode::OK, updated.object()))
+            Ok(with_warnings(
+                object(&info, &req, StatusCode::OK, updated.object()),
+                &warnings,
+            ))
         }
         Verb::Patch => patch(api, &info, &req, query, headers, body).await,
         Verb::Delete => delete(api, &info, &req, query, body).await,
@@ -348,6 +356,7 @@ async fn patch(
     let patch = patch_body(body).await?;
     let (kind, version) = (info.kind.clone(), storage_api_version(info, req));
     let name = req.name.clone().unwrap_or_default();
+    let mut warnings = Vec::new();
     let updated = api
         .store
         .update(
@@ -360,12 +369,80 @@ async fn patch(
                 apply_patch(info, &name, &media, &mut current, &patch)?;
                 // A patch cannot turn an object into another kind.
                 current["kind"] = Value::from(kind);
+                warnings = admit_custom(info, req, query, &mut current)?;
                 current["apiVersion"] = Value::from(version);
                 Ok(current)
             },
         )
         .await?;
-    Ok(object(info, req, StatusCode::OK, updated.object()))
+    Ok(with_warnings(
+        object(info, req, StatusCode::OK, updated.object()),
+        &warnings,
+    ))
+}
+
+/// `fieldValidation`: what to do with fields the schema does not know.
+fn field_validation(query: &Query) -> Result<&str, Status> {
+    match query.get("fieldValidation").unwrap_or("Warn") {
+        v @ ("Strict" | "Warn" | "Ignore") => Ok(v),
+        other => Err(Status::bad_request(format!(
+            "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got {other:?}"
+        ))),
+    }
+}
+
+/// Custom resources against their CRD schema (for the request's version): unknown fields are
+/// pruned (a 400 under `fieldValidation=Strict`, a warning under `Warn`), defaults applied, and
+/// the result validated (422). Returns the warnings to send.
+fn admit_custom(
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    query: &Query,
+    obj: &mut Value,
+) -> Result<Vec<String>, Status> {
+    let Some(schema) = info.crd.as_ref().and_then(|c| c.schemas.get(&req.version)) else {
+        return Ok(Vec::new());
+    };
+    let mode = field_validation(query)?;
+    let unknown = kgc_meta::schema::prune(obj, schema);
+    if mode == "Strict" && !unknown.is_empty() {
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field {f:?}"))
+            .collect();
+        return Err(Status::bad_request(format!(
+            "strict decoding error: {}",
+            list.join(", ")
+        )));
+    }
+    kgc_meta::schema::apply_defaults(obj, schema);
+    let errs = kgc_meta::schema::validate(obj, schema);
+    if !errs.is_empty() {
+        let name = obj["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        return Err(Status::invalid(&info.group, &info.kind, &name, &errs));
+    }
+    Ok(if mode == "Warn" {
+        unknown
+            .iter()
+            .map(|f| format!("unknown field {f:?}"))
+            .collect()
+    } else {
+        Vec::new()
+    })
+}
+
+/// Adds `Warning: 299 - "…"` headers, as kube-apiserver reports warnings.
+fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        let text = format!("299 - {:?}", w);
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            resp.headers_mut().append("warning", v);
+        }
+    }
+    resp
 }
 
 /// GET, PUT and PATCH of `/scale`: a Scale view of the object; writes change only the replica

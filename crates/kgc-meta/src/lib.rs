@@ -9,6 +9,7 @@
 pub mod catalog;
 pub mod crd;
 pub mod deletion;
+pub mod schema;
 pub mod selector;
 pub mod status;
 pub mod validation;
