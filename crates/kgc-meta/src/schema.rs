@@ -139,19 +139,19 @@ fn type_matches(want: &str, v: &Value) -> bool {
 fn validate_at(v: &Value, schema: &Value, path: &str, root: bool, errs: &mut Vec<FieldError>) {
     let field = if path.is_empty() { "<root>" } else { path };
     if v.is_null() {
-        if !schema
+        let nullable = schema
             .get("nullable")
             .and_then(Value::as_bool)
-            .unwrap_or(false)
+            .unwrap_or(false);
+        if !nullable
             && !root
+            && let Some(t) = schema.get("type").and_then(Value::as_str)
         {
-            if let Some(t) = schema.get("type").and_then(Value::as_str) {
-                errs.push(FieldError::invalid_value(
-                    field,
-                    v,
-                    format!("{field} in body must be of type {t}: \"null\""),
-                ));
-            }
+            errs.push(FieldError::invalid_value(
+                field,
+                v,
+                format!("{field} in body must be of type {t}: \"null\""),
+            ));
         }
         return;
     }
