@@ -9,6 +9,7 @@
 pub mod catalog;
 pub mod crd;
 pub mod deletion;
+pub mod object;
 pub mod schema;
 pub mod selector;
 pub mod status;
@@ -18,6 +19,7 @@ pub use catalog::{
     Catalog, GcPolicy, GroupResource, GroupVersionKind, GroupVersionResource, ResourceInfo, Scope,
 };
 pub use deletion::{DeleteOptions, Preconditions, PropagationPolicy};
+pub use object::{ObjectMeta, ObjectRef, OwnerReference};
 pub use selector::{FieldSelector, LabelSelector};
 pub use status::{Reason, Status};
 pub use validation::FieldError;
