@@ -33,6 +33,13 @@ use request::Query;
 /// The Kubernetes version kgc reports. kubectl dispatchers pick their client by its minor.
 pub const GIT_VERSION: &str = "v1.32.0";
 
+/// Renders extra Prometheus text for `/metrics` (the collectors' counters).
+pub type MetricsHook = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// Renders the garbage collector's graph for `/debug/controllers/garbagecollector/graph`:
+/// `(uid, as_json) -> body`.
+pub type GraphHook = Arc<dyn Fn(Option<&str>, bool) -> String + Send + Sync>;
+
 /// The API server: the store plus what the HTTP layer needs.
 #[derive(Clone)]
 pub struct ApiServer {
@@ -40,6 +47,8 @@ pub struct ApiServer {
     shutdown: notify::Receiver<bool>,
     address: String,
     metrics: Arc<Metrics>,
+    extra_metrics: Vec<MetricsHook>,
+    graph: Option<GraphHook>,
 }
 
 /// Request counters for `/metrics`.
@@ -73,7 +82,21 @@ impl ApiServer {
             shutdown,
             address,
             metrics: Arc::default(),
+            extra_metrics: Vec::new(),
+            graph: None,
         }
+    }
+
+    /// Appends a collector's metrics to `/metrics`.
+    pub fn with_metrics(mut self, hook: MetricsHook) -> Self {
+        self.extra_metrics.push(hook);
+        self
+    }
+
+    /// Serves the garbage collector's graph dump.
+    pub fn with_graph(mut self, hook: GraphHook) -> Self {
+        self.graph = Some(hook);
+        self
     }
 
     /// The axum router serving every path.
@@ -146,6 +169,20 @@ async fn route(
         ["version"] => get_only(body::json(StatusCode::OK, &version())),
         ["healthz" | "livez" | "readyz", ..] => get_only(text(StatusCode::OK, "ok")),
         ["metrics"] => get_only(metrics(api)),
+        ["debug", "controllers", "garbagecollector", "graph"] => {
+            let hook = api.graph.as_ref().ok_or_else(Status::no_such_resource)?;
+            let json = query.get("format") == Some("json");
+            let body = hook(query.get("uid"), json);
+            let mut resp = Response::new(Body::from(body));
+            let ct = if json {
+                "application/json"
+            } else {
+                "text/vnd.graphviz"
+            };
+            resp.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+            get_only(resp)
+        }
         ["openapi", "v3"] => {
             let root = discovery::openapi_root(&api.store.catalog());
             get_only(cached_json(headers, &root, None))
@@ -252,6 +289,9 @@ fn metrics(api: &ApiServer) -> Response {
         "# HELP kgc_store_revision The latest resourceVersion.\n# TYPE kgc_store_revision gauge\n",
     );
     out.push_str(&format!("kgc_store_revision {}\n", api.store.revision()));
+    for hook in &api.extra_metrics {
+        out.push_str(&hook());
+    }
     let mut resp = Response::new(Body::from(out));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -3,8 +3,12 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use kgc_apiserver::ApiServer;
+use kgc_client::InProcess;
+use kgc_gc::{Config as GcConfig, GarbageCollector};
 use kgc_store::{Options, Store};
 use tokio::sync::watch;
 
@@ -22,6 +26,16 @@ pub struct Args {
     /// How many committed changes are kept for watch resumption.
     #[arg(long, default_value_t = kgc_store::DEFAULT_WATCH_LOG)]
     watch_cache_size: usize,
+    /// Built-in collectors to turn off (comma-separated): `gc` is the owner-reference garbage
+    /// collector.
+    #[arg(long, value_delimiter = ',', value_parser = ["gc"])]
+    disable: Vec<String>,
+    /// Owner-reference GC workers per queue.
+    #[arg(long, default_value_t = 20)]
+    gc_workers: usize,
+    /// How often the garbage collector re-runs discovery to pick up new resource types.
+    #[arg(long, default_value = "30s", value_parser = crate::parse_duration)]
+    gc_resync: std::time::Duration,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -112,7 +126,30 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         tokio::spawn(store.clone().run_crd_controller()),
     ];
     let (stop_tx, stop_rx) = watch::channel(false);
-    let app = ApiServer::new(store.clone(), client_host.clone(), stop_rx).router();
+    let mut api = ApiServer::new(store.clone(), client_host.clone(), stop_rx);
+    let mut gc_task = None;
+    if !args.disable.iter().any(|d| d == "gc") {
+        let gc = GarbageCollector::new(
+            InProcess::new(store.clone()),
+            GcConfig {
+                workers: args.gc_workers,
+                resync: args.gc_resync,
+                ..GcConfig::default()
+            },
+        );
+        let (m, g) = (gc.clone(), gc.clone());
+        api = api
+            .with_metrics(Arc::new(move || m.render_metrics()))
+            .with_graph(Arc::new(move |uid, json| {
+                if json {
+                    g.dump_json(uid).to_string()
+                } else {
+                    g.dump_dot(uid)
+                }
+            }));
+        gc_task = Some(tokio::spawn(async move { gc.run().await }));
+    }
+    let app = api.router();
     tracing::info!(listen = %local, kubeconfig = %kubeconfig_path.display(), "serving");
     println!("kgc serve: listening on {server_url}");
     println!("export KUBECONFIG={}", kubeconfig_path.display());
@@ -123,7 +160,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let _ = stop_tx.send(true);
     });
     server.await.context("serving HTTP")?;
-    for c in controllers {
+    for c in controllers.into_iter().chain(gc_task) {
         c.abort();
     }
     store.close();

@@ -1,0 +1,169 @@
+//! The one cluster interface every kgc collector uses.
+//!
+//! A collector is written once against [`Cluster`] and runs unchanged in-process (inside
+//! `kgc serve`, straight against the store: [`InProcess`]) or against any API server over HTTP
+//! (through kube-rs). The operations are the ones collectors actually perform, not raw REST
+//! verbs: "remove these owner references from that object" is one call, which the in-process
+//! implementation carries out as one atomic store update and a remote implementation as the
+//! exact patch kube-controller-manager sends.
+#![forbid(unsafe_code)]
+
+mod in_process;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+use kgc_meta::{DeleteOptions, ObjectMeta, ResourceInfo, Status};
+use serde_json::Value;
+
+pub use in_process::InProcess;
+
+/// Errors of cluster operations. API outcomes keep their `metav1.Status`, so collectors decide
+/// by [`Status::reason`] the same way whichever cluster answered.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Api(#[from] Status),
+    #[error("cluster unreachable: {0}")]
+    Transport(String),
+}
+
+impl Error {
+    /// The API status, if the server answered with one.
+    pub fn status(&self) -> Option<&Status> {
+        match self {
+            Error::Api(s) => Some(s),
+            Error::Transport(_) => None,
+        }
+    }
+
+    pub fn is(&self, reason: kgc_meta::Reason) -> bool {
+        self.status().is_some_and(|s| s.is(reason))
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a metadata watch yields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetaEvent {
+    /// The complete current set of the resource, after the first list or a re-list (the watch
+    /// expired). Objects the consumer knew but that are not in it are gone.
+    Resync(Vec<ObjectMeta>),
+    /// An object was created or changed.
+    Apply(ObjectMeta),
+    /// An object was deleted (its last state).
+    Delete(ObjectMeta),
+}
+
+/// What a DELETE did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Deleted {
+    /// The object no longer exists.
+    Gone,
+    /// The object still exists, being deleted (finalizers or a grace period pending).
+    Pending(ObjectMeta),
+}
+
+/// The operations collectors perform on a cluster.
+pub trait Cluster: Clone + Send + Sync + 'static {
+    /// Every resource served now, with all its served versions.
+    fn resources(&self) -> impl Future<Output = Result<Vec<Arc<ResourceInfo>>>> + Send;
+
+    /// A metadata watch of one resource across namespaces: a [`MetaEvent::Resync`] first, then
+    /// changes; it re-lists by itself when the watch expires. The stream ends only when the
+    /// cluster goes away; errors are transient.
+    fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>>;
+
+    /// The current metadata of an object, `None` if it does not exist.
+    fn get(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<ObjectMeta>>> + Send;
+
+    /// Deletes an object.
+    fn delete(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> impl Future<Output = Result<Deleted>> + Send;
+
+    /// Removes the owner references with the given uids from the object whose uid is `uid`
+    /// (a different object of the same name is left alone: 409).
+    fn remove_owner_references(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        owners: &[String],
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Sets `blockOwnerDeletion: false` on every owner reference of the object that has it true.
+    fn unblock_owner_references(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Removes one finalizer from the object whose uid is `uid`; done already if it is absent
+    /// or the object is gone.
+    fn remove_finalizer(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        finalizer: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Records a core/v1 Event (`event` is the full object, its namespace set).
+    fn create_event(&self, event: Value) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// A core/v1 Warning event about `involved` (used for `OwnerRefInvalidNamespace`), in the
+/// involved object's namespace, or `default` for a cluster-scoped one, as upstream's recorder
+/// files them.
+pub fn warning_event(
+    component: &str,
+    involved: &kgc_meta::ObjectRef,
+    reason: &str,
+    message: &str,
+    now: &str,
+) -> Value {
+    let namespace = if involved.namespace.is_empty() {
+        "default"
+    } else {
+        involved.namespace.as_str()
+    };
+    let mut involved_object = serde_json::json!({
+        "apiVersion": involved.api_version,
+        "kind": involved.kind,
+        "name": involved.name,
+        "uid": involved.uid,
+    });
+    if !involved.namespace.is_empty() {
+        involved_object["namespace"] = Value::from(involved.namespace.as_str());
+    }
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": format!("{}.", involved.name), "namespace": namespace},
+        "involvedObject": involved_object,
+        "reason": reason,
+        "message": message,
+        "type": "Warning",
+        "source": {"component": component},
+        "reportingComponent": component,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    })
+}

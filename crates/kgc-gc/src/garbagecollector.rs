@@ -1,0 +1,507 @@
+//! The workers (upstream `garbagecollector.go`; k8s-gc-controller.md §1.4–1.6, §1.9):
+//! `attemptToDelete` decides, per object, whether its owners are solid, dangling or waiting and
+//! deletes, patches or waits accordingly; foreground owners lose their finalizer once no blocking
+//! dependent remains; `attemptToOrphan` strips an owner's references from its dependents.
+//!
+//! Better than upstream (kubernetes#96752): an object the graph has observed is judged from its
+//! observed state and deleted with one DELETE carrying uid *and* resourceVersion preconditions,
+//! no GET first. A stale judgement cannot delete the wrong thing: the preconditions fail (409),
+//! and only then is the object read back and judged again. Owners are looked up in the graph
+//! before the API, so a background cascade costs about one request per collected object.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use futures::StreamExt;
+use kgc_client::{Cluster, Deleted, Error as ClusterError};
+use kgc_meta::deletion::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
+use kgc_meta::{
+    DeleteOptions, ObjectMeta, ObjectRef, OwnerReference, Preconditions, PropagationPolicy, Reason,
+    ResourceInfo,
+};
+
+use crate::graph::{Node, Uid};
+use crate::graph_builder::GraphEvent;
+use crate::{Shared, group_of};
+
+/// How a work item ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Finished: forget the item's backoff.
+    Done,
+    /// Try again later (rate limited).
+    Retry,
+}
+
+/// Why an item could not be judged.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ItemError {
+    /// The owner's (or the item's) apiVersion/kind is not served: retried, never dangling.
+    #[error("unable to map {api_version}/{kind} to a served resource")]
+    RestMapping { api_version: String, kind: String },
+    /// A cluster-scoped object names a namespaced owner: unresolvable, never collected.
+    #[error("cluster-scoped object {0} has a namespaced owner")]
+    NamespacedOwnerOfClusterScoped(String),
+    /// A verified-absent identity was handed back to the graph builder.
+    #[error("virtual delete event enqueued")]
+    VirtualDeleteEnqueued,
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+}
+
+/// What an owner reference resolved to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnerState {
+    Solid,
+    Dangling,
+    Waiting,
+}
+
+impl<C: Cluster> Shared<C> {
+    fn node(&self, uid: &str) -> Option<Node> {
+        self.lock_builder().graph.get(uid).cloned()
+    }
+
+    fn resolve(&self, api_version: &str, kind: &str) -> Result<Arc<ResourceInfo>, ItemError> {
+        self.mapper
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .resolve(api_version, kind)
+            .ok_or_else(|| ItemError::RestMapping {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
+            })
+    }
+
+    fn virtual_delete(&self, identity: ObjectRef) -> ItemError {
+        let _ = self.changes.send(GraphEvent::VirtualDelete(identity));
+        ItemError::VirtualDeleteEnqueued
+    }
+
+    /// One `attemptToDelete` item.
+    pub(crate) async fn attempt_to_delete(&self, uid: &Uid) -> Outcome {
+        let Some(item) = self.node(uid) else {
+            return Outcome::Done;
+        };
+        match self.attempt_to_delete_item(&item).await {
+            Ok(()) => {
+                // A virtual node that exists is polled until a watch observes it
+                // (kubernetes#56121).
+                if self.node(uid).is_some_and(|n| n.is_virtual) {
+                    Outcome::Retry
+                } else {
+                    Outcome::Done
+                }
+            }
+            Err(ItemError::VirtualDeleteEnqueued) => Outcome::Done,
+            Err(e @ ItemError::NamespacedOwnerOfClusterScoped(_)) => {
+                tracing::info!(object = %item.identity, reason = %e, "not collecting");
+                Outcome::Done
+            }
+            Err(e) => {
+                self.metrics.errors.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(object = %item.identity, error = %e, "will retry");
+                Outcome::Retry
+            }
+        }
+    }
+
+    /// The latest metadata of an item: the graph's observation, or a GET for virtual nodes.
+    async fn latest(&self, item: &Node, resource: &ResourceInfo) -> Result<ObjectMeta, ItemError> {
+        if !item.is_virtual {
+            let mut finalizers = Vec::new();
+            if item.has_orphan_finalizer {
+                finalizers.push(FINALIZER_ORPHAN.to_owned());
+            }
+            if item.has_foreground_finalizer {
+                finalizers.push(FINALIZER_FOREGROUND.to_owned());
+            }
+            return Ok(ObjectMeta {
+                namespace: item.identity.namespace.clone(),
+                name: item.identity.name.clone(),
+                uid: item.identity.uid.clone(),
+                resource_version: item.resource_version.clone(),
+                deletion_timestamp: item.being_deleted.then(String::new),
+                finalizers,
+                owner_references: item.owners.clone(),
+            });
+        }
+        let namespace = if resource.namespaced() {
+            if item.identity.namespace.is_empty() {
+                return Err(ItemError::NamespacedOwnerOfClusterScoped(
+                    item.identity.to_string(),
+                ));
+            }
+            item.identity.namespace.as_str()
+        } else {
+            ""
+        };
+        self.metrics.api_get.fetch_add(1, Ordering::Relaxed);
+        match self
+            .cluster
+            .get(resource, namespace, &item.identity.name)
+            .await?
+        {
+            Some(m) if m.uid == item.identity.uid => Ok(m),
+            _ => Err(self.virtual_delete(item.identity.clone())),
+        }
+    }
+
+    /// Upstream `attemptToDeleteItem`.
+    async fn attempt_to_delete_item(&self, item: &Node) -> Result<(), ItemError> {
+        if item.being_deleted && !item.deleting_dependents {
+            return Ok(());
+        }
+        let resource = self.resolve(&item.identity.api_version, &item.identity.kind)?;
+        let latest = self.latest(item, &resource).await?;
+        if item.deleting_dependents {
+            return self.process_deleting_dependents(item, &resource).await;
+        }
+        if latest.owner_references.is_empty() {
+            return Ok(());
+        }
+        let mut states = Vec::with_capacity(latest.owner_references.len());
+        for r in &latest.owner_references {
+            states.push(self.classify(&latest, &resource, r).await?);
+        }
+        let count = |s: OwnerState| states.iter().filter(|x| **x == s).count();
+        let (solid, dangling, waiting) = (
+            count(OwnerState::Solid),
+            count(OwnerState::Dangling),
+            count(OwnerState::Waiting),
+        );
+        if solid > 0 {
+            if dangling == 0 && waiting == 0 {
+                return Ok(());
+            }
+            // Waiting refs must go too, or their owners keep `foregroundDeletion` forever.
+            let gone: Vec<String> = latest
+                .owner_references
+                .iter()
+                .zip(&states)
+                .filter(|(_, s)| **s != OwnerState::Solid)
+                .map(|(r, _)| r.uid.clone())
+                .collect();
+            tracing::info!(object = %item.identity, owners = ?gone, "removing dangling owner references");
+            self.metrics.api_patch.fetch_add(1, Ordering::Relaxed);
+            return match self
+                .cluster
+                .remove_owner_references(
+                    &resource,
+                    &latest.namespace,
+                    &latest.name,
+                    &latest.uid,
+                    &gone,
+                )
+                .await
+            {
+                Err(e) if e.is(Reason::NotFound) => Err(self.virtual_delete(item.identity.clone())),
+                other => {
+                    other?;
+                    self.metrics.refs_removed.fetch_add(1, Ordering::Relaxed);
+                    Ok(())
+                }
+            };
+        }
+        let has_dependents = self
+            .node(&item.identity.uid)
+            .is_some_and(|n| !n.dependents.is_empty());
+        let policy = if waiting > 0 && has_dependents {
+            // Cycle guard: a dependent already waiting on this item would deadlock with it.
+            let cycle = {
+                let b = self.lock_builder();
+                b.graph.get(&item.identity.uid).is_some_and(|n| {
+                    n.dependents
+                        .iter()
+                        .any(|d| b.graph.get(d).is_some_and(|dn| dn.deleting_dependents))
+                })
+            };
+            if cycle {
+                self.metrics.api_patch.fetch_add(1, Ordering::Relaxed);
+                self.cluster
+                    .unblock_owner_references(
+                        &resource,
+                        &latest.namespace,
+                        &latest.name,
+                        &latest.uid,
+                    )
+                    .await?;
+            }
+            PropagationPolicy::Foreground
+        } else if latest.has_finalizer(FINALIZER_ORPHAN) {
+            PropagationPolicy::Orphan
+        } else if latest.has_finalizer(FINALIZER_FOREGROUND) {
+            PropagationPolicy::Foreground
+        } else {
+            PropagationPolicy::Background
+        };
+        self.delete_object(item, &resource, &latest, policy).await
+    }
+
+    /// Classifies one owner reference of `item` (upstream `isDangling` plus the
+    /// waiting-for-dependents check).
+    async fn classify(
+        &self,
+        item: &ObjectMeta,
+        item_resource: &ResourceInfo,
+        r: &OwnerReference,
+    ) -> Result<OwnerState, ItemError> {
+        let cluster_key = ObjectRef::from_owner(r, "");
+        let namespaced_key = ObjectRef::from_owner(r, &item.namespace);
+        {
+            let b = self.lock_builder();
+            if b.absent.has(&cluster_key) || b.absent.has(&namespaced_key) {
+                return Ok(OwnerState::Dangling);
+            }
+        }
+        let owner_resource = self.resolve(&r.api_version, &r.kind)?;
+        if owner_resource.namespaced() && !item_resource.namespaced() {
+            return Err(ItemError::NamespacedOwnerOfClusterScoped(format!(
+                "{}/{} {}",
+                item_resource.plural, item.name, item.uid
+            )));
+        }
+        let namespace = if owner_resource.namespaced() {
+            item.namespace.as_str()
+        } else {
+            ""
+        };
+        // The graph first: an observed owner with these coordinates exists.
+        {
+            let b = self.lock_builder();
+            if let Some(owner) = b.graph.get(&r.uid)
+                && !owner.is_virtual
+                && owner.identity.kind == r.kind
+                && group_of(&owner.identity.api_version) == group_of(&r.api_version)
+                && owner.identity.name == r.name
+                && owner.identity.namespace == namespace
+            {
+                return Ok(if owner.deleting_dependents {
+                    OwnerState::Waiting
+                } else {
+                    OwnerState::Solid
+                });
+            }
+        }
+        self.metrics.api_get.fetch_add(1, Ordering::Relaxed);
+        let found = self
+            .cluster
+            .get(&owner_resource, namespace, &r.name)
+            .await?;
+        match found {
+            Some(owner) if owner.uid == r.uid => Ok(
+                if owner.is_deleting() && owner.has_finalizer(FINALIZER_FOREGROUND) {
+                    OwnerState::Waiting
+                } else {
+                    OwnerState::Solid
+                },
+            ),
+            _ => {
+                let key = if owner_resource.namespaced() {
+                    namespaced_key
+                } else {
+                    cluster_key
+                };
+                self.lock_builder().absent.add(key);
+                Ok(OwnerState::Dangling)
+            }
+        }
+    }
+
+    /// Upstream `deleteObject` with `retryWithoutResourceVersion`: uid and resourceVersion
+    /// preconditions; on a conflict, read the object back and retry without the resourceVersion
+    /// only when nothing the decision rested on (its owner references) changed.
+    async fn delete_object(
+        &self,
+        item: &Node,
+        resource: &ResourceInfo,
+        latest: &ObjectMeta,
+        policy: PropagationPolicy,
+    ) -> Result<(), ItemError> {
+        let mut opts = DeleteOptions {
+            propagation_policy: Some(policy),
+            preconditions: Preconditions {
+                uid: Some(latest.uid.clone()),
+                resource_version: Some(latest.resource_version.clone()).filter(|rv| !rv.is_empty()),
+            },
+            ..DeleteOptions::default()
+        };
+        for attempt in 0..2 {
+            tracing::info!(object = %item.identity, policy = policy.as_str(), "deleting object");
+            self.metrics.api_delete.fetch_add(1, Ordering::Relaxed);
+            match self
+                .cluster
+                .delete(resource, &latest.namespace, &latest.name, &opts)
+                .await
+            {
+                Ok(Deleted::Gone | Deleted::Pending(_)) => {
+                    self.metrics.deleted.fetch_add(1, Ordering::Relaxed);
+                    // Until the watch reports it, later passes (a foreground owner re-checking
+                    // its blockers) need not delete it again: uids are never reused, so this
+                    // object is on its way out for good.
+                    if let Some(n) = self.lock_builder().graph.get_mut(&item.identity.uid)
+                        && !n.is_virtual
+                        && policy == PropagationPolicy::Background
+                    {
+                        n.being_deleted = true;
+                    }
+                    return Ok(());
+                }
+                Err(e) if e.is(Reason::NotFound) => {
+                    return Err(self.virtual_delete(item.identity.clone()));
+                }
+                Err(e)
+                    if e.is(Reason::Conflict)
+                        && attempt == 0
+                        && opts.preconditions.resource_version.is_some() =>
+                {
+                    self.metrics.api_get.fetch_add(1, Ordering::Relaxed);
+                    match self
+                        .cluster
+                        .get(resource, &latest.namespace, &latest.name)
+                        .await?
+                    {
+                        None => return Err(self.virtual_delete(item.identity.clone())),
+                        Some(now) if now.uid != latest.uid => {
+                            return Err(self.virtual_delete(item.identity.clone()));
+                        }
+                        Some(now) if now.owner_references == latest.owner_references => {
+                            opts.preconditions.resource_version = None;
+                        }
+                        Some(_) => return Err(e.into()),
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Upstream `processDeletingDependentsItem`.
+    async fn process_deleting_dependents(
+        &self,
+        item: &Node,
+        resource: &ResourceInfo,
+    ) -> Result<(), ItemError> {
+        let (blocking, waiting_already) = {
+            let b = self.lock_builder();
+            let blocking = b.graph.blocking_dependents(&item.identity.uid);
+            let waiting: Vec<bool> = blocking
+                .iter()
+                .map(|d| b.graph.get(d).is_some_and(|n| n.deleting_dependents))
+                .collect();
+            (blocking, waiting)
+        };
+        if blocking.is_empty() {
+            tracing::info!(object = %item.identity, "no blocking dependents left; removing foregroundDeletion");
+            self.metrics.api_patch.fetch_add(1, Ordering::Relaxed);
+            match self
+                .cluster
+                .remove_finalizer(
+                    resource,
+                    &item.identity.namespace,
+                    &item.identity.name,
+                    &item.identity.uid,
+                    FINALIZER_FOREGROUND,
+                )
+                .await
+            {
+                Ok(()) => {
+                    self.metrics
+                        .finalizers_removed
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(e) if e.is(Reason::Conflict) => {
+                    // Another object by that name: the one we know is gone.
+                    return Err(self.virtual_delete(item.identity.clone()));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        for (d, waiting) in blocking.into_iter().zip(waiting_already) {
+            if !waiting {
+                self.attempt_to_delete_queue.add(d);
+            }
+        }
+        Ok(())
+    }
+
+    /// One `attemptToOrphan` item (upstream `attemptToOrphanWorker`).
+    pub(crate) async fn attempt_to_orphan(&self, uid: &Uid) -> Outcome {
+        let Some(owner) = self.node(uid) else {
+            return Outcome::Done;
+        };
+        let dependents: Vec<ObjectRef> = {
+            let b = self.lock_builder();
+            owner
+                .dependents
+                .iter()
+                .filter_map(|d| b.graph.get(d).map(|n| n.identity.clone()))
+                .collect()
+        };
+        let owner_uid = [owner.identity.uid.clone()];
+        let owner_uid = &owner_uid;
+        let results: Vec<Result<(), ItemError>> = futures::stream::iter(dependents)
+            .map(|dep| async move {
+                let resource = self.resolve(&dep.api_version, &dep.kind)?;
+                self.metrics.api_patch.fetch_add(1, Ordering::Relaxed);
+                match self
+                    .cluster
+                    .remove_owner_references(
+                        &resource,
+                        &dep.namespace,
+                        &dep.name,
+                        &dep.uid,
+                        owner_uid,
+                    )
+                    .await
+                {
+                    Ok(()) => {
+                        self.metrics.refs_removed.fetch_add(1, Ordering::Relaxed);
+                        Ok(())
+                    }
+                    Err(e) if e.is(Reason::NotFound) || e.is(Reason::Conflict) => Ok(()),
+                    Err(e) => Err(e.into()),
+                }
+            })
+            .buffer_unordered(self.config.orphan_concurrency)
+            .collect()
+            .await;
+        if let Some(e) = results.into_iter().find_map(Result::err) {
+            tracing::warn!(owner = %owner.identity, error = %e, "orphaning dependents failed; will retry");
+            self.metrics.errors.fetch_add(1, Ordering::Relaxed);
+            return Outcome::Retry;
+        }
+        let resource = match self.resolve(&owner.identity.api_version, &owner.identity.kind) {
+            Ok(r) => r,
+            Err(_) => return Outcome::Retry,
+        };
+        tracing::info!(owner = %owner.identity, "dependents orphaned; removing the orphan finalizer");
+        self.metrics.api_patch.fetch_add(1, Ordering::Relaxed);
+        match self
+            .cluster
+            .remove_finalizer(
+                &resource,
+                &owner.identity.namespace,
+                &owner.identity.name,
+                &owner.identity.uid,
+                FINALIZER_ORPHAN,
+            )
+            .await
+        {
+            Ok(()) => {
+                self.metrics
+                    .finalizers_removed
+                    .fetch_add(1, Ordering::Relaxed);
+                Outcome::Done
+            }
+            Err(e) if e.is(Reason::Conflict) => Outcome::Done,
+            Err(e) => {
+                tracing::warn!(owner = %owner.identity, error = %e, "removing the orphan finalizer failed");
+                self.metrics.errors.fetch_add(1, Ordering::Relaxed);
+                Outcome::Retry
+            }
+        }
+    }
+}

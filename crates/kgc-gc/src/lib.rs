@@ -1,0 +1,469 @@
+//! The owner-reference garbage collector, faithful to kube-controller-manager's
+//! (`pkg/controller/garbagecollector`; shared/specs/k8s-gc-controller.md).
+//!
+//! - [`graph`]: the uid-keyed dependency graph and the absent-owner cache;
+//! - [`graph_builder`]: turns watch events into graph changes and work (`graph_builder.go`);
+//! - `garbagecollector`: the `attemptToDelete` and `attemptToOrphan` workers;
+//! - `monitor`: discovery and one metadata watch per deletable resource;
+//! - [`queue`]: client-go work-queue semantics with per-resource retry budgets.
+//!
+//! It runs against any [`Cluster`]: in-process inside `kgc serve`, or against a real API server.
+#![forbid(unsafe_code)]
+
+mod garbagecollector;
+pub mod graph;
+pub mod graph_builder;
+mod monitor;
+pub mod queue;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+use kgc_client::Cluster;
+use kgc_meta::catalog::split_api_version;
+use kgc_meta::{GroupResource, ResourceInfo};
+use tokio::sync::mpsc;
+
+use garbagecollector::Outcome;
+use graph::Uid;
+use graph_builder::{Effects, GraphBuilder, GraphEvent};
+pub use monitor::is_deletable;
+use queue::WorkQueue;
+
+/// The component name events are recorded under.
+pub const COMPONENT: &str = "garbage-collector-controller";
+
+/// Tuning.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Workers per queue (`--concurrent-gc-syncs`, default 20).
+    pub workers: usize,
+    /// How often discovery runs to pick up new and removed resources (default 30 s).
+    pub resync: Duration,
+    /// How long workers wait for every monitor's first list before starting anyway (30 s).
+    pub initial_sync_timeout: Duration,
+    /// Dependents patched at once when orphaning.
+    pub orphan_concurrency: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            workers: 20,
+            resync: Duration::from_secs(30),
+            initial_sync_timeout: Duration::from_secs(30),
+            orphan_concurrency: 32,
+        }
+    }
+}
+
+/// Counters exported on `/metrics`.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub deleted: AtomicU64,
+    pub refs_removed: AtomicU64,
+    pub finalizers_removed: AtomicU64,
+    pub errors: AtomicU64,
+    pub api_get: AtomicU64,
+    pub api_delete: AtomicU64,
+    pub api_patch: AtomicU64,
+    pub graph_events: AtomicU64,
+}
+
+/// apiVersion/kind → resource, from discovery (the collector's REST mapper). An apiVersion that
+/// is not served does not resolve, so references to it are retried, never judged dangling.
+#[derive(Debug, Default)]
+pub(crate) struct Mapper {
+    by_kind: HashMap<(String, String), Arc<ResourceInfo>>,
+}
+
+impl Mapper {
+    fn replace(&mut self, resources: &[Arc<ResourceInfo>]) {
+        self.by_kind = resources
+            .iter()
+            .map(|r| ((r.group.clone(), r.kind.clone()), Arc::clone(r)))
+            .collect();
+    }
+
+    fn resolve(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceInfo>> {
+        let (group, version) = split_api_version(api_version).ok()?;
+        self.by_kind
+            .get(&(group.to_owned(), kind.to_owned()))
+            .filter(|r| r.serves_version(version))
+            .cloned()
+    }
+}
+
+pub(crate) fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
+}
+
+/// State shared by the builder, the monitors and the workers.
+pub(crate) struct Shared<C> {
+    cluster: C,
+    config: Config,
+    builder: Mutex<GraphBuilder>,
+    mapper: RwLock<Mapper>,
+    attempt_to_delete_queue: WorkQueue<Uid>,
+    attempt_to_orphan_queue: WorkQueue<Uid>,
+    changes: mpsc::UnboundedSender<GraphEvent>,
+    metrics: Metrics,
+    synced: Mutex<HashSet<GroupResource>>,
+    monitors: AtomicUsize,
+}
+
+impl<C> Shared<C> {
+    fn lock_builder(&self) -> MutexGuard<'_, GraphBuilder> {
+        self.builder.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The garbage collector. Cheap to clone; every clone is a handle onto the same collector.
+pub struct GarbageCollector<C: Cluster> {
+    shared: Arc<Shared<C>>,
+    changes_rx: Arc<Mutex<Option<mpsc::UnboundedReceiver<GraphEvent>>>>,
+}
+
+impl<C: Cluster> Clone for GarbageCollector<C> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            changes_rx: Arc::clone(&self.changes_rx),
+        }
+    }
+}
+
+impl<C: Cluster> GarbageCollector<C> {
+    pub fn new(cluster: C, config: Config) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Self {
+            shared: Arc::new(Shared {
+                cluster,
+                config,
+                builder: Mutex::new(GraphBuilder::default()),
+                mapper: RwLock::default(),
+                attempt_to_delete_queue: WorkQueue::new(),
+                attempt_to_orphan_queue: WorkQueue::new(),
+                changes: tx,
+                metrics: Metrics::default(),
+                synced: Mutex::default(),
+                monitors: AtomicUsize::new(0),
+            }),
+            changes_rx: Arc::new(Mutex::new(Some(rx))),
+        }
+    }
+
+    /// Runs the collector until the returned future is dropped: monitors, the graph builder,
+    /// and `workers` workers per queue once every monitor has listed (or the initial sync
+    /// timeout passed, so that one broken resource cannot stop collection).
+    pub async fn run(&self) {
+        let Some(rx) = self
+            .changes_rx
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        else {
+            tracing::error!("the garbage collector is already running");
+            return;
+        };
+        let shared = Arc::clone(&self.shared);
+        let mut tasks = vec![
+            tokio::spawn(Arc::clone(&shared).run_monitors()),
+            tokio::spawn(Arc::clone(&shared).run_graph_builder(rx)),
+        ];
+        let deadline = tokio::time::Instant::now() + shared.config.initial_sync_timeout;
+        while !self.is_synced() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if !self.is_synced() {
+            tracing::warn!("not every resource has synced; starting the workers anyway");
+        }
+        for _ in 0..shared.config.workers.max(1) {
+            let s = Arc::clone(&shared);
+            tasks.push(tokio::spawn(async move {
+                while let Some(uid) = s.attempt_to_delete_queue.get().await {
+                    let outcome = s.attempt_to_delete(&uid).await;
+                    s.finish(&s.attempt_to_delete_queue, &uid, outcome);
+                }
+            }));
+            let s = Arc::clone(&shared);
+            tasks.push(tokio::spawn(async move {
+                while let Some(uid) = s.attempt_to_orphan_queue.get().await {
+                    let outcome = s.attempt_to_orphan(&uid).await;
+                    s.finish(&s.attempt_to_orphan_queue, &uid, outcome);
+                }
+            }));
+        }
+        struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+        impl Drop for AbortOnDrop {
+            fn drop(&mut self) {
+                for t in &self.0 {
+                    t.abort();
+                }
+            }
+        }
+        let _tasks = AbortOnDrop(tasks);
+        std::future::pending::<()>().await;
+    }
+
+    /// Whether every monitor has delivered its first list (upstream `IsSynced`).
+    pub fn is_synced(&self) -> bool {
+        let monitors = self.shared.monitors.load(Ordering::Relaxed);
+        monitors > 0
+            && self
+                .shared
+                .synced
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .len()
+                >= monitors
+    }
+
+    /// Whether the graph holds `uid` (upstream `GraphHasUID`, for tests).
+    pub fn graph_has_uid(&self, uid: &str) -> bool {
+        self.shared.lock_builder().graph.contains(uid)
+    }
+
+    /// Nodes in the graph.
+    pub fn graph_len(&self) -> usize {
+        self.shared.lock_builder().graph.len()
+    }
+
+    /// Approximate bytes of graph state.
+    pub fn graph_bytes(&self) -> usize {
+        self.shared.lock_builder().graph.approximate_bytes()
+    }
+
+    /// Items queued or in progress across both queues: zero when the collector is idle.
+    pub fn pending_work(&self) -> usize {
+        self.shared.attempt_to_delete_queue.pending()
+            + self.shared.attempt_to_orphan_queue.pending()
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.shared.metrics
+    }
+
+    /// Prometheus text exposition of the collector's counters and queue depths.
+    pub fn render_metrics(&self) -> String {
+        let m = &self.shared.metrics;
+        let mut out = String::new();
+        let mut counter = |name: &str, help: &str, labels: &[(&str, u64)]| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            for (l, v) in labels {
+                let _ = writeln!(out, "{name}{l} {v}");
+            }
+        };
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        counter(
+            "kgc_gc_objects_total",
+            "Objects the garbage collector acted on, by outcome.",
+            &[
+                ("{outcome=\"deleted\"}", load(&m.deleted)),
+                (
+                    "{outcome=\"owner_references_removed\"}",
+                    load(&m.refs_removed),
+                ),
+                (
+                    "{outcome=\"finalizer_removed\"}",
+                    load(&m.finalizers_removed),
+                ),
+            ],
+        );
+        counter(
+            "kgc_gc_api_requests_total",
+            "Requests the garbage collector sent, by verb.",
+            &[
+                ("{verb=\"get\"}", load(&m.api_get)),
+                ("{verb=\"delete\"}", load(&m.api_delete)),
+                ("{verb=\"patch\"}", load(&m.api_patch)),
+            ],
+        );
+        counter(
+            "kgc_gc_errors_total",
+            "Work items that failed and were retried.",
+            &[("", load(&m.errors))],
+        );
+        counter(
+            "kgc_gc_graph_events_total",
+            "Watch events processed by the graph builder.",
+            &[("", load(&m.graph_events))],
+        );
+        let _ = writeln!(
+            out,
+            "# HELP kgc_gc_queue_depth Items waiting in each work queue.\n# TYPE kgc_gc_queue_depth gauge"
+        );
+        let _ = writeln!(
+            out,
+            "kgc_gc_queue_depth{{queue=\"attempt_to_delete\"}} {}",
+            self.shared.attempt_to_delete_queue.len()
+        );
+        let _ = writeln!(
+            out,
+            "kgc_gc_queue_depth{{queue=\"attempt_to_orphan\"}} {}",
+            self.shared.attempt_to_orphan_queue.len()
+        );
+        let _ = writeln!(
+            out,
+            "# HELP kgc_gc_graph_nodes Objects in the dependency graph.\n# TYPE kgc_gc_graph_nodes gauge\nkgc_gc_graph_nodes {}",
+            self.graph_len()
+        );
+        out
+    }
+
+    /// The graph (or the part connected to `uid`) in DOT, like upstream's
+    /// `/debug/controllers/garbagecollector/graph`.
+    pub fn dump_dot(&self, uid: Option<&str>) -> String {
+        let b = self.shared.lock_builder();
+        let nodes = select(&b, uid);
+        let mut out = String::from("digraph full {\n");
+        for n in &nodes {
+            let _ = writeln!(
+                out,
+                "  {:?} [label={:?}];",
+                n.identity.uid,
+                format!(
+                    "uid={}\nnamespace={}\n{}/{}\nname={}\nvirtual={}",
+                    n.identity.uid,
+                    n.identity.namespace,
+                    n.identity.api_version,
+                    n.identity.kind,
+                    n.identity.name,
+                    n.is_virtual
+                )
+            );
+        }
+        for n in &nodes {
+            for o in &n.owners {
+                let _ = writeln!(out, "  {:?} -> {:?};", n.identity.uid, o.uid);
+            }
+        }
+        out.push_str("}\n");
+        out
+    }
+
+    /// The graph (or the part connected to `uid`) as JSON.
+    pub fn dump_json(&self, uid: Option<&str>) -> serde_json::Value {
+        let b = self.shared.lock_builder();
+        let nodes: Vec<serde_json::Value> = select(&b, uid)
+            .iter()
+            .map(|n| {
+                serde_json::json!({
+                    "uid": n.identity.uid,
+                    "apiVersion": n.identity.api_version,
+                    "kind": n.identity.kind,
+                    "namespace": n.identity.namespace,
+                    "name": n.identity.name,
+                    "virtual": n.is_virtual,
+                    "beingDeleted": n.being_deleted,
+                    "deletingDependents": n.deleting_dependents,
+                    "owners": n.owners.iter().map(kgc_meta::OwnerReference::to_json).collect::<Vec<_>>(),
+                    "dependents": n.dependents.iter().map(|d| d.to_string()).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        serde_json::json!({"nodes": nodes})
+    }
+}
+
+/// All nodes, or those connected to `uid` (owners and dependents, transitively).
+fn select(b: &GraphBuilder, uid: Option<&str>) -> Vec<graph::Node> {
+    let Some(start) = uid else {
+        let mut all: Vec<graph::Node> = b.graph.nodes().cloned().collect();
+        all.sort_by(|a, c| a.identity.uid.cmp(&c.identity.uid));
+        return all;
+    };
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut todo = vec![start.to_owned()];
+    let mut out = Vec::new();
+    while let Some(u) = todo.pop() {
+        if !seen.insert(u.clone()) {
+            continue;
+        }
+        if let Some(n) = b.graph.get(&u) {
+            todo.extend(n.owners.iter().map(|o| o.uid.clone()));
+            todo.extend(n.dependents.iter().map(|d| d.to_string()));
+            out.push(n.clone());
+        }
+    }
+    out.sort_by(|a, c| a.identity.uid.cmp(&c.identity.uid));
+    out
+}
+
+impl<C: Cluster> Shared<C> {
+    /// The single graph-builder loop: takes every event waiting, processes them under one lock,
+    /// then hands the work to the queues.
+    async fn run_graph_builder(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<GraphEvent>) {
+        let mut batch = Vec::new();
+        while rx.recv_many(&mut batch, 1024).await > 0 {
+            let mut effects = Vec::with_capacity(batch.len());
+            {
+                let mut b = self.lock_builder();
+                for event in batch.drain(..) {
+                    effects.push(b.process(event));
+                }
+            }
+            self.metrics
+                .graph_events
+                .fetch_add(effects.len() as u64, Ordering::Relaxed);
+            for fx in effects {
+                self.apply_effects(fx);
+            }
+        }
+    }
+
+    fn apply_effects(&self, fx: Effects) {
+        for uid in fx.attempt_to_delete {
+            self.attempt_to_delete_queue.add(uid);
+        }
+        for uid in fx.attempt_to_delete_later {
+            let key = self.budget_key(&uid);
+            self.attempt_to_delete_queue.add_rate_limited(uid, &key);
+        }
+        for uid in fx.attempt_to_orphan {
+            self.attempt_to_orphan_queue.add(uid);
+        }
+        for bad in fx.invalid_owner_refs {
+            tracing::warn!(child = %bad.child, owner = %bad.owner, "OwnerRefInvalidNamespace");
+            let now = jiff::Timestamp::now()
+                .strftime("%Y-%m-%dT%H:%M:%SZ")
+                .to_string();
+            let event = kgc_client::warning_event(
+                COMPONENT,
+                &bad.child,
+                "OwnerRefInvalidNamespace",
+                &bad.message(),
+                &now,
+            );
+            let cluster = self.cluster.clone();
+            tokio::spawn(async move {
+                if let Err(e) = cluster.create_event(event).await {
+                    tracing::warn!(error = %e, "recording an OwnerRefInvalidNamespace event failed");
+                }
+            });
+        }
+    }
+
+    /// The retry budget an item is charged to: its kind.
+    fn budget_key(&self, uid: &str) -> String {
+        self.lock_builder()
+            .graph
+            .get(uid)
+            .map(|n| format!("{}/{}", n.identity.api_version, n.identity.kind))
+            .unwrap_or_default()
+    }
+
+    fn finish(&self, queue: &WorkQueue<Uid>, uid: &Uid, outcome: Outcome) {
+        match outcome {
+            Outcome::Done => queue.forget(uid),
+            Outcome::Retry => {
+                let key = self.budget_key(uid);
+                queue.add_rate_limited(Uid::clone(uid), &key);
+            }
+        }
+        queue.done(uid);
+    }
+}

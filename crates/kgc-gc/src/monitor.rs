@@ -1,0 +1,136 @@
+//! Monitors (upstream `GraphBuilder.syncMonitors`, `GarbageCollector.Sync`;
+//! k8s-gc-controller.md §1.1, §1.11): one metadata watch per deletable resource, feeding the
+//! graph builder; discovery re-run periodically so that new and removed CRDs are picked up.
+//! A resource that cannot be listed or watched only retries its own watch; it never holds up
+//! the others.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kgc_client::{Cluster, MetaEvent};
+use kgc_meta::catalog::api_version;
+use kgc_meta::{GroupResource, ResourceInfo};
+use tokio::task::JoinHandle;
+
+use crate::Shared;
+use crate::graph_builder::GraphEvent;
+
+/// Resources the garbage collector never watches (upstream `DefaultIgnoredResources`): events
+/// are numerous, short-lived and never owners.
+pub const IGNORED: [(&str, &str); 2] = [("", "events"), ("events.k8s.io", "events")];
+
+/// Whether the collector watches a resource: deletable, listable, watchable, not ignored
+/// (upstream `GetDeletableResources`).
+pub fn is_deletable(r: &ResourceInfo) -> bool {
+    ["delete", "list", "watch"].iter().all(|v| r.supports(v))
+        && !IGNORED.iter().any(|(g, p)| r.group == *g && r.plural == *p)
+}
+
+struct Monitor {
+    info: Arc<ResourceInfo>,
+    task: JoinHandle<()>,
+}
+
+impl<C: Cluster> Shared<C> {
+    /// Runs discovery every `resync` and keeps one watch per deletable resource.
+    pub(crate) async fn run_monitors(self: Arc<Self>) {
+        let mut monitors: HashMap<GroupResource, Monitor> = HashMap::new();
+        loop {
+            match self.cluster.resources().await {
+                Ok(resources) if !resources.is_empty() => {
+                    self.mapper
+                        .write()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .replace(&resources);
+                    let wanted: HashMap<GroupResource, Arc<ResourceInfo>> = resources
+                        .into_iter()
+                        .filter(|r| is_deletable(r))
+                        .map(|r| (r.group_resource(), r))
+                        .collect();
+                    monitors.retain(|gr, m| {
+                        let keep = wanted.get(gr).is_some_and(|w| {
+                            w.preferred_version() == m.info.preferred_version()
+                                && w.kind == m.info.kind
+                        });
+                        if !keep {
+                            tracing::info!(resource = %gr, "stopping monitor");
+                            m.task.abort();
+                            self.synced
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .remove(gr);
+                        }
+                        keep
+                    });
+                    for (gr, info) in wanted {
+                        if monitors.contains_key(&gr) {
+                            continue;
+                        }
+                        tracing::debug!(resource = %gr, "starting monitor");
+                        let task =
+                            tokio::spawn(Arc::clone(&self).watch_resource(Arc::clone(&info)));
+                        monitors.insert(gr, Monitor { info, task });
+                    }
+                    self.monitors.store(monitors.len(), Ordering::Relaxed);
+                }
+                Ok(_) => {
+                    tracing::warn!("discovery returned no resources; keeping the current monitors")
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "discovery failed; keeping the current monitors")
+                }
+            }
+            tokio::time::sleep(self.config.resync).await;
+        }
+    }
+
+    /// One resource's watch, restarted with backoff on errors.
+    async fn watch_resource(self: Arc<Self>, info: Arc<ResourceInfo>) {
+        let version = api_version(&info.group, info.preferred_version());
+        let kind = info.kind.clone();
+        let gr = info.group_resource();
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let mut stream = self.cluster.watch(Arc::clone(&info));
+            while let Some(event) = stream.next().await {
+                let event = match event {
+                    Ok(MetaEvent::Resync(items)) => {
+                        backoff = Duration::from_millis(100);
+                        let e = GraphEvent::Resync {
+                            api_version: version.clone(),
+                            kind: kind.clone(),
+                            items,
+                        };
+                        self.synced
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(gr.clone());
+                        e
+                    }
+                    Ok(MetaEvent::Apply(meta)) => GraphEvent::Apply {
+                        api_version: version.clone(),
+                        kind: kind.clone(),
+                        meta,
+                    },
+                    Ok(MetaEvent::Delete(meta)) => GraphEvent::Delete {
+                        api_version: version.clone(),
+                        kind: kind.clone(),
+                        meta,
+                    },
+                    Err(e) => {
+                        tracing::warn!(resource = %gr, error = %e, "watch failed; retrying");
+                        break;
+                    }
+                };
+                if self.changes.send(event).is_err() {
+                    return;
+                }
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(30));
+        }
+    }
+}
