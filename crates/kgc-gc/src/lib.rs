@@ -243,6 +243,57 @@ impl<C: Cluster> GarbageCollector<C> {
             + self.shared.attempt_to_orphan_queue.pending()
     }
 
+    /// Deterministic stepping (tests, tools): feeds one event to the graph builder and returns
+    /// what it asked for, without queueing it.
+    pub fn process_event(&self, event: GraphEvent) -> Effects {
+        self.shared.lock_builder().process(event)
+    }
+
+    /// Deterministic stepping: refreshes the REST mapper from the cluster's discovery once.
+    pub async fn refresh_mapper(&self) -> Result<(), kgc_client::Error> {
+        let resources = self.shared.cluster.resources().await?;
+        self.shared
+            .mapper
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(&resources);
+        Ok(())
+    }
+
+    /// Deterministic stepping: one `attemptToDelete` pass over `uid`; true when it finished,
+    /// false when it would be retried.
+    pub async fn attempt_to_delete_once(&self, uid: &str) -> bool {
+        self.shared.attempt_to_delete(&Uid::from(uid)).await == Outcome::Done
+    }
+
+    /// Deterministic stepping: one `attemptToOrphan` pass over `uid`.
+    pub async fn attempt_to_orphan_once(&self, uid: &str) -> bool {
+        self.shared.attempt_to_orphan(&Uid::from(uid)).await == Outcome::Done
+    }
+
+    /// Deterministic stepping: the graph events workers produced (virtual deletes), when the
+    /// collector is not running.
+    pub fn drain_worker_events(&self) -> Vec<GraphEvent> {
+        let mut guard = self.changes_rx.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = Vec::new();
+        if let Some(rx) = guard.as_mut() {
+            while let Ok(e) = rx.try_recv() {
+                out.push(e);
+            }
+        }
+        out
+    }
+
+    /// A copy of one graph node.
+    pub fn node(&self, uid: &str) -> Option<graph::Node> {
+        self.shared.lock_builder().graph.get(uid).cloned()
+    }
+
+    /// Whether the absent-owner cache holds an identity.
+    pub fn absent_contains(&self, identity: &kgc_meta::ObjectRef) -> bool {
+        self.shared.lock_builder().absent.has(identity)
+    }
+
     pub fn metrics(&self) -> &Metrics {
         &self.shared.metrics
     }
