@@ -27,8 +27,9 @@ pub async fn read(body: Body) -> Result<Bytes, Status> {
         .map_err(|_| Status::too_large(MAX_BODY))
 }
 
-/// Decodes an object body by its media type: JSON, or YAML (as `kubectl` can send and as
-/// `curl --data-binary @x.yaml -H 'Content-Type: application/yaml'` does).
+/// Decodes an object body by its media type: JSON, YAML (as
+/// `curl --data-binary @x.yaml -H 'Content-Type: application/yaml'` sends), or the protobuf
+/// that kubectl's typed generators send (`kubectl create configmap|secret|deployment|…`).
 pub fn decode(media: &str, bytes: &[u8]) -> Result<Value, Status> {
     match media {
         "" | "application/json" | "*/*" => serde_json::from_slice(bytes).map_err(|e| {
@@ -42,6 +43,9 @@ pub fn decode(media: &str, bytes: &[u8]) -> Result<Value, Status> {
                 Status::bad_request(format!("the body of the request is not valid YAML: {e}"))
             })
         }
+        kgc_proto::MEDIA_TYPE => kgc_proto::decode(bytes).map_err(|e| {
+            Status::bad_request(format!("the body of the request could not be decoded: {e}"))
+        }),
         other => Err(Status::unsupported_media_type(other)),
     }
 }
