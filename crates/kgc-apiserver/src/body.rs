@@ -102,7 +102,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn decodes_json_and_yaml() {
+    fn decodes_json_yaml_and_protobuf_envelopes() {
         assert_eq!(decode("application/json", br#"{"a":1}"#).unwrap()["a"], 1);
         let y = decode("application/yaml", b"kind: ConfigMap\ndata:\n  k: v\n").unwrap();
         assert_eq!(y["data"]["k"], "v");
@@ -112,7 +112,7 @@ mod tests {
             decode("application/vnd.kubernetes.protobuf", b"k8s\0")
                 .unwrap_err()
                 .code,
-            415
+            400
         );
     }
 }
