@@ -6,6 +6,7 @@
 //! and watches as newline-delimited JSON (shared/specs/apiserver-semantics.md).
 #![forbid(unsafe_code)]
 
+mod apply;
 mod body;
 mod discovery;
 mod request;

@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::ApiServer;
 use crate::body::{self, ApiError, media_type};
 use crate::request::{Query, RequestInfo, Verb};
+use crate::table::{self, IncludeObject};
 use crate::watch::{self, WatchParams};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -68,13 +69,16 @@ pub async fn serve(
     if req.subresource.as_deref() == Some("scale") {
         return scale(api, &info, &req, query, headers, body).await;
     }
+    let table = table_request(headers, query)?;
     match req.verb {
-        Verb::Get => get(api, &info, &req, &ns, &name),
-        Verb::List => list(api, &info, &req, query),
-        Verb::Watch => watch(api, &info, &req, query),
+        Verb::Get => get(api, &info, &req, &ns, &name, table),
+        Verb::List => list(api, &info, &req, query, table),
+        Verb::Watch => watch(api, &info, &req, query, table),
         Verb::Create => {
             let mut obj = object_body(&info, &req, headers, body).await?;
             let warnings = admit_custom(&info, &req, query, &mut obj)?;
+            let tracking = Tracking::new(&info, &req, query, headers);
+            let obj = tracking.record(None, &obj);
             let created = api.store.create(&info, &ns, obj, query.dry_run()?).await?;
             Ok(with_warnings(
                 object(&info, &req, StatusCode::CREATED, &created),
@@ -84,6 +88,7 @@ pub async fn serve(
         Verb::Update => {
             let mut obj = object_body(&info, &req, headers, body).await?;
             let warnings = admit_custom(&info, &req, query, &mut obj)?;
+            let tracking = Tracking::new(&info, &req, query, headers);
             let updated = api
                 .store
                 .update(
@@ -92,7 +97,7 @@ pub async fn serve(
                     &name,
                     req.subresource.as_deref(),
                     query.dry_run()?,
-                    |_| Ok(obj),
+                    |current| Ok(tracking.record(Some(&current), &obj)),
                 )
                 .await?;
             Ok(with_warnings(
@@ -142,16 +147,48 @@ fn object(info: &ResourceInfo, req: &RequestInfo, code: StatusCode, o: &StoredOb
     body::raw_json(code, served_text(&o.raw, version.as_deref()).into_owned())
 }
 
+/// A Table was asked for (`Accept: application/json;as=Table;…`): its version and which object
+/// each row carries.
+type TableRequest = Option<(&'static str, IncludeObject)>;
+
+fn table_request(headers: &HeaderMap, query: &Query) -> Result<TableRequest> {
+    let accept = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let Some(version) = table::wants_table(accept) else {
+        return Ok(None);
+    };
+    let include = IncludeObject::parse(query.get("includeObject")).map_err(Status::bad_request)?;
+    Ok(Some((version, include)))
+}
+
 fn get(
     api: &ApiServer,
     info: &ResourceInfo,
     req: &RequestInfo,
     ns: &str,
     name: &str,
+    table: TableRequest,
 ) -> Result<Response> {
     let o = api
         .store
         .get_or_not_found(&info.group_resource(), ns, name)?;
+    if let Some((version, include)) = table {
+        let served = served_text(&o.raw, served_api_version(info, req).as_deref()).into_owned();
+        let value: Value = serde_json::from_str(&served).unwrap_or(Value::Null);
+        let t = table::table_of_values(
+            info,
+            [&value],
+            version,
+            &o.resource_version.to_string(),
+            None,
+            &include,
+            true,
+            jiff::Timestamp::now(),
+        );
+        return Ok(body::json(StatusCode::OK, &t));
+    }
     Ok(object(info, req, StatusCode::OK, &o))
 }
 
@@ -184,9 +221,23 @@ fn list(
     info: &ResourceInfo,
     req: &RequestInfo,
     query: &Query,
+    table: TableRequest,
 ) -> Result<Response> {
     let opts = list_options(info, req, query)?;
     let page = api.store.list(&info.group_resource(), &opts)?;
+    if let Some((version, include)) = table {
+        let t = table::table(
+            info,
+            page.items.iter().map(|o| &**o),
+            version,
+            &page.resource_version.to_string(),
+            page.continue_token.as_deref(),
+            &include,
+            true,
+            jiff::Timestamp::now(),
+        );
+        return Ok(body::json(StatusCode::OK, &t));
+    }
     let size: usize = page.items.iter().map(|o| o.raw.len() + 1).sum();
     let mut out = String::with_capacity(size + 256);
     out.push_str("{\"kind\":");
@@ -217,6 +268,7 @@ fn watch(
     info: &ResourceInfo,
     req: &RequestInfo,
     query: &Query,
+    table: TableRequest,
 ) -> Result<Response> {
     let opts = list_options(info, req, query)?;
     let mut fields = opts.fields;
@@ -251,6 +303,11 @@ fn watch(
             api_version: api_version(&req.group, &req.version),
             timeout,
             rewrite_api_version: served_api_version(info, req),
+            table: table.map(|(version, include)| crate::watch::TableParams {
+                info: Arc::new(info.clone()),
+                version,
+                include,
+            }),
             bookmarks: query.flag("allowWatchBookmarks"),
             initial_events_end: send_initial,
         },
@@ -324,6 +381,16 @@ fn apply_patch(
     let result = match media {
         "application/merge-patch+json" => kgc_patch::merge(target, patch),
         "application/json-patch+json" => kgc_patch::json_patch(target, patch),
+        // Custom resources have no patch-strategy table: 415, as upstream answers.
+        "application/strategic-merge-patch+json" => {
+            match kgc_patch::strategic::schema_for(&info.group, &info.kind) {
+                Some(schema) if !info.custom => {
+                    kgc_patch::strategic::apply_owned(std::mem::take(target), patch, schema)
+                        .map(|merged| *target = merged)
+                }
+                _ => return Err(Status::unsupported_media_type(media)),
+            }
+        }
         other => return Err(Status::unsupported_media_type(other)),
     };
     result.map_err(|e| {
@@ -353,9 +420,13 @@ async fn patch(
     body: Body,
 ) -> Result<Response> {
     let media = media_type(headers);
+    if media == "application/apply-patch+yaml" {
+        return server_side_apply(api, info, req, query, headers, body).await;
+    }
     let patch = patch_body(body).await?;
     let (kind, version) = (info.kind.clone(), storage_api_version(info, req));
     let name = req.name.clone().unwrap_or_default();
+    let tracking = Tracking::new(info, req, query, headers);
     let mut warnings = Vec::new();
     let updated = api
         .store
@@ -366,12 +437,13 @@ async fn patch(
             req.subresource.as_deref(),
             query.dry_run()?,
             |mut current| {
+                let before = current.clone();
                 apply_patch(info, &name, &media, &mut current, &patch)?;
                 // A patch cannot turn an object into another kind.
                 current["kind"] = Value::from(kind);
                 warnings = admit_custom(info, req, query, &mut current)?;
                 current["apiVersion"] = Value::from(version);
-                Ok(current)
+                Ok(tracking.record(Some(&before), &current))
             },
         )
         .await?;
@@ -379,6 +451,136 @@ async fn patch(
         object(info, req, StatusCode::OK, updated.object()),
         &warnings,
     ))
+}
+
+/// Who is writing, for `managedFields`.
+struct Tracking {
+    manager: String,
+    api_version: String,
+    time: String,
+    subresource: String,
+    schema: crate::apply::ApplySchema,
+}
+
+impl Tracking {
+    fn new(info: &ResourceInfo, req: &RequestInfo, query: &Query, headers: &HeaderMap) -> Self {
+        Self {
+            manager: crate::apply::field_manager(query, headers),
+            api_version: api_version(&req.group, &req.version),
+            time: jiff::Timestamp::now()
+                .strftime("%Y-%m-%dT%H:%M:%SZ")
+                .to_string(),
+            subresource: req.subresource.clone().unwrap_or_default(),
+            schema: crate::apply::ApplySchema::for_resource(info, &req.version),
+        }
+    }
+
+    fn manager(&self) -> kgc_managedfields::Manager<'_> {
+        kgc_managedfields::Manager {
+            name: &self.manager,
+            api_version: &self.api_version,
+            time: &self.time,
+            subresource: &self.subresource,
+        }
+    }
+
+    /// Records the fields this write changed under its manager (an Update entry).
+    fn record(&self, old: Option<&Value>, new: &Value) -> Value {
+        kgc_managedfields::update_or_keep(old, new, &self.manager(), &self.schema)
+    }
+}
+
+/// `PATCH` with `application/apply-patch+yaml`: server-side apply. Creates the object when it
+/// does not exist (201), merges under field ownership otherwise, and answers 409 naming the
+/// fields and their manager on conflicts unless `force=true`.
+async fn server_side_apply(
+    api: &ApiServer,
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    query: &Query,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response> {
+    if query.get("fieldManager").is_none_or(str::is_empty) {
+        return Err(Status::bad_request(
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+        )
+        .into());
+    }
+    let bytes = body::read(body).await?;
+    let mut config: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(_) => body::decode("application/yaml", &bytes)?,
+    };
+    if !config.is_object() {
+        return Err(Status::bad_request("the apply configuration must be an object").into());
+    }
+    let want_version = api_version(&req.group, &req.version);
+    let (got_version, got_kind) = (
+        config["apiVersion"].as_str().unwrap_or_default().to_owned(),
+        config["kind"].as_str().unwrap_or_default().to_owned(),
+    );
+    if got_version != want_version || got_kind != info.kind {
+        return Err(Status::bad_request(format!(
+            "the apply configuration's apiVersion and kind ({got_version}, {got_kind}) do not match the request ({want_version}, {})",
+            info.kind
+        ))
+        .into());
+    }
+    let name = req.name.clone().unwrap_or_default();
+    match config["metadata"]["name"].as_str() {
+        Some(n) if n != name => {
+            return Err(Status::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            ))
+            .into());
+        }
+        _ => config["metadata"]["name"] = Value::from(name.as_str()),
+    }
+    let force = query.flag("force");
+    let dry_run = query.dry_run()?;
+    let tracking = Tracking::new(info, req, query, headers);
+    let ns = req.namespace.clone().unwrap_or_default();
+    let storage_version = storage_api_version(info, req);
+    let merge = |live: Option<&Value>| -> Result<Value, Status> {
+        let mut merged =
+            kgc_managedfields::apply(live, &config, &tracking.manager(), force, &tracking.schema)
+                .map_err(|e| crate::apply::status(e, info, &name))?;
+        admit_custom(info, req, query, &mut merged)?;
+        merged["apiVersion"] = Value::from(storage_version.as_str());
+        Ok(merged)
+    };
+    for _ in 0..3 {
+        let updated = api
+            .store
+            .update(
+                info,
+                &ns,
+                &name,
+                req.subresource.as_deref(),
+                dry_run,
+                |current| merge(Some(&current)),
+            )
+            .await;
+        match updated {
+            Ok(u) => return Ok(object(info, req, StatusCode::OK, u.object())),
+            Err(kgc_store::Error::Api(s))
+                if s.is(kgc_meta::Reason::NotFound) && req.subresource.is_none() => {}
+            Err(e) => return Err(e.into()),
+        }
+        match api.store.create(info, &ns, merge(None)?, dry_run).await {
+            Ok(created) => return Ok(object(info, req, StatusCode::CREATED, &created)),
+            // Created meanwhile by someone else: apply to it.
+            Err(kgc_store::Error::Api(s)) if s.is(kgc_meta::Reason::AlreadyExists) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Status::conflict(
+        &info.group_resource(),
+        &name,
+        "the object kept changing during apply",
+    )
+    .into())
 }
 
 /// `fieldValidation`: what to do with fields the schema does not know.

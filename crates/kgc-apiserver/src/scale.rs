@@ -14,7 +14,7 @@ struct Paths {
 
 enum Selector {
     /// `spec.selector` is a `metav1.LabelSelector` (apps kinds).
-    LabelSelector,
+    Structured,
     /// `spec.selector` is a plain map (ReplicationController).
     Map,
     /// A custom resource's `labelSelectorPath`, holding the selector string.
@@ -40,7 +40,7 @@ fn paths(info: &ResourceInfo) -> Paths {
         selector: if info.group.is_empty() {
             Selector::Map
         } else {
-            Selector::LabelSelector
+            Selector::Structured
         },
     }
 }
@@ -106,7 +106,7 @@ pub fn to_scale(info: &ResourceInfo, obj: &Value) -> Value {
         .and_then(Value::as_i64)
         .unwrap_or(0);
     let selector = match &p.selector {
-        Selector::LabelSelector => obj.pointer("/spec/selector").map(selector_string),
+        Selector::Structured => obj.pointer("/spec/selector").map(selector_string),
         Selector::Map => obj
             .pointer("/spec/selector")
             .and_then(Value::as_object)

@@ -9,7 +9,7 @@ use axum::response::Response;
 use futures::stream;
 use kgc_meta::Status;
 use kgc_store::{WatchEvent, Watcher};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::watch as notify;
 use tokio::time::Instant;
 
@@ -22,11 +22,20 @@ pub struct WatchParams {
     pub api_version: String,
     /// Set when stored objects must be served in another version (custom resources).
     pub rewrite_api_version: Option<String>,
+    /// Set when the client asked for Table rows (`kubectl get -w`).
+    pub table: Option<TableParams>,
     pub timeout: Duration,
     pub bookmarks: bool,
     /// `sendInitialEvents=true`: end the initial ADDED events with the
     /// `k8s.io/initial-events-end` bookmark.
     pub initial_events_end: bool,
+}
+
+/// How to render events as one-row Tables; only the first carries the column definitions.
+pub struct TableParams {
+    pub info: std::sync::Arc<kgc_meta::ResourceInfo>,
+    pub version: &'static str,
+    pub include: crate::table::IncludeObject,
 }
 
 struct StreamState {
@@ -37,6 +46,7 @@ struct StreamState {
     next_bookmark: Instant,
     shutdown: notify::Receiver<bool>,
     done: bool,
+    sent_columns: bool,
 }
 
 impl StreamState {
@@ -66,11 +76,21 @@ impl StreamState {
                 e = self.watcher.next() => match e {
                     WatchEvent::Event(kind, obj) => {
                         self.initial_left = self.initial_left.saturating_sub(1);
-                        let mut text = String::with_capacity(obj.raw.len() + 32);
+                        let served = crate::rest::served_text(&obj.raw, self.params.rewrite_api_version.as_deref());
+                        let body = match &self.params.table {
+                            Some(t) => {
+                                let value: Value = serde_json::from_str(&served).unwrap_or(Value::Null);
+                                let with_columns = !self.sent_columns;
+                                self.sent_columns = true;
+                                crate::table::table_of_values(&t.info, [&value], t.version, &obj.resource_version.to_string(), None, &t.include, with_columns, jiff::Timestamp::now()).to_string()
+                            }
+                            None => served.into_owned(),
+                        };
+                        let mut text = String::with_capacity(body.len() + 32);
                         text.push_str("{\"type\":\"");
                         text.push_str(kind.as_str());
                         text.push_str("\",\"object\":");
-                        text.push_str(&crate::rest::served_text(&obj.raw, self.params.rewrite_api_version.as_deref()));
+                        text.push_str(&body);
                         text.push('}');
                         return Some(line(&text));
                     }
@@ -118,6 +138,7 @@ pub fn respond(
         params,
         shutdown,
         done: false,
+        sent_columns: false,
     };
     let body = stream::unfold(state, |mut st| async move {
         st.next_chunk()

@@ -1,10 +1,13 @@
-//! Patches over `serde_json::Value`: JSON merge patch (RFC 7386) and JSON patch (RFC 6902).
+//! Patches over `serde_json::Value`: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and
+//! Kubernetes strategic merge patch ([`strategic`]).
 //!
 //! The API server applies them to stored objects; the apply and prune engine and the collectors
-//! build them. Pure: no I/O. Strategic merge patch joins this crate with its own module.
+//! build them. Pure: no I/O.
 #![forbid(unsafe_code)]
 
 use serde_json::Value;
+
+pub mod strategic;
 
 /// Why a patch could not be applied. The API server answers these with 422 (a patch that does
 /// not apply to this object) or 400 (a patch that is not a patch at all).
@@ -19,12 +22,25 @@ pub enum Error {
     /// A merge patch whose top level is not an object would replace the whole object.
     #[error("a merge patch must be a JSON object, got {0}")]
     NotAnObject(&'static str),
+    /// A strategic merge patch that is not well formed: an unknown `$patch` value, `$patch: merge`
+    /// on a list, a `$retainKeys` list missing a key the patch sets, a malformed
+    /// `$setElementOrder`/`$deleteFromPrimitiveList`, a patch list item without its merge key…
+    /// `field` is the dotted path of the offending field.
+    #[error("invalid strategic merge patch at {field}: {reason}")]
+    StrategicMalformed { field: String, reason: String },
+    /// A strategic merge patch that does not fit this object (an item of a merge list without
+    /// its merge key, list element types that differ, lists of lists…).
+    #[error("the strategic merge patch could not be applied at {field}: {reason}")]
+    StrategicInapplicable { field: String, reason: String },
 }
 
 impl Error {
     /// True when the patch itself is malformed (400) rather than inapplicable (422).
     pub fn is_malformed(&self) -> bool {
-        matches!(self, Error::Malformed(_) | Error::NotAnObject(_))
+        matches!(
+            self,
+            Error::Malformed(_) | Error::NotAnObject(_) | Error::StrategicMalformed { .. }
+        )
     }
 }
 

@@ -1,0 +1,191 @@
+//! Field ownership for writes: server-side apply (`application/apply-patch+yaml`) and the
+//! `managedFields` every other write records (apiserver-semantics.md §2.5, §3.5).
+//!
+//! The merge and ownership engine is `kgc-managedfields`; this module tells it each kind's list
+//! semantics. Built-in kinds take them from the strategic-merge-patch table (a `merge` list with
+//! a key is a list map, a `merge` list of scalars a set, anything else atomic; container and
+//! service ports are keyed by port *and* protocol, as upstream's OpenAPI says). Custom resources
+//! take them from their schema's `x-kubernetes-list-type` and `x-kubernetes-list-map-keys`.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, header};
+use kgc_managedfields::{DefaultSchema, FieldSet, ListType, PathElement, Schema};
+use kgc_meta::status::Cause;
+use kgc_meta::{ResourceInfo, Status};
+use kgc_patch::strategic::{self, Strategy};
+use serde_json::Value;
+
+use crate::request::Query;
+
+/// The list semantics of one resource.
+pub struct ApplySchema {
+    smp: Option<strategic::Schema>,
+    crd: Option<Arc<Value>>,
+    has_status: bool,
+}
+
+impl ApplySchema {
+    /// The schema for `info`, served in `version`.
+    pub fn for_resource(info: &ResourceInfo, version: &str) -> Self {
+        Self {
+            smp: if info.custom {
+                None
+            } else {
+                strategic::schema_for(&info.group, &info.kind)
+            },
+            crd: info
+                .crd
+                .as_ref()
+                .and_then(|c| c.schemas.get(version).cloned()),
+            has_status: info.has_status(),
+        }
+    }
+
+    fn table_list_type(&self, path: &[&str]) -> Option<ListType> {
+        let mut cur = self.smp?;
+        let (last, parents) = path.split_last()?;
+        for p in parents {
+            cur = cur.field(p).child();
+        }
+        let f = cur.field(last);
+        Some(match (f.strategy(), f.merge_key()) {
+            (Strategy::Merge, Some("containerPort")) => {
+                ListType::Map(vec!["containerPort".into(), "protocol".into()])
+            }
+            (Strategy::Merge, Some("port")) => {
+                ListType::Map(vec!["port".into(), "protocol".into()])
+            }
+            (Strategy::Merge, Some(key)) => ListType::Map(vec![key.to_owned()]),
+            (Strategy::Merge, None) => ListType::Set,
+            _ => return None,
+        })
+    }
+
+    fn crd_list_type(&self, path: &[&str]) -> Option<ListType> {
+        let mut cur: &Value = self.crd.as_ref()?;
+        for p in path {
+            // Lists are skipped in `path`: step into `items` where the schema has them.
+            if let Some(items) = cur.get("items").filter(|_| cur.get("properties").is_none()) {
+                cur = items;
+            }
+            cur = cur.get("properties").and_then(|props| props.get(*p))?;
+        }
+        match cur.get("x-kubernetes-list-type").and_then(Value::as_str)? {
+            "map" => Some(ListType::Map(
+                cur.get("x-kubernetes-list-map-keys")
+                    .and_then(Value::as_array)
+                    .map(|k| {
+                        k.iter()
+                            .filter_map(|s| s.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            )),
+            "set" => Some(ListType::Set),
+            _ => Some(ListType::Atomic),
+        }
+    }
+}
+
+impl Schema for ApplySchema {
+    fn list_type(&self, path: &[&str]) -> ListType {
+        self.table_list_type(path)
+            .or_else(|| self.crd_list_type(path))
+            .unwrap_or_else(|| DefaultSchema.list_type(path))
+    }
+
+    fn list_map_key_default(&self, _path: &[&str], key: &str) -> Option<Value> {
+        (key == "protocol").then(|| Value::from("TCP"))
+    }
+
+    fn reset_fields(&self, subresource: &str) -> FieldSet {
+        let mut s = FieldSet::new();
+        if self.has_status {
+            match subresource {
+                "" => s.insert(&[PathElement::field("status")]),
+                "status" => s.insert(&[PathElement::field("spec")]),
+                _ => {}
+            }
+        }
+        s
+    }
+}
+
+/// The field manager of a write: `fieldManager`, else the User-Agent's program name, as
+/// upstream derives it.
+pub fn field_manager(query: &Query, headers: &HeaderMap) -> String {
+    if let Some(m) = query.get("fieldManager").filter(|m| !m.is_empty()) {
+        return m.to_owned();
+    }
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split('/').next())
+        .filter(|s| !s.is_empty())
+        .unwrap_or("unknown")
+        .to_owned()
+}
+
+/// An apply conflict or invalid configuration as the Status kube-apiserver answers.
+pub fn status(err: kgc_managedfields::Error, info: &ResourceInfo, name: &str) -> Status {
+    match err {
+        kgc_managedfields::Error::Conflicts(conflicts) => {
+            let message = kgc_managedfields::Error::Conflicts(conflicts.clone()).message();
+            let mut s = Status::conflict(&info.group_resource(), name, "");
+            s.message = message;
+            s.causes = conflicts
+                .iter()
+                .map(|c| Cause {
+                    kind: "FieldManagerConflict".into(),
+                    message: c.message(),
+                    field: c.field.clone(),
+                })
+                .collect();
+            s
+        }
+        other => Status::bad_request(other.message()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kgc_meta::Catalog;
+
+    #[test]
+    fn list_types_come_from_the_patch_table() {
+        let c = Catalog::builtin();
+        let s = ApplySchema::for_resource(c.get("apps", "v1", "deployments").unwrap(), "v1");
+        let containers = ["spec", "template", "spec", "containers"];
+        assert_eq!(s.list_type(&containers), ListType::Map(vec!["name".into()]));
+        let ports = ["spec", "template", "spec", "containers", "ports"];
+        assert_eq!(
+            s.list_type(&ports),
+            ListType::Map(vec!["containerPort".into(), "protocol".into()])
+        );
+        assert_eq!(s.list_type(&["metadata", "finalizers"]), ListType::Set);
+        assert_eq!(
+            s.list_type(&["spec", "template", "spec", "containers", "args"]),
+            ListType::Atomic
+        );
+    }
+
+    #[test]
+    fn field_manager_falls_back_to_the_user_agent() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::USER_AGENT,
+            "kubectl/v1.32.4 (linux/amd64)".parse().unwrap(),
+        );
+        assert_eq!(field_manager(&Query::parse(None), &h), "kubectl");
+        assert_eq!(
+            field_manager(&Query::parse(Some("fieldManager=me")), &h),
+            "me"
+        );
+        assert_eq!(
+            field_manager(&Query::parse(None), &HeaderMap::new()),
+            "unknown"
+        );
+    }
+}
