@@ -659,6 +659,7 @@ async fn scale(
 ) -> Result<Response> {
     let ns = req.namespace.clone().unwrap_or_default();
     let name = req.name.clone().unwrap_or_default();
+    let tracking = Tracking::new(info, req, query, headers);
     let respond =
         |o: &StoredObject| body::json(StatusCode::OK, &crate::scale::to_scale(info, &o.value()));
     let desired: Box<dyn FnOnce(Value) -> Result<Value, Status> + Send> = match req.verb {
@@ -687,13 +688,14 @@ async fn scale(
     let updated = api
         .store
         .update(info, &ns, &name, None, query.dry_run()?, |mut current| {
+            let before = current.clone();
             let scale = desired(crate::scale::to_scale(info, &current))?;
             crate::scale::apply_scale(info, &mut current, &scale).map_err(|m| {
                 let mut s = Status::invalid("autoscaling", "Scale", &name, &[]);
                 s.message = format!("Scale.autoscaling \"{name}\" is invalid: {m}");
                 s
             })?;
-            Ok(current)
+            Ok(tracking.record(Some(&before), &current))
         })
         .await?;
     Ok(respond(updated.object()))
