@@ -50,6 +50,68 @@ pub fn decode(media: &str, bytes: &[u8]) -> Result<Value, Status> {
     }
 }
 
+/// Rejects an object body whose `metadata` a typed decoder could not read, as kube-apiserver's
+/// decoder does (400, naming the field and the type it expected): `metadata` must be an object,
+/// its string fields strings, `labels`/`annotations` maps of strings, `finalizers` a list of
+/// strings, `ownerReferences` a list of objects.
+pub fn check_metadata_types(obj: &Value) -> Result<(), Status> {
+    let Some(meta) = obj.get("metadata") else {
+        return Ok(());
+    };
+    let fail = |field: &str, want: &str, got: &Value| {
+        let got = match got {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        Err(Status::bad_request(format!(
+            "json: cannot unmarshal {got} into Go struct field ObjectMeta.{field} of type {want}"
+        )))
+    };
+    let Some(m) = meta.as_object() else {
+        return if meta.is_null() {
+            Ok(())
+        } else {
+            fail("metadata", "v1.ObjectMeta", meta)
+        };
+    };
+    for (k, v) in m {
+        let path = format!("metadata.{k}");
+        let ok = match k.as_str() {
+            "name" | "generateName" | "namespace" | "uid" | "resourceVersion" | "selfLink"
+            | "creationTimestamp" | "deletionTimestamp" => v.is_string() || v.is_null(),
+            "generation" | "deletionGracePeriodSeconds" => v.is_i64() || v.is_null(),
+            "labels" | "annotations" => {
+                v.is_null()
+                    || v.as_object()
+                        .is_some_and(|o| o.values().all(Value::is_string))
+            }
+            "finalizers" => {
+                v.is_null() || v.as_array().is_some_and(|a| a.iter().all(Value::is_string))
+            }
+            "ownerReferences" | "managedFields" => {
+                v.is_null() || v.as_array().is_some_and(|a| a.iter().all(Value::is_object))
+            }
+            _ => true,
+        };
+        if !ok {
+            let want = match k.as_str() {
+                "labels" | "annotations" => "map[string]string",
+                "finalizers" => "[]string",
+                "ownerReferences" => "[]v1.OwnerReference",
+                "managedFields" => "[]v1.ManagedFieldsEntry",
+                "generation" | "deletionGracePeriodSeconds" => "int64",
+                _ => "string",
+            };
+            return fail(&path, want, v);
+        }
+    }
+    Ok(())
+}
+
 /// A JSON response from text the store already serialized.
 pub fn raw_json(code: StatusCode, text: String) -> Response {
     let mut resp = Response::new(Body::from(text));

@@ -325,6 +325,7 @@ async fn object_body(
 ) -> Result<Value> {
     let bytes = body::read(body).await?;
     let mut obj = body::decode(&media_type(headers), &bytes)?;
+    body::check_metadata_types(&obj)?;
     if !obj.is_object() {
         return Err(Status::bad_request("the body of the request must be a JSON object").into());
     }

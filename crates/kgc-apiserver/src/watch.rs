@@ -103,7 +103,7 @@ impl StreamState {
                 },
                 _ = tokio::time::sleep_until(self.deadline) => return None,
                 _ = tokio::time::sleep_until(self.next_bookmark), if self.params.bookmarks => {
-                    self.next_bookmark = Instant::now() + BOOKMARK_EVERY;
+                    self.next_bookmark = next_bookmark(Instant::now(), self.deadline);
                     return Some(self.bookmark(false));
                 }
                 r = self.shutdown.changed() => {
@@ -113,6 +113,22 @@ impl StreamState {
                 }
             }
         }
+    }
+}
+
+/// When to send the next bookmark (apiserver `cacheWatcher.nextBookmarkTime`): every minute, and
+/// 2 s before the watch times out, so that a client resumes from a fresh resourceVersion. None
+/// once that moment has passed (a far-future instant, since the deadline ends the stream first).
+fn next_bookmark(now: Instant, deadline: Instant) -> Instant {
+    let heartbeat = now + BOOKMARK_EVERY;
+    let pre_timeout = deadline
+        .checked_sub(Duration::from_secs(2))
+        .unwrap_or(deadline);
+    let next = heartbeat.min(pre_timeout);
+    if next < now {
+        deadline + Duration::from_secs(3600)
+    } else {
+        next
     }
 }
 
@@ -133,7 +149,7 @@ pub fn respond(
     let state = StreamState {
         initial_left: watcher.buffered(),
         deadline: now + params.timeout,
-        next_bookmark: now + BOOKMARK_EVERY,
+        next_bookmark: next_bookmark(now, now + params.timeout),
         watcher,
         params,
         shutdown,

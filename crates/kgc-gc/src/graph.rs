@@ -114,13 +114,15 @@ impl Graph {
     }
 
     /// Dependents of `uid` whose reference to it has `blockOwnerDeletion: true`
-    /// (upstream `blockingDependents`).
+    /// (upstream `blockingDependents`). An object referencing itself does not block itself: an
+    /// object cannot wait for its own deletion (upstream would wait forever).
     pub fn blocking_dependents(&self, uid: &str) -> Vec<Uid> {
         let Some(n) = self.nodes.get(uid) else {
             return Vec::new();
         };
         n.dependents
             .iter()
+            .filter(|d| &***d != uid)
             .filter(|d| {
                 self.nodes
                     .get(&***d)

@@ -212,14 +212,28 @@ impl Store {
         {
             return Err(Status::stale(&gr, name).into());
         }
-        match new.meta_str("name") {
-            Some(n) if !n.is_empty() && n != name => {
+        // apiserver `checkName`: the body names the object it replaces, exactly.
+        match new.meta().and_then(|m| m.get("name")) {
+            Some(Value::String(n)) if n == name => {}
+            Some(v) if !v.is_string() && !v.is_null() => {
+                return Err(invalid(
+                    info,
+                    name,
+                    &[kgc_meta::FieldError::invalid_value(
+                        "metadata.name",
+                        v,
+                        "must be of type string",
+                    )],
+                )
+                .into());
+            }
+            other => {
+                let n = other.and_then(Value::as_str).unwrap_or_default();
                 return Err(Status::bad_request(format!(
                     "the name of the object ({n}) does not match the name on the URL ({name})"
                 ))
                 .into());
             }
-            _ => new.set("name", name),
         }
         if info.namespaced() {
             match new.meta_str("namespace") {
