@@ -161,10 +161,9 @@ fn resolves(world: &HashMap<String, State>, child: &State, r: &Value) -> Option<
 }
 
 fn info(store: &Store, group: &str, resource: &str) -> Arc<ResourceInfo> {
-    let version = if group.is_empty() { "v1" } else { "v1" };
     store
         .catalog()
-        .get(group, version, resource)
+        .get(group, "v1", resource)
         .cloned()
         .expect("built in")
 }
