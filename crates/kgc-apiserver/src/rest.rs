@@ -345,25 +345,20 @@ async fn object_body(
             ),
             None => (want_version, info.kind.clone()),
         };
-    match obj.get("apiVersion").and_then(Value::as_str) {
-        None | Some("") => obj["apiVersion"] = Value::from(want_version.as_str()),
-        Some(v) if v != want_version => {
-            return Err(Status::bad_request(format!(
-                "the API version in the data ({v}) does not match the expected API version ({want_version})"
-            ))
-            .into());
+    for (field, label, want) in [
+        ("apiVersion", "API version", want_version.as_str()),
+        ("kind", "kind", want_kind.as_str()),
+    ] {
+        match obj.get(field).and_then(Value::as_str) {
+            None | Some("") => obj[field] = Value::from(want),
+            Some(got) if got != want => {
+                return Err(Status::bad_request(format!(
+                    "the {label} in the data ({got}) does not match the expected {label} ({want})"
+                ))
+                .into());
+            }
+            Some(_) => {}
         }
-        Some(_) => {}
-    }
-    match obj.get("kind").and_then(Value::as_str) {
-        None | Some("") => obj["kind"] = Value::from(want_kind.as_str()),
-        Some(k) if k != want_kind => {
-            return Err(Status::bad_request(format!(
-                "the kind in the data ({k}) does not match the expected kind ({want_kind})"
-            ))
-            .into());
-        }
-        Some(_) => {}
     }
     if req.subresource.is_none() || req.subresource.as_deref() == Some("status") {
         obj["apiVersion"] = Value::from(storage_api_version(info, req));
