@@ -276,7 +276,10 @@ impl<C: Cluster> Shared<C> {
                 && owner.identity.name == r.name
                 && owner.identity.namespace == namespace
             {
-                return Ok(if owner.deleting_dependents {
+                // Its latest observation decides, as a GET would: `deleting_dependents` only
+                // ever turns on, so it would call an owner that finished its foreground
+                // deletion (and is held by another finalizer) waiting for ever.
+                return Ok(if owner.being_deleted && owner.has_foreground_finalizer {
                     OwnerState::Waiting
                 } else {
                     OwnerState::Solid

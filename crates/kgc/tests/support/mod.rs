@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 use std::fs::File;
+use std::future::Future;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -617,4 +618,48 @@ pub async fn fresh_namespace(client: &Client, prefix: &str) -> String {
 /// Parses a JSON value into a typed object.
 pub fn typed<T: k8s_openapi::serde::de::DeserializeOwned>(v: Value) -> T {
     serde_json::from_value(v).expect("deserializing a test object")
+}
+
+/// `wait.Poll` / `wait.PollImmediate`: polls `cond` every `interval` until it holds; false on
+/// timeout.
+pub async fn poll<F, Fut>(
+    interval: Duration,
+    timeout: Duration,
+    immediate: bool,
+    mut cond: F,
+) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    if !immediate {
+        tokio::time::sleep(interval).await;
+    }
+    loop {
+        if cond().await {
+            return true;
+        }
+        if Instant::now() + interval > deadline {
+            return false;
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// Asserts that `cond` holds at every check for `period` (upstream's `wait.Poll` loops that
+/// fail on the first counter-example and time out as success).
+pub async fn consistently<F, Fut>(what: &str, period: Duration, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + period;
+    loop {
+        assert!(cond().await, "{what} stopped holding");
+        if Instant::now() > deadline {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
