@@ -46,7 +46,11 @@ pub fn decode(media: &str, bytes: &[u8]) -> Result<Value, Status> {
         kgc_proto::MEDIA_TYPE => kgc_proto::decode(bytes).map_err(|e| {
             Status::bad_request(format!("the body of the request could not be decoded: {e}"))
         }),
-        other => Err(Status::unsupported_media_type(other)),
+        _ => Err(Status::unsupported_media_type(&[
+            "application/json",
+            "application/yaml",
+            kgc_proto::MEDIA_TYPE,
+        ])),
     }
 }
 

@@ -154,7 +154,8 @@ async fn route(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    // `/version/` and `/apis/` name the same documents (the Python client asks for them so).
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let accept = headers
         .get(header::ACCEPT)
         .and_then(|h| h.to_str().ok())

@@ -366,6 +366,15 @@ async fn object_body(
     Ok(obj)
 }
 
+/// The patch media types, in the order upstream lists them; custom resources take the first
+/// three (no strategic merge patch).
+const PATCH_TYPES: [&str; 4] = [
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+    "application/strategic-merge-patch+json",
+];
+
 /// Applies a patch body of the given media type to `target`.
 fn apply_patch(
     info: &ResourceInfo,
@@ -384,20 +393,46 @@ fn apply_patch(
                     kgc_patch::strategic::apply_owned(std::mem::take(target), patch, schema)
                         .map(|merged| *target = merged)
                 }
-                _ => return Err(Status::unsupported_media_type(media)),
+                _ => return Err(Status::unsupported_media_type(&PATCH_TYPES[..3])),
             }
         }
-        other => return Err(Status::unsupported_media_type(other)),
+        _ => {
+            let accepted = if info.custom {
+                &PATCH_TYPES[..3]
+            } else {
+                &PATCH_TYPES[..]
+            };
+            return Err(Status::unsupported_media_type(accepted));
+        }
     };
     result.map_err(|e| {
-        if e.is_malformed() {
-            Status::bad_request(e.to_string())
+        // A JSON patch that is a list of operations decodes; its failures (unknown operation,
+        // failed test, missing path) happen when it applies.
+        let decodes = media == "application/json-patch+json"
+            && patch
+                .as_array()
+                .is_some_and(|ops| ops.iter().all(Value::is_object));
+        if e.is_malformed() && !decodes {
+            Status::bad_request(format!("error decoding patch: {e}"))
         } else {
-            let mut s = Status::invalid(&info.group, &info.kind, name, &[]);
-            s.message = e.to_string();
-            s
+            // Upstream answers with a generic 422 (`NewGenericServerResponse`), which kubectl
+            // prints as "The request is invalid: the server rejected our request …".
+            tracing::debug!(object = name, kind = %info.kind, error = %e, "patch does not apply");
+            Status::unprocessable()
         }
     })
+}
+
+/// The error for fields the schema does not know under `fieldValidation=Strict`.
+pub(crate) fn strict_decoding_error(kind: &str, version: &str, unknown: &[String]) -> Status {
+    let list: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect();
+    Status::bad_request(format!(
+        "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+        list.join(", ")
+    ))
 }
 
 /// Reads a patch body: JSON, whatever the patch type.
@@ -435,6 +470,14 @@ async fn patch(
             |mut current| {
                 let before = current.clone();
                 apply_patch(info, &name, &media, &mut current, &patch)?;
+                if let Some(ns) = req.namespace.as_deref()
+                    && let Some(got) = current["metadata"]["namespace"].as_str()
+                    && got != ns
+                {
+                    return Err(Status::bad_request(format!(
+                        "the namespace of the object ({got}) does not match the namespace on the URL ({ns})"
+                    )));
+                }
                 // A patch cannot turn an object into another kind.
                 current["kind"] = Value::from(kind);
                 warnings = admit_custom(info, req, query, &mut current)?;
@@ -451,6 +494,7 @@ async fn patch(
 
 /// Who is writing, for `managedFields`.
 struct Tracking {
+    info: ResourceInfo,
     manager: String,
     api_version: String,
     time: String,
@@ -461,6 +505,7 @@ struct Tracking {
 impl Tracking {
     fn new(info: &ResourceInfo, req: &RequestInfo, query: &Query, headers: &HeaderMap) -> Self {
         Self {
+            info: info.clone(),
             manager: crate::apply::field_manager(query, headers),
             api_version: api_version(&req.group, &req.version),
             time: jiff::Timestamp::now()
@@ -480,9 +525,12 @@ impl Tracking {
         }
     }
 
-    /// Records the fields this write changed under its manager (an Update entry).
+    /// Records the fields this write changed under its manager (an Update entry), on the object
+    /// as it will be stored.
     fn record(&self, old: Option<&Value>, new: &Value) -> Value {
-        kgc_managedfields::update_or_keep(old, new, &self.manager(), &self.schema)
+        let mut new = new.clone();
+        kgc_store::normalize(&self.info, &mut new);
+        kgc_managedfields::update_or_keep(old, &new, &self.manager(), &self.schema)
     }
 }
 
@@ -604,14 +652,7 @@ fn admit_custom(
     let mode = field_validation(query)?;
     let unknown = kgc_meta::schema::prune(obj, schema);
     if mode == "Strict" && !unknown.is_empty() {
-        let list: Vec<String> = unknown
-            .iter()
-            .map(|f| format!("unknown field {f:?}"))
-            .collect();
-        return Err(Status::bad_request(format!(
-            "strict decoding error: {}",
-            list.join(", ")
-        )));
+        return Err(strict_decoding_error(&info.kind, &req.version, &unknown));
     }
     kgc_meta::schema::apply_defaults(obj, schema);
     let errs = kgc_meta::schema::validate(obj, schema);

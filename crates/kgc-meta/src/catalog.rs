@@ -154,6 +154,9 @@ pub struct ResourceInfo {
     pub printer_columns: Vec<PrinterColumn>,
     /// Schemas, scale paths and storage version of a custom resource.
     pub crd: Option<Arc<crate::crd::CustomResource>>,
+    /// Whether objects carry `metadata.generation` (kinds whose registry strategy sets it:
+    /// workloads, pods, HPAs, PDBs, ingresses, network policies, CRDs and custom resources).
+    pub tracks_generation: bool,
 }
 
 /// One `additionalPrinterColumns` entry of a CustomResourceDefinition version.
@@ -449,6 +452,14 @@ impl Builtin {
             custom: false,
             printer_columns: Vec::new(),
             crd: None,
+            tracks_generation: match (self.group, self.plural) {
+                ("apps", p) => p != "controllerrevisions",
+                ("batch", _) => true,
+                ("", p) => matches!(p, "pods" | "replicationcontrollers"),
+                ("autoscaling" | "policy" | "apiextensions.k8s.io", _) => true,
+                ("networking.k8s.io", p) => matches!(p, "ingresses" | "networkpolicies"),
+                _ => false,
+            },
         }
     }
 }

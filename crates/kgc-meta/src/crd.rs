@@ -172,12 +172,20 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
                 ));
             }
             Some(schema) => {
-                if schema.get("type").and_then(Value::as_str) != Some("object") {
-                    errs.push(FieldError::required(
-                        format!("{path}.schema.openAPIV3Schema.type"),
+                let root = format!("{path}.schema.openAPIV3Schema");
+                match schema.get("type").and_then(Value::as_str) {
+                    Some("object") => {}
+                    None | Some("") => errs.push(FieldError::required(
+                        format!("{root}.type"),
+                        "must not be empty at the root",
+                    )),
+                    Some(other) => errs.push(FieldError::invalid(
+                        format!("{root}.type"),
+                        other,
                         "must be object at the root",
-                    ));
+                    )),
                 }
+                schema_types(schema, &root, &mut errs);
             }
         }
         if let Some(scale) = v.pointer("/subresources/scale").filter(|s| s.is_object()) {
@@ -224,6 +232,37 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
         }
     }
     errs
+}
+
+/// The OpenAPI types a structural schema may use.
+const SCHEMA_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
+
+/// Checks every `type` in a schema (upstream `ValidateCustomResourceDefinitionOpenAPISchema`),
+/// naming the path as upstream does: `…properties[spec].properties[color].type`.
+fn schema_types(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    if let Some(t) = schema.get("type") {
+        match t.as_str() {
+            Some(t) if t.is_empty() || SCHEMA_TYPES.contains(&t) => {}
+            _ => errs.push(FieldError::not_supported(
+                format!("{path}.type"),
+                t.as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| t.to_string()),
+                &SCHEMA_TYPES,
+            )),
+        }
+    }
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (k, v) in props {
+            schema_types(v, &format!("{path}.properties[{k}]"), errs);
+        }
+    }
+    if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
+        schema_types(items, &format!("{path}.items"), errs);
+    }
+    if let Some(add) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+        schema_types(add, &format!("{path}.additionalProperties"), errs);
+    }
 }
 
 /// The resource a CRD serves: the group and plural it claims.
@@ -339,6 +378,7 @@ pub fn resource_info(crd: &Value) -> ResourceInfo {
         field_selectors: Vec::new(),
         custom: true,
         printer_columns,
+        tracks_generation: true,
         crd: Some(Arc::new(CustomResource {
             schemas,
             scale,

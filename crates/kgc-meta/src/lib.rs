@@ -8,6 +8,7 @@
 
 pub mod catalog;
 pub mod crd;
+pub mod defaults;
 pub mod deletion;
 pub mod object;
 pub mod schema;

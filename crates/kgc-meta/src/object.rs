@@ -20,7 +20,12 @@ impl OwnerReference {
     /// Reads one entry; missing fields are empty (validation rejects such references on write,
     /// but a collector must never panic on what a cluster hands it).
     pub fn from_json(v: &Value) -> Self {
-        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let s = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
         Self {
             api_version: s("apiVersion"),
             kind: s("kind"),
@@ -120,7 +125,12 @@ impl ObjectMeta {
     /// Reads `metadata` of a whole object (or of a `PartialObjectMetadata`).
     pub fn from_object(obj: &Value) -> Self {
         let m = &obj["metadata"];
-        let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let s = |k: &str| {
+            m.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
         Self {
             namespace: s("namespace"),
             name: s("name"),
@@ -133,7 +143,11 @@ impl ObjectMeta {
             finalizers: m
                 .get("finalizers")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_owned)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|f| f.as_str().map(str::to_owned))
+                        .collect()
+                })
                 .unwrap_or_default(),
             owner_references: m
                 .get("ownerReferences")
@@ -170,16 +184,24 @@ mod tests {
         assert_eq!(m.owner_references.len(), 2);
         assert!(m.owner_references[0].blocks());
         assert_eq!(m.owner_references[1].uid, "");
-        assert_eq!(OwnerReference::from_json(&m.owner_references[0].to_json()), m.owner_references[0]);
+        assert_eq!(
+            OwnerReference::from_json(&m.owner_references[0].to_json()),
+            m.owner_references[0]
+        );
         assert_eq!(ObjectMeta::from_object(&json!(null)), ObjectMeta::default());
     }
 
     #[test]
     fn identities_print_like_upstream() {
         let r = ObjectRef::from_owner(
-            &OwnerReference::from_json(&json!({"apiVersion": "v1", "kind": "Pod", "name": "invalid", "uid": "u"})),
+            &OwnerReference::from_json(
+                &json!({"apiVersion": "v1", "kind": "Pod", "name": "invalid", "uid": "u"}),
+            ),
             "a",
         );
-        assert_eq!(r.to_string(), "[v1/Pod, namespace: a, name: invalid, uid: u]");
+        assert_eq!(
+            r.to_string(),
+            "[v1/Pod, namespace: a, name: invalid, uid: u]"
+        );
     }
 }

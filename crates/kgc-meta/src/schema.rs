@@ -173,9 +173,10 @@ fn validate_at(v: &Value, schema: &Value, path: &str, root: bool, errs: &mut Vec
     } else if let Some(t) = schema.get("type").and_then(Value::as_str)
         && !type_matches(t, v)
     {
-        errs.push(FieldError::invalid_value(
+        // Upstream shows the value's type, not the value.
+        errs.push(FieldError::invalid(
             field,
-            v,
+            type_name(v),
             format!("{field} in body must be of type {t}: \"{}\"", type_name(v)),
         ));
         return;
@@ -349,7 +350,7 @@ mod tests {
         let obj = json!({"spec": {"size": "big", "color": "pink", "port": [1], "tags": ["a", "b", "long"]}});
         let errs = validate(&obj, &schema());
         let text: Vec<String> = errs.iter().map(ToString::to_string).collect();
-        assert!(text.contains(&"spec.size: Invalid value: \"big\": spec.size in body must be of type integer: \"string\"".to_owned()), "{text:?}");
+        assert!(text.contains(&"spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\"".to_owned()), "{text:?}");
         assert!(
             text.iter()
                 .any(|t| t.starts_with("spec.color: Unsupported value: \"pink\"")),

@@ -179,6 +179,15 @@ impl Status {
         Self::new(400, Reason::BadRequest, message.into())
     }
 
+    /// The generic 422 of `NewGenericServerResponse`, without details.
+    pub fn unprocessable() -> Self {
+        Self::new(
+            422,
+            Reason::Invalid,
+            "the server rejected our request due to an error in our request".into(),
+        )
+    }
+
     pub fn expired(message: impl Into<String>) -> Self {
         Self::new(410, Reason::Expired, message.into())
     }
@@ -188,12 +197,14 @@ impl Status {
         Self::new(405, Reason::MethodNotAllowed, message.into())
     }
 
-    pub fn unsupported_media_type(content_type: &str) -> Self {
+    /// A body in a media type the endpoint does not take, listing those it does, as upstream.
+    pub fn unsupported_media_type(accepted: &[&str]) -> Self {
         Self::new(
             415,
             Reason::UnsupportedMediaType,
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {content_type:?})"
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
             ),
         )
     }

@@ -32,7 +32,7 @@ pub use delete::Deleted;
 pub use object::{StoredObject, field_value, string_map};
 pub use read::{ListOptions, ListResult};
 pub use watch::{Event, EventType, WatchEvent, WatchFilter, Watcher};
-pub use write::Updated;
+pub use write::{Updated, normalize};
 
 use object::Meta;
 use persist::{Committer, Op, Unit};

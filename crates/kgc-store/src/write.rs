@@ -143,8 +143,13 @@ impl Store {
             "creationTimestamp".into(),
             format_time(self.clock().now()).into(),
         );
-        meta.insert("generation".into(), 1.into());
+        if info.tracks_generation {
+            meta.insert("generation".into(), 1.into());
+        } else {
+            meta.remove("generation");
+        }
         prepare_for_create(info, &mut obj);
+        normalize(info, &mut obj);
         if is_crd(&gr) {
             self.prepare_crd(&mut obj, None)?;
         }
@@ -264,11 +269,16 @@ impl Store {
         {
             new.set("deletionGracePeriodSeconds", g);
         }
-        let mut generation = current.generation();
-        if subresource.is_none() && spec_changed(&current, &new) {
-            generation += 1;
+        if info.tracks_generation {
+            let mut generation = current.generation();
+            if subresource.is_none() && spec_changed(&current, &new) {
+                generation += 1;
+            }
+            new.set("generation", generation);
+        } else {
+            new.meta_mut().remove("generation");
         }
-        new.set("generation", generation);
+        normalize(info, &mut new);
         let mut errs = validate_object_meta(&new["metadata"], info.namespaced(), info.name_rule);
         errs.extend(validate_object_meta_update(
             &new["metadata"],
@@ -377,6 +387,52 @@ fn shape_for_subresource(
             Ok(out)
         }
         Some(_) => Err(Status::no_such_resource()),
+    }
+}
+
+/// What a typed round trip does to every write: empty `labels`, `annotations`,
+/// `ownerReferences`, `finalizers` and `managedFields` are omitted (`omitempty`); a namespace
+/// carries the `kubernetes.io/metadata.name` label; a Secret's write-only `stringData` is merged
+/// into `data`, base64-encoded, as the v1 conversion does.
+pub fn normalize(info: &ResourceInfo, obj: &mut Value) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.retain(|k, v| {
+            let empty = v.is_null()
+                || v.as_object().is_some_and(serde_json::Map::is_empty)
+                || v.as_array().is_some_and(Vec::is_empty);
+            !(empty
+                && matches!(
+                    k.as_str(),
+                    "labels" | "annotations" | "ownerReferences" | "finalizers" | "managedFields"
+                ))
+        });
+    }
+    match (info.group.as_str(), info.plural.as_str()) {
+        ("", "namespaces") => {
+            let name = obj.name().to_owned();
+            let meta = obj.meta_mut();
+            let labels = meta
+                .entry("labels")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let Some(l) = labels.as_object_mut() {
+                l.insert("kubernetes.io/metadata.name".into(), Value::from(name));
+            }
+        }
+        ("", "secrets") => {
+            if let Some(Value::Object(string_data)) =
+                obj.as_object_mut().and_then(|o| o.remove("stringData"))
+            {
+                if !obj["data"].is_object() {
+                    obj["data"] = json!({});
+                }
+                for (k, v) in string_data {
+                    if let Some(text) = v.as_str() {
+                        obj["data"][k] = Value::from(crate::object::base64(text.as_bytes()));
+                    }
+                }
+            }
+        }
+        _ => {}
     }
 }
 
