@@ -268,9 +268,55 @@ pub fn openapi_doc(catalog: &Catalog, group: &str, version: &str) -> Option<Valu
     }))
 }
 
+/// The OpenAPI v2 protobuf subtype kubectl ≤ 1.26 asks for (gnostic's `openapi_v2.Document`),
+/// in both spellings kube-openapi accepts.
+pub const OPENAPI_V2_PROTOBUF_ACCEPT: [&str; 2] = [
+    "com.github.proto-openapi.spec.v2@v1.0+protobuf",
+    "com.github.proto-openapi.spec.v2.v1.0+protobuf",
+];
+/// The Content-Type kube-openapi answers with: Go's MIME parser rejects the `@` form.
+pub const OPENAPI_V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// A stub OpenAPI v2 document (`swagger: "2.0"`, title, version, no paths, no definitions).
+/// kubectl 1.20 downloads it to validate `create -f`/`apply -f`; finding no definition for a
+/// kind, its validator lets the object through and the server validates, as with the v3 stub.
+pub fn openapi_v2(protobuf: bool) -> Vec<u8> {
+    if !protobuf {
+        return json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": crate::GIT_VERSION}, "paths": {}})
+            .to_string()
+            .into_bytes();
+    }
+    // openapi_v2.Document { swagger = 1; info = 2 (Info { title = 1; version = 2 }); paths = 8 }
+    fn string_field(out: &mut Vec<u8>, number: u8, s: &str) {
+        out.push(number << 3 | 2);
+        out.push(s.len() as u8);
+        out.extend_from_slice(s.as_bytes());
+    }
+    let mut info = Vec::new();
+    string_field(&mut info, 1, "Kubernetes");
+    string_field(&mut info, 2, crate::GIT_VERSION);
+    let mut doc = Vec::new();
+    string_field(&mut doc, 1, "2.0");
+    doc.push(2 << 3 | 2);
+    doc.push(info.len() as u8);
+    doc.extend_from_slice(&info);
+    doc.extend_from_slice(&[8 << 3 | 2, 0]);
+    doc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn openapi_v2_stub_encodes_a_gnostic_document() {
+        let pb = openapi_v2(true);
+        assert_eq!(&pb[..5], &[0x0a, 3, b'2', b'.', b'0']);
+        assert_eq!(pb[5], 0x12);
+        assert_eq!(&pb[pb.len() - 2..], &[0x42, 0]);
+        let j: Value = serde_json::from_slice(&openapi_v2(false)).unwrap();
+        assert_eq!(j["swagger"], "2.0");
+    }
 
     #[test]
     fn accept_negotiation() {

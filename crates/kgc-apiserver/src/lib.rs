@@ -8,6 +8,7 @@
 
 mod apply;
 mod body;
+mod conversion;
 mod discovery;
 mod request;
 mod rest;
@@ -180,6 +181,20 @@ async fn route(
                 "application/json"
             } else {
                 "text/vnd.graphviz"
+            };
+            resp.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+            get_only(resp)
+        }
+        ["openapi", "v2"] => {
+            let protobuf = discovery::OPENAPI_V2_PROTOBUF_ACCEPT
+                .iter()
+                .any(|t| accept.contains(t));
+            let mut resp = Response::new(Body::from(discovery::openapi_v2(protobuf)));
+            let ct = if protobuf {
+                discovery::OPENAPI_V2_PROTOBUF
+            } else {
+                "application/json"
             };
             resp.headers_mut()
                 .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));

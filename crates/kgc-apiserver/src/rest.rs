@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::ApiServer;
 use crate::body::{self, ApiError, media_type};
+use crate::conversion;
 use crate::request::{Query, RequestInfo, Verb};
 use crate::table::{self, IncludeObject};
 use crate::watch::{self, WatchParams};
@@ -76,7 +77,7 @@ pub async fn serve(
         Verb::Watch => watch(api, &info, &req, query, table),
         Verb::Create => {
             let mut obj = object_body(&info, &req, headers, body).await?;
-            let warnings = admit_custom(&info, &req, query, &mut obj)?;
+            let warnings = admit_fields(&info, &req, query, &mut obj)?;
             let tracking = Tracking::new(&info, &req, query, headers);
             let obj = tracking.record(None, &obj);
             let created = api.store.create(&info, &ns, obj, query.dry_run()?).await?;
@@ -87,7 +88,7 @@ pub async fn serve(
         }
         Verb::Update => {
             let mut obj = object_body(&info, &req, headers, body).await?;
-            let warnings = admit_custom(&info, &req, query, &mut obj)?;
+            let warnings = admit_fields(&info, &req, query, &mut obj)?;
             let tracking = Tracking::new(&info, &req, query, headers);
             let updated = api
                 .store
@@ -111,40 +112,34 @@ pub async fn serve(
     }
 }
 
-/// The `apiVersion` a resource's objects are stored with: custom resources are kept in their
-/// CRD's storage version and served in whichever version is asked for (conversion `None`: only
-/// `apiVersion` changes); built-ins have one version.
-fn storage_api_version(info: &ResourceInfo, req: &RequestInfo) -> String {
-    match &info.crd {
-        Some(c) => api_version(&info.group, &c.storage_version),
-        None => api_version(&req.group, &req.version),
-    }
+/// The version stored objects must be converted to for this request, when it is not the
+/// storage version (see [`crate::conversion`]).
+pub(crate) fn served_version(info: &ResourceInfo, req: &RequestInfo) -> Option<String> {
+    (req.version != conversion::storage_version(info)).then(|| req.version.clone())
 }
 
-/// The `apiVersion` to rewrite stored objects to, when it differs from the stored one.
-pub(crate) fn served_api_version(info: &ResourceInfo, req: &RequestInfo) -> Option<String> {
-    let want = api_version(&req.group, &req.version);
-    (info.crd.is_some() && want != storage_api_version(info, req)).then_some(want)
-}
-
-/// An object's JSON as served: stored text, or with `apiVersion` rewritten.
+/// An object's JSON as served: the stored text, or converted to `version`.
 pub(crate) fn served_text<'a>(
+    info: &ResourceInfo,
     raw: &'a str,
-    api_version: Option<&str>,
+    version: Option<&str>,
 ) -> std::borrow::Cow<'a, str> {
-    match api_version {
+    match version {
         None => std::borrow::Cow::Borrowed(raw),
         Some(v) => {
             let mut value: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
-            value["apiVersion"] = Value::from(v);
+            conversion::from_storage(info, v, &mut value);
             std::borrow::Cow::Owned(value.to_string())
         }
     }
 }
 
 fn object(info: &ResourceInfo, req: &RequestInfo, code: StatusCode, o: &StoredObject) -> Response {
-    let version = served_api_version(info, req);
-    body::raw_json(code, served_text(&o.raw, version.as_deref()).into_owned())
+    let version = served_version(info, req);
+    body::raw_json(
+        code,
+        served_text(info, &o.raw, version.as_deref()).into_owned(),
+    )
 }
 
 /// A Table was asked for (`Accept: application/json;as=Table;…`): its version and which object
@@ -175,7 +170,7 @@ fn get(
         .store
         .get_or_not_found(&info.group_resource(), ns, name)?;
     if let Some((version, include)) = table {
-        let served = served_text(&o.raw, served_api_version(info, req).as_deref()).into_owned();
+        let served = served_text(info, &o.raw, served_version(info, req).as_deref()).into_owned();
         let value: Value = serde_json::from_str(&served).unwrap_or(Value::Null);
         let t = table::table_of_values(
             info,
@@ -252,12 +247,12 @@ fn list(
         out.push_str(&Value::from(c.as_str()).to_string());
     }
     out.push_str("},\"items\":[");
-    let version = served_api_version(info, req);
+    let version = served_version(info, req);
     for (i, o) in page.items.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(&served_text(&o.raw, version.as_deref()));
+        out.push_str(&served_text(info, &o.raw, version.as_deref()));
     }
     out.push_str("]}");
     Ok(body::raw_json(StatusCode::OK, out))
@@ -302,7 +297,8 @@ fn watch(
             kind: info.kind.clone(),
             api_version: api_version(&req.group, &req.version),
             timeout,
-            rewrite_api_version: served_api_version(info, req),
+            info: Arc::new(info.clone()),
+            version: served_version(info, req),
             table: table.map(|(version, include)| crate::watch::TableParams {
                 info: Arc::new(info.clone()),
                 version,
@@ -361,7 +357,7 @@ async fn object_body(
         }
     }
     if req.subresource.is_none() || req.subresource.as_deref() == Some("status") {
-        obj["apiVersion"] = Value::from(storage_api_version(info, req));
+        conversion::to_storage(info, &req.version, &mut obj);
     }
     Ok(obj)
 }
@@ -455,7 +451,7 @@ async fn patch(
         return server_side_apply(api, info, req, query, headers, body).await;
     }
     let patch = patch_body(body).await?;
-    let (kind, version) = (info.kind.clone(), storage_api_version(info, req));
+    let kind = info.kind.clone();
     let name = req.name.clone().unwrap_or_default();
     let tracking = Tracking::new(info, req, query, headers);
     let mut warnings = Vec::new();
@@ -469,6 +465,7 @@ async fn patch(
             query.dry_run()?,
             |mut current| {
                 let before = current.clone();
+                conversion::from_storage(info, &req.version, &mut current);
                 apply_patch(info, &name, &media, &mut current, &patch)?;
                 if let Some(ns) = req.namespace.as_deref()
                     && let Some(got) = current["metadata"]["namespace"].as_str()
@@ -480,8 +477,8 @@ async fn patch(
                 }
                 // A patch cannot turn an object into another kind.
                 current["kind"] = Value::from(kind);
-                warnings = admit_custom(info, req, query, &mut current)?;
-                current["apiVersion"] = Value::from(version);
+                warnings = admit_fields(info, req, query, &mut current)?;
+                conversion::to_storage(info, &req.version, &mut current);
                 Ok(tracking.record(Some(&before), &current))
             },
         )
@@ -585,13 +582,22 @@ async fn server_side_apply(
     let dry_run = query.dry_run()?;
     let tracking = Tracking::new(info, req, query, headers);
     let ns = req.namespace.clone().unwrap_or_default();
-    let storage_version = storage_api_version(info, req);
     let merge = |live: Option<&Value>| -> Result<Value, Status> {
-        let mut merged =
-            kgc_managedfields::apply(live, &config, &tracking.manager(), force, &tracking.schema)
-                .map_err(|e| crate::apply::status(e, info, &name))?;
-        admit_custom(info, req, query, &mut merged)?;
-        merged["apiVersion"] = Value::from(storage_version.as_str());
+        let live = live.map(|l| {
+            let mut l = l.clone();
+            conversion::from_storage(info, &req.version, &mut l);
+            l
+        });
+        let mut merged = kgc_managedfields::apply(
+            live.as_ref(),
+            &config,
+            &tracking.manager(),
+            force,
+            &tracking.schema,
+        )
+        .map_err(|e| crate::apply::status(e, info, &name))?;
+        admit_fields(info, req, query, &mut merged)?;
+        conversion::to_storage(info, &req.version, &mut merged);
         Ok(merged)
     };
     for _ in 0..3 {
@@ -637,23 +643,40 @@ fn field_validation(query: &Query) -> Result<&str, Status> {
     }
 }
 
-/// Custom resources against their CRD schema (for the request's version): unknown fields are
-/// pruned (a 400 under `fieldValidation=Strict`, a warning under `Warn`), defaults applied, and
-/// the result validated (422). Returns the warnings to send.
-fn admit_custom(
+/// Field admission: fields the kind does not know (built-ins: their Go types; custom resources:
+/// the CRD schema of the request's version) are pruned, a 400 under `fieldValidation=Strict` and
+/// a warning under `Warn`; custom resources then get their schema defaults and validation (422).
+/// Returns the warnings to send.
+fn admit_fields(
     info: &ResourceInfo,
     req: &RequestInfo,
     query: &Query,
     obj: &mut Value,
 ) -> Result<Vec<String>, Status> {
-    let Some(schema) = info.crd.as_ref().and_then(|c| c.schemas.get(&req.version)) else {
-        return Ok(Vec::new());
-    };
     let mode = field_validation(query)?;
-    let unknown = kgc_meta::schema::prune(obj, schema);
+    let schema = info.crd.as_ref().and_then(|c| c.schemas.get(&req.version));
+    let unknown = match schema {
+        Some(schema) => kgc_meta::schema::prune(obj, schema),
+        // Built-in kinds: the fields of their Go types, as a typed decoder knows them.
+        None if !info.custom => {
+            let version = api_version(&req.group, &req.version);
+            kgc_proto::prune_unknown_fields(&version, &info.kind, obj).unwrap_or_default()
+        }
+        None => Vec::new(),
+    };
     if mode == "Strict" && !unknown.is_empty() {
         return Err(strict_decoding_error(&info.kind, &req.version, &unknown));
     }
+    let Some(schema) = schema else {
+        return Ok(if mode == "Warn" {
+            unknown
+                .iter()
+                .map(|f| format!("unknown field {f:?}"))
+                .collect()
+        } else {
+            Vec::new()
+        });
+    };
     kgc_meta::schema::apply_defaults(obj, schema);
     let errs = kgc_meta::schema::validate(obj, schema);
     if !errs.is_empty() {
@@ -817,12 +840,12 @@ async fn delete_collection(
     out.push_str(",\"metadata\":{\"resourceVersion\":\"");
     out.push_str(&api.store.revision().to_string());
     out.push_str("\"},\"items\":[");
-    let version = served_api_version(info, req);
+    let version = served_version(info, req);
     for (i, d) in deleted.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(&served_text(&d.object.raw, version.as_deref()));
+        out.push_str(&served_text(info, &d.object.raw, version.as_deref()));
     }
     out.push_str("]}");
     Ok(with_job_warning(

@@ -20,8 +20,9 @@ const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 pub struct WatchParams {
     pub kind: String,
     pub api_version: String,
-    /// Set when stored objects must be served in another version (custom resources).
-    pub rewrite_api_version: Option<String>,
+    pub info: std::sync::Arc<kgc_meta::ResourceInfo>,
+    /// Set when stored objects must be converted to another version.
+    pub version: Option<String>,
     /// Set when the client asked for Table rows (`kubectl get -w`).
     pub table: Option<TableParams>,
     pub timeout: Duration,
@@ -76,7 +77,7 @@ impl StreamState {
                 e = self.watcher.next() => match e {
                     WatchEvent::Event(kind, obj) => {
                         self.initial_left = self.initial_left.saturating_sub(1);
-                        let served = crate::rest::served_text(&obj.raw, self.params.rewrite_api_version.as_deref());
+                        let served = crate::rest::served_text(&self.params.info, &obj.raw, self.params.version.as_deref());
                         let body = match &self.params.table {
                             Some(t) => {
                                 let value: Value = serde_json::from_str(&served).unwrap_or(Value::Null);

@@ -809,6 +809,13 @@ fn builtin_resources() -> impl Iterator<Item = ResourceInfo> {
     ]
     .into_iter()
     .map(Builtin::into_info)
+    .map(|mut info| {
+        // Stored as v2, also served as v1 (converted by the API server).
+        if info.group == "autoscaling" {
+            info.versions.push("v1".into());
+        }
+        info
+    })
 }
 
 #[cfg(test)]

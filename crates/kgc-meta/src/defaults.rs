@@ -101,14 +101,18 @@ fn default_ptr(o: &mut Obj, key: &str, val: Value) {
     }
 }
 
-/// Plain string field: set when absent, `null` or `""`.
-fn default_str(o: &mut Obj, key: &str, val: &str) {
-    let empty = match o.get(key) {
+/// A plain Go string at its zero value: absent, `null` or `""`.
+fn blank(v: Option<&Value>) -> bool {
+    match v {
         None | Some(Value::Null) => true,
         Some(Value::String(s)) => s.is_empty(),
         Some(_) => false,
-    };
-    if empty {
+    }
+}
+
+/// Plain string field: set when absent, `null` or `""`.
+fn default_str(o: &mut Obj, key: &str, val: &str) {
+    if blank(o.get(key)) {
         o.insert(key.to_owned(), Value::from(val));
     }
 }
@@ -292,9 +296,7 @@ fn host_port_from_container_port(p: &mut Obj) {
 /// `SetDefaults_Container` (and `SetDefaults_EphemeralContainer`) plus the generated nested
 /// defaulters and the `+default` markers on ports and gRPC probes.
 fn container(c: &mut Obj) {
-    if matches!(c.get("imagePullPolicy"), None | Some(Value::Null))
-        || c.get("imagePullPolicy").and_then(Value::as_str) == Some("")
-    {
+    if blank(c.get("imagePullPolicy")) {
         let policy = if image_tag(str_at(c, "image")).as_deref() == Some("latest") {
             "Always"
         } else {
@@ -651,9 +653,7 @@ fn stateful_set(o: &mut Obj) {
     };
     default_str(spec, "podManagementPolicy", "OrderedReady");
     if let Some(us) = child_or_new(spec, "updateStrategy") {
-        if matches!(us.get("type"), None | Some(Value::Null))
-            || us.get("type").and_then(Value::as_str) == Some("")
-        {
+        if blank(us.get("type")) {
             us.insert("type".to_owned(), json!("RollingUpdate"));
             default_ptr(us, "rollingUpdate", json!({}));
         }

@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 mod decode;
+mod fields;
 mod format;
 #[rustfmt::skip] // generated, one field per line
 mod schema;
@@ -27,6 +28,8 @@ mod wire;
 use serde_json::{Map, Value};
 
 use crate::wire::WireValue;
+
+pub use crate::fields::prune_unknown_fields;
 
 /// The media type of Kubernetes protobuf bodies.
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";

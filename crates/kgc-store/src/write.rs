@@ -390,11 +390,15 @@ fn shape_for_subresource(
     }
 }
 
-/// What a typed round trip does to every write: empty `labels`, `annotations`,
-/// `ownerReferences`, `finalizers` and `managedFields` are omitted (`omitempty`); a namespace
-/// carries the `kubernetes.io/metadata.name` label; a Secret's write-only `stringData` is merged
-/// into `data`, base64-encoded, as the v1 conversion does.
+/// What a typed decode and round trip do to every write: API defaults of built-in kinds are
+/// filled in (`kgc_meta::defaults`); empty `labels`, `annotations`, `ownerReferences`,
+/// `finalizers` and `managedFields` are omitted (`omitempty`); a namespace carries the
+/// `kubernetes.io/metadata.name` label; a Secret's write-only `stringData` is merged into `data`,
+/// base64-encoded, as the v1 conversion does.
 pub fn normalize(info: &ResourceInfo, obj: &mut Value) {
+    if !info.custom {
+        kgc_meta::defaults::apply(&info.group, &info.kind, obj);
+    }
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.retain(|k, v| {
             let empty = v.is_null()
