@@ -2,13 +2,14 @@
 //!
 //! A collector is written once against [`Cluster`] and runs unchanged in-process (inside
 //! `kgc serve`, straight against the store: [`InProcess`]) or against any API server over HTTP
-//! (through kube-rs). The operations are the ones collectors actually perform, not raw REST
-//! verbs: "remove these owner references from that object" is one call, which the in-process
-//! implementation carries out as one atomic store update and a remote implementation as the
-//! exact patch kube-controller-manager sends.
+//! (through kube-rs: [`Remote`]). The operations are the ones collectors actually perform, not
+//! raw REST verbs: "remove these owner references from that object" is one call, which the
+//! in-process implementation carries out as one atomic store update and a remote implementation
+//! as the exact patch kube-controller-manager sends.
 #![forbid(unsafe_code)]
 
 mod in_process;
+mod remote;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use kgc_meta::{DeleteOptions, ObjectMeta, ResourceInfo, Status};
 use serde_json::Value;
 
 pub use in_process::InProcess;
+pub use remote::Remote;
 
 /// Errors of cluster operations. API outcomes keep their `metav1.Status`, so collectors decide
 /// by [`Status::reason`] the same way whichever cluster answered.

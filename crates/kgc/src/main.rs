@@ -1,6 +1,8 @@
 //! `kgc`: Kubernetes garbage collection, complete, in one binary.
 #![forbid(unsafe_code)]
 
+mod controller;
+mod gc_cmd;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +28,11 @@ enum LogFormat {
 enum Command {
     /// Run the embedded, Kubernetes-compatible API server with every collector built in.
     Serve(serve::Args),
+    /// Run the owner-reference garbage collector against any Kubernetes API server, with
+    /// leader election among replicas.
+    Controller(controller::Args),
+    /// Inspect the garbage collector (`kgc gc graph`).
+    Gc(gc_cmd::Args),
 }
 
 /// Parses durations such as `30s`, `5m`, `1h`, `250ms`.
@@ -72,6 +79,8 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async move {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
+            Command::Controller(args) => controller::run(args).await,
+            Command::Gc(args) => gc_cmd::run(args).await,
         }
     })
 }

@@ -1,0 +1,726 @@
+//! [`Cluster`] against any Kubernetes API server, through kube-rs.
+//!
+//! Every request is the one kube-controller-manager's garbage collector sends
+//! (k8s-gc-controller.md §1.9): metadata-only GETs, LISTs and WATCHes
+//! (`Accept: ...;as=PartialObjectMetadata`), DELETE with uid and resourceVersion preconditions,
+//! owner-reference removal as a strategic merge patch that embeds the dependent's uid (so a
+//! re-created object of the same name is never edited), with the JSON-merge-patch fallback that
+//! custom resources need (415), and finalizer removal as a merge patch guarded by
+//! resourceVersion, retried on conflict like client-go's `retry.RetryOnConflict`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+use futures::stream::{BoxStream, StreamExt};
+use kgc_meta::catalog::api_version;
+use kgc_meta::status::Cause;
+use kgc_meta::{
+    Catalog, DeleteOptions, GcPolicy, GroupResource, ObjectMeta, OwnerReference, PropagationPolicy,
+    Reason, ResourceInfo, Scope, Status,
+};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, PartialObjectMeta, Patch, PatchParams,
+    PostParams,
+};
+use kube::discovery::{Discovery, Scope as KubeScope};
+use kube::runtime::watcher;
+use serde_json::{Value, json};
+
+use crate::{Cluster, Deleted, Error, MetaEvent, Result};
+
+type MetaApi = Api<PartialObjectMeta<DynamicObject>>;
+
+/// A Kubernetes API server as a [`Cluster`]. Cheap to clone.
+#[derive(Clone)]
+pub struct Remote {
+    client: kube::Client,
+    /// Resources that answered a strategic merge patch with 415 (custom resources): their
+    /// patches go straight to the JSON-merge-patch form, saving a request per object.
+    no_strategic: Arc<RwLock<HashSet<GroupResource>>>,
+    /// Set once the server answered aggregated discovery with something else: later
+    /// discoveries go straight to the legacy documents.
+    legacy_discovery: Arc<AtomicBool>,
+}
+
+impl Remote {
+    pub fn new(client: kube::Client) -> Self {
+        Self {
+            client,
+            no_strategic: Arc::default(),
+            legacy_discovery: Arc::default(),
+        }
+    }
+
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    /// A metadata-only API for one resource, constrained to `namespace` for a namespaced one.
+    fn api(&self, resource: &ResourceInfo, namespace: &str) -> Result<MetaApi> {
+        let ar = api_resource(resource);
+        if !resource.namespaced() {
+            return Ok(Api::all_with(self.client.clone(), &ar));
+        }
+        if namespace.is_empty() {
+            return Err(Error::Api(Status::bad_request(format!(
+                "an empty namespace may not be set when a resource name is provided for the namespaced resource {}",
+                resource.group_resource()
+            ))));
+        }
+        Ok(Api::namespaced_with(self.client.clone(), namespace, &ar))
+    }
+
+    fn strategic_supported(&self, resource: &ResourceInfo) -> bool {
+        !self
+            .no_strategic
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&resource.group_resource())
+    }
+
+    fn strategic_unsupported(&self, resource: &ResourceInfo) {
+        self.no_strategic
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(resource.group_resource());
+    }
+
+    /// The object's live metadata, checked to be the object whose uid is `uid`: 404 when it is
+    /// gone, 409 when another object took its name.
+    async fn get_exact(
+        &self,
+        api: &MetaApi,
+        resource: &ResourceInfo,
+        name: &str,
+        uid: &str,
+    ) -> Result<ObjectMeta> {
+        let gr = resource.group_resource();
+        let found = api
+            .get_metadata_opt(name)
+            .await
+            .map_err(from_kube)?
+            .map(|m| meta(&m.metadata));
+        match found {
+            None => Err(Error::Api(Status::not_found(&gr, name))),
+            Some(m) if !uid.is_empty() && m.uid != uid => Err(uid_conflict(&gr, name, uid, &m.uid)),
+            Some(m) => Ok(m),
+        }
+    }
+
+    /// A strategic merge patch of metadata, falling back to a JSON merge patch built by
+    /// `fallback` from the live object on 415 (upstream `patch()` in `patch.go`). A 422 from the
+    /// strategic patch (its `metadata.uid` no longer matches: uids are immutable) becomes the
+    /// 409 the in-process cluster answers.
+    async fn patch_metadata(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        strategic: Option<Value>,
+        fallback: impl FnOnce(&ObjectMeta) -> Option<Value> + Send,
+    ) -> Result<()> {
+        let api = self.api(resource, namespace)?;
+        if let Some(patch) = strategic.filter(|_| self.strategic_supported(resource)) {
+            match api
+                .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 415 => {
+                    tracing::debug!(resource = %resource.group_resource(), "strategic merge patch unsupported; using a JSON merge patch");
+                    self.strategic_unsupported(resource);
+                }
+                Err(kube::Error::Api(s)) if s.code == 422 => {
+                    // Tell "another object by that name" (409) from a real validation error.
+                    self.get_exact(&api, resource, name, uid).await?;
+                    return Err(from_kube(kube::Error::Api(s)));
+                }
+                Err(e) => return Err(from_kube(e)),
+            }
+        }
+        let live = self.get_exact(&api, resource, name, uid).await?;
+        let Some(patch) = fallback(&live) else {
+            return Ok(());
+        };
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(|_| ())
+            .map_err(from_kube)
+    }
+}
+
+/// The resource as kube-rs names it, at its preferred version.
+fn api_resource(r: &ResourceInfo) -> ApiResource {
+    let version = r.preferred_version();
+    ApiResource {
+        group: r.group.clone(),
+        version: version.to_owned(),
+        api_version: api_version(&r.group, version),
+        kind: r.kind.clone(),
+        plural: r.plural.clone(),
+    }
+}
+
+/// `metav1.ObjectMeta` (kube-rs) to the collectors' view of it.
+fn meta(m: &kube::core::ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        namespace: m.namespace.clone().unwrap_or_default(),
+        name: m.name.clone().unwrap_or_default(),
+        uid: m.uid.clone().unwrap_or_default(),
+        resource_version: m.resource_version.clone().unwrap_or_default(),
+        deletion_timestamp: m.deletion_timestamp.as_ref().map(|t| t.0.to_string()),
+        finalizers: m.finalizers.clone().unwrap_or_default(),
+        owner_references: m
+            .owner_references
+            .iter()
+            .flatten()
+            .map(|r| OwnerReference {
+                api_version: r.api_version.clone(),
+                kind: r.kind.clone(),
+                name: r.name.clone(),
+                uid: r.uid.clone(),
+                controller: r.controller,
+                block_owner_deletion: r.block_owner_deletion,
+            })
+            .collect(),
+    }
+}
+
+fn uid_conflict(gr: &GroupResource, name: &str, want: &str, have: &str) -> Error {
+    Error::Api(Status::conflict(
+        gr,
+        name,
+        &format!("Precondition failed: UID in precondition: {want}, UID in object meta: {have}"),
+    ))
+}
+
+/// A `StatusReason` string; unknown or missing reasons are inferred from the code, as
+/// apimachinery's `ReasonForError` callers effectively do for reason-less bodies.
+fn reason(reason: &str, code: u16) -> Reason {
+    match reason {
+        "NotFound" => Reason::NotFound,
+        "AlreadyExists" => Reason::AlreadyExists,
+        "Conflict" => Reason::Conflict,
+        "Invalid" => Reason::Invalid,
+        "BadRequest" => Reason::BadRequest,
+        "Forbidden" => Reason::Forbidden,
+        "Expired" | "Gone" => Reason::Expired,
+        "MethodNotAllowed" => Reason::MethodNotAllowed,
+        "UnsupportedMediaType" => Reason::UnsupportedMediaType,
+        "NotAcceptable" => Reason::NotAcceptable,
+        "RequestEntityTooLarge" => Reason::RequestEntityTooLarge,
+        "InternalError" => Reason::InternalError,
+        "Timeout" | "ServerTimeout" => Reason::Timeout,
+        _ => match code {
+            400 => Reason::BadRequest,
+            403 => Reason::Forbidden,
+            404 => Reason::NotFound,
+            405 => Reason::MethodNotAllowed,
+            406 => Reason::NotAcceptable,
+            409 => Reason::Conflict,
+            410 => Reason::Expired,
+            413 => Reason::RequestEntityTooLarge,
+            415 => Reason::UnsupportedMediaType,
+            422 => Reason::Invalid,
+            500 => Reason::InternalError,
+            504 => Reason::Timeout,
+            _ => Reason::Unknown,
+        },
+    }
+}
+
+/// A kube-rs `Status` as the collectors' [`Status`]: code, reason, message and details kept.
+pub(crate) fn status(s: &kube::core::Status) -> Status {
+    let details = s.details.as_ref();
+    Status {
+        code: s.code,
+        reason: reason(&s.reason, s.code),
+        message: s.message.clone(),
+        name: details.map(|d| d.name.clone()).unwrap_or_default(),
+        group: details.map(|d| d.group.clone()).unwrap_or_default(),
+        kind: details.map(|d| d.kind.clone()).unwrap_or_default(),
+        causes: details
+            .map(|d| {
+                d.causes
+                    .iter()
+                    .map(|c| Cause {
+                        kind: c.reason.clone(),
+                        message: c.message.clone(),
+                        field: c.field.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        retry_after_seconds: details.map(|d| d.retry_after_seconds).filter(|s| *s > 0),
+    }
+}
+
+/// API answers keep their status; everything else is the transport failing.
+fn from_kube(e: kube::Error) -> Error {
+    match e {
+        kube::Error::Api(s) => Error::Api(status(&s)),
+        other => Error::Transport(other.to_string()),
+    }
+}
+
+fn from_watcher(e: watcher::Error) -> Error {
+    match e {
+        watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) => from_kube(e),
+        watcher::Error::WatchError(s) => Error::Api(status(&s)),
+        other => Error::Transport(other.to_string()),
+    }
+}
+
+/// Facts discovery does not carry (singular, list kind, GC policy, naming rule) come from the
+/// built-in catalog when kgc knows the resource, defaults otherwise.
+fn builtin() -> &'static Catalog {
+    static BUILTIN: OnceLock<Catalog> = OnceLock::new();
+    BUILTIN.get_or_init(Catalog::builtin)
+}
+
+fn resource_info(
+    ar: &ApiResource,
+    caps: &kube::discovery::ApiCapabilities,
+    version: &str,
+) -> ResourceInfo {
+    let known = builtin().get_group_resource(&GroupResource::new(&ar.group, &ar.plural));
+    let subresources = caps
+        .subresources
+        .iter()
+        .map(|(sar, scaps)| kgc_meta::catalog::Subresource {
+            name: sar.plural.rsplit('/').next().unwrap_or_default().to_owned(),
+            group: sar.group.clone(),
+            version: sar.version.clone(),
+            kind: sar.kind.clone(),
+            verbs: scaps.operations.clone(),
+        })
+        .collect();
+    let scope = match caps.scope {
+        KubeScope::Cluster => Scope::Cluster,
+        KubeScope::Namespaced => Scope::Namespaced,
+    };
+    let mut info = match known {
+        Some(k) => ResourceInfo::clone(k),
+        None => ResourceInfo {
+            group: ar.group.clone(),
+            versions: Vec::new(),
+            kind: ar.kind.clone(),
+            list_kind: format!("{}List", ar.kind),
+            plural: ar.plural.clone(),
+            singular: ar.kind.to_lowercase(),
+            scope,
+            short_names: Vec::new(),
+            categories: Vec::new(),
+            verbs: Vec::new(),
+            subresources: Vec::new(),
+            gc_policy: GcPolicy::Background,
+            name_rule: kgc_meta::validation::NameRule::Dns1123Subdomain,
+            graceful: false,
+            return_deleted_object: false,
+            field_selectors: Vec::new(),
+            custom: false,
+            printer_columns: Vec::new(),
+            tracks_generation: false,
+            crd: None,
+        },
+    };
+    info.versions = vec![version.to_owned()];
+    info.kind = ar.kind.clone();
+    info.scope = scope;
+    info.verbs = caps.operations.clone();
+    info.subresources = subresources;
+    info
+}
+
+/// Runs discovery (aggregated, falling back to the legacy per-group documents) and returns one
+/// [`ResourceInfo`] per resource with every version it is served at, the group's preferred
+/// version first (then by Kubernetes version priority).
+async fn discover(client: &kube::Client, legacy: &AtomicBool) -> Result<Vec<Arc<ResourceInfo>>> {
+    let aggregated = if legacy.load(Ordering::Relaxed) {
+        None
+    } else {
+        match Discovery::new(client.clone()).run_aggregated().await {
+            Ok(d) => Some(d),
+            Err(e) => {
+                // A server without aggregated discovery answers with the legacy documents (which
+                // do not parse as aggregated ones) or an error status; a transport failure says
+                // nothing about the server's abilities.
+                if matches!(e, kube::Error::Api(_) | kube::Error::SerdeError(_)) {
+                    legacy.store(true, Ordering::Relaxed);
+                }
+                tracing::debug!(error = %e, "aggregated discovery failed; using legacy discovery");
+                None
+            }
+        }
+    };
+    let discovery = match aggregated {
+        Some(d) => d,
+        None => Discovery::new(client.clone())
+            .run()
+            .await
+            .map_err(from_kube)?,
+    };
+    let mut out = Vec::new();
+    for group in discovery.groups() {
+        let preferred = group.preferred_version_or_latest().to_owned();
+        let mut versions = vec![preferred.clone()];
+        versions.extend(
+            group
+                .versions()
+                .filter(|v| *v != preferred)
+                .map(str::to_owned),
+        );
+        // plural → info, in first-seen order.
+        let mut infos: BTreeMap<String, (usize, ResourceInfo)> = BTreeMap::new();
+        for version in &versions {
+            for (ar, caps) in group.versioned_resources(version) {
+                if ar.plural.contains('/') {
+                    continue;
+                }
+                let next = infos.len();
+                infos
+                    .entry(ar.plural.clone())
+                    .and_modify(|(_, info)| {
+                        if !info.versions.contains(version) {
+                            info.versions.push(version.clone());
+                        }
+                    })
+                    .or_insert_with(|| (next, resource_info(&ar, &caps, version)));
+            }
+        }
+        let mut infos: Vec<(usize, ResourceInfo)> = infos.into_values().collect();
+        infos.sort_by_key(|(i, _)| *i);
+        out.extend(infos.into_iter().map(|(_, info)| Arc::new(info)));
+    }
+    Ok(out)
+}
+
+/// `kgc_meta::DeleteOptions` as kube-rs `DeleteParams`.
+fn delete_params(o: &DeleteOptions) -> DeleteParams {
+    use kube::api::PropagationPolicy as P;
+    let policy = o.propagation_policy.or(match o.orphan_dependents {
+        Some(true) => Some(PropagationPolicy::Orphan),
+        Some(false) => Some(PropagationPolicy::Background),
+        None => None,
+    });
+    let preconditions = (o.preconditions.uid.is_some()
+        || o.preconditions.resource_version.is_some())
+    .then(|| kube::api::Preconditions {
+        uid: o.preconditions.uid.clone(),
+        resource_version: o.preconditions.resource_version.clone(),
+    });
+    DeleteParams {
+        dry_run: o.dry_run,
+        grace_period_seconds: o
+            .grace_period_seconds
+            .map(|g| u32::try_from(g.max(0)).unwrap_or(u32::MAX)),
+        propagation_policy: policy.map(|p| match p {
+            PropagationPolicy::Orphan => P::Orphan,
+            PropagationPolicy::Background => P::Background,
+            PropagationPolicy::Foreground => P::Foreground,
+        }),
+        preconditions,
+    }
+}
+
+/// client-go `retry.DefaultBackoff`: 4 steps, 10 ms, ×5, 10 % jitter.
+const RETRY_STEPS: u32 = 4;
+const RETRY_INITIAL: Duration = Duration::from_millis(10);
+const RETRY_FACTOR: u32 = 5;
+
+fn jittered(d: Duration) -> Duration {
+    // 0–10 % extra, from the clock's sub-microsecond noise: no RNG dependency for this.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|t| t.subsec_nanos())
+        .unwrap_or(0);
+    d + d.mul_f64(f64::from(nanos % 1000) / 10_000.0)
+}
+
+fn refs_json(refs: &[OwnerReference]) -> Value {
+    if refs.is_empty() {
+        // Upstream marshals a nil slice: `null`, which removes the field.
+        Value::Null
+    } else {
+        Value::Array(refs.iter().map(OwnerReference::to_json).collect())
+    }
+}
+
+impl Cluster for Remote {
+    async fn resources(&self) -> Result<Vec<Arc<ResourceInfo>>> {
+        discover(&self.client, &self.legacy_discovery).await
+    }
+
+    fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
+        let api: MetaApi = Api::all_with(self.client.clone(), &api_resource(&resource));
+        watcher(api, watcher::Config::default())
+            .scan(None::<Vec<ObjectMeta>>, |initial, event| {
+                let out = match event {
+                    Ok(watcher::Event::Init) => {
+                        *initial = Some(Vec::new());
+                        None
+                    }
+                    Ok(watcher::Event::InitApply(o)) => {
+                        initial.get_or_insert_with(Vec::new).push(meta(&o.metadata));
+                        None
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        Some(Ok(MetaEvent::Resync(initial.take().unwrap_or_default())))
+                    }
+                    Ok(watcher::Event::Apply(o)) => Some(Ok(MetaEvent::Apply(meta(&o.metadata)))),
+                    Ok(watcher::Event::Delete(o)) => Some(Ok(MetaEvent::Delete(meta(&o.metadata)))),
+                    Err(e) => Some(Err(from_watcher(e))),
+                };
+                futures::future::ready(Some(out))
+            })
+            .filter_map(futures::future::ready)
+            .boxed()
+    }
+
+    async fn get(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ObjectMeta>> {
+        let api = self.api(resource, namespace)?;
+        Ok(api
+            .get_metadata_opt(name)
+            .await
+            .map_err(from_kube)?
+            .map(|m| meta(&m.metadata)))
+    }
+
+    async fn delete(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<Deleted> {
+        let api = self.api(resource, namespace)?;
+        let answer = api
+            .delete(name, &delete_params(options))
+            .await
+            .map_err(from_kube)?;
+        // An object in the answer is still there (being deleted) unless it is the deleted
+        // object itself, which some kinds return (`ReturnDeletedObject`); a `Status` means gone.
+        Ok(match answer.left() {
+            Some(o) if o.metadata.deletion_timestamp.is_some() => {
+                Deleted::Pending(meta(&o.metadata))
+            }
+            _ => Deleted::Gone,
+        })
+    }
+
+    async fn remove_owner_references(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        owners: &[String],
+    ) -> Result<()> {
+        // Upstream `deleteOwnerRefStrategicMergePatch`.
+        let deletes: Vec<Value> = owners
+            .iter()
+            .map(|o| json!({"$patch": "delete", "uid": o}))
+            .collect();
+        let mut strategic = json!({"metadata": {"ownerReferences": deletes}});
+        if !uid.is_empty() {
+            strategic["metadata"]["uid"] = Value::from(uid);
+        }
+        // Upstream `deleteOwnerRefJSONMergePatch`.
+        let fallback = |live: &ObjectMeta| {
+            let remaining: Vec<OwnerReference> = live
+                .owner_references
+                .iter()
+                .filter(|r| !owners.contains(&r.uid))
+                .cloned()
+                .collect();
+            (remaining.len() != live.owner_references.len()).then(|| {
+                json!({"metadata": {
+                    "resourceVersion": live.resource_version,
+                    "ownerReferences": refs_json(&remaining),
+                }})
+            })
+        };
+        self.patch_metadata(resource, namespace, name, uid, Some(strategic), fallback)
+            .await
+    }
+
+    async fn unblock_owner_references(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> Result<()> {
+        // Upstream builds the strategic patch from the graph's owners; the trait hands over no
+        // owners, so they are read first.
+        let api = self.api(resource, namespace)?;
+        let live = self.get_exact(&api, resource, name, uid).await?;
+        let blocking: Vec<OwnerReference> = live
+            .owner_references
+            .iter()
+            .filter(|r| r.block_owner_deletion == Some(true))
+            .map(|r| OwnerReference {
+                block_owner_deletion: Some(false),
+                ..r.clone()
+            })
+            .collect();
+        if blocking.is_empty() {
+            return Ok(());
+        }
+        let mut strategic = json!({"metadata": {"ownerReferences": refs_json(&blocking)}});
+        if !uid.is_empty() {
+            strategic["metadata"]["uid"] = Value::from(uid);
+        }
+        // Upstream `unblockOwnerReferencesJSONMergePatch`.
+        let fallback = |live: &ObjectMeta| {
+            let all: Vec<OwnerReference> = live
+                .owner_references
+                .iter()
+                .map(|r| OwnerReference {
+                    block_owner_deletion: r.block_owner_deletion.map(|_| false),
+                    ..r.clone()
+                })
+                .collect();
+            (all != live.owner_references).then(|| {
+                json!({"metadata": {
+                    "resourceVersion": live.resource_version,
+                    "ownerReferences": refs_json(&all),
+                }})
+            })
+        };
+        self.patch_metadata(resource, namespace, name, uid, Some(strategic), fallback)
+            .await
+    }
+
+    async fn remove_finalizer(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        finalizer: &str,
+    ) -> Result<()> {
+        // Upstream `removeFinalizer`: `retry.RetryOnConflict(retry.DefaultBackoff, ...)`.
+        let api = self.api(resource, namespace)?;
+        let mut delay = RETRY_INITIAL;
+        let mut attempt = 1;
+        loop {
+            let live = match self.get_exact(&api, resource, name, uid).await {
+                Err(e) if e.is(Reason::NotFound) => return Ok(()),
+                other => other?,
+            };
+            if !live.has_finalizer(finalizer) {
+                return Ok(());
+            }
+            let remaining: Vec<&String> =
+                live.finalizers.iter().filter(|f| *f != finalizer).collect();
+            let patch = json!({"metadata": {
+                "resourceVersion": live.resource_version,
+                "finalizers": if remaining.is_empty() { Value::Null } else { json!(remaining) },
+            }});
+            match api
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(from_kube)
+            {
+                Ok(_) => return Ok(()),
+                Err(e) if e.is(Reason::NotFound) => return Ok(()),
+                Err(e) if e.is(Reason::Conflict) && attempt < RETRY_STEPS => {
+                    tokio::time::sleep(jittered(delay)).await;
+                    delay *= RETRY_FACTOR;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn create_event(&self, event: Value) -> Result<()> {
+        let namespace = event["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("default")
+            .to_owned();
+        let object: DynamicObject = serde_json::from_value(event)
+            .map_err(|e| Error::Api(Status::bad_request(format!("invalid event: {e}"))))?;
+        let ar = ApiResource {
+            group: String::new(),
+            version: "v1".into(),
+            api_version: "v1".into(),
+            kind: "Event".into(),
+            plural: "events".into(),
+        };
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &namespace, &ar);
+        api.create(&PostParams::default(), &object)
+            .await
+            .map(|_| ())
+            .map_err(from_kube)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_keep_code_reason_and_message() {
+        let s: kube::core::Status = serde_json::from_value(json!({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 409,
+            "reason": "Conflict", "message": "Operation cannot be fulfilled",
+            "details": {"name": "a", "kind": "configmaps",
+                        "causes": [{"reason": "FieldValueInvalid", "message": "m", "field": "f"}]}
+        }))
+        .unwrap();
+        let st = status(&s);
+        assert_eq!(st.code, 409);
+        assert_eq!(st.reason, Reason::Conflict);
+        assert_eq!(st.message, "Operation cannot be fulfilled");
+        assert_eq!(st.name, "a");
+        assert_eq!(st.kind, "configmaps");
+        assert_eq!(st.causes.len(), 1);
+        assert_eq!(st.causes[0].field, "f");
+    }
+
+    #[test]
+    fn reasonless_statuses_are_inferred_from_the_code() {
+        assert_eq!(reason("", 404), Reason::NotFound);
+        assert_eq!(
+            reason("Failed to parse error data", 415),
+            Reason::UnsupportedMediaType
+        );
+        assert_eq!(reason("", 418), Reason::Unknown);
+        assert_eq!(reason("Gone", 410), Reason::Expired);
+    }
+
+    #[test]
+    fn delete_options_become_delete_params() {
+        let dp = delete_params(&DeleteOptions {
+            propagation_policy: Some(PropagationPolicy::Foreground),
+            preconditions: kgc_meta::Preconditions {
+                uid: Some("u".into()),
+                resource_version: Some("7".into()),
+            },
+            grace_period_seconds: Some(-3),
+            ..DeleteOptions::default()
+        });
+        assert_eq!(
+            serde_json::to_value(&dp).unwrap(),
+            json!({"propagationPolicy": "Foreground", "gracePeriodSeconds": 0,
+                   "preconditions": {"uid": "u", "resourceVersion": "7"}})
+        );
+        let dp = delete_params(&DeleteOptions::default());
+        assert_eq!(serde_json::to_value(&dp).unwrap(), json!({}));
+    }
+
+    #[test]
+    fn empty_reference_lists_are_null() {
+        assert_eq!(refs_json(&[]), Value::Null);
+    }
+}
