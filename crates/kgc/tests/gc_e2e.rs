@@ -52,7 +52,7 @@ impl Framework {
     /// `framework.NewDefaultFramework("gc")`: a server (collector in-process, discovery
     /// re-synced every second) and a fresh namespace.
     async fn new() -> Self {
-        let s = Server::start_with(&["--in-memory", "--gc-resync", "1s"]).await;
+        let s = Server::start_gc(&["--in-memory", "--gc-resync", "1s"]).await;
         let c = s.client();
         let ns = fresh_namespace(&c, "gc").await;
         Framework { _s: s, c, ns }
@@ -88,16 +88,7 @@ fn name_of<K: kube::Resource>(o: &K) -> String {
 
 /// Whether the collector has observed `uid` (debug graph endpoint; upstream `GraphHasUID`).
 async fn graph_observed(c: &Client, uid: &str) -> bool {
-    let r = raw(
-        c,
-        "GET",
-        &format!("/debug/controllers/garbagecollector/graph?uid={uid}&format=json"),
-        None,
-        Vec::new(),
-    )
-    .await;
-    assert_eq!(r.status, 200, "graph dump: {}", r.text());
-    r.json()["nodes"]
+    gc_graph(c, uid).await["nodes"]
         .as_array()
         .expect("nodes")
         .iter()

@@ -39,7 +39,7 @@ const REMAINING_RC_NAME: &str = "test.rc.2";
 /// Upstream's `setup(t, 5)`: a server whose collector runs 5 workers and re-syncs discovery
 /// every second.
 async fn setup() -> Server {
-    Server::start_with(&["--in-memory", "--gc-workers", "5", "--gc-resync", "1s"]).await
+    Server::start_gc(&["--in-memory", "--gc-workers", "5", "--gc-resync", "1s"]).await
 }
 
 /// How long a "still true after N s" check runs here (see the module comment).
@@ -52,16 +52,7 @@ async fn graph_has_uid(client: &Client, uid: &str) -> bool {
 
 /// The graph node with `uid`, if any.
 async fn graph_node(client: &Client, uid: &str) -> Option<Value> {
-    let r = raw(
-        client,
-        "GET",
-        &format!("/debug/controllers/garbagecollector/graph?uid={uid}&format=json"),
-        None,
-        Vec::new(),
-    )
-    .await;
-    assert_eq!(r.status, 200, "graph dump: {}", r.text());
-    r.json()["nodes"]
+    gc_graph(client, uid).await["nodes"]
         .as_array()
         .expect("a nodes array")
         .iter()

@@ -45,6 +45,60 @@ pub struct Server {
     args: Vec<String>,
     url: String,
     client: Option<Client>,
+    /// A `kgc controller` running the collector against this server (see [`Server::start_gc`]).
+    controller: Option<(Child, String)>,
+}
+
+/// Set (to anything) to run the garbage-collector suites through `kgc controller` against a
+/// `kgc serve --disable gc`, instead of the collector built into `kgc serve`.
+pub const GC_VIA_CONTROLLER: &str = "KGC_GC_VIA_CONTROLLER";
+
+thread_local! {
+    /// Where the current test's collector serves its graph, when it runs as a controller.
+    static GC_GRAPH_BASE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The base URL of the controller running this test's collector, if it runs as one.
+pub fn gc_graph_base() -> Option<String> {
+    GC_GRAPH_BASE.with(|b| b.borrow().clone())
+}
+
+/// The collector's graph around `uid` (`/debug/controllers/garbagecollector/graph`, JSON):
+/// from the API server, or from the controller when the collector runs as one. This is the
+/// harness's `GraphHasUID`.
+pub async fn gc_graph(client: &Client, uid: &str) -> Value {
+    let path = format!("/debug/controllers/garbagecollector/graph?uid={uid}&format=json");
+    let (status, body) = match gc_graph_base() {
+        Some(base) => http_get(&format!("{base}{path}")),
+        None => {
+            let r = raw(client, "GET", &path, None, Vec::new()).await;
+            (r.status, r.text())
+        }
+    };
+    assert_eq!(status, 200, "graph dump: {body}");
+    serde_json::from_str(&body).expect("the graph is JSON")
+}
+
+/// A plain `GET` (HTTP/1.1, `Connection: close`): status and body.
+pub fn http_get(url: &str) -> (u16, String) {
+    let rest = url.strip_prefix("http://").expect("an http:// URL");
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path = if path.is_empty() { "/" } else { path };
+    let mut conn = std::net::TcpStream::connect(host).expect("connecting");
+    write!(
+        conn,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("writing");
+    let mut text = String::new();
+    conn.read_to_string(&mut text).expect("reading");
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_owned())
 }
 
 impl Server {
@@ -67,8 +121,69 @@ impl Server {
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             url: String::new(),
             client: None,
+            controller: None,
         };
         s.spawn().await;
+        s
+    }
+
+    /// A server whose garbage collector takes `--gc-workers`/`--gc-resync` from `args`: built in
+    /// by default; with [`GC_VIA_CONTROLLER`] set, a `kgc serve --disable gc` plus a
+    /// `kgc controller` (no leader election) pointed at it, so that the same suite exercises the
+    /// remote path.
+    pub async fn start_gc(args: &[&str]) -> Self {
+        if std::env::var_os(GC_VIA_CONTROLLER).is_none() {
+            return Self::start_with(args).await;
+        }
+        let (mut serve_args, mut gc_args) = (vec!["--disable", "gc"], Vec::new());
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            if matches!(*a, "--gc-workers" | "--gc-resync") {
+                gc_args.push(*a);
+                gc_args.extend(it.next());
+            } else {
+                serve_args.push(*a);
+            }
+        }
+        let mut s = Self::start_with(&serve_args).await;
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(s.root.path().join("controller.log"))
+            .expect("opening the controller log");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kgc"))
+            .arg("controller")
+            .arg("--kubeconfig")
+            .arg(s.kubeconfig_path())
+            .args(["--listen", "127.0.0.1:0", "--leader-elect=false"])
+            .args(&gc_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawning kgc controller");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(u) = line.strip_prefix("kgc controller: listening on ") {
+                    let _ = tx.send(u.trim().to_owned());
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(READY_DEADLINE)
+            .expect("kgc controller announced its address");
+        let deadline = Instant::now() + READY_DEADLINE;
+        while http_get(&format!("{url}/healthz")).0 != 200 {
+            assert!(
+                Instant::now() < deadline,
+                "kgc controller never became healthy"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        GC_GRAPH_BASE.with(|b| *b.borrow_mut() = Some(url.clone()));
+        s.controller = Some((child, url));
         s
     }
 
@@ -389,6 +504,11 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        if let Some((mut child, _)) = self.controller.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+            GC_GRAPH_BASE.with(|b| *b.borrow_mut() = None);
+        }
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
