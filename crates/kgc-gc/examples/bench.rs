@@ -3,12 +3,16 @@
 //!
 //! ```text
 //! cargo run --release -p kgc-gc --example bench -- [--dependents 100000] [--workers 20] [--durable]
+//! cargo run --release -p kgc-gc --example bench -- --http target/release/kgc [--dependents N]
 //! ```
 //!
-//! It runs a background and a foreground cascade of one owner with `--dependents` dependents,
-//! and a three-level tree (1,000 Deployments × 10 ReplicaSets × 10 Pods), and reports collected
-//! objects per second, API requests per collected object (the collector's GET, DELETE and PATCH
-//! calls), graph bytes per tracked object and the process's peak RSS.
+//! In-process, it runs a background and a foreground cascade of one owner with `--dependents`
+//! dependents, and a three-level tree (1,000 Deployments × 10 ReplicaSets × 10 Pods), and reports
+//! collected objects per second, API requests per collected object (the collector's GET, DELETE
+//! and PATCH calls), graph bytes per tracked object and the process's peak RSS.
+//!
+//! With `--http KGC`, the same cascades run over HTTP: the objects are written to a store file
+//! first, served by `KGC serve --disable gc`, and collected by `KGC controller`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,6 +28,7 @@ struct Args {
     dependents: usize,
     workers: usize,
     durable: bool,
+    http: Option<std::path::PathBuf>,
 }
 
 fn args() -> Args {
@@ -31,6 +36,7 @@ fn args() -> Args {
         dependents: 100_000,
         workers: 20,
         durable: false,
+        http: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -43,6 +49,7 @@ fn args() -> Args {
             }
             "--workers" => a.workers = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.workers),
             "--durable" => a.durable = true,
+            "--http" => a.http = it.next().map(Into::into),
             other => panic!("unknown flag {other}; flags: --dependents N --workers N --durable"),
         }
     }
@@ -318,9 +325,190 @@ async fn tree(a: &Args) -> Run {
     run
 }
 
+/// A plain HTTP/1.1 request: status and body.
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(addr).expect("connecting");
+    write!(
+        conn,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("writing");
+    let mut text = String::new();
+    conn.read_to_string(&mut text).expect("reading");
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, rest.to_owned())
+}
+
+/// A counter or gauge from Prometheus text.
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(name))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Spawns `kgc <args>` and returns it with the address it announced on stdout.
+fn spawn(kgc: &std::path::Path, args: &[&str], announce: &str) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(kgc)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawning kgc");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("kgc announced its address")
+            .expect("a line");
+        if let Some(u) = line.strip_prefix(announce) {
+            break u.trim().trim_start_matches("http://").to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, url)
+}
+
+/// The fan-out cascades over HTTP: `kgc serve --disable gc` plus `kgc controller`.
+async fn over_http(a: &Args, kgc: &std::path::Path, policy: PropagationPolicy) -> Run {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let store = Store::open(&dir.path().join("kgc.db")).await.expect("open");
+        let ns = info(&store, "", "v1", "namespaces");
+        store
+            .create(
+                &ns,
+                "",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}),
+                false,
+            )
+            .await
+            .expect("namespace");
+        let cm = info(&store, "", "v1", "configmaps");
+        let owner = store
+            .create(
+                &cm,
+                "bench",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}}),
+                false,
+            )
+            .await
+            .expect("owner");
+        let bodies = (0..a.dependents)
+            .map(|i| json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("dep-{i}"), "ownerReferences": [owner_ref("v1", "ConfigMap", "owner", &owner.uid)]},
+                "data": {"k": "v"}}))
+            .collect();
+        create_all(&store, &cm, bodies).await;
+        store.close();
+    }
+    let data = dir.path().to_string_lossy().into_owned();
+    let (mut serve, api) = spawn(
+        kgc,
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            &data,
+            "--disable",
+            "gc",
+        ],
+        "kgc serve: listening on ",
+    );
+    let kubeconfig = format!("{data}/kubeconfig");
+    let workers = a.workers.to_string();
+    let (mut controller, ctl) = spawn(
+        kgc,
+        &[
+            "controller",
+            "--kubeconfig",
+            &kubeconfig,
+            "--listen",
+            "127.0.0.1:0",
+            "--leader-elect=false",
+            "--gc-workers",
+            &workers,
+        ],
+        "kgc controller: listening on ",
+    );
+    let objects =
+        |api: &str| metric(&http(api, "GET", "/metrics", "").1, "kgc_store_objects") as usize;
+    let tracked = objects(&api);
+    while metric(&http(&ctl, "GET", "/metrics", "").1, "kgc_gc_graph_nodes") < tracked as f64 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let gc_requests = |ctl: &str| {
+        let m = http(ctl, "GET", "/metrics", "").1;
+        metric(&m, "kgc_gc_api_requests_total")
+    };
+    let before = gc_requests(&ctl);
+    let started = Instant::now();
+    let body = format!("{{\"propagationPolicy\":\"{}\"}}", policy.as_str());
+    let (status, _) = http(
+        &api,
+        "DELETE",
+        "/api/v1/namespaces/bench/configmaps/owner",
+        &body,
+    );
+    assert!(
+        status == 200 || status == 202,
+        "deleting the owner: {status}"
+    );
+    while objects(&api) > tracked - a.dependents - 1 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let elapsed = started.elapsed();
+    let requests = (gc_requests(&ctl) - before) as u64;
+    let _ = controller.kill();
+    let _ = serve.kill();
+    Run {
+        name: format!(
+            "{} cascade over HTTP (kgc controller, {} workers)",
+            policy.as_str(),
+            a.workers
+        ),
+        tracked,
+        collected: a.dependents,
+        elapsed,
+        requests,
+        graph_bytes: 0,
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let a = args();
+    if let Some(kgc) = a.http.clone() {
+        println!(
+            "kgc-gc over HTTP: {} cores",
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        );
+        for policy in [PropagationPolicy::Background, PropagationPolicy::Foreground] {
+            let r = over_http(&a, &kgc, policy).await;
+            println!(
+                "{:<64} tracked {:>7}  {:>8.3} s  {:>9.0} objects/s  {:.3} GC requests/object",
+                r.name,
+                r.tracked,
+                r.elapsed.as_secs_f64(),
+                r.collected as f64 / r.elapsed.as_secs_f64(),
+                r.requests as f64 / r.collected as f64
+            );
+        }
+        return;
+    }
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
