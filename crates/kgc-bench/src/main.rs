@@ -1,0 +1,786 @@
+//! `kgc-bench`: measures a release build of `kgc serve` over HTTP, as its clients see it.
+//!
+//! It builds nothing: it starts the `kgc` binary given by `--kgc` (default: the one next to this
+//! executable) on a loopback port with a data directory in a temporary directory, drives it with
+//! keep-alive HTTP/1.1 connections, and prints one line per measurement and a table at the end.
+//! See docs/BENCHMARKS.md.
+#![forbid(unsafe_code)]
+
+mod http;
+mod server;
+mod stats;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Parser, ValueEnum};
+use http_body_util::BodyExt;
+use hyper::body::Bytes;
+use hyper::{Method, StatusCode};
+use serde_json::Value;
+
+use http::Conn;
+use server::{Launch, Server};
+use stats::{Samples, fmt_ms, ms, thousands};
+
+/// Benchmarks `kgc serve`: create throughput, LIST latency, watch delivery latency, memory per
+/// object and restart time.
+#[derive(Parser)]
+#[command(name = "kgc-bench")]
+struct Cli {
+    /// The kgc binary to benchmark [default: `kgc` next to this executable].
+    #[arg(long)]
+    kgc: Option<PathBuf>,
+    /// Which measurements to run.
+    #[arg(value_enum, default_value = "all")]
+    which: Which,
+    /// Creates per throughput run (after a warm-up).
+    #[arg(long, default_value_t = 20_000)]
+    creates: usize,
+    /// Objects in the large store (memory, restart, large LIST).
+    #[arg(long, default_value_t = 100_000)]
+    objects: usize,
+    /// Objects in the small LIST.
+    #[arg(long, default_value_t = 10_000)]
+    small_list: usize,
+    /// Watch events measured.
+    #[arg(long, default_value_t = 2_000)]
+    watch_events: usize,
+    /// Concurrent clients used to load the large store.
+    #[arg(long, default_value_t = 64)]
+    load_clients: usize,
+    /// Threads of the load generator's runtime (it shares the machine with the server).
+    #[arg(long, default_value_t = 1)]
+    client_threads: usize,
+    /// Extra argument passed to every `kgc serve` (repeat for several), e.g. `--server-arg=--disable=gc`.
+    #[arg(long = "server-arg", allow_hyphen_values = true)]
+    server_args: Vec<String>,
+    /// Where the temporary data directories go [default: the system temporary directory].
+    #[arg(long)]
+    data_root: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Which {
+    All,
+    Create,
+    List,
+    Watch,
+    Memory,
+    Restart,
+}
+
+/// One row of the final table.
+struct Row {
+    what: String,
+    result: String,
+    target: String,
+    met: Option<bool>,
+    reference: String,
+}
+
+struct Bench {
+    cli: Cli,
+    kgc: PathBuf,
+    data_root: PathBuf,
+    rows: Vec<Row>,
+}
+
+/// A realistic ConfigMap: four labels, one annotation, four data keys (~450 bytes of JSON as
+/// sent; the server adds uid, resourceVersion, creationTimestamp and whatever else it stores, and
+/// the benchmark prints the stored size).
+fn configmap(name: &str, i: usize) -> Bytes {
+    let v = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "app": "kgc-bench",
+                "tier": "backend",
+                "release": format!("r{}", i % 7),
+                "app.kubernetes.io/managed-by": "kgc-bench",
+            },
+            "annotations": {"bench.kgc.io/index": i.to_string()},
+        },
+        "data": {
+            "config.yaml": "log-level: info\nlisten: 0.0.0.0:8080\nworkers: 4\nfeature-flags: [alpha, beta]\n",
+            "APP_MODE": "production",
+            "CACHE_TTL_SECONDS": "300",
+            "SERVICE_URL": "http://backend.default.svc.cluster.local:8080/api/v1/items",
+        },
+    });
+    Bytes::from(v.to_string())
+}
+
+fn configmaps_path(ns: &str) -> String {
+    format!("/api/v1/namespaces/{ns}/configmaps")
+}
+
+async fn create_namespace(conn: &mut Conn, ns: &str) -> anyhow::Result<()> {
+    let body =
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+    conn.expect(
+        StatusCode::CREATED,
+        Method::POST,
+        "/api/v1/namespaces",
+        Some(Bytes::from(body.to_string())),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The outcome of a batch of creates.
+struct Creates {
+    elapsed: Duration,
+    latencies: Samples,
+    /// Size of one stored object, as returned by the create.
+    stored_bytes: usize,
+}
+
+impl Creates {
+    fn rate(&self) -> f64 {
+        self.latencies.len() as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "{} creates/s, p50 {}, p99 {}",
+            thousands(self.rate().round() as u64),
+            fmt_ms(self.latencies.median()),
+            fmt_ms(self.latencies.pct(99.0))
+        )
+    }
+}
+
+/// `total` creates of ConfigMaps named `{prefix}-{i}` in `ns` by `clients` concurrent clients,
+/// each on its own keep-alive connection, each sending one request at a time.
+async fn create_many(
+    addr: SocketAddr,
+    ns: &str,
+    prefix: &str,
+    clients: usize,
+    total: usize,
+) -> anyhow::Result<Creates> {
+    let mut conns = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        conns.push(Conn::connect(addr).await?);
+    }
+    let next = Arc::new(AtomicUsize::new(0));
+    let path: Arc<str> = configmaps_path(ns).into();
+    let prefix: Arc<str> = prefix.into();
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(clients);
+    for mut conn in conns {
+        let (next, path, prefix) = (Arc::clone(&next), Arc::clone(&path), Arc::clone(&prefix));
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(total / clients + 1);
+            let mut stored_bytes = 0;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= total {
+                    break;
+                }
+                let body = configmap(&format!("{prefix}-{i:06}"), i);
+                let t0 = Instant::now();
+                let resp = conn
+                    .expect(StatusCode::CREATED, Method::POST, &path, Some(body))
+                    .await?;
+                latencies.push(ms(t0.elapsed()));
+                stored_bytes = resp.len();
+            }
+            anyhow::Ok((latencies, stored_bytes))
+        }));
+    }
+    let mut all = Vec::with_capacity(total);
+    let mut stored_bytes = 0;
+    for t in tasks {
+        let (l, s) = t.await??;
+        all.extend(l);
+        stored_bytes = stored_bytes.max(s);
+    }
+    Ok(Creates {
+        elapsed: started.elapsed(),
+        latencies: Samples::new(all),
+        stored_bytes,
+    })
+}
+
+/// Times `runs` GETs of `path` on one keep-alive connection, from sending the request until the
+/// body is fully read (not parsed). One untimed request first warms up and checks the count.
+async fn time_list(
+    conn: &mut Conn,
+    path: &str,
+    expect_items: usize,
+    runs: usize,
+) -> anyhow::Result<(Samples, usize)> {
+    let body = conn.expect(StatusCode::OK, Method::GET, path, None).await?;
+    let v: Value = serde_json::from_slice(&body).context("parsing the LIST response")?;
+    let items = v["items"].as_array().map_or(0, Vec::len);
+    if items != expect_items {
+        anyhow::bail!("GET {path} returned {items} items, expected {expect_items}");
+    }
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        let resp = conn.send(Method::GET, path, None).await?;
+        let status = resp.status();
+        let body = resp.into_body().collect().await?.to_bytes();
+        let elapsed = t0.elapsed();
+        if status != StatusCode::OK {
+            anyhow::bail!("GET {path}: {status}");
+        }
+        std::hint::black_box(&body);
+        samples.push(ms(elapsed));
+    }
+    Ok((Samples::new(samples), body.len()))
+}
+
+/// CPU time this process (the load generator) has used so far.
+fn own_cpu() -> anyhow::Result<Duration> {
+    server::cpu_time("/proc/self/stat")
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn mem_total() -> String {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map(|kib| format!("{:.1} GiB", kib as f64 / 1024.0 / 1024.0))
+        .unwrap_or_else(|| "?".into())
+}
+
+impl Bench {
+    fn tempdir(&self, what: &str) -> anyhow::Result<tempfile::TempDir> {
+        tempfile::Builder::new()
+            .prefix(&format!("kgc-bench-{what}-"))
+            .tempdir_in(&self.data_root)
+            .with_context(|| {
+                format!(
+                    "creating a temporary directory in {}",
+                    self.data_root.display()
+                )
+            })
+    }
+
+    /// How long an fdatasync takes in the data directory right now. SQLite's commit waits for
+    /// one (WAL, `synchronous=FULL`): an append while the WAL file grows, an overwrite in place
+    /// once it wraps around after a checkpoint. Appends also commit the file system's journal,
+    /// so they are the slower kind, and the one other writers on the disk slow down most.
+    fn fsync_probe(&mut self) -> anyhow::Result<()> {
+        use std::io::{Seek, SeekFrom, Write};
+        let dir = self.tempdir("fsync")?;
+        let block = [7u8; 4096];
+        let mut results = Vec::new();
+        for overwrite in [false, true] {
+            let mut f = std::fs::File::create(dir.path().join("probe"))?;
+            if overwrite {
+                f.write_all(&vec![0u8; 200 * 4096])?;
+                f.sync_all()?;
+                f.seek(SeekFrom::Start(0))?;
+            }
+            let mut samples = Vec::with_capacity(200);
+            for _ in 0..200 {
+                let t0 = Instant::now();
+                f.write_all(&block)?;
+                f.sync_data()?;
+                samples.push(ms(t0.elapsed()));
+            }
+            let s = Samples::new(samples);
+            results.push(format!(
+                "{} p50 {}, p99 {}",
+                if overwrite { "overwrite" } else { "append" },
+                fmt_ms(s.median()),
+                fmt_ms(s.pct(99.0))
+            ));
+        }
+        let result = results.join("; ");
+        println!(
+            "\n== disk: 4 KiB write + fdatasync in {}, 200 times each: {result}",
+            self.data_root.display()
+        );
+        self.row("disk: 4 KiB write + fdatasync", result);
+        Ok(())
+    }
+
+    fn launch<'a>(&'a self, dir: &'a Path, in_memory: bool) -> Launch<'a> {
+        Launch {
+            kgc: &self.kgc,
+            data_dir: dir,
+            in_memory,
+            extra_args: &self.cli.server_args,
+        }
+    }
+
+    fn row(&mut self, what: impl Into<String>, result: impl Into<String>) -> &mut Row {
+        self.rows.push(Row {
+            what: what.into(),
+            result: result.into(),
+            target: String::new(),
+            met: None,
+            reference: String::new(),
+        });
+        self.rows.last_mut().expect("just pushed")
+    }
+
+    /// 1. Create throughput with 1 and 16 clients, durable and in memory.
+    async fn create(&mut self, durable: bool) -> anyhow::Result<()> {
+        let mode = if durable { "durable" } else { "in-memory" };
+        println!(
+            "\n== create throughput, {mode}: POST ConfigMaps over keep-alive HTTP/1.1, each client sequential; \
+             {} creates per run after a 2,000-create warm-up{}",
+            thousands(self.cli.creates as u64),
+            if durable {
+                " (201 = committed and fsynced)"
+            } else {
+                ""
+            }
+        );
+        let dir = self.tempdir(mode)?;
+        let (server, _) = Server::start(self.launch(dir.path(), !durable)).await?;
+        let mut conn = Conn::connect(server.addr).await?;
+        for ns in ["warmup", "c1", "c16"] {
+            create_namespace(&mut conn, ns).await?;
+        }
+        create_many(server.addr, "warmup", "w", 16, 2_000).await?;
+        for clients in [1, 16] {
+            let (server_cpu0, own_cpu0) = (server.cpu_time()?, own_cpu()?);
+            let run = create_many(
+                server.addr,
+                &format!("c{clients}"),
+                "cm",
+                clients,
+                self.cli.creates,
+            )
+            .await?;
+            let per = |d: Duration| d.as_secs_f64() * 1e6 / run.latencies.len() as f64;
+            println!(
+                "   {clients:>2} client(s): {} ({} creates in {:.2} s; CPU per create: server {:.0} µs, load generator {:.0} µs; stored object {} bytes)",
+                run.summary(),
+                thousands(run.latencies.len() as u64),
+                run.elapsed.as_secs_f64(),
+                per(server.cpu_time()? - server_cpu0),
+                per(own_cpu()? - own_cpu0),
+                run.stored_bytes
+            );
+            let row = self.row(
+                format!(
+                    "create, {mode}, {clients} client{}",
+                    if clients > 1 { "s" } else { "" }
+                ),
+                run.summary(),
+            );
+            if durable {
+                row.reference = if clients == 1 { "400/s" } else { "1,480/s" }.into();
+                if clients == 16 {
+                    row.target = "≥ 5,000/s".into();
+                    row.met = Some(run.rate() >= 5_000.0);
+                }
+            }
+        }
+        server.stop().await?;
+        Ok(())
+    }
+
+    /// 3. Watch delivery latency.
+    async fn watch(&mut self, durable: bool) -> anyhow::Result<()> {
+        let mode = if durable { "durable" } else { "in-memory" };
+        let n = self.cli.watch_events;
+        println!(
+            "\n== watch delivery, {mode}: one watcher on a namespace, one writer creating ConfigMaps one at a time; \
+             {} events; latency from just before the POST to the event line arriving, and from the 201 to it",
+            thousands(n as u64)
+        );
+        let dir = self.tempdir("watch")?;
+        let (server, _) = Server::start(self.launch(dir.path(), !durable)).await?;
+        let mut conn = Conn::connect(server.addr).await?;
+        create_namespace(&mut conn, "w").await?;
+        let path = configmaps_path("w");
+        let list = conn
+            .expect(
+                StatusCode::OK,
+                Method::GET,
+                &format!("{path}?limit=1"),
+                None,
+            )
+            .await?;
+        let list: Value = serde_json::from_slice(&list)?;
+        let rv = list["metadata"]["resourceVersion"]
+            .as_str()
+            .context("no resourceVersion in the list")?
+            .to_owned();
+        let mut watch_conn = Conn::connect(server.addr).await?;
+        let resp = watch_conn
+            .send(
+                Method::GET,
+                &format!("{path}?watch=true&resourceVersion={rv}"),
+                None,
+            )
+            .await?;
+        if resp.status() != StatusCode::OK {
+            anyhow::bail!("watch: {}", resp.status());
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Vec<u8>, Instant)>();
+        let mut body = resp.into_body();
+        let reader = tokio::spawn(async move {
+            let mut buf = Vec::new();
+            while let Some(frame) = body.frame().await {
+                let Ok(frame) = frame else { break };
+                let now = Instant::now();
+                if let Ok(data) = frame.into_data() {
+                    buf.extend_from_slice(&data);
+                    while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                        let line: Vec<u8> = buf.drain(..=pos).collect();
+                        if tx.send((line, now)).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        let warmup = 100;
+        let mut from_post = Vec::with_capacity(n);
+        let mut from_201 = Vec::with_capacity(n);
+        let mut post_rtt = Vec::with_capacity(n);
+        for i in 0..warmup + n {
+            let name = format!("cm-{i:06}");
+            let body = configmap(&name, i);
+            let t0 = Instant::now();
+            conn.expect(StatusCode::CREATED, Method::POST, &path, Some(body))
+                .await?;
+            let t1 = Instant::now();
+            let arrived = loop {
+                let (line, at) = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                    .await
+                    .with_context(|| format!("no watch event for {name} within 10 s"))?
+                    .context("the watch stream ended")?;
+                let ev: Value = serde_json::from_slice(&line).context("parsing a watch event")?;
+                if ev["type"] == "ADDED" && ev["object"]["metadata"]["name"] == name.as_str() {
+                    break at;
+                }
+            };
+            if i >= warmup {
+                from_post.push(ms(arrived.duration_since(t0)));
+                post_rtt.push(ms(t1 - t0));
+                // Signed: the event may arrive before the client has read the 201.
+                from_201.push(if arrived >= t1 {
+                    ms(arrived - t1)
+                } else {
+                    -ms(t1 - arrived)
+                });
+            }
+        }
+        reader.abort();
+        drop(watch_conn);
+        server.stop().await?;
+        let (post, ack) = (Samples::new(from_post), Samples::new(from_201));
+        let result = format!(
+            "p50 {}, p99 {} (from the 201: p50 {}, p99 {})",
+            fmt_ms(post.median()),
+            fmt_ms(post.pct(99.0)),
+            fmt_ms(ack.median()),
+            fmt_ms(ack.pct(99.0))
+        );
+        let rtt = Samples::new(post_rtt);
+        println!(
+            "   {result}; max {}; the creates' own round trips: p50 {}, p99 {}",
+            fmt_ms(post.max()),
+            fmt_ms(rtt.median()),
+            fmt_ms(rtt.pct(99.0))
+        );
+        self.row(format!("watch delivery, {mode} (POST → event)"), result);
+        Ok(())
+    }
+
+    /// 2, 4 and 5: the large store (LIST latency, memory per object, restart time).
+    async fn large(&mut self, list: bool, memory: bool, restart: bool) -> anyhow::Result<()> {
+        let n = self.cli.objects;
+        let small = self.cli.small_list;
+        println!(
+            "\n== large store, durable: {} ConfigMaps in one namespace, loaded by {} concurrent clients",
+            thousands(n as u64),
+            self.cli.load_clients
+        );
+        let dir = self.tempdir("large")?;
+        let (server, _) = Server::start(self.launch(dir.path(), false)).await?;
+        let mut conn = Conn::connect(server.addr).await?;
+        for ns in ["warmup", "big", "small"] {
+            create_namespace(&mut conn, ns).await?;
+        }
+        // Warm the allocator, the runtime and SQLite before the memory baseline.
+        create_many(server.addr, "warmup", "w", self.cli.load_clients, 1_000).await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let rss0 = server.rss_kib()?;
+        let cpu0 = server.cpu_time()?;
+        let load = create_many(server.addr, "big", "cm", self.cli.load_clients, n).await?;
+        println!(
+            "   loaded in {:.1} s: {}; server CPU {:.0} µs per create; stored object {} bytes",
+            load.elapsed.as_secs_f64(),
+            load.summary(),
+            (server.cpu_time()? - cpu0).as_secs_f64() * 1e6 / n as f64,
+            load.stored_bytes
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let rss1 = server.rss_kib()?;
+        let mut per_object = (rss1.saturating_sub(rss0) * 1024) as f64 / n as f64;
+        println!(
+            "   RSS {} MiB before, {} MiB after: {:.0} bytes per object (includes the watch cache's {} retained events)",
+            rss0 / 1024,
+            rss1 / 1024,
+            per_object,
+            thousands(n.min(100_000) as u64)
+        );
+        if memory {
+            self.row(
+                format!("memory per object ({}k loaded)", n / 1000),
+                format!(
+                    "{per_object:.0} B (RSS {} → {} MiB)",
+                    rss0 / 1024,
+                    rss1 / 1024
+                ),
+            );
+        }
+        if list {
+            self.list_rows(&mut conn, "big", n, 5).await?;
+        }
+        drop(conn);
+        let server = if restart {
+            let down = server.stop().await?;
+            println!("   SIGTERM → exit: {:.2} s", down.as_secs_f64());
+            let (server, ready) = Server::start(self.launch(dir.path(), false)).await?;
+            let opened = server.opened().await;
+            // Let background work that follows the start (controllers listing the store)
+            // settle before reading the memory figure.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let rss = server.rss_kib()?;
+            per_object = (rss.saturating_sub(rss0) * 1024) as f64 / n as f64;
+            let opened_text = opened.map_or("no `store opened` line".into(), |o| {
+                format!(
+                    "store opened in {} ms ({} objects)",
+                    o.elapsed_ms,
+                    thousands(o.objects)
+                )
+            });
+            println!(
+                "   restart: /readyz 200 after {:.2} s from spawn; {opened_text}; RSS {} MiB 2 s later ({per_object:.0} bytes per object, empty watch cache)",
+                ready.as_secs_f64(),
+                rss / 1024
+            );
+            let row = self.row(
+                format!("restart with {}k objects (spawn → /readyz 200)", n / 1000),
+                format!("{:.2} s", ready.as_secs_f64()),
+            );
+            if n == 100_000 {
+                row.target = "< 3 s".into();
+                row.met = Some(ready < Duration::from_secs(3));
+            }
+            if let Some(o) = opened {
+                self.row(
+                    "  of which store open (log elapsed_ms)",
+                    format!("{:.2} s", o.elapsed_ms as f64 / 1e3),
+                );
+            }
+            self.row(
+                "shutdown (SIGTERM → exit)",
+                format!("{:.2} s", down.as_secs_f64()),
+            );
+            if memory {
+                self.row(
+                    "memory per object after restart",
+                    format!("{per_object:.0} B (RSS {} MiB)", rss / 1024),
+                );
+            }
+            server
+        } else {
+            server
+        };
+        if list {
+            create_many(server.addr, "small", "cm", self.cli.load_clients, small).await?;
+            let mut conn = Conn::connect(server.addr).await?;
+            self.list_rows(&mut conn, "small", small, 11).await?;
+        }
+        server.stop().await?;
+        Ok(())
+    }
+
+    async fn list_rows(
+        &mut self,
+        conn: &mut Conn,
+        ns: &str,
+        count: usize,
+        runs: usize,
+    ) -> anyhow::Result<()> {
+        let path = configmaps_path(ns);
+        let (full, bytes) = time_list(conn, &path, count, runs).await?;
+        let (page, page_bytes) =
+            time_list(conn, &format!("{path}?limit=500"), count.min(500), 11).await?;
+        let k = count / 1000;
+        println!(
+            "   LIST {k}k (request sent → body fully read, not parsed): full {} median of {} (min {}, max {}; {:.1} MB); \
+             limit=500 {} median of 11 ({} KB)",
+            fmt_ms(full.median()),
+            full.len(),
+            fmt_ms(full.min()),
+            fmt_ms(full.max()),
+            bytes as f64 / 1e6,
+            fmt_ms(page.median()),
+            page_bytes / 1000
+        );
+        let row = self.row(
+            format!("LIST {k}k ConfigMaps, full"),
+            format!("{} median of {}", fmt_ms(full.median()), full.len()),
+        );
+        if count == 10_000 {
+            row.target = "< 50 ms".into();
+            row.met = Some(full.median() < 50.0);
+            row.reference = "143 ms".into();
+        }
+        self.row(
+            format!("LIST {k}k ConfigMaps, limit=500"),
+            format!("{} median of {}", fmt_ms(page.median()), page.len()),
+        );
+        Ok(())
+    }
+
+    fn print_table(&self) {
+        let header = Row {
+            what: "measurement".into(),
+            result: "result".into(),
+            target: "target".into(),
+            met: None,
+            reference: "etcd-backed reference".into(),
+        };
+        let verdict = |r: &Row| match r.met {
+            Some(true) => "met",
+            Some(false) => "MISSED",
+            None => "",
+        };
+        let rows: Vec<&Row> = std::iter::once(&header).chain(&self.rows).collect();
+        let width = |f: &dyn Fn(&Row) -> String| {
+            rows.iter().map(|r| f(r).chars().count()).max().unwrap_or(0)
+        };
+        let target = |r: &Row| format!("{} {}", r.target, verdict(r)).trim().to_owned();
+        let w = [
+            width(&|r| r.what.clone()),
+            width(&|r| r.result.clone()),
+            width(&target),
+        ];
+        println!();
+        for (i, r) in rows.iter().enumerate() {
+            let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w - s.chars().count()));
+            println!(
+                "{}  {}  {}  {}",
+                pad(&r.what, w[0]),
+                pad(&r.result, w[1]),
+                pad(&target(r), w[2]),
+                r.reference
+            );
+            if i == 0 {
+                println!("{}", "-".repeat(w.iter().sum::<usize>() + 6 + 22));
+            }
+        }
+    }
+}
+
+fn default_kgc() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("locating this executable")?;
+    Ok(exe.with_file_name("kgc"))
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let kgc = match &cli.kgc {
+        Some(p) => p.clone(),
+        None => default_kgc()?,
+    };
+    if !kgc.is_file() {
+        anyhow::bail!(
+            "the kgc binary is missing at {}: build it first with `cargo build --release -p kgc` \
+             (or pass --kgc PATH)",
+            kgc.display()
+        );
+    }
+    let data_root = cli.data_root.clone().unwrap_or_else(std::env::temp_dir);
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    println!(
+        "kgc-bench: {} serve{}",
+        kgc.display(),
+        cli.server_args
+            .iter()
+            .map(|a| format!(" {a}"))
+            .collect::<String>()
+    );
+    println!(
+        "machine: {cores} cores (available_parallelism), {} RAM; load average {}; data in {}; load generator on {} thread(s) of this machine",
+        mem_total(),
+        loadavg(),
+        data_root.display(),
+        cli.client_threads
+    );
+    let which = cli.which;
+    let mut bench = Bench {
+        cli,
+        kgc,
+        data_root,
+        rows: Vec::new(),
+    };
+    let started = Instant::now();
+    let on = |w: Which| which == Which::All || which == w;
+    bench.fsync_probe()?;
+    if on(Which::Create) {
+        bench.create(true).await?;
+        bench.create(false).await?;
+    }
+    if on(Which::Watch) {
+        bench.watch(true).await?;
+        bench.watch(false).await?;
+    }
+    let (list, memory, restart) = (on(Which::List), on(Which::Memory), on(Which::Restart));
+    if list || memory || restart {
+        bench.large(list, memory, restart).await?;
+    }
+    println!(
+        "\n{cores} cores; finished in {:.0} s; load average now {}",
+        started.elapsed().as_secs_f64(),
+        loadavg()
+    );
+    bench.print_table();
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let runtime = if cli.client_threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cli.client_threads)
+            .enable_all()
+            .build()
+    };
+    let result = runtime
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| rt.block_on(run(cli)));
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // The whole chain, without the backtrace RUST_BACKTRACE would add.
+            eprintln!("kgc-bench: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
