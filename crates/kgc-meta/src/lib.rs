@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod crd;
 pub mod defaults;
 pub mod deletion;
+pub mod encoding;
 pub mod object;
 pub mod schema;
 pub mod selector;

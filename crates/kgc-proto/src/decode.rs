@@ -261,7 +261,7 @@ impl Decoder {
             (Elem::String, WireValue::Bytes(b)) => {
                 Ok(Value::String(String::from_utf8_lossy(b).into_owned()))
             }
-            (Elem::Bytes, WireValue::Bytes(b)) => Ok(Value::String(format::base64(b))),
+            (Elem::Bytes, WireValue::Bytes(b)) => Ok(Value::String(kgc_meta::encoding::base64(b))),
             (Elem::Bool, WireValue::Varint(v)) => Ok(Value::Bool(v != 0)),
             // Go converts with truncation: int32(v), int64(v), uint32(v).
             (Elem::Int32, WireValue::Varint(v)) => Ok(Value::from(v as i32)),

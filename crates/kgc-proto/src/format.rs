@@ -1,27 +1,6 @@
-//! The JSON renderings Go gives the special Kubernetes types: base64 for `[]byte`, RFC 3339 for
-//! `metav1.Time`/`MicroTime`, and `resource.Quantity` syntax checks.
-
-/// Standard base64 with padding, as encoding/json writes `[]byte`.
-pub(crate) fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for (i, shift) in [18u32, 12, 6, 0].into_iter().enumerate() {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> shift) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
+//! The JSON renderings Go gives the special Kubernetes types: RFC 3339 for
+//! `metav1.Time`/`MicroTime`, and `resource.Quantity` syntax checks (base64 for `[]byte` is
+//! `kgc_meta::encoding::base64`).
 
 /// Seconds from 0001-01-01T00:00:00Z (Go's zero `time.Time`) to the Unix epoch.
 pub(crate) const GO_ZERO_TIME_UNIX: i64 = -62_135_596_800;
@@ -135,16 +114,6 @@ pub(crate) fn check_quantity(s: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_matches_the_standard_alphabet_with_padding() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
-        assert_eq!(base64(&[0xfb, 0xff]), "+/8=");
-    }
 
     #[test]
     fn rfc3339_like_go() {

@@ -139,28 +139,6 @@ impl Meta for Value {
     }
 }
 
-/// Standard base64 with padding (Go's `encoding/base64.StdEncoding`, which `[]byte` fields use).
-pub fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 /// Reads a list of strings, skipping non-strings.
 pub fn str_list(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
@@ -220,15 +198,6 @@ mod tests {
         assert_eq!(w.finalizers(), vec!["a", "b"]);
         w.set_finalizers(vec![]);
         assert!(w["metadata"].get("finalizers").is_none());
-    }
-
-    #[test]
-    fn base64_matches_go() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"v"), "dg==");
-        assert_eq!(base64(b"ab"), "YWI=");
-        assert_eq!(base64(b"abc"), "YWJj");
-        assert_eq!(base64(b"hello world"), "aGVsbG8gd29ybGQ=");
     }
 
     #[test]

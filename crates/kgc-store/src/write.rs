@@ -431,7 +431,7 @@ pub fn normalize(info: &ResourceInfo, obj: &mut Value) {
                 }
                 for (k, v) in string_data {
                     if let Some(text) = v.as_str() {
-                        obj["data"][k] = Value::from(crate::object::base64(text.as_bytes()));
+                        obj["data"][k] = Value::from(kgc_meta::encoding::base64(text.as_bytes()));
                     }
                 }
             }
