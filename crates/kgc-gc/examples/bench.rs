@@ -176,9 +176,9 @@ async fn wait_deleted(watchers: &mut [kgc_store::Watcher], n: usize) {
     }
 }
 
-async fn fan_out(a: &Args, policy: PropagationPolicy) -> Run {
-    let (store, _dir) = open(a.durable).await;
-    let ns = info(&store, "", "v1", "namespaces");
+/// A namespace `bench` holding ConfigMap `owner` and `n` ConfigMaps it owns.
+async fn populate_fan_out(store: &Store, n: usize) -> Arc<ResourceInfo> {
+    let ns = info(store, "", "v1", "namespaces");
     store
         .create(
             &ns,
@@ -188,7 +188,7 @@ async fn fan_out(a: &Args, policy: PropagationPolicy) -> Run {
         )
         .await
         .expect("namespace");
-    let cm = info(&store, "", "v1", "configmaps");
+    let cm = info(store, "", "v1", "configmaps");
     let owner = store
         .create(
             &cm,
@@ -198,7 +198,7 @@ async fn fan_out(a: &Args, policy: PropagationPolicy) -> Run {
         )
         .await
         .expect("owner");
-    let bodies = (0..a.dependents)
+    let bodies = (0..n)
         .map(|i| {
             json!({"apiVersion": "v1", "kind": "ConfigMap",
                    "metadata": {"name": format!("dep-{i}"), "labels": {"app": "bench"},
@@ -206,7 +206,13 @@ async fn fan_out(a: &Args, policy: PropagationPolicy) -> Run {
                    "data": {"k": "v"}})
         })
         .collect();
-    create_all(&store, &cm, bodies).await;
+    create_all(store, &cm, bodies).await;
+    cm
+}
+
+async fn fan_out(a: &Args, policy: PropagationPolicy) -> Run {
+    let (store, _dir) = open(a.durable).await;
+    let cm = populate_fan_out(&store, a.dependents).await;
     let tracked = store.len();
     let (gc, task) = start_gc(&store, a.workers, tracked).await;
     let graph_bytes = gc.graph_bytes() / gc.graph_len().max(1);
@@ -384,32 +390,7 @@ async fn over_http(a: &Args, kgc: &std::path::Path, policy: PropagationPolicy) -
     let dir = tempfile::tempdir().expect("tempdir");
     {
         let store = Store::open(&dir.path().join("kgc.db")).await.expect("open");
-        let ns = info(&store, "", "v1", "namespaces");
-        store
-            .create(
-                &ns,
-                "",
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}),
-                false,
-            )
-            .await
-            .expect("namespace");
-        let cm = info(&store, "", "v1", "configmaps");
-        let owner = store
-            .create(
-                &cm,
-                "bench",
-                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}}),
-                false,
-            )
-            .await
-            .expect("owner");
-        let bodies = (0..a.dependents)
-            .map(|i| json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": format!("dep-{i}"), "ownerReferences": [owner_ref("v1", "ConfigMap", "owner", &owner.uid)]},
-                "data": {"k": "v"}}))
-            .collect();
-        create_all(&store, &cm, bodies).await;
+        populate_fan_out(&store, a.dependents).await;
         store.close();
     }
     let data = dir.path().to_string_lossy().into_owned();
