@@ -24,6 +24,10 @@ use crate::graph::{Node, Uid};
 use crate::graph_builder::GraphEvent;
 use crate::{Shared, group_of};
 
+/// Blocking dependents a foreground owner's re-check hands to the workers at once; the rest
+/// follow on later re-checks (each dependent's deletion triggers one).
+const HURRY: usize = 64;
+
 /// How a work item ended.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Outcome {
@@ -386,16 +390,11 @@ impl<C: Cluster> Shared<C> {
         item: &Node,
         resource: &ResourceInfo,
     ) -> Result<(), ItemError> {
-        let (blocking, waiting_already) = {
-            let b = self.lock_builder();
-            let blocking = b.graph.blocking_dependents(&item.identity.uid);
-            let waiting: Vec<bool> = blocking
-                .iter()
-                .map(|d| b.graph.get(d).is_some_and(|n| n.deleting_dependents))
-                .collect();
-            (blocking, waiting)
-        };
-        if blocking.is_empty() {
+        let (blocked, next) = self
+            .lock_builder()
+            .graph
+            .blocking_progress(&item.identity.uid, HURRY);
+        if !blocked {
             tracing::info!(object = %item.identity, "no blocking dependents left; removing foregroundDeletion");
             self.metrics.api_patch.fetch_add(1, Ordering::Relaxed);
             match self
@@ -422,10 +421,8 @@ impl<C: Cluster> Shared<C> {
                 Err(e) => return Err(e.into()),
             }
         }
-        for (d, waiting) in blocking.into_iter().zip(waiting_already) {
-            if !waiting {
-                self.attempt_to_delete_queue.add(d);
-            }
+        for d in next {
+            self.attempt_to_delete_queue.add(d);
         }
         Ok(())
     }
