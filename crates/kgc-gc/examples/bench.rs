@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use kgc_client::InProcess;
 use kgc_gc::{Config, GarbageCollector};
-use kgc_meta::{DeleteOptions, GroupResource, PropagationPolicy, ResourceInfo};
-use kgc_store::{EventType, Store, WatchEvent, WatchFilter};
+use kgc_meta::{DeleteOptions, PropagationPolicy, ResourceInfo};
+use kgc_store::Store;
 use serde_json::{Value, json};
 
 struct Args {
@@ -159,24 +159,14 @@ fn requests(gc: &GarbageCollector<InProcess>) -> u64 {
     m.api_get.load(Relaxed) + m.api_delete.load(Relaxed) + m.api_patch.load(Relaxed)
 }
 
-/// Waits for `n` DELETED events on the watchers.
-async fn wait_deleted(watchers: &mut [kgc_store::Watcher], n: usize) {
-    let mut seen = 0;
-    while seen < n {
-        for w in watchers.iter_mut() {
-            while let Some(e) = w.try_next() {
-                if let WatchEvent::Event(EventType::Deleted, _) = e {
-                    seen += 1;
-                }
-            }
-        }
-        if seen < n {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+/// Waits until the store holds `n` fewer objects than `before`. (Counting watch events instead
+/// would fall behind the watch log's window on a fast cascade.)
+async fn wait_deleted(store: &Store, before: usize, n: usize) {
+    while store.len() > before - n {
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 
-/// A namespace `bench` holding ConfigMap `owner` and `n` ConfigMaps it owns.
 async fn populate_fan_out(store: &Store, n: usize) -> Arc<ResourceInfo> {
     let ns = info(store, "", "v1", "namespaces");
     store
@@ -217,10 +207,6 @@ async fn fan_out(a: &Args, policy: PropagationPolicy) -> Run {
     let (gc, task) = start_gc(&store, a.workers, tracked).await;
     let graph_bytes = gc.graph_bytes() / gc.graph_len().max(1);
     let before = requests(&gc);
-    let mut watchers = vec![store.watch(
-        WatchFilter::new(GroupResource::new("", "configmaps")),
-        Some(store.revision()),
-    )];
     let started = Instant::now();
     let opts = DeleteOptions {
         propagation_policy: Some(policy),
@@ -230,7 +216,7 @@ async fn fan_out(a: &Args, policy: PropagationPolicy) -> Run {
         .delete(&cm, "bench", "owner", &opts)
         .await
         .expect("delete owner");
-    wait_deleted(&mut watchers, a.dependents + 1).await;
+    wait_deleted(&store, tracked, a.dependents + 1).await;
     let elapsed = started.elapsed();
     let run = Run {
         name: format!(
@@ -293,15 +279,6 @@ async fn tree(a: &Args) -> Run {
     let (gc, task) = start_gc(&store, a.workers, tracked).await;
     let graph_bytes = gc.graph_bytes() / gc.graph_len().max(1);
     let before = requests(&gc);
-    let rv = store.revision();
-    let mut watchers: Vec<_> = [
-        ("apps", "deployments"),
-        ("apps", "replicasets"),
-        ("", "pods"),
-    ]
-    .iter()
-    .map(|(g, r)| store.watch(WatchFilter::new(GroupResource::new(*g, *r)), Some(rv)))
-    .collect();
     let started = Instant::now();
     let opts = DeleteOptions {
         propagation_policy: Some(PropagationPolicy::Background),
@@ -317,7 +294,7 @@ async fn tree(a: &Args) -> Run {
         }
     }))
     .await;
-    wait_deleted(&mut watchers, 111_000).await;
+    wait_deleted(&store, tracked, 111_000).await;
     let elapsed = started.elapsed();
     let run = Run {
         name: "three-level tree, 1,000 Deployments × 10 ReplicaSets × 10 Pods (background)".into(),

@@ -180,8 +180,9 @@ impl Graph {
 /// Uids are never reused, so an entry never goes stale; the cache is bounded (oldest out).
 #[derive(Debug)]
 pub struct AbsentOwners {
-    set: std::collections::HashSet<ObjectRef>,
-    order: std::collections::VecDeque<ObjectRef>,
+    /// Each identity is held once, shared by the set and the eviction order.
+    set: std::collections::HashSet<Arc<ObjectRef>>,
+    order: std::collections::VecDeque<Arc<ObjectRef>>,
     capacity: usize,
 }
 
@@ -203,7 +204,8 @@ impl AbsentOwners {
         {
             self.set.remove(&old);
         }
-        self.set.insert(r.clone());
+        let r = Arc::new(r);
+        self.set.insert(Arc::clone(&r));
         self.order.push_back(r);
     }
 
