@@ -3,7 +3,9 @@
 
 mod controller;
 mod gc_cmd;
+mod secure;
 mod serve;
+mod tls;
 
 use clap::{Parser, Subcommand};
 

@@ -47,6 +47,9 @@ pub struct Server {
     client: Option<Client>,
     /// A `kgc controller` running the collector against this server (see [`Server::start_gc`]).
     controller: Option<(Child, String)>,
+    /// HTTPS with authentication and RBAC (see [`Server::start_secure`]); otherwise
+    /// `--insecure-http`.
+    secure: bool,
 }
 
 /// Set (to anything) to run the garbage-collector suites through `kgc controller` against a
@@ -110,6 +113,10 @@ impl Server {
     /// A fresh server with extra `kgc serve` arguments (`--listen` and `--data-dir` are added).
     /// Pass no `--in-memory` for a durable server.
     pub async fn start_with(args: &[&str]) -> Self {
+        Self::start_inner(args, false).await
+    }
+
+    async fn start_inner(args: &[&str], secure: bool) -> Self {
         let root = tempfile::Builder::new()
             .prefix("kgc-test-")
             .tempdir()
@@ -122,6 +129,7 @@ impl Server {
             url: String::new(),
             client: None,
             controller: None,
+            secure,
         };
         s.spawn().await;
         s
@@ -230,6 +238,7 @@ impl Server {
             .arg("127.0.0.1:0")
             .arg("--data-dir")
             .arg(self.data_dir())
+            .args((!self.secure).then_some("--insecure-http"))
             .args(&self.args)
             .env(
                 "RUST_LOG",
@@ -272,8 +281,9 @@ impl Server {
                 );
             }
         };
+        let scheme = if self.secure { "https" } else { "http" };
         assert!(
-            url.starts_with("http://127.0.0.1:"),
+            url.starts_with(&format!("{scheme}://127.0.0.1:")),
             "unexpected listen line {url:?}"
         );
         assert_eq!(
@@ -282,7 +292,9 @@ impl Server {
             "the export KUBECONFIG line names another file"
         );
         self.url = url;
-        self.wait_ready().await;
+        if !self.secure {
+            self.wait_ready().await;
+        }
         let kc = Kubeconfig::read_from(self.kubeconfig_path()).expect("reading the kubeconfig");
         let opts = KubeConfigOptions {
             context: Some("kgc".into()),
@@ -297,6 +309,9 @@ impl Server {
             "the kubeconfig points elsewhere"
         );
         self.client = Some(Client::try_from(config).expect("building the kube client"));
+        if self.secure {
+            self.wait_ready_secure().await;
+        }
     }
 
     /// Polls `GET /readyz` until 200, with a deadline.
@@ -781,5 +796,48 @@ where
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+impl Server {
+    /// A fresh server as users run it: HTTPS with authentication and RBAC (no
+    /// `--insecure-http`). Its kubeconfig authenticates as the `system:masters` admin; `args`
+    /// are added as in [`Server::start_with`].
+    pub async fn start_secure(args: &[&str]) -> Self {
+        Self::start_inner(args, true).await
+    }
+
+    /// Polls `GET /readyz` through the kube client (it speaks TLS), with a deadline.
+    async fn wait_ready_secure(&mut self) {
+        let deadline = Instant::now() + READY_DEADLINE;
+        loop {
+            let req = http::Request::get("/readyz")
+                .body(Vec::new())
+                .expect("building a request");
+            if self.client().request_text(req).await.is_ok() {
+                return;
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!(
+                    "kgc serve exited before it was ready ({status}); log:\n{}",
+                    self.log_tail(200)
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kgc serve was not ready within {READY_DEADLINE:?}; log:\n{}",
+                self.log_tail(200)
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The root of this server's scratch directory (kubeconfigs, files for `kubectl -f`).
+    pub fn scratch(&self) -> &Path {
+        self.root.path()
     }
 }
