@@ -1054,7 +1054,7 @@ fn render_value(v: &Value) -> String {
 }
 
 /// Go `strconv.Quote` (what `%q` prints): printable characters stay, the rest are escaped.
-pub(crate) fn go_quote(s: &str) -> String {
+pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

@@ -1,0 +1,129 @@
+//! Kubernetes RBAC for kgc, pure: no I/O, no HTTP, no store. The API server feeds RBAC objects in
+//! as they change and asks questions; everything here answers from memory.
+//!
+//! - [`Authorizer`]: the RBAC authorizer (`plugin/pkg/auth/authorizer/rbac/rbac.go`) over the
+//!   default rule resolver (`pkg/registry/rbac/validation/rule.go`), with bindings indexed by
+//!   subject and namespace so one decision touches only the bindings that can apply; plus
+//!   `system:masters`, the superuser group kube-apiserver authorizes before RBAC.
+//!   [`Authorizer::rules_for`] answers SelfSubjectRulesReview, [`Authorizer::review`] answers
+//!   SubjectAccessReview.
+//! - Escalation prevention ([`Authorizer::confirm_no_escalation`], [`Authorizer::can_bind`],
+//!   [`Authorizer::can_write_role`]): `pkg/registry/rbac/escalation_check.go` and
+//!   `validation.ConfirmNoEscalation`.
+//! - [`forbidden_message`]: kube-apiserver's 403 text, word for word.
+//! - [`bootstrap_policy`]: the default ClusterRoles and ClusterRoleBindings.
+//! - [`aggregate`]: ClusterRole aggregation (`pkg/controller/clusterroleaggregation`).
+//! - [`validate`] / [`validate_update`]: `pkg/apis/rbac/validation`.
+//!
+//! Bad input never widens access: a rule, subject or roleRef that cannot be parsed grants
+//! nothing (see [`Authorizer::apply`]).
+//!
+//! Changes from the first sketch of this API, for callers: `Decision::Deny.reason` is empty
+//! unless RBAC met errors (upstream's 403 then appends `": " + reason`, see
+//! [`forbidden_message_with_reason`]); [`Authorizer::can_write_role`] and
+//! [`Authorizer::review`] were added; [`aggregate`] returns only the roles whose rules change.
+#![forbid(unsafe_code)]
+
+mod aggregation;
+mod authorizer;
+mod bootstrap;
+mod escalation;
+mod forbidden;
+pub mod rule;
+mod validation;
+
+use std::collections::BTreeMap;
+
+pub use aggregation::aggregate;
+pub use authorizer::{AccessReview, Authorizer, NonResourceRule, ResourceRule, RulesReview};
+pub use bootstrap::bootstrap_policy;
+pub use forbidden::{forbidden_message, forbidden_message_with_reason};
+pub use rule::PolicyRule;
+pub use validation::{validate, validate_update};
+
+/// The API group of every RBAC object.
+pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+/// The group whose members may do anything, authorized before RBAC is consulted
+/// (`user.SystemPrivilegedGroup`).
+pub const SYSTEM_MASTERS: &str = "system:masters";
+/// Every authenticated user is in this group (`user.AllAuthenticated`).
+pub const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
+/// Every anonymous request is in this group (`user.AllUnauthenticated`).
+pub const SYSTEM_UNAUTHENTICATED: &str = "system:unauthenticated";
+/// The user-name prefix of service accounts: `system:serviceaccount:NAMESPACE:NAME`.
+pub const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
+
+/// Who is asking, as the authenticator established it (`user.Info`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserInfo {
+    pub name: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    /// The user name a service account authenticates as.
+    pub fn service_account_name(namespace: &str, name: &str) -> String {
+        format!("{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}")
+    }
+
+    fn is_superuser(&self) -> bool {
+        self.groups.iter().any(|g| g == SYSTEM_MASTERS)
+    }
+}
+
+/// What is being asked (`authorizer.Attributes`).
+///
+/// Resource requests fill `namespace` (empty at cluster scope), `api_group`, `resource`,
+/// `subresource` and `name`; non-resource requests (`/healthz`, `/apis`, ...) fill `path`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attributes {
+    pub user: UserInfo,
+    pub verb: String,
+    pub namespace: String,
+    pub api_group: String,
+    pub resource: String,
+    pub subresource: String,
+    pub name: String,
+    pub resource_request: bool,
+    pub path: String,
+}
+
+/// The authorizer's answer. RBAC never denies explicitly; `Deny` means "no rule allows it".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// `reason` is what upstream's RBAC authorizer returns: empty, or `RBAC: <errors>` when a
+    /// binding that applies to the user references a role that does not exist. It goes into
+    /// logs, into `SubjectAccessReview.status.reason` and after the 403 message.
+    Deny {
+        reason: String,
+    },
+}
+
+impl Decision {
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Decision::Allow)
+    }
+}
+
+/// Why an RBAC object was not (fully) taken into account by [`Authorizer::apply`].
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    /// `kind` is not Role, ClusterRole, RoleBinding or ClusterRoleBinding.
+    #[error("{0:?} is not an RBAC kind (Role, ClusterRole, RoleBinding, ClusterRoleBinding)")]
+    UnsupportedKind(String),
+    /// The object has no `metadata.name` (or, for a namespaced kind, no `metadata.namespace`),
+    /// so it cannot be stored; nothing changed.
+    #[error("{kind} without {field}: ignored")]
+    MissingIdentity { kind: String, field: &'static str },
+    /// Parts of the object could not be parsed. They were dropped, so they grant nothing; the
+    /// rest of the object is in effect. `problems` lists `field: what is wrong`.
+    #[error("{kind} {name:?}: ignored invalid fields: {}", problems.join("; "))]
+    Malformed {
+        kind: String,
+        name: String,
+        problems: Vec<String>,
+    },
+}
