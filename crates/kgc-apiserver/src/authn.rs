@@ -19,17 +19,8 @@ use crate::Error;
 use crate::serviceaccount::ServiceAccountTokens;
 use crate::tls::Peer;
 
-/// The group every authenticated user belongs to.
-pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
-
-/// Who made a request (`user.Info`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UserInfo {
-    pub name: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-    pub extra: BTreeMap<String, Vec<String>>,
-}
+pub use kgc_auth::SYSTEM_AUTHENTICATED as AUTHENTICATED_GROUP;
+pub use kgc_auth::UserInfo;
 
 tokio::task_local! {
     /// The authenticated user of the request being served (absent on the insecure port, where

@@ -8,11 +8,13 @@
 
 mod apply;
 pub mod authn;
+pub mod authz;
 mod body;
 mod conversion;
 mod discovery;
 mod request;
 mod rest;
+mod reviews;
 mod scale;
 pub mod serviceaccount;
 mod table;
@@ -68,6 +70,8 @@ pub struct ApiServer {
     /// Authentication (and authorization); `None` on the insecure port, where every request is
     /// served as kube-apiserver's old insecure port did.
     authn: Option<Arc<authn::Authenticator>>,
+    /// RBAC; set with authentication.
+    rbac: Option<Arc<authz::Rbac>>,
 }
 
 /// Request counters for `/metrics`.
@@ -104,6 +108,7 @@ impl ApiServer {
             extra_metrics: Vec::new(),
             graph: None,
             authn: None,
+            rbac: None,
         }
     }
 
@@ -111,6 +116,13 @@ impl ApiServer {
     /// and version endpoints.
     pub fn with_authentication(mut self, authn: authn::Authenticator) -> Self {
         self.authn = Some(Arc::new(authn));
+        self
+    }
+
+    /// Authorizes every authenticated request with RBAC (see [`authz`]), and checks RBAC
+    /// writes for privilege escalation.
+    pub fn with_authorization(mut self, rbac: Arc<authz::Rbac>) -> Self {
+        self.rbac = Some(rbac);
         self
     }
 
@@ -166,13 +178,13 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
 /// Paths anyone may read without credentials (upstream's `system:public-info-viewer`).
 const PUBLIC_PATHS: [&str; 4] = ["healthz", "livez", "readyz", "version"];
 
-/// Authenticates a request: its user, or the 401 it gets.
+/// Authenticates and authorizes a request: its user, or the 401 or 403 it gets.
 fn admit(
-    _api: &ApiServer,
+    api: &ApiServer,
     authn: &authn::Authenticator,
     method: &Method,
     path: &str,
-    _query: &Query,
+    query: &Query,
     parts: &axum::http::request::Parts,
 ) -> Result<Arc<authn::UserInfo>, ApiError> {
     let peer = parts
@@ -181,7 +193,17 @@ fn admit(
         .map(|c| &c.0);
     let user = authn.authenticate(&parts.headers, peer)?;
     match user {
-        Some(u) => Ok(Arc::new(u)),
+        Some(u) => {
+            let u = match &api.rbac {
+                Some(rbac) => {
+                    let u = authz::impersonate(rbac, u, &parts.headers)?;
+                    rbac.check(&authz::attributes(&u, method, path, query))?;
+                    u
+                }
+                None => u,
+            };
+            Ok(Arc::new(u))
+        }
         None => {
             let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
             if *method == Method::GET && PUBLIC_PATHS.contains(&first) {
@@ -336,6 +358,9 @@ async fn resource(
     body: Body,
 ) -> Result<Response, ApiError> {
     match request::parse(method, group, version, rest, query)? {
+        Some(info) if reviews::handles(&info) => {
+            reviews::serve(api, &info, query, headers, body).await
+        }
         Some(info) => rest::serve(api, info, query, headers, body).await,
         None => {
             let doc = discovery::legacy_resources(&api.store.catalog(), group, version)

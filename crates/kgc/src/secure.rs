@@ -12,6 +12,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use kgc_apiserver::ApiServer;
 use kgc_apiserver::authn::Authenticator;
+use kgc_apiserver::authz::Rbac;
 use kgc_apiserver::serviceaccount::{DEFAULT_ISSUER, ServiceAccountTokens};
 use kgc_apiserver::tls::TlsListener;
 use kgc_store::Store;
@@ -127,7 +128,17 @@ impl Security {
         if let Some(path) = &self.token_auth_file {
             authn = authn.with_token_file(path)?;
         }
-        Ok((api.with_authentication(authn), Vec::new()))
+        let (rbac, watchers) = Rbac::start(store)
+            .await
+            .context("loading the RBAC policy")?;
+        let tasks = watchers
+            .into_iter()
+            .map(|w| tokio::spawn(Arc::clone(&rbac).run(store.clone(), w)))
+            .collect();
+        Ok((
+            api.with_authentication(authn).with_authorization(rbac),
+            tasks,
+        ))
     }
 
     /// The HTTPS listener over `tcp`.
