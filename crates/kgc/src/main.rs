@@ -1,6 +1,7 @@
 //! `kgc`: Kubernetes garbage collection, complete, in one binary.
 #![forbid(unsafe_code)]
 
+mod add_user;
 mod controller;
 mod gc_cmd;
 mod secure;

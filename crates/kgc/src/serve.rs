@@ -18,7 +18,7 @@ pub struct Args {
     #[arg(long, default_value = "127.0.0.1:6443")]
     listen: SocketAddr,
     /// Where the database and the kubeconfig live [default: $XDG_DATA_HOME/kgc or ~/.local/share/kgc].
-    #[arg(long)]
+    #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
     /// Keep every object in memory only; nothing survives a restart.
     #[arg(long)]
@@ -38,6 +38,16 @@ pub struct Args {
     gc_resync: std::time::Duration,
     #[command(flatten)]
     security: crate::secure::SecurityArgs,
+    #[command(subcommand)]
+    action: Option<Action>,
+}
+
+/// What `kgc serve` can do besides serving.
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Sign a client certificate for a user with the data directory's CA, optionally bind it
+    /// to a default role, and print a kubeconfig for it on stdout.
+    AddUser(crate::add_user::Args),
 }
 
 fn default_data_dir() -> PathBuf {
@@ -107,6 +117,9 @@ async fn shutdown_signal() {
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
+    if let Some(Action::AddUser(a)) = args.action {
+        return crate::add_user::run(a, &data_dir).await;
+    }
     args.security.check_listen(args.listen)?;
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
