@@ -391,7 +391,10 @@ mod tests {
             missing,
             rules(&[with_names(rule("get", "", "pods", ""), &["bar"])])
         );
-        assert_eq!(covers(&[foo], &[any.clone()]), (false, rules(&[any])));
+        assert_eq!(
+            covers(&[foo], std::slice::from_ref(&any)),
+            (false, rules(&[any]))
+        );
     }
 
     #[test]
