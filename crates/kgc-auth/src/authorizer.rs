@@ -709,3 +709,583 @@ fn parse_binding(
         subjects,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+
+    fn check(a: &Authorizer, pass: &[Attributes], fail: &[Attributes]) {
+        for p in pass {
+            assert_eq!(a.authorize(p), Decision::Allow, "should pass: {p:?}");
+            assert!(a.review(p).allowed, "review should pass: {p:?}");
+        }
+        for f in fail {
+            assert!(!a.authorize(f).is_allowed(), "should fail: {f:?}");
+            assert!(!a.review(f).allowed, "review should fail: {f:?}");
+        }
+    }
+
+    // rbac_test.go `TestAuthorizer`, case by case.
+    #[test]
+    fn authorizer_role_binding_to_cluster_role() {
+        let a = authorizer(&[
+            cluster_role("admin", &[rule("*", "*", "*", "")]),
+            binding(
+                "ns1",
+                "admin",
+                "ClusterRole",
+                "admin",
+                &["User:admin", "Group:admins"],
+            ),
+        ]);
+        check(
+            &a,
+            &[
+                attrs("admin", "", "get", "Pods", "", "ns1", ""),
+                attrs("admin", "", "watch", "Pods", "", "ns1", ""),
+                attrs("admin", "group1", "watch", "Foobar", "", "ns1", ""),
+                attrs("joe", "admins", "watch", "Foobar", "", "ns1", ""),
+                attrs("joe", "group1,admins", "watch", "Foobar", "", "ns1", ""),
+            ],
+            &[
+                attrs("admin", "", "GET", "Pods", "", "ns2", ""),
+                attrs("admin", "", "GET", "Nodes", "", "", ""),
+                attrs("admin", "admins", "GET", "Pods", "", "ns2", ""),
+                attrs("admin", "admins", "GET", "Nodes", "", "", ""),
+            ],
+        );
+    }
+
+    #[test]
+    fn authorizer_non_resource_urls() {
+        let a = authorizer(&[
+            cluster_role("non-resource-url-getter", &[rule("get", "", "", "/apis")]),
+            cluster_role("non-resource-url", &[rule("*", "", "", "/apis")]),
+            cluster_role("non-resource-url-prefix", &[rule("get", "", "", "/apis/*")]),
+            cluster_binding(
+                "non-resource-url-getter",
+                "non-resource-url-getter",
+                &["User:foo", "Group:bar"],
+            ),
+            cluster_binding(
+                "non-resource-url",
+                "non-resource-url",
+                &["User:admin", "Group:admin"],
+            ),
+            cluster_binding(
+                "non-resource-url-prefix",
+                "non-resource-url-prefix",
+                &["User:prefixed", "Group:prefixed"],
+            ),
+        ]);
+        check(
+            &a,
+            &[
+                url("foo", "", "get", "/apis"),
+                url("", "bar", "get", "/apis"),
+                url("admin", "", "get", "/apis"),
+                url("", "admin", "get", "/apis"),
+                url("admin", "", "watch", "/apis"),
+                url("", "admin", "watch", "/apis"),
+                url("prefixed", "", "get", "/apis/v1"),
+                url("", "prefixed", "get", "/apis/v1"),
+                url("prefixed", "", "get", "/apis/v1/foobar"),
+                url("", "prefixed", "get", "/apis/v1/foorbar"),
+            ],
+            &[
+                url("foo", "", "watch", "/apis"),
+                url("", "bar", "watch", "/apis"),
+                url("foo", "", "get", "/api/v1"),
+                url("", "bar", "get", "/api/v1"),
+                url("admin", "", "get", "/api/v1"),
+                url("", "admin", "get", "/api/v1"),
+                url("prefixed", "", "get", "/api/v1"),
+                url("", "prefixed", "get", "/api/v1"),
+            ],
+        );
+    }
+
+    #[test]
+    fn authorizer_subresource_resolution() {
+        let a = authorizer(&[
+            cluster_role("admin", &[rule("*", "*", "pods", "")]),
+            binding(
+                "ns1",
+                "admin",
+                "ClusterRole",
+                "admin",
+                &["User:admin", "Group:admins"],
+            ),
+        ]);
+        check(
+            &a,
+            &[attrs("admin", "", "get", "pods", "", "ns1", "")],
+            &[attrs("admin", "", "get", "pods", "status", "ns1", "")],
+        );
+        let a = authorizer(&[
+            cluster_role(
+                "admin",
+                &[
+                    rule("*", "*", "pods/status", ""),
+                    rule("*", "*", "*/scale", ""),
+                ],
+            ),
+            binding(
+                "ns1",
+                "admin",
+                "ClusterRole",
+                "admin",
+                &["User:admin", "Group:admins"],
+            ),
+        ]);
+        check(
+            &a,
+            &[
+                attrs("admin", "", "get", "pods", "status", "ns1", ""),
+                attrs("admin", "", "get", "pods", "scale", "ns1", ""),
+                attrs("admin", "", "get", "deployments", "scale", "ns1", ""),
+                attrs("admin", "", "get", "anything", "scale", "ns1", ""),
+            ],
+            &[attrs("admin", "", "get", "pods", "", "ns1", "")],
+        );
+    }
+
+    // rule_test.go `TestAppliesTo`, through the authorizer.
+    #[test]
+    fn applies_to() {
+        let cases: &[(&[&str], UserInfo, &str, bool, &str)] = &[
+            (
+                &["User:alice"],
+                user("alice", ""),
+                "",
+                true,
+                "single subject that matches username",
+            ),
+            (
+                &["User:bob", "User:alice"],
+                user("alice", ""),
+                "",
+                true,
+                "multiple subjects, one that matches username",
+            ),
+            (
+                &["User:bob", "User:alice"],
+                user("zimmer", ""),
+                "",
+                false,
+                "multiple subjects, none that match username",
+            ),
+            (
+                &["User:bob", "Group:foobar"],
+                user("zimmer", "foobar"),
+                "",
+                true,
+                "multiple subjects, one that match group",
+            ),
+            (
+                &["User:bob", "Group:foobar"],
+                user("zimmer", "foobar"),
+                "namespace1",
+                true,
+                "one that match group, should ignore namespace",
+            ),
+            (
+                &[
+                    "User:bob",
+                    "Group:foobar",
+                    "ServiceAccount:kube-system:default",
+                ],
+                user("system:serviceaccount:kube-system:default", ""),
+                "namespace1",
+                true,
+                "multiple subjects with a service account that matches",
+            ),
+            (
+                &["User:*"],
+                user("alice", ""),
+                "",
+                false,
+                "wildcard user does not match",
+            ),
+            (
+                &["Group:*"],
+                user("alice", "alpha,beta"),
+                "",
+                false,
+                "wildcard group does not match",
+            ),
+            (
+                &["ServiceAccount:default:default"],
+                user("system:serviceaccount:other:default", ""),
+                "other",
+                false,
+                "service account of another namespace",
+            ),
+        ];
+        for (subjects, u, ns, want, name) in cases {
+            let a = authorizer(&[
+                cluster_role("r", &[rule("get", "", "pods", "")]),
+                cluster_binding("b", "r", subjects),
+            ]);
+            let mut at = attrs("", "", "get", "pods", "", ns, "");
+            at.user = u.clone();
+            assert_eq!(a.authorize(&at).is_allowed(), *want, "{name}");
+        }
+    }
+
+    #[test]
+    fn service_account_namespace_defaults_to_the_role_bindings() {
+        let a = authorizer(&[
+            role("ns1", "reader", &[rule("get", "", "pods", "")]),
+            binding("ns1", "b", "Role", "reader", &["ServiceAccount::builder"]),
+            // In a ClusterRoleBinding a namespace-less service account matches no one.
+            cluster_role("all", &[rule("*", "*", "*", "")]),
+            cluster_binding("c", "all", &["ServiceAccount::builder"]),
+        ]);
+        let sa = |ns: &str| {
+            let mut at = attrs("", "", "get", "pods", "", ns, "");
+            at.user = user(
+                &UserInfo::service_account_name("ns1", "builder"),
+                "system:serviceaccounts",
+            );
+            at
+        };
+        assert!(a.authorize(&sa("ns1")).is_allowed());
+        assert!(!a.authorize(&sa("ns2")).is_allowed());
+        assert!(!a.authorize(&sa("")).is_allowed());
+    }
+
+    #[test]
+    fn masters_are_always_allowed() {
+        let a = Authorizer::new();
+        assert!(
+            a.authorize(&attrs(
+                "root",
+                "system:masters",
+                "delete",
+                "nodes",
+                "",
+                "",
+                ""
+            ))
+            .is_allowed()
+        );
+        assert!(
+            a.authorize(&url("root", "x,system:masters", "get", "/anything"))
+                .is_allowed()
+        );
+        assert_eq!(
+            a.review(&url("root", "system:masters", "get", "/x")).reason,
+            ""
+        );
+        assert!(
+            !a.authorize(&attrs("root", "system:master", "get", "pods", "", "", ""))
+                .is_allowed()
+        );
+    }
+
+    #[test]
+    fn missing_roles_are_the_deny_reason() {
+        let a = authorizer(&[
+            binding("ns1", "b1", "Role", "gone", &["User:alice"]),
+            cluster_binding("c1", "also-gone", &["Group:devs"]),
+            binding("ns2", "elsewhere", "Role", "never-seen", &["User:alice"]),
+        ]);
+        let d = a.authorize(&attrs("alice", "devs", "get", "pods", "", "ns1", ""));
+        assert_eq!(
+            d,
+            Decision::Deny {
+                reason: r#"RBAC: [clusterrole.rbac.authorization.k8s.io "also-gone" not found, role.rbac.authorization.k8s.io "gone" not found]"#.into()
+            }
+        );
+        assert_eq!(
+            a.authorize(&attrs("bob", "", "get", "pods", "", "ns1", "")),
+            Decision::Deny {
+                reason: String::new()
+            }
+        );
+        let review = a.rules_for(&user("alice", ""), "ns1");
+        assert_eq!(
+            review.evaluation_error,
+            r#"role.rbac.authorization.k8s.io "gone" not found"#
+        );
+    }
+
+    #[test]
+    fn review_names_the_allowing_binding() {
+        let a = authorizer(&[
+            cluster_role("view", &[rule("get", "", "pods", "")]),
+            binding(
+                "ns1",
+                "viewers",
+                "ClusterRole",
+                "view",
+                &["User:bob", "ServiceAccount::sa"],
+            ),
+            cluster_binding("everyone", "view", &["Group:devs"]),
+        ]);
+        assert_eq!(
+            a.review(&attrs(
+                "system:serviceaccount:ns1:sa",
+                "",
+                "get",
+                "pods",
+                "",
+                "ns1",
+                ""
+            ))
+            .reason,
+            r#"RBAC: allowed by RoleBinding "viewers/ns1" of ClusterRole "view" to ServiceAccount "sa/ns1""#
+        );
+        assert_eq!(
+            a.review(&attrs("bob", "devs", "get", "pods", "", "ns1", ""))
+                .reason,
+            r#"RBAC: allowed by ClusterRoleBinding "everyone" of ClusterRole "view" to Group "devs""#
+        );
+        assert_eq!(
+            a.review(&attrs("bob", "", "get", "pods", "", "ns1", ""))
+                .to_json(),
+            json!({"allowed": true, "reason": r#"RBAC: allowed by RoleBinding "viewers/ns1" of ClusterRole "view" to User "bob""#})
+        );
+        assert_eq!(
+            a.review(&attrs("eve", "", "get", "pods", "", "ns1", ""))
+                .to_json(),
+            json!({"allowed": false})
+        );
+    }
+
+    #[test]
+    fn updates_and_removals_revoke() {
+        let mut a = authorizer(&[
+            cluster_role("edit", &[rule("*", "", "configmaps", "")]),
+            binding(
+                "ns1",
+                "b",
+                "ClusterRole",
+                "edit",
+                &["User:alice", "Group:devs"],
+            ),
+        ]);
+        let alice = attrs("alice", "", "create", "configmaps", "", "ns1", "");
+        let dev = attrs("carol", "devs", "create", "configmaps", "", "ns1", "");
+        assert!(a.authorize(&alice).is_allowed() && a.authorize(&dev).is_allowed());
+        // alice is dropped from the subjects: the old index entry must go.
+        a.apply(&binding("ns1", "b", "ClusterRole", "edit", &["Group:devs"]))
+            .unwrap();
+        assert!(!a.authorize(&alice).is_allowed());
+        assert!(a.authorize(&dev).is_allowed());
+        // A binding update that breaks the roleRef revokes instead of keeping the old grant.
+        let mut broken = binding("ns1", "b", "ClusterRole", "edit", &["Group:devs"]);
+        broken["roleRef"]["kind"] = json!("Rolez");
+        assert!(matches!(a.apply(&broken), Err(Error::Malformed { .. })));
+        assert!(!a.authorize(&dev).is_allowed());
+        a.apply(&binding("ns1", "b", "ClusterRole", "edit", &["Group:devs"]))
+            .unwrap();
+        a.remove("ClusterRole", "", "edit");
+        assert!(!a.authorize(&dev).is_allowed());
+        a.apply(&cluster_role("edit", &[rule("*", "", "configmaps", "")]))
+            .unwrap();
+        assert!(a.authorize(&dev).is_allowed());
+        a.remove("RoleBinding", "ns1", "b");
+        assert!(!a.authorize(&dev).is_allowed());
+        assert!(a.by_user.is_empty() && a.by_group.is_empty() && a.role_bindings.is_empty());
+    }
+
+    #[test]
+    fn malformed_objects_never_widen() {
+        let mut a = Authorizer::new();
+        a.apply(&binding("ns1", "b", "ClusterRole", "r", &["User:alice"]))
+            .unwrap();
+        // Unparseable rules are dropped; the valid one still applies.
+        let r = json!({"kind": "ClusterRole", "metadata": {"name": "r"}, "rules": [
+            {"verbs": "*", "apiGroups": ["*"], "resources": ["*"]},
+            {"verbs": ["*"], "apiGroups": "*", "resources": ["*"]},
+            "everything",
+            {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]},
+        ]});
+        let err = a.apply(&r).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"ClusterRole "r": ignored invalid fields: rules[0].verbs: must be a list of strings; rules[1].apiGroups: must be a list of strings; rules[2]: must be an object"#
+        );
+        assert!(
+            a.authorize(&attrs("alice", "", "get", "pods", "", "ns1", ""))
+                .is_allowed()
+        );
+        assert!(
+            !a.authorize(&attrs("alice", "", "delete", "pods", "", "ns1", ""))
+                .is_allowed()
+        );
+        assert!(
+            !a.authorize(&attrs("alice", "", "get", "secrets", "", "ns1", ""))
+                .is_allowed()
+        );
+        // Subjects that do not parse match no one.
+        let bad = json!({"kind": "ClusterRoleBinding", "metadata": {"name": "c"},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": "r"},
+            "subjects": [{"kind": "user", "name": "mallory"}, {"kind": "User", "name": ["mallory"]}, {"kind": "Group"}, 3]});
+        assert!(a.apply(&bad).is_err());
+        assert!(
+            !a.authorize(&attrs("mallory", "", "get", "pods", "", "", ""))
+                .is_allowed()
+        );
+        assert!(
+            !a.authorize(&attrs("", "", "get", "pods", "", "", ""))
+                .is_allowed()
+        );
+        // A roleRef of another group grants nothing.
+        let other = json!({"kind": "ClusterRoleBinding", "metadata": {"name": "d"},
+            "roleRef": {"apiGroup": "example.com", "kind": "ClusterRole", "name": "r"},
+            "subjects": [{"kind": "User", "name": "mallory"}]});
+        assert!(a.apply(&other).is_err());
+        assert!(
+            !a.authorize(&attrs("mallory", "", "get", "pods", "", "", ""))
+                .is_allowed()
+        );
+        // Objects without identity or of other kinds change nothing.
+        assert_eq!(
+            a.apply(&json!({"kind": "Role", "metadata": {"name": "x"}})),
+            Err(Error::MissingIdentity {
+                kind: "Role".into(),
+                field: "metadata.namespace"
+            })
+        );
+        assert_eq!(
+            a.apply(&json!({"kind": "Pod"})),
+            Err(Error::UnsupportedKind("Pod".into()))
+        );
+        assert!(a.apply(&json!(null)).is_err());
+        assert!(
+            a.apply(&json!({"kind": "ClusterRole", "metadata": "r"}))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn cluster_role_binding_to_a_role_finds_nothing() {
+        let mut crb = cluster_binding("c", "r", &["User:alice"]);
+        crb["roleRef"]["kind"] = json!("Role");
+        let a = authorizer(&[role("ns1", "r", &[rule("*", "*", "*", "")]), crb]);
+        assert_eq!(
+            a.authorize(&attrs("alice", "", "get", "pods", "", "ns1", "")),
+            Decision::Deny {
+                reason: r#"RBAC: role.rbac.authorization.k8s.io "r" not found"#.into()
+            }
+        );
+    }
+
+    #[test]
+    fn rules_for_lists_cluster_then_namespace_rules() {
+        let a = authorizer(&[
+            cluster_role("discovery", &[rule("get", "", "", "/api,/api/*")]),
+            cluster_binding("discovery", "discovery", &["Group:system:authenticated"]),
+            role("ns1", "cm", &[rule("get,list", "", "configmaps", "")]),
+            binding("ns1", "cm", "Role", "cm", &["User:alice"]),
+            binding("ns2", "cm", "Role", "cm", &["User:alice"]),
+        ]);
+        let review = a.rules_for(&user("alice", "system:authenticated"), "ns1");
+        assert_eq!(
+            review.to_json(),
+            json!({
+                "resourceRules": [{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"]}],
+                "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/api", "/api/*"]}],
+                "incomplete": false,
+            })
+        );
+        // ns2's binding points at a Role that exists only in ns1.
+        let review = a.rules_for(&user("alice", ""), "ns2");
+        assert!(review.resource_rules.is_empty());
+        assert_eq!(
+            review.evaluation_error,
+            r#"role.rbac.authorization.k8s.io "cm" not found"#
+        );
+    }
+
+    #[test]
+    fn bootstrap_policy_grants_what_upstream_grants() {
+        let mut objs = crate::bootstrap_policy();
+        for o in &objs {
+            assert_eq!(
+                o["metadata"]["labels"]["kubernetes.io/bootstrapping"], "rbac-defaults",
+                "{o}"
+            );
+            assert!(crate::validate(o).is_empty(), "{o}");
+        }
+        objs.push(binding("team", "edit", "ClusterRole", "edit", &["User:ed"]));
+        objs.push(binding("team", "view", "ClusterRole", "view", &["User:vi"]));
+        objs.push(binding(
+            "team",
+            "admin",
+            "ClusterRole",
+            "admin",
+            &["User:ad"],
+        ));
+        let a = authorizer(&objs);
+        let auth = "system:authenticated";
+        check(
+            &a,
+            &[
+                url("anyone", auth, "get", "/apis/apps/v1"),
+                url("anyone", auth, "get", "/version"),
+                url(
+                    "system:anonymous",
+                    "system:unauthenticated",
+                    "get",
+                    "/healthz",
+                ),
+                attrs(
+                    "anyone",
+                    auth,
+                    "create",
+                    "selfsubjectaccessreviews",
+                    "",
+                    "",
+                    "authorization.k8s.io",
+                ),
+                attrs(
+                    "anyone",
+                    auth,
+                    "create",
+                    "selfsubjectrulesreviews",
+                    "",
+                    "",
+                    "authorization.k8s.io",
+                ),
+                attrs("vi", auth, "list", "pods", "", "team", ""),
+                attrs("vi", auth, "get", "deployments", "scale", "team", "apps"),
+                attrs("ed", auth, "create", "deployments", "", "team", "apps"),
+                attrs("ed", auth, "get", "secrets", "", "team", ""),
+                attrs("ed", auth, "list", "pods", "", "team", ""),
+                attrs(
+                    "ad",
+                    auth,
+                    "create",
+                    "rolebindings",
+                    "",
+                    "team",
+                    "rbac.authorization.k8s.io",
+                ),
+                attrs("ad", auth, "delete", "pods", "", "team", ""),
+            ],
+            &[
+                url("system:anonymous", "system:unauthenticated", "get", "/apis"),
+                attrs("anyone", auth, "list", "pods", "", "team", ""),
+                attrs("vi", auth, "get", "secrets", "", "team", ""),
+                attrs("vi", auth, "list", "pods", "", "", ""),
+                attrs("vi", auth, "list", "pods", "", "other", ""),
+                attrs(
+                    "ed",
+                    auth,
+                    "create",
+                    "rolebindings",
+                    "",
+                    "team",
+                    "rbac.authorization.k8s.io",
+                ),
+                attrs("ed", auth, "update", "resourcequotas", "", "team", ""),
+                attrs("ad", auth, "list", "nodes", "", "", ""),
+            ],
+        );
+    }
+}

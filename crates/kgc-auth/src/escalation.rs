@@ -275,3 +275,353 @@ fn compact_rules(rules: Vec<PolicyRule>) -> Vec<PolicyRule> {
     out.extend(simple_rules);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+    use serde_json::json;
+
+    fn rules(v: &[Value]) -> Vec<PolicyRule> {
+        v.iter()
+            .map(|r| PolicyRule::from_json(r).unwrap())
+            .collect()
+    }
+
+    fn covers(owner: &[Value], servant: &[Value]) -> (bool, Vec<PolicyRule>) {
+        let owner = rules(owner);
+        let refs: Vec<&PolicyRule> = owner.iter().collect();
+        let missing = uncovered(&refs, &rules(servant));
+        (missing.is_empty(), missing)
+    }
+
+    fn with_names(mut r: Value, names: &[&str]) -> Value {
+        r["resourceNames"] = json!(names);
+        r
+    }
+
+    // policy_comparator_test.go.
+    #[test]
+    fn covers_exact_match() {
+        let r = rule("get", "v1", "builds", "");
+        let same = std::slice::from_ref(&r);
+        assert_eq!(covers(same, same), (true, vec![]));
+    }
+
+    #[test]
+    fn covers_subresource_wildcard() {
+        assert!(
+            covers(
+                &[rule("get", "v1", "*/scale", "")],
+                &[rule("get", "v1", "foo/scale", "")]
+            )
+            .0
+        );
+        assert!(
+            !covers(
+                &[rule("get", "v1", "*/scale", "")],
+                &[rule("get", "v1", "foo", "")]
+            )
+            .0
+        );
+    }
+
+    #[test]
+    fn covers_multiple_rules_covering_single_rule() {
+        let owner = [
+            rule("delete", "v1", "deployments", ""),
+            rule("delete", "v1", "builds", ""),
+            rule("update", "v1", "builds,deployments", ""),
+        ];
+        assert!(
+            covers(
+                &owner,
+                &[rule("delete,update", "v1", "builds,deployments", "")]
+            )
+            .0
+        );
+    }
+
+    #[test]
+    fn covers_multiple_api_groups() {
+        let owner = [
+            rule("delete", "group1", "deployments", ""),
+            rule("delete", "group2", "deployments", ""),
+        ];
+        assert!(
+            covers(
+                &owner,
+                &[rule("delete", "group1,group2", "deployments", "")]
+            )
+            .0
+        );
+        let (ok, missing) = covers(
+            &owner,
+            &[rule("delete", "group1,group3", "deployments", "")],
+        );
+        assert!(!ok);
+        assert_eq!(
+            missing,
+            rules(&[rule("delete", "group3", "deployments", "")])
+        );
+    }
+
+    #[test]
+    fn covers_star_api_group_and_verb() {
+        assert!(
+            covers(
+                &[rule("*", "*", "deployments", "")],
+                &[rule("delete,get", "a,b", "deployments", "")]
+            )
+            .0
+        );
+    }
+
+    #[test]
+    fn covers_resource_names() {
+        let any = rule("get", "", "pods", "");
+        let foo = with_names(rule("get", "", "pods", ""), &["foo"]);
+        let foobar = with_names(rule("get", "", "pods", ""), &["foo", "bar"]);
+        // No names in the owner covers any names; names in the owner cover only those names.
+        assert!(covers(std::slice::from_ref(&any), std::slice::from_ref(&foo)).0);
+        assert!(covers(std::slice::from_ref(&foobar), std::slice::from_ref(&foo)).0);
+        let (ok, missing) = covers(std::slice::from_ref(&foo), &[foobar]);
+        assert!(!ok);
+        assert_eq!(
+            missing,
+            rules(&[with_names(rule("get", "", "pods", ""), &["bar"])])
+        );
+        assert_eq!(
+            covers(&[foo], std::slice::from_ref(&any)),
+            (false, rules(&[any]))
+        );
+    }
+
+    #[test]
+    fn covers_non_resource_urls() {
+        assert!(
+            covers(
+                &[rule("get", "", "", "/apis")],
+                &[rule("get", "", "", "/apis")]
+            )
+            .0
+        );
+        assert!(
+            covers(
+                &[rule("get", "", "", "*")],
+                &[rule("get", "", "", "/apis/foo")]
+            )
+            .0
+        );
+        assert!(
+            covers(
+                &[rule("get", "", "", "/apis/*")],
+                &[rule("get", "", "", "/apis/foo,/apis/bar")]
+            )
+            .0
+        );
+        assert!(
+            !covers(
+                &[rule("get", "", "", "/apis/*")],
+                &[rule("get", "", "", "/api")]
+            )
+            .0
+        );
+        assert!(
+            !covers(
+                &[rule("get", "", "", "/apis")],
+                &[rule("post", "", "", "/apis")]
+            )
+            .0
+        );
+        // Resource rules never cover URLs, nor the other way round.
+        assert!(!covers(&[rule("*", "*", "*", "")], &[rule("get", "", "", "/apis")]).0);
+    }
+
+    #[test]
+    fn compact_merges_verbs_of_simple_rules() {
+        let broken = uncovered(&[], &rules(&[rule("get,list", "", "pods,secrets", "")]));
+        assert_eq!(broken.len(), 4);
+        assert_eq!(
+            compact_rules(broken),
+            rules(&[
+                rule("get,list", "", "pods", ""),
+                rule("get,list", "", "secrets", "")
+            ])
+        );
+    }
+
+    #[test]
+    fn escalation_is_refused_with_upstreams_message() {
+        let a = authorizer(&[
+            role("ns1", "pods", &[rule("get,list", "", "pods", "")]),
+            binding("ns1", "b", "Role", "pods", &["User:alice"]),
+            binding("ns1", "ghost", "Role", "missing", &["User:alice"]),
+        ]);
+        let alice = user("alice", "system:authenticated,devs");
+        assert_eq!(
+            a.confirm_no_escalation(&alice, "ns1", &rules(&[rule("get", "", "pods", "")])),
+            Ok(())
+        );
+        assert_eq!(
+            a.confirm_no_escalation(&alice, "ns1", &rules(&[rule("get,delete", "", "pods,secrets", "")])),
+            Err(concat!(
+                r#"user "alice" (groups=["system:authenticated" "devs"]) is attempting to grant RBAC permissions not currently held:"#,
+                "\n",
+                r#"{APIGroups:[""], Resources:["pods"], Verbs:["delete"]}"#,
+                "\n",
+                r#"{APIGroups:[""], Resources:["secrets"], Verbs:["get" "delete"]}"#,
+                r#"; resolution errors: [role.rbac.authorization.k8s.io "missing" not found]"#,
+            )
+            .to_owned())
+        );
+        // What alice holds in ns1 she does not hold in ns2.
+        assert!(
+            a.confirm_no_escalation(&alice, "ns2", &rules(&[rule("get", "", "pods", "")]))
+                .is_err()
+        );
+        assert_eq!(
+            a.confirm_no_escalation(
+                &user("root", "system:masters"),
+                "",
+                &rules(&[rule("*", "*", "*", "")])
+            ),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn can_bind_needs_the_roles_rules_or_bind() {
+        let a = authorizer(&[
+            cluster_role("view", &[rule("get,list", "", "pods", "")]),
+            cluster_role("edit", &[rule("*", "", "pods", "")]),
+            cluster_role(
+                "binder",
+                &[with_names(
+                    rule("bind", "rbac.authorization.k8s.io", "clusterroles", ""),
+                    &["edit"],
+                )],
+            ),
+            cluster_role(
+                "rb-writer",
+                &[rule(
+                    "create",
+                    "rbac.authorization.k8s.io",
+                    "rolebindings",
+                    "",
+                )],
+            ),
+            binding(
+                "ns1",
+                "v",
+                "ClusterRole",
+                "view",
+                &["User:alice", "User:bob"],
+            ),
+            binding("ns1", "b", "ClusterRole", "binder", &["User:bob"]),
+        ]);
+        let alice = user("alice", "");
+        let bob = user("bob", "");
+        // Holding every permission of the role is enough.
+        assert_eq!(
+            a.can_bind(
+                &alice,
+                &binding("ns1", "x", "ClusterRole", "view", &["User:carol"])
+            ),
+            Ok(())
+        );
+        // Not holding them is an escalation.
+        let err = a
+            .can_bind(
+                &alice,
+                &binding("ns1", "x", "ClusterRole", "edit", &["User:carol"]),
+            )
+            .unwrap_err();
+        assert!(err.starts_with(r#"user "alice" (groups=[]) is attempting to grant RBAC permissions not currently held:"#), "{err}");
+        // `bind` on that very role (in the binding's namespace) allows it.
+        assert_eq!(
+            a.can_bind(
+                &bob,
+                &binding("ns1", "x", "ClusterRole", "edit", &["User:carol"])
+            ),
+            Ok(())
+        );
+        assert!(
+            a.can_bind(
+                &bob,
+                &binding("ns2", "x", "ClusterRole", "edit", &["User:carol"])
+            )
+            .is_err()
+        );
+        assert!(
+            a.can_bind(&bob, &cluster_binding("x", "edit", &["User:carol"]))
+                .is_err()
+        );
+        // A missing role is reported as upstream reports it.
+        assert_eq!(
+            a.can_bind(
+                &alice,
+                &binding("ns1", "x", "Role", "nope", &["User:carol"])
+            ),
+            Err(r#"role.rbac.authorization.k8s.io "nope" not found"#.to_owned())
+        );
+        let mut weird = binding("ns1", "x", "ClusterRole", "view", &[]);
+        weird["roleRef"]["kind"] = json!("Bogus");
+        assert_eq!(
+            a.can_bind(&alice, &weird),
+            Err(r#"unsupported role reference kind: "Bogus""#.to_owned())
+        );
+        assert_eq!(a.can_bind(&user("root", "system:masters"), &weird), Ok(()));
+    }
+
+    #[test]
+    fn can_write_role_needs_the_rules_or_escalate() {
+        let a = authorizer(&[
+            cluster_role("view", &[rule("get,list", "", "pods", "")]),
+            cluster_role(
+                "escalator",
+                &[rule("escalate", "rbac.authorization.k8s.io", "roles", "")],
+            ),
+            cluster_role(
+                "named",
+                &[with_names(
+                    rule("escalate", "rbac.authorization.k8s.io", "roles", ""),
+                    &["r"],
+                )],
+            ),
+            binding(
+                "ns1",
+                "v",
+                "ClusterRole",
+                "view",
+                &["User:alice", "User:bob", "User:carol"],
+            ),
+            binding("ns1", "e", "ClusterRole", "escalator", &["User:bob"]),
+            binding("ns1", "n", "ClusterRole", "named", &["User:carol"]),
+        ]);
+        let reader = role("ns1", "r", &[rule("get", "", "pods", "")]);
+        let writer = role("ns1", "r", &[rule("delete", "", "pods", "")]);
+        assert_eq!(a.can_write_role(&user("alice", ""), &reader, false), Ok(()));
+        assert!(
+            a.can_write_role(&user("alice", ""), &writer, false)
+                .is_err()
+        );
+        assert_eq!(a.can_write_role(&user("bob", ""), &writer, false), Ok(()));
+        // `escalate` limited to a name helps updates only: a create has no name yet.
+        assert!(
+            a.can_write_role(&user("carol", ""), &writer, false)
+                .is_err()
+        );
+        assert_eq!(a.can_write_role(&user("carol", ""), &writer, true), Ok(()));
+        // Roles in ns1 do not make a cluster role writable.
+        let cluster = cluster_role("c", &[rule("get", "", "pods", "")]);
+        assert!(
+            a.can_write_role(&user("alice", ""), &cluster, false)
+                .is_err()
+        );
+        assert!(
+            a.can_write_role(&user("alice", ""), &json!({"kind": "Pod"}), false)
+                .is_err()
+        );
+    }
+}

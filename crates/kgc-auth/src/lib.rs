@@ -127,3 +127,117 @@ pub enum Error {
         problems: Vec<String>,
     },
 }
+
+/// Builders shared by the unit tests, in the shape of upstream's test helpers
+/// (`newRule("verbs", "groups", "resources", "urls")`, `"User:alice"` subjects).
+#[cfg(test)]
+pub(crate) mod testing {
+    use serde_json::{Value, json};
+
+    use crate::{Attributes, Authorizer, RBAC_GROUP, UserInfo};
+
+    fn split(s: &str) -> Vec<&str> {
+        if s.is_empty() {
+            Vec::new()
+        } else {
+            s.split(',').collect()
+        }
+    }
+
+    /// `newRule`: comma-separated verbs, API groups, resources and non-resource URLs.
+    pub fn rule(verbs: &str, groups: &str, resources: &str, urls: &str) -> Value {
+        let mut r = json!({"verbs": split(verbs)});
+        if !urls.is_empty() {
+            r["nonResourceURLs"] = json!(split(urls));
+        } else {
+            // "" is the core group, so groups are split without dropping the empty one.
+            r["apiGroups"] = json!(groups.split(',').collect::<Vec<_>>());
+            r["resources"] = json!(split(resources));
+        }
+        r
+    }
+
+    pub fn cluster_role(name: &str, rules: &[Value]) -> Value {
+        json!({"kind": "ClusterRole", "metadata": {"name": name}, "rules": rules})
+    }
+
+    pub fn role(ns: &str, name: &str, rules: &[Value]) -> Value {
+        json!({"kind": "Role", "metadata": {"name": name, "namespace": ns}, "rules": rules})
+    }
+
+    /// `"User:alice"`, `"Group:devs"`, `"ServiceAccount:ns:name"` (ns may be empty).
+    fn subjects(subjects: &[&str]) -> Vec<Value> {
+        subjects
+            .iter()
+            .map(|s| match s.split(':').collect::<Vec<_>>().as_slice() {
+                ["ServiceAccount", ns, name] => {
+                    json!({"kind": "ServiceAccount", "namespace": ns, "name": name})
+                }
+                [kind, rest @ ..] => {
+                    json!({"kind": kind, "apiGroup": RBAC_GROUP, "name": rest.join(":")})
+                }
+                [] => json!({}),
+            })
+            .collect()
+    }
+
+    pub fn cluster_binding(name: &str, role: &str, subj: &[&str]) -> Value {
+        json!({"kind": "ClusterRoleBinding", "metadata": {"name": name},
+               "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role},
+               "subjects": subjects(subj)})
+    }
+
+    /// A RoleBinding to a `Role` or a `ClusterRole` (`role_kind`).
+    pub fn binding(ns: &str, name: &str, role_kind: &str, role: &str, subj: &[&str]) -> Value {
+        json!({"kind": "RoleBinding", "metadata": {"name": name, "namespace": ns},
+               "roleRef": {"apiGroup": RBAC_GROUP, "kind": role_kind, "name": role},
+               "subjects": subjects(subj)})
+    }
+
+    pub fn user(name: &str, groups: &str) -> UserInfo {
+        UserInfo {
+            name: name.into(),
+            groups: split(groups).into_iter().map(String::from).collect(),
+            ..UserInfo::default()
+        }
+    }
+
+    /// upstream's `defaultAttributes{user, groups, verb, resource, subresource, ns, apiGroup}`.
+    pub fn attrs(
+        u: &str,
+        groups: &str,
+        verb: &str,
+        res: &str,
+        sub: &str,
+        ns: &str,
+        group: &str,
+    ) -> Attributes {
+        Attributes {
+            user: user(u, groups),
+            verb: verb.into(),
+            namespace: ns.into(),
+            api_group: group.into(),
+            resource: res.into(),
+            subresource: sub.into(),
+            resource_request: true,
+            ..Attributes::default()
+        }
+    }
+
+    pub fn url(u: &str, groups: &str, verb: &str, path: &str) -> Attributes {
+        Attributes {
+            user: user(u, groups),
+            verb: verb.into(),
+            path: path.into(),
+            ..Attributes::default()
+        }
+    }
+
+    pub fn authorizer(objs: &[Value]) -> Authorizer {
+        let mut a = Authorizer::new();
+        for o in objs {
+            a.apply(o).unwrap();
+        }
+        a
+    }
+}
