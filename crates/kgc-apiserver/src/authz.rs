@@ -34,6 +34,7 @@ impl Rbac {
     /// holds, and returns the authorizer; then [`Rbac::run`] follows changes.
     pub async fn start(store: &Store) -> Result<(Arc<Self>, Vec<kgc_store::Watcher>), Status> {
         bootstrap(store).await?;
+        aggregate_cluster_roles(store).await;
         let rbac = Arc::new(Self::default());
         let mut watchers = Vec::new();
         for (resource, _) in RBAC_RESOURCES {
