@@ -4,6 +4,8 @@
 
 mod support;
 
+use std::path::{Path, PathBuf};
+
 use kube::Client;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
@@ -134,4 +136,482 @@ async fn insecure_http_is_refused_off_loopback() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("refused on 0.0.0.0:0"), "{err}");
+}
+
+/// `kgc serve add-user NAME ARGS...` against this server's data directory: writes the printed
+/// kubeconfig into the scratch directory and returns its path.
+fn add_user(server: &Server, name: &str, args: &[&str]) -> PathBuf {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgc"))
+        .args(["serve", "add-user", name, "--data-dir"])
+        .arg(server.data_dir())
+        .args(args)
+        .output()
+        .expect("running kgc serve add-user");
+    assert!(
+        out.status.success(),
+        "add-user {name} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = server.scratch().join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, &out.stdout).expect("writing a kubeconfig");
+    path
+}
+
+/// kubectl with another kubeconfig; returns (success, stdout, stderr).
+async fn kubectl_with(server: &Server, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = server
+        .kubectl_command(args)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .await
+        .expect("running kubectl");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `kubectl auth can-i VERB RESOURCE` as the given kubeconfig's user: yes or no.
+async fn can_i(server: &Server, kubeconfig: &Path, args: &[&str]) -> bool {
+    let mut full = vec!["auth", "can-i"];
+    full.extend_from_slice(args);
+    let (_, stdout, stderr) = kubectl_with(server, kubeconfig, &full).await;
+    match stdout.trim() {
+        "yes" => true,
+        "no" => false,
+        other => panic!("kubectl {full:?}: {other:?} / {stderr}"),
+    }
+}
+
+async fn client_from(path: &Path) -> Client {
+    client_of(Kubeconfig::read_from(path).expect("reading a kubeconfig")).await
+}
+
+#[tokio::test]
+async fn namespace_user_is_forbidden_cluster_wide_and_allowed_in_its_namespace() {
+    let server = Server::start_secure(&[]).await;
+    let ns = support::fresh_namespace(&server.client(), "team").await;
+    let alice = add_user(
+        &server,
+        "alice",
+        &["-n", &ns, "--role", "edit", "--group", "devs"],
+    );
+    let c = client_from(&alice).await;
+    let r = raw(&c, "GET", "/api/v1/pods", None, Vec::new()).await;
+    assert_status(
+        &r,
+        403,
+        "Forbidden",
+        "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" at the cluster scope",
+    );
+    assert_eq!(r.json()["details"]["kind"], "pods");
+    let r = raw(
+        &c,
+        "GET",
+        &format!("/api/v1/namespaces/{ns}/pods"),
+        None,
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = raw(
+        &c,
+        "GET",
+        "/api/v1/namespaces/default/secrets/x",
+        None,
+        Vec::new(),
+    )
+    .await;
+    assert_status(
+        &r,
+        403,
+        "Forbidden",
+        "secrets \"x\" is forbidden: User \"alice\" cannot get resource \"secrets\" in API group \"\" in the namespace \"default\"",
+    );
+    // kubectl prints the same sentence, and whoami shows the certificate's identity.
+    let (ok, _, err) = kubectl_with(&server, &alice, &["get", "pods", "-A"]).await;
+    assert!(!ok);
+    assert!(
+        err.contains("Error from server (Forbidden): pods is forbidden: User \"alice\" cannot list resource \"pods\""),
+        "{err}"
+    );
+    let (ok, out, err) = kubectl_with(&server, &alice, &["auth", "whoami", "-o", "json"]).await;
+    assert!(ok, "{err}");
+    let who: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(who["status"]["userInfo"]["username"], "alice");
+    assert_eq!(
+        who["status"]["userInfo"]["groups"],
+        serde_json::json!(["devs", "system:authenticated"])
+    );
+    // kubectl works in the namespace (discovery included).
+    let (ok, _, err) = kubectl_with(
+        &server,
+        &alice,
+        &["-n", &ns, "create", "configmap", "c", "--from-literal=a=b"],
+    )
+    .await;
+    assert!(ok, "{err}");
+}
+
+#[tokio::test]
+async fn kubectl_auth_can_i_matrix() {
+    let server = Server::start_secure(&[]).await;
+    let admin = server.kubeconfig_path();
+    let ns = support::fresh_namespace(&server.client(), "matrix").await;
+    let editor = add_user(&server, "ed", &["-n", &ns, "--role", "edit"]);
+    let viewer = add_user(&server, "vi", &["-n", &ns, "--role", "view"]);
+    server
+        .kubectl_ok(&["-n", &ns, "create", "serviceaccount", "bot"])
+        .await;
+    server
+        .kubectl_ok(&[
+            "-n",
+            &ns,
+            "create",
+            "rolebinding",
+            "bot-view",
+            "--clusterrole=view",
+            "--serviceaccount",
+            &format!("{ns}:bot"),
+        ])
+        .await;
+    let sa = format!("--as=system:serviceaccount:{ns}:bot");
+    let n = format!("--namespace={ns}");
+    // (kubeconfig, args, expected)
+    let rows: Vec<(&Path, Vec<&str>, bool)> = vec![
+        (&admin, vec!["create", "clusterrolebindings"], true),
+        (&admin, vec!["delete", "nodes"], true),
+        (&editor, vec!["create", "deployments.apps", &n], true),
+        (&editor, vec!["delete", "pods", &n], true),
+        (&editor, vec!["get", "secrets", &n], true),
+        (&editor, vec!["create", "rolebindings", &n], false),
+        (&editor, vec!["list", "pods", "--all-namespaces"], false),
+        (&editor, vec!["create", "pods", "-n", "default"], false),
+        (&viewer, vec!["list", "pods", &n], true),
+        (&viewer, vec!["watch", "deployments.apps", &n], true),
+        (&viewer, vec!["get", "secrets", &n], false),
+        (&viewer, vec!["create", "configmaps", &n], false),
+        (&admin, vec!["get", "pods", &n, &sa], true),
+        (&admin, vec!["delete", "pods", &n, &sa], false),
+        (&admin, vec!["list", "secrets", &n, &sa], false),
+    ];
+    for (kc, args, want) in &rows {
+        assert_eq!(
+            can_i(&server, kc, args).await,
+            *want,
+            "can-i {args:?} as {}",
+            kc.display()
+        );
+    }
+    // `--list` (SelfSubjectRulesReview).
+    let list = |kc: &Path, extra: Vec<String>| {
+        let server = &server;
+        let kc = kc.to_owned();
+        async move {
+            let mut args: Vec<&str> = vec!["auth", "can-i", "--list"];
+            args.extend(extra.iter().map(String::as_str));
+            let (ok, out, err) = kubectl_with(server, &kc, &args).await;
+            assert!(ok, "{args:?}: {err}");
+            out
+        }
+    };
+    let out = list(&admin, vec![]).await;
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("*.*") && l.contains("[*]")),
+        "{out}"
+    );
+    let out = list(&editor, vec![n.clone()]).await;
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("deployments.apps ") && l.contains("create")),
+        "{out}"
+    );
+    assert!(!out.lines().any(|l| l.starts_with("rolebindings")), "{out}");
+    let out = list(&viewer, vec![n.clone()]).await;
+    let pods = out
+        .lines()
+        .find(|l| l.starts_with("pods "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(pods.contains("[get list watch]"), "{pods}");
+    assert!(!out.lines().any(|l| l.starts_with("secrets ")), "{out}");
+    let out = list(&admin, vec![n.clone(), sa.clone()]).await;
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("pods ") && l.contains("[get list watch]")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("selfsubjectaccessreviews.authorization.k8s.io")),
+        "{out}"
+    );
+    // Without impersonation rights `--as` is refused.
+    let (ok, _, err) = kubectl_with(
+        &server,
+        &viewer,
+        &["auth", "can-i", "get", "pods", "--as=admin"],
+    )
+    .await;
+    assert!(!ok);
+    assert!(
+        err.contains("users \\\"admin\\\" is forbidden")
+            || err.contains("users \"admin\" is forbidden"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn escalation_and_invalid_rbac_objects_are_refused() {
+    let server = Server::start_secure(&[]).await;
+    let ns = support::fresh_namespace(&server.client(), "esc").await;
+    let carol = add_user(&server, "carol", &["-n", &ns, "--role", "admin"]);
+    // A namespace admin may bind `edit` (it holds every permission of it)...
+    let (ok, _, err) = kubectl_with(
+        &server,
+        &carol,
+        &[
+            "-n",
+            &ns,
+            "create",
+            "rolebinding",
+            "e",
+            "--clusterrole=edit",
+            "--user=dave",
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    // ...but not `cluster-admin`, nor write a Role granting more than it holds.
+    let (ok, _, err) = kubectl_with(
+        &server,
+        &carol,
+        &[
+            "-n",
+            &ns,
+            "create",
+            "rolebinding",
+            "x",
+            "--clusterrole=cluster-admin",
+            "--user=carol",
+        ],
+    )
+    .await;
+    assert!(!ok);
+    assert!(
+        err.contains("rolebindings.rbac.authorization.k8s.io \"x\" is forbidden: user \"carol\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held"),
+        "{err}"
+    );
+    let role = format!(
+        r#"{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{{"name":"all","namespace":"{ns}"}},"rules":[{{"apiGroups":["*"],"resources":["*"],"verbs":["*"]}}]}}"#
+    );
+    let c = client_from(&carol).await;
+    let path = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles");
+    let r = raw(&c, "POST", &path, Some("application/json"), role.clone()).await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("is attempting to grant RBAC permissions not currently held")
+    );
+    // The admin may (system:masters).
+    let r = server
+        .raw("POST", &path, Some("application/json"), role)
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    // Invalid rules are a 422 naming the field, for everyone.
+    let bad = format!(
+        r#"{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{{"name":"bad","namespace":"{ns}"}},"rules":[{{"apiGroups":[""],"resources":["pods"]}}]}}"#
+    );
+    let r = server
+        .raw("POST", &path, Some("application/json"), bad)
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(r.json()["reason"], "Invalid");
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("rules[0].verbs"),
+        "{}",
+        r.text()
+    );
+    // A binding's roleRef cannot change.
+    let r = server
+        .raw(
+            "PATCH",
+            &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings/e"),
+            Some("application/merge-patch+json"),
+            r#"{"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"}}"#,
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text());
+}
+
+#[tokio::test]
+async fn service_account_tokens() {
+    let server = Server::start_secure(&[]).await;
+    let ns = support::fresh_namespace(&server.client(), "sa").await;
+    server
+        .kubectl_ok(&["-n", &ns, "create", "serviceaccount", "bot"])
+        .await;
+    let token = server
+        .kubectl_ok(&["-n", &ns, "create", "token", "bot"])
+        .await;
+    let token = token.trim();
+    let bot = with_token(&server, token).await;
+    let r = raw(
+        &bot,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        Some("application/json"),
+        r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let info = &r.json()["status"]["userInfo"];
+    assert_eq!(info["username"], format!("system:serviceaccount:{ns}:bot"));
+    assert_eq!(
+        info["groups"],
+        serde_json::json!([
+            "system:serviceaccounts",
+            format!("system:serviceaccounts:{ns}"),
+            "system:authenticated"
+        ])
+    );
+    // No rights yet: 403; bound to `view`: 200, once the authorizer has seen the binding.
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    assert_eq!(raw(&bot, "GET", &pods, None, Vec::new()).await.status, 403);
+    server
+        .kubectl_ok(&[
+            "-n",
+            &ns,
+            "create",
+            "rolebinding",
+            "bot",
+            "--clusterrole=view",
+            "--serviceaccount",
+            &format!("{ns}:bot"),
+        ])
+        .await;
+    support::eventually(
+        "the binding takes effect",
+        std::time::Duration::from_secs(10),
+        || async { raw(&bot, "GET", &pods, None, Vec::new()).await.status == 200 },
+    )
+    .await;
+    // Too short a duration is refused as upstream refuses it.
+    let out = server
+        .kubectl(&["-n", &ns, "create", "token", "bot", "--duration=1m"])
+        .await;
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("may not specify a duration less than 10 minutes")
+    );
+    // A token for a missing account is a 404.
+    let out = server
+        .kubectl(&["-n", &ns, "create", "token", "nobody"])
+        .await;
+    assert!(String::from_utf8_lossy(&out.stderr).contains("serviceaccounts \"nobody\" not found"));
+
+    // An expired token (signed with the server's own key) is a 401.
+    let key = std::fs::read_to_string(server.data_dir().join("pki/sa.key")).unwrap();
+    let der = rcgen::KeyPair::from_pem(&key).unwrap().serialize_der();
+    let signer = kgc_apiserver::serviceaccount::ServiceAccountTokens::new(
+        &der,
+        kgc_apiserver::serviceaccount::DEFAULT_ISSUER,
+    )
+    .unwrap();
+    let uid = server
+        .kubectl_ok(&[
+            "-n",
+            &ns,
+            "get",
+            "sa",
+            "bot",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
+        .await;
+    let claims = kgc_apiserver::serviceaccount::Claims {
+        namespace: ns.clone(),
+        name: "bot".into(),
+        uid: uid.clone(),
+        jti: "j".into(),
+    };
+    let aud = vec![kgc_apiserver::serviceaccount::DEFAULT_ISSUER.to_owned()];
+    let now = jiff::Timestamp::now().as_second();
+    let expired = signer.issue(&claims, &aud, now - 7200, 3600).unwrap();
+    let r = raw(
+        &with_token(&server, &expired).await,
+        "GET",
+        &pods,
+        None,
+        Vec::new(),
+    )
+    .await;
+    assert_status(&r, 401, "Unauthorized", "Unauthorized");
+    // The same claims, valid now, work: the key is the server's.
+    let fresh = signer.issue(&claims, &aud, now, 3600).unwrap();
+    assert_eq!(
+        raw(
+            &with_token(&server, &fresh).await,
+            "GET",
+            &pods,
+            None,
+            Vec::new()
+        )
+        .await
+        .status,
+        200
+    );
+    // Deleting the account revokes its tokens, and a new account of that name is another uid.
+    server.kubectl_ok(&["-n", &ns, "delete", "sa", "bot"]).await;
+    let r = raw(&bot, "GET", &pods, None, Vec::new()).await;
+    assert_status(&r, 401, "Unauthorized", "Unauthorized");
+    server
+        .kubectl_ok(&["-n", &ns, "create", "serviceaccount", "bot"])
+        .await;
+    let r = raw(&bot, "GET", &pods, None, Vec::new()).await;
+    assert_status(&r, 401, "Unauthorized", "Unauthorized");
+}
+
+#[tokio::test]
+async fn static_tokens_and_restart_reuse_the_pki() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tokens.csv");
+    std::fs::write(&file, "s3cret,tok-user,u-1,\"ops,dev\"\n").unwrap();
+    let mut server = Server::start_secure(&["--token-auth-file", file.to_str().unwrap()]).await;
+    let c = with_token(&server, "s3cret").await;
+    let r = raw(
+        &c,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        Some("application/json"),
+        r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["status"]["userInfo"]["username"], "tok-user");
+    assert_eq!(r.json()["status"]["userInfo"]["uid"], "u-1");
+    assert_eq!(
+        r.json()["status"]["userInfo"]["groups"],
+        serde_json::json!(["ops", "dev", "system:authenticated"])
+    );
+    let ca = std::fs::read_to_string(server.data_dir().join("pki/ca.crt")).unwrap();
+    let alice = add_user(&server, "alice", &[]);
+    server.restart().await;
+    assert_eq!(
+        ca,
+        std::fs::read_to_string(server.data_dir().join("pki/ca.crt")).unwrap()
+    );
+    // A kubeconfig made before the restart still verifies the server and authenticates
+    // (the port changed, so point it at the new one).
+    let mut kc = Kubeconfig::read_from(&alice).unwrap();
+    kc.clusters[0].cluster.as_mut().unwrap().server = Some(server.url().to_owned());
+    let r = raw(&client_of(kc).await, "GET", "/api", None, Vec::new()).await;
+    assert_eq!(r.status, 200, "{}", r.text());
 }
