@@ -918,7 +918,30 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), c.groups().len());
-        assert_eq!(c.resources().count(), 36);
+        assert_eq!(c.resources().count(), 40);
+    }
+
+    #[test]
+    fn reviews_are_create_only_and_tokens_a_subresource() {
+        let c = Catalog::builtin();
+        for (group, kind, plural) in REVIEWS {
+            let r = c.get(group, "v1", plural).unwrap();
+            assert_eq!(
+                (r.kind.as_str(), r.verbs.as_slice()),
+                (kind, &["create".to_owned()][..])
+            );
+            assert!(!r.namespaced());
+        }
+        let token = c
+            .get("", "v1", "serviceaccounts")
+            .unwrap()
+            .subresource("token")
+            .unwrap()
+            .clone();
+        assert_eq!(
+            (token.group.as_str(), token.kind.as_str()),
+            ("authentication.k8s.io", "TokenRequest")
+        );
     }
 
     #[test]

@@ -615,3 +615,151 @@ async fn static_tokens_and_restart_reuse_the_pki() {
     let r = raw(&client_of(kc).await, "GET", "/api", None, Vec::new()).await;
     assert_eq!(r.status, 200, "{}", r.text());
 }
+
+/// deploy/kgc-controller.yaml applied to `kgc serve`: its service account may do what the
+/// collector does and nothing more, and a `kgc controller` running as it elects itself leader
+/// and collects.
+#[tokio::test]
+async fn deploy_manifests_grant_the_collector_exactly_what_it_needs() {
+    // The built-in collector is off: the one running as the service account must do the work.
+    let server = Server::start_secure(&["--disable", "gc"]).await;
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kgc-controller.yaml");
+    server
+        .kubectl_ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+    let ns = support::fresh_namespace(&server.client(), "gc").await;
+    let admin = server.kubeconfig_path();
+    let sa = "--as=system:serviceaccount:kgc-system:kgc-controller";
+    let n = format!("--namespace={ns}");
+    let rows: Vec<(Vec<&str>, bool)> = vec![
+        (vec!["list", "configmaps", "--all-namespaces"], true),
+        (vec!["watch", "deployments.apps", "--all-namespaces"], true),
+        (
+            vec!["list", "customresourcedefinitions.apiextensions.k8s.io"],
+            true,
+        ),
+        (vec!["delete", "pods", &n], true),
+        (vec!["patch", "replicasets.apps", &n], true),
+        (vec!["create", "events", &n], true),
+        (
+            vec!["create", "leases.coordination.k8s.io", "-n", "kgc-system"],
+            true,
+        ),
+        (
+            vec![
+                "get",
+                "leases.coordination.k8s.io/kgc-controller",
+                "-n",
+                "kgc-system",
+            ],
+            true,
+        ),
+        (
+            vec![
+                "update",
+                "leases.coordination.k8s.io/kgc-controller",
+                "-n",
+                "kgc-system",
+            ],
+            true,
+        ),
+        // Read access includes Secrets (RBAC has no metadata-only grant; see the manifest).
+        (vec!["get", "secrets", &n], true),
+        (
+            vec![
+                "update",
+                "leases.coordination.k8s.io/other",
+                "-n",
+                "kgc-system",
+            ],
+            false,
+        ),
+        (vec!["create", "leases.coordination.k8s.io", &n], false),
+        (vec!["create", "pods", &n], false),
+        (vec!["create", "secrets", &n], false),
+        (vec!["update", "deployments.apps", &n], false),
+        (vec!["create", "serviceaccounts/token", &n], false),
+        (vec!["create", "pods/exec", &n], false),
+        (vec!["create", "clusterrolebindings"], false),
+        (vec!["escalate", "clusterroles"], false),
+        (vec!["impersonate", "users"], false),
+    ];
+    for (args, want) in &rows {
+        let mut args = args.clone();
+        args.push(sa);
+        assert_eq!(can_i(&server, &admin, &args).await, *want, "can-i {args:?}");
+    }
+
+    // Run the collector with the service account's token.
+    let token = server
+        .kubectl_ok(&["-n", "kgc-system", "create", "token", "kgc-controller"])
+        .await;
+    let kc = kubeconfig_as(&server, &format!(r#"{{"token": "{}"}}"#, token.trim()));
+    let kc_path = server.scratch().join("controller.kubeconfig");
+    std::fs::write(&kc_path, serde_json::to_string(&kc).unwrap()).unwrap();
+    let _controller = tokio::process::Command::new(env!("CARGO_BIN_EXE_kgc"))
+        .args(["controller", "--listen", "127.0.0.1:0", "--kubeconfig"])
+        .arg(&kc_path)
+        .args([
+            "--lease-namespace",
+            "kgc-system",
+            "--lease-name",
+            "kgc-controller",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(server.scratch().join("controller.log")).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawning kgc controller");
+    let cm = |name: &str, owner: Option<&str>| {
+        let refs = owner
+            .map(|uid| format!(r#","ownerReferences":[{{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":"{uid}"}}]"#))
+            .unwrap_or_default();
+        format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"{refs}}}}}"#)
+    };
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let owner = server
+        .raw("POST", &path, Some("application/json"), cm("owner", None))
+        .await;
+    assert_eq!(owner.status, 201, "{}", owner.text());
+    let uid = owner.json()["metadata"]["uid"].as_str().unwrap().to_owned();
+    let dep = server
+        .raw(
+            "POST",
+            &path,
+            Some("application/json"),
+            cm("dep", Some(&uid)),
+        )
+        .await;
+    assert_eq!(dep.status, 201, "{}", dep.text());
+    let lease = "/apis/coordination.k8s.io/v1/namespaces/kgc-system/leases/kgc-controller";
+    support::eventually(
+        "the controller holds the lease",
+        std::time::Duration::from_secs(30),
+        || async {
+            let r = server.raw("GET", lease, None, Vec::new()).await;
+            r.status == 200 && r.json()["spec"]["holderIdentity"].is_string()
+        },
+    )
+    .await;
+    assert_eq!(
+        server
+            .raw("DELETE", &format!("{path}/owner"), None, Vec::new())
+            .await
+            .status,
+        200
+    );
+    support::eventually(
+        "the dependent is collected",
+        std::time::Duration::from_secs(30),
+        || async {
+            server
+                .raw("GET", &format!("{path}/dep"), None, Vec::new())
+                .await
+                .status
+                == 404
+        },
+    )
+    .await;
+}
