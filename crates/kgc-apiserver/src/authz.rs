@@ -351,12 +351,10 @@ pub fn attributes(user: &UserInfo, method: &Method, path: &str, query: &Query) -
         rest = &rest[1..];
     }
     let mut namespace = "";
-    if rest.first() == Some(&"namespaces") {
-        if rest.len() > 1 {
-            namespace = rest[1];
-            if rest.len() > 2 && !matches!(rest[2], "status" | "finalize") {
-                rest = &rest[2..];
-            }
+    if rest.first() == Some(&"namespaces") && rest.len() > 1 {
+        namespace = rest[1];
+        if rest.len() > 2 && !matches!(rest[2], "status" | "finalize") {
+            rest = &rest[2..];
         }
     }
     let resource = rest.first().copied().unwrap_or_default();

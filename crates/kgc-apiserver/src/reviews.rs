@@ -196,7 +196,7 @@ async fn token_request(
             "TokenRequest",
             FieldError::invalid(
                 "spec.expirationSeconds",
-                &expiration.to_string(),
+                expiration.to_string(),
                 "may not specify a duration less than 10 minutes",
             ),
         ));
@@ -206,7 +206,7 @@ async fn token_request(
             "TokenRequest",
             FieldError::invalid(
                 "spec.expirationSeconds",
-                &expiration.to_string(),
+                expiration.to_string(),
                 "may not specify a duration larger than 2^32 seconds",
             ),
         ));
