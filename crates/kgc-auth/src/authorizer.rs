@@ -726,18 +726,23 @@ mod tests {
         }
     }
 
+    /// The RoleBinding upstream's `TestAuthorizer` cases share.
+    fn admin_binding() -> Value {
+        binding(
+            "ns1",
+            "admin",
+            "ClusterRole",
+            "admin",
+            &["User:admin", "Group:admins"],
+        )
+    }
+
     // rbac_test.go `TestAuthorizer`, case by case.
     #[test]
     fn authorizer_role_binding_to_cluster_role() {
         let a = authorizer(&[
             cluster_role("admin", &[rule("*", "*", "*", "")]),
-            binding(
-                "ns1",
-                "admin",
-                "ClusterRole",
-                "admin",
-                &["User:admin", "Group:admins"],
-            ),
+            admin_binding(),
         ]);
         check(
             &a,
@@ -810,13 +815,7 @@ mod tests {
     fn authorizer_subresource_resolution() {
         let a = authorizer(&[
             cluster_role("admin", &[rule("*", "*", "pods", "")]),
-            binding(
-                "ns1",
-                "admin",
-                "ClusterRole",
-                "admin",
-                &["User:admin", "Group:admins"],
-            ),
+            admin_binding(),
         ]);
         check(
             &a,
@@ -831,13 +830,7 @@ mod tests {
                     rule("*", "*", "*/scale", ""),
                 ],
             ),
-            binding(
-                "ns1",
-                "admin",
-                "ClusterRole",
-                "admin",
-                &["User:admin", "Group:admins"],
-            ),
+            admin_binding(),
         ]);
         check(
             &a,
