@@ -106,8 +106,9 @@ impl Authorizer {
     /// holds every permission of the referenced role there.
     ///
     /// A RoleBinding's `metadata.namespace` must already hold the request's namespace (a
-    /// create may omit it in the body). An update whose `roleRef` is unchanged needs no check
-    /// upstream only if nothing but the GC fields changed; that comparison is the caller's.
+    /// create may omit it in the body). Updates are checked too, except when they change only
+    /// the fields the garbage collector writes (`IsOnlyMutatingGCFields`); that comparison is
+    /// the caller's.
     pub fn can_bind(&self, user: &UserInfo, binding: &Value) -> Result<(), String> {
         if user.is_superuser() {
             return Ok(());
