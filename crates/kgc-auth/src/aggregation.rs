@@ -249,7 +249,7 @@ mod tests {
         let rules = admin["rules"].as_array().unwrap();
         // admin = aggregate-to-admin + edit (= aggregate-to-edit + view (= aggregate-to-view)).
         for want in [
-            json!({"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"]}),
+            json!({"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings", "roles"]}),
             json!({"apiGroups": [""], "resources": ["pods/eviction"]}),
             json!({"apiGroups": [""], "resources": ["namespaces"]}),
         ] {
