@@ -17,7 +17,9 @@ use crate::rule::parse_rules;
 
 struct Role {
     name: String,
-    labels: BTreeMap<String, String>,
+    /// `None` when `metadata.labels` is malformed: such a role is never aggregated into
+    /// another (a guess at its labels could satisfy a `NotIn` or `DoesNotExist` selector).
+    labels: Option<BTreeMap<String, String>>,
     rules: Vec<PolicyRule>,
     /// `None`: not aggregated, or its selectors do not parse (upstream's sync then fails and
     /// leaves the role as it is).
@@ -44,7 +46,8 @@ pub fn aggregate(cluster_roles: &[Value]) -> Vec<(String, Vec<PolicyRule>)> {
             let mut rules: Vec<PolicyRule> = Vec::new();
             for selector in selectors {
                 for (j, other) in roles.iter().enumerate() {
-                    if j == i || !selector.matches(&other.labels) {
+                    let selected = other.labels.as_ref().is_some_and(|l| selector.matches(l));
+                    if j == i || !selected {
                         continue;
                     }
                     for r in &other.rules {
@@ -74,15 +77,14 @@ pub fn aggregate(cluster_roles: &[Value]) -> Vec<(String, Vec<PolicyRule>)> {
 fn parse_role(v: &Value) -> Option<Role> {
     let meta = v.get("metadata")?;
     let name = meta.get("name")?.as_str()?.to_owned();
-    let labels = meta
-        .get("labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let labels = match meta.get("labels") {
+        None | Some(Value::Null) => Some(BTreeMap::new()),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect(),
+        Some(_) => None,
+    };
     let (rules, _) = parse_rules(v);
     let selectors = match v.get("aggregationRule") {
         None | Some(Value::Null) => None,
@@ -247,7 +249,7 @@ mod tests {
         let rules = admin["rules"].as_array().unwrap();
         // admin = aggregate-to-admin + edit (= aggregate-to-edit + view (= aggregate-to-view)).
         for want in [
-            json!({"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"]}),
+            json!({"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings", "roles"]}),
             json!({"apiGroups": [""], "resources": ["pods/eviction"]}),
             json!({"apiGroups": [""], "resources": ["namespaces"]}),
         ] {
@@ -296,6 +298,25 @@ mod tests {
             );
             assert!(aggregate(&[hammer.clone(), agg]).is_empty(), "{bad}");
         }
+    }
+
+    #[test]
+    fn roles_with_malformed_labels_are_never_aggregated() {
+        let odd = role(
+            "odd",
+            json!({"tier": 5}),
+            json!([r("get", "secrets")]),
+            None,
+        );
+        let agg = role(
+            "target",
+            json!({}),
+            json!([]),
+            Some(
+                json!([{"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["b"]}]}]),
+            ),
+        );
+        assert!(aggregate(&[odd, agg]).is_empty());
     }
 
     #[test]

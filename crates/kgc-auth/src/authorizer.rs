@@ -726,18 +726,23 @@ mod tests {
         }
     }
 
+    /// The RoleBinding upstream's `TestAuthorizer` cases share.
+    fn admin_binding() -> Value {
+        binding(
+            "ns1",
+            "admin",
+            "ClusterRole",
+            "admin",
+            &["User:admin", "Group:admins"],
+        )
+    }
+
     // rbac_test.go `TestAuthorizer`, case by case.
     #[test]
     fn authorizer_role_binding_to_cluster_role() {
         let a = authorizer(&[
             cluster_role("admin", &[rule("*", "*", "*", "")]),
-            binding(
-                "ns1",
-                "admin",
-                "ClusterRole",
-                "admin",
-                &["User:admin", "Group:admins"],
-            ),
+            admin_binding(),
         ]);
         check(
             &a,
@@ -810,13 +815,7 @@ mod tests {
     fn authorizer_subresource_resolution() {
         let a = authorizer(&[
             cluster_role("admin", &[rule("*", "*", "pods", "")]),
-            binding(
-                "ns1",
-                "admin",
-                "ClusterRole",
-                "admin",
-                &["User:admin", "Group:admins"],
-            ),
+            admin_binding(),
         ]);
         check(
             &a,
@@ -831,13 +830,7 @@ mod tests {
                     rule("*", "*", "*/scale", ""),
                 ],
             ),
-            binding(
-                "ns1",
-                "admin",
-                "ClusterRole",
-                "admin",
-                &["User:admin", "Group:admins"],
-            ),
+            admin_binding(),
         ]);
         check(
             &a,
@@ -1285,6 +1278,79 @@ mod tests {
                 ),
                 attrs("ed", auth, "update", "resourcequotas", "", "team", ""),
                 attrs("ad", auth, "list", "nodes", "", "", ""),
+            ],
+        );
+    }
+
+    /// The upstream rules users lean on most (`system:aggregate-to-*` in
+    /// `bootstrappolicy/policy.go`), through the authorizer rather than by shape.
+    #[test]
+    fn bootstrap_policy_pins_upstream_rules() {
+        let mut objs = crate::bootstrap_policy();
+        for (role, user) in [
+            ("edit", "User:ed"),
+            ("view", "User:vi"),
+            ("admin", "User:ad"),
+        ] {
+            objs.push(binding("team", role, "ClusterRole", role, &[user]));
+        }
+        let a = authorizer(&objs);
+        let auth = "system:authenticated";
+        let rbac = "rbac.authorization.k8s.io";
+        let coord = "coordination.k8s.io";
+        let at = |u: &str, verb: &str, res: &str, sub: &str, group: &str| {
+            attrs(u, auth, verb, res, sub, "team", group)
+        };
+        check(
+            &a,
+            &[
+                attrs(
+                    "anyone",
+                    auth,
+                    "create",
+                    "selfsubjectreviews",
+                    "",
+                    "",
+                    "authentication.k8s.io",
+                ),
+                at("vi", "get", "pods", "log", ""),
+                at("vi", "list", "endpointslices", "", "discovery.k8s.io"),
+                at("ed", "create", "pods", "", ""),
+                at("ed", "create", "pods", "exec", ""),
+                at("ed", "create", "pods", "eviction", ""),
+                at("ed", "create", "deployments", "", "apps"),
+                at("ed", "patch", "deployments", "scale", "apps"),
+                at("ed", "create", "events", "", ""),
+                at("ed", "create", "serviceaccounts", "token", ""),
+                at("ed", "impersonate", "serviceaccounts", "", ""),
+                at("ed", "update", "leases", "", coord),
+                at("ed", "watch", "leases", "", coord),
+                at("ad", "create", "rolebindings", "", rbac),
+                at("ad", "delete", "roles", "", rbac),
+                at(
+                    "ad",
+                    "create",
+                    "localsubjectaccessreviews",
+                    "",
+                    "authorization.k8s.io",
+                ),
+                at("ad", "delete", "leases", "", coord),
+            ],
+            &[
+                at("vi", "get", "secrets", "", ""),
+                at("vi", "get", "pods", "exec", ""),
+                at("vi", "get", "leases", "", coord),
+                at("vi", "create", "pods", "", ""),
+                at("ed", "get", "roles", "", rbac),
+                at("ed", "create", "rolebindings", "", rbac),
+                at("ed", "update", "roles", "", rbac),
+                // Dropped from edit upstream in 1.22 (CVE-2021-25740).
+                at("ed", "create", "endpoints", "", ""),
+                at("ed", "update", "resourcequotas", "", ""),
+                at("ed", "update", "pods", "status", ""),
+                at("ad", "update", "resourcequotas", "", ""),
+                at("ad", "create", "clusterroles", "", rbac),
+                attrs("ad", auth, "create", "rolebindings", "", "other", rbac),
             ],
         );
     }

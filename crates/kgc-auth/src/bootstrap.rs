@@ -1,9 +1,16 @@
-//! The default RBAC policy kube-apiserver creates on start
-//! (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go`, Kubernetes 1.32): the
-//! user-facing roles `cluster-admin`, `admin`, `edit` and `view` (the last three aggregated from
+//! The default RBAC policy kube-apiserver creates on start: the user-facing roles
+//! `cluster-admin`, `admin`, `edit` and `view` (the last three aggregated from
 //! `system:aggregate-to-*`), the discovery roles every authenticated user holds, and their
 //! bindings. Controller and node roles are left out: kgc runs no kubelets and its collectors run
 //! in-process.
+//!
+//! Source of truth: upstream's golden output of `bootstrappolicy/policy.go`,
+//! `plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles.yaml` (kubernetes/
+//! kubernetes commit 025f2834a128798cef30018a5e6a6ae82b5ad885) and `cluster-role-bindings.yaml`;
+//! `policy_test.go` asserts `policy.go` produces exactly those, and they are what
+//! `kubectl get clusterrole edit -o yaml` shows on a real cluster (with the aggregated rules
+//! filled in). Every rule, label, annotation, selector and subject here matches them, down to
+//! the sorted order of each rule's lists.
 
 use serde_json::{Value, json};
 
@@ -28,12 +35,20 @@ pub const BOOTSTRAP_LABEL: (&str, &str) = ("kubernetes.io/bootstrapping", "rbac-
 /// Upstream re-applies objects with this annotation on every start.
 pub const AUTOUPDATE_ANNOTATION: &str = "rbac.authorization.kubernetes.io/autoupdate";
 
+/// Upstream's `PolicyRuleBuilder.Rule()` sorts every list of a rule
+/// (`pkg/apis/rbac/v1/helpers.go`), so that is the order a real cluster serves.
+fn sorted<'a>(items: &[&'a str]) -> Vec<&'a str> {
+    let mut v = items.to_vec();
+    v.sort_unstable();
+    v
+}
+
 fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
-    json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
+    json!({"apiGroups": sorted(groups), "resources": sorted(resources), "verbs": sorted(verbs)})
 }
 
 fn urls(verbs: &[&str], urls: &[&str]) -> Value {
-    json!({"nonResourceURLs": urls, "verbs": verbs})
+    json!({"nonResourceURLs": sorted(urls), "verbs": sorted(verbs)})
 }
 
 fn metadata(name: &str, extra_labels: &[(&str, &str)]) -> Value {
@@ -183,7 +198,8 @@ pub fn bootstrap_policy() -> Vec<Value> {
     roles
 }
 
-/// `editRules()`: writes on user workloads, reads of the escalating ones (secrets, exec).
+/// `system:aggregate-to-edit`: writes on user workloads, reads of the escalating ones (secrets,
+/// exec). Endpoints are deliberately absent (CVE-2021-25740, removed upstream in 1.22).
 fn edit_rules() -> Vec<Value> {
     vec![
         rule(
@@ -264,10 +280,11 @@ fn edit_rules() -> Vec<Value> {
             &["networking.k8s.io"],
             &["networkpolicies", "ingresses"],
         ),
+        rule(READ_WRITE, &["coordination.k8s.io"], &["leases"]),
     ]
 }
 
-/// `viewRules()`: reads of everything but secrets and the exec-like subresources.
+/// `system:aggregate-to-view`: reads of everything but secrets and the exec-like subresources.
 fn view_rules() -> Vec<Value> {
     vec![
         rule(
@@ -363,4 +380,119 @@ fn view_rules() -> Vec<Value> {
             &["networkpolicies", "ingresses", "ingresses/status"],
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::bootstrap_policy;
+
+    fn find<'a>(policy: &'a [Value], kind: &str, name: &str) -> &'a Value {
+        policy
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    }
+
+    /// Objects as upstream's `testdata/cluster-roles.yaml` and `cluster-role-bindings.yaml`
+    /// (kubernetes/kubernetes 025f2834) have them, field for field.
+    #[test]
+    fn objects_match_upstream_testdata() {
+        let policy = bootstrap_policy();
+        let labels = |extra: &[(&str, &str)]| {
+            let mut m = serde_json::Map::new();
+            m.insert("kubernetes.io/bootstrapping".into(), json!("rbac-defaults"));
+            for (k, v) in extra {
+                m.insert((*k).into(), json!(v));
+            }
+            Value::Object(m)
+        };
+        for (name, extra, selector) in [
+            ("admin", labels(&[]), "admin"),
+            (
+                "edit",
+                labels(&[("rbac.authorization.k8s.io/aggregate-to-admin", "true")]),
+                "edit",
+            ),
+            (
+                "view",
+                labels(&[("rbac.authorization.k8s.io/aggregate-to-edit", "true")]),
+                "view",
+            ),
+        ] {
+            let role = find(&policy, "ClusterRole", name);
+            assert_eq!(role["metadata"]["labels"], extra, "{name}");
+            assert_eq!(
+                role["aggregationRule"],
+                json!({"clusterRoleSelectors": [{"matchLabels":
+                    {format!("rbac.authorization.k8s.io/aggregate-to-{selector}"): "true"}}]}),
+                "{name}"
+            );
+        }
+        for o in &policy {
+            assert_eq!(
+                o["metadata"]["annotations"],
+                json!({"rbac.authorization.kubernetes.io/autoupdate": "true"}),
+                "{o}"
+            );
+            // PolicyRuleBuilder.Rule() sorts every list; a real cluster serves them sorted.
+            for r in o["rules"].as_array().into_iter().flatten() {
+                for list in r.as_object().into_iter().flat_map(|m| m.values()) {
+                    let items: Vec<&str> = list
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    assert!(items.is_sorted(), "{} {r}", o["metadata"]["name"]);
+                }
+            }
+        }
+        // Upstream's ReadWrite, sorted: the verbs of a fully writable resource.
+        let rw = json!(kgc_meta::catalog::ALL_VERBS);
+        assert_eq!(
+            find(&policy, "ClusterRole", "system:aggregate-to-admin")["rules"],
+            json!([
+                {"apiGroups": ["authorization.k8s.io"], "resources": ["localsubjectaccessreviews"], "verbs": ["create"]},
+                {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings", "roles"], "verbs": rw},
+            ])
+        );
+        let to_edit = &find(&policy, "ClusterRole", "system:aggregate-to-edit")["rules"];
+        assert_eq!(
+            to_edit.as_array().and_then(|r| r.last()),
+            Some(
+                &json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": rw})
+            )
+        );
+        assert_eq!(
+            find(&policy, "ClusterRole", "system:basic-user")["rules"],
+            json!([
+                {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]},
+                {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]},
+            ])
+        );
+        let group =
+            |g: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g});
+        for (name, subjects) in [
+            ("cluster-admin", json!([group("system:masters")])),
+            ("system:discovery", json!([group("system:authenticated")])),
+            ("system:basic-user", json!([group("system:authenticated")])),
+            (
+                "system:public-info-viewer",
+                json!([
+                    group("system:authenticated"),
+                    group("system:unauthenticated")
+                ]),
+            ),
+        ] {
+            let b = find(&policy, "ClusterRoleBinding", name);
+            assert_eq!(b["subjects"], subjects, "{name}");
+            assert_eq!(
+                b["roleRef"],
+                json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name})
+            );
+            assert_eq!(b["metadata"]["labels"], labels(&[]), "{name}");
+        }
+    }
 }

@@ -104,6 +104,11 @@ impl Authorizer {
     /// as a member of `system:masters`, with the `bind` verb on the referenced role (checked in
     /// the binding's namespace, or cluster-wide for a ClusterRoleBinding), or because it already
     /// holds every permission of the referenced role there.
+    ///
+    /// A RoleBinding's `metadata.namespace` must already hold the request's namespace (a
+    /// create may omit it in the body). Updates are checked too, except when they change only
+    /// the fields the garbage collector writes (`IsOnlyMutatingGCFields`); that comparison is
+    /// the caller's.
     pub fn can_bind(&self, user: &UserInfo, binding: &Value) -> Result<(), String> {
         if user.is_superuser() {
             return Ok(());

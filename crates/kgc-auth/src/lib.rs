@@ -241,3 +241,162 @@ pub(crate) mod testing {
         a
     }
 }
+
+/// The bad-input rule, over every entry point: arbitrary JSON never panics, and a corrupted rule
+/// never grants more than the rule it was corrupted from.
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use crate::testing::*;
+    use crate::*;
+
+    /// Arbitrary JSON built from the field names RBAC objects use, so random trees reach the
+    /// parsers' deep paths.
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let keys = prop::sample::select(vec![
+            "kind",
+            "metadata",
+            "name",
+            "namespace",
+            "labels",
+            "rules",
+            "verbs",
+            "apiGroups",
+            "resources",
+            "resourceNames",
+            "nonResourceURLs",
+            "roleRef",
+            "apiGroup",
+            "subjects",
+            "aggregationRule",
+            "clusterRoleSelectors",
+            "matchLabels",
+            "matchExpressions",
+            "key",
+            "operator",
+            "values",
+        ]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            prop::sample::select(vec![
+                "*",
+                "",
+                "Role",
+                "ClusterRole",
+                "RoleBinding",
+                "ClusterRoleBinding",
+                "User",
+                "Group",
+                "ServiceAccount",
+                "alice",
+                "rbac.authorization.k8s.io",
+                "In",
+                "get",
+                "pods",
+                "*/scale",
+                "/apis/*",
+            ])
+            .prop_map(Value::from),
+        ];
+        leaf.prop_recursive(5, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((keys.clone(), inner), 0..5).prop_map(|kv| Value::Object(
+                    kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+                )),
+            ]
+        })
+    }
+
+    fn kind() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            "Role",
+            "ClusterRole",
+            "RoleBinding",
+            "ClusterRoleBinding",
+        ])
+    }
+
+    /// A well-formed rule over a small vocabulary, so random requests hit it.
+    fn arb_rule() -> impl Strategy<Value = Value> {
+        let words = |v: Vec<&'static str>| prop::collection::vec(prop::sample::select(v), 0..3);
+        (
+            words(vec!["*", "get", "list"]),
+            words(vec!["*", "", "apps"]),
+            words(vec!["*", "pods", "pods/log", "*/scale", "deployments"]),
+            words(vec!["a", "b"]),
+            words(vec!["*", "/apis", "/apis/*"]),
+        )
+            .prop_map(|(v, g, r, n, u)| {
+                json!({"verbs": v, "apiGroups": g, "resources": r, "resourceNames": n, "nonResourceURLs": u})
+            })
+    }
+
+    fn arb_request() -> impl Strategy<Value = Attributes> {
+        (
+            prop::sample::select(vec!["get", "list", "delete"]),
+            prop::sample::select(vec!["", "apps"]),
+            prop::sample::select(vec!["pods", "deployments"]),
+            prop::sample::select(vec!["", "log", "scale"]),
+            prop::sample::select(vec!["", "a", "c"]),
+            prop::sample::select(vec!["", "/apis", "/apis/apps", "/api"]),
+        )
+            .prop_map(|(verb, group, res, sub, name, path)| {
+                let mut a = attrs("alice", "", verb, res, sub, "ns1", group);
+                a.name = name.into();
+                if !path.is_empty() {
+                    a.resource_request = false;
+                    a.path = path.into();
+                }
+                a
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_objects_never_panic(body in arb_json(), kind in kind(), update in any::<bool>()) {
+            let mut obj = body.clone();
+            if let Value::Object(m) = &mut obj {
+                m.insert("kind".into(), json!(kind));
+            }
+            let mut a = Authorizer::new();
+            let _ = a.apply(&obj);
+            let _ = a.apply(&body);
+            let _ = validate(&obj);
+            let _ = validate_update(&obj, &body);
+            let _ = aggregate(&[obj.clone(), body.clone()]);
+            let alice = user("alice", "system:authenticated");
+            let _ = a.can_bind(&alice, &obj);
+            let _ = a.can_write_role(&alice, &obj, update);
+            let _ = a.rules_for(&alice, "ns1");
+            let _ = a.authorize(&attrs("alice", "system:authenticated", "get", "pods", "", "ns1", ""));
+            a.remove(kind, "ns1", "alice");
+        }
+
+        #[test]
+        fn a_corrupted_rule_never_grants_more(
+            rules in prop::collection::vec(arb_rule(), 1..4),
+            victim in any::<prop::sample::Index>(),
+            field in prop::sample::select(vec!["verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs"]),
+            junk in prop::sample::select(vec![json!("*"), json!(true), json!({"*": "*"}), json!([1]), json!(["*", null])]),
+            req in arb_request(),
+        ) {
+            let mut corrupted = rules.clone();
+            let i = victim.index(corrupted.len());
+            corrupted[i][field] = junk;
+            let build = |rules: &[Value]| {
+                let mut a = Authorizer::new();
+                let _ = a.apply(&cluster_role("r", rules));
+                a.apply(&binding("ns1", "b", "ClusterRole", "r", &["User:alice"])).unwrap();
+                a
+            };
+            let before = build(&rules).authorize(&req).is_allowed();
+            let after = build(&corrupted).authorize(&req).is_allowed();
+            prop_assert!(!after || before, "corruption widened access: {corrupted:?} {req:?}");
+        }
+    }
+}
