@@ -184,6 +184,20 @@ async fn can_i(server: &Server, kubeconfig: &Path, args: &[&str]) -> bool {
     }
 }
 
+/// `status.userInfo` of a SelfSubjectReview (`kubectl auth whoami`) made by `c`.
+async fn whoami(c: &Client) -> Value {
+    let r = raw(
+        c,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        Some("application/json"),
+        r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()["status"]["userInfo"].clone()
+}
+
 async fn client_from(path: &Path) -> Client {
     client_of(Kubeconfig::read_from(path).expect("reading a kubeconfig")).await
 }
@@ -462,16 +476,7 @@ async fn service_account_tokens() {
         .await;
     let token = token.trim();
     let bot = with_token(&server, token).await;
-    let r = raw(
-        &bot,
-        "POST",
-        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-        Some("application/json"),
-        r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#,
-    )
-    .await;
-    assert_eq!(r.status, 201, "{}", r.text());
-    let info = &r.json()["status"]["userInfo"];
+    let info = whoami(&bot).await;
     assert_eq!(info["username"], format!("system:serviceaccount:{ns}:bot"));
     assert_eq!(
         info["groups"],
@@ -586,19 +591,11 @@ async fn static_tokens_and_restart_reuse_the_pki() {
     std::fs::write(&file, "s3cret,tok-user,u-1,\"ops,dev\"\n").unwrap();
     let mut server = Server::start_secure(&["--token-auth-file", file.to_str().unwrap()]).await;
     let c = with_token(&server, "s3cret").await;
-    let r = raw(
-        &c,
-        "POST",
-        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-        Some("application/json"),
-        r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#,
-    )
-    .await;
-    assert_eq!(r.status, 201, "{}", r.text());
-    assert_eq!(r.json()["status"]["userInfo"]["username"], "tok-user");
-    assert_eq!(r.json()["status"]["userInfo"]["uid"], "u-1");
+    let info = whoami(&c).await;
+    assert_eq!(info["username"], "tok-user");
+    assert_eq!(info["uid"], "u-1");
     assert_eq!(
-        r.json()["status"]["userInfo"]["groups"],
+        info["groups"],
         serde_json::json!(["ops", "dev", "system:authenticated"])
     );
     let ca = std::fs::read_to_string(server.data_dir().join("pki/ca.crt")).unwrap();

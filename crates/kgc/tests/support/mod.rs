@@ -292,9 +292,6 @@ impl Server {
             "the export KUBECONFIG line names another file"
         );
         self.url = url;
-        if !self.secure {
-            self.wait_ready().await;
-        }
         let kc = Kubeconfig::read_from(self.kubeconfig_path()).expect("reading the kubeconfig");
         let opts = KubeConfigOptions {
             context: Some("kgc".into()),
@@ -309,9 +306,7 @@ impl Server {
             "the kubeconfig points elsewhere"
         );
         self.client = Some(Client::try_from(config).expect("building the kube client"));
-        if self.secure {
-            self.wait_ready_secure().await;
-        }
+        self.wait_ready().await;
     }
 
     /// Polls `GET /readyz` until 200, with a deadline.
@@ -319,9 +314,16 @@ impl Server {
         let deadline = Instant::now() + READY_DEADLINE;
         let addr = self.url.trim_start_matches("http://").to_owned();
         loop {
-            if let Some(code) = http_get_status(&addr, "/readyz").await
-                && code == 200
-            {
+            let ready = if self.secure {
+                // Through the kube client: it speaks TLS.
+                let req = http::Request::get("/readyz")
+                    .body(Vec::new())
+                    .expect("building a request");
+                self.client().request_text(req).await.is_ok()
+            } else {
+                http_get_status(&addr, "/readyz").await == Some(200)
+            };
+            if ready {
                 return;
             }
             if let Some(status) = self
@@ -805,35 +807,6 @@ impl Server {
     /// are added as in [`Server::start_with`].
     pub async fn start_secure(args: &[&str]) -> Self {
         Self::start_inner(args, true).await
-    }
-
-    /// Polls `GET /readyz` through the kube client (it speaks TLS), with a deadline.
-    async fn wait_ready_secure(&mut self) {
-        let deadline = Instant::now() + READY_DEADLINE;
-        loop {
-            let req = http::Request::get("/readyz")
-                .body(Vec::new())
-                .expect("building a request");
-            if self.client().request_text(req).await.is_ok() {
-                return;
-            }
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                panic!(
-                    "kgc serve exited before it was ready ({status}); log:\n{}",
-                    self.log_tail(200)
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "kgc serve was not ready within {READY_DEADLINE:?}; log:\n{}",
-                self.log_tail(200)
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
     }
 
     /// The root of this server's scratch directory (kubeconfigs, files for `kubectl -f`).
