@@ -325,7 +325,9 @@ pub fn attributes(user: &UserInfo, method: &Method, path: &str, query: &Query) -
         path: path.to_owned(),
         ..Attributes::default()
     };
-    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    // Empty segments are dropped as the router drops them (`request::parse`), so that what is
+    // authorized is what is served: `/api/v1//namespaces/x/secrets` reads secrets in `x`.
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     if parts.len() < 3 {
         return non_resource();
     }
@@ -638,6 +640,20 @@ mod tests {
             assert_eq!((a.verb.as_str(), a.path.as_str()), (verb, path));
         }
         assert_eq!(attrs(Method::POST, "/logs", "").verb, "post");
+    }
+
+    #[test]
+    fn empty_segments_are_ignored_as_the_router_ignores_them() {
+        let a = attrs(Method::GET, "/api/v1//namespaces//other/secrets/", "");
+        assert_eq!(
+            (
+                a.verb.as_str(),
+                a.namespace.as_str(),
+                a.resource.as_str(),
+                a.name.as_str()
+            ),
+            ("list", "other", "secrets", "")
+        );
     }
 
     #[test]
