@@ -760,3 +760,40 @@ async fn deploy_manifests_grant_the_collector_exactly_what_it_needs() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_brought_serving_certificate_is_served_and_trusted_by_the_kubeconfig() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let (cert_file, key_file) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&cert_file, cert.pem()).unwrap();
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    let server = Server::start_secure(&[
+        "--in-memory",
+        "--tls-cert-file",
+        cert_file.to_str().unwrap(),
+        "--tls-private-key-file",
+        key_file.to_str().unwrap(),
+    ])
+    .await;
+    let kc = Kubeconfig::read_from(server.kubeconfig_path()).unwrap();
+    let ca = kc.clusters[0]
+        .cluster
+        .as_ref()
+        .unwrap()
+        .certificate_authority_data
+        .clone();
+    assert_eq!(
+        ca.as_deref(),
+        Some(kgc_meta::encoding::base64(cert.pem().as_bytes()).as_str())
+    );
+    // The admin (a client certificate from kgc's own CA) is served over the brought certificate.
+    let r = server
+        .raw("GET", "/api/v1/namespaces", None, Vec::new())
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+}
