@@ -29,43 +29,68 @@ pub struct Rbac {
     authorizer: RwLock<Authorizer>,
 }
 
+/// One RBAC resource's watch and the objects of it the authorizer holds (to forget the ones
+/// deleted while the watch was behind, after a re-list).
+pub struct Follower {
+    watcher: kgc_store::Watcher,
+    known: HashSet<(String, String)>,
+}
+
+impl Follower {
+    /// Watches `gr` from now, loading the current objects (queued already) into `rbac` and
+    /// removing the ones `rbac` held that are gone.
+    fn start(
+        store: &Store,
+        rbac: &Rbac,
+        gr: GroupResource,
+        held: HashSet<(String, String)>,
+    ) -> Self {
+        let mut watcher = store.watch(WatchFilter::new(gr), None);
+        let mut known = HashSet::new();
+        while let Some(e) = watcher.try_next() {
+            if let WatchEvent::Event(_, o) = &e {
+                known.insert((o.namespace.clone(), o.name.clone()));
+            }
+            rbac.on_event(&e);
+        }
+        let kind = kind_of(&watcher.filter().gr.resource);
+        for (ns, name) in held.difference(&known) {
+            rbac.write().remove(kind, ns, name);
+        }
+        Self { watcher, known }
+    }
+}
+
 impl Rbac {
     /// Creates the bootstrap policy objects that are missing, loads every RBAC object the store
     /// holds, and returns the authorizer; then [`Rbac::run`] follows changes.
-    pub async fn start(store: &Store) -> Result<(Arc<Self>, Vec<kgc_store::Watcher>), Status> {
+    pub async fn start(store: &Store) -> Result<(Arc<Self>, Vec<Follower>), Status> {
         bootstrap(store).await?;
         aggregate_cluster_roles(store).await;
         let rbac = Arc::new(Self::default());
-        let mut watchers = Vec::new();
-        for (resource, _) in RBAC_RESOURCES {
-            let mut w = store.watch(
-                WatchFilter::new(GroupResource::new(RBAC_GROUP, resource)),
-                None,
-            );
-            // The snapshot is queued already: load it before the first request is served.
-            while let Some(e) = w.try_next() {
-                rbac.on_event(&e);
-            }
-            watchers.push(w);
-        }
-        Ok((rbac, watchers))
+        let followers = RBAC_RESOURCES
+            .iter()
+            .map(|(resource, _)| {
+                // Loaded before the first request is served.
+                let gr = GroupResource::new(RBAC_GROUP, *resource);
+                Follower::start(store, &rbac, gr, HashSet::new())
+            })
+            .collect();
+        Ok((rbac, followers))
     }
 
     /// Follows one RBAC resource's changes (and runs ClusterRole aggregation on ClusterRole
     /// changes) until the store closes.
-    pub async fn run(self: Arc<Self>, store: Store, mut watcher: kgc_store::Watcher) {
-        let gr = watcher.filter().gr.clone();
-        let mut known: HashSet<(String, String)> = HashSet::new();
+    pub async fn run(self: Arc<Self>, store: Store, mut f: Follower) {
+        let gr = f.watcher.filter().gr.clone();
         loop {
-            match watcher.next().await {
+            match f.watcher.next().await {
                 WatchEvent::Event(kind, obj) => {
-                    match kind {
-                        EventType::Deleted => {
-                            known.remove(&(obj.namespace.clone(), obj.name.clone()));
-                        }
-                        _ => {
-                            known.insert((obj.namespace.clone(), obj.name.clone()));
-                        }
+                    let key = (obj.namespace.clone(), obj.name.clone());
+                    if kind == EventType::Deleted {
+                        f.known.remove(&key);
+                    } else {
+                        f.known.insert(key);
                     }
                     self.on_event(&WatchEvent::Event(kind, obj));
                     if gr.resource == "clusterroles" {
@@ -74,20 +99,12 @@ impl Rbac {
                 }
                 WatchEvent::Expired { .. } => {
                     // Fell behind the log: re-list, and forget what is gone.
-                    let mut fresh = store.watch(WatchFilter::new(gr.clone()), None);
-                    let mut seen = HashSet::new();
-                    while let Some(e) = fresh.try_next() {
-                        if let WatchEvent::Event(_, o) = &e {
-                            seen.insert((o.namespace.clone(), o.name.clone()));
-                        }
-                        self.on_event(&e);
+                    tracing::info!(resource = %gr.resource, "RBAC watch expired; re-listing");
+                    let held = std::mem::take(&mut f.known);
+                    f = Follower::start(&store, &self, gr.clone(), held);
+                    if gr.resource == "clusterroles" {
+                        aggregate_cluster_roles(&store).await;
                     }
-                    let kind = kind_of(&gr.resource);
-                    for (ns, name) in known.difference(&seen) {
-                        self.write().remove(kind, ns, name);
-                    }
-                    known = seen;
-                    watcher = fresh;
                 }
                 WatchEvent::Closed => return,
             }

@@ -128,12 +128,12 @@ impl Security {
         if let Some(path) = &self.token_auth_file {
             authn = authn.with_token_file(path)?;
         }
-        let (rbac, watchers) = Rbac::start(store)
+        let (rbac, followers) = Rbac::start(store)
             .await
             .context("loading the RBAC policy")?;
-        let tasks = watchers
+        let tasks = followers
             .into_iter()
-            .map(|w| tokio::spawn(Arc::clone(&rbac).run(store.clone(), w)))
+            .map(|f| tokio::spawn(Arc::clone(&rbac).run(store.clone(), f)))
             .collect();
         Ok((
             api.with_authentication(authn).with_authorization(rbac),

@@ -797,3 +797,101 @@ async fn a_brought_serving_certificate_is_served_and_trusted_by_the_kubeconfig()
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
 }
+
+/// With a tiny watch log, the authorizer's watches fall behind bursts of writes and re-list:
+/// a binding deleted meanwhile must stop granting, one created meanwhile must start.
+#[tokio::test]
+async fn the_authorizer_stays_current_when_its_watch_falls_behind() {
+    let server = Server::start_secure(&["--in-memory", "--watch-cache-size", "2"]).await;
+    let ns = support::fresh_namespace(&server.client(), "lag").await;
+    let rb = |name: &str, user: &str| {
+        format!(
+            r#"{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{{"name":"{name}"}},"roleRef":{{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"}},"subjects":[{{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"{user}"}}]}}"#
+        )
+    };
+    let rbs = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings");
+    let r = server
+        .raw(
+            "POST",
+            &rbs,
+            Some("application/json"),
+            rb("old", "old-user"),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let allowed = |user: &'static str| {
+        let server = &server;
+        let ns = ns.clone();
+        async move {
+            let sar = format!(
+                r#"{{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{{"user":"{user}","resourceAttributes":{{"namespace":"{ns}","verb":"list","resource":"pods"}}}}}}"#
+            );
+            let r = server
+                .raw(
+                    "POST",
+                    "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                    Some("application/json"),
+                    sar,
+                )
+                .await;
+            assert_eq!(r.status, 201, "{}", r.text());
+            r.json()["status"]["allowed"] == true
+        }
+    };
+    support::eventually(
+        "old-user is allowed",
+        std::time::Duration::from_secs(10),
+        || allowed("old-user"),
+    )
+    .await;
+    // A burst of writes from many clients (group-committed together), with the RBAC changes in
+    // the middle of it.
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let mut burst = Vec::new();
+    for i in 0..40 {
+        let client = server.client();
+        let cms = cms.clone();
+        burst.push(tokio::spawn(async move {
+            let cm = format!(
+                r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{i}"}}}}"#
+            );
+            support::raw(&client, "POST", &cms, Some("application/json"), cm)
+                .await
+                .status
+        }));
+    }
+    assert_eq!(
+        server
+            .raw("DELETE", &format!("{rbs}/old"), None, Vec::new())
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        server
+            .raw(
+                "POST",
+                &rbs,
+                Some("application/json"),
+                rb("new", "new-user")
+            )
+            .await
+            .status,
+        201
+    );
+    for b in burst {
+        assert_eq!(b.await.unwrap(), 201);
+    }
+    support::eventually(
+        "new-user is allowed",
+        std::time::Duration::from_secs(10),
+        || allowed("new-user"),
+    )
+    .await;
+    support::eventually(
+        "old-user is no longer allowed",
+        std::time::Duration::from_secs(10),
+        || async { !allowed("old-user").await },
+    )
+    .await;
+}
