@@ -41,7 +41,8 @@ pub(crate) fn current_user() -> Option<Arc<UserInfo>> {
 /// Turns credentials into users.
 pub struct Authenticator {
     store: Store,
-    tokens: HashMap<String, UserInfo>,
+    /// Token → user (with `system:authenticated` already added).
+    tokens: HashMap<String, Arc<UserInfo>>,
     service_accounts: Option<Arc<ServiceAccountTokens>>,
 }
 
@@ -61,10 +62,14 @@ impl Authenticator {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
-        self.tokens = parse_token_file(&text).map_err(|reason| Error::TokenFile {
-            path: path.display().to_string(),
-            reason,
-        })?;
+        self.tokens = parse_token_file(&text)
+            .map_err(|reason| Error::TokenFile {
+                path: path.display().to_string(),
+                reason,
+            })?
+            .into_iter()
+            .map(|(token, u)| (token, Arc::new(with_authenticated(u))))
+            .collect();
         Ok(self)
     }
 
@@ -85,14 +90,9 @@ impl Authenticator {
         &self,
         headers: &HeaderMap,
         peer: Option<&Peer>,
-    ) -> Result<Option<UserInfo>, Status> {
-        if let Some(id) = peer.and_then(|p| p.cert.as_ref()) {
-            return Ok(Some(with_authenticated(UserInfo {
-                name: id.user.clone(),
-                uid: String::new(),
-                groups: id.groups.clone(),
-                extra: BTreeMap::new(),
-            })));
+    ) -> Result<Option<Arc<UserInfo>>, Status> {
+        if let Some(u) = peer.and_then(|p| p.cert.as_ref()) {
+            return Ok(Some(Arc::clone(u)));
         }
         let Some(auth) = headers.get(header::AUTHORIZATION) else {
             return Ok(None);
@@ -103,12 +103,12 @@ impl Authenticator {
             .and_then(bearer)
             .ok_or_else(Status::unauthorized)?;
         if let Some(u) = self.tokens.get(token) {
-            return Ok(Some(with_authenticated(u.clone())));
+            return Ok(Some(Arc::clone(u)));
         }
         if let Some(sa) = &self.service_accounts {
             let now = jiff::Timestamp::now().as_second();
             if let Some(u) = sa.authenticate(&self.store, token, now) {
-                return Ok(Some(with_authenticated(u)));
+                return Ok(Some(Arc::new(with_authenticated(u))));
             }
         }
         Err(Status::unauthorized())
@@ -120,6 +120,17 @@ fn bearer(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// The user a verified client certificate authenticates: CN, the O groups and
+/// `system:authenticated`.
+pub fn certificate_user(id: crate::tls::CertIdentity) -> UserInfo {
+    with_authenticated(UserInfo {
+        name: id.user,
+        uid: String::new(),
+        groups: id.groups,
+        extra: BTreeMap::new(),
+    })
 }
 
 /// Adds `system:authenticated`, as upstream's group adder does for every authenticated user.

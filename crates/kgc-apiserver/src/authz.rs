@@ -222,9 +222,9 @@ async fn aggregate_cluster_roles(store: &Store) {
 /// request then runs as; without these headers, the requester itself.
 pub fn impersonate(
     rbac: &Rbac,
-    requester: UserInfo,
+    requester: Arc<UserInfo>,
     headers: &axum::http::HeaderMap,
-) -> Result<UserInfo, Status> {
+) -> Result<Arc<UserInfo>, Status> {
     let values = |name: &str| -> Result<Vec<String>, Status> {
         headers
             .get_all(name)
@@ -264,7 +264,7 @@ pub fn impersonate(
     }
     let check = |namespace: &str, group: &str, resource: &str, sub: &str, name: &str| {
         rbac.check(&Attributes {
-            user: requester.clone(),
+            user: (*requester).clone(),
             verb: "impersonate".into(),
             namespace: namespace.into(),
             api_group: group.into(),
@@ -309,7 +309,7 @@ pub fn impersonate(
     if !user.groups.iter().any(|g| g == implicit) {
         user.groups.push(implicit.to_owned());
     }
-    Ok(user)
+    Ok(Arc::new(user))
 }
 
 /// `%XX` escapes of an impersonated extra key.

@@ -202,7 +202,7 @@ fn admit(
                 }
                 None => u,
             };
-            Ok(Arc::new(u))
+            Ok(u)
         }
         None => {
             let first = path.trim_start_matches('/').split('/').next().unwrap_or("");

@@ -5,6 +5,9 @@
 //! account still exists with that uid, so deleting (or recreating) the account revokes every
 //! token issued for it.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use kgc_meta::GroupResource;
@@ -30,7 +33,25 @@ pub struct ServiceAccountTokens {
     /// `kid`: identifies the signing key, as upstream derives it from the public key.
     key_id: String,
     rng: SystemRandom,
+    /// Tokens whose signature and claims were verified, with their validity window: an ECDSA
+    /// verification costs tens of µs, and a client sends the same token with every request
+    /// (upstream caches token authentication for 10 s, `pkg/kubeapiserver/authenticator`).
+    /// The outcome depends only on the token's bytes and the clock, so a hit is exact; the
+    /// service account's existence is still checked on every request. Failures are not kept.
+    verified: Mutex<HashMap<String, Verified>>,
 }
+
+/// A verified token's claims and the seconds it is valid in (`nbf` ≤ now < `exp`).
+#[derive(Debug, Clone)]
+struct Verified {
+    claims: Claims,
+    not_before: i64,
+    expires: i64,
+}
+
+/// At most this many verified tokens are kept; when full the cache starts over (a bound on
+/// memory against a client sending ever new valid tokens, cheap because hits are the rule).
+const VERIFIED_CAPACITY: usize = 4096;
 
 /// What a valid token says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +76,7 @@ impl ServiceAccountTokens {
             issuer: issuer.into(),
             key_id,
             rng,
+            verified: Mutex::new(HashMap::new()),
         })
     }
 
@@ -101,6 +123,23 @@ impl ServiceAccountTokens {
     /// The claims of a token this server signed, for the API audience, valid at `now`. `None`
     /// for anything else (upstream answers every such failure with the same 401).
     pub fn verify(&self, token: &str, now: i64) -> Option<Claims> {
+        let mut cache = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = cache.get(token) {
+            return (v.not_before <= now && now < v.expires).then(|| v.claims.clone());
+        }
+        drop(cache);
+        let v = self.verify_signed(token, now)?;
+        let claims = v.claims.clone();
+        cache = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= VERIFIED_CAPACITY {
+            cache.clear();
+        }
+        cache.insert(token.to_owned(), v);
+        Some(claims)
+    }
+
+    /// [`Self::verify`] without the cache: checks the signature and every claim.
+    fn verify_signed(&self, token: &str, now: i64) -> Option<Verified> {
         let mut parts = token.split('.');
         let (h, p, s) = (parts.next()?, parts.next()?, parts.next()?);
         if parts.next().is_some() {
@@ -139,7 +178,11 @@ impl ServiceAccountTokens {
             jti: c["jti"].as_str().unwrap_or_default().to_owned(),
         };
         let sub = format!("{SA_PREFIX}{}:{}", claims.namespace, claims.name);
-        (c["sub"] == sub.as_str()).then_some(claims)
+        (c["sub"] == sub.as_str()).then_some(Verified {
+            claims,
+            not_before: nbf,
+            expires: exp,
+        })
     }
 
     /// Authenticates a bearer token: a valid signature and claims, and the service account
@@ -239,6 +282,31 @@ mod tests {
         ] {
             assert_eq!(t.verify(junk, 1000), None, "{junk:?}");
         }
+    }
+
+    #[test]
+    fn verified_tokens_are_cached_failures_are_not() {
+        let t = tokens();
+        let api = vec![DEFAULT_ISSUER.to_owned()];
+        let tok = t.issue(&claims(), &api, 1000, 600).unwrap();
+        // Not yet valid: refused, and not remembered.
+        assert_eq!(t.verify(&tok, 999), None);
+        assert!(t.verified.lock().unwrap().is_empty());
+        assert_eq!(t.verify(&tok, 1000), Some(claims()));
+        assert!(t.verified.lock().unwrap().contains_key(&tok));
+        // A hit still honours the validity window.
+        assert_eq!(t.verify(&tok, 1600), None);
+        assert_eq!(t.verify(&tok, 1001), Some(claims()));
+        // Bounded: a full cache starts over.
+        for i in 0..VERIFIED_CAPACITY {
+            let c = Claims {
+                jti: i.to_string(),
+                ..claims()
+            };
+            let other = t.issue(&c, &api, 1000, 600).unwrap();
+            assert!(t.verify(&other, 1000).is_some());
+        }
+        assert!(t.verified.lock().unwrap().len() <= VERIFIED_CAPACITY);
     }
 
     #[test]
