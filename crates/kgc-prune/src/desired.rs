@@ -64,9 +64,7 @@ pub fn build(
 ) -> Result<Vec<Desired>, Error> {
     let crds: Vec<Resource> = sources
         .iter()
-        .filter(|s| {
-            GroupKind::canonical(api_version(&s.object), kind(&s.object)).is_crd()
-        })
+        .filter(|s| GroupKind::canonical(api_version(&s.object), kind(&s.object)).is_crd())
         .flat_map(|s| crd_resources(&s.object))
         .collect();
     let mut seen: BTreeMap<ObjectKey, String> = BTreeMap::new();
@@ -246,16 +244,29 @@ pub(crate) mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(err.contains("a.yaml:1") && err.contains("b.yaml:3"), "{err}");
+        assert!(
+            err.contains("a.yaml:1") && err.contains("b.yaml:3"),
+            "{err}"
+        );
     }
 
     #[test]
     fn unknown_kinds_fail_unless_a_source_crd_defines_them() {
-        let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
-        let err = build(vec![src("a", 2, widget.clone())], &id(), "set", "prod", &Builtins)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("a.yaml:2") && err.contains("unknown kind Widget"), "{err}");
+        let widget =
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
+        let err = build(
+            vec![src("a", 2, widget.clone())],
+            &id(),
+            "set",
+            "prod",
+            &Builtins,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("a.yaml:2") && err.contains("unknown kind Widget"),
+            "{err}"
+        );
         let crd = json!({
             "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": "widgets.example.com"},
@@ -263,8 +274,14 @@ pub(crate) mod tests {
                      "names": {"kind": "Widget", "plural": "widgets"},
                      "versions": [{"name": "v1", "served": true, "storage": true}]}
         });
-        let d = build(vec![src("a", 1, crd), src("b", 1, widget)], &id(), "set", "prod", &Builtins)
-            .unwrap();
+        let d = build(
+            vec![src("a", 1, crd), src("b", 1, widget)],
+            &id(),
+            "set",
+            "prod",
+            &Builtins,
+        )
+        .unwrap();
         assert_eq!(d[1].resource.plural, "widgets");
         assert_eq!(d[1].key.namespace, "prod");
     }

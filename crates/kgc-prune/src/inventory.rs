@@ -57,11 +57,16 @@ impl Inventory {
             None => return Err(refuse("is not an ApplySet parent written by kgc".into())),
         }
         if get("labels", LABEL_APPLYSET_ID) != Some(set_id) {
-            return Err(refuse(format!("does not carry {LABEL_APPLYSET_ID}={set_id}")));
+            return Err(refuse(format!(
+                "does not carry {LABEL_APPLYSET_ID}={set_id}"
+            )));
         }
         let mut inv = Inventory::default();
         if let Some(gks) = get("annotations", ANNOTATION_GROUP_KINDS) {
-            inv.group_kinds = gks.split(',').filter_map(GroupKind::parse_applyset).collect();
+            inv.group_kinds = gks
+                .split(',')
+                .filter_map(GroupKind::parse_applyset)
+                .collect();
         }
         if let Some(nss) = get("annotations", ANNOTATION_NAMESPACES) {
             inv.namespaces = nss
@@ -78,14 +83,22 @@ impl Inventory {
     /// Both inventories' kinds and namespaces.
     pub fn union(&self, other: &Inventory) -> Inventory {
         Inventory {
-            group_kinds: self.group_kinds.union(&other.group_kinds).cloned().collect(),
+            group_kinds: self
+                .group_kinds
+                .union(&other.group_kinds)
+                .cloned()
+                .collect(),
             namespaces: self.namespaces.union(&other.namespaces).cloned().collect(),
         }
     }
 
     /// The parent ConfigMap to server-side apply, in `namespace`.
     pub fn parent(&self, identity: &Identity, namespace: &str, set_id: &str) -> Value {
-        let gks: Vec<String> = self.group_kinds.iter().map(GroupKind::applyset_form).collect();
+        let gks: Vec<String> = self
+            .group_kinds
+            .iter()
+            .map(GroupKind::applyset_form)
+            .collect();
         let nss: Vec<&str> = self
             .namespaces
             .iter()
@@ -125,8 +138,11 @@ mod tests {
     fn parent_round_trips_and_widens() {
         let id = Identity::new("shop", "prod", None).unwrap();
         let inv = Inventory {
-            group_kinds: [GroupKind::new("", "ConfigMap"), GroupKind::new("apps", "Deployment")]
-                .into(),
+            group_kinds: [
+                GroupKind::new("", "ConfigMap"),
+                GroupKind::new("apps", "Deployment"),
+            ]
+            .into(),
             namespaces: ["prod".to_owned(), "extra".to_owned()].into(),
         };
         let parent = inv.parent(&id, "prod", "set-1");
@@ -134,7 +150,10 @@ mod tests {
             parent["metadata"]["annotations"][ANNOTATION_GROUP_KINDS],
             "ConfigMap,Deployment.apps"
         );
-        assert_eq!(parent["metadata"]["annotations"][ANNOTATION_NAMESPACES], "extra");
+        assert_eq!(
+            parent["metadata"]["annotations"][ANNOTATION_NAMESPACES],
+            "extra"
+        );
         assert_eq!(Inventory::from_parent(&parent, "set-1").unwrap(), inv);
         let other = Inventory {
             group_kinds: [GroupKind::new("", "Secret")].into(),

@@ -154,7 +154,9 @@ mod tests {
                 ("gone", _) => Err(ListError::NotFound),
                 ("nodes", None) => Err(ListError::Forbidden("nodes is forbidden".into())),
                 (_, None) => Err(ListError::Forbidden("cluster-wide list forbidden".into())),
-                (_, Some("secret-ns")) => Err(ListError::Forbidden("forbidden in secret-ns".into())),
+                (_, Some("secret-ns")) => {
+                    Err(ListError::Forbidden("forbidden in secret-ns".into()))
+                }
                 (_, Some(ns)) => Ok(vec![json!({"metadata": {"name": "x", "namespace": ns}})]),
             };
             async move { result }
@@ -178,12 +180,20 @@ mod tests {
         let nss: BTreeSet<String> = ["a", "b", "secret-ns"].map(String::from).into();
         let (listed, undetermined) = list_scope(
             &lister,
-            &[res("configmaps", true), res("nodes", false), res("gone", true)],
+            &[
+                res("configmaps", true),
+                res("nodes", false),
+                res("gone", true),
+            ],
             &nss,
             "kgc.io/app",
         )
         .await;
-        assert_eq!(listed[0].objects.len(), 2, "a and b were listed per namespace");
+        assert_eq!(
+            listed[0].objects.len(),
+            2,
+            "a and b were listed per namespace"
+        );
         assert!(listed[1].objects.is_empty() && listed[2].objects.is_empty());
         assert_eq!(
             undetermined,

@@ -32,8 +32,14 @@ pub fn rank(gk: &GroupKind, namespaced: bool) -> u8 {
         ("", "ConfigMap" | "Secret") => 4,
         (
             "apps" | "batch" | "",
-            "Deployment" | "DaemonSet" | "StatefulSet" | "ReplicaSet" | "Job" | "CronJob"
-            | "Pod" | "ReplicationController",
+            "Deployment"
+            | "DaemonSet"
+            | "StatefulSet"
+            | "ReplicaSet"
+            | "Job"
+            | "CronJob"
+            | "Pod"
+            | "ReplicationController",
         )
         | ("autoscaling", "HorizontalPodAutoscaler") => 6,
         ("", "Service") | ("networking.k8s.io", "Ingress") | ("policy", "PodDisruptionBudget") => 7,
@@ -64,7 +70,11 @@ mod tests {
             r("rbac.authorization.k8s.io", "RoleBinding", true),
             r("apps", "Deployment", true),
             r("", "Service", true),
-            r("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", false),
+            r(
+                "admissionregistration.k8s.io",
+                "ValidatingWebhookConfiguration",
+                false,
+            ),
             r("example.com", "Widget", true),
         ];
         assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");

@@ -85,11 +85,12 @@ impl Identity {
 
     /// The `kgc.io/owned-by` value of the object `gk` `namespace/name` in this set.
     pub fn owned_by(&self, gk: &GroupKind, namespace: &str, name: &str) -> String {
-        let tag = self.tag.as_deref().map(|t| format!(".{t}")).unwrap_or_default();
-        format!(
-            "{}.{}{tag}:{}:{namespace}/{name}",
-            self.app, self.env, gk
-        )
+        let tag = self
+            .tag
+            .as_deref()
+            .map(|t| format!(".{t}"))
+            .unwrap_or_default();
+        format!("{}.{}{tag}:{}:{namespace}/{name}", self.app, self.env, gk)
     }
 }
 
@@ -144,7 +145,9 @@ pub fn stamp(
         (ANNOTATION_OWNED_BY, identity.owned_by(gk, namespace, &name)),
     ];
     let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return Err(Error::Invalid(format!("{gk} {name}: metadata must be an object")));
+        return Err(Error::Invalid(format!(
+            "{gk} {name}: metadata must be an object"
+        )));
     };
     for (field, pairs) in [("labels", &labels[..]), ("annotations", &annotations[..])] {
         let map = meta
@@ -274,7 +277,9 @@ mod tests {
         assert!(Identity::new("shop", "", None).is_err());
         assert!(Identity::new("shop", "prod", Some("-x")).is_err());
         assert_eq!(
-            Identity::new("shop", "prod", Some("pr-1")).unwrap().parent_name(),
+            Identity::new("shop", "prod", Some("pr-1"))
+                .unwrap()
+                .parent_name(),
             "kgc-shop-prod-pr-1"
         );
     }
@@ -327,8 +332,14 @@ mod tests {
 
     #[test]
     fn controller_children_and_protection() {
-        assert!(controller_owned(&json!({"metadata": {"ownerReferences": [{"controller": true}]}})));
-        assert!(!controller_owned(&json!({"metadata": {"ownerReferences": [{"uid": "u"}]}})));
-        assert!(prune_disabled(&json!({"metadata": {"annotations": {ANNOTATION_PRUNE: "disabled"}}})));
+        assert!(controller_owned(
+            &json!({"metadata": {"ownerReferences": [{"controller": true}]}})
+        ));
+        assert!(!controller_owned(
+            &json!({"metadata": {"ownerReferences": [{"uid": "u"}]}})
+        ));
+        assert!(prune_disabled(
+            &json!({"metadata": {"annotations": {ANNOTATION_PRUNE: "disabled"}}})
+        ));
     }
 }

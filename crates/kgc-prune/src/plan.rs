@@ -144,7 +144,9 @@ pub fn plan(input: &Input<'_>) -> Result<PrunePlan, Error> {
                             Owner::Other(o) => o.clone(),
                             _ => "no set".to_owned(),
                         };
-                        occupied.entry(key.namespace.clone()).or_insert(format!("{key} ({who})"));
+                        occupied
+                            .entry(key.namespace.clone())
+                            .or_insert(format!("{key} ({who})"));
                     }
                     if other == Owner::Copy {
                         kept.push(Kept {
@@ -214,7 +216,10 @@ pub fn plan(input: &Input<'_>) -> Result<PrunePlan, Error> {
             }
         }
         if key.gk.is_crd() {
-            let defined = GroupKind::new(str_at(live, "/spec/group"), str_at(live, "/spec/names/kind"));
+            let defined = GroupKind::new(
+                str_at(live, "/spec/group"),
+                str_at(live, "/spec/names/kind"),
+            );
             if local_gks.contains(&defined) {
                 kept.push(keep(format!("the source still has {defined} objects")));
                 continue;
@@ -364,13 +369,23 @@ mod tests {
         let ns = res("", "Namespace", false);
         let mut c = Case::new(vec![
             (ns.clone(), vec![member(&ns, "", "gone-ns", "u0")]),
-            (cm.clone(), vec![member(&cm, "prod", "keep", "u1"), member(&cm, "prod", "old", "u2")]),
+            (
+                cm.clone(),
+                vec![
+                    member(&cm, "prod", "keep", "u1"),
+                    member(&cm, "prod", "old", "u2"),
+                ],
+            ),
             (dep.clone(), vec![member(&dep, "prod", "web", "u3")]),
         ]);
         c.local.insert(key("", "ConfigMap", "prod", "keep"));
         assert_eq!(
             c.deleted(),
-            ["Deployment.apps prod/web", "ConfigMap prod/old", "Namespace gone-ns"]
+            [
+                "Deployment.apps prod/web",
+                "ConfigMap prod/old",
+                "Namespace gone-ns"
+            ]
         );
         let p = c.run().unwrap();
         assert_eq!(p.deletes[1].uid, "u2");
@@ -393,7 +408,13 @@ mod tests {
             (ep.clone(), vec![member(&ep, "prod", "svc", "u5")]),
         ]);
         assert!(c.deleted().is_empty());
-        let kept: Vec<_> = c.run().unwrap().kept.into_iter().map(|k| k.key.name).collect();
+        let kept: Vec<_> = c
+            .run()
+            .unwrap()
+            .kept
+            .into_iter()
+            .map(|k| k.key.name)
+            .collect();
         assert_eq!(kept, ["copy", "child"]);
     }
 
@@ -442,9 +463,18 @@ mod tests {
             reason: "forbidden".into(),
         });
         assert_eq!(c.deleted(), ["Namespace free"]);
-        let reasons: Vec<_> = c.run().unwrap().kept.into_iter().map(|k| k.reason).collect();
+        let reasons: Vec<_> = c
+            .run()
+            .unwrap()
+            .kept
+            .into_iter()
+            .map(|k| k.reason)
+            .collect();
         assert_eq!(reasons.len(), 6, "{reasons:?}");
-        assert!(reasons[3].contains("set-2") || reasons[3].contains("others"), "{reasons:?}");
+        assert!(
+            reasons[3].contains("set-2") || reasons[3].contains("others"),
+            "{reasons:?}"
+        );
     }
 
     #[test]
@@ -479,7 +509,10 @@ mod tests {
         let cm = res("", "ConfigMap", true);
         let mut c = Case::new(vec![(
             cm.clone(),
-            vec![member(&cm, "prod", "a", "u1"), member(&cm, "prod", "b", "u2")],
+            vec![
+                member(&cm, "prod", "a", "u1"),
+                member(&cm, "prod", "b", "u2"),
+            ],
         )]);
         c.guards.allow_empty = false;
         let err = c.run().unwrap_err().to_string();

@@ -147,7 +147,10 @@ fn push(
         )));
     }
     if field("kind").is_empty() {
-        return Err(bad(format!("object {:?} has no kind", display_name(&value))));
+        return Err(bad(format!(
+            "object {:?} has no kind",
+            display_name(&value)
+        )));
     }
     let name = value
         .pointer("/metadata/name")
@@ -159,10 +162,7 @@ fn push(
         } else {
             ""
         };
-        return Err(bad(format!(
-            "{} has no metadata.name{hint}",
-            field("kind")
-        )));
+        return Err(bad(format!("{} has no metadata.name{hint}", field("kind"))));
     }
     out.push(SourceObject {
         component: component.to_owned(),
@@ -283,13 +283,25 @@ mod tests {
     #[test]
     fn objects_without_kind_or_name_are_rejected() {
         let dir = tempfile::tempdir().unwrap();
-        let f = write(dir.path(), "a.yaml", "apiVersion: v1\nmetadata: {name: x}\n");
+        let f = write(
+            dir.path(),
+            "a.yaml",
+            "apiVersion: v1\nmetadata: {name: x}\n",
+        );
         assert!(load(&[f]).unwrap_err().to_string().contains("has no kind"));
         let f = write(dir.path(), "b.yaml", "apiVersion: v1\nkind: ConfigMap\n");
         let err = load(&[f]).unwrap_err().to_string();
-        assert!(err.contains("b.yaml:1") && err.contains("no metadata.name"), "{err}");
+        assert!(
+            err.contains("b.yaml:1") && err.contains("no metadata.name"),
+            "{err}"
+        );
         let f = write(dir.path(), "c.yaml", "- 1\n");
-        assert!(load(&[f]).unwrap_err().to_string().contains("must be an object"));
+        assert!(
+            load(&[f])
+                .unwrap_err()
+                .to_string()
+                .contains("must be an object")
+        );
     }
 
     #[test]
