@@ -170,6 +170,11 @@ impl Cluster {
             .map_err(kube_err(format!("getting {} {namespace}/{name}", r.gk)))
     }
 
+    /// What the server would make of `d` (a server-side dry-run apply), for diffs.
+    pub async fn dry_run_apply(&self, d: &Desired) -> Result<Value, Error> {
+        self.apply(&d.resource, &d.object, true).await
+    }
+
     /// Server-side applies `object` through `r` (force: kgc owns what it deploys).
     async fn apply(&self, r: &Resource, object: &Value, dry_run: bool) -> Result<Value, Error> {
         let name = object
