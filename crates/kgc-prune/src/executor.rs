@@ -389,6 +389,7 @@ pub async fn prepare(
     let prune = plan::plan(&plan::Input {
         identity,
         set_id: &set_id,
+        parent_namespace: namespace,
         local: &local,
         listed: &listed,
         undetermined: &undetermined,
@@ -786,10 +787,10 @@ async fn delete_one(
     wait: Option<Duration>,
 ) -> DeleteOutcome {
     let r = candidate_resource(c);
-    if c.key.gk.is_crd() {
-        if let Some(outcome) = crd_blocked(cluster, c).await {
-            return outcome;
-        }
+    if c.key.gk.is_crd()
+        && let Some(outcome) = crd_blocked(cluster, c).await
+    {
+        return outcome;
     }
     let dp = DeleteParams {
         propagation_policy: Some(PropagationPolicy::Background),

@@ -55,6 +55,9 @@ pub struct Guards {
 pub struct Input<'a> {
     pub identity: &'a Identity,
     pub set_id: &'a str,
+    /// The namespace of the set's parent: kept while the source has anything (deleting it
+    /// would delete the inventory).
+    pub parent_namespace: &'a str,
     /// Every object of the (unfiltered) source.
     pub local: &'a BTreeSet<ObjectKey>,
     pub listed: &'a [Listed],
@@ -136,6 +139,14 @@ pub fn plan(input: &Input<'_>) -> Result<PrunePlan, Error> {
                 namespace: str_at(live, "/metadata/namespace").to_owned(),
                 name: str_at(live, "/metadata/name").to_owned(),
             };
+            if live
+                .pointer("/metadata/labels")
+                .and_then(|l| l.get(ownership::LABEL_APPLYSET_ID))
+                .and_then(Value::as_str)
+                == Some(input.set_id)
+            {
+                continue; // the set's own parent
+            }
             match ownership::owner(live, &r.gk, input.identity, input.set_id) {
                 Owner::Ours => {}
                 other => {
@@ -193,6 +204,10 @@ pub fn plan(input: &Input<'_>) -> Result<PrunePlan, Error> {
         if key.gk.is_namespace() {
             if PROTECTED_NAMESPACES.contains(&key.name.as_str()) {
                 kept.push(keep("a protected namespace".into()));
+                continue;
+            }
+            if key.name == input.parent_namespace && !input.local.is_empty() {
+                kept.push(keep("holds the set's parent (its inventory)".into()));
                 continue;
             }
             if local_namespaces.contains(key.name.as_str()) {
@@ -343,6 +358,7 @@ mod tests {
             plan(&Input {
                 identity: &id(),
                 set_id: SET,
+                parent_namespace: "prod",
                 local: &self.local,
                 listed: &self.listed,
                 undetermined: &self.undetermined,
@@ -452,6 +468,7 @@ mod tests {
                     disabled,
                     member(&ns, "", "unknown", "u6"),
                     member(&ns, "", "free", "u7"),
+                    member(&ns, "", "prod", "u8"),
                 ],
             ),
             (cm, vec![theirs]),
@@ -470,7 +487,8 @@ mod tests {
             .into_iter()
             .map(|k| k.reason)
             .collect();
-        assert_eq!(reasons.len(), 6, "{reasons:?}");
+        assert_eq!(reasons.len(), 7, "{reasons:?}");
+        assert!(reasons[6].contains("parent"), "{reasons:?}");
         assert!(
             reasons[3].contains("set-2") || reasons[3].contains("others"),
             "{reasons:?}"
