@@ -74,7 +74,7 @@ row() { # label command…
   r0=$(requests); w0=$(revision); s=$(date +%s.%N)
   "${@:2}"
   e=$(date +%s.%N)
-  printf '%-44s %8.2f s %8d requests %8d writes\n' "$1" "$(echo "$e - $s" | bc)" \
+  printf '%-50s %8.2f s %8d requests %8d writes\n' "$1" "$(echo "$e - $s" | bc)" \
     "$(( $(requests) - r0 - 1 ))" "$(( $(revision) - w0 ))"
 }
 echo "kgc apply vs kubectl $(kubectl version --client 2>/dev/null | head -1 | sed 's/.*: //') apply --prune, $N objects + 20 namespaces, $(nproc) cores"

@@ -522,24 +522,34 @@ fn reviewed_sources(reviewed: &Prepared) -> Vec<SourceObject> {
         .collect()
 }
 
-pub async fn prune(args: PruneArgs) -> anyhow::Result<()> {
-    let r = resolve(&args.target, true)?;
-    let (cluster, prepared) = prepare(&r, &args.limits).await?;
+/// Prunes without applying (`kgc prune`, `kgc delete`).
+async fn prune_only(
+    cluster: &Cluster,
+    prepared: &Prepared,
+    limits: &Limits,
+    dry_run: bool,
+) -> anyhow::Result<Report> {
     let bar = Bar::new();
     let report = executor::execute(
-        &cluster,
-        &prepared,
+        cluster,
+        prepared,
         Execution {
             apply: false,
             prune: true,
-            dry_run: args.dry_run,
-            wait: args.limits.wait.then_some(args.limits.timeout),
+            dry_run,
+            wait: limits.wait.then_some(limits.timeout),
             exact: false,
         },
         &bar,
     )
     .await?;
-    drop(bar);
+    Ok(report)
+}
+
+pub async fn prune(args: PruneArgs) -> anyhow::Result<()> {
+    let r = resolve(&args.target, true)?;
+    let (cluster, prepared) = prepare(&r, &args.limits).await?;
+    let report = prune_only(&cluster, &prepared, &args.limits, args.dry_run).await?;
     finish(&report, args.output)
 }
 
@@ -580,21 +590,7 @@ pub async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
         &options(&r, &args.limits),
     )
     .await?;
-    let bar = Bar::new();
-    let report = executor::execute(
-        &cluster,
-        &prepared,
-        Execution {
-            apply: false,
-            prune: true,
-            dry_run: args.dry_run,
-            wait: args.limits.wait.then_some(args.limits.timeout),
-            exact: false,
-        },
-        &bar,
-    )
-    .await?;
-    drop(bar);
+    let report = prune_only(&cluster, &prepared, &args.limits, args.dry_run).await?;
     if !args.dry_run && !report.failed() && report.kept.is_empty() && report.undetermined.is_empty()
     {
         executor::delete_parent(&cluster, &prepared).await?;
