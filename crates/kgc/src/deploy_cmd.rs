@@ -171,6 +171,7 @@ struct Environment {
 }
 
 /// A resolved target.
+#[derive(Debug)]
 struct Resolved {
     identity: Identity,
     namespace: String,
@@ -696,4 +697,66 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<()> {
         std::process::exit(EXIT_CHANGED);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        target: Target,
+    }
+
+    fn target(args: &[&str]) -> Target {
+        Cli::parse_from(std::iter::once("kgc").chain(args.iter().copied())).target
+    }
+
+    #[test]
+    fn the_project_file_supplies_app_environment_and_components() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("kgc.yaml");
+        std::fs::write(
+            &project,
+            "app: shop\ncomponents: manifests\nenvironments:\n  prod: {context: prod-ctx, namespace: shop}\n  dev: {namespace: shop-dev}\n",
+        )
+        .unwrap();
+        let p = project.to_str().unwrap();
+        let r = resolve(&target(&["--project", p, "--env", "prod"]), true).unwrap();
+        assert_eq!(r.identity.describe(), "app=shop,env=prod");
+        assert_eq!(r.namespace, "shop");
+        assert_eq!(r.context.as_deref(), Some("prod-ctx"));
+        assert_eq!(r.paths, [dir.path().join("manifests")]);
+        // Flags override the project.
+        let r = resolve(
+            &target(&["--project", p, "--env", "dev", "-n", "x", "src"]),
+            true,
+        )
+        .unwrap();
+        assert_eq!((r.namespace.as_str(), r.context), ("x", None));
+        assert_eq!(r.paths, [PathBuf::from("src")]);
+        // Several environments need --env; unknown ones are named.
+        let err = resolve(&target(&["--project", p]), true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("dev, prod"), "{err}");
+        let err = resolve(&target(&["--project", p, "--env", "qa"]), true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"qa\""), "{err}");
+    }
+
+    #[test]
+    fn without_a_project_app_and_env_are_required() {
+        let err = resolve(&target(&["--project", "/nonexistent/kgc.yaml"]), true)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("kgc.yaml"), "{err}");
+        let r = resolve(&target(&["--app", "a", "--env", "e", "dir"]), true).unwrap();
+        assert_eq!(r.namespace, "default");
+        assert!(resolve(&target(&["--app", "A", "--env", "e"]), true).is_err());
+    }
 }
