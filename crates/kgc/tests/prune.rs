@@ -689,3 +689,39 @@ async fn bad_input_fails_before_anything_is_written() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("127.0.0.1:1"), "{}", stderr(&out));
 }
+
+#[tokio::test]
+async fn wait_reports_the_finalizer_that_holds_a_deleted_object() {
+    let (s, ns) = setup("finalizer").await;
+    let p = Project::new(&s, "shop", "prod", &ns);
+    p.write(
+        "web.yaml",
+        &(cm("a")
+            + "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, finalizers: [example.com/hold]}\n---\n"),
+    );
+    p.apply(&[], 2).await;
+    p.write("web.yaml", &cm("a"));
+    // Exit code 3: finished, but an object is still being deleted.
+    let r = p.apply(&["--wait", "--timeout", "1s"], 3).await;
+    let outcome = &r["deleted"][0][1];
+    assert_eq!(
+        outcome["waiting"]["finalizers"][0], "example.com/hold",
+        "{r}"
+    );
+    // The table says the same, and YAML output works too.
+    s.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "held",
+        "-n",
+        &ns,
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ])
+    .await;
+    poll_gone(&s, "configmap", "held", Some(&ns)).await;
+    let out = p.kgc("apply", &["-o", "yaml"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("applied:"));
+}
