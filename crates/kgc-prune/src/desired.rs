@@ -110,11 +110,7 @@ pub fn build(
         let key = ObjectKey {
             gk: gk.clone(),
             namespace: namespace.clone(),
-            name: object
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
+            name: crate::str_at(&object, "/metadata/name").to_owned(),
         };
         if let Some(first) = seen.insert(key.clone(), origin.clone()) {
             return Err(Error::Invalid(format!(

@@ -28,6 +28,7 @@ use crate::order;
 use crate::ownership::{self, FIELD_MANAGER, Identity, LABEL_APP, Owner};
 use crate::plan::{self, Candidate, Filters, Guards, Kept, PrunePlan};
 use crate::source::SourceObject;
+use crate::str_at;
 
 /// How many writes run at once within a rank.
 const CONCURRENCY: usize = 16;
@@ -177,14 +178,8 @@ impl Cluster {
 
     /// Server-side applies `object` through `r` (force: kgc owns what it deploys).
     async fn apply(&self, r: &Resource, object: &Value, dry_run: bool) -> Result<Value, Error> {
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let ns = object
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let name = crate::str_at(object, "/metadata/name");
+        let ns = crate::str_at(object, "/metadata/namespace");
         let pp = PatchParams {
             dry_run,
             force: true,
@@ -407,10 +402,6 @@ pub async fn prepare(
         prune,
         live,
     })
-}
-
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Progress callbacks (the CLI draws a bar).

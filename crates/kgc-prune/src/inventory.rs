@@ -31,14 +31,8 @@ impl Inventory {
     /// one its name and namespace imply, is refused (KEP-3659: tools must not mutate sets they
     /// do not own).
     pub fn from_parent(parent: &Value, set_id: &str) -> Result<Self, Error> {
-        let name = parent
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let ns = parent
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let name = crate::str_at(parent, "/metadata/name");
+        let ns = crate::str_at(parent, "/metadata/namespace");
         let get = |field: &str, key: &str| {
             parent
                 .get("metadata")

@@ -20,6 +20,13 @@ pub mod source;
 
 use std::path::PathBuf;
 
+use serde_json::Value;
+
+/// The string at a JSON pointer, or `""` (absent or not a string).
+pub(crate) fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
 /// Errors of a deploy run. Each says which object or file and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -127,11 +127,7 @@ pub fn stamp(
     namespace: &str,
     component: &str,
 ) -> Result<(), Error> {
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+    let name = crate::str_at(object, "/metadata/name").to_owned();
     let mut labels = vec![
         (LABEL_APP, identity.app.clone()),
         (LABEL_ENV, identity.env.clone()),
@@ -205,14 +201,8 @@ fn meta_str<'a>(live: &'a Value, field: &str, key: &str) -> Option<&'a str> {
 
 /// Classifies a live object of canonical kind `gk`.
 pub fn owner(live: &Value, gk: &GroupKind, identity: &Identity, set_id: &str) -> Owner {
-    let ns = live
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let name = live
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let ns = crate::str_at(live, "/metadata/namespace");
+    let name = crate::str_at(live, "/metadata/name");
     match meta_str(live, "labels", LABEL_PART_OF) {
         Some(id) if id == set_id => {
             if meta_str(live, "annotations", ANNOTATION_OWNED_BY)

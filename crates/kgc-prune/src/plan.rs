@@ -105,9 +105,7 @@ fn never_listed(gk: &GroupKind) -> bool {
     )
 }
 
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
-}
+use crate::str_at;
 
 /// Computes the plan. Guard violations are errors: nothing of the plan may run.
 pub fn plan(input: &Input<'_>) -> Result<PrunePlan, Error> {

@@ -152,10 +152,7 @@ fn push(
             display_name(&value)
         )));
     }
-    let name = value
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let name = crate::str_at(&value, "/metadata/name");
     if name.is_empty() {
         let hint = if value.pointer("/metadata/generateName").is_some() {
             " (generateName is not supported: a generated name cannot be tracked across runs)"
