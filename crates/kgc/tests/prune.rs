@@ -508,7 +508,7 @@ async fn an_interrupted_run_followed_by_a_clean_run_prunes_correctly() {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let (status, body) = http_get(&url);
-        if status == 200 && body.contains("\"c") {
+        if status == 200 && body.contains("\"name\":\"c") {
             break;
         }
         assert!(
