@@ -182,6 +182,11 @@ async fn remove_an_object() {
         "an unchanged re-apply wrote something"
     );
     p.write("web.yaml", &cm("a"));
+    // A dry run reports the deletion and writes nothing.
+    let r = p.apply(&["--dry-run"], 2).await;
+    assert_eq!(deleted(&r), [format!("ConfigMap {ns}/b")]);
+    assert_eq!(r["deleted"][0][1], "would-delete", "{r}");
+    assert_eq!(revision(&s), before, "a dry run wrote something");
     let r = p.apply(&[], 2).await;
     assert_eq!(deleted(&r), [format!("ConfigMap {ns}/b")]);
     assert_eq!(
