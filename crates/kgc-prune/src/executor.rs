@@ -250,6 +250,33 @@ pub fn contains(live: &Value, desired: &Value) -> bool {
     }
 }
 
+/// A desired object as the server stores it, where that differs in a way a comparison can
+/// undo: a Secret's write-only `stringData` is stored base64-encoded in `data`.
+fn as_stored(desired: &Value) -> std::borrow::Cow<'_, Value> {
+    let Some(Value::Object(string_data)) = desired.get("stringData") else {
+        return std::borrow::Cow::Borrowed(desired);
+    };
+    let mut v = desired.clone();
+    let mut data = v
+        .get("data")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for (k, s) in string_data {
+        if let Some(s) = s.as_str() {
+            data.insert(
+                k.clone(),
+                Value::String(kgc_meta::encoding::base64(s.as_bytes())),
+            );
+        }
+    }
+    if let Some(o) = v.as_object_mut() {
+        o.remove("stringData");
+        o.insert("data".into(), Value::Object(data));
+    }
+    std::borrow::Cow::Owned(v)
+}
+
 /// What applying an object does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -362,7 +389,7 @@ pub async fn prepare(
         }
         let action = match l {
             None => Action::Create,
-            Some(l) if contains(l, &d.object) => Action::Unchanged,
+            Some(l) if contains(l, &as_stored(&d.object)) => Action::Unchanged,
             Some(_) => Action::Update,
         };
         changes.push(Change {
@@ -967,6 +994,15 @@ pub fn check_drift(reviewed: &Prepared, fresh: &Prepared) -> Result<(), Error> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn secret_string_data_compares_as_stored() {
+        let live = json!({"kind": "Secret", "data": {"a": "eA==", "b": "eQ=="}});
+        let desired = json!({"kind": "Secret", "stringData": {"a": "x"}, "data": {"b": "eQ=="}});
+        assert!(contains(&live, &as_stored(&desired)));
+        let changed = json!({"kind": "Secret", "stringData": {"a": "z"}});
+        assert!(!contains(&live, &as_stored(&changed)));
+    }
 
     #[test]
     fn containment_ignores_server_additions_only() {
