@@ -955,6 +955,13 @@ pub async fn delete_parent(cluster: &Cluster, prepared: &Prepared) -> Result<(),
 /// still have the uid and resourceVersion it was planned against (absent stays absent).
 pub fn check_drift(reviewed: &Prepared, fresh: &Prepared) -> Result<(), Error> {
     let mut drift = Vec::new();
+    if reviewed.previous != fresh.previous {
+        drift.push(format!(
+            "the set's parent ConfigMap {}/{} changed",
+            reviewed.namespace,
+            reviewed.identity.parent_name()
+        ));
+    }
     let fresh_changes: HashMap<&ObjectKey, &Change> =
         fresh.changes.iter().map(|c| (&c.desired.key, c)).collect();
     for c in &reviewed.changes {
