@@ -206,6 +206,13 @@ async fn rename_an_object() {
     p.write("web.yaml", &cm("old"));
     p.apply(&[], 2).await;
     p.write("web.yaml", &cm("new"));
+    // --prune=false applies and keeps the old name.
+    let r = p.apply(&["--prune=false"], 2).await;
+    assert!(deleted(&r).is_empty(), "{r}");
+    assert_eq!(
+        names(&s, "configmaps", Some(&ns)).await,
+        ["kgc-shop-prod", "new", "old"]
+    );
     let r = p.apply(&[], 2).await;
     assert_eq!(deleted(&r), [format!("ConfigMap {ns}/old")]);
     assert_eq!(
