@@ -810,6 +810,11 @@ async fn delete_one(
     {
         return outcome;
     }
+    if c.key.gk.is_namespace()
+        && let Some(outcome) = namespace_blocked(cluster, &c.key.name).await
+    {
+        return outcome;
+    }
     let dp = DeleteParams {
         propagation_policy: Some(PropagationPolicy::Background),
         preconditions: Some(Preconditions {
@@ -918,6 +923,68 @@ async fn crd_blocked(cluster: &Cluster, c: &Candidate) -> Option<DeleteOutcome> 
             }
         }
     }
+}
+
+/// Kinds whose objects a namespace holds without anyone having put them there (events,
+/// metrics, endpoints that services make).
+fn incidental(gk: &GroupKind) -> bool {
+    matches!(
+        (gk.group.as_str(), gk.kind.as_str()),
+        ("" | "events.k8s.io", "Event") | ("", "Endpoints") | ("discovery.k8s.io", "EndpointSlice")
+    ) || gk.group == "metrics.k8s.io"
+}
+
+/// A Namespace is kept while it holds anything that is not being deleted, not made by a
+/// controller and not one of the objects every namespace gets (the `default` ServiceAccount,
+/// the `kube-root-ca.crt` ConfigMap): deleting it would take others' objects with it (the gap
+/// behind argoproj/argo-cd#22607 and kubernetes-sigs/cli-utils#274). The set's own members
+/// were deleted a rank earlier. A kind that cannot be listed keeps the namespace.
+async fn namespace_blocked(cluster: &Cluster, namespace: &str) -> Option<DeleteOutcome> {
+    let resources: Vec<&Resource> = cluster
+        .catalog
+        .preferred
+        .values()
+        .filter(|r| r.namespaced && !incidental(&r.gk))
+        .collect();
+    let found: Vec<Option<String>> = futures::stream::iter(resources)
+        .map(|r| async move {
+            let list = cluster
+                .api(r, namespace)
+                .list_metadata(&ListParams::default().limit(100))
+                .await;
+            match list {
+                Ok(l) => l
+                    .items
+                    .iter()
+                    .find(|o| {
+                        let m = &o.metadata;
+                        let name = m.name.as_deref().unwrap_or("");
+                        m.deletion_timestamp.is_none()
+                            && !m
+                                .owner_references
+                                .iter()
+                                .flatten()
+                                .any(|r| r.controller == Some(true))
+                            && !matches!(
+                                (r.gk.group.as_str(), r.gk.kind.as_str(), name),
+                                ("", "ServiceAccount", "default")
+                                    | ("", "ConfigMap", "kube-root-ca.crt")
+                            )
+                    })
+                    .map(|o| format!("{} {}", r.gk, o.metadata.name.as_deref().unwrap_or(""))),
+                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 405 => None,
+                Err(e) => Some(format!("{} (which could not be listed: {e})", r.gk)),
+            }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    let mut found: Vec<String> = found.into_iter().flatten().collect();
+    found.sort();
+    let first = found.first()?;
+    Some(DeleteOutcome::Kept {
+        reason: format!("it still holds objects, such as {first}"),
+    })
 }
 
 /// The set's live parent and members, for `kgc delete`: a prepared run with an empty source.

@@ -741,3 +741,34 @@ async fn wait_reports_the_finalizer_that_holds_a_deleted_object() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("applied:"));
 }
+
+#[tokio::test]
+async fn a_namespace_holding_someone_elses_objects_is_kept() {
+    let (s, ns) = setup("ns-others").await;
+    let extra = unique("ns-others-extra");
+    let p = Project::new(&s, "shop", "prod", &ns);
+    p.write(
+        "web.yaml",
+        &(cm("a") + &namespace(&extra) + &cm_in(&extra, "ours")),
+    );
+    p.apply(&[], 2).await;
+    // Someone puts an unlabelled object of their own into the set's namespace.
+    s.kubectl_ok(&["create", "configmap", "theirs", "-n", &extra])
+        .await;
+    p.write("web.yaml", &cm("a"));
+    let r = p.apply(&[], 2).await;
+    let outcome = r["deleted"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|d| d[0]["name"] == extra.as_str())
+        .map(|d| d[1].clone())
+        .unwrap_or_default();
+    assert!(
+        outcome["kept"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("ConfigMap theirs")),
+        "{r}"
+    );
+    assert_eq!(names(&s, "configmaps", Some(&extra)).await, ["theirs"]);
+}
