@@ -1007,9 +1007,22 @@ pub async fn delete_parent(cluster: &Cluster, prepared: &Prepared) -> Result<(),
         plural: "configmaps".into(),
         namespaced: true,
     };
+    let name = prepared.identity.parent_name();
+    let Some(parent) = cluster.get(&cm, &prepared.namespace, &name).await? else {
+        return Ok(());
+    };
+    // Only the parent that was read, and only while it is still kgc's.
+    Inventory::from_parent(&parent, &prepared.set_id)?;
+    let dp = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(str_at(&parent, "/metadata/uid").to_owned()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
     match cluster
         .api(&cm, &prepared.namespace)
-        .delete(&prepared.identity.parent_name(), &DeleteParams::default())
+        .delete(&name, &dp)
         .await
     {
         Ok(_) => Ok(()),
