@@ -1082,6 +1082,85 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn prepared(live_rv: Option<&str>, delete_rv: &str) -> Prepared {
+        let key = |name: &str| ObjectKey {
+            gk: GroupKind::new("", "ConfigMap"),
+            namespace: "ns".into(),
+            name: name.into(),
+        };
+        let resource = Resource {
+            gk: GroupKind::new("", "ConfigMap"),
+            version: "v1".into(),
+            plural: "configmaps".into(),
+            namespaced: true,
+        };
+        Prepared {
+            identity: Identity::new("shop", "prod", None).unwrap(),
+            namespace: "ns".into(),
+            set_id: "set".into(),
+            previous: None,
+            current: Inventory::default(),
+            changes: vec![Change {
+                desired: Desired {
+                    key: key("a"),
+                    resource,
+                    component: "web".into(),
+                    origin: "web.yaml:1".into(),
+                    object: json!({}),
+                    rank: 4,
+                },
+                action: Action::Update,
+                live_uid: live_rv.map(|_| "u-a".to_owned()),
+                live_resource_version: live_rv.map(str::to_owned),
+            }],
+            prune: PrunePlan {
+                deletes: vec![Candidate {
+                    key: key("b"),
+                    version: "v1".into(),
+                    plural: "configmaps".into(),
+                    namespaced: true,
+                    uid: "u-b".into(),
+                    resource_version: delete_rv.into(),
+                    component: None,
+                    rank: 4,
+                }],
+                ..PrunePlan::default()
+            },
+            live: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn drift_is_any_change_to_what_the_plan_touches() {
+        let reviewed = prepared(Some("1"), "2");
+        assert!(check_drift(&reviewed, &prepared(Some("1"), "2")).is_ok());
+        let err = check_drift(&reviewed, &prepared(Some("5"), "2")).unwrap_err();
+        assert!(err.to_string().contains("ConfigMap ns/a changed"), "{err}");
+        let err = check_drift(&reviewed, &prepared(None, "3")).unwrap_err();
+        assert!(
+            err.to_string().contains("ns/b (to delete) changed"),
+            "{err}"
+        );
+        let mut fresh = prepared(Some("1"), "2");
+        fresh.previous = Some(Inventory::default());
+        assert!(
+            check_drift(&reviewed, &fresh)
+                .unwrap_err()
+                .to_string()
+                .contains("parent")
+        );
+        let mut fresh = prepared(Some("1"), "2");
+        let mut extra = fresh.prune.deletes[0].clone();
+        extra.key.name = "c".into();
+        fresh.prune.deletes.push(extra);
+        assert!(
+            check_drift(&reviewed, &fresh)
+                .unwrap_err()
+                .to_string()
+                .contains("ns/c would now be deleted")
+        );
+    }
+
     #[test]
     fn secret_string_data_compares_as_stored() {
         let live = json!({"kind": "Secret", "data": {"a": "eA==", "b": "eQ=="}});
