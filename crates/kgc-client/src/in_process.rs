@@ -8,7 +8,7 @@ use kgc_meta::{DeleteOptions, ObjectMeta, Reason, ResourceInfo, Status};
 use kgc_store::{EventType, Store, StoredObject, WatchEvent, WatchFilter, Watcher};
 use serde_json::Value;
 
-use crate::{Cluster, Deleted, Error, MetaEvent, Result};
+use crate::{Cluster, Deleted, Error, MetaEvent, ObjectEvent, Result};
 
 /// The embedded store as a [`Cluster`].
 #[derive(Clone)]
@@ -70,13 +70,21 @@ fn meta(o: &StoredObject) -> ObjectMeta {
 
 /// Drains the snapshot a fresh watcher starts with.
 fn snapshot(watcher: &mut Watcher) -> Vec<ObjectMeta> {
+    snapshot_with(watcher, meta)
+}
+
+fn snapshot_with<T>(watcher: &mut Watcher, view: fn(&StoredObject) -> T) -> Vec<T> {
     let mut out = Vec::with_capacity(watcher.buffered());
     for _ in 0..watcher.buffered() {
         if let Some(WatchEvent::Event(_, o)) = watcher.try_next() {
-            out.push(meta(&o));
+            out.push(view(&o));
         }
     }
     out
+}
+
+fn whole(o: &StoredObject) -> Value {
+    o.value()
 }
 
 impl Cluster for InProcess {
@@ -228,6 +236,70 @@ impl Cluster for InProcess {
             .create(&info, &namespace, event, false)
             .await
             .map(|_| ())
+            .map_err(store_error)
+    }
+
+    fn watch_objects(
+        &self,
+        resource: Arc<ResourceInfo>,
+    ) -> BoxStream<'static, Result<ObjectEvent>> {
+        let store = self.store.clone();
+        let filter = WatchFilter::new(resource.group_resource());
+        let state = (store, filter, None::<Watcher>);
+        stream::unfold(state, |(store, filter, watcher)| async move {
+            let mut watcher = match watcher {
+                Some(w) => w,
+                None => {
+                    let mut w = store.watch(filter.clone(), None);
+                    let items = snapshot_with(&mut w, whole);
+                    return Some((Ok(ObjectEvent::Resync(items)), (store, filter, Some(w))));
+                }
+            };
+            let event = match watcher.next().await {
+                WatchEvent::Event(EventType::Deleted, o) => ObjectEvent::Delete(o.value()),
+                WatchEvent::Event(_, o) => ObjectEvent::Apply(o.value()),
+                WatchEvent::Expired { .. } => {
+                    watcher = store.watch(filter.clone(), None);
+                    ObjectEvent::Resync(snapshot_with(&mut watcher, whole))
+                }
+                WatchEvent::Closed => return None,
+            };
+            Some((Ok(event), (store, filter, Some(watcher))))
+        })
+        .boxed()
+    }
+
+    async fn get_object(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>> {
+        let ns = if resource.namespaced() { namespace } else { "" };
+        Ok(self
+            .store
+            .get(&resource.group_resource(), ns, name)
+            .map(|o| o.value()))
+    }
+
+    async fn replace_status(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        object: Value,
+    ) -> Result<Value> {
+        self.store
+            .update(
+                resource,
+                namespace,
+                name,
+                Some("status"),
+                false,
+                move |_| Ok(object),
+            )
+            .await
+            .map(|u| u.object().value())
             .map_err(store_error)
     }
 }

@@ -59,6 +59,18 @@ pub enum MetaEvent {
     Delete(ObjectMeta),
 }
 
+/// What a whole-object watch yields (the collectors that judge by spec and status: PodGC, TTL,
+/// CSR, volumes, nodes). The same shape as [`MetaEvent`], with the full JSON object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ObjectEvent {
+    /// The complete current set of the resource, after the first list or a re-list.
+    Resync(Vec<Value>),
+    /// An object was created or changed.
+    Apply(Value),
+    /// An object was deleted (its last state).
+    Delete(Value),
+}
+
 /// What a DELETE did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Deleted {
@@ -128,6 +140,31 @@ pub trait Cluster: Clone + Send + Sync + 'static {
 
     /// Records a core/v1 Event (`event` is the full object, its namespace set).
     fn create_event(&self, event: Value) -> impl Future<Output = Result<()>> + Send;
+
+    /// A watch of whole objects of one resource across namespaces, like [`Cluster::watch`]:
+    /// a [`ObjectEvent::Resync`] first, then changes; it re-lists by itself.
+    fn watch_objects(&self, resource: Arc<ResourceInfo>)
+    -> BoxStream<'static, Result<ObjectEvent>>;
+
+    /// The current whole object, `None` if it does not exist. Collectors re-read an object
+    /// this way right before acting on it (upstream's "live GET").
+    fn get_object(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<Value>>> + Send;
+
+    /// Replaces the status of an object (`PUT …/status`) with that of `object`, a copy read
+    /// before: its `metadata.resourceVersion` makes the write fail with 409 if the object
+    /// changed (or was replaced by another of the same name) since. Returns the written object.
+    fn replace_status(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        object: Value,
+    ) -> impl Future<Output = Result<Value>> + Send;
 }
 
 /// A core/v1 Warning event about `involved` (used for `OwnerRefInvalidNamespace`), in the
