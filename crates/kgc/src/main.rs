@@ -3,6 +3,7 @@
 
 mod controller;
 mod gc_cmd;
+mod lifecycle;
 mod serve;
 
 use clap::{Parser, Subcommand};
