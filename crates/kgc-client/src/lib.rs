@@ -182,6 +182,10 @@ pub fn warning_event(
     } else {
         involved.namespace.as_str()
     };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
     let mut involved_object = serde_json::json!({
         "apiVersion": involved.api_version,
         "kind": involved.kind,
@@ -194,7 +198,9 @@ pub fn warning_event(
     serde_json::json!({
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"generateName": format!("{}.", involved.name), "namespace": namespace},
+        // client-go's recorder names events `<involved name>.<unix nanoseconds in hex>`; a
+        // `generateName` ending in '.' is not a valid name prefix and is rejected.
+        "metadata": {"name": format!("{}.{nanos:x}", involved.name), "namespace": namespace},
         "involvedObject": involved_object,
         "reason": reason,
         "message": message,

@@ -74,7 +74,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_parser = crate::lifecycle::DISABLE)]
     disable: Vec<String>,
     #[command(flatten)]
-    lifecycle: crate::lifecycle::Args,
+    lifecycle: crate::lifecycle::LifecycleArgs,
 }
 
 /// Client configuration kubectl-style: `--kubeconfig`, else `$KUBECONFIG` (merged), else
@@ -189,7 +189,7 @@ struct Shared {
     lease: String,
     /// Collectors turned off.
     disable: Vec<String>,
-    lifecycle: crate::lifecycle::Args,
+    lifecycle: crate::lifecycle::LifecycleArgs,
     /// The lifecycle collectors' counters, kept across leadership terms.
     lifecycle_metrics: Arc<kgc_lifecycle::Metrics>,
 }

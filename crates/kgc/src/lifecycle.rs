@@ -11,7 +11,7 @@ use kgc_lifecycle::{Clock, Context, Metrics};
 pub const DISABLE: [&str; 6] = ["gc", "podgc", "ttl", "csr", "pv", "nodes"];
 
 #[derive(clap::Args, Clone, Debug)]
-pub struct Args {
+pub struct LifecycleArgs {
     /// PodGC: terminated pods kept; beyond it the oldest are deleted (0 keeps them all).
     #[arg(long, default_value_t = 12_500)]
     terminated_pod_gc_threshold: usize,
@@ -43,7 +43,7 @@ pub struct Args {
     clock_offset: Option<Duration>,
 }
 
-impl Args {
+impl LifecycleArgs {
     /// The clock: the system clock plus `--clock-offset`.
     pub fn clock(&self) -> Clock {
         let offset = self

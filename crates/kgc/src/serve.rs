@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long, default_value = "30s", value_parser = crate::parse_duration)]
     gc_resync: std::time::Duration,
     #[command(flatten)]
-    lifecycle: crate::lifecycle::Args,
+    lifecycle: crate::lifecycle::LifecycleArgs,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -153,7 +153,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         gc_task = Some(tokio::spawn(async move { gc.run().await }));
     }
     let mut lifecycle_task = None;
-    if crate::lifecycle::Args::any_enabled(&args.disable) {
+    if crate::lifecycle::LifecycleArgs::any_enabled(&args.disable) {
         let metrics = Arc::new(kgc_lifecycle::Metrics::default());
         let m = Arc::clone(&metrics);
         api = api.with_metrics(Arc::new(move || m.render()));
