@@ -64,7 +64,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub const COLLECTORS: [&str; 5] = ["podgc", "ttl", "csr", "pv", "nodes"];
 
 /// Settings of every collector.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Config {
     /// Names from [`COLLECTORS`] not to run.
     pub disabled: Vec<String>,
@@ -73,19 +73,6 @@ pub struct Config {
     pub csr: csr::Config,
     pub volume: volume::Config,
     pub node: node::Config,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            disabled: Vec::new(),
-            podgc: podgc::Config::default(),
-            ttl: ttl::Config::default(),
-            csr: csr::Config::default(),
-            volume: volume::Config::default(),
-            node: node::Config::default(),
-        }
-    }
 }
 
 impl Config {
@@ -116,12 +103,12 @@ impl<C: Cluster> Context<C> {
                     {
                         return r;
                     }
-                    if attempt % 60 == 0 {
+                    if attempt.is_multiple_of(60) {
                         tracing::warn!(%group, %plural, "the cluster does not serve this resource yet");
                     }
                 }
                 Err(e) => {
-                    if attempt % 60 == 0 {
+                    if attempt.is_multiple_of(60) {
                         tracing::warn!(%group, %plural, error = %e, "discovery failed");
                     }
                 }

@@ -360,12 +360,12 @@ impl<C: Cluster> PodGc<C> {
         condition: Option<&Value>,
     ) -> bool {
         let key = (pod.namespace.clone(), pod.name.clone());
-        if !pod.finished() {
-            if let Err(e) = self.mark_failed(pod, condition).await {
-                self.ctx.metrics.error(COLLECTOR, reason);
-                tracing::warn!(collector = COLLECTOR, pod = %describe(&key), error = %e, "marking the pod Failed; retrying next pass");
-                return false;
-            }
+        if !pod.finished()
+            && let Err(e) = self.mark_failed(pod, condition).await
+        {
+            self.ctx.metrics.error(COLLECTOR, reason);
+            tracing::warn!(collector = COLLECTOR, pod = %describe(&key), error = %e, "marking the pod Failed; retrying next pass");
+            return false;
         }
         let target = Target {
             resource: &self.pods_resource,

@@ -69,10 +69,12 @@ impl Job {
         let mut finished_at = None;
         // Upstream `getFinishAndExpireTime`: the first condition of type Complete or Failed
         // with status True.
-        if let Some(conditions) = obj["status"]["conditions"].as_array() {
-            if let Some(c) = conditions.iter().find(|c| {
+        if let Some(c) = obj["status"]["conditions"].as_array().and_then(|cs| {
+            cs.iter().find(|c| {
                 (c["type"] == "Complete" || c["type"] == "Failed") && c["status"] == "True"
-            }) {
+            })
+        }) {
+            {
                 match time_field(
                     obj,
                     &c["lastTransitionTime"],

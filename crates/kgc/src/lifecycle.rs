@@ -85,3 +85,14 @@ impl LifecycleArgs {
         kgc_lifecycle::run(ctx, self.config(&disabled)).await;
     }
 }
+
+/// Store options with the clock `--clock-offset` sets.
+pub trait WithClock {
+    fn with_clock(self, clock: Clock) -> Self;
+}
+
+impl WithClock for kgc_store::Options {
+    fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
+    }
+}

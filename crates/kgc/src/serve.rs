@@ -10,6 +10,8 @@ use kgc_apiserver::ApiServer;
 use kgc_client::InProcess;
 use kgc_gc::{Config as GcConfig, GarbageCollector};
 use kgc_store::{Options, Store};
+
+use crate::lifecycle::WithClock;
 use tokio::sync::watch;
 
 #[derive(clap::Args)]
@@ -95,12 +97,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
     let started = std::time::Instant::now();
-    let store = Store::open_with(Options {
-        path: (!args.in_memory).then(|| data_dir.join("kgc.db")),
-        watch_log: args.watch_cache_size,
-        clock: args.lifecycle.clock(),
-        ..Options::default()
-    })
+    let store = Store::open_with(
+        Options {
+            path: (!args.in_memory).then(|| data_dir.join("kgc.db")),
+            watch_log: args.watch_cache_size,
+            ..Options::default()
+        }
+        .with_clock(args.lifecycle.clock()),
+    )
     .await
     .with_context(|| format!("opening the store in {}", data_dir.display()))?;
     tracing::info!(
