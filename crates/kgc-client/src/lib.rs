@@ -60,15 +60,21 @@ pub enum MetaEvent {
 }
 
 /// What a whole-object watch yields (the collectors that judge by spec and status: PodGC, TTL,
-/// CSR, volumes, nodes). The same shape as [`MetaEvent`], with the full JSON object.
+/// CSR, volumes, nodes). A (re-)list arrives one object at a time between `Init` and
+/// `InitDone`, as kube-rs's watcher delivers it, so a consumer that keeps only a small view of
+/// each object never holds the whole list: 100,000 pods are never in memory at once.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ObjectEvent {
-    /// The complete current set of the resource, after the first list or a re-list.
-    Resync(Vec<Value>),
+pub enum ObjectEvent<T = Value> {
+    /// A complete list begins (the first, or a re-list after the watch expired).
+    Init,
+    /// One object of that list.
+    InitApply(T),
+    /// The list is complete: objects the consumer knew but did not see since `Init` are gone.
+    InitDone,
     /// An object was created or changed.
-    Apply(Value),
+    Apply(T),
     /// An object was deleted (its last state).
-    Delete(Value),
+    Delete(T),
 }
 
 /// What a DELETE did.
@@ -142,7 +148,7 @@ pub trait Cluster: Clone + Send + Sync + 'static {
     fn create_event(&self, event: Value) -> impl Future<Output = Result<()>> + Send;
 
     /// A watch of whole objects of one resource across namespaces, like [`Cluster::watch`]:
-    /// a [`ObjectEvent::Resync`] first, then changes; it re-lists by itself.
+    /// a list first (`Init`, `InitApply`…, `InitDone`), then changes; it re-lists by itself.
     fn watch_objects(&self, resource: Arc<ResourceInfo>)
     -> BoxStream<'static, Result<ObjectEvent>>;
 

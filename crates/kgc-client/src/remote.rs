@@ -679,26 +679,14 @@ impl Cluster for Remote {
     ) -> BoxStream<'static, Result<ObjectEvent>> {
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &api_resource(&resource));
         watcher(api, watcher::Config::default())
-            .scan(None::<Vec<Value>>, |initial, event| {
-                let out = match event {
-                    Ok(watcher::Event::Init) => {
-                        *initial = Some(Vec::new());
-                        None
-                    }
-                    Ok(watcher::Event::InitApply(o)) => {
-                        initial.get_or_insert_with(Vec::new).push(to_json(&o));
-                        None
-                    }
-                    Ok(watcher::Event::InitDone) => {
-                        Some(Ok(ObjectEvent::Resync(initial.take().unwrap_or_default())))
-                    }
-                    Ok(watcher::Event::Apply(o)) => Some(Ok(ObjectEvent::Apply(to_json(&o)))),
-                    Ok(watcher::Event::Delete(o)) => Some(Ok(ObjectEvent::Delete(to_json(&o)))),
-                    Err(e) => Some(Err(from_watcher(e))),
-                };
-                futures::future::ready(Some(out))
+            .map(|event| match event {
+                Ok(watcher::Event::Init) => Ok(ObjectEvent::Init),
+                Ok(watcher::Event::InitApply(o)) => Ok(ObjectEvent::InitApply(to_json(&o))),
+                Ok(watcher::Event::InitDone) => Ok(ObjectEvent::InitDone),
+                Ok(watcher::Event::Apply(o)) => Ok(ObjectEvent::Apply(to_json(&o))),
+                Ok(watcher::Event::Delete(o)) => Ok(ObjectEvent::Delete(to_json(&o))),
+                Err(e) => Err(from_watcher(e)),
             })
-            .filter_map(futures::future::ready)
             .boxed()
     }
 

@@ -199,8 +199,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let csrs = Informer::start(&ctx.cluster, resource.clone(), csr_view, None);
     csrs.synced().await;
     tracing::info!(collector = COLLECTOR, period = ?config.period, "started");
-    let mut tick = tokio::time::interval(config.period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick = crate::every(config.period);
     loop {
         tick.tick().await;
         ctx.metrics.pass(COLLECTOR);
@@ -228,12 +227,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
                 .collect()
         });
         for (name, uid, reason) in doomed {
-            let target = Target {
-                resource: &resource,
-                namespace: "",
-                name: &name,
-                uid: &uid,
-            };
+            let target = Target::cluster(&resource, &name, &uid);
             let _ = ctx
                 .delete(
                     COLLECTOR,

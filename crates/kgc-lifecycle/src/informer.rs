@@ -79,13 +79,18 @@ impl<T: Send + Sync + 'static> Informer<T> {
                     h(key, v);
                 }
             };
+            // The list being received, until `InitDone` swaps it in.
+            let mut fresh: Option<HashMap<Key, T>> = None;
             while let Some(event) = stream.next().await {
                 match event {
-                    Ok(ObjectEvent::Resync(objects)) => {
-                        let fresh: HashMap<Key, T> = objects
-                            .iter()
-                            .filter_map(|o| view(o).map(|v| (key_of(o), v)))
-                            .collect();
+                    Ok(ObjectEvent::Init) => fresh = Some(HashMap::new()),
+                    Ok(ObjectEvent::InitApply(o)) => {
+                        if let (Some(map), Some(v)) = (fresh.as_mut(), view(&o)) {
+                            map.insert(key_of(&o), v);
+                        }
+                    }
+                    Ok(ObjectEvent::InitDone) => {
+                        let fresh = fresh.take().unwrap_or_default();
                         let gone: Vec<Key> = {
                             let mut map = cache.write().unwrap_or_else(|p| p.into_inner());
                             let gone = map

@@ -174,6 +174,26 @@ pub struct Target<'a> {
     pub uid: &'a str,
 }
 
+impl<'a> Target<'a> {
+    /// A cluster-scoped object.
+    pub fn cluster(resource: &'a ResourceInfo, name: &'a str, uid: &'a str) -> Self {
+        Self {
+            resource,
+            namespace: "",
+            name,
+            uid,
+        }
+    }
+}
+
+/// A ticker for a periodic pass: the first tick at once, and a late pass delays the next
+/// instead of bunching them.
+pub fn every(period: Duration) -> tokio::time::Interval {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick
+}
+
 /// `DeleteOptions` with a propagation policy.
 pub fn propagation(policy: PropagationPolicy) -> DeleteOptions {
     DeleteOptions {

@@ -156,8 +156,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     nodes.synced().await;
     leases.synced().await;
     tracing::info!(collector = COLLECTOR, ?gone_after, %command, "started");
-    let mut tick = tokio::time::interval(config.period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick = crate::every(config.period);
     loop {
         tick.tick().await;
         ctx.metrics.pass(COLLECTOR);
@@ -173,12 +172,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
                     tracing::warn!(collector = COLLECTOR, node = %name, error = %why, "the existence check failed; keeping the node");
                 }
                 Exists::Gone => {
-                    let target = Target {
-                        resource: &nodes_resource,
-                        namespace: "",
-                        name: &name,
-                        uid: &uid,
-                    };
+                    let target = Target::cluster(&nodes_resource, &name, &uid);
                     let _ = ctx
                         .delete(
                             COLLECTOR,

@@ -440,8 +440,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         threshold = gc.config.threshold,
         "started"
     );
-    let mut tick = tokio::time::interval(period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick = crate::every(period);
     loop {
         tick.tick().await;
         let r = gc.pass().await;

@@ -299,12 +299,7 @@ impl<C: Cluster> Volumes<C> {
                         )
                         .await?;
                 }
-                let target = Target {
-                    resource: &self.pvs_resource,
-                    namespace: "",
-                    name,
-                    uid,
-                };
+                let target = Target::cluster(&self.pvs_resource, name, uid);
                 self.ctx
                     .delete(
                         COLLECTOR,
