@@ -8,6 +8,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use kgc_meta::encoding::base64;
 use kube::Client;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -516,5 +517,88 @@ async fn disabled_collectors_do_not_run() {
     assert!(
         m.contains("kgc_lifecycle_passes_total{collector=\"csr\"} 1"),
         "{m}"
+    );
+}
+
+/// A `kgc controller` child process, killed when dropped.
+struct Controller(std::process::Child);
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The same collectors through `kgc controller` (kube-rs against `kgc serve` with them
+/// disabled): PodGC's threshold, and an orphaned pod marked Failed through the status
+/// subresource before its deletion.
+#[tokio::test]
+async fn the_controller_runs_the_lifecycle_collectors_remotely() {
+    let s = Server::start_with(&["--in-memory", "--disable", "podgc,ttl,csr,pv,nodes"]).await;
+    let c = s.client();
+    let ns = fresh_namespace(&c, "remote").await;
+    let api = pods(&c, &ns);
+    create(&nodes(&c), node("node-r")).await;
+    for name in ["r0", "r1", "r2"] {
+        create(&api, pod(name, "node-r")).await;
+        set_status(&api, name, json!({"phase": "Failed"})).await;
+    }
+    create(&api, pod("stray", "no-such-node")).await;
+    let mut watch = api
+        .watch(
+            &kube::api::WatchParams::default().fields("metadata.name=stray"),
+            "0",
+        )
+        .await
+        .expect("watching the stray pod")
+        .boxed();
+    let _controller = Controller(
+        std::process::Command::new(env!("CARGO_BIN_EXE_kgc"))
+            .arg("controller")
+            .arg("--kubeconfig")
+            .arg(s.kubeconfig_path())
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--leader-elect=false",
+                "--disable",
+                "gc",
+            ])
+            .args([
+                "--terminated-pod-gc-threshold",
+                "1",
+                "--pod-gc-period",
+                "200ms",
+            ])
+            .args(["--pod-gc-quarantine", "1s"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawning kgc controller"),
+    );
+    gone(&api, "r0").await;
+    gone(&api, "r1").await;
+    gone(&api, "stray").await;
+    assert!(exists(&api, "r2").await, "exactly the threshold stays");
+    // The stray pod went through Failed with the DisruptionTarget condition first.
+    let mut marked = false;
+    while let Ok(Some(Ok(event))) = tokio::time::timeout(Duration::from_secs(5), watch.next()).await
+    {
+        if let kube::api::WatchEvent::Modified(o) = event {
+            marked |= o.data["status"]["phase"] == "Failed"
+                && o.data["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter().any(|c| {
+                        c["type"] == "DisruptionTarget" && c["reason"] == "DeletionByPodGC"
+                    })
+                });
+        }
+        if marked {
+            break;
+        }
+    }
+    assert!(
+        marked,
+        "the orphaned pod was marked Failed with DisruptionTarget before deletion"
     );
 }
