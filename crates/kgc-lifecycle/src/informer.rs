@@ -134,7 +134,10 @@ impl<T: Send + Sync + 'static> Informer<T> {
                         notify(&key, None);
                     }
                     Err(e) => {
-                        tracing::debug!(resource = %resource.group_resource(), error = %e, "watch error; the watch retries");
+                        // The watch retries by itself; pace it so that a lasting error (no
+                        // permission, the server down) does not spin.
+                        tracing::warn!(resource = %resource.group_resource(), error = %e, "watch error; retrying in 1 s");
+                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                     }
                 }
             }

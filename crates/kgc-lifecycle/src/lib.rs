@@ -41,19 +41,11 @@ use serde_json::Value;
 pub enum Error {
     #[error(transparent)]
     Cluster(#[from] kgc_client::Error),
-    #[error("the cluster does not serve {0}")]
-    MissingResource(String),
     /// An object whose field cannot be judged: logged and skipped, never acted on.
     #[error("{object}: {field}: {reason}")]
     Invalid {
         object: String,
         field: &'static str,
-        reason: String,
-    },
-    #[error("deleting the volume of {pv} at {path}: {reason}")]
-    Volume {
-        pv: String,
-        path: String,
         reason: String,
     },
 }

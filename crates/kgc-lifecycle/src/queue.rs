@@ -2,6 +2,11 @@
 //! a key being processed is not handed to a second worker (a re-add while processing runs it
 //! again afterwards), and `add_after` schedules a key for an exact instant rather than polling.
 //! The TTL collector requeues each Job exactly at its expiry with it.
+//!
+//! Not `kgc_gc::queue::WorkQueue`: its `add_after` spawns one sleeping task per call and keeps
+//! every schedule, which for 10,000 Jobs with TTLs of days means 10,000 parked tasks and a
+//! duplicate firing per Job update; here a key has one schedule (the earliest) in one ordered
+//! map, and PodGC can take the keys that are due without waiting ([`DelayQueue::drain_due`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::Hash;

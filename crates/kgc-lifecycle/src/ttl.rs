@@ -178,11 +178,6 @@ impl<C: Cluster> Ttl<C> {
         }
     }
 
-    /// Jobs waiting in the timer queue (benchmarks).
-    pub fn queued(&self) -> usize {
-        self.queue.len()
-    }
-
     /// Upstream `processTTL`: `None` if the Job is to be deleted now, else what to do instead.
     fn judge(&self, key: &Key, job: &Job) -> Option<Outcome> {
         if job.deleting || !job.needs_cleanup() {
