@@ -751,4 +751,102 @@ mod tests {
         assert_eq!(got[0].name, "p0000");
         assert_eq!(got[49].name, "p0245");
     }
+
+    /// One pass against the real store: the threshold, an unscheduled terminating pod (marked
+    /// Failed, force-deleted, kept by its finalizer), a terminating pod on a not-Ready
+    /// out-of-service node, and a pod whose status is malformed (never touched).
+    #[tokio::test]
+    async fn a_pass_against_the_store() {
+        use kgc_client::InProcess;
+        let store = kgc_store::Store::in_memory().await.unwrap();
+        let find = |plural: &str| {
+            store
+                .catalog()
+                .resources()
+                .find(|r| r.group.is_empty() && r.plural == plural)
+                .cloned()
+                .unwrap()
+        };
+        let (pods, nodes, namespaces) = (find("pods"), find("nodes"), find("namespaces"));
+        store
+            .create(&namespaces, "", json!({"metadata": {"name": "t"}}), false)
+            .await
+            .unwrap();
+        let node = json!({"metadata": {"name": "oos"},
+            "spec": {"taints": [{"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"}]},
+            "status": {"conditions": [{"type": "Ready", "status": "False"}]}});
+        store.create(&nodes, "", node, false).await.unwrap();
+        let set_status = |name: &'static str, status: Value| {
+            let (store, pods) = (store.clone(), Arc::clone(&pods));
+            async move {
+                store
+                    .update(&pods, "t", name, Some("status"), false, move |mut o| {
+                        o["status"] = status;
+                        Ok(o)
+                    })
+                    .await
+            }
+        };
+        for (name, node, finalizer) in [
+            ("done-0", "", false),
+            ("done-1", "", false),
+            ("done-2", "", false),
+            ("unscheduled", "", true),
+            ("on-oos", "oos", true),
+            ("odd", "", false),
+        ] {
+            let mut pod = json!({"metadata": {"name": name},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}});
+            if !node.is_empty() {
+                pod["spec"]["nodeName"] = json!(node);
+            }
+            if finalizer {
+                pod["metadata"]["finalizers"] = json!(["example.com/keep"]);
+            }
+            store.create(&pods, "t", pod, false).await.unwrap();
+        }
+        for name in ["done-0", "done-1", "done-2"] {
+            set_status(name, json!({"phase": "Succeeded"}))
+                .await
+                .unwrap();
+        }
+        // The store may refuse a status that is not an object; if it takes it, PodGC must
+        // leave the pod alone (it would otherwise count as terminated: no phase).
+        let odd_stored = set_status("odd", json!("garbage")).await.is_ok();
+        for name in ["unscheduled", "on-oos"] {
+            store
+                .delete(&pods, "t", name, &kgc_meta::DeleteOptions::default())
+                .await
+                .unwrap();
+        }
+        let ctx = Context {
+            cluster: InProcess::new(store.clone()),
+            clock: kgc_store::Clock::default(),
+            metrics: Arc::default(),
+        };
+        let config = Config {
+            threshold: 2,
+            ..Config::default()
+        };
+        let gc = PodGc::start(ctx.clone(), config).await;
+        let report = gc.pass().await;
+        let live = |name: &str| {
+            store
+                .get(&pods.group_resource(), "t", name)
+                .map(|o| o.value())
+        };
+        assert_eq!(report.terminated, 1, "{report:?}");
+        assert!(live("done-0").is_none() && live("done-1").is_some() && live("done-2").is_some());
+        assert_eq!(report.terminating, 1, "{report:?}");
+        assert_eq!(report.unscheduled, 1, "{report:?}");
+        for name in ["unscheduled", "on-oos"] {
+            let pod = live(name).expect("kept by its finalizer");
+            assert_eq!(pod["status"]["phase"], "Failed", "{name}");
+            assert_eq!(pod["metadata"]["deletionGracePeriodSeconds"], 0, "{name}");
+        }
+        assert!(live("odd").is_some());
+        if odd_stored {
+            assert_eq!(ctx.metrics.deleted_count(COLLECTOR, "terminated"), 1);
+        }
+    }
 }
