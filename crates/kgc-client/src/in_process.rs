@@ -8,7 +8,7 @@ use kgc_meta::{DeleteOptions, ObjectMeta, Reason, ResourceInfo, Status};
 use kgc_store::{EventType, Store, StoredObject, WatchEvent, WatchFilter, Watcher};
 use serde_json::Value;
 
-use crate::{Cluster, Deleted, Error, MetaEvent, Result};
+use crate::{Cluster, Deleted, Error, MetaEvent, ObjectEvent, Result};
 
 /// The embedded store as a [`Cluster`].
 #[derive(Clone)]
@@ -68,15 +68,66 @@ fn meta(o: &StoredObject) -> ObjectMeta {
     ObjectMeta::from_object(&o.value())
 }
 
-/// Drains the snapshot a fresh watcher starts with.
-fn snapshot(watcher: &mut Watcher) -> Vec<ObjectMeta> {
-    let mut out = Vec::with_capacity(watcher.buffered());
-    for _ in 0..watcher.buffered() {
-        if let Some(WatchEvent::Event(_, o)) = watcher.try_next() {
-            out.push(meta(&o));
-        }
+fn whole(o: &StoredObject) -> Value {
+    o.value()
+}
+
+/// A watch of one resource, each object presented by `view`, that starts with a list and
+/// re-lists when it expires. The list is the watcher's snapshot (shared `Arc`s), handed out one
+/// object at a time.
+fn watch_as<T: Send + 'static>(
+    store: Store,
+    resource: &ResourceInfo,
+    view: fn(&StoredObject) -> T,
+) -> BoxStream<'static, Result<ObjectEvent<T>>> {
+    struct State {
+        store: Store,
+        filter: WatchFilter,
+        watcher: Option<Watcher>,
+        /// Snapshot objects still to hand out; `Some(0)`: the list is done, say so.
+        listing: Option<usize>,
     }
-    out
+    let state = State {
+        store,
+        filter: WatchFilter::new(resource.group_resource()),
+        watcher: None,
+        listing: None,
+    };
+    stream::unfold(state, move |mut st| async move {
+        loop {
+            let Some(w) = st.watcher.as_mut() else {
+                let w = st.store.watch(st.filter.clone(), None);
+                st.listing = Some(w.buffered());
+                st.watcher = Some(w);
+                return Some((Ok(ObjectEvent::Init), st));
+            };
+            match st.listing {
+                Some(0) => {
+                    st.listing = None;
+                    return Some((Ok(ObjectEvent::InitDone), st));
+                }
+                Some(n) => {
+                    st.listing = Some(n - 1);
+                    if let Some(WatchEvent::Event(_, o)) = w.try_next() {
+                        return Some((Ok(ObjectEvent::InitApply(view(&o))), st));
+                    }
+                    continue;
+                }
+                None => {}
+            }
+            let event = match w.next().await {
+                WatchEvent::Event(EventType::Deleted, o) => ObjectEvent::Delete(view(&o)),
+                WatchEvent::Event(_, o) => ObjectEvent::Apply(view(&o)),
+                WatchEvent::Expired { .. } => {
+                    st.watcher = None;
+                    continue;
+                }
+                WatchEvent::Closed => return None,
+            };
+            return Some((Ok(event), st));
+        }
+    })
+    .boxed()
 }
 
 impl Cluster for InProcess {
@@ -85,36 +136,27 @@ impl Cluster for InProcess {
     }
 
     fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
-        let store = self.store.clone();
-        let filter = WatchFilter::new(resource.group_resource());
-        let state = (store, filter, None::<Watcher>);
-        stream::unfold(state, |(store, filter, watcher)| async move {
-            let mut watcher = match watcher {
-                Some(w) => w,
-                None => {
-                    let mut w = store.watch(filter.clone(), None);
-                    let items = snapshot(&mut w);
-                    return Some((Ok(MetaEvent::Resync(items)), (store, filter, Some(w))));
-                }
-            };
-            match watcher.next().await {
-                WatchEvent::Event(EventType::Deleted, o) => Some((
-                    Ok(MetaEvent::Delete(meta(&o))),
-                    (store, filter, Some(watcher)),
-                )),
-                WatchEvent::Event(_, o) => Some((
-                    Ok(MetaEvent::Apply(meta(&o))),
-                    (store, filter, Some(watcher)),
-                )),
-                WatchEvent::Expired { .. } => {
-                    let mut w = store.watch(filter.clone(), None);
-                    let items = snapshot(&mut w);
-                    Some((Ok(MetaEvent::Resync(items)), (store, filter, Some(w))))
-                }
-                WatchEvent::Closed => None,
-            }
-        })
-        .boxed()
+        // The metadata watch hands its list over in one piece.
+        watch_as(self.store.clone(), &resource, meta)
+            .scan(Vec::new(), |list, event| {
+                let out = match event {
+                    Ok(ObjectEvent::Init) => {
+                        list.clear();
+                        None
+                    }
+                    Ok(ObjectEvent::InitApply(m)) => {
+                        list.push(m);
+                        None
+                    }
+                    Ok(ObjectEvent::InitDone) => Some(Ok(MetaEvent::Resync(std::mem::take(list)))),
+                    Ok(ObjectEvent::Apply(m)) => Some(Ok(MetaEvent::Apply(m))),
+                    Ok(ObjectEvent::Delete(m)) => Some(Ok(MetaEvent::Delete(m))),
+                    Err(e) => Some(Err(e)),
+                };
+                futures::future::ready(Some(out))
+            })
+            .filter_map(futures::future::ready)
+            .boxed()
     }
 
     async fn get(
@@ -228,6 +270,47 @@ impl Cluster for InProcess {
             .create(&info, &namespace, event, false)
             .await
             .map(|_| ())
+            .map_err(store_error)
+    }
+
+    fn watch_objects(
+        &self,
+        resource: Arc<ResourceInfo>,
+    ) -> BoxStream<'static, Result<ObjectEvent>> {
+        watch_as(self.store.clone(), &resource, whole)
+    }
+
+    async fn get_object(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>> {
+        let ns = if resource.namespaced() { namespace } else { "" };
+        Ok(self
+            .store
+            .get(&resource.group_resource(), ns, name)
+            .map(|o| o.value()))
+    }
+
+    async fn replace_status(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        object: Value,
+    ) -> Result<Value> {
+        self.store
+            .update(
+                resource,
+                namespace,
+                name,
+                Some("status"),
+                false,
+                move |_| Ok(object),
+            )
+            .await
+            .map(|u| u.object().value())
             .map_err(store_error)
     }
 }

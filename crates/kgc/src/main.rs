@@ -4,6 +4,7 @@
 mod controller;
 mod deploy_cmd;
 mod gc_cmd;
+mod lifecycle;
 mod serve;
 
 use clap::{Parser, Subcommand};

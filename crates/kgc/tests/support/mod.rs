@@ -783,3 +783,19 @@ where
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+impl Server {
+    /// Restarts the server on the same data dir with other `kgc serve` arguments (the lifecycle
+    /// tests move time forward this way: a larger hidden `--clock-offset`).
+    pub async fn restart_with(&mut self, args: &[&str]) {
+        self.args = args.iter().map(|a| (*a).to_owned()).collect();
+        self.restart().await;
+    }
+}
+
+/// A `GET /metrics` of the server, as text.
+pub async fn metrics_text(client: &Client) -> String {
+    raw(client, "GET", "/metrics", None, Vec::new())
+        .await
+        .text()
+}
