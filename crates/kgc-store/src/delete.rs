@@ -65,9 +65,17 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Deleted> {
+        // Parsing the object is most of a delete's work: do it before taking the write lock,
+        // so that concurrent deletes (the garbage collector's workers) parse in parallel. Under
+        // the lock the parsed copy is used only if the object is still that same version.
+        let ns = if info.namespaced() { namespace } else { "" };
+        let parsed = self
+            .get(&info.group_resource(), ns, name)
+            .map(|o| (o.value(), o));
         let (out, pending) = {
             let mut st = self.write_lock()?;
-            let (out, change) = self.plan_delete(&mut st, info, namespace, name, opts)?;
+            let (out, change) =
+                self.plan_delete_parsed(&mut st, info, namespace, name, opts, parsed)?;
             let pending = self.commit(&mut st, change.into_iter().collect())?;
             (out, pending)
         };
@@ -113,6 +121,20 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<(Deleted, Option<Change>)> {
+        self.plan_delete_parsed(st, info, namespace, name, opts, None)
+    }
+
+    /// [`Store::plan_delete`] with the object possibly parsed already (`parsed`: its value and
+    /// the version it was parsed from).
+    fn plan_delete_parsed(
+        &self,
+        st: &mut State,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+        parsed: Option<(Value, Arc<StoredObject>)>,
+    ) -> Result<(Deleted, Option<Change>)> {
         opts.validate()?;
         let gr = info.group_resource();
         let ns = if info.namespaced() { namespace } else { "" };
@@ -121,7 +143,10 @@ impl Store {
             .cloned()
             .ok_or_else(|| Status::not_found(&gr, name))?;
         check_preconditions(&gr, &stored, opts)?;
-        let mut obj = stored.value();
+        let mut obj = match parsed {
+            Some((value, version)) if Arc::ptr_eq(&version, &stored) => value,
+            _ => stored.value(),
+        };
         if info.group.is_empty() && info.plural == "namespaces" {
             match crate::namespace::prepare_delete(&mut obj, info, opts, self.clock())? {
                 crate::namespace::NamespaceDelete::Proceed => {}
@@ -175,7 +200,7 @@ impl Store {
             return self.persist_kept(st, &gr, stored, obj, opts.dry_run);
         }
         let rv = if opts.dry_run { st.rv } else { st.next_rv() };
-        let object = stamp(&mut obj, rv)?;
+        let object = stamp_removed(&mut obj, rv, &stored)?;
         let change = (!opts.dry_run).then(|| Change {
             gr,
             kind: EventType::Deleted,
@@ -220,6 +245,24 @@ impl Store {
             change,
         ))
     }
+}
+
+/// The last state of a removed object: `obj` (the stored version, its finalizers possibly
+/// changed) at resourceVersion `rv`. Only the resourceVersion and finalizers can differ from
+/// `stored`, so its indexed fields are copied rather than read back from the JSON.
+fn stamp_removed(obj: &mut Value, rv: u64, stored: &StoredObject) -> Result<Arc<StoredObject>> {
+    obj.set("resourceVersion", rv.to_string());
+    let raw = serde_json::to_string(obj)
+        .map_err(|e| Status::internal(format!("serializing object: {e}")))?;
+    Ok(Arc::new(StoredObject {
+        namespace: stored.namespace.clone(),
+        name: stored.name.clone(),
+        uid: stored.uid.clone(),
+        resource_version: rv,
+        deleting: obj.deletion_timestamp().is_some(),
+        labels: stored.labels.clone(),
+        raw: raw.into_boxed_str(),
+    }))
 }
 
 /// The outcome of the graceful-deletion step for a pod.
