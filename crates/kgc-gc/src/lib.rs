@@ -449,11 +449,12 @@ fn select(b: &GraphBuilder, uid: Option<&str>) -> Vec<graph::Node> {
 }
 
 impl<C: Cluster> Shared<C> {
-    /// The single graph-builder loop: takes every event waiting, processes them under one lock,
-    /// then hands the work to the queues.
+    /// The single graph-builder loop: takes up to 64 waiting events, processes them under one
+    /// lock, then hands the work to the queues. (Larger batches hold the lock long enough to
+    /// stall the workers, which take it for a moment per item.)
     async fn run_graph_builder(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<GraphEvent>) {
         let mut batch = Vec::new();
-        while rx.recv_many(&mut batch, 1024).await > 0 {
+        while rx.recv_many(&mut batch, 64).await > 0 {
             let mut effects = Vec::with_capacity(batch.len());
             {
                 let mut b = self.lock_builder();
