@@ -264,8 +264,12 @@ impl Store {
 /// `stored`, so its indexed fields are copied rather than read back from the JSON.
 fn stamp_removed(obj: &mut Value, rv: u64, stored: &StoredObject) -> Result<Arc<StoredObject>> {
     obj.set("resourceVersion", rv.to_string());
-    let raw = serde_json::to_string(obj)
+    // Sized for the stored text, so that serializing does not grow the buffer step by step.
+    let mut raw = Vec::with_capacity(stored.raw.len() + 64);
+    serde_json::to_writer(&mut raw, obj)
         .map_err(|e| Status::internal(format!("serializing object: {e}")))?;
+    let raw =
+        String::from_utf8(raw).map_err(|e| Status::internal(format!("serializing object: {e}")))?;
     Ok(Arc::new(StoredObject {
         namespace: stored.namespace.clone(),
         name: stored.name.clone(),
