@@ -309,11 +309,13 @@ fn removable_unparsed(
 /// `stored` at resourceVersion `rv`, its resourceVersion pair (at `span`) rewritten: the text a
 /// parse, set and re-serialization would produce.
 fn respliced(stored: &StoredObject, span: std::ops::Range<usize>, rv: u64) -> Arc<StoredObject> {
-    let raw = format!(
-        "{}\"resourceVersion\":\"{rv}\"{}",
-        &stored.raw[..span.start],
-        &stored.raw[span.end..]
-    );
+    let rv_text = rv.to_string();
+    let mut raw = String::with_capacity(stored.raw.len() + rv_text.len());
+    raw.push_str(&stored.raw[..span.start]);
+    raw.push_str("\"resourceVersion\":\"");
+    raw.push_str(&rv_text);
+    raw.push('"');
+    raw.push_str(&stored.raw[span.end..]);
     Arc::new(StoredObject {
         namespace: stored.namespace.clone(),
         name: stored.name.clone(),
