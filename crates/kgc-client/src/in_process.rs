@@ -82,15 +82,8 @@ fn meta_from_text(raw: &str) -> ObjectMeta {
             finalizers: m.finalizers,
             owner_references: m
                 .owner_references
-                .into_iter()
-                .map(|r| OwnerReference {
-                    api_version: r.api_version,
-                    kind: r.kind,
-                    name: r.name,
-                    uid: r.uid,
-                    controller: r.controller,
-                    block_owner_deletion: r.block_owner_deletion,
-                })
+                .iter()
+                .map(OwnerReference::from_json)
                 .collect(),
         },
         Err(_) => ObjectMeta::from_object(&serde_json::from_str(raw).unwrap_or(Value::Null)),
@@ -113,18 +106,8 @@ struct MetaDoc {
     resource_version: String,
     deletion_timestamp: Option<String>,
     finalizers: Vec<String>,
-    owner_references: Vec<RefDoc>,
-}
-
-#[derive(serde::Deserialize, Default)]
-#[serde(rename_all = "camelCase", default)]
-struct RefDoc {
-    api_version: String,
-    kind: String,
-    name: String,
-    uid: String,
-    controller: Option<bool>,
-    block_owner_deletion: Option<bool>,
+    /// Read by the tolerant reader, entry by entry (they are few).
+    owner_references: Vec<Value>,
 }
 
 /// Drains the snapshot a fresh watcher starts with.

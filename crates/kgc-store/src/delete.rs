@@ -75,8 +75,7 @@ impl Store {
             .map(|o| (o.value(), o));
         let (out, pending) = {
             let mut st = self.write_lock()?;
-            let (out, change) =
-                self.plan_delete_parsed(&mut st, info, namespace, name, opts, parsed)?;
+            let (out, change) = self.plan_delete(&mut st, info, namespace, name, opts, parsed)?;
             let pending = self.commit(&mut st, change.into_iter().collect())?;
             (out, pending)
         };
@@ -99,7 +98,7 @@ impl Store {
             let mut out = Vec::with_capacity(items.len());
             let mut changes = Vec::new();
             for item in items {
-                match self.plan_delete(&mut st, info, &item.namespace, &item.name, opts) {
+                match self.plan_delete(&mut st, info, &item.namespace, &item.name, opts, None) {
                     Ok((d, c)) => {
                         out.push(d);
                         changes.extend(c);
@@ -114,20 +113,9 @@ impl Store {
         Ok(out)
     }
 
+    /// One object's deletion, under the write lock; `parsed` is the object possibly parsed
+    /// already (its value and the version it was parsed from).
     pub(crate) fn plan_delete(
-        &self,
-        st: &mut State,
-        info: &ResourceInfo,
-        namespace: &str,
-        name: &str,
-        opts: &DeleteOptions,
-    ) -> Result<(Deleted, Option<Change>)> {
-        self.plan_delete_parsed(st, info, namespace, name, opts, None)
-    }
-
-    /// [`Store::plan_delete`] with the object possibly parsed already (`parsed`: its value and
-    /// the version it was parsed from).
-    fn plan_delete_parsed(
         &self,
         st: &mut State,
         info: &ResourceInfo,
