@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use futures::stream::{self, BoxStream, StreamExt};
-use kgc_meta::{DeleteOptions, ObjectMeta, Reason, ResourceInfo, Status};
+use kgc_meta::{DeleteOptions, ObjectMeta, OwnerReference, Reason, ResourceInfo, Status};
 use kgc_store::{EventType, Store, StoredObject, WatchEvent, WatchFilter, Watcher};
 use serde_json::Value;
 
@@ -64,8 +64,50 @@ fn store_error(e: kgc_store::Error) -> Error {
     Error::Api(e.status())
 }
 
+/// An object's metadata, read straight from its stored JSON: only the fields collectors use are
+/// built, the rest of the object is skipped without building a `Value` (which was most of the
+/// cost of a watch event). A field of an unexpected type falls back to the tolerant reader.
 fn meta(o: &StoredObject) -> ObjectMeta {
-    ObjectMeta::from_object(&o.value())
+    meta_from_text(&o.raw)
+}
+
+fn meta_from_text(raw: &str) -> ObjectMeta {
+    match serde_json::from_str::<Doc>(raw) {
+        Ok(Doc { metadata: m }) => ObjectMeta {
+            namespace: m.namespace,
+            name: m.name,
+            uid: m.uid,
+            resource_version: m.resource_version,
+            deletion_timestamp: m.deletion_timestamp,
+            finalizers: m.finalizers,
+            owner_references: m
+                .owner_references
+                .iter()
+                .map(OwnerReference::from_json)
+                .collect(),
+        },
+        Err(_) => ObjectMeta::from_object(&serde_json::from_str(raw).unwrap_or(Value::Null)),
+    }
+}
+
+/// The part of a stored object [`meta`] reads.
+#[derive(serde::Deserialize)]
+struct Doc {
+    #[serde(default)]
+    metadata: MetaDoc,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct MetaDoc {
+    namespace: String,
+    name: String,
+    uid: String,
+    resource_version: String,
+    deletion_timestamp: Option<String>,
+    finalizers: Vec<String>,
+    /// Read by the tolerant reader, entry by entry (they are few).
+    owner_references: Vec<Value>,
 }
 
 fn whole(o: &StoredObject) -> Value {
@@ -312,5 +354,27 @@ impl Cluster for InProcess {
             .await
             .map(|u| u.object().value())
             .map_err(store_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_reads_as_the_tolerant_reader_does() {
+        for raw in [
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u1","resourceVersion":"9","deletionTimestamp":"2026-01-01T00:00:00Z","finalizers":["orphan"],"ownerReferences":[{"apiVersion":"v1","kind":"ReplicationController","name":"rc","uid":"o1","controller":true,"blockOwnerDeletion":true},{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"o2"}],"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"nginx\u0041"}]}}"#,
+            r#"{"metadata":{"name":"p","deletionTimestamp":null,"ownerReferences":[{}]}}"#,
+            r#"{"kind":"ConfigMap","data":{"metadata":"x"}}"#,
+            // Fields of unexpected types: the typed read fails and the tolerant one decides.
+            r#"{"metadata":{"name":"p","uid":7,"finalizers":["a",3],"ownerReferences":[{"uid":"o","controller":"yes"}]}}"#,
+            r#"{"metadata":null}"#,
+            r#"not json"#,
+        ] {
+            let tolerant =
+                ObjectMeta::from_object(&serde_json::from_str(raw).unwrap_or(Value::Null));
+            assert_eq!(meta_from_text(raw), tolerant, "{raw}");
+        }
     }
 }
