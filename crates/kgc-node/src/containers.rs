@@ -99,6 +99,9 @@ pub struct ContainerRemoval {
     pub id: String,
     pub pod_uid: String,
     pub name: String,
+    /// The image it was created from: kept if removing the container fails.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub image_id: String,
     pub created_at: Timestamp,
     /// In `unknown` state: stopped (StopContainer) first; if that fails it is skipped.
     pub stop_first: bool,
@@ -164,6 +167,7 @@ fn remove_oldest_n<'a>(
             id: info.container.id.clone(),
             pod_uid: info.pod_uid.to_string(),
             name: info.container.name.clone(),
+            image_id: info.container.image_id.clone(),
             created_at: info.container.created_at,
             stop_first: info.container.state == ContainerState::Unknown,
             reason,
