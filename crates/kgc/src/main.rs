@@ -3,6 +3,7 @@
 
 mod controller;
 mod gc_cmd;
+mod node_cmd;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -33,6 +34,9 @@ enum Command {
     Controller(controller::Args),
     /// Inspect the garbage collector (`kgc gc graph`).
     Gc(gc_cmd::Args),
+    /// Node garbage collection over the CRI: the kubelet's image and container GC as a
+    /// command (`kgc node gc|snapshot|simulate`).
+    Node(node_cmd::Args),
 }
 
 /// Parses durations such as `30s`, `5m`, `1h`, `250ms`.
@@ -81,6 +85,7 @@ fn main() -> anyhow::Result<()> {
             Command::Serve(args) => serve::run(args).await,
             Command::Controller(args) => controller::run(args).await,
             Command::Gc(args) => gc_cmd::run(args).await,
+            Command::Node(args) => node_cmd::run(args).await,
         }
     })
 }
