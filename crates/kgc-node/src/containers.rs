@@ -6,7 +6,7 @@
 //! `io.kubernetes.pod.uid` label is not the kubelet's and is never collected (upstream would
 //! file it under pod uid "" and, once synced, treat it as a deleted pod's).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
@@ -177,7 +177,7 @@ fn remove_oldest_n<'a>(
 }
 
 fn enforce_per_unit(
-    units: &mut BTreeMap<(&str, &str), Vec<GcInfo<'_>>>,
+    units: &mut HashMap<(&str, &str), Vec<GcInfo<'_>>>,
     max: usize,
     reason: ContainerReason,
     out: &mut Vec<ContainerRemoval>,
@@ -204,7 +204,8 @@ pub fn plan_containers(
     let newest_gc_time = SignedDuration::try_from(policy.min_age)
         .ok()
         .and_then(|d| now.checked_sub(d).ok());
-    let mut units: BTreeMap<(&str, &str), Vec<GcInfo<'_>>> = BTreeMap::new();
+    let mut units: HashMap<(&str, &str), Vec<GcInfo<'_>>> =
+        HashMap::with_capacity_and_hasher(containers.len(), Default::default());
     for c in containers {
         if c.state == ContainerState::Running {
             continue;
@@ -224,7 +225,7 @@ pub fn plan_containers(
                 pod_uid,
             });
     }
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(containers.len() / 2);
     if pods.sources_ready() {
         units.retain(|(uid, _), unit| {
             let removable = pods.content_removable(uid)
@@ -268,6 +269,8 @@ pub fn plan_containers(
             }
         }
     }
+    // Units are hashed (planning stays linear); the plan lists removals oldest first.
+    out.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
     out
 }
 
@@ -281,11 +284,12 @@ pub fn plan_sandboxes<'a>(
     pods: &PodView<'_>,
     evict_non_deleted_pods: bool,
 ) -> Vec<SandboxRemoval> {
-    let referenced: HashSet<&str> = containers
-        .into_iter()
-        .map(|c| c.sandbox_id.as_str())
-        .collect();
-    let mut by_pod: BTreeMap<&str, Vec<&Sandbox>> = BTreeMap::new();
+    let containers = containers.into_iter();
+    let mut referenced: HashSet<&str> =
+        HashSet::with_capacity_and_hasher(containers.size_hint().0, Default::default());
+    referenced.extend(containers.map(|c| c.sandbox_id.as_str()));
+    let mut by_pod: HashMap<&str, Vec<&Sandbox>> =
+        HashMap::with_capacity_and_hasher(sandboxes.len(), Default::default());
     for s in sandboxes {
         by_pod.entry(s.pod_uid.as_str()).or_default().push(s);
     }
@@ -313,6 +317,7 @@ pub fn plan_sandboxes<'a>(
             }
         }
     }
+    out.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
     out
 }
 

@@ -7,7 +7,9 @@
 //! longer than MaxAge; `freeSpace` removes candidates older than MinAge until the bytes needed
 //! to reach the low threshold are freed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+
+use crate::hash::FxHashSet as HashSet;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
@@ -208,7 +210,8 @@ impl ImageRecords {
         detect_time: Timestamp,
         now: Timestamp,
     ) {
-        let mut listed: HashSet<&str> = HashSet::with_capacity(images.len());
+        let mut listed: HashSet<&str> =
+            HashSet::with_capacity_and_hasher(images.len(), Default::default());
         for image in images {
             let first_listing = listed.insert(image.id.as_str());
             let record = self

@@ -9,6 +9,7 @@
 
 pub mod containers;
 pub mod cri;
+pub mod hash;
 pub mod images;
 pub mod plan;
 pub mod simulate;

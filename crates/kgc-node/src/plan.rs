@@ -2,7 +2,7 @@
 //! the containers that survive), then pod log directories, then images (in use = referenced by
 //! a surviving container, so a removed container's image becomes eligible in the same pass).
 
-use std::collections::HashSet;
+use crate::hash::FxHashSet as HashSet;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};

@@ -154,7 +154,7 @@ impl Snapshot {
     /// ambiguous object. A snapshot that fails this is refused as a whole.
     pub fn validate(&self) -> Result<(), crate::Error> {
         fn unique<'a>(kind: &str, ids: impl Iterator<Item = &'a str>) -> Result<(), crate::Error> {
-            let mut seen = std::collections::HashSet::new();
+            let mut seen = crate::hash::FxHashSet::default();
             for (i, id) in ids.enumerate() {
                 if id.is_empty() {
                     return Err(crate::Error::Snapshot(format!("{kind}[{i}].id is empty")));
