@@ -142,6 +142,15 @@ pub fn simulate(
                 }
             }
         }
+        let sample = |used: u64| Sample {
+            time: now,
+            used_bytes: used,
+            usage_percent: used as f64 * 100.0 / fs.capacity_bytes as f64,
+        };
+        // Usage before this pass's removals (so the plot shows the peak) and, if it frees
+        // anything, after.
+        sim.samples.push(sample(used));
+        let used_before = used;
         let view = Snapshot {
             time: now,
             image_fs: Some(crate::snapshot::FsStats {
@@ -240,11 +249,9 @@ pub fn simulate(
                 None => sim.errors.push((now, 1, e)),
             }
         }
-        sim.samples.push(Sample {
-            time: now,
-            used_bytes: used,
-            usage_percent: used as f64 * 100.0 / fs.capacity_bytes as f64,
-        });
+        if used != used_before {
+            sim.samples.push(sample(used));
+        }
         now = match now.checked_add(step) {
             Ok(t) => t,
             Err(_) => break,
