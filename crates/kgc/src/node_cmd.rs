@@ -368,76 +368,96 @@ struct Metrics {
 impl Metrics {
     fn render(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        const C: &str = "counter";
+        // (name, type, help, labels, value); rows of one name are adjacent.
+        let rows = [
+            (
+                "kgc_node_gc_passes_total",
+                C,
+                "GC passes run.",
+                "",
+                g(&self.passes),
+            ),
+            (
+                "kgc_node_gc_pass_errors_total",
+                C,
+                "GC passes that failed before removing anything (runtime down, bad answer).",
+                "",
+                g(&self.pass_errors),
+            ),
+            (
+                "kgc_node_containers_removed_total",
+                C,
+                "Dead containers removed.",
+                "",
+                g(&self.containers),
+            ),
+            (
+                "kgc_node_sandboxes_removed_total",
+                C,
+                "Pod sandboxes removed.",
+                "",
+                g(&self.sandboxes),
+            ),
+            (
+                "kgc_node_pod_log_dirs_removed_total",
+                C,
+                "Pod log directories removed.",
+                "",
+                g(&self.pod_log_dirs),
+            ),
+            (
+                "kgc_node_image_garbage_collected_total",
+                C,
+                "Images removed, by reason (the kubelet's image_garbage_collected_total).",
+                "{reason=\"age\"}",
+                g(&self.images_age),
+            ),
+            (
+                "kgc_node_image_garbage_collected_total",
+                C,
+                "",
+                "{reason=\"space\"}",
+                g(&self.images_space),
+            ),
+            (
+                "kgc_node_image_bytes_freed_total",
+                C,
+                "Bytes freed by removed images, by the sizes the runtime reported.",
+                "",
+                g(&self.image_bytes),
+            ),
+            (
+                "kgc_node_removal_failures_total",
+                C,
+                "Removals the runtime refused.",
+                "",
+                g(&self.removal_failures),
+            ),
+            (
+                "kgc_node_image_fs_usage_percent",
+                "gauge",
+                "Image filesystem usage at the last pass.",
+                "",
+                g(&self.usage_percent),
+            ),
+            (
+                "kgc_node_gc_last_pass_timestamp_seconds",
+                "gauge",
+                "When the last pass finished.",
+                "",
+                g(&self.last_pass_seconds),
+            ),
+        ];
         let mut out = String::new();
-        let mut metric = |name: &str, kind: &str, help: &str, samples: &[(&str, u64)]| {
-            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-            for (labels, v) in samples {
-                out.push_str(&format!("{name}{labels} {v}\n"));
+        let mut last = "";
+        for (name, kind, help, labels, value) in rows {
+            if name != last {
+                out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+                last = name;
             }
-        };
-        metric(
-            "kgc_node_gc_passes_total",
-            "counter",
-            "GC passes run.",
-            &[("", g(&self.passes))],
-        );
-        metric(
-            "kgc_node_gc_pass_errors_total",
-            "counter",
-            "GC passes that failed before removing anything (runtime down, bad answer).",
-            &[("", g(&self.pass_errors))],
-        );
-        metric(
-            "kgc_node_containers_removed_total",
-            "counter",
-            "Dead containers removed.",
-            &[("", g(&self.containers))],
-        );
-        metric(
-            "kgc_node_sandboxes_removed_total",
-            "counter",
-            "Pod sandboxes removed.",
-            &[("", g(&self.sandboxes))],
-        );
-        metric(
-            "kgc_node_pod_log_dirs_removed_total",
-            "counter",
-            "Pod log directories removed.",
-            &[("", g(&self.pod_log_dirs))],
-        );
-        metric(
-            "kgc_node_image_garbage_collected_total",
-            "counter",
-            "Images removed, by reason (the kubelet's image_garbage_collected_total).",
-            &[
-                ("{reason=\"age\"}", g(&self.images_age)),
-                ("{reason=\"space\"}", g(&self.images_space)),
-            ],
-        );
-        metric(
-            "kgc_node_image_bytes_freed_total",
-            "counter",
-            "Bytes freed by removed images, by the sizes the runtime reported.",
-            &[("", g(&self.image_bytes))],
-        );
-        metric(
-            "kgc_node_removal_failures_total",
-            "counter",
-            "Removals the runtime refused.",
-            &[("", g(&self.removal_failures))],
-        );
-        metric(
-            "kgc_node_image_fs_usage_percent",
-            "gauge",
-            "Image filesystem usage at the last pass.",
-            &[("", g(&self.usage_percent))],
-        );
-        metric(
-            "kgc_node_gc_last_pass_timestamp_seconds",
-            "gauge",
-            "When the last pass finished.",
-            &[("", g(&self.last_pass_seconds))],
-        );
+            out.push_str(&format!("{name}{labels} {value}\n"));
+        }
         out
     }
 
@@ -503,8 +523,8 @@ async fn gc(args: GcArgs) -> anyhow::Result<()> {
         Some(path) if path.exists() => read_document(path)?,
         _ => GcState::default(),
     };
-    let mut client = connect(&args.runtime).await?;
     let Some(every) = args.every else {
+        let mut client = connect(&args.runtime).await?;
         let (plan, outcome) =
             pass(&mut client, &args, &policy, pods.as_deref(), &mut state).await?;
         print_plan(&plan, outcome.as_ref(), args.output)?;
@@ -533,6 +553,7 @@ async fn gc(args: GcArgs) -> anyhow::Result<()> {
             )
     };
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut client: Option<CriClient> = None;
     let mut ticker = tokio::time::interval(every);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -543,7 +564,19 @@ async fn gc(args: GcArgs) -> anyhow::Result<()> {
             _ = tokio::signal::ctrl_c() => break,
             _ = term.recv() => break,
         }
-        match pass(&mut client, &args, &policy, pods.as_deref(), &mut state).await {
+        // A runtime that is down (or restarting) is retried at the next tick.
+        if client.is_none() {
+            match connect(&args.runtime).await {
+                Ok(c) => client = Some(c),
+                Err(e) => {
+                    metrics.pass_errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!("node GC pass skipped: {e:#}");
+                    continue;
+                }
+            }
+        }
+        let Some(c) = client.as_mut() else { continue };
+        match pass(c, &args, &policy, pods.as_deref(), &mut state).await {
             Ok((plan, outcome)) => {
                 metrics.observe(&plan, outcome.as_ref());
                 print_plan(&plan, outcome.as_ref(), args.output)?;
@@ -639,6 +672,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metrics_have_one_help_per_name() {
+        let text = Metrics::default().render();
+        assert_eq!(
+            text.matches("# HELP kgc_node_image_garbage_collected_total")
+                .count(),
+            1
+        );
+        assert!(text.contains("kgc_node_image_garbage_collected_total{reason=\"space\"} 0\n"));
+    }
 
     #[test]
     fn tables_align_columns() {

@@ -164,58 +164,33 @@ fn delete_pinned_image() {
     assert_eq!(rt.images.len(), 2);
 }
 
+/// Upstream's literal ids `"1"`, `"2"` of 1024 bytes.
+fn kib(id: &str, pinned: bool) -> Image {
+    Image {
+        id: id.into(),
+        size: Some(1024),
+        pinned,
+        ..Image::default()
+    }
+}
+
 #[test]
 fn do_not_delete_pinned_image() {
-    let mut rt = Fake::new(
-        vec![
-            Image {
-                id: "1".into(),
-                size: Some(1024),
-                pinned: true,
-                ..Image::default()
-            },
-            Image {
-                id: "2".into(),
-                size: Some(1024),
-                ..Image::default()
-            },
-        ],
-        &[],
-    );
+    let mut rt = Fake::new(vec![kib("1", true), kib("2", false)], &[]);
     assert_eq!(rt.free_space(4096, t(0), Duration::ZERO), 1024);
     assert_eq!(rt.images.len(), 1);
 }
 
 #[test]
 fn delete_un_pinned_image() {
-    let mut rt = Fake::new(
-        vec![
-            Image {
-                id: "1".into(),
-                size: Some(1024),
-                ..Image::default()
-            },
-            Image {
-                id: "2".into(),
-                size: Some(1024),
-                ..Image::default()
-            },
-        ],
-        &[],
-    );
+    let mut rt = Fake::new(vec![kib("1", false), kib("2", false)], &[]);
     assert_eq!(rt.free_space(2048, t(0), Duration::ZERO), 2048);
     assert_eq!(rt.images.len(), 0);
 }
 
 #[test]
 fn all_pinned_images() {
-    let pinned = |id: &str| Image {
-        id: id.into(),
-        size: Some(1024),
-        pinned: true,
-        ..Image::default()
-    };
-    let mut rt = Fake::new(vec![pinned("1"), pinned("2")], &[]);
+    let mut rt = Fake::new(vec![kib("1", true), kib("2", true)], &[]);
     assert_eq!(rt.free_space(2048, t(0), Duration::ZERO), 0);
     assert_eq!(rt.images.len(), 2);
 }
