@@ -155,8 +155,8 @@ struct SimulateArgs {
     /// The snapshot to replay (JSON or YAML), from `kgc node snapshot` or written by hand.
     #[arg(long)]
     snapshot: PathBuf,
-    /// How long to simulate.
-    #[arg(long, default_value_t = 7)]
+    /// How long to simulate (at most ten years of 5-minute steps).
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(0..=3650))]
     days: u32,
     /// Write a plot of disk usage over time here.
     #[arg(long)]
