@@ -199,34 +199,25 @@ pub fn simulate(
                 .collect(),
         };
         let p = plan(&view, policy, &mut state)?;
-        for c in p.containers {
+        let mut removed = |kind: &'static str, id: &str, reason: String| {
             sim.events.push(Event {
                 time: now,
-                kind: "container",
-                id: c.id.clone(),
-                reason: format!("{:?}", c.reason),
+                kind,
+                id: id.to_string(),
+                reason,
                 bytes: None,
             });
+        };
+        for c in p.containers {
+            removed("container", &c.id, format!("{:?}", c.reason));
             removed_containers.insert(c.id);
         }
         for s in p.sandboxes {
-            sim.events.push(Event {
-                time: now,
-                kind: "sandbox",
-                id: s.id.clone(),
-                reason: format!("{:?}", s.reason),
-                bytes: None,
-            });
+            removed("sandbox", &s.id, format!("{:?}", s.reason));
             removed_sandboxes.insert(s.id);
         }
         for d in p.pod_log_dirs {
-            sim.events.push(Event {
-                time: now,
-                kind: "podLogDir",
-                id: d.name.clone(),
-                reason: "DeletedPod".to_string(),
-                bytes: None,
-            });
+            removed("podLogDir", &d.name, "DeletedPod".to_string());
             removed_dirs.insert(d.name);
         }
         for i in p.images.removals {
