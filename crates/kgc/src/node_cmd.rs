@@ -301,20 +301,43 @@ fn plan_rows(plan: &Plan) -> Vec<Vec<String>> {
     rows
 }
 
+/// Prints `text` to stdout; a closed pipe (`kgc node … | head`) ends the output quietly.
+fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// `writeln!` into a `String`, which cannot fail.
+macro_rules! say {
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
 fn print_plan(plan: &Plan, outcome: Option<&Outcome>, output: Output) -> anyhow::Result<()> {
+    let mut out = String::new();
     match output {
         Output::Json => {
             let doc = serde_json::json!({ "plan": plan, "outcome": outcome });
-            println!("{}", serde_json::to_string_pretty(&doc)?);
+            say!(out, "{}", serde_json::to_string_pretty(&doc)?);
         }
         Output::Table => {
             if plan.is_empty() {
-                println!("nothing to remove");
+                say!(out, "nothing to remove");
             } else {
-                print!("{}", table(&plan_rows(plan)));
+                out.push_str(&table(&plan_rows(plan)));
             }
             if let Some(fs) = &plan.images.fs {
-                println!(
+                say!(
+                    out,
                     "image filesystem: {}% of {} used; {} to free; the plan frees {}",
                     fs.usage_percent,
                     human_bytes(fs.capacity_bytes),
@@ -323,15 +346,16 @@ fn print_plan(plan: &Plan, outcome: Option<&Outcome>, output: Output) -> anyhow:
                 );
             }
             for w in &plan.warnings {
-                println!("warning: {w}");
+                say!(out, "warning: {w}");
             }
             if let Some(e) = &plan.images.error {
-                println!("image GC: {e}");
+                say!(out, "image GC: {e}");
             }
             match outcome {
-                None => println!("dry run: nothing was removed"),
+                None => say!(out, "dry run: nothing was removed"),
                 Some(o) => {
-                    println!(
+                    say!(
+                        out,
                         "removed {} containers, {} sandboxes, {} pod log directories, {} images ({})",
                         o.containers,
                         o.sandboxes,
@@ -340,13 +364,13 @@ fn print_plan(plan: &Plan, outcome: Option<&Outcome>, output: Output) -> anyhow:
                         human_bytes(o.image_bytes)
                     );
                     for f in &o.failures {
-                        println!("failed: {f}");
+                        say!(out, "failed: {f}");
                     }
                 }
             }
         }
     }
-    Ok(())
+    emit(&out)
 }
 
 /// Counters for `/metrics` of `kgc node gc --every`.
@@ -596,11 +620,12 @@ async fn snapshot(args: SnapshotArgs) -> anyhow::Result<()> {
     let snapshot = client
         .snapshot(Some(args.runtime.pod_logs_dir.as_path()))
         .await?;
+    let mut out = String::new();
     match args.output {
-        DocOutput::Json => println!("{}", serde_json::to_string_pretty(&snapshot)?),
+        DocOutput::Json => say!(out, "{}", serde_json::to_string_pretty(&snapshot)?),
         DocOutput::Yaml => print!("{}", serde_saphyr::to_string(&snapshot)?),
     }
-    Ok(())
+    emit(&out)
 }
 
 fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
@@ -616,8 +641,9 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
         std::fs::write(path, kgc_node::simulate::svg(&sim))
             .with_context(|| format!("writing {}", path.display()))?;
     }
+    let mut out = String::new();
     match args.output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&sim)?),
+        Output::Json => say!(out, "{}", serde_json::to_string_pretty(&sim)?),
         Output::Table => {
             let mut rows = vec![vec![
                 "TIME".to_string(),
@@ -636,9 +662,9 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
                 ]);
             }
             if sim.events.is_empty() {
-                println!("nothing would be removed in {} days", args.days);
+                say!(out, "nothing would be removed in {} days", args.days);
             } else {
-                print!("{}", table(&rows));
+                out.push_str(&table(&rows));
             }
             let peak = sim
                 .samples
@@ -646,19 +672,20 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
                 .map(|s| s.usage_percent)
                 .fold(0.0f64, f64::max);
             let last = sim.samples.last().map_or(0.0, |s| s.usage_percent);
-            println!(
+            say!(
+                out,
                 "image filesystem: peak {peak:.1}%, at the end {last:.1}% of {}",
                 human_bytes(sim.capacity_bytes)
             );
             for (at, steps, e) in &sim.errors {
-                println!("image GC error from {at} ({steps} passes): {e}");
+                say!(out, "image GC error from {at} ({steps} passes): {e}");
             }
             if let Some(path) = &args.svg {
-                println!("plot: {}", path.display());
+                say!(out, "plot: {}", path.display());
             }
         }
     }
-    Ok(())
+    emit(&out)
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
