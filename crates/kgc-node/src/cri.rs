@@ -445,6 +445,50 @@ mod tests {
         ));
     }
 
+    /// A socket that accepts connections and then answers `reply` (nothing: a hung runtime).
+    fn fake_runtime(reply: &'static [u8]) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("cri.sock");
+        let listener = tokio::net::UnixListener::bind(&path).expect("bind");
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((mut stream, _)) = listener.accept().await {
+                use tokio::io::AsyncWriteExt as _;
+                let _ = stream.write_all(reply).await;
+                held.push(stream);
+            }
+        });
+        (dir, format!("unix://{}", path.display()))
+    }
+
+    async fn list_against(reply: &'static [u8]) -> Error {
+        let (_dir, endpoint) = fake_runtime(reply);
+        let started = std::time::Instant::now();
+        let timeout = Duration::from_millis(300);
+        let result = match CriClient::connect(&endpoint, timeout).await {
+            Ok(mut c) => c.snapshot(None).await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the deadline holds: {:?}",
+            started.elapsed()
+        );
+        result.expect_err("no snapshot from a fake runtime")
+    }
+
+    #[tokio::test]
+    async fn a_runtime_that_never_answers_times_out() {
+        let err = list_against(b"").await;
+        assert!(!err.to_string().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_runtime_answering_garbage_is_an_error() {
+        let err = list_against(b"HTTP/1.1 200 OK\r\n\r\nnot grpc at all").await;
+        assert!(!err.to_string().is_empty());
+    }
+
     #[test]
     fn garbage_from_the_runtime_is_refused_with_the_object_named() {
         let c = api::Container {
