@@ -5,6 +5,7 @@ mod controller;
 mod deploy_cmd;
 mod gc_cmd;
 mod lifecycle;
+mod node_cmd;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -45,6 +46,9 @@ enum Command {
     Plan(deploy_cmd::PlanArgs),
     /// Delete every object of an app's environment (and tag), and its parent.
     Delete(deploy_cmd::DeleteArgs),
+    /// Node garbage collection over the CRI: the kubelet's image and container GC as a
+    /// command (`kgc node gc|snapshot|simulate`).
+    Node(node_cmd::Args),
 }
 
 /// Parses durations such as `30s`, `5m`, `1h`, `250ms`.
@@ -98,6 +102,7 @@ fn main() -> anyhow::Result<()> {
             Command::Prune(args) => deploy_cmd::prune(args).await,
             Command::Plan(args) => deploy_cmd::plan(args).await,
             Command::Delete(args) => deploy_cmd::delete(args).await,
+            Command::Node(args) => node_cmd::run(args).await,
         }
     })
 }
