@@ -136,56 +136,93 @@ pub struct LogDirRemoval {
     pub pod_uid: String,
 }
 
-/// A dead container in an evict unit (`containerGCInfo`).
-struct GcInfo<'a> {
-    container: &'a Container,
-    pod_uid: &'a str,
-}
-
 /// Newest first, as upstream's `byCreated`; ties by id so that plans are deterministic.
-fn newest_first(a: &GcInfo<'_>, b: &GcInfo<'_>) -> std::cmp::Ordering {
-    b.container
-        .created_at
-        .cmp(&a.container.created_at)
-        .then_with(|| b.container.id.cmp(&a.container.id))
+fn newest_first(a: &Container, b: &Container) -> std::cmp::Ordering {
+    b.created_at
+        .cmp(&a.created_at)
+        .then_with(|| b.id.cmp(&a.id))
 }
 
-/// Upstream `removeOldestN`: sorts newest first only when something is kept, removes from the
-/// end, and assumes the removals succeed.
-fn remove_oldest_n<'a>(
-    mut unit: Vec<GcInfo<'a>>,
+/// Oldest first, the order a plan lists removals in; ids are unique, so the order is total.
+fn oldest_first(a: &Container, b: &Container) -> std::cmp::Ordering {
+    newest_first(b, a)
+}
+
+/// Items grouped by a key in one flat array (a counting sort over group numbers), so that
+/// grouping 100,000 containers allocates two vectors instead of one per group, and each
+/// string key is hashed exactly once.
+struct Groups<K> {
+    /// Per group: its key and its range in `items`.
+    groups: Vec<(K, std::ops::Range<usize>)>,
+    items: Vec<usize>,
+}
+
+impl<K: Copy + Eq + std::hash::Hash> Groups<K> {
+    /// Groups `items` (indices) by `key`, groups in order of first appearance.
+    fn new(items: impl Iterator<Item = (K, usize)>) -> Self {
+        let items = items.collect::<Vec<_>>();
+        let mut number: HashMap<K, usize> =
+            HashMap::with_capacity_and_hasher(items.len(), Default::default());
+        let mut groups: Vec<(K, std::ops::Range<usize>)> = Vec::new();
+        let mut of_item = Vec::with_capacity(items.len());
+        for &(key, _) in &items {
+            let g = *number.entry(key).or_insert_with(|| {
+                groups.push((key, 0..0));
+                groups.len() - 1
+            });
+            groups[g].1.end += 1;
+            of_item.push(g);
+        }
+        let mut next = 0;
+        for (_, range) in &mut groups {
+            let len = range.end;
+            *range = next..next;
+            next += len;
+        }
+        let mut flat = vec![0; items.len()];
+        for (&(_, item), &g) in items.iter().zip(&of_item) {
+            let range = &mut groups[g].1;
+            flat[range.end] = item;
+            range.end += 1;
+        }
+        Groups {
+            groups,
+            items: flat,
+        }
+    }
+}
+
+/// Upstream `removeOldestN` over one evict unit (container indices, all kept so far): sorts
+/// newest first only when something is kept, and removes from the end, assuming the removals
+/// succeed. Returns how many are kept.
+fn remove_oldest_n(
+    containers: &[Container],
+    unit: &mut [usize],
     to_remove: usize,
     reason: ContainerReason,
-    out: &mut Vec<ContainerRemoval>,
-) -> Vec<GcInfo<'a>> {
+    out: &mut Vec<(usize, ContainerReason)>,
+) -> usize {
     let keep = unit.len().saturating_sub(to_remove);
     if keep > 0 {
-        unit.sort_by(newest_first);
+        unit.sort_unstable_by(|&a, &b| newest_first(&containers[a], &containers[b]));
     }
-    for info in unit.drain(keep..).rev() {
-        out.push(ContainerRemoval {
-            id: info.container.id.clone(),
-            pod_uid: info.pod_uid.to_string(),
-            name: info.container.name.clone(),
-            image_id: info.container.image_id.clone(),
-            created_at: info.container.created_at,
-            stop_first: info.container.state == ContainerState::Unknown,
-            reason,
-        });
-    }
-    unit
+    out.extend(unit[keep..].iter().map(|&i| (i, reason)));
+    keep
 }
 
+/// Every unit's kept part down to `max`.
 fn enforce_per_unit(
-    units: &mut HashMap<(&str, &str), Vec<GcInfo<'_>>>,
+    containers: &[Container],
+    units: &mut Groups<(&str, &str)>,
+    kept: &mut [usize],
     max: usize,
     reason: ContainerReason,
-    out: &mut Vec<ContainerRemoval>,
+    out: &mut Vec<(usize, ContainerReason)>,
 ) {
-    for unit in units.values_mut() {
-        if unit.len() > max {
-            let n = unit.len() - max;
-            *unit = remove_oldest_n(std::mem::take(unit), n, reason, out);
+    for ((_, range), kept) in units.groups.iter().zip(kept) {
+        if *kept > max {
+            let unit = &mut units.items[range.start..range.start + *kept];
+            *kept = remove_oldest_n(containers, unit, *kept - max, reason, out);
         }
     }
 }
@@ -201,76 +238,110 @@ pub fn plan_containers(
     now: Timestamp,
     evict_non_deleted_pods: bool,
 ) -> Vec<ContainerRemoval> {
+    evict_containers(policy, containers, pods, now, evict_non_deleted_pods)
+        .into_iter()
+        .map(|(i, reason)| container_removal(&containers[i], reason))
+        .collect()
+}
+
+/// A removal naming the container, from the snapshot's strings.
+pub(crate) fn container_removal(c: &Container, reason: ContainerReason) -> ContainerRemoval {
+    ContainerRemoval {
+        id: c.id.clone(),
+        pod_uid: c.pod_uid.clone().unwrap_or_default(),
+        name: c.name.clone(),
+        image_id: c.image_id.clone(),
+        created_at: c.created_at,
+        stop_first: c.state == ContainerState::Unknown,
+        reason,
+    }
+}
+
+/// [`plan_containers`] by index into `containers`, oldest first: the whole pass works on
+/// indices, so that it hashes each container's strings once and copies none of them.
+pub(crate) fn evict_containers(
+    policy: &ContainerGcPolicy,
+    containers: &[Container],
+    pods: &PodView<'_>,
+    now: Timestamp,
+    evict_non_deleted_pods: bool,
+) -> Vec<(usize, ContainerReason)> {
     let newest_gc_time = SignedDuration::try_from(policy.min_age)
         .ok()
         .and_then(|d| now.checked_sub(d).ok());
-    let mut units: HashMap<(&str, &str), Vec<GcInfo<'_>>> =
-        HashMap::with_capacity_and_hasher(containers.len(), Default::default());
-    for c in containers {
+    let mut units = Groups::new(containers.iter().enumerate().filter_map(|(i, c)| {
         if c.state == ContainerState::Running {
-            continue;
+            return None;
         }
         // A MinAge beyond the time range keeps everything.
         if newest_gc_time.is_none_or(|t| c.created_at > t) {
-            continue;
+            return None;
         }
-        let Some(pod_uid) = c.pod_uid.as_deref() else {
-            continue;
-        };
-        units
-            .entry((pod_uid, c.name.as_str()))
-            .or_default()
-            .push(GcInfo {
-                container: c,
-                pod_uid,
-            });
-    }
+        let pod_uid = c.pod_uid.as_deref()?;
+        Some(((pod_uid, c.name.as_str()), i))
+    }));
+    let mut kept: Vec<usize> = units.groups.iter().map(|(_, r)| r.len()).collect();
     let mut out = Vec::with_capacity(containers.len() / 2);
+    // Units of deleted pods are gone, not emptied: they no longer count as evict units.
+    let mut live_units = units.groups.len();
     if pods.sources_ready() {
-        units.retain(|(uid, _), unit| {
-            let removable = pods.content_removable(uid)
-                || (evict_non_deleted_pods && pods.runtime_removable(uid));
-            if removable {
-                let n = unit.len();
-                remove_oldest_n(
-                    std::mem::take(unit),
-                    n,
-                    ContainerReason::DeletedPod,
-                    &mut out,
+        for (((uid, _), range), kept) in units.groups.iter().zip(&mut kept) {
+            if pods.content_removable(uid)
+                || (evict_non_deleted_pods && pods.runtime_removable(uid))
+            {
+                out.extend(
+                    units.items[range.clone()]
+                        .iter()
+                        .map(|&i| (i, ContainerReason::DeletedPod)),
                 );
+                *kept = 0;
+                live_units -= 1;
             }
-            !removable
-        });
+        }
     }
     if let Ok(max) = usize::try_from(policy.max_per_pod_container) {
         enforce_per_unit(
+            containers,
             &mut units,
+            &mut kept,
             max,
             ContainerReason::MaxPerPodContainer,
             &mut out,
         );
     }
     if let Ok(max) = usize::try_from(policy.max_containers) {
-        let total: usize = units.values().map(Vec::len).sum();
+        let total: usize = kept.iter().sum();
         if total > max {
             // Units emptied above still count, as upstream's NumEvictUnits.
-            let per_unit = (max / units.len().max(1)).max(1);
+            let per_unit = (max / live_units.max(1)).max(1);
             enforce_per_unit(
+                containers,
                 &mut units,
+                &mut kept,
                 per_unit,
                 ContainerReason::MaxContainers,
                 &mut out,
             );
-            let total: usize = units.values().map(Vec::len).sum();
+            let total: usize = kept.iter().sum();
             if total > max {
-                let flat: Vec<GcInfo<'_>> =
-                    std::mem::take(&mut units).into_values().flatten().collect();
-                remove_oldest_n(flat, total - max, ContainerReason::MaxContainers, &mut out);
+                let mut flat: Vec<usize> = units
+                    .groups
+                    .iter()
+                    .zip(&kept)
+                    .flat_map(|((_, r), &k)| units.items[r.start..r.start + k].iter().copied())
+                    .collect();
+                remove_oldest_n(
+                    containers,
+                    &mut flat,
+                    total - max,
+                    ContainerReason::MaxContainers,
+                    &mut out,
+                );
             }
         }
     }
     // Units are hashed (planning stays linear); the plan lists removals oldest first.
-    out.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    out.sort_unstable_by(|a, b| oldest_first(&containers[a.0], &containers[b.0]));
     out
 }
 
@@ -288,13 +359,19 @@ pub fn plan_sandboxes<'a>(
     let mut referenced: HashSet<&str> =
         HashSet::with_capacity_and_hasher(containers.size_hint().0, Default::default());
     referenced.extend(containers.map(|c| c.sandbox_id.as_str()));
-    let mut by_pod: HashMap<&str, Vec<&Sandbox>> =
-        HashMap::with_capacity_and_hasher(sandboxes.len(), Default::default());
-    for s in sandboxes {
-        by_pod.entry(s.pod_uid.as_str()).or_default().push(s);
-    }
-    let mut out = Vec::new();
-    for (uid, mut list) in by_pod {
+    let newest_first = |&a: &usize, &b: &usize| {
+        let (a, b): (&Sandbox, &Sandbox) = (&sandboxes[a], &sandboxes[b]);
+        b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id))
+    };
+    let mut by_pod = Groups::new(
+        sandboxes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.pod_uid.as_str(), i)),
+    );
+    let mut out: Vec<(usize, SandboxReason)> = Vec::new();
+    for (uid, range) in &by_pod.groups {
+        let list = &mut by_pod.items[range.clone()];
         let deleted =
             pods.content_removable(uid) || (evict_non_deleted_pods && pods.runtime_removable(uid));
         let (keep, reason) = if deleted {
@@ -303,22 +380,29 @@ pub fn plan_sandboxes<'a>(
             (1, SandboxReason::Superseded)
         };
         if keep > 0 {
-            list.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+            list.sort_unstable_by(newest_first);
         }
-        for s in list.iter().skip(keep).rev() {
+        for &i in list.iter().skip(keep) {
+            let s = &sandboxes[i];
             let active = s.state == SandboxState::Ready || referenced.contains(s.id.as_str());
             if !active {
-                out.push(SandboxRemoval {
-                    id: s.id.clone(),
-                    pod_uid: uid.to_string(),
-                    created_at: s.created_at,
-                    reason,
-                });
+                out.push((i, reason));
             }
         }
     }
-    out.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-    out
+    // Oldest first; ids are unique, so the order is total.
+    out.sort_unstable_by(|a, b| newest_first(&b.0, &a.0));
+    out.into_iter()
+        .map(|(i, reason)| {
+            let s = &sandboxes[i];
+            SandboxRemoval {
+                id: s.id.clone(),
+                pod_uid: s.pod_uid.clone(),
+                created_at: s.created_at,
+                reason,
+            }
+        })
+        .collect()
 }
 
 /// The pod uid of a pod log directory: the last `_`-separated field of

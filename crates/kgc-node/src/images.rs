@@ -7,9 +7,7 @@
 //! longer than MaxAge; `freeSpace` removes candidates older than MinAge until the bytes needed
 //! to reach the low threshold are freed.
 
-use std::collections::HashMap;
-
-use crate::hash::FxHashSet as HashSet;
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
@@ -214,16 +212,22 @@ impl ImageRecords {
             HashSet::with_capacity_and_hasher(images.len(), Default::default());
         for image in images {
             let first_listing = listed.insert(image.id.as_str());
-            let record = self
-                .records
-                .entry(image.id.clone())
-                .or_insert_with(|| ImageRecord {
-                    first_detected: image.first_detected.unwrap_or(detect_time),
-                    last_used: None,
-                    size: None,
-                    pinned: false,
-                    repo_tags: Vec::new(),
-                });
+            // Looked up by `&str` first: a known image costs no copy of its id.
+            if !self.records.contains_key(image.id.as_str()) {
+                self.records.insert(
+                    image.id.clone(),
+                    ImageRecord {
+                        first_detected: image.first_detected.unwrap_or(detect_time),
+                        last_used: None,
+                        size: None,
+                        pinned: false,
+                        repo_tags: Vec::new(),
+                    },
+                );
+            }
+            let Some(record) = self.records.get_mut(image.id.as_str()) else {
+                continue;
+            };
             if image.last_used > record.last_used {
                 record.last_used = image.last_used;
             }

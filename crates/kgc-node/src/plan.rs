@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 use crate::containers::{
-    ContainerGcPolicy, ContainerRemoval, LogDirRemoval, PodView, SandboxRemoval, plan_containers,
-    plan_log_dirs, plan_sandboxes,
+    ContainerGcPolicy, ContainerRemoval, LogDirRemoval, PodView, SandboxRemoval, container_removal,
+    evict_containers, plan_log_dirs, plan_sandboxes,
 };
 use crate::images::{ImageGcPolicy, ImagePlan, ImageRecords, plan_images};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Container, Snapshot};
 
 /// The whole node GC policy.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -75,35 +75,46 @@ pub fn plan(snapshot: &Snapshot, policy: &Policy, state: &mut GcState) -> Result
     snapshot.validate()?;
     let now = snapshot.time;
     let pods = PodView::new(snapshot.pods.as_deref());
-    let containers = plan_containers(
+    let evicted = evict_containers(
         &policy.containers,
         &snapshot.containers,
         &pods,
         now,
         policy.evict_non_deleted_pods,
     );
-    let removed: HashSet<&str> = containers.iter().map(|r| r.id.as_str()).collect();
-    let surviving = || {
-        snapshot
-            .containers
-            .iter()
-            .filter(|c| !removed.contains(c.id.as_str()))
-    };
+    let mut removed = vec![false; snapshot.containers.len()];
+    for &(i, _) in &evicted {
+        removed[i] = true;
+    }
+    let surviving: Vec<&Container> = snapshot
+        .containers
+        .iter()
+        .zip(&removed)
+        .filter(|(_, removed)| !**removed)
+        .map(|(c, _)| c)
+        .collect();
+    let containers: Vec<ContainerRemoval> = evicted
+        .into_iter()
+        .map(|(i, reason)| container_removal(&snapshot.containers[i], reason))
+        .collect();
     let sandboxes = plan_sandboxes(
         &snapshot.sandboxes,
-        surviving(),
+        surviving.iter().copied(),
         &pods,
         policy.evict_non_deleted_pods,
     );
     let pod_log_dirs = plan_log_dirs(&snapshot.pod_log_dirs, &pods);
 
     let mut warnings = Vec::new();
-    let without_image: Vec<&str> = surviving()
+    let without_image: Vec<&str> = surviving
+        .iter()
         .filter(|c| c.image_id.is_empty())
         .map(|c| c.id.as_str())
         .collect();
     let began_gc = *state.began_gc.get_or_insert(now);
-    let in_use: HashSet<&str> = surviving().map(|c| c.image_id.as_str()).collect();
+    let mut in_use: HashSet<&str> =
+        HashSet::with_capacity_and_hasher(snapshot.images.len(), Default::default());
+    in_use.extend(surviving.iter().map(|c| c.image_id.as_str()));
     state.images.detect(&snapshot.images, &in_use, now, now);
     let images = if without_image.is_empty() {
         plan_images(

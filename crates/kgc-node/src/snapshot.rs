@@ -154,7 +154,11 @@ impl Snapshot {
     /// ambiguous object. A snapshot that fails this is refused as a whole.
     pub fn validate(&self) -> Result<(), crate::Error> {
         fn unique<'a>(kind: &str, ids: impl Iterator<Item = &'a str>) -> Result<(), crate::Error> {
-            let mut seen = crate::hash::FxHashSet::default();
+            // Sized up front: growing a set of 100,000 ids rehashes it many times.
+            let mut seen = crate::hash::FxHashSet::with_capacity_and_hasher(
+                ids.size_hint().0,
+                Default::default(),
+            );
             for (i, id) in ids.enumerate() {
                 if id.is_empty() {
                     return Err(crate::Error::Snapshot(format!("{kind}[{i}].id is empty")));
