@@ -6,7 +6,7 @@
 //! `io.kubernetes.pod.uid` label is not the kubelet's and is never collected (upstream would
 //! file it under pod uid "" and, once synced, treat it as a deleted pod's).
 
-use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::hash::FxHashMap as HashMap;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
@@ -141,11 +141,6 @@ fn newest_first(a: &Container, b: &Container) -> std::cmp::Ordering {
     b.created_at
         .cmp(&a.created_at)
         .then_with(|| b.id.cmp(&a.id))
-}
-
-/// Oldest first, the order a plan lists removals in; ids are unique, so the order is total.
-fn oldest_first(a: &Container, b: &Container) -> std::cmp::Ordering {
-    newest_first(b, a)
 }
 
 /// Items grouped by a key in one flat array (a counting sort over group numbers), so that
@@ -340,9 +335,21 @@ pub(crate) fn evict_containers(
             }
         }
     }
-    // Units are hashed (planning stays linear); the plan lists removals oldest first.
-    out.sort_unstable_by(|a, b| oldest_first(&containers[a.0], &containers[b.0]));
-    out
+    // Units are hashed (planning stays linear); the plan lists removals oldest first. The
+    // keys are copied out so that the sort does not chase each index into the snapshot.
+    let mut keyed: Vec<_> = out
+        .into_iter()
+        .map(|(i, reason)| {
+            let c = &containers[i];
+            ((c.created_at, c.id.as_str()), i, reason)
+        })
+        .collect();
+    // Ids are unique, so the order is total.
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    keyed
+        .into_iter()
+        .map(|(_, i, reason)| (i, reason))
+        .collect()
 }
 
 /// Upstream `evictSandboxes` (MinAge does not apply): a sandbox is active when READY or still
@@ -355,10 +362,6 @@ pub fn plan_sandboxes<'a>(
     pods: &PodView<'_>,
     evict_non_deleted_pods: bool,
 ) -> Vec<SandboxRemoval> {
-    let containers = containers.into_iter();
-    let mut referenced: HashSet<&str> =
-        HashSet::with_capacity_and_hasher(containers.size_hint().0, Default::default());
-    referenced.extend(containers.map(|c| c.sandbox_id.as_str()));
     let newest_first = |&a: &usize, &b: &usize| {
         let (a, b): (&Sandbox, &Sandbox) = (&sandboxes[a], &sandboxes[b]);
         b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id))
@@ -369,7 +372,10 @@ pub fn plan_sandboxes<'a>(
             .enumerate()
             .map(|(i, s)| (s.pod_uid.as_str(), i)),
     );
-    let mut out: Vec<(usize, SandboxReason)> = Vec::new();
+    // Candidates first (not READY, not a live pod's newest), then one pass over the
+    // containers drops those still referenced: probing a small set of candidates is cheaper
+    // than building a set of every container's sandbox id.
+    let mut candidates: HashMap<&str, (usize, SandboxReason)> = HashMap::default();
     for (uid, range) in &by_pod.groups {
         let list = &mut by_pod.items[range.clone()];
         let deleted =
@@ -384,12 +390,17 @@ pub fn plan_sandboxes<'a>(
         }
         for &i in list.iter().skip(keep) {
             let s = &sandboxes[i];
-            let active = s.state == SandboxState::Ready || referenced.contains(s.id.as_str());
-            if !active {
-                out.push((i, reason));
+            if s.state != SandboxState::Ready {
+                candidates.insert(s.id.as_str(), (i, reason));
             }
         }
     }
+    if !candidates.is_empty() {
+        for c in containers {
+            candidates.remove(c.sandbox_id.as_str());
+        }
+    }
+    let mut out: Vec<(usize, SandboxReason)> = candidates.into_values().collect();
     // Oldest first; ids are unique, so the order is total.
     out.sort_unstable_by(|a, b| newest_first(&b.0, &a.0));
     out.into_iter()

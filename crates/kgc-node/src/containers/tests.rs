@@ -3,6 +3,7 @@
 //! `TestUnknowStateContainerGC`). Results are the indexes of surviving objects, as upstream.
 
 use super::*;
+use crate::hash::FxHashSet as HashSet;
 
 fn ns(n: i64) -> Timestamp {
     Timestamp::from_nanosecond(i128::from(n)).expect("valid")
