@@ -40,6 +40,7 @@ pub struct Args {
     gc_resync: std::time::Duration,
     #[command(flatten)]
     lifecycle: crate::lifecycle::LifecycleArgs,
+    #[command(flatten)]
     security: crate::secure::SecurityArgs,
     #[command(subcommand)]
     action: Option<Action>,

@@ -808,14 +808,7 @@ impl Server {
         self.args = args.iter().map(|a| (*a).to_owned()).collect();
         self.restart().await;
     }
-}
 
-/// A `GET /metrics` of the server, as text.
-pub async fn metrics_text(client: &Client) -> String {
-    raw(client, "GET", "/metrics", None, Vec::new())
-        .await
-        .text()
-}
     /// A fresh server as users run it: HTTPS with authentication and RBAC (no
     /// `--insecure-http`). Its kubeconfig authenticates as the `system:masters` admin; `args`
     /// are added as in [`Server::start_with`].
@@ -827,4 +820,11 @@ pub async fn metrics_text(client: &Client) -> String {
     pub fn scratch(&self) -> &Path {
         self.root.path()
     }
+}
+
+/// A `GET /metrics` of the server, as text.
+pub async fn metrics_text(client: &Client) -> String {
+    raw(client, "GET", "/metrics", None, Vec::new())
+        .await
+        .text()
 }
