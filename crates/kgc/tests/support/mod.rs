@@ -828,3 +828,22 @@ pub async fn metrics_text(client: &Client) -> String {
         .await
         .text()
 }
+
+/// `kgc serve add-user NAME ARGS...` against this server's data directory: writes the printed
+/// kubeconfig into the scratch directory and returns its path.
+pub fn add_user(server: &Server, name: &str, args: &[&str]) -> PathBuf {
+    let out = Command::new(env!("CARGO_BIN_EXE_kgc"))
+        .args(["serve", "add-user", name, "--data-dir"])
+        .arg(server.data_dir())
+        .args(args)
+        .output()
+        .expect("running kgc serve add-user");
+    assert!(
+        out.status.success(),
+        "add-user {name} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = server.scratch().join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, &out.stdout).expect("writing a kubeconfig");
+    path
+}
