@@ -10,7 +10,7 @@ set -euo pipefail
 N=${1:-2000}
 KGC=${KGC:-$(dirname "$0")/../target/release/kgc}
 dir=$(mktemp -d)
-"$KGC" serve --listen 127.0.0.1:0 --in-memory --data-dir "$dir" >"$dir/out" 2>"$dir/log" &
+"$KGC" serve --listen 127.0.0.1:0 --insecure-http --in-memory --data-dir "$dir" >"$dir/out" 2>"$dir/log" &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 200); do grep -q "listening on" "$dir/out" 2>/dev/null && break; sleep 0.05; done

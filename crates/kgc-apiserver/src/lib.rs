@@ -7,13 +7,18 @@
 #![forbid(unsafe_code)]
 
 mod apply;
+pub mod authn;
+pub mod authz;
 mod body;
 mod conversion;
 mod discovery;
 mod request;
 mod rest;
+mod reviews;
 mod scale;
+pub mod serviceaccount;
 mod table;
+pub mod tls;
 mod watch;
 
 use std::sync::Arc;
@@ -42,6 +47,17 @@ pub type MetricsHook = Arc<dyn Fn() -> String + Send + Sync>;
 /// `(uid, as_json) -> body`.
 pub type GraphHook = Arc<dyn Fn(Option<&str>, bool) -> String + Send + Sync>;
 
+/// What can go wrong setting the server up (requests answer with a `Status` instead).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("TLS set-up: {0}")]
+    Tls(String),
+    #[error("the service-account signing key: {0}")]
+    SigningKey(String),
+    #[error("the token file {path}: {reason}")]
+    TokenFile { path: String, reason: String },
+}
+
 /// The API server: the store plus what the HTTP layer needs.
 #[derive(Clone)]
 pub struct ApiServer {
@@ -51,6 +67,11 @@ pub struct ApiServer {
     metrics: Arc<Metrics>,
     extra_metrics: Vec<MetricsHook>,
     graph: Option<GraphHook>,
+    /// Authentication (and authorization); `None` on the insecure port, where every request is
+    /// served as kube-apiserver's old insecure port did.
+    authn: Option<Arc<authn::Authenticator>>,
+    /// RBAC; set with authentication.
+    rbac: Option<Arc<authz::Rbac>>,
 }
 
 /// Request counters for `/metrics`.
@@ -86,7 +107,23 @@ impl ApiServer {
             metrics: Arc::default(),
             extra_metrics: Vec::new(),
             graph: None,
+            authn: None,
+            rbac: None,
         }
+    }
+
+    /// Authenticates every request (see [`authn`]): anonymous requests reach only the health
+    /// and version endpoints.
+    pub fn with_authentication(mut self, authn: authn::Authenticator) -> Self {
+        self.authn = Some(Arc::new(authn));
+        self
+    }
+
+    /// Authorizes every authenticated request with RBAC (see [`authz`]), and checks RBAC
+    /// writes for privilege escalation.
+    pub fn with_authorization(mut self, rbac: Arc<authz::Rbac>) -> Self {
+        self.rbac = Some(rbac);
+        self
     }
 
     /// Appends a collector's metrics to `/metrics`.
@@ -113,13 +150,73 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
     let path = req.uri().path().to_owned();
     let query = Query::parse(req.uri().query());
     let (parts, body) = req.into_parts();
-    let resp = match route(&api, &method, &path, &query, &parts.headers, body).await {
+    let user = match &api.authn {
+        None => None,
+        Some(authn) => match admit(&api, authn, &method, &path, &query, &parts) {
+            Ok(user) => Some(user),
+            Err(e) => {
+                let resp = e.into_response();
+                api.metrics.count(resp.status());
+                tracing::debug!(%method, %path, status = resp.status().as_u16(), "refused");
+                return resp;
+            }
+        },
+    };
+    let routed = authn::scope(
+        user,
+        route(&api, &method, &path, &query, &parts.headers, body),
+    );
+    let resp = match routed.await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     };
     api.metrics.count(resp.status());
     tracing::debug!(%method, %path, status = resp.status().as_u16(), elapsed_us = started.elapsed().as_micros() as u64, "request");
     resp
+}
+
+/// Paths anyone may read without credentials (upstream's `system:public-info-viewer`).
+const PUBLIC_PATHS: [&str; 4] = ["healthz", "livez", "readyz", "version"];
+
+/// Authenticates and authorizes a request: its user, or the 401 or 403 it gets.
+fn admit(
+    api: &ApiServer,
+    authn: &authn::Authenticator,
+    method: &Method,
+    path: &str,
+    query: &Query,
+    parts: &axum::http::request::Parts,
+) -> Result<Arc<authn::UserInfo>, ApiError> {
+    let peer = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<tls::Peer>>()
+        .map(|c| &c.0);
+    let user = authn.authenticate(&parts.headers, peer)?;
+    match user {
+        Some(u) => {
+            let u = match &api.rbac {
+                Some(rbac) => {
+                    let u = authz::impersonate(rbac, u, &parts.headers)?;
+                    rbac.check(&authz::attributes(&u, method, path, query))?;
+                    u
+                }
+                None => u,
+            };
+            Ok(Arc::new(u))
+        }
+        None => {
+            let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
+            if *method == Method::GET && PUBLIC_PATHS.contains(&first) {
+                Ok(Arc::new(authn::UserInfo {
+                    name: "system:anonymous".into(),
+                    groups: vec!["system:unauthenticated".into()],
+                    ..authn::UserInfo::default()
+                }))
+            } else {
+                Err(Status::unauthorized().into())
+            }
+        }
+    }
 }
 
 fn text(code: StatusCode, s: &'static str) -> Response {
@@ -261,6 +358,9 @@ async fn resource(
     body: Body,
 ) -> Result<Response, ApiError> {
     match request::parse(method, group, version, rest, query)? {
+        Some(info) if reviews::handles(&info) => {
+            reviews::serve(api, &info, query, headers, body).await
+        }
         Some(info) => rest::serve(api, info, query, headers, body).await,
         None => {
             let doc = discovery::legacy_resources(&api.store.catalog(), group, version)

@@ -96,6 +96,8 @@ pub fn parse(
         (&Method::GET, false) if watch => Verb::Watch,
         (&Method::GET, false) => Verb::List,
         (&Method::POST, false) => Verb::Create,
+        // `serviceaccounts/NAME/token` (TokenRequest) is created under an existing object.
+        (&Method::POST, true) if subresource.is_some() => Verb::Create,
         (&Method::PUT, true) => Verb::Update,
         (&Method::PATCH, true) => Verb::Patch,
         (&Method::DELETE, true) => Verb::Delete,

@@ -78,6 +78,7 @@ pub async fn serve(
         Verb::Create => {
             let mut obj = object_body(&info, &req, headers, body).await?;
             let warnings = admit_fields(&info, &req, query, &mut obj)?;
+            crate::authz::admit_write(api.rbac.as_deref(), &info, &req, &obj)?;
             let tracking = Tracking::new(&info, &req, query, headers);
             let obj = tracking.record(None, &obj);
             let created = api.store.create(&info, &ns, obj, query.dry_run()?).await?;
@@ -89,6 +90,7 @@ pub async fn serve(
         Verb::Update => {
             let mut obj = object_body(&info, &req, headers, body).await?;
             let warnings = admit_fields(&info, &req, query, &mut obj)?;
+            crate::authz::admit_write(api.rbac.as_deref(), &info, &req, &obj)?;
             let tracking = Tracking::new(&info, &req, query, headers);
             let updated = api
                 .store
@@ -98,7 +100,10 @@ pub async fn serve(
                     &name,
                     req.subresource.as_deref(),
                     query.dry_run()?,
-                    |current| Ok(tracking.record(Some(&current), &obj)),
+                    |current| {
+                        crate::authz::admit_update(&info, &current, &obj)?;
+                        Ok(tracking.record(Some(&current), &obj))
+                    },
                 )
                 .await?;
             Ok(with_warnings(
@@ -478,6 +483,8 @@ async fn patch(
                 // A patch cannot turn an object into another kind.
                 current["kind"] = Value::from(kind);
                 warnings = admit_fields(info, req, query, &mut current)?;
+                crate::authz::admit_write(api.rbac.as_deref(), info, req, &current)?;
+                crate::authz::admit_update(info, &before, &current)?;
                 conversion::to_storage(info, &req.version, &mut current);
                 Ok(tracking.record(Some(&before), &current))
             },
@@ -597,6 +604,10 @@ async fn server_side_apply(
         )
         .map_err(|e| crate::apply::status(e, info, &name))?;
         admit_fields(info, req, query, &mut merged)?;
+        crate::authz::admit_write(api.rbac.as_deref(), info, req, &merged)?;
+        if let Some(live) = live.as_ref() {
+            crate::authz::admit_update(info, live, &merged)?;
+        }
         conversion::to_storage(info, &req.version, &mut merged);
         Ok(merged)
     };

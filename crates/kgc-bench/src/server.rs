@@ -106,7 +106,9 @@ impl Server {
             .arg("--listen")
             .arg("127.0.0.1:0")
             .arg("--data-dir")
-            .arg(launch.data_dir);
+            .arg(launch.data_dir)
+            // The benchmarks measure the store and the API, over plain HTTP on loopback.
+            .arg("--insecure-http");
         if launch.in_memory {
             cmd.arg("--in-memory");
         }

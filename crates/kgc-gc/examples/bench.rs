@@ -434,6 +434,7 @@ async fn over_http(a: &Args, kgc: &std::path::Path, policy: PropagationPolicy) -
             &data,
             "--disable",
             "gc",
+            "--insecure-http",
         ],
         "kgc serve: listening on ",
     );

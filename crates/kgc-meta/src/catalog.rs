@@ -377,6 +377,14 @@ impl Builtin {
                     verbs: vec!["update".into()],
                     ..parent("finalize")
                 },
+                // TokenRequest: `kubectl create token` (served by the API server's authn).
+                "token" => Subresource {
+                    name: "token".into(),
+                    group: "authentication.k8s.io".into(),
+                    version: "v1".into(),
+                    kind: "TokenRequest".into(),
+                    verbs: vec!["create".into()],
+                },
                 other => parent(other),
             })
             .collect();
@@ -542,7 +550,7 @@ fn builtin_resources() -> impl Iterator<Item = ResourceInfo> {
             Namespaced,
             &["sa"],
             false,
-            NONE,
+            &["token"],
         ),
         b(
             "",
@@ -808,15 +816,51 @@ fn builtin_resources() -> impl Iterator<Item = ResourceInfo> {
         ),
     ]
     .into_iter()
+    .chain(
+        REVIEWS.iter().map(move |&(group, kind, plural)| {
+            b(group, "v1", kind, plural, Cluster, &[], false, NONE)
+        }),
+    )
     .map(Builtin::into_info)
     .map(|mut info| {
         // Stored as v2, also served as v1 (converted by the API server).
         if info.group == "autoscaling" {
             info.versions.push("v1".into());
         }
+        if REVIEWS
+            .iter()
+            .any(|r| r.0 == info.group && r.2 == info.plural)
+        {
+            info.verbs = vec!["create".into()];
+        }
         info
     })
 }
+
+/// The create-only review resources of authentication and authorization: answered by the API
+/// server from the request's user and the authorizer, never stored.
+pub const REVIEWS: [(&str, &str, &str); 4] = [
+    (
+        "authentication.k8s.io",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+    ),
+    (
+        "authorization.k8s.io",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+    ),
+    (
+        "authorization.k8s.io",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+    ),
+    (
+        "authorization.k8s.io",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+    ),
+];
 
 #[cfg(test)]
 mod tests {
@@ -874,7 +918,30 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), c.groups().len());
-        assert_eq!(c.resources().count(), 36);
+        assert_eq!(c.resources().count(), 40);
+    }
+
+    #[test]
+    fn reviews_are_create_only_and_tokens_a_subresource() {
+        let c = Catalog::builtin();
+        for (group, kind, plural) in REVIEWS {
+            let r = c.get(group, "v1", plural).unwrap();
+            assert_eq!(
+                (r.kind.as_str(), r.verbs.as_slice()),
+                (kind, &["create".to_owned()][..])
+            );
+            assert!(!r.namespaced());
+        }
+        let token = c
+            .get("", "v1", "serviceaccounts")
+            .unwrap()
+            .subresource("token")
+            .unwrap()
+            .clone();
+        assert_eq!(
+            (token.group.as_str(), token.kind.as_str()),
+            ("authentication.k8s.io", "TokenRequest")
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub enum Reason {
     Conflict,
     Invalid,
     BadRequest,
+    Unauthorized,
     Forbidden,
     Expired,
     MethodNotAllowed,
@@ -39,6 +40,7 @@ impl Reason {
             Reason::Conflict => "Conflict",
             Reason::Invalid => "Invalid",
             Reason::BadRequest => "BadRequest",
+            Reason::Unauthorized => "Unauthorized",
             Reason::Forbidden => "Forbidden",
             Reason::Expired => "Expired",
             Reason::MethodNotAllowed => "MethodNotAllowed",
@@ -173,6 +175,19 @@ impl Status {
             format!("{gr} \"{name}\" is forbidden: {reason}"),
         )
         .about(gr, name)
+    }
+
+    /// The 401 of a request without valid credentials. Upstream says no more than
+    /// `Unauthorized`, so that a probe learns nothing about why its credentials failed
+    /// (apiserver `endpoints/handlers/responsewriters.UnauthorizedResponse`... `errors.NewUnauthorized`).
+    pub fn unauthorized() -> Self {
+        Self::new(401, Reason::Unauthorized, "Unauthorized".into())
+    }
+
+    /// An authorization refusal: `message` is the whole sentence (`User "u" cannot list
+    /// resource "pods" ...`), the details name the resource as upstream's `NewForbidden` does.
+    pub fn forbidden_by_policy(gr: &GroupResource, name: &str, message: String) -> Self {
+        Self::new(403, Reason::Forbidden, message).about(gr, name)
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {

@@ -148,6 +148,11 @@ impl Watcher {
         self.cursor
     }
 
+    /// What this watcher follows.
+    pub fn filter(&self) -> &WatchFilter {
+        &self.filter
+    }
+
     /// Events already queued (the initial snapshot of a watch started without a revision).
     pub fn buffered(&self) -> usize {
         self.pending.len()

@@ -1,12 +1,15 @@
 //! `kgc`: Kubernetes garbage collection, complete, in one binary.
 #![forbid(unsafe_code)]
 
+mod add_user;
 mod controller;
 mod deploy_cmd;
 mod gc_cmd;
 mod lifecycle;
 mod node_cmd;
+mod secure;
 mod serve;
+mod tls;
 
 use clap::{Parser, Subcommand};
 

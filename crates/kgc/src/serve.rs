@@ -16,11 +16,11 @@ use tokio::sync::watch;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Address to listen on. Loopback by default: kgc serve has no authentication yet.
+    /// Address to listen on (HTTPS, with authentication and RBAC, unless --insecure-http).
     #[arg(long, default_value = "127.0.0.1:6443")]
     listen: SocketAddr,
     /// Where the database and the kubeconfig live [default: $XDG_DATA_HOME/kgc or ~/.local/share/kgc].
-    #[arg(long)]
+    #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
     /// Keep every object in memory only; nothing survives a restart.
     #[arg(long)]
@@ -40,6 +40,18 @@ pub struct Args {
     gc_resync: std::time::Duration,
     #[command(flatten)]
     lifecycle: crate::lifecycle::LifecycleArgs,
+    #[command(flatten)]
+    security: crate::secure::SecurityArgs,
+    #[command(subcommand)]
+    action: Option<Action>,
+}
+
+/// What `kgc serve` can do besides serving.
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Sign a client certificate for a user with the data directory's CA, optionally bind it
+    /// to a default role, and print a kubeconfig for it on stdout.
+    AddUser(crate::add_user::Args),
 }
 
 fn default_data_dir() -> PathBuf {
@@ -52,18 +64,33 @@ fn default_data_dir() -> PathBuf {
     home.join(".local/share/kgc")
 }
 
-/// The kubeconfig clients use to reach this server (context `kgc`).
-fn kubeconfig(server: &str) -> String {
+/// The kubeconfig clients use to reach this server (context `kgc`): with TLS, it trusts `ca`
+/// and authenticates with a client certificate.
+pub(crate) fn kubeconfig(server: &str, tls: Option<(&str, &crate::tls::Pair)>) -> String {
+    let (cluster_tls, user) = match tls {
+        None => (String::new(), "{}".to_owned()),
+        Some((ca, client)) => {
+            let b64 = |s: &str| kgc_meta::encoding::base64(s.as_bytes());
+            (
+                format!("\n    certificate-authority-data: {}", b64(ca)),
+                format!(
+                    "\n    client-certificate-data: {}\n    client-key-data: {}",
+                    b64(&client.cert_pem),
+                    b64(&client.key_pem)
+                ),
+            )
+        }
+    };
     format!(
         "apiVersion: v1
 kind: Config
 clusters:
 - name: kgc
   cluster:
-    server: {server}
+    server: {server}{cluster_tls}
 users:
 - name: kgc
-  user: {{}}
+  user: {user}
 contexts:
 - name: kgc
   context:
@@ -76,7 +103,7 @@ current-context: kgc
 }
 
 /// Writes a file atomically (temporary file, then rename), so readers never see half of it.
-fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
+pub(crate) fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, contents).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
@@ -94,6 +121,10 @@ async fn shutdown_signal() {
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
+    if let Some(Action::AddUser(a)) = args.action {
+        return crate::add_user::run(a, &data_dir).await;
+    }
+    args.security.check_listen(args.listen)?;
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
     let started = std::time::Instant::now();
@@ -123,9 +154,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     } else {
         local.to_string()
     };
-    let server_url = format!("http://{client_host}");
+    let security = args
+        .security
+        .prepare(&data_dir, args.in_memory, args.listen)?;
+    let scheme = if security.is_some() { "https" } else { "http" };
+    let server_url = format!("{scheme}://{client_host}");
     let kubeconfig_path = data_dir.join("kubeconfig");
-    write_atomic(&kubeconfig_path, &kubeconfig(&server_url))?;
+    match &security {
+        None => write_atomic(&kubeconfig_path, &kubeconfig(&server_url, None))?,
+        Some(s) => crate::tls::write_private(&kubeconfig_path, &s.kubeconfig(&server_url))?,
+    }
 
     let controllers = [
         tokio::spawn(store.clone().run_namespace_controller()),
@@ -168,17 +206,40 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         );
         lifecycle_task = Some(tokio::spawn(run));
     }
+    let security_tasks = match &security {
+        Some(s) => {
+            let (secured, tasks) = s.secure(api, &store).await?;
+            api = secured;
+            tasks
+        }
+        None => Vec::new(),
+    };
     let app = api.router();
     tracing::info!(listen = %local, kubeconfig = %kubeconfig_path.display(), "serving");
     println!("kgc serve: listening on {server_url}");
     println!("export KUBECONFIG={}", kubeconfig_path.display());
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+    let stopping = async move {
         shutdown_signal().await;
         tracing::info!("shutting down");
         // Ends open watches so that connections drain.
         let _ = stop_tx.send(true);
-    });
-    server.await.context("serving HTTP")?;
+    };
+    match &security {
+        None => axum::serve(listener, app)
+            .with_graceful_shutdown(stopping)
+            .await
+            .context("serving HTTP")?,
+        Some(s) => axum::serve(
+            s.listener(listener)?,
+            app.into_make_service_with_connect_info::<kgc_apiserver::tls::Peer>(),
+        )
+        .with_graceful_shutdown(stopping)
+        .await
+        .context("serving HTTPS")?,
+    }
+    for t in security_tasks {
+        t.abort();
+    }
     for c in controllers.into_iter().chain(gc_task).chain(lifecycle_task) {
         c.abort();
     }

@@ -1,10 +1,6 @@
 //! Deploy-side garbage collection (issue 6): `kgc apply`, `kgc prune`, `kgc diff`, `kgc plan`,
 //! `kgc delete` against a spawned `kgc serve`, one test per scenario of the issue. Each scenario
 //! runs the real `kgc` binary and checks the live objects with kubectl.
-//!
-//! Not here yet: "a 403 on cluster-wide lists (run as a namespace-scoped user)" needs the
-//! authentication and RBAC of `kgc serve`; the fallback it exercises is unit-tested with a fake
-//! lister in `kgc-prune` (listing.rs).
 
 mod support;
 
@@ -16,24 +12,25 @@ use serde_json::Value;
 use support::*;
 
 /// A deploy project: a source directory and the identity flags.
-struct Project<'a> {
-    s: &'a Server,
+struct Project {
     dir: tempfile::TempDir,
     app: String,
     env: String,
     ns: String,
     extra: Vec<String>,
+    /// Who runs `kgc`: the server's admin kubeconfig unless a test says otherwise.
+    kubeconfig: PathBuf,
 }
 
-impl<'a> Project<'a> {
-    fn new(s: &'a Server, app: &str, env: &str, ns: &str) -> Self {
+impl Project {
+    fn new(s: &Server, app: &str, env: &str, ns: &str) -> Self {
         Project {
-            s,
             dir: tempfile::tempdir().expect("a source directory"),
             app: app.into(),
             env: env.into(),
             ns: ns.into(),
             extra: Vec::new(),
+            kubeconfig: s.kubeconfig_path(),
         }
     }
 
@@ -59,7 +56,7 @@ impl<'a> Project<'a> {
         c.args(["--app", &self.app, "--env", &self.env, "-n", &self.ns])
             .args(&self.extra)
             .arg("--kubeconfig")
-            .arg(self.s.kubeconfig_path())
+            .arg(&self.kubeconfig)
             .args(args)
             .env("RUST_BACKTRACE", "0")
             .kill_on_drop(true);
@@ -771,4 +768,62 @@ async fn a_namespace_holding_someone_elses_objects_is_kept() {
         "{r}"
     );
     assert_eq!(names(&s, "configmaps", Some(&extra)).await, ["theirs"]);
+}
+
+/// Issue 6, "a 403 on cluster-wide lists (run as a namespace-scoped user)": a user bound to
+/// `edit` in the app's namespace only may not list anything cluster-wide, so `kgc apply` lists
+/// per namespace and still prunes there; a cluster-scoped kind in scope cannot be listed at all,
+/// so it is reported undetermined (exit 3) and nothing of it is deleted.
+#[tokio::test]
+async fn a_403_on_cluster_wide_lists_run_as_a_namespace_scoped_user() {
+    let s = Server::start_secure(&[]).await;
+    let ns = fresh_namespace(&s.client(), "ns-user").await;
+    let deployer = add_user(&s, "deployer", &["-n", &ns, "--role", "edit"]);
+    let mut p = Project::new(&s, "shop", "prod", &ns);
+    p.kubeconfig = deployer.clone();
+    let configmaps = || async { names(&s, "configmaps", Some(&ns)).await };
+
+    p.write("web.yaml", &(cm("a") + &cm("b")));
+    let r = p.apply(&[], 2).await;
+    assert_eq!(r["applied"].as_array().map(Vec::len), Some(2), "{r}");
+    p.write("web.yaml", &cm("a"));
+    let r = p.apply(&[], 2).await;
+    assert_eq!(deleted(&r), [format!("ConfigMap {ns}/b")], "{r}");
+    assert!(!configmaps().await.contains(&"b".to_owned()));
+
+    // The admin adds a cluster-scoped object to the set; the namespace-scoped user then removes
+    // it from the source together with a ConfigMap.
+    let role = unique("ns-user-reader");
+    let cluster_role = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: {role}}}\nrules: []\n---\n"
+    );
+    p.write("web.yaml", &(cm("a") + &cm("c") + &cluster_role));
+    p.kubeconfig = s.kubeconfig_path();
+    p.apply(&[], 2).await;
+    p.kubeconfig = deployer;
+    p.write("web.yaml", &cm("a"));
+    let r = p.apply(&[], 3).await;
+    assert_eq!(deleted(&r), [format!("ConfigMap {ns}/c")], "{r}");
+    let undetermined: Vec<&str> = r["undetermined"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|u| u["gk"]["kind"].as_str())
+        .collect();
+    assert_eq!(undetermined, ["ClusterRole"], "{r}");
+    assert!(!configmaps().await.contains(&"c".to_owned()));
+    assert_eq!(
+        names(&s, "clusterroles", None)
+            .await
+            .into_iter()
+            .filter(|n| *n == role)
+            .count(),
+        1,
+        "the undetermined ClusterRole was deleted"
+    );
+
+    // Nothing is lost: the admin's next run still knows the kind and prunes the ClusterRole.
+    p.kubeconfig = s.kubeconfig_path();
+    let r = p.apply(&[], 2).await;
+    assert_eq!(deleted(&r), [format!("ClusterRole {role}")], "{r}");
 }

@@ -3,6 +3,9 @@
 //! policy and a custom resource through CustomObjectsApi. The script is
 //! `tests/python/smoke.py`; it raises on the first failed expectation.
 //!
+//! The server runs as users run it (HTTPS, client-certificate authentication, RBAC), so the client's
+//! TLS verification and certificate authentication are exercised too.
+//!
 //! When the client is not installed the test fails naming the pip package (never skips).
 
 mod support;
@@ -36,7 +39,8 @@ fn require_client() {
 #[tokio::test]
 async fn python_client_smoke() {
     require_client();
-    let s = Server::start().await;
+    // As users run it: TLS verified against the server's CA, a client certificate, RBAC.
+    let s = Server::start_secure(&["--in-memory"]).await;
     let ns = unique("py");
     let mut cmd = tokio::process::Command::new("python3");
     cmd.arg(script())

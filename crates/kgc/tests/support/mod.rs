@@ -47,6 +47,9 @@ pub struct Server {
     client: Option<Client>,
     /// A `kgc controller` running the collector against this server (see [`Server::start_gc`]).
     controller: Option<(Child, String)>,
+    /// HTTPS with authentication and RBAC (see [`Server::start_secure`]); otherwise
+    /// `--insecure-http`.
+    secure: bool,
 }
 
 /// Set (to anything) to run the garbage-collector suites through `kgc controller` against a
@@ -110,6 +113,10 @@ impl Server {
     /// A fresh server with extra `kgc serve` arguments (`--listen` and `--data-dir` are added).
     /// Pass no `--in-memory` for a durable server.
     pub async fn start_with(args: &[&str]) -> Self {
+        Self::start_inner(args, false).await
+    }
+
+    async fn start_inner(args: &[&str], secure: bool) -> Self {
         let root = tempfile::Builder::new()
             .prefix("kgc-test-")
             .tempdir()
@@ -122,6 +129,7 @@ impl Server {
             url: String::new(),
             client: None,
             controller: None,
+            secure,
         };
         s.spawn().await;
         s
@@ -230,6 +238,7 @@ impl Server {
             .arg("127.0.0.1:0")
             .arg("--data-dir")
             .arg(self.data_dir())
+            .args((!self.secure).then_some("--insecure-http"))
             .args(&self.args)
             .env(
                 "RUST_LOG",
@@ -272,8 +281,9 @@ impl Server {
                 );
             }
         };
+        let scheme = if self.secure { "https" } else { "http" };
         assert!(
-            url.starts_with("http://127.0.0.1:"),
+            url.starts_with(&format!("{scheme}://127.0.0.1:")),
             "unexpected listen line {url:?}"
         );
         assert_eq!(
@@ -282,7 +292,6 @@ impl Server {
             "the export KUBECONFIG line names another file"
         );
         self.url = url;
-        self.wait_ready().await;
         let kc = Kubeconfig::read_from(self.kubeconfig_path()).expect("reading the kubeconfig");
         let opts = KubeConfigOptions {
             context: Some("kgc".into()),
@@ -297,6 +306,7 @@ impl Server {
             "the kubeconfig points elsewhere"
         );
         self.client = Some(Client::try_from(config).expect("building the kube client"));
+        self.wait_ready().await;
     }
 
     /// Polls `GET /readyz` until 200, with a deadline.
@@ -304,9 +314,16 @@ impl Server {
         let deadline = Instant::now() + READY_DEADLINE;
         let addr = self.url.trim_start_matches("http://").to_owned();
         loop {
-            if let Some(code) = http_get_status(&addr, "/readyz").await
-                && code == 200
-            {
+            let ready = if self.secure {
+                // Through the kube client: it speaks TLS.
+                let req = http::Request::get("/readyz")
+                    .body(Vec::new())
+                    .expect("building a request");
+                self.client().request_text(req).await.is_ok()
+            } else {
+                http_get_status(&addr, "/readyz").await == Some(200)
+            };
+            if ready {
                 return;
             }
             if let Some(status) = self
@@ -791,6 +808,18 @@ impl Server {
         self.args = args.iter().map(|a| (*a).to_owned()).collect();
         self.restart().await;
     }
+
+    /// A fresh server as users run it: HTTPS with authentication and RBAC (no
+    /// `--insecure-http`). Its kubeconfig authenticates as the `system:masters` admin; `args`
+    /// are added as in [`Server::start_with`].
+    pub async fn start_secure(args: &[&str]) -> Self {
+        Self::start_inner(args, true).await
+    }
+
+    /// The root of this server's scratch directory (kubeconfigs, files for `kubectl -f`).
+    pub fn scratch(&self) -> &Path {
+        self.root.path()
+    }
 }
 
 /// A `GET /metrics` of the server, as text.
@@ -798,4 +827,23 @@ pub async fn metrics_text(client: &Client) -> String {
     raw(client, "GET", "/metrics", None, Vec::new())
         .await
         .text()
+}
+
+/// `kgc serve add-user NAME ARGS...` against this server's data directory: writes the printed
+/// kubeconfig into the scratch directory and returns its path.
+pub fn add_user(server: &Server, name: &str, args: &[&str]) -> PathBuf {
+    let out = Command::new(env!("CARGO_BIN_EXE_kgc"))
+        .args(["serve", "add-user", name, "--data-dir"])
+        .arg(server.data_dir())
+        .args(args)
+        .output()
+        .expect("running kgc serve add-user");
+    assert!(
+        out.status.success(),
+        "add-user {name} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = server.scratch().join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, &out.stdout).expect("writing a kubeconfig");
+    path
 }

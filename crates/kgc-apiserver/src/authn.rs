@@ -1,0 +1,256 @@
+//! Authentication as kube-apiserver does it: X.509 client certificates signed by the cluster CA
+//! (user = CN, groups = O), static bearer tokens (`--token-auth-file`), and service-account
+//! tokens; every authenticated user is also in `system:authenticated`
+//! (`k8s.io/apiserver/pkg/authentication`).
+//!
+//! A request without credentials is anonymous: it may reach the health and version endpoints
+//! only; anything else is a 401. Invalid credentials are a 401 even on those endpoints' peers, as
+//! upstream's union authenticator answers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, header};
+use kgc_meta::Status;
+use kgc_store::Store;
+
+use crate::Error;
+use crate::serviceaccount::ServiceAccountTokens;
+use crate::tls::Peer;
+
+pub use kgc_auth::SYSTEM_AUTHENTICATED as AUTHENTICATED_GROUP;
+pub use kgc_auth::UserInfo;
+
+tokio::task_local! {
+    /// The authenticated user of the request being served (absent on the insecure port, where
+    /// nothing is authenticated). Handlers that decide by user read it through [`current_user`].
+    static CURRENT_USER: Option<Arc<UserInfo>>;
+}
+
+/// Runs `fut` as a request of `user`.
+pub(crate) async fn scope<F: Future>(user: Option<Arc<UserInfo>>, fut: F) -> F::Output {
+    CURRENT_USER.scope(user, fut).await
+}
+
+/// The user of the request being served; `None` on the insecure port.
+pub(crate) fn current_user() -> Option<Arc<UserInfo>> {
+    CURRENT_USER.try_with(Clone::clone).ok().flatten()
+}
+
+/// Turns credentials into users.
+pub struct Authenticator {
+    store: Store,
+    tokens: HashMap<String, UserInfo>,
+    service_accounts: Option<Arc<ServiceAccountTokens>>,
+}
+
+impl Authenticator {
+    /// Client certificates only (verified during the TLS handshake).
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            tokens: HashMap::new(),
+            service_accounts: None,
+        }
+    }
+
+    /// Accepts the bearer tokens of a kube-apiserver token file.
+    pub fn with_token_file(mut self, path: &Path) -> Result<Self, Error> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::TokenFile {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        self.tokens = parse_token_file(&text).map_err(|reason| Error::TokenFile {
+            path: path.display().to_string(),
+            reason,
+        })?;
+        Ok(self)
+    }
+
+    /// Accepts (and lets TokenRequest issue) service-account tokens.
+    pub fn with_service_accounts(mut self, sa: Arc<ServiceAccountTokens>) -> Self {
+        self.service_accounts = Some(sa);
+        self
+    }
+
+    /// The service-account token signer, if tokens are enabled.
+    pub fn service_accounts(&self) -> Option<&Arc<ServiceAccountTokens>> {
+        self.service_accounts.as_ref()
+    }
+
+    /// The user a request authenticates as: `Ok(None)` when it carries no credentials at all,
+    /// 401 when it carries credentials that are not valid.
+    pub fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        peer: Option<&Peer>,
+    ) -> Result<Option<UserInfo>, Status> {
+        if let Some(id) = peer.and_then(|p| p.cert.as_ref()) {
+            return Ok(Some(with_authenticated(UserInfo {
+                name: id.user.clone(),
+                uid: String::new(),
+                groups: id.groups.clone(),
+                extra: BTreeMap::new(),
+            })));
+        }
+        let Some(auth) = headers.get(header::AUTHORIZATION) else {
+            return Ok(None);
+        };
+        let token = auth
+            .to_str()
+            .ok()
+            .and_then(bearer)
+            .ok_or_else(Status::unauthorized)?;
+        if let Some(u) = self.tokens.get(token) {
+            return Ok(Some(with_authenticated(u.clone())));
+        }
+        if let Some(sa) = &self.service_accounts {
+            let now = jiff::Timestamp::now().as_second();
+            if let Some(u) = sa.authenticate(&self.store, token, now) {
+                return Ok(Some(with_authenticated(u)));
+            }
+        }
+        Err(Status::unauthorized())
+    }
+}
+
+/// `Bearer <token>` (the scheme is case-insensitive; an empty token is no token).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// Adds `system:authenticated`, as upstream's group adder does for every authenticated user.
+fn with_authenticated(mut u: UserInfo) -> UserInfo {
+    if !u.groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
+        u.groups.push(AUTHENTICATED_GROUP.to_owned());
+    }
+    u
+}
+
+/// Parses a kube-apiserver token file: CSV rows of `token,user,uid[,"group1,group2"]`
+/// (`pkg/authentication/token/tokenfile`). Blank lines are skipped; a row with fewer than three
+/// columns or an empty token is an error naming its line.
+pub fn parse_token_file(text: &str) -> Result<HashMap<String, UserInfo>, String> {
+    let mut out = HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields = csv_fields(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+        if fields.len() < 3 {
+            return Err(format!(
+                "line {}: must have at least 3 columns (token, user name, user uid), found {}",
+                i + 1,
+                fields.len()
+            ));
+        }
+        if fields[0].is_empty() {
+            return Err(format!("line {}: the token is empty", i + 1));
+        }
+        let groups = fields
+            .get(3)
+            .map(|g| {
+                g.split(',')
+                    .map(str::trim)
+                    .filter(|g| !g.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.insert(
+            fields[0].clone(),
+            UserInfo {
+                name: fields[1].clone(),
+                uid: fields[2].clone(),
+                groups,
+                extra: BTreeMap::new(),
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// One CSV record (RFC 4180 quoting, as Go's encoding/csv reads it).
+fn csv_fields(line: &str) -> Result<Vec<String>, String> {
+    let mut fields = Vec::new();
+    let mut cur = String::new();
+    let mut chars = line.chars().peekable();
+    let mut quoted = false;
+    let mut at_start = true;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if at_start => {
+                quoted = true;
+                at_start = false;
+            }
+            '"' if quoted => {
+                if chars.peek() == Some(&'"') {
+                    chars.next();
+                    cur.push('"');
+                } else {
+                    quoted = false;
+                    if !matches!(chars.peek(), None | Some(',')) {
+                        return Err("extraneous text after a quoted field".into());
+                    }
+                }
+            }
+            ',' if !quoted => {
+                fields.push(std::mem::take(&mut cur));
+                at_start = true;
+            }
+            _ => {
+                cur.push(c);
+                at_start = false;
+            }
+        }
+    }
+    if quoted {
+        return Err("a quoted field is not closed".into());
+    }
+    fields.push(cur);
+    Ok(fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_file_rows() {
+        let t = parse_token_file("abc,alice,u1,\"dev,ops\"\n\nxyz,bob,u2\n\"q\"\"t\",carol,u3,\n")
+            .unwrap();
+        assert_eq!(t["abc"].name, "alice");
+        assert_eq!(t["abc"].groups, ["dev", "ops"]);
+        assert!(t["xyz"].groups.is_empty());
+        assert_eq!(t["q\"t"].uid, "u3");
+        assert!(
+            parse_token_file("abc,alice\n")
+                .unwrap_err()
+                .contains("at least 3 columns")
+        );
+        assert!(
+            parse_token_file(",alice,u\n")
+                .unwrap_err()
+                .contains("empty")
+        );
+        assert!(parse_token_file("\"abc,alice,u\n").is_err());
+    }
+
+    #[test]
+    fn bearer_header() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer  abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer "), None);
+        assert_eq!(bearer("Bearer"), None);
+    }
+
+    #[test]
+    fn authenticated_group_is_added_once() {
+        let u = with_authenticated(with_authenticated(UserInfo::default()));
+        assert_eq!(u.groups, [AUTHENTICATED_GROUP]);
+    }
+}

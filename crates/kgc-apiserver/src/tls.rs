@@ -1,0 +1,184 @@
+//! Serving HTTPS: a TLS listener for `axum::serve` that asks for (but does not require) a client
+//! certificate verified against the cluster CA, and hands the verified identity to the request.
+//!
+//! Handshakes run on their own tasks (with a deadline), so one slow or hostile client never
+//! holds up the accept loop. A certificate from another CA fails the handshake: rustls verifies
+//! the chain before any byte of HTTP is read, so a wrong certificate can never reach a handler.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::connect_info::Connected;
+use axum::serve::{IncomingStream, Listener};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
+
+use crate::Error;
+
+/// A client's handshake must finish within this.
+const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
+/// Connections that finished their handshake but are not yet picked up by the server.
+const ACCEPT_BACKLOG: usize = 128;
+
+/// Who is on the other end of a connection: its address and, when it presented a certificate
+/// the cluster CA signed, the identity that certificate names.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    pub addr: SocketAddr,
+    pub cert: Option<Arc<CertIdentity>>,
+}
+
+/// The user a client certificate names (kube-apiserver's x509 authenticator: CN is the user,
+/// each O a group).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertIdentity {
+    pub user: String,
+    pub groups: Vec<String>,
+}
+
+impl Connected<IncomingStream<'_, TlsListener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, TlsListener>) -> Self {
+        stream.remote_addr().clone()
+    }
+}
+
+/// The rustls configuration: serve `cert_chain_pem` with `key_pem`, and verify client
+/// certificates against `client_ca_pem` when they are presented.
+pub fn server_config(
+    cert_chain_pem: &str,
+    key_pem: &str,
+    client_ca_pem: &str,
+) -> Result<Arc<rustls::ServerConfig>, Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let chain = CertificateDer::pem_slice_iter(cert_chain_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Error::Tls(format!("the serving certificate: {e}")))?;
+    if chain.is_empty() {
+        return Err(Error::Tls(
+            "the serving certificate file holds no certificate".into(),
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
+        .map_err(|e| Error::Tls(format!("the serving key: {e}")))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in CertificateDer::pem_slice_iter(client_ca_pem.as_bytes()) {
+        let ca = ca.map_err(|e| Error::Tls(format!("the client CA: {e}")))?;
+        roots
+            .add(ca)
+            .map_err(|e| Error::Tls(format!("the client CA: {e}")))?;
+    }
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| Error::Tls(format!("the client certificate verifier: {e}")))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::Tls(e.to_string()))?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)
+        .map_err(|e| Error::Tls(format!("the serving certificate and key: {e}")))?;
+    // The server speaks HTTP/1.1 only (watches are chunked responses).
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// A listener yielding connections whose TLS handshake has completed.
+pub struct TlsListener {
+    local: SocketAddr,
+    ready: mpsc::Receiver<(TlsStream<TcpStream>, Peer)>,
+}
+
+impl TlsListener {
+    /// Starts accepting on `tcp`; handshakes run in the background.
+    pub fn new(tcp: TcpListener, config: Arc<rustls::ServerConfig>) -> std::io::Result<Self> {
+        let local = tcp.local_addr()?;
+        let (tx, ready) = mpsc::channel(ACCEPT_BACKLOG);
+        let acceptor = TlsAcceptor::from(config);
+        tokio::spawn(async move {
+            loop {
+                let (stream, addr) = match tcp.accept().await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        // Out of file descriptors and the like: back off instead of spinning.
+                        tracing::warn!(error = %e, "accepting a connection");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                if tx.is_closed() {
+                    return;
+                }
+                let (acceptor, tx) = (acceptor.clone(), tx.clone());
+                tokio::spawn(async move {
+                    let tls =
+                        match tokio::time::timeout(HANDSHAKE_DEADLINE, acceptor.accept(stream))
+                            .await
+                        {
+                            Ok(Ok(tls)) => tls,
+                            Ok(Err(e)) => {
+                                tracing::debug!(%addr, error = %e, "TLS handshake failed");
+                                return;
+                            }
+                            Err(_) => {
+                                tracing::debug!(%addr, "TLS handshake timed out");
+                                return;
+                            }
+                        };
+                    let cert = tls
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .and_then(|c| c.first())
+                        .and_then(|leaf| identity(leaf.as_ref()))
+                        .map(Arc::new);
+                    let _ = tx.send((tls, Peer { addr, cert })).await;
+                });
+            }
+        });
+        Ok(Self { local, ready })
+    }
+}
+
+impl Listener for TlsListener {
+    type Io = TlsStream<TcpStream>;
+    type Addr = Peer;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.ready.recv().await {
+            Some(c) => c,
+            // The accept task only ends when this listener is gone.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(Peer {
+            addr: self.local,
+            cert: None,
+        })
+    }
+}
+
+/// The user and groups of a verified client certificate: CN and O. A certificate without a CN
+/// names nobody (upstream rejects it as "common name is empty").
+pub fn identity(der: &[u8]) -> Option<CertIdentity> {
+    use x509_parser::prelude::*;
+    let (_, cert) = X509Certificate::from_der(der).ok()?;
+    let subject = cert.subject();
+    let user = subject.iter_common_name().next()?.as_str().ok()?.to_owned();
+    if user.is_empty() {
+        return None;
+    }
+    let groups = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(str::to_owned))
+        .collect();
+    Some(CertIdentity { user, groups })
+}
