@@ -9,9 +9,18 @@
 //! 3. TLS as a user allowed by a RoleBinding to `view`, with `--bindings` other RoleBindings
 //!    (for other users) in the same namespace: every request is authorized by RBAC.
 //!
+//! The modes run interleaved (A B C A B C …, `--rounds` times) and each run reports, besides
+//! requests per second, the server process's CPU time per request (utime + stime from
+//! `/proc/PID/stat`): on a shared, loaded machine wall-clock throughput swings with the
+//! neighbours' load, CPU time per request does not. Modes 2 and 3 use the same server, so
+//! their difference is the RBAC decision for a non-admin user (the admin is allowed by its
+//! `system:masters` group before any binding is looked at); 1 to 2 is TLS plus authentication
+//! and computing the attributes.
+//!
 //! ```sh
 //! cargo build --release -p kgc --examples
-//! target/release/examples/authz_bench --kgc target/release/kgc [--requests 20000] [--clients 16]
+//! target/release/examples/authz_bench --kgc target/release/kgc [--requests 20000] [--clients 16] \
+//!     [--bindings 1000] [--rounds 3]
 //! ```
 
 use std::io::{BufRead, BufReader};
@@ -28,6 +37,7 @@ struct Args {
     requests: usize,
     clients: usize,
     bindings: usize,
+    rounds: usize,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -36,6 +46,7 @@ fn args() -> anyhow::Result<Args> {
         requests: 20_000,
         clients: 16,
         bindings: 1_000,
+        rounds: 3,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -45,6 +56,7 @@ fn args() -> anyhow::Result<Args> {
             "--requests" => a.requests = value.parse()?,
             "--clients" => a.clients = value.parse()?,
             "--bindings" => a.bindings = value.parse()?,
+            "--rounds" => a.rounds = value.parse()?,
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -176,27 +188,73 @@ async fn measure(c: &Client, requests: usize, clients: usize) -> anyhow::Result<
     Ok((per * clients) as f64 / started.elapsed().as_secs_f64())
 }
 
+/// CPU time (user + system) the process `pid` has used so far, in seconds, from
+/// `/proc/PID/stat` (fields 14 and 15, in clock ticks). Unlike wall-clock throughput it does
+/// not depend on what else the machine runs.
+fn cpu_seconds(pid: u32, ticks_per_second: f64) -> anyhow::Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name (field 2) may hold spaces; the fields after it are plain numbers.
+    let after = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .context("/proc/PID/stat has no command name")?;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // `after` starts at field 3 (state): utime is field 14, stime field 15.
+    let utime: f64 = fields.get(11).context("no utime")?.parse()?;
+    let stime: f64 = fields.get(12).context("no stime")?.parse()?;
+    Ok((utime + stime) / ticks_per_second)
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`; 100 on Linux unless told otherwise).
+fn ticks_per_second() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// One way of serving: the server process and a client of it.
+struct Mode {
+    what: &'static str,
+    pid: u32,
+    client: Client,
+    rates: Vec<f64>,
+    cpu_us: Vec<f64>,
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn range(v: &[f64]) -> (f64, f64) {
+    v.iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+            (lo.min(*x), hi.max(*x))
+        })
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let a = args()?;
     println!(
-        "authz_bench: {} GETs of one ConfigMap, {} concurrent clients, {} RoleBindings; {} cores",
+        "authz_bench: {} GETs of one ConfigMap per run, {} concurrent clients, {} RoleBindings, \
+         {} interleaved rounds; {} cores",
         a.requests,
         a.clients,
         a.bindings,
+        a.rounds,
         std::thread::available_parallelism().map_or(0, usize::from)
     );
-    let mut rows = Vec::new();
+    let ticks = ticks_per_second();
 
     let plain = serve(&a.kgc, &["--insecure-http"])?;
     let c = client(&plain.kubeconfig).await?;
     setup(&c, a.bindings).await?;
-    measure(&c, a.requests / 10, a.clients).await?;
-    rows.push((
-        "--insecure-http (no TLS, authn, authz)",
-        measure(&c, a.requests, a.clients).await?,
-    ));
-    drop(plain);
 
     let secure = serve(&a.kgc, &[])?;
     let admin = client(&secure.kubeconfig).await?;
@@ -222,23 +280,63 @@ async fn main() -> anyhow::Result<()> {
     let user_kc = secure.data.path().join("bench.kubeconfig");
     std::fs::write(&user_kc, &out.stdout)?;
     let user = client(&user_kc).await?;
-    measure(&admin, a.requests / 10, a.clients).await?;
-    rows.push((
-        "TLS, admin client certificate (system:masters)",
-        measure(&admin, a.requests, a.clients).await?,
-    ));
-    measure(&user, a.requests / 10, a.clients).await?;
-    rows.push((
-        "TLS, client certificate, RBAC (view via RoleBinding)",
-        measure(&user, a.requests, a.clients).await?,
-    ));
-    drop(secure);
 
-    let base = rows[0].1;
-    for (what, rate) in &rows {
+    let mut modes = [
+        Mode {
+            what: "--insecure-http (no TLS, authn, authz)",
+            pid: plain.child.id(),
+            client: c,
+            rates: Vec::new(),
+            cpu_us: Vec::new(),
+        },
+        Mode {
+            what: "TLS, admin client certificate (system:masters)",
+            pid: secure.child.id(),
+            client: admin,
+            rates: Vec::new(),
+            cpu_us: Vec::new(),
+        },
+        Mode {
+            what: "TLS, client certificate, RBAC (view via RoleBinding)",
+            pid: secure.child.id(),
+            client: user,
+            rates: Vec::new(),
+            cpu_us: Vec::new(),
+        },
+    ];
+    for m in &modes {
+        // Warm-up: connections, caches.
+        measure(&m.client, a.requests / 10, a.clients).await?;
+    }
+    // Interleaved (A B C A B C …) so that a change in the machine's load hits every mode alike.
+    let done = a.requests / a.clients * a.clients;
+    for round in 0..a.rounds {
+        for m in &mut modes {
+            let before = cpu_seconds(m.pid, ticks)?;
+            let rate = measure(&m.client, a.requests, a.clients).await?;
+            let cpu = (cpu_seconds(m.pid, ticks)? - before) / done as f64 * 1e6;
+            println!(
+                "round {round}: {:<55} {rate:>9.0} req/s  {cpu:>6.1} µs CPU/req",
+                m.what
+            );
+            m.rates.push(rate);
+            m.cpu_us.push(cpu);
+        }
+    }
+    drop((plain, secure));
+
+    println!("\nmedian (min–max) over {} rounds:", a.rounds);
+    let (base_rate, base_cpu) = (median(&modes[0].rates), median(&modes[0].cpu_us));
+    for m in &modes {
+        let (rate, cpu) = (median(&m.rates), median(&m.cpu_us));
+        let (rlo, rhi) = range(&m.rates);
+        let (clo, chi) = range(&m.cpu_us);
         println!(
-            "{what:<55} {rate:>9.0} req/s  ({:+.1} %)",
-            (rate / base - 1.0) * 100.0
+            "{:<55} {rate:>7.0} ({rlo:.0}–{rhi:.0}) req/s {:+6.1} %   \
+             {cpu:>5.1} ({clo:.1}–{chi:.1}) µs CPU/req {:+6.1} µs",
+            m.what,
+            (rate / base_rate - 1.0) * 100.0,
+            cpu - base_cpu
         );
     }
     Ok(())
