@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use futures::stream::{self, BoxStream, StreamExt};
-use kgc_meta::{DeleteOptions, ObjectMeta, Reason, ResourceInfo, Status};
+use kgc_meta::{DeleteOptions, ObjectMeta, OwnerReference, Reason, ResourceInfo, Status};
 use kgc_store::{EventType, Store, StoredObject, WatchEvent, WatchFilter, Watcher};
 use serde_json::Value;
 
-use crate::{Cluster, Deleted, Error, MetaEvent, Result};
+use crate::{Cluster, Deleted, Error, MetaEvent, ObjectEvent, Result};
 
 /// The embedded store as a [`Cluster`].
 #[derive(Clone)]
@@ -64,19 +64,112 @@ fn store_error(e: kgc_store::Error) -> Error {
     Error::Api(e.status())
 }
 
+/// An object's metadata, read straight from its stored JSON: only the fields collectors use are
+/// built, the rest of the object is skipped without building a `Value` (which was most of the
+/// cost of a watch event). A field of an unexpected type falls back to the tolerant reader.
 fn meta(o: &StoredObject) -> ObjectMeta {
-    ObjectMeta::from_object(&o.value())
+    meta_from_text(&o.raw)
 }
 
-/// Drains the snapshot a fresh watcher starts with.
-fn snapshot(watcher: &mut Watcher) -> Vec<ObjectMeta> {
-    let mut out = Vec::with_capacity(watcher.buffered());
-    for _ in 0..watcher.buffered() {
-        if let Some(WatchEvent::Event(_, o)) = watcher.try_next() {
-            out.push(meta(&o));
-        }
+fn meta_from_text(raw: &str) -> ObjectMeta {
+    match serde_json::from_str::<Doc>(raw) {
+        Ok(Doc { metadata: m }) => ObjectMeta {
+            namespace: m.namespace,
+            name: m.name,
+            uid: m.uid,
+            resource_version: m.resource_version,
+            deletion_timestamp: m.deletion_timestamp,
+            finalizers: m.finalizers,
+            owner_references: m
+                .owner_references
+                .iter()
+                .map(OwnerReference::from_json)
+                .collect(),
+        },
+        Err(_) => ObjectMeta::from_object(&serde_json::from_str(raw).unwrap_or(Value::Null)),
     }
-    out
+}
+
+/// The part of a stored object [`meta`] reads.
+#[derive(serde::Deserialize)]
+struct Doc {
+    #[serde(default)]
+    metadata: MetaDoc,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct MetaDoc {
+    namespace: String,
+    name: String,
+    uid: String,
+    resource_version: String,
+    deletion_timestamp: Option<String>,
+    finalizers: Vec<String>,
+    /// Read by the tolerant reader, entry by entry (they are few).
+    owner_references: Vec<Value>,
+}
+
+fn whole(o: &StoredObject) -> Value {
+    o.value()
+}
+
+/// A watch of one resource, each object presented by `view`, that starts with a list and
+/// re-lists when it expires. The list is the watcher's snapshot (shared `Arc`s), handed out one
+/// object at a time.
+fn watch_as<T: Send + 'static>(
+    store: Store,
+    resource: &ResourceInfo,
+    view: fn(&StoredObject) -> T,
+) -> BoxStream<'static, Result<ObjectEvent<T>>> {
+    struct State {
+        store: Store,
+        filter: WatchFilter,
+        watcher: Option<Watcher>,
+        /// Snapshot objects still to hand out; `Some(0)`: the list is done, say so.
+        listing: Option<usize>,
+    }
+    let state = State {
+        store,
+        filter: WatchFilter::new(resource.group_resource()),
+        watcher: None,
+        listing: None,
+    };
+    stream::unfold(state, move |mut st| async move {
+        loop {
+            let Some(w) = st.watcher.as_mut() else {
+                let w = st.store.watch(st.filter.clone(), None);
+                st.listing = Some(w.buffered());
+                st.watcher = Some(w);
+                return Some((Ok(ObjectEvent::Init), st));
+            };
+            match st.listing {
+                Some(0) => {
+                    st.listing = None;
+                    return Some((Ok(ObjectEvent::InitDone), st));
+                }
+                Some(n) => {
+                    st.listing = Some(n - 1);
+                    if let Some(WatchEvent::Event(_, o)) = w.try_next() {
+                        return Some((Ok(ObjectEvent::InitApply(view(&o))), st));
+                    }
+                    continue;
+                }
+                None => {}
+            }
+            let event = match w.next().await {
+                WatchEvent::Event(EventType::Deleted, o) => ObjectEvent::Delete(view(&o)),
+                WatchEvent::Event(_, o) => ObjectEvent::Apply(view(&o)),
+                WatchEvent::Expired { .. } => {
+                    st.watcher = None;
+                    continue;
+                }
+                WatchEvent::Closed => return None,
+            };
+            return Some((Ok(event), st));
+        }
+    })
+    .boxed()
 }
 
 impl Cluster for InProcess {
@@ -85,36 +178,27 @@ impl Cluster for InProcess {
     }
 
     fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
-        let store = self.store.clone();
-        let filter = WatchFilter::new(resource.group_resource());
-        let state = (store, filter, None::<Watcher>);
-        stream::unfold(state, |(store, filter, watcher)| async move {
-            let mut watcher = match watcher {
-                Some(w) => w,
-                None => {
-                    let mut w = store.watch(filter.clone(), None);
-                    let items = snapshot(&mut w);
-                    return Some((Ok(MetaEvent::Resync(items)), (store, filter, Some(w))));
-                }
-            };
-            match watcher.next().await {
-                WatchEvent::Event(EventType::Deleted, o) => Some((
-                    Ok(MetaEvent::Delete(meta(&o))),
-                    (store, filter, Some(watcher)),
-                )),
-                WatchEvent::Event(_, o) => Some((
-                    Ok(MetaEvent::Apply(meta(&o))),
-                    (store, filter, Some(watcher)),
-                )),
-                WatchEvent::Expired { .. } => {
-                    let mut w = store.watch(filter.clone(), None);
-                    let items = snapshot(&mut w);
-                    Some((Ok(MetaEvent::Resync(items)), (store, filter, Some(w))))
-                }
-                WatchEvent::Closed => None,
-            }
-        })
-        .boxed()
+        // The metadata watch hands its list over in one piece.
+        watch_as(self.store.clone(), &resource, meta)
+            .scan(Vec::new(), |list, event| {
+                let out = match event {
+                    Ok(ObjectEvent::Init) => {
+                        list.clear();
+                        None
+                    }
+                    Ok(ObjectEvent::InitApply(m)) => {
+                        list.push(m);
+                        None
+                    }
+                    Ok(ObjectEvent::InitDone) => Some(Ok(MetaEvent::Resync(std::mem::take(list)))),
+                    Ok(ObjectEvent::Apply(m)) => Some(Ok(MetaEvent::Apply(m))),
+                    Ok(ObjectEvent::Delete(m)) => Some(Ok(MetaEvent::Delete(m))),
+                    Err(e) => Some(Err(e)),
+                };
+                futures::future::ready(Some(out))
+            })
+            .filter_map(futures::future::ready)
+            .boxed()
     }
 
     async fn get(
@@ -229,5 +313,68 @@ impl Cluster for InProcess {
             .await
             .map(|_| ())
             .map_err(store_error)
+    }
+
+    fn watch_objects(
+        &self,
+        resource: Arc<ResourceInfo>,
+    ) -> BoxStream<'static, Result<ObjectEvent>> {
+        watch_as(self.store.clone(), &resource, whole)
+    }
+
+    async fn get_object(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>> {
+        let ns = if resource.namespaced() { namespace } else { "" };
+        Ok(self
+            .store
+            .get(&resource.group_resource(), ns, name)
+            .map(|o| o.value()))
+    }
+
+    async fn replace_status(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        object: Value,
+    ) -> Result<Value> {
+        self.store
+            .update(
+                resource,
+                namespace,
+                name,
+                Some("status"),
+                false,
+                move |_| Ok(object),
+            )
+            .await
+            .map(|u| u.object().value())
+            .map_err(store_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_reads_as_the_tolerant_reader_does() {
+        for raw in [
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u1","resourceVersion":"9","deletionTimestamp":"2026-01-01T00:00:00Z","finalizers":["orphan"],"ownerReferences":[{"apiVersion":"v1","kind":"ReplicationController","name":"rc","uid":"o1","controller":true,"blockOwnerDeletion":true},{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"o2"}],"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"nginx\u0041"}]}}"#,
+            r#"{"metadata":{"name":"p","deletionTimestamp":null,"ownerReferences":[{}]}}"#,
+            r#"{"kind":"ConfigMap","data":{"metadata":"x"}}"#,
+            // Fields of unexpected types: the typed read fails and the tolerant one decides.
+            r#"{"metadata":{"name":"p","uid":7,"finalizers":["a",3],"ownerReferences":[{"uid":"o","controller":"yes"}]}}"#,
+            r#"{"metadata":null}"#,
+            r#"not json"#,
+        ] {
+            let tolerant =
+                ObjectMeta::from_object(&serde_json::from_str(raw).unwrap_or(Value::Null));
+            assert_eq!(meta_from_text(raw), tolerant, "{raw}");
+        }
     }
 }

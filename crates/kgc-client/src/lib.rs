@@ -59,6 +59,24 @@ pub enum MetaEvent {
     Delete(ObjectMeta),
 }
 
+/// What a whole-object watch yields (the collectors that judge by spec and status: PodGC, TTL,
+/// CSR, volumes, nodes). A (re-)list arrives one object at a time between `Init` and
+/// `InitDone`, as kube-rs's watcher delivers it, so a consumer that keeps only a small view of
+/// each object never holds the whole list: 100,000 pods are never in memory at once.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ObjectEvent<T = Value> {
+    /// A complete list begins (the first, or a re-list after the watch expired).
+    Init,
+    /// One object of that list.
+    InitApply(T),
+    /// The list is complete: objects the consumer knew but did not see since `Init` are gone.
+    InitDone,
+    /// An object was created or changed.
+    Apply(T),
+    /// An object was deleted (its last state).
+    Delete(T),
+}
+
 /// What a DELETE did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Deleted {
@@ -128,6 +146,31 @@ pub trait Cluster: Clone + Send + Sync + 'static {
 
     /// Records a core/v1 Event (`event` is the full object, its namespace set).
     fn create_event(&self, event: Value) -> impl Future<Output = Result<()>> + Send;
+
+    /// A watch of whole objects of one resource across namespaces, like [`Cluster::watch`]:
+    /// a list first (`Init`, `InitApply`…, `InitDone`), then changes; it re-lists by itself.
+    fn watch_objects(&self, resource: Arc<ResourceInfo>)
+    -> BoxStream<'static, Result<ObjectEvent>>;
+
+    /// The current whole object, `None` if it does not exist. Collectors re-read an object
+    /// this way right before acting on it (upstream's "live GET").
+    fn get_object(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<Value>>> + Send;
+
+    /// Replaces the status of an object (`PUT …/status`) with that of `object`, a copy read
+    /// before: its `metadata.resourceVersion` makes the write fail with 409 if the object
+    /// changed (or was replaced by another of the same name) since. Returns the written object.
+    fn replace_status(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        object: Value,
+    ) -> impl Future<Output = Result<Value>> + Send;
 }
 
 /// A core/v1 Warning event about `involved` (used for `OwnerRefInvalidNamespace`), in the
@@ -145,6 +188,10 @@ pub fn warning_event(
     } else {
         involved.namespace.as_str()
     };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
     let mut involved_object = serde_json::json!({
         "apiVersion": involved.api_version,
         "kind": involved.kind,
@@ -157,7 +204,9 @@ pub fn warning_event(
     serde_json::json!({
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"generateName": format!("{}.", involved.name), "namespace": namespace},
+        // client-go's recorder names events `<involved name>.<unix nanoseconds in hex>`; a
+        // `generateName` ending in '.' is not a valid name prefix and is rejected.
+        "metadata": {"name": format!("{}.{nanos:x}", involved.name), "namespace": namespace},
         "involvedObject": involved_object,
         "reason": reason,
         "message": message,

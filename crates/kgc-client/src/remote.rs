@@ -28,7 +28,7 @@ use kube::discovery::{Discovery, Scope as KubeScope};
 use kube::runtime::watcher;
 use serde_json::{Value, json};
 
-use crate::{Cluster, Deleted, Error, MetaEvent, Result};
+use crate::{Cluster, Deleted, Error, MetaEvent, ObjectEvent, Result};
 
 type MetaApi = Api<PartialObjectMeta<DynamicObject>>;
 
@@ -59,6 +59,15 @@ impl Remote {
 
     /// A metadata-only API for one resource, constrained to `namespace` for a namespaced one.
     fn api(&self, resource: &ResourceInfo, namespace: &str) -> Result<MetaApi> {
+        self.api_of(resource, namespace)
+    }
+
+    /// An API of objects of type `K` (metadata-only or whole) for one resource, constrained to
+    /// `namespace` for a namespaced one.
+    fn api_of<K>(&self, resource: &ResourceInfo, namespace: &str) -> Result<Api<K>>
+    where
+        K: kube::Resource<DynamicType = ApiResource, Scope = kube::core::DynamicResourceScope>,
+    {
         let ar = api_resource(resource);
         if !resource.namespaced() {
             return Ok(Api::all_with(self.client.clone(), &ar));
@@ -663,6 +672,63 @@ impl Cluster for Remote {
             .map(|_| ())
             .map_err(from_kube)
     }
+
+    fn watch_objects(
+        &self,
+        resource: Arc<ResourceInfo>,
+    ) -> BoxStream<'static, Result<ObjectEvent>> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &api_resource(&resource));
+        watcher(api, watcher::Config::default())
+            .map(|event| match event {
+                Ok(watcher::Event::Init) => Ok(ObjectEvent::Init),
+                Ok(watcher::Event::InitApply(o)) => Ok(ObjectEvent::InitApply(to_json(&o))),
+                Ok(watcher::Event::InitDone) => Ok(ObjectEvent::InitDone),
+                Ok(watcher::Event::Apply(o)) => Ok(ObjectEvent::Apply(to_json(&o))),
+                Ok(watcher::Event::Delete(o)) => Ok(ObjectEvent::Delete(to_json(&o))),
+                Err(e) => Err(from_watcher(e)),
+            })
+            .boxed()
+    }
+
+    async fn get_object(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>> {
+        let api: Api<DynamicObject> = self.api_of(resource, namespace)?;
+        Ok(api
+            .get_opt(name)
+            .await
+            .map_err(from_kube)?
+            .map(|o| to_json(&o)))
+    }
+
+    async fn replace_status(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        object: Value,
+    ) -> Result<Value> {
+        let api: Api<DynamicObject> = self.api_of(resource, namespace)?;
+        let object: DynamicObject = serde_json::from_value(object).map_err(|e| {
+            Error::Api(Status::bad_request(format!(
+                "invalid {} {name}: {e}",
+                resource.kind
+            )))
+        })?;
+        api.replace_status(name, &PostParams::default(), &object)
+            .await
+            .map(|o| to_json(&o))
+            .map_err(from_kube)
+    }
+}
+
+/// A kube-rs dynamic object as the JSON the server sent (`DynamicObject` serializes back to
+/// exactly that shape).
+fn to_json(o: &DynamicObject) -> Value {
+    serde_json::to_value(o).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]

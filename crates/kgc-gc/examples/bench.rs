@@ -3,13 +3,15 @@
 //!
 //! ```text
 //! cargo run --release -p kgc-gc --example bench -- [--dependents 100000] [--workers 20] [--durable]
+//!     [--only background|foreground|tree] [--pause SECONDS]
 //! cargo run --release -p kgc-gc --example bench -- --http target/release/kgc [--dependents N]
 //! ```
 //!
 //! In-process, it runs a background and a foreground cascade of one owner with `--dependents`
 //! dependents, and a three-level tree (1,000 Deployments × 10 ReplicaSets × 10 Pods), and reports
-//! collected objects per second, API requests per collected object (the collector's GET, DELETE
-//! and PATCH calls), graph bytes per tracked object and the process's peak RSS.
+//! collected objects per second, the process's CPU time per collected object (steadier than wall
+//! time on a busy machine), API requests per collected object (the collector's GET, DELETE and
+//! PATCH calls), graph bytes per tracked object and the process's peak RSS.
 //!
 //! With `--http KGC`, the same cascades run over HTTP: the objects are written to a store file
 //! first, served by `KGC serve --disable gc`, and collected by `KGC controller`.
@@ -29,6 +31,10 @@ struct Args {
     workers: usize,
     durable: bool,
     http: Option<std::path::PathBuf>,
+    /// Run only this in-process scenario (`background`, `foreground` or `tree`).
+    only: Option<String>,
+    /// Seconds to wait, once the graph is built, before each cascade (to attach a profiler).
+    pause: u64,
 }
 
 fn args() -> Args {
@@ -37,6 +43,8 @@ fn args() -> Args {
         workers: 20,
         durable: false,
         http: None,
+        only: None,
+        pause: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -50,10 +58,28 @@ fn args() -> Args {
             "--workers" => a.workers = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.workers),
             "--durable" => a.durable = true,
             "--http" => a.http = it.next().map(Into::into),
-            other => panic!("unknown flag {other}; flags: --dependents N --workers N --durable"),
+            "--only" => a.only = it.next(),
+            "--pause" => a.pause = it.next().and_then(|v| v.parse().ok()).unwrap_or(0),
+            other => panic!(
+                "unknown flag {other}; flags: --dependents N --workers N --durable --http KGC \
+                 --only background|foreground|tree --pause SECONDS"
+            ),
         }
     }
     a
+}
+
+/// CPU time this process has used (user + system), from `/proc/self/stat`.
+fn cpu_time() -> Duration {
+    let ticks: u64 = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // After the parenthesised name come fields 3, 4, …; utime and stime are 14 and 15.
+            let f: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
+            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        })
+        .unwrap_or(0);
+    Duration::from_millis(ticks * 10)
 }
 
 fn proc_status(key: &str) -> u64 {
@@ -127,8 +153,23 @@ struct Run {
     tracked: usize,
     collected: usize,
     elapsed: Duration,
+    /// CPU time the whole process used during the cascade (steadier than wall time on a busy
+    /// machine).
+    cpu: Duration,
     requests: u64,
     graph_bytes: usize,
+}
+
+/// `--pause`: announces the cascade and waits, so that a profiler can attach to it alone.
+async fn pause(a: &Args) {
+    if a.pause > 0 {
+        eprintln!(
+            "cascade starts in {} s (pid {})",
+            a.pause,
+            std::process::id()
+        );
+        tokio::time::sleep(Duration::from_secs(a.pause)).await;
+    }
 }
 
 /// Starts a collector and waits until its graph holds `expect` nodes and it is idle.
@@ -206,7 +247,9 @@ async fn fan_out(a: &Args, policy: PropagationPolicy) -> Run {
     let tracked = store.len();
     let (gc, task) = start_gc(&store, a.workers, tracked).await;
     let graph_bytes = gc.graph_bytes() / gc.graph_len().max(1);
+    pause(a).await;
     let before = requests(&gc);
+    let cpu = cpu_time();
     let started = Instant::now();
     let opts = DeleteOptions {
         propagation_policy: Some(policy),
@@ -218,6 +261,9 @@ async fn fan_out(a: &Args, policy: PropagationPolicy) -> Run {
         .expect("delete owner");
     wait_deleted(&store, tracked, a.dependents + 1).await;
     let elapsed = started.elapsed();
+    if a.pause > 0 {
+        eprintln!("cascade done");
+    }
     let run = Run {
         name: format!(
             "{} cascade, 1 owner × {} dependents",
@@ -227,6 +273,7 @@ async fn fan_out(a: &Args, policy: PropagationPolicy) -> Run {
         tracked,
         collected: a.dependents,
         elapsed,
+        cpu: cpu_time() - cpu,
         requests: requests(&gc) - before,
         graph_bytes,
     };
@@ -278,7 +325,9 @@ async fn tree(a: &Args) -> Run {
     let tracked = store.len();
     let (gc, task) = start_gc(&store, a.workers, tracked).await;
     let graph_bytes = gc.graph_bytes() / gc.graph_len().max(1);
+    pause(a).await;
     let before = requests(&gc);
+    let cpu = cpu_time();
     let started = Instant::now();
     let opts = DeleteOptions {
         propagation_policy: Some(PropagationPolicy::Background),
@@ -296,11 +345,15 @@ async fn tree(a: &Args) -> Run {
     .await;
     wait_deleted(&store, tracked, 111_000).await;
     let elapsed = started.elapsed();
+    if a.pause > 0 {
+        eprintln!("cascade done");
+    }
     let run = Run {
         name: "three-level tree, 1,000 Deployments × 10 ReplicaSets × 10 Pods (background)".into(),
         tracked,
         collected: 110_000,
         elapsed,
+        cpu: cpu_time() - cpu,
         requests: requests(&gc) - before,
         graph_bytes,
     };
@@ -440,6 +493,7 @@ async fn over_http(a: &Args, kgc: &std::path::Path, policy: PropagationPolicy) -
         tracked,
         collected: a.dependents,
         elapsed,
+        cpu: Duration::ZERO,
         requests,
         graph_bytes: 0,
     }
@@ -480,22 +534,29 @@ async fn main() {
         },
         a.workers
     );
-    let runs = vec![
-        fan_out(&a, PropagationPolicy::Background).await,
-        fan_out(&a, PropagationPolicy::Foreground).await,
-        tree(&a).await,
-    ];
+    let wanted = |name: &str| a.only.as_deref().is_none_or(|o| o == name);
+    let mut runs = Vec::new();
+    if wanted("background") {
+        runs.push(fan_out(&a, PropagationPolicy::Background).await);
+    }
+    if wanted("foreground") {
+        runs.push(fan_out(&a, PropagationPolicy::Foreground).await);
+    }
+    if wanted("tree") {
+        runs.push(tree(&a).await);
+    }
     println!(
-        "{:<78} {:>9} {:>10} {:>12} {:>13} {:>12}",
-        "run", "tracked", "seconds", "objects/s", "requests/obj", "graph B/obj"
+        "{:<78} {:>9} {:>10} {:>12} {:>12} {:>13} {:>12}",
+        "run", "tracked", "seconds", "objects/s", "CPU µs/obj", "requests/obj", "graph B/obj"
     );
     for r in &runs {
         println!(
-            "{:<78} {:>9} {:>10.3} {:>12.0} {:>13.3} {:>12}",
+            "{:<78} {:>9} {:>10.3} {:>12.0} {:>12.1} {:>13.3} {:>12}",
             r.name,
             r.tracked,
             r.elapsed.as_secs_f64(),
             r.collected as f64 / r.elapsed.as_secs_f64(),
+            r.cpu.as_secs_f64() * 1e6 / r.collected as f64,
             r.requests as f64 / r.collected as f64,
             r.graph_bytes,
         );

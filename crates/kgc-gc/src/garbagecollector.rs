@@ -20,7 +20,7 @@ use kgc_meta::{
     ResourceInfo,
 };
 
-use crate::graph::{Node, Uid};
+use crate::graph::{Entry, Graph, Node, Uid, UidKey};
 use crate::graph_builder::GraphEvent;
 use crate::{Shared, group_of};
 
@@ -62,8 +62,16 @@ enum OwnerState {
 }
 
 impl<C: Cluster> Shared<C> {
+    /// A readable copy of a node, without its dependents.
     fn node(&self, uid: &str) -> Option<Node> {
-        self.lock_builder().graph.get(uid).cloned()
+        self.lock_builder().graph.node(uid, false)
+    }
+
+    /// `f` over a node as stored, if the graph has it.
+    fn with_entry<T>(&self, uid: &str, f: impl FnOnce(&Graph, &Entry) -> T) -> Option<T> {
+        let b = self.lock_builder();
+        let e = b.graph.entry(&UidKey::new(uid))?;
+        Some(f(&b.graph, e))
     }
 
     fn resolve(&self, api_version: &str, kind: &str) -> Result<Arc<ResourceInfo>, ItemError> {
@@ -91,7 +99,7 @@ impl<C: Cluster> Shared<C> {
             Ok(()) => {
                 // A virtual node that exists is polled until a watch observes it
                 // (kubernetes#56121).
-                if self.node(uid).is_some_and(|n| n.is_virtual) {
+                if self.with_entry(uid, |_, e| e.is_virtual()) == Some(true) {
                     Outcome::Retry
                 } else {
                     Outcome::Done
@@ -207,19 +215,14 @@ impl<C: Cluster> Shared<C> {
                 }
             };
         }
-        let has_dependents = self
-            .node(&item.identity.uid)
-            .is_some_and(|n| !n.dependents.is_empty());
+        let has_dependents =
+            self.with_entry(&item.identity.uid, |_, e| e.has_dependents()) == Some(true);
         let policy = if waiting > 0 && has_dependents {
             // Cycle guard: a dependent already waiting on this item would deadlock with it.
-            let cycle = {
-                let b = self.lock_builder();
-                b.graph.get(&item.identity.uid).is_some_and(|n| {
-                    n.dependents
-                        .iter()
-                        .any(|d| b.graph.get(d).is_some_and(|dn| dn.deleting_dependents))
-                })
-            };
+            let cycle = self
+                .lock_builder()
+                .graph
+                .has_dependent_deleting_dependents(&UidKey::new(&item.identity.uid));
             if cycle {
                 self.metrics.api_patch.fetch_add(1, Ordering::Relaxed);
                 self.cluster
@@ -271,24 +274,25 @@ impl<C: Cluster> Shared<C> {
             ""
         };
         // The graph first: an observed owner with these coordinates exists.
-        {
-            let b = self.lock_builder();
-            if let Some(owner) = b.graph.get(&r.uid)
-                && !owner.is_virtual
-                && owner.identity.kind == r.kind
-                && group_of(&owner.identity.api_version) == group_of(&r.api_version)
-                && owner.identity.name == r.name
-                && owner.identity.namespace == namespace
-            {
+        let observed = self.with_entry(&r.uid, |g, owner| {
+            (!owner.is_virtual()
+                && g.kind(owner) == r.kind
+                && group_of(g.api_version(owner)) == group_of(&r.api_version)
+                && g.name(owner) == r.name
+                && g.namespace(owner) == namespace)
                 // Its latest observation decides, as a GET would: `deleting_dependents` only
                 // ever turns on, so it would call an owner that finished its foreground
                 // deletion (and is held by another finalizer) waiting for ever.
-                return Ok(if owner.being_deleted && owner.has_foreground_finalizer {
-                    OwnerState::Waiting
-                } else {
-                    OwnerState::Solid
-                });
-            }
+                .then(|| {
+                    if owner.being_deleted() && owner.has_foreground_finalizer() {
+                        OwnerState::Waiting
+                    } else {
+                        OwnerState::Solid
+                    }
+                })
+        });
+        if let Some(Some(state)) = observed {
+            return Ok(state);
         }
         self.metrics.api_get.fetch_add(1, Ordering::Relaxed);
         let found = self
@@ -346,11 +350,12 @@ impl<C: Cluster> Shared<C> {
                     // Until the watch reports it, later passes (a foreground owner re-checking
                     // its blockers) need not delete it again: uids are never reused, so this
                     // object is on its way out for good.
-                    if let Some(n) = self.lock_builder().graph.get_mut(&item.identity.uid)
-                        && !n.is_virtual
-                        && policy == PropagationPolicy::Background
-                    {
-                        n.being_deleted = true;
+                    if policy == PropagationPolicy::Background {
+                        let uid = UidKey::new(&item.identity.uid);
+                        let mut b = self.lock_builder();
+                        if b.graph.entry(&uid).is_some_and(|n| !n.is_virtual()) {
+                            b.graph.set_being_deleted(&uid);
+                        }
                     }
                     return Ok(());
                 }
@@ -434,10 +439,12 @@ impl<C: Cluster> Shared<C> {
         };
         let dependents: Vec<ObjectRef> = {
             let b = self.lock_builder();
-            owner
-                .dependents
+            let g = &b.graph;
+            g.entry(&UidKey::new(uid))
+                .map(Entry::sorted_dependents)
+                .unwrap_or_default()
                 .iter()
-                .filter_map(|d| b.graph.get(d).map(|n| n.identity.clone()))
+                .filter_map(|d| g.entry(d).map(|n| g.identity(d, n)))
                 .collect()
         };
         let owner_uid = [owner.identity.uid.clone()];

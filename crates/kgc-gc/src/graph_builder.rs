@@ -10,9 +10,9 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 
 use kgc_meta::deletion::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
-use kgc_meta::{ObjectMeta, ObjectRef, OwnerReference};
+use kgc_meta::{ObjectMeta, ObjectRef};
 
-use crate::graph::{AbsentOwners, Graph, Node, Uid};
+use crate::graph::{AbsentOwners, Entry, Graph, Ref, Uid, UidKey};
 
 /// One change for the graph.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,21 +120,22 @@ impl GraphBuilder {
                 kind,
                 items,
             } => {
-                let present: HashSet<String> = items.iter().map(|m| m.uid.clone()).collect();
+                let present: HashSet<UidKey> = items.iter().map(|m| UidKey::new(&m.uid)).collect();
                 for meta in items {
                     self.apply(&api_version, &kind, meta, &mut fx);
                 }
                 let group = group_of(&api_version);
-                let stale: Vec<ObjectRef> = self
-                    .graph
-                    .nodes()
-                    .filter(|n| {
-                        !n.is_virtual
-                            && n.identity.kind == kind
-                            && group_of(&n.identity.api_version) == group
-                            && !present.contains(n.uid())
+                let g = &self.graph;
+                let stale: Vec<ObjectRef> = g
+                    .keys()
+                    .filter_map(|k| {
+                        let n = g.entry(k)?;
+                        (!n.is_virtual()
+                            && g.kind(n) == kind
+                            && group_of(g.api_version(n)) == group
+                            && !present.contains(k))
+                        .then(|| g.identity(k, n))
                     })
-                    .map(|n| n.identity.clone())
                     .collect();
                 for identity in stale {
                     self.delete(identity, false, &mut fx);
@@ -149,82 +150,89 @@ impl GraphBuilder {
         if meta.uid.is_empty() {
             return;
         }
-        let identity = observed_identity(api_version, kind, &meta);
-        let uid = self.graph.key(&meta.uid);
+        let uid = UidKey::new(&meta.uid);
+        let new_refs = self.graph.refs(&meta.owner_references);
         let old: Option<Seen>;
-        if let Some(existing) = self.graph.get(&uid) {
-            let was_virtual = existing.is_virtual;
+        if let Some(existing) = self.graph.entry(&uid) {
+            let was_virtual = existing.is_virtual();
             // Step 0: the first real observation of a virtual node.
-            if was_virtual && existing.identity != identity {
-                let dependents: Vec<Uid> = existing.dependents.iter().cloned().collect();
-                let (_, potentially_invalid) = self.partition_dependents(&dependents, &identity);
-                for d in potentially_invalid {
-                    if let Some(dep) = self.graph.get(&d)
-                        && !identity.namespace.is_empty()
-                        && dep.identity.namespace != identity.namespace
-                        && let Some(r) = dep.owners.iter().find(|r| r.uid == identity.uid)
-                    {
-                        fx.invalid_owner_refs.push(InvalidOwnerRef {
-                            child: dep.identity.clone(),
-                            owner: ObjectRef::from_owner(r, &dep.identity.namespace),
-                        });
-                    }
-                    fx.attempt_to_delete.push(d);
-                }
-            }
-            let node = self.graph.get_mut(&uid).expect("checked above");
             if was_virtual {
-                node.identity = identity.clone();
-                node.is_virtual = false;
+                let identity = observed_identity(api_version, kind, &meta);
+                if !self.graph.has_identity(&uid, existing, &identity) {
+                    let dependents = existing.sorted_dependents();
+                    let (_, potentially_invalid) =
+                        self.partition_dependents(&dependents, &identity);
+                    for d in potentially_invalid {
+                        if let Some(dep) = self.graph.entry(&d)
+                            && !identity.namespace.is_empty()
+                            && self.graph.namespace(dep) != identity.namespace
+                            && let Some(r) = dep.owners().iter().find(|r| r.uid == uid)
+                        {
+                            let child = self.graph.identity(&d, dep);
+                            let owner = ObjectRef::from_owner(
+                                &self.graph.owner_reference(r),
+                                &child.namespace,
+                            );
+                            fx.invalid_owner_refs.push(InvalidOwnerRef { child, owner });
+                        }
+                        fx.attempt_to_delete.push(d.to_uid());
+                    }
+                }
+                self.graph.set_identity(&uid, &identity);
+                self.graph.set_virtual(&uid, false);
                 old = None;
             } else {
                 // A different watched version or kind for the same uid.
-                node.identity.api_version = identity.api_version.clone();
-                node.identity.kind = identity.kind.clone();
                 old = Some(Seen {
-                    deleting: node.being_deleted,
-                    orphan: node.has_orphan_finalizer,
-                    foreground: node.has_foreground_finalizer,
+                    deleting: existing.being_deleted(),
+                    orphan: existing.has_orphan_finalizer(),
+                    foreground: existing.has_foreground_finalizer(),
                 });
+                self.graph.set_type(&uid, api_version, kind);
             }
-            let (added, removed, changed) = references_diffs(&node.owners, &meta.owner_references);
+            let current = self.graph.entry(&uid).map_or(&[][..], |e| e.owners());
+            let (added, removed, changed) = references_diffs(current, &new_refs);
             if !added.is_empty() || !removed.is_empty() || !changed.is_empty() {
                 // Owners that a removed or unblocked reference no longer holds back re-check.
                 for r in &removed {
-                    if r.blocks() && self.graph.contains(&r.uid) {
-                        fx.attempt_to_delete.push(self.graph.key(&r.uid));
+                    if r.blocks() && self.graph.contains_key(&r.uid) {
+                        fx.attempt_to_delete.push(r.uid.to_uid());
                     }
                 }
                 for (before, after) in &changed {
-                    if before.blocks() && !after.blocks() && self.graph.contains(&before.uid) {
-                        fx.attempt_to_delete.push(self.graph.key(&before.uid));
+                    if before.blocks() && !after.blocks() && self.graph.contains_key(&before.uid) {
+                        fx.attempt_to_delete.push(before.uid.to_uid());
                     }
                 }
-                let node = self.graph.get_mut(&uid).expect("checked above");
-                node.owners = meta.owner_references.clone();
+                let list = self.graph.owner_list(&new_refs);
+                self.graph.set_owners(&uid, list);
                 self.add_dependent_to_owners(&uid, &added, fx);
                 for r in &removed {
                     self.graph.remove_dependent(&r.uid, &uid);
                 }
             }
-            let node = self.graph.get_mut(&uid).expect("checked above");
             if meta.is_deleting() {
-                node.being_deleted = true;
+                self.graph.set_being_deleted(&uid);
             }
-            record_observation(node, &meta);
         } else {
-            let deleting = meta.is_deleting();
-            let mut node = Node::virtual_node(identity);
-            node.is_virtual = false;
-            node.owners = meta.owner_references.clone();
-            node.being_deleted = deleting;
-            node.deleting_dependents = deleting && meta.has_finalizer(FINALIZER_FOREGROUND);
-            record_observation(&mut node, &meta);
-            self.graph.insert(node);
-            let refs = meta.owner_references.clone();
-            self.add_dependent_to_owners(&uid, &refs, fx);
+            let identity = observed_identity(api_version, kind, &meta);
+            let list = self.graph.owner_list(&new_refs);
+            self.graph.insert(uid.clone(), &identity, list, false);
+            if meta.is_deleting() {
+                self.graph.set_being_deleted(&uid);
+                if meta.has_finalizer(FINALIZER_FOREGROUND) {
+                    self.graph.set_deleting_dependents(&uid);
+                }
+            }
+            self.add_dependent_to_owners(&uid, &new_refs, fx);
             old = None;
         }
+        self.graph.record_observation(
+            &uid,
+            &meta.resource_version,
+            meta.has_finalizer(FINALIZER_ORPHAN),
+            meta.has_finalizer(FINALIZER_FOREGROUND),
+        );
         self.process_transitions(old, &meta, &uid, fx);
     }
 
@@ -234,7 +242,7 @@ impl GraphBuilder {
         &mut self,
         old: Option<Seen>,
         meta: &ObjectMeta,
-        uid: &Uid,
+        uid: &UidKey,
         fx: &mut Effects,
     ) {
         let starts = |finalizer: &str, had: fn(&Seen) -> bool| {
@@ -243,27 +251,24 @@ impl GraphBuilder {
                 && old.as_ref().is_none_or(|o| !o.deleting || !had(o))
         };
         if starts(FINALIZER_ORPHAN, |o| o.orphan) {
-            fx.attempt_to_orphan.push(Uid::clone(uid));
+            fx.attempt_to_orphan.push(uid.to_uid());
             return;
         }
         if starts(FINALIZER_FOREGROUND, |o| o.foreground)
-            && let Some(node) = self.graph.get_mut(uid)
+            && let Some(node) = self.graph.entry(uid)
         {
-            node.deleting_dependents = true;
-            fx.attempt_to_delete.extend(node.dependents.iter().cloned());
-            fx.attempt_to_delete.push(Uid::clone(uid));
+            let dependents = node.sorted_dependents();
+            self.graph.set_deleting_dependents(uid);
+            fx.attempt_to_delete
+                .extend(dependents.iter().map(UidKey::to_uid));
+            fx.attempt_to_delete.push(uid.to_uid());
         }
     }
 
     /// Upstream `addDependentToOwners`: link `dependent` to each owner, creating virtual nodes
     /// for unknown owners, and flag references that cannot be right.
-    fn add_dependent_to_owners(
-        &mut self,
-        dependent: &Uid,
-        refs: &[OwnerReference],
-        fx: &mut Effects,
-    ) {
-        let Some(child) = self.graph.get(dependent).map(|n| n.identity.clone()) else {
+    fn add_dependent_to_owners(&mut self, dependent: &UidKey, refs: &[Ref], fx: &mut Effects) {
+        let Some(child_ns) = self.graph.entry(dependent).map(Entry::namespace_id) else {
             return;
         };
         let mut flagged = false;
@@ -271,39 +276,43 @@ impl GraphBuilder {
             if r.uid.is_empty() {
                 continue;
             }
-            if !self.graph.contains(&r.uid) {
-                let mut owner = Node::virtual_node(ObjectRef::from_owner(r, &child.namespace));
-                owner.dependents.insert(Uid::clone(dependent));
-                self.graph.insert(owner);
-                fx.attempt_to_delete.push(self.graph.key(&r.uid));
+            if !self.graph.contains_key(&r.uid) {
+                self.graph
+                    .insert_virtual_owner(r, child_ns, dependent.clone());
+                fx.attempt_to_delete.push(r.uid.to_uid());
                 continue;
             }
-            self.graph.add_dependent(&r.uid, Uid::clone(dependent));
+            self.graph.add_dependent(&r.uid, dependent.clone());
             if flagged {
                 continue;
             }
-            let owner = self.graph.get(&r.uid).expect("checked above");
-            let owner_ns = &owner.identity.namespace;
-            if !owner_ns.is_empty() && *owner_ns != child.namespace {
+            let Some(owner) = self.graph.entry(&r.uid) else {
+                continue;
+            };
+            let owner_ns = owner.namespace_id();
+            if !Graph::is_cluster_scoped(owner) && owner_ns != child_ns {
                 // A namespaced owner in another namespace: the reference can only be absent.
-                if !owner.is_virtual {
-                    fx.invalid_owner_refs.push(InvalidOwnerRef {
-                        child: child.clone(),
-                        owner: ObjectRef::from_owner(r, &child.namespace),
-                    });
+                if !owner.is_virtual()
+                    && let Some(c) = self.graph.entry(dependent)
+                {
+                    let child = self.graph.identity(dependent, c);
+                    let owner =
+                        ObjectRef::from_owner(&self.graph.owner_reference(r), &child.namespace);
+                    fx.invalid_owner_refs.push(InvalidOwnerRef { child, owner });
                 }
                 flagged = true;
-            } else if !owner.identity.matches(r) {
+            } else if !Graph::ref_matches_entry(r, owner) {
                 // The uid names an object of another kind, version or name.
                 flagged = true;
-            } else if owner_ns.is_empty() && owner.is_virtual && *owner_ns != child.namespace {
+            } else if Graph::is_cluster_scoped(owner) && owner.is_virtual() && owner_ns != child_ns
+            {
                 // A cluster-scoped child's virtual owner named again by a namespaced child
                 // (kubernetes#98040): verify.
                 flagged = true;
             }
         }
         if flagged {
-            fx.attempt_to_delete.push(Uid::clone(dependent));
+            fx.attempt_to_delete.push(dependent.to_uid());
         }
     }
 
@@ -311,22 +320,23 @@ impl GraphBuilder {
     /// (matching) and which do not (potentially invalid). A dependent may be in both.
     fn partition_dependents(
         &self,
-        dependents: &[Uid],
+        dependents: &[UidKey],
         identity: &ObjectRef,
-    ) -> (Vec<Uid>, Vec<Uid>) {
+    ) -> (Vec<UidKey>, Vec<UidKey>) {
         let mut matching = Vec::new();
         let mut mismatching = Vec::new();
         let owner_namespaced = !identity.namespace.is_empty();
+        let owner_uid = UidKey::new(&identity.uid);
         for d in dependents {
-            let Some(dep) = self.graph.get(d) else {
+            let Some(dep) = self.graph.entry(d) else {
                 continue;
             };
             let (mut found_match, mut found_mismatch) = (false, false);
-            if owner_namespaced && identity.namespace != dep.identity.namespace {
+            if owner_namespaced && identity.namespace != self.graph.namespace(dep) {
                 found_mismatch = true;
             } else {
-                for r in dep.owners.iter().filter(|r| r.uid == identity.uid) {
-                    if identity.matches(r) {
+                for r in dep.owners().iter().filter(|r| r.uid == owner_uid) {
+                    if self.graph.ref_matches(r, identity) {
                         found_match = true;
                     } else {
                         found_mismatch = true;
@@ -334,10 +344,10 @@ impl GraphBuilder {
                 }
             }
             if found_match {
-                matching.push(Uid::clone(d));
+                matching.push(d.clone());
             }
             if found_mismatch {
-                mismatching.push(Uid::clone(d));
+                mismatching.push(d.clone());
             }
         }
         (matching, mismatching)
@@ -345,55 +355,62 @@ impl GraphBuilder {
 
     /// Case C: a delete event, real or virtual.
     fn delete(&mut self, identity: ObjectRef, is_virtual_event: bool, fx: &mut Effects) {
-        let Some(node) = self.graph.get(&identity.uid) else {
+        let uid = UidKey::new(&identity.uid);
+        let Some(node) = self.graph.entry(&uid) else {
             return;
         };
-        let uid = self.graph.key(&identity.uid);
         if is_virtual_event {
-            let dependents: Vec<Uid> = node.dependents.iter().cloned().collect();
-            if node.is_virtual {
+            let dependents = node.sorted_dependents();
+            if node.is_virtual() {
                 let (matching, mismatching) = self.partition_dependents(&dependents, &identity);
                 if !mismatching.is_empty() {
                     // Some dependents name this uid differently: keep the node.
+                    let same_identity = self
+                        .graph
+                        .entry(&uid)
+                        .is_some_and(|n| self.graph.has_identity(&uid, n, &identity));
                     if !matching.is_empty() {
                         self.absent.add(identity.clone());
-                        fx.attempt_to_delete.extend(matching);
+                        fx.attempt_to_delete
+                            .extend(matching.iter().map(UidKey::to_uid));
                     }
-                    if node.identity == identity
+                    if same_identity
                         && let Some(alt) = self.alternate_owner_identity(&mismatching, &identity)
                     {
-                        if let Some(n) = self.graph.get_mut(&uid) {
-                            n.identity = alt;
-                        }
-                        fx.attempt_to_delete_later.push(uid);
+                        self.graph.set_identity(&uid, &alt);
+                        fx.attempt_to_delete_later.push(uid.to_uid());
                     }
                     return;
                 }
-            } else if node.identity != identity {
+            } else if !self.graph.has_identity(&uid, node, &identity) {
                 // The observed object stands; only dependents naming the bad identity lose.
                 let (matching, _) = self.partition_dependents(&dependents, &identity);
                 if !matching.is_empty() {
                     self.absent.add(identity);
-                    fx.attempt_to_delete.extend(matching);
+                    fx.attempt_to_delete
+                        .extend(matching.iter().map(UidKey::to_uid));
                 }
                 return;
             }
         }
-        let node = self.graph.remove(&uid).expect("checked above");
-        for r in &node.owners {
+        let Some(node) = self.graph.remove(&uid) else {
+            return;
+        };
+        for r in node.owners() {
             self.graph.remove_dependent(&r.uid, &uid);
         }
-        if !node.dependents.is_empty() {
+        if node.has_dependents() {
             self.absent.add(identity);
         }
-        fx.attempt_to_delete.extend(node.dependents.iter().cloned());
-        for r in &node.owners {
+        fx.attempt_to_delete
+            .extend(node.sorted_dependents().iter().map(UidKey::to_uid));
+        for r in node.owners() {
             if self
                 .graph
-                .get(&r.uid)
-                .is_some_and(|o| o.deleting_dependents)
+                .entry(&r.uid)
+                .is_some_and(Entry::deleting_dependents)
             {
-                fx.attempt_to_delete.push(self.graph.key(&r.uid));
+                fx.attempt_to_delete.push(r.uid.to_uid());
             }
         }
     }
@@ -401,17 +418,21 @@ impl GraphBuilder {
     /// Upstream `getAlternateOwnerIdentity`: the next identity (in Kind, APIVersion, Namespace,
     /// Name, UID order) after the verified-absent one among the dependents' references, wrapping
     /// to the first; deterministic round-robin probing of conflicting identities.
-    fn alternate_owner_identity(&self, deps: &[Uid], absent: &ObjectRef) -> Option<ObjectRef> {
+    fn alternate_owner_identity(&self, deps: &[UidKey], absent: &ObjectRef) -> Option<ObjectRef> {
         let cluster_scoped = absent.namespace.is_empty();
+        let absent_uid = UidKey::new(&absent.uid);
         let mut seen: HashSet<ObjectRef> = HashSet::from([absent.clone()]);
         let mut first: Option<ObjectRef> = None;
         let mut following: Option<ObjectRef> = None;
         for d in deps {
-            let Some(dep) = self.graph.get(d) else {
+            let Some(dep) = self.graph.entry(d) else {
                 continue;
             };
-            for r in dep.owners.iter().filter(|r| r.uid == absent.uid) {
-                let mut candidate = ObjectRef::from_owner(r, &dep.identity.namespace);
+            for r in dep.owners().iter().filter(|r| r.uid == absent_uid) {
+                let mut candidate = ObjectRef::from_owner(
+                    &self.graph.owner_reference(r),
+                    self.graph.namespace(dep),
+                );
                 if cluster_scoped
                     && candidate.api_version == absent.api_version
                     && candidate.kind == absent.kind
@@ -451,12 +472,6 @@ fn reference_order(a: &ObjectRef, b: &ObjectRef) -> Ordering {
     ))
 }
 
-fn record_observation(node: &mut Node, meta: &ObjectMeta) {
-    node.resource_version.clone_from(&meta.resource_version);
-    node.has_orphan_finalizer = meta.has_finalizer(FINALIZER_ORPHAN);
-    node.has_foreground_finalizer = meta.has_finalizer(FINALIZER_FOREGROUND);
-}
-
 fn observed_identity(api_version: &str, kind: &str, meta: &ObjectMeta) -> ObjectRef {
     ObjectRef {
         api_version: api_version.to_owned(),
@@ -473,14 +488,7 @@ fn group_of(api_version: &str) -> &str {
 
 /// Added, removed and changed (before, after) references, keyed by uid.
 #[allow(clippy::type_complexity)]
-fn references_diffs(
-    old: &[OwnerReference],
-    new: &[OwnerReference],
-) -> (
-    Vec<OwnerReference>,
-    Vec<OwnerReference>,
-    Vec<(OwnerReference, OwnerReference)>,
-) {
+fn references_diffs(old: &[Ref], new: &[Ref]) -> (Vec<Ref>, Vec<Ref>, Vec<(Ref, Ref)>) {
     let mut added = Vec::new();
     let mut changed = Vec::new();
     for n in new {

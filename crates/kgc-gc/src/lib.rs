@@ -286,7 +286,7 @@ impl<C: Cluster> GarbageCollector<C> {
 
     /// A copy of one graph node.
     pub fn node(&self, uid: &str) -> Option<graph::Node> {
-        self.shared.lock_builder().graph.get(uid).cloned()
+        self.shared.lock_builder().graph.node(uid, true)
     }
 
     /// Whether the absent-owner cache holds an identity.
@@ -423,7 +423,11 @@ impl<C: Cluster> GarbageCollector<C> {
 /// All nodes, or those connected to `uid` (owners and dependents, transitively).
 fn select(b: &GraphBuilder, uid: Option<&str>) -> Vec<graph::Node> {
     let Some(start) = uid else {
-        let mut all: Vec<graph::Node> = b.graph.nodes().cloned().collect();
+        let mut all: Vec<graph::Node> = b
+            .graph
+            .keys()
+            .filter_map(|k| b.graph.node(&k.to_string(), true))
+            .collect();
         all.sort_by(|a, c| a.identity.uid.cmp(&c.identity.uid));
         return all;
     };
@@ -434,10 +438,10 @@ fn select(b: &GraphBuilder, uid: Option<&str>) -> Vec<graph::Node> {
         if !seen.insert(u.clone()) {
             continue;
         }
-        if let Some(n) = b.graph.get(&u) {
+        if let Some(n) = b.graph.node(&u, true) {
             todo.extend(n.owners.iter().map(|o| o.uid.clone()));
             todo.extend(n.dependents.iter().map(|d| d.to_string()));
-            out.push(n.clone());
+            out.push(n);
         }
     }
     out.sort_by(|a, c| a.identity.uid.cmp(&c.identity.uid));
@@ -445,11 +449,12 @@ fn select(b: &GraphBuilder, uid: Option<&str>) -> Vec<graph::Node> {
 }
 
 impl<C: Cluster> Shared<C> {
-    /// The single graph-builder loop: takes every event waiting, processes them under one lock,
-    /// then hands the work to the queues.
+    /// The single graph-builder loop: takes up to 64 waiting events, processes them under one
+    /// lock, then hands the work to the queues. (Larger batches hold the lock long enough to
+    /// stall the workers, which take it for a moment per item.)
     async fn run_graph_builder(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<GraphEvent>) {
         let mut batch = Vec::new();
-        while rx.recv_many(&mut batch, 1024).await > 0 {
+        while rx.recv_many(&mut batch, 64).await > 0 {
             let mut effects = Vec::with_capacity(batch.len());
             {
                 let mut b = self.lock_builder();
@@ -500,10 +505,10 @@ impl<C: Cluster> Shared<C> {
 
     /// The retry budget an item is charged to: its kind.
     fn budget_key(&self, uid: &str) -> String {
-        self.lock_builder()
-            .graph
-            .get(uid)
-            .map(|n| format!("{}/{}", n.identity.api_version, n.identity.kind))
+        let b = self.lock_builder();
+        b.graph
+            .entry(&graph::UidKey::new(uid))
+            .map(|n| format!("{}/{}", b.graph.api_version(n), b.graph.kind(n)))
             .unwrap_or_default()
     }
 

@@ -150,6 +150,9 @@ struct Inner {
     catalog: RwLock<Arc<Catalog>>,
     log: Arc<Mutex<EventLog>>,
     committed: notify::Sender<u64>,
+    /// Per resource, moved when a change to it commits: what watchers wait on, so a write wakes
+    /// only the watchers of its own resource.
+    resource_committed: Mutex<HashMap<GroupResource, notify::Sender<u64>>>,
     committer: Mutex<Option<Committer>>,
     durable: bool,
     clock: Clock,
@@ -224,6 +227,7 @@ impl Store {
                 catalog: RwLock::new(Arc::new(Catalog::builtin())),
                 log,
                 committed,
+                resource_committed: Mutex::default(),
                 committer: Mutex::new(None),
                 durable: conn.is_some(),
                 clock: opts.clock,
@@ -417,11 +421,44 @@ impl Inner {
     }
 
     fn publish(&self, events: Vec<Arc<Event>>, rv: u64) {
+        let mut touched: Vec<GroupResource> = Vec::new();
+        for e in &events {
+            if !touched.contains(&e.gr) {
+                touched.push(e.gr.clone());
+            }
+        }
         self.log
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .append(events);
+        {
+            let senders = self
+                .resource_committed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            for gr in &touched {
+                if let Some(tx) = senders.get(gr) {
+                    tx.send_replace(rv);
+                }
+            }
+        }
         self.committed.send_replace(rv);
+    }
+
+    /// A receiver that moves when a change to `gr` commits.
+    fn subscribe(&self, gr: &GroupResource) -> notify::Receiver<u64> {
+        let mut senders = self
+            .resource_committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match senders.get(gr) {
+            Some(tx) => tx.subscribe(),
+            None => {
+                let (tx, rx) = notify::channel(0);
+                senders.insert(gr.clone(), tx);
+                rx
+            }
+        }
     }
 }
 

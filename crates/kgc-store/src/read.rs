@@ -170,7 +170,7 @@ impl Store {
     /// matches now, then every later change; with `Some(rv)` only changes after `rv` (a `410
     /// Expired` event if `rv` is no longer retained).
     pub fn watch(&self, filter: WatchFilter, from: Option<u64>) -> Watcher {
-        let committed = self.inner.committed.subscribe();
+        let committed = self.inner.subscribe(&filter.gr);
         let mut pending = VecDeque::new();
         let cursor = match from {
             Some(rv) => rv,

@@ -1,13 +1,16 @@
 //! Watch: the committed event log and the per-client cursor over it.
 //!
 //! Every committed change is appended to one bounded, revision-ordered log shared by all
-//! watchers. A watcher is only a cursor and a filter: it wakes when the committed revision moves,
-//! reads the new tail of the log, and keeps what matches. Nothing is copied per watcher, a slow
-//! watcher slows no one else, and resuming from a `resourceVersion` is a binary search. A
-//! watcher whose cursor falls behind the oldest retained event gets `410 Expired`, exactly what
-//! clients expect when they must re-list.
+//! watchers. A watcher is only a cursor and a filter: it wakes when a change to its resource
+//! commits (a commit to another resource wakes no one watching this one, so a collector watching
+//! every resource costs nothing per unrelated write), reads the new tail of the log, and keeps
+//! what matches. Nothing is copied per watcher, a slow watcher slows no one else, and resuming
+//! from a `resourceVersion` is a binary search. A watcher gets `410 Expired` only when an event
+//! of its own resource newer than its cursor has left the log (the upstream watch cache is per
+//! resource too), exactly what clients expect when they must re-list; a quiet resource's watcher
+//! never expires because others are busy.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use kgc_meta::{FieldSelector, GroupResource, LabelSelector};
@@ -51,6 +54,10 @@ pub(crate) struct EventLog {
     events: VecDeque<Arc<Event>>,
     /// Every event with `rv > floor` is in `events`.
     floor: u64,
+    /// The floor the log started from: nothing before it was ever retained.
+    start: u64,
+    /// Per resource, the revision of its newest event that has left the log.
+    dropped: HashMap<GroupResource, u64>,
     capacity: usize,
 }
 
@@ -59,6 +66,8 @@ impl EventLog {
         Self {
             events: VecDeque::new(),
             floor,
+            start: floor,
+            dropped: HashMap::new(),
             capacity: capacity.max(1),
         }
     }
@@ -67,12 +76,29 @@ impl EventLog {
         self.floor
     }
 
+    /// The oldest revision a watch of `gr` can resume from, minus one: every event of `gr`
+    /// newer than it is retained.
+    fn floor_of(&self, gr: &GroupResource) -> u64 {
+        self.dropped
+            .get(gr)
+            .copied()
+            .unwrap_or(self.start)
+            .max(self.start)
+    }
+
     pub fn append(&mut self, events: impl IntoIterator<Item = Arc<Event>>) {
         for e in events {
             if self.events.len() == self.capacity
                 && let Some(old) = self.events.pop_front()
             {
                 self.floor = old.rv;
+                // No allocation once a resource has been seen.
+                match self.dropped.get_mut(&old.gr) {
+                    Some(rv) => *rv = old.rv,
+                    None => {
+                        self.dropped.insert(old.gr.clone(), old.rv);
+                    }
+                }
             }
             self.events.push_back(e);
         }
@@ -136,6 +162,7 @@ pub enum WatchEvent {
 /// A cursor over the event log, with the snapshot a watch without `resourceVersion` starts from.
 pub struct Watcher {
     pub(crate) log: Arc<Mutex<EventLog>>,
+    /// Moves when a change to the watched resource commits.
     pub(crate) committed: notify::Receiver<u64>,
     pub(crate) filter: WatchFilter,
     pub(crate) cursor: u64,
@@ -190,10 +217,11 @@ impl Watcher {
     /// Moves the cursor over the committed tail, queueing matches.
     fn scan(&mut self) -> Option<WatchEvent> {
         let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
-        if self.cursor < log.floor {
+        let floor = log.floor_of(&self.filter.gr);
+        if self.cursor < floor {
             return Some(WatchEvent::Expired {
                 requested: self.cursor,
-                oldest: log.floor + 1,
+                oldest: floor + 1,
             });
         }
         let start = log.events.partition_point(|e| e.rv <= self.cursor);
@@ -240,5 +268,63 @@ impl Watcher {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{Options, Store};
+
+    async fn create(store: &Store, resource: &str, name: &str) -> u64 {
+        let info = store
+            .catalog()
+            .get("", "v1", resource)
+            .cloned()
+            .expect("built-in resource");
+        store
+            .create(&info, "ns", json!({"metadata": {"name": name}}), false)
+            .await
+            .expect("create")
+            .resource_version
+    }
+
+    #[tokio::test]
+    async fn a_quiet_resource_does_not_expire_while_others_are_busy() {
+        let store = Store::open_with(Options {
+            watch_log: 4,
+            ..Options::default()
+        })
+        .await
+        .unwrap();
+        create(&store, "namespaces", "ns").await;
+        let from = create(&store, "configmaps", "c0").await;
+        let mut configmaps = store.watch(
+            WatchFilter::new(GroupResource::new("", "configmaps")),
+            Some(from),
+        );
+        for i in 0..10 {
+            create(&store, "secrets", &format!("s{i}")).await;
+        }
+        // The secrets woke nothing and pushed the log past the cursor, yet no configmap was lost.
+        assert!(configmaps.try_next().is_none());
+        create(&store, "configmaps", "c1").await;
+        match configmaps.next().await {
+            WatchEvent::Event(EventType::Added, o) => assert_eq!(o.name, "c1"),
+            other => panic!("expected ADDED c1, got {other:?}"),
+        }
+        // Resuming from before a configmap that has left the log is still 410.
+        for i in 2..10 {
+            create(&store, "configmaps", &format!("c{i}")).await;
+        }
+        let mut old = store.watch(
+            WatchFilter::new(GroupResource::new("", "configmaps")),
+            Some(from),
+        );
+        assert!(
+            matches!(old.next().await, WatchEvent::Expired { requested, .. } if requested == from)
+        );
     }
 }

@@ -69,6 +69,12 @@ pub struct Args {
     /// How often candidates try to take, and the leader to renew, the lease.
     #[arg(long, default_value = "2s", value_parser = crate::parse_duration)]
     leader_elect_retry_period: Duration,
+    /// Collectors to turn off (comma-separated): `gc` is the owner-reference garbage collector;
+    /// `podgc`, `ttl`, `csr`, `pv` and `nodes` are the lifecycle collectors.
+    #[arg(long, value_delimiter = ',', value_parser = crate::lifecycle::DISABLE)]
+    disable: Vec<String>,
+    #[command(flatten)]
+    lifecycle: crate::lifecycle::LifecycleArgs,
 }
 
 /// Client configuration kubectl-style: `--kubeconfig`, else `$KUBECONFIG` (merged), else
@@ -181,6 +187,11 @@ struct Shared {
     /// Times this replica became leader.
     terms: AtomicU64,
     lease: String,
+    /// Collectors turned off.
+    disable: Vec<String>,
+    lifecycle: crate::lifecycle::LifecycleArgs,
+    /// The lifecycle collectors' counters, kept across leadership terms.
+    lifecycle_metrics: Arc<kgc_lifecycle::Metrics>,
 }
 
 impl Shared {
@@ -231,6 +242,7 @@ async fn readyz(State(s): State<Arc<Shared>>) -> Response {
 
 async fn metrics(State(s): State<Arc<Shared>>) -> Response {
     let mut out = s.gc().map(|gc| gc.render_metrics()).unwrap_or_default();
+    out.push_str(&s.lifecycle_metrics.render());
     s.requests.render(&mut out);
     out.push_str(&format!(
         "# HELP kgc_leader Whether this replica holds the leader lease and runs the collector.\n\
@@ -463,13 +475,28 @@ async fn pause(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
     stopped || *stop.borrow()
 }
 
-/// Starts a collector for a leadership term.
+/// Starts the collectors for a leadership term.
 fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
-    let gc = GarbageCollector::new(Remote::new(shared.client.clone()), config.clone());
-    shared.set_gc(Some(gc.clone()));
+    let cluster = Remote::new(shared.client.clone());
+    let gc = (!shared.disable.iter().any(|d| d == "gc"))
+        .then(|| GarbageCollector::new(cluster.clone(), config.clone()));
+    shared.set_gc(gc.clone());
     shared.leader.store(true, Ordering::Relaxed);
     shared.terms.fetch_add(1, Ordering::Relaxed);
-    tokio::spawn(async move { gc.run().await })
+    let lifecycle = shared.lifecycle.clone().run(
+        cluster,
+        shared.disable.clone(),
+        Arc::clone(&shared.lifecycle_metrics),
+    );
+    tokio::spawn(async move {
+        let gc = async {
+            match gc {
+                Some(gc) => gc.run().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::join!(gc, lifecycle);
+    })
 }
 
 async fn stop_gc(shared: &Shared, task: tokio::task::JoinHandle<()>) {
@@ -561,6 +588,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         leader: AtomicBool::new(false),
         terms: AtomicU64::new(0),
         lease: lease.clone(),
+        disable: args.disable.clone(),
+        lifecycle: args.lifecycle.clone(),
+        lifecycle_metrics: Arc::default(),
     });
     let config = GcConfig {
         workers: args.gc_workers,

@@ -3,7 +3,10 @@
 
 mod add_user;
 mod controller;
+mod deploy_cmd;
 mod gc_cmd;
+mod lifecycle;
+mod node_cmd;
 mod secure;
 mod serve;
 mod tls;
@@ -36,6 +39,19 @@ enum Command {
     Controller(controller::Args),
     /// Inspect the garbage collector (`kgc gc graph`).
     Gc(gc_cmd::Args),
+    /// Apply manifests with server-side apply, then prune what the source no longer has.
+    Apply(deploy_cmd::ApplyArgs),
+    /// Show what `kgc apply` would create, change and delete, as a unified diff.
+    Diff(deploy_cmd::DiffArgs),
+    /// Delete what the source no longer has, without applying.
+    Prune(deploy_cmd::PruneArgs),
+    /// Write the reviewed plan of an apply (`kgc apply --plan FILE` executes exactly it).
+    Plan(deploy_cmd::PlanArgs),
+    /// Delete every object of an app's environment (and tag), and its parent.
+    Delete(deploy_cmd::DeleteArgs),
+    /// Node garbage collection over the CRI: the kubelet's image and container GC as a
+    /// command (`kgc node gc|snapshot|simulate`).
+    Node(node_cmd::Args),
 }
 
 /// Parses durations such as `30s`, `5m`, `1h`, `250ms`.
@@ -84,6 +100,12 @@ fn main() -> anyhow::Result<()> {
             Command::Serve(args) => serve::run(args).await,
             Command::Controller(args) => controller::run(args).await,
             Command::Gc(args) => gc_cmd::run(args).await,
+            Command::Apply(args) => deploy_cmd::apply(args).await,
+            Command::Diff(args) => deploy_cmd::diff(args).await,
+            Command::Prune(args) => deploy_cmd::prune(args).await,
+            Command::Plan(args) => deploy_cmd::plan(args).await,
+            Command::Delete(args) => deploy_cmd::delete(args).await,
+            Command::Node(args) => node_cmd::run(args).await,
         }
     })
 }

@@ -10,6 +10,8 @@ use kgc_apiserver::ApiServer;
 use kgc_client::InProcess;
 use kgc_gc::{Config as GcConfig, GarbageCollector};
 use kgc_store::{Options, Store};
+
+use crate::lifecycle::WithClock;
 use tokio::sync::watch;
 
 #[derive(clap::Args)]
@@ -27,8 +29,8 @@ pub struct Args {
     #[arg(long, default_value_t = kgc_store::DEFAULT_WATCH_LOG)]
     watch_cache_size: usize,
     /// Built-in collectors to turn off (comma-separated): `gc` is the owner-reference garbage
-    /// collector.
-    #[arg(long, value_delimiter = ',', value_parser = ["gc"])]
+    /// collector; `podgc`, `ttl`, `csr`, `pv` and `nodes` are the lifecycle collectors.
+    #[arg(long, value_delimiter = ',', value_parser = crate::lifecycle::DISABLE)]
     disable: Vec<String>,
     /// Owner-reference GC workers per queue.
     #[arg(long, default_value_t = 20)]
@@ -36,6 +38,8 @@ pub struct Args {
     /// How often the garbage collector re-runs discovery to pick up new resource types.
     #[arg(long, default_value = "30s", value_parser = crate::parse_duration)]
     gc_resync: std::time::Duration,
+    #[command(flatten)]
+    lifecycle: crate::lifecycle::LifecycleArgs,
     #[command(flatten)]
     security: crate::secure::SecurityArgs,
     #[command(subcommand)]
@@ -124,11 +128,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
     let started = std::time::Instant::now();
-    let store = Store::open_with(Options {
-        path: (!args.in_memory).then(|| data_dir.join("kgc.db")),
-        watch_log: args.watch_cache_size,
-        ..Options::default()
-    })
+    let store = Store::open_with(
+        Options {
+            path: (!args.in_memory).then(|| data_dir.join("kgc.db")),
+            watch_log: args.watch_cache_size,
+            ..Options::default()
+        }
+        .with_clock(args.lifecycle.clock()),
+    )
     .await
     .with_context(|| format!("opening the store in {}", data_dir.display()))?;
     tracing::info!(
@@ -187,6 +194,18 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             }));
         gc_task = Some(tokio::spawn(async move { gc.run().await }));
     }
+    let mut lifecycle_task = None;
+    if crate::lifecycle::LifecycleArgs::any_enabled(&args.disable) {
+        let metrics = Arc::new(kgc_lifecycle::Metrics::default());
+        let m = Arc::clone(&metrics);
+        api = api.with_metrics(Arc::new(move || m.render()));
+        let run = args.lifecycle.clone().run(
+            InProcess::new(store.clone()),
+            args.disable.clone(),
+            metrics,
+        );
+        lifecycle_task = Some(tokio::spawn(run));
+    }
     let security_tasks = match &security {
         Some(s) => {
             let (secured, tasks) = s.secure(api, &store).await?;
@@ -221,7 +240,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     for t in security_tasks {
         t.abort();
     }
-    for c in controllers.into_iter().chain(gc_task) {
+    for c in controllers.into_iter().chain(gc_task).chain(lifecycle_task) {
         c.abort();
     }
     store.close();

@@ -4,12 +4,12 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use kube::Client;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
-use support::{Server, assert_status, raw};
+use support::{Server, add_user, assert_status, raw};
 
 /// The server's kubeconfig with its user replaced by `user` (a YAML `user:` mapping body).
 fn kubeconfig_as(server: &Server, user_yaml: &str) -> Kubeconfig {
@@ -141,25 +141,6 @@ async fn insecure_http_is_refused_off_loopback() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("refused on 0.0.0.0:0"), "{err}");
-}
-
-/// `kgc serve add-user NAME ARGS...` against this server's data directory: writes the printed
-/// kubeconfig into the scratch directory and returns its path.
-fn add_user(server: &Server, name: &str, args: &[&str]) -> PathBuf {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgc"))
-        .args(["serve", "add-user", name, "--data-dir"])
-        .arg(server.data_dir())
-        .args(args)
-        .output()
-        .expect("running kgc serve add-user");
-    assert!(
-        out.status.success(),
-        "add-user {name} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let path = server.scratch().join(format!("{name}.kubeconfig"));
-    std::fs::write(&path, &out.stdout).expect("writing a kubeconfig");
-    path
 }
 
 /// kubectl with another kubeconfig; returns (success, stdout, stderr).

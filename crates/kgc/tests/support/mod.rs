@@ -802,6 +802,13 @@ where
 }
 
 impl Server {
+    /// Restarts the server on the same data dir with other `kgc serve` arguments (the lifecycle
+    /// tests move time forward this way: a larger hidden `--clock-offset`).
+    pub async fn restart_with(&mut self, args: &[&str]) {
+        self.args = args.iter().map(|a| (*a).to_owned()).collect();
+        self.restart().await;
+    }
+
     /// A fresh server as users run it: HTTPS with authentication and RBAC (no
     /// `--insecure-http`). Its kubeconfig authenticates as the `system:masters` admin; `args`
     /// are added as in [`Server::start_with`].
@@ -813,4 +820,30 @@ impl Server {
     pub fn scratch(&self) -> &Path {
         self.root.path()
     }
+}
+
+/// A `GET /metrics` of the server, as text.
+pub async fn metrics_text(client: &Client) -> String {
+    raw(client, "GET", "/metrics", None, Vec::new())
+        .await
+        .text()
+}
+
+/// `kgc serve add-user NAME ARGS...` against this server's data directory: writes the printed
+/// kubeconfig into the scratch directory and returns its path.
+pub fn add_user(server: &Server, name: &str, args: &[&str]) -> PathBuf {
+    let out = Command::new(env!("CARGO_BIN_EXE_kgc"))
+        .args(["serve", "add-user", name, "--data-dir"])
+        .arg(server.data_dir())
+        .args(args)
+        .output()
+        .expect("running kgc serve add-user");
+    assert!(
+        out.status.success(),
+        "add-user {name} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = server.scratch().join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, &out.stdout).expect("writing a kubeconfig");
+    path
 }

@@ -1,0 +1,281 @@
+//! The lifecycle collectors: everything Kubernetes garbage-collects besides owner references
+//! (shared/specs/lifecycle-node-gc.md).
+//!
+//! - [`podgc`]: terminated pods beyond a threshold, pods of nodes that are gone, unscheduled
+//!   terminating pods and terminating pods on out-of-service nodes (kube-controller-manager's
+//!   PodGC);
+//! - [`ttl`]: Jobs whose `ttlSecondsAfterFinished` has passed, each requeued exactly at its
+//!   expiry (the TTL-after-finished controller);
+//! - [`csr`]: stale CertificateSigningRequests (the CSR cleaner);
+//! - [`volume`]: PersistentVolumes whose claim is gone: Released, then reclaimed through a
+//!   pluggable [`volume::Deleter`] (kgc ships a host-path one);
+//! - [`node`]: departed nodes, by lease age and an operator-supplied existence check (the role a
+//!   cloud controller manager plays).
+//!
+//! Each collector is a pure decision function (objects in, planned deletions out: the upstream
+//! unit tests exercise these) and an async loop that watches through, and acts only through,
+//! [`kgc_client::Cluster`], so it runs unchanged inside `kgc serve` and against any cluster.
+//! Every deletion carries a uid precondition and is logged with its reason.
+#![forbid(unsafe_code)]
+
+pub mod csr;
+pub mod informer;
+pub mod metrics;
+pub mod node;
+pub mod podgc;
+pub mod queue;
+pub mod ttl;
+pub mod volume;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kgc_client::{Cluster, Deleted};
+use kgc_meta::{DeleteOptions, Preconditions, PropagationPolicy, Reason, ResourceInfo};
+pub use kgc_store::Clock;
+pub use metrics::Metrics;
+use serde_json::Value;
+
+/// Errors of the lifecycle collectors.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Cluster(#[from] kgc_client::Error),
+    /// An object whose field cannot be judged: logged and skipped, never acted on.
+    #[error("{object}: {field}: {reason}")]
+    Invalid {
+        object: String,
+        field: &'static str,
+        reason: String,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The collectors, by the names `--disable` takes.
+pub const COLLECTORS: [&str; 5] = ["podgc", "ttl", "csr", "pv", "nodes"];
+
+/// Settings of every collector.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// Names from [`COLLECTORS`] not to run.
+    pub disabled: Vec<String>,
+    pub podgc: podgc::Config,
+    pub ttl: ttl::Config,
+    pub csr: csr::Config,
+    pub volume: volume::Config,
+    pub node: node::Config,
+}
+
+impl Config {
+    pub fn enabled(&self, collector: &str) -> bool {
+        !self.disabled.iter().any(|d| d == collector)
+    }
+}
+
+/// What every collector shares: the cluster, the clock it judges ages by, the counters.
+#[derive(Clone)]
+pub struct Context<C> {
+    pub cluster: C,
+    pub clock: Clock,
+    pub metrics: Arc<Metrics>,
+}
+
+impl<C: Cluster> Context<C> {
+    /// The served resource `group`/`plural`, waiting (with a log line every minute) until the
+    /// cluster serves it.
+    pub async fn resource(&self, group: &str, plural: &str) -> Arc<ResourceInfo> {
+        let mut attempt = 0u32;
+        loop {
+            match self.cluster.resources().await {
+                Ok(rs) => {
+                    if let Some(r) = rs
+                        .into_iter()
+                        .find(|r| r.group == group && r.plural == plural)
+                    {
+                        return r;
+                    }
+                    if attempt.is_multiple_of(60) {
+                        tracing::warn!(%group, %plural, "the cluster does not serve this resource yet");
+                    }
+                }
+                Err(e) => {
+                    if attempt.is_multiple_of(60) {
+                        tracing::warn!(%group, %plural, error = %e, "discovery failed");
+                    }
+                }
+            }
+            attempt += 1;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+
+    /// Deletes one object, guarded by its uid, counting and logging the outcome. `Ok(false)`
+    /// when it was gone already or another object now has its name.
+    pub async fn delete(
+        &self,
+        collector: &'static str,
+        reason: &'static str,
+        target: Target<'_>,
+        options: DeleteOptions,
+    ) -> Result<bool> {
+        let Target {
+            resource,
+            namespace,
+            name,
+            uid,
+        } = target;
+        let options = DeleteOptions {
+            preconditions: Preconditions {
+                uid: Some(uid.to_owned()),
+                ..options.preconditions
+            },
+            ..options
+        };
+        let object = informer::describe(&(namespace.to_owned(), name.to_owned()));
+        match self
+            .cluster
+            .delete(resource, namespace, name, &options)
+            .await
+        {
+            Ok(d) => {
+                self.metrics.deleted(collector, reason);
+                let pending = matches!(d, Deleted::Pending(_));
+                tracing::info!(collector, reason, kind = %resource.kind, %object, %uid, pending, "deleted");
+                Ok(true)
+            }
+            Err(e) if e.is(Reason::NotFound) || e.is(Reason::Conflict) => {
+                tracing::debug!(collector, kind = %resource.kind, %object, error = %e, "already gone or replaced");
+                Ok(false)
+            }
+            Err(e) => {
+                self.metrics.error(collector, reason);
+                tracing::warn!(collector, reason, kind = %resource.kind, %object, error = %e, "delete failed");
+                Err(e.into())
+            }
+        }
+    }
+}
+
+/// The object a collector acts on, by name and uid.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    pub resource: &'a ResourceInfo,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub uid: &'a str,
+}
+
+impl<'a> Target<'a> {
+    /// A cluster-scoped object.
+    pub fn cluster(resource: &'a ResourceInfo, name: &'a str, uid: &'a str) -> Self {
+        Self {
+            resource,
+            namespace: "",
+            name,
+            uid,
+        }
+    }
+}
+
+/// A ticker for a periodic pass: the first tick at once, and a late pass delays the next
+/// instead of bunching them.
+pub fn every(period: Duration) -> tokio::time::Interval {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick
+}
+
+/// `DeleteOptions` with a propagation policy.
+pub fn propagation(policy: PropagationPolicy) -> DeleteOptions {
+    DeleteOptions {
+        propagation_policy: Some(policy),
+        ..DeleteOptions::default()
+    }
+}
+
+/// `DeleteOptions` with a grace period (PodGC's force delete is 0).
+pub fn grace(seconds: i64) -> DeleteOptions {
+    DeleteOptions {
+        grace_period_seconds: Some(seconds),
+        ..DeleteOptions::default()
+    }
+}
+
+/// A `metav1.Time`/`MicroTime` field: `Ok(None)` when absent or null, an error naming the field
+/// when it is not an RFC 3339 string.
+pub fn time_field(
+    obj: &Value,
+    value: &Value,
+    field: &'static str,
+) -> Result<Option<jiff::Timestamp>> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) if s.is_empty() => Ok(None),
+        Value::String(s) => s.parse().map(Some).map_err(|e| Error::Invalid {
+            object: informer::describe(&informer::key_of(obj)),
+            field,
+            reason: format!("{s:?} is not an RFC 3339 time: {e}"),
+        }),
+        other => Err(Error::Invalid {
+            object: informer::describe(&informer::key_of(obj)),
+            field,
+            reason: format!("expected a time string, got {other}"),
+        }),
+    }
+}
+
+/// A string field: `""` when absent, an error when of another type.
+pub fn str_field<'a>(obj: &Value, value: &'a Value, field: &'static str) -> Result<&'a str> {
+    match value {
+        Value::Null => Ok(""),
+        Value::String(s) => Ok(s),
+        other => Err(Error::Invalid {
+            object: informer::describe(&informer::key_of(obj)),
+            field,
+            reason: format!("expected a string, got {other}"),
+        }),
+    }
+}
+
+/// Logs an object a collector cannot judge and counts it; it is left alone.
+pub fn skip(metrics: &Metrics, collector: &'static str, error: &Error) {
+    metrics.skipped(collector, "malformed");
+    tracing::warn!(collector, error = %error, "skipping an object that cannot be judged");
+}
+
+/// Runs every enabled collector until the returned future is dropped.
+pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
+    let mut tasks = Vec::new();
+    if config.enabled("podgc") {
+        tasks.push(tokio::spawn(podgc::run(ctx.clone(), config.podgc.clone())));
+    }
+    if config.enabled("ttl") {
+        tasks.push(tokio::spawn(ttl::run(ctx.clone(), config.ttl.clone())));
+    }
+    if config.enabled("csr") {
+        tasks.push(tokio::spawn(csr::run(ctx.clone(), config.csr.clone())));
+    }
+    if config.enabled("pv") {
+        tasks.push(tokio::spawn(volume::run(
+            ctx.clone(),
+            config.volume.clone(),
+        )));
+    }
+    if config.enabled("nodes") && config.node.gone_after.is_some() {
+        tasks.push(tokio::spawn(node::run(ctx.clone(), config.node.clone())));
+    }
+    let _guard = AbortAll(tasks);
+    std::future::pending::<()>().await;
+}
+
+/// Aborts the collector tasks when `run` is dropped (a lost leadership, a shutdown).
+struct AbortAll(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortAll {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Planning cost over a large node: 10,000 images and 100,000 containers (×1, ×2, ×4), to
+//! check the < 100 ms target and linear growth.
+//!
+//! `cargo run --release -p kgc-node --example bench`
+
+use std::time::{Duration, Instant};
+
+use jiff::{SignedDuration, Timestamp};
+use kgc_node::snapshot::{
+    Container, ContainerState, FsStats, Image, Pod, Sandbox, SandboxState, Snapshot,
+};
+use kgc_node::{GcState, Policy, plan};
+
+fn snapshot(scale: usize) -> Snapshot {
+    let now = Timestamp::from_second(1_800_000_000).expect("valid");
+    let ago = |secs: usize| now - SignedDuration::from_secs(i64::try_from(secs).unwrap_or(0));
+    let images = 10_000 * scale;
+    let pods = 20_000 * scale;
+    let image = |i: usize| format!("sha256:{i:064x}");
+    let mut s = Snapshot {
+        time: now,
+        image_fs: Some(FsStats {
+            mountpoint: "/var/lib/containerd".into(),
+            capacity_bytes: 1 << 40,
+            available_bytes: 1 << 36, // 94% used: space-based GC runs
+        }),
+        images: (0..images)
+            .map(|i| Image {
+                id: image(i),
+                repo_tags: vec![format!("registry.example/app-{i}:v1")],
+                size: Some(50_000_000 + (i as u64 % 1000) * 100_000),
+                pinned: i % 997 == 0,
+                first_detected: Some(ago(86_400 + i)),
+                last_used: Some(ago(i * 7 % 86_400)),
+            })
+            .collect(),
+        pods: Some(
+            (0..pods)
+                .map(|p| Pod {
+                    uid: format!("pod-{p}"),
+                    terminated: p % 10 == 0,
+                    deleted: p % 20 == 0,
+                    evicted: false,
+                })
+                .collect(),
+        ),
+        ..Snapshot::default()
+    };
+    for p in 0..pods {
+        // Five containers per pod: one running, four dead attempts of two names.
+        for c in 0..5 {
+            let id = p * 5 + c;
+            s.containers.push(Container {
+                id: format!("c-{id}"),
+                sandbox_id: format!("s-{p}-{}", c % 2),
+                name: format!("ctr-{}", c % 2),
+                attempt: u32::try_from(c).unwrap_or(0),
+                pod_uid: Some(format!("pod-{p}")),
+                image_id: image((p * 3 + c) % (images / 2)),
+                state: if c == 4 {
+                    ContainerState::Running
+                } else {
+                    ContainerState::Exited
+                },
+                created_at: ago(3600 * (5 - c) + p % 600),
+                finished_at: None,
+            });
+        }
+        for n in 0..2 {
+            s.sandboxes.push(Sandbox {
+                id: format!("s-{p}-{n}"),
+                pod_uid: format!("pod-{p}"),
+                name: format!("pod-{p}"),
+                namespace: "default".into(),
+                attempt: n,
+                state: if n == 1 {
+                    SandboxState::Ready
+                } else {
+                    SandboxState::NotReady
+                },
+                created_at: ago(7200 * (2 - n as usize)),
+            });
+        }
+        s.pod_log_dirs.push(format!("default_pod-{p}_pod-{p}"));
+    }
+    s
+}
+
+fn cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
+fn main() {
+    let policy = Policy::default();
+    println!(
+        "| scale | images | containers | sandboxes | wall (median of 5) | CPU (median of 5) | removals |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for scale in [1, 2, 4] {
+        let s = snapshot(scale);
+        let mut times = Vec::new();
+        let mut cpu = Vec::new();
+        let mut removals = 0;
+        for _ in 0..5 {
+            let mut state = GcState::default();
+            let start = Instant::now();
+            let start_cpu = cpu_time();
+            let p = plan(&s, &policy, &mut state).expect("plan");
+            cpu.push(cpu_time().saturating_sub(start_cpu));
+            times.push(start.elapsed());
+            removals = p.containers.len()
+                + p.sandboxes.len()
+                + p.pod_log_dirs.len()
+                + p.images.removals.len();
+        }
+        times.sort();
+        cpu.sort();
+        println!(
+            "| ×{scale} | {} | {} | {} | {:.1} ms | {:.1} ms | {removals} |",
+            s.images.len(),
+            s.containers.len(),
+            s.sandboxes.len(),
+            times[2].as_secs_f64() * 1000.0,
+            cpu[2].as_secs_f64() * 1000.0,
+        );
+    }
+}

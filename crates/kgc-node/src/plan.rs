@@ -1,0 +1,254 @@
+//! One GC pass over a snapshot, in the kubelet's order: dead containers, then sandboxes (with
+//! the containers that survive), then pod log directories, then images (in use = referenced by
+//! a surviving container, so a removed container's image becomes eligible in the same pass).
+
+use crate::hash::FxHashSet as HashSet;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+use crate::containers::{
+    ContainerGcPolicy, ContainerRemoval, LogDirRemoval, PodView, SandboxRemoval, container_removal,
+    evict_containers, plan_log_dirs, plan_sandboxes,
+};
+use crate::images::{ImageGcPolicy, ImagePlan, ImageRecords, plan_images};
+use crate::snapshot::{Container, Snapshot};
+
+/// The whole node GC policy.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Policy {
+    pub images: ImageGcPolicy,
+    pub containers: ContainerGcPolicy,
+    /// The eviction manager's mode (`DeleteAllUnusedContainers`): containers and sandboxes of
+    /// terminated pods go too, not only deleted pods'.
+    pub evict_non_deleted_pods: bool,
+}
+
+/// What persists between passes: the kubelet's in-memory image records and the time its GC
+/// loop started (MaxAge's warm-up). kgc can keep it in a state file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GcState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub began_gc: Option<Timestamp>,
+    #[serde(default)]
+    pub images: ImageRecords,
+}
+
+/// Everything one pass removes, in execution order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    pub time: Timestamp,
+    pub containers: Vec<ContainerRemoval>,
+    pub sandboxes: Vec<SandboxRemoval>,
+    pub pod_log_dirs: Vec<LogDirRemoval>,
+    pub images: ImagePlan,
+    /// Doubts that made the plan hold back (objects named).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl Plan {
+    /// Bytes the planned image removals free, by the sizes the runtime reported.
+    pub fn image_bytes(&self) -> u64 {
+        self.images
+            .removals
+            .iter()
+            .filter_map(|r| r.size)
+            .fold(0u64, u64::saturating_add)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.containers.is_empty()
+            && self.sandboxes.is_empty()
+            && self.pod_log_dirs.is_empty()
+            && self.images.removals.is_empty()
+    }
+}
+
+/// Plans one pass. Pure: the snapshot's `time` is "now"; `state` carries image history in and
+/// out (removed images are forgotten, as after a successful RemoveImage).
+pub fn plan(snapshot: &Snapshot, policy: &Policy, state: &mut GcState) -> Result<Plan, Error> {
+    policy.images.validate()?;
+    snapshot.validate()?;
+    let now = snapshot.time;
+    let pods = PodView::new(snapshot.pods.as_deref());
+    let evicted = evict_containers(
+        &policy.containers,
+        &snapshot.containers,
+        &pods,
+        now,
+        policy.evict_non_deleted_pods,
+    );
+    let mut removed = vec![false; snapshot.containers.len()];
+    for &(i, _) in &evicted {
+        removed[i] = true;
+    }
+    let surviving: Vec<&Container> = snapshot
+        .containers
+        .iter()
+        .zip(&removed)
+        .filter(|(_, removed)| !**removed)
+        .map(|(c, _)| c)
+        .collect();
+    let containers: Vec<ContainerRemoval> = evicted
+        .into_iter()
+        .map(|(i, reason)| container_removal(&snapshot.containers[i], reason))
+        .collect();
+    let sandboxes = plan_sandboxes(
+        &snapshot.sandboxes,
+        surviving.iter().copied(),
+        &pods,
+        policy.evict_non_deleted_pods,
+    );
+    let pod_log_dirs = plan_log_dirs(&snapshot.pod_log_dirs, &pods);
+
+    let mut warnings = Vec::new();
+    let without_image: Vec<&str> = surviving
+        .iter()
+        .filter(|c| c.image_id.is_empty())
+        .map(|c| c.id.as_str())
+        .collect();
+    let began_gc = *state.began_gc.get_or_insert(now);
+    let mut in_use: HashSet<&str> =
+        HashSet::with_capacity_and_hasher(snapshot.images.len(), Default::default());
+    in_use.extend(surviving.iter().map(|c| c.image_id.as_str()));
+    state.images.detect(&snapshot.images, &in_use, now, now);
+    let images = if without_image.is_empty() {
+        plan_images(
+            &policy.images,
+            &mut state.images,
+            &in_use,
+            snapshot.image_fs.as_ref(),
+            now,
+            began_gc,
+        )
+    } else {
+        // An image in use could not be told apart from an unused one.
+        ImagePlan {
+            error: Some(format!(
+                "image GC skipped: container {} reports no image id, so the images in use \
+                 are unknown",
+                without_image.join(", ")
+            )),
+            ..ImagePlan::default()
+        }
+    };
+    let no_size: Vec<&str> = snapshot
+        .images
+        .iter()
+        .filter(|i| i.size.is_none_or(|s| s == 0))
+        .map(|i| i.id.as_str())
+        .collect();
+    if !no_size.is_empty() {
+        warnings.push(format!(
+            "image {} reports no size: never removed to free space",
+            no_size.join(", ")
+        ));
+    }
+    Ok(Plan {
+        time: now,
+        containers,
+        sandboxes,
+        pod_log_dirs,
+        images,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{Container, ContainerState, FsStats, Image, Pod};
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(1_700_000_000 + secs).expect("valid")
+    }
+
+    fn snapshot() -> Snapshot {
+        Snapshot {
+            time: at(3600),
+            image_fs: Some(FsStats {
+                mountpoint: "/var/lib/containerd".into(),
+                capacity_bytes: 1000,
+                available_bytes: 100,
+            }),
+            images: vec![
+                Image {
+                    id: "sha256:old".into(),
+                    size: Some(300),
+                    first_detected: Some(at(0)),
+                    ..Image::default()
+                },
+                Image {
+                    id: "sha256:used".into(),
+                    size: Some(300),
+                    first_detected: Some(at(0)),
+                    ..Image::default()
+                },
+            ],
+            containers: vec![
+                Container {
+                    id: "dead".into(),
+                    name: "app".into(),
+                    pod_uid: Some("gone".into()),
+                    image_id: "sha256:old".into(),
+                    state: ContainerState::Exited,
+                    created_at: at(0),
+                    ..Container::default()
+                },
+                Container {
+                    id: "live".into(),
+                    name: "app".into(),
+                    pod_uid: Some("here".into()),
+                    image_id: "sha256:used".into(),
+                    state: ContainerState::Running,
+                    created_at: at(0),
+                    ..Container::default()
+                },
+            ],
+            pods: Some(vec![Pod {
+                uid: "here".into(),
+                ..Pod::default()
+            }]),
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn a_deleted_pods_container_frees_its_image_in_the_same_pass() {
+        let mut state = GcState::default();
+        let plan = plan(&snapshot(), &Policy::default(), &mut state).expect("plan");
+        assert_eq!(plan.containers.len(), 1);
+        assert_eq!(plan.containers[0].id, "dead");
+        let ids: Vec<&str> = plan.images.removals.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["sha256:old"]);
+        assert_eq!(plan.images.error, None);
+        assert_eq!(state.began_gc, Some(at(3600)));
+    }
+
+    #[test]
+    fn a_container_without_image_id_stops_image_gc() {
+        let mut s = snapshot();
+        s.containers[1].image_id.clear();
+        let plan = plan(&s, &Policy::default(), &mut GcState::default()).expect("plan");
+        assert!(plan.images.removals.is_empty());
+        assert!(plan.images.error.expect("error").contains("live"));
+    }
+
+    #[test]
+    fn bad_policy_and_snapshot_are_refused() {
+        let mut policy = Policy::default();
+        policy.images.low_threshold_percent = 90;
+        assert!(plan(&snapshot(), &policy, &mut GcState::default()).is_err());
+        let mut s = snapshot();
+        s.containers[1].id = "dead".into();
+        let err = plan(&s, &Policy::default(), &mut GcState::default()).expect_err("dup");
+        assert!(
+            err.to_string().contains("containers[1].id \"dead\""),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,309 @@
+//! Sources: files and directories of YAML or JSON manifests.
+//!
+//! Each file is a *component* (qbec's unit): its objects carry the `kgc.io/component`
+//! annotation, and `--component` filters on it. Documents are split on `---` lines so that every
+//! error names the file and the line of the document, and `List` kinds are flattened. Nothing is
+//! sent anywhere from here: a bad file fails the run before the first write.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::Error;
+
+/// One object read from a source file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceObject {
+    /// The component: the file's path relative to the argument it was found under, without
+    /// its extension (a file argument is named by its stem).
+    pub component: String,
+    pub file: PathBuf,
+    /// The 1-based line the object's document starts at.
+    pub line: usize,
+    pub object: Value,
+}
+
+impl SourceObject {
+    /// `file:line`, for messages.
+    pub fn origin(&self) -> String {
+        format!("{}:{}", self.file.display(), self.line)
+    }
+}
+
+/// Reads every `.yaml`, `.yml` and `.json` file under `paths` (directories recursively, in name
+/// order), in the order given.
+pub fn load(paths: &[PathBuf]) -> Result<Vec<SourceObject>, Error> {
+    let mut out = Vec::new();
+    for root in paths {
+        let meta = std::fs::metadata(root).map_err(|e| Error::Io {
+            path: root.clone(),
+            source: e,
+        })?;
+        if meta.is_dir() {
+            let mut files = Vec::new();
+            walk(root, &mut files)?;
+            for file in files {
+                let rel = file.strip_prefix(root).unwrap_or(&file).with_extension("");
+                load_file(&file, &rel.to_string_lossy(), &mut out)?;
+            }
+        } else {
+            let stem = root
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            load_file(root, &stem, &mut out)?;
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), Error> {
+    let io = |e| Error::Io {
+        path: dir.to_owned(),
+        source: e,
+    };
+    let mut entries = std::fs::read_dir(dir)
+        .map_err(io)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(io)?;
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            walk(&path, files)?;
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "json")
+        ) {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn load_file(file: &Path, component: &str, out: &mut Vec<SourceObject>) -> Result<(), Error> {
+    let text = std::fs::read_to_string(file).map_err(|e| Error::Io {
+        path: file.to_owned(),
+        source: e,
+    })?;
+    for (line, doc) in documents(&text) {
+        let bad = |line: usize, message: String| Error::Source {
+            file: file.to_owned(),
+            line,
+            message,
+        };
+        let value: Value = serde_saphyr::from_str(doc).map_err(|e| {
+            let at = e.location().map_or(0, |l| l.line() as usize);
+            bad(line + at.saturating_sub(1), e.to_string())
+        })?;
+        match value {
+            Value::Null => {}
+            Value::Object(_) => push(value, file, component, line, out)?,
+            other => {
+                return Err(bad(
+                    line,
+                    format!("a document must be an object, not {}", type_name(&other)),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adds `value`, flattening `List` kinds (`v1/List` and `*List` with `items`).
+fn push(
+    value: Value,
+    file: &Path,
+    component: &str,
+    line: usize,
+    out: &mut Vec<SourceObject>,
+) -> Result<(), Error> {
+    let bad = |message: String| Error::Source {
+        file: file.to_owned(),
+        line,
+        message,
+    };
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind.ends_with("List") && value.get("items").is_some() {
+        let Some(Value::Array(items)) = value.get("items").cloned() else {
+            return Err(bad(format!("{kind}: items must be a list")));
+        };
+        for item in items {
+            if !item.is_object() {
+                return Err(bad(format!(
+                    "{kind}: every item must be an object, not {}",
+                    type_name(&item)
+                )));
+            }
+            push(item, file, component, line, out)?;
+        }
+        return Ok(());
+    }
+    let field = |name: &str| value.get(name).and_then(Value::as_str).unwrap_or("");
+    if field("apiVersion").is_empty() {
+        return Err(bad(format!(
+            "object {:?} has no apiVersion",
+            display_name(&value)
+        )));
+    }
+    if field("kind").is_empty() {
+        return Err(bad(format!(
+            "object {:?} has no kind",
+            display_name(&value)
+        )));
+    }
+    let name = crate::str_at(&value, "/metadata/name");
+    if name.is_empty() {
+        let hint = if value.pointer("/metadata/generateName").is_some() {
+            " (generateName is not supported: a generated name cannot be tracked across runs)"
+        } else {
+            ""
+        };
+        return Err(bad(format!("{} has no metadata.name{hint}", field("kind"))));
+    }
+    out.push(SourceObject {
+        component: component.to_owned(),
+        file: file.to_owned(),
+        line,
+        object: value,
+    });
+    Ok(())
+}
+
+fn display_name(v: &Value) -> &str {
+    v.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("<unnamed>")
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Splits a YAML stream into documents with their 1-based starting lines. A line that starts
+/// with `---` (followed by nothing, a space or a tab) begins a document; `...` ends one.
+fn documents(text: &str) -> Vec<(usize, &str)> {
+    let mut docs = Vec::new();
+    let mut start = 0usize;
+    let mut start_line = 1usize;
+    let mut offset = 0usize;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let trimmed = line.trim_end_matches(['\n', '\r']);
+        let marker = |m: &str| {
+            trimmed == m || (trimmed.starts_with(m) && trimmed[3..].starts_with([' ', '\t']))
+        };
+        if marker("---") || marker("...") {
+            docs.push((start_line, &text[start..offset]));
+            start = offset + line.len();
+            start_line = i + 2;
+            if marker("---") && !trimmed[3..].trim().is_empty() {
+                // `--- {inline: doc}`: the rest of the line belongs to the next document.
+                start = offset + 3;
+                start_line = i + 1;
+            }
+        }
+        offset += line.len();
+    }
+    docs.push((start_line, &text[start..]));
+    docs.into_iter()
+        .filter(|(_, d)| {
+            d.lines()
+                .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn directories_yield_components_with_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "web.yaml",
+            "# leading comment\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+        );
+        write(
+            dir.path(),
+            "db/list.json",
+            r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}]}"#,
+        );
+        write(dir.path(), "README.md", "not a manifest");
+        let objs = load(&[dir.path().to_owned()]).unwrap();
+        let got: Vec<_> = objs
+            .iter()
+            .map(|o| {
+                (
+                    o.component.as_str(),
+                    o.line,
+                    o.object["metadata"]["name"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(got, [("db/list", 1, "s"), ("web", 1, "a"), ("web", 8, "b")]);
+    }
+
+    #[test]
+    fn invalid_yaml_names_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = write(
+            dir.path(),
+            "bad.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: [unclosed\n",
+        );
+        let err = load(&[f]).unwrap_err().to_string();
+        assert!(err.contains("bad.yaml:"), "{err}");
+        let Error::Source { line, .. } = load(&[dir.path().join("bad.yaml")]).unwrap_err() else {
+            panic!()
+        };
+        assert!((5..=7).contains(&line), "line {line}");
+    }
+
+    #[test]
+    fn objects_without_kind_or_name_are_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = write(
+            dir.path(),
+            "a.yaml",
+            "apiVersion: v1\nmetadata: {name: x}\n",
+        );
+        assert!(load(&[f]).unwrap_err().to_string().contains("has no kind"));
+        let f = write(dir.path(), "b.yaml", "apiVersion: v1\nkind: ConfigMap\n");
+        let err = load(&[f]).unwrap_err().to_string();
+        assert!(
+            err.contains("b.yaml:1") && err.contains("no metadata.name"),
+            "{err}"
+        );
+        let f = write(dir.path(), "c.yaml", "- 1\n");
+        assert!(
+            load(&[f])
+                .unwrap_err()
+                .to_string()
+                .contains("must be an object")
+        );
+    }
+
+    #[test]
+    fn document_markers() {
+        let docs = documents("a: 1\n--- \nb: 2\n...\n--- {c: 3}\n");
+        assert_eq!(docs, [(1, "a: 1\n"), (3, "b: 2\n"), (5, " {c: 3}\n")]);
+    }
+}

@@ -1,0 +1,762 @@
+//! `kgc apply`, `kgc diff`, `kgc prune`, `kgc plan`, `kgc delete`: deploy a set of manifests
+//! and garbage-collect what the source no longer has (crate `kgc-prune`).
+//!
+//! Exit codes: 0 = done, nothing changed; 1 = error (nothing written when the error is in the
+//! input, a guard or ownership); 2 = done and something changed (for `diff`, `plan` and
+//! `--dry-run`: something would change); 3 = done, but something is undetermined (a kind that
+//! could not be listed) or a deleted object is still held by finalizers after `--wait`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use kgc_prune::executor::{
+    self, Action, Cluster, DeleteOutcome, Execution, Options, Prepared, Progress, Report,
+};
+use kgc_prune::ownership::Identity;
+use kgc_prune::plan::{Filters, Guards};
+use kgc_prune::source::{self, SourceObject};
+use serde_json::Value;
+
+/// Exit code: something changed (or would change).
+pub const EXIT_CHANGED: i32 = 2;
+/// Exit code: finished, but something is undetermined or still being deleted.
+pub const EXIT_INCOMPLETE: i32 = 3;
+
+/// Which set, from where, against which cluster.
+#[derive(clap::Args, Clone)]
+pub struct Target {
+    /// Files and directories of YAML/JSON manifests (each file is a component)
+    /// [default: the project file's components directory].
+    paths: Vec<PathBuf>,
+    /// The project file (app, environments, components directory) [default: ./kgc.yaml if it
+    /// exists].
+    #[arg(long)]
+    project: Option<PathBuf>,
+    /// The application name [default: the project's `app`].
+    #[arg(long)]
+    app: Option<String>,
+    /// The environment [default: the project's only environment].
+    #[arg(long)]
+    env: Option<String>,
+    /// Keep this run's objects apart from untagged runs and other tags (branch deploys).
+    #[arg(long)]
+    tag: Option<String>,
+    /// The kubeconfig [default: $KUBECONFIG, else ~/.kube/config].
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context [default: the environment's, else the current context].
+    #[arg(long)]
+    context: Option<String>,
+    /// The namespace of objects that name none, and of the set's parent [default: the
+    /// environment's, else `default`].
+    #[arg(short = 'n', long)]
+    namespace: Option<String>,
+    /// Only prune objects of these components (the scope is still the whole source).
+    #[arg(long = "component")]
+    components: Vec<String>,
+    /// Only prune objects of these kinds (`Kind` or `Kind.group`).
+    #[arg(long = "kind")]
+    kinds: Vec<String>,
+    /// Take over objects that another app, environment or tag owns.
+    #[arg(long)]
+    force_ownership: bool,
+}
+
+/// Safety limits on deletion.
+#[derive(clap::Args, Clone)]
+pub struct Limits {
+    /// Refuse to delete more than N objects (checked before anything is written).
+    #[arg(long)]
+    max_deletes: Option<usize>,
+    /// Allow an empty source to delete every object of the set.
+    #[arg(long)]
+    allow_empty: bool,
+    /// Wait until every deleted object is gone (same uid), reporting the finalizers that hold
+    /// those that are not.
+    #[arg(long)]
+    wait: bool,
+    /// How long `--wait` waits.
+    #[arg(long, default_value = "5m", value_parser = crate::parse_duration)]
+    timeout: Duration,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Yaml,
+}
+
+#[derive(clap::Args)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    limits: Limits,
+    /// Prune objects the source no longer has (after every apply succeeded).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    prune: bool,
+    /// Server-side dry run: print what would change, write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Execute exactly this reviewed plan (`kgc plan -o FILE`), refusing if any object it
+    /// touches changed since.
+    #[arg(long, conflicts_with_all = ["paths", "dry_run"])]
+    plan: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    output: Format,
+}
+
+#[derive(clap::Args)]
+pub struct PruneArgs {
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    limits: Limits,
+    #[arg(long)]
+    dry_run: bool,
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    output: Format,
+}
+
+#[derive(clap::Args)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    target: Target,
+}
+
+#[derive(clap::Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    limits: Limits,
+    /// Write the plan (JSON) here [default: stdout].
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct DeleteArgs {
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    limits: Limits,
+    #[arg(long)]
+    dry_run: bool,
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    output: Format,
+}
+
+/// `kgc.yaml`.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Project {
+    app: Option<String>,
+    /// The components directory, relative to the project file.
+    components: Option<PathBuf>,
+    #[serde(default)]
+    environments: BTreeMap<String, Environment>,
+}
+
+#[derive(serde::Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+struct Environment {
+    context: Option<String>,
+    namespace: Option<String>,
+}
+
+/// A resolved target.
+#[derive(Debug)]
+struct Resolved {
+    identity: Identity,
+    namespace: String,
+    paths: Vec<PathBuf>,
+    kubeconfig: Option<PathBuf>,
+    context: Option<String>,
+    filters: Filters,
+    force_ownership: bool,
+}
+
+fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
+    let project_path = t.project.clone().or_else(|| {
+        Path::new("kgc.yaml")
+            .exists()
+            .then(|| PathBuf::from("kgc.yaml"))
+    });
+    let project: Project = match &project_path {
+        Some(p) => {
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            serde_saphyr::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
+        }
+        None => Project::default(),
+    };
+    let app = t
+        .app
+        .clone()
+        .or(project.app.clone())
+        .context("no app: pass --app or set `app` in kgc.yaml")?;
+    let env_name = match (&t.env, project.environments.len()) {
+        (Some(e), _) => e.clone(),
+        (None, 1) => project
+            .environments
+            .keys()
+            .next()
+            .cloned()
+            .unwrap_or_default(),
+        (None, 0) => anyhow::bail!("no environment: pass --env"),
+        (None, _) => anyhow::bail!(
+            "several environments in the project ({}): pass --env",
+            project
+                .environments
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    if !project.environments.is_empty() && !project.environments.contains_key(&env_name) {
+        anyhow::bail!(
+            "environment {env_name:?} is not in the project file (it has {})",
+            project
+                .environments
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let env = project
+        .environments
+        .get(&env_name)
+        .cloned()
+        .unwrap_or_default();
+    let identity = Identity::new(&app, &env_name, t.tag.as_deref())?;
+    let mut paths = t.paths.clone();
+    if paths.is_empty() && need_paths {
+        let dir = project
+            .components
+            .clone()
+            .context("no manifests: pass files or directories, or set `components` in kgc.yaml")?;
+        let base = project_path
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("."));
+        paths.push(base.join(dir));
+    }
+    Ok(Resolved {
+        identity,
+        namespace: t
+            .namespace
+            .clone()
+            .or(env.namespace)
+            .unwrap_or_else(|| "default".to_owned()),
+        paths,
+        kubeconfig: t.kubeconfig.clone(),
+        context: t.context.clone().or(env.context),
+        filters: Filters {
+            components: t.components.clone(),
+            kinds: t.kinds.clone(),
+        },
+        force_ownership: t.force_ownership,
+    })
+}
+
+async fn connect(r: &Resolved) -> anyhow::Result<Cluster> {
+    let config =
+        crate::controller::kube_config(r.kubeconfig.as_deref(), r.context.as_deref()).await?;
+    let server = config.cluster_url.to_string();
+    let client = kube::Client::try_from(config).context("building the HTTP client")?;
+    Cluster::connect(client)
+        .await
+        .with_context(|| format!("connecting to {server}"))
+}
+
+fn options(r: &Resolved, l: &Limits) -> Options {
+    Options {
+        filters: r.filters.clone(),
+        guards: Guards {
+            max_deletes: l.max_deletes,
+            allow_empty: l.allow_empty,
+        },
+        force_ownership: r.force_ownership,
+    }
+}
+
+/// Reads the sources and plans against the cluster: everything before the first write.
+async fn prepare(r: &Resolved, l: &Limits) -> anyhow::Result<(Cluster, Prepared)> {
+    let sources = source::load(&r.paths)?;
+    let cluster = connect(r).await?;
+    let prepared =
+        executor::prepare(&cluster, sources, &r.identity, &r.namespace, &options(r, l)).await?;
+    Ok((cluster, prepared))
+}
+
+/// An indicatif bar on stderr (hidden when stderr is not a terminal).
+struct Bar(indicatif::ProgressBar);
+
+impl Bar {
+    fn new() -> Self {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{msg:>7} [{bar:40}] {pos}/{len} {elapsed}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        Bar(bar)
+    }
+}
+
+impl Progress for Bar {
+    fn phase(&self, name: &str, total: usize) {
+        self.0.set_message(name.to_owned());
+        self.0.set_length(total as u64);
+        self.0.set_position(0);
+    }
+    fn step(&self) {
+        self.0.inc(1);
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
+fn exit_code(report: &Report) -> i32 {
+    if report.failed() {
+        1
+    } else if report.incomplete() {
+        EXIT_INCOMPLETE
+    } else if report.changed() {
+        EXIT_CHANGED
+    } else {
+        0
+    }
+}
+
+fn print_report(report: &Report, format: Format) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match format {
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(report)?)?,
+        Format::Yaml => write!(
+            out,
+            "{}",
+            serde_saphyr::to_string(&serde_json::to_value(report)?)?
+        )?,
+        Format::Table => {
+            let dry = if report.dry_run { " (dry run)" } else { "" };
+            let mut rows: Vec<[String; 3]> = Vec::new();
+            for (key, action) in &report.applied {
+                let a = match action {
+                    Action::Create => "created",
+                    Action::Update => "configured",
+                    Action::Unchanged => "unchanged",
+                };
+                rows.push([a.to_owned(), key.to_string(), String::new()]);
+            }
+            for (key, outcome) in &report.deleted {
+                let (a, note) = match outcome {
+                    DeleteOutcome::Deleted => ("deleted", String::new()),
+                    DeleteOutcome::Gone => ("deleted", "gone".to_owned()),
+                    DeleteOutcome::WouldDelete => ("delete", String::new()),
+                    DeleteOutcome::NotFound => ("gone", "already deleted".to_owned()),
+                    DeleteOutcome::Changed => {
+                        ("kept", "replaced or changed since it was listed".to_owned())
+                    }
+                    DeleteOutcome::Waiting { finalizers } => (
+                        "deleting",
+                        format!("held by finalizers {}", finalizers.join(", ")),
+                    ),
+                    DeleteOutcome::Kept { reason } => ("kept", reason.clone()),
+                    DeleteOutcome::Failed { error } => ("failed", error.clone()),
+                };
+                rows.push([a.to_owned(), key.to_string(), note]);
+            }
+            for k in &report.kept {
+                rows.push(["kept".to_owned(), k.key.to_string(), k.reason.clone()]);
+            }
+            for u in &report.undetermined {
+                let where_ = u.namespace.as_deref().unwrap_or("all namespaces");
+                rows.push([
+                    "undetermined".to_owned(),
+                    format!("{} in {where_}", u.gk),
+                    u.reason.clone(),
+                ]);
+            }
+            let w0 = rows.iter().map(|r| r[0].len()).max().unwrap_or(0).max(6);
+            let w1 = rows.iter().map(|r| r[1].len()).max().unwrap_or(0).max(6);
+            if !rows.is_empty() {
+                writeln!(out, "{:w0$}  {:w1$}  NOTE", "ACTION", "OBJECT")?;
+            }
+            for r in &rows {
+                writeln!(out, "{:w0$}  {:w1$}  {}", r[0], r[1], r[2])?;
+            }
+            for e in &report.apply_errors {
+                writeln!(out, "error: {e}")?;
+            }
+            if let Some(why) = &report.prune_skipped {
+                writeln!(out, "prune skipped: {why}")?;
+            }
+            let count = |a: Action| report.applied.iter().filter(|(_, x)| *x == a).count();
+            let deleted = report
+                .deleted
+                .iter()
+                .filter(|(_, o)| {
+                    matches!(
+                        o,
+                        DeleteOutcome::Deleted | DeleteOutcome::Gone | DeleteOutcome::WouldDelete
+                    )
+                })
+                .count();
+            writeln!(
+                out,
+                "{} created, {} configured, {} unchanged, {deleted} deleted, {} kept, {} undetermined{dry}",
+                count(Action::Create),
+                count(Action::Update),
+                count(Action::Unchanged),
+                report.kept.len(),
+                report.undetermined.len(),
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn finish(report: &Report, format: Format) -> anyhow::Result<()> {
+    print_report(report, format)?;
+    match exit_code(report) {
+        0 => Ok(()),
+        1 => anyhow::bail!("the run did not complete (see above)"),
+        code => std::process::exit(code),
+    }
+}
+
+pub async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
+    let r = resolve(&args.target, args.plan.is_none())?;
+    let wait = args.limits.wait.then_some(args.limits.timeout);
+    let (cluster, prepared, exact) = match &args.plan {
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("reading the plan {}", file.display()))?;
+            let reviewed: Prepared = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a kgc plan", file.display()))?;
+            if reviewed.identity != r.identity || reviewed.namespace != r.namespace {
+                anyhow::bail!(
+                    "the plan is for {} in namespace {}, not {} in {}",
+                    reviewed.identity.describe(),
+                    reviewed.namespace,
+                    r.identity.describe(),
+                    r.namespace
+                );
+            }
+            let cluster = connect(&r).await?;
+            let sources = reviewed_sources(&reviewed);
+            let mut opts = options(&r, &args.limits);
+            opts.guards = Guards {
+                max_deletes: None,
+                allow_empty: true,
+            };
+            opts.force_ownership = true;
+            let fresh =
+                executor::prepare(&cluster, sources, &r.identity, &r.namespace, &opts).await?;
+            executor::check_drift(&reviewed, &fresh)?;
+            (cluster, reviewed, true)
+        }
+        None => {
+            let (c, p) = prepare(&r, &args.limits).await?;
+            (c, p, false)
+        }
+    };
+    let bar = Bar::new();
+    let report = executor::execute(
+        &cluster,
+        &prepared,
+        Execution {
+            apply: true,
+            prune: args.prune,
+            dry_run: args.dry_run,
+            wait,
+            exact,
+        },
+        &bar,
+    )
+    .await?;
+    drop(bar);
+    finish(&report, args.output)
+}
+
+/// The reviewed plan's desired objects as sources again (stamping is idempotent).
+fn reviewed_sources(reviewed: &Prepared) -> Vec<SourceObject> {
+    reviewed
+        .changes
+        .iter()
+        .map(|c| {
+            let mut object = c.desired.object.clone();
+            if let Some(a) = object
+                .pointer_mut("/metadata/annotations")
+                .and_then(Value::as_object_mut)
+            {
+                a.remove(kgc_prune::ownership::ANNOTATION_APPLIED_HASH);
+            }
+            let (file, line) = c
+                .desired
+                .origin
+                .rsplit_once(':')
+                .map_or((c.desired.origin.as_str(), 0), |(f, l)| {
+                    (f, l.parse().unwrap_or(0))
+                });
+            SourceObject {
+                component: c.desired.component.clone(),
+                file: file.into(),
+                line,
+                object,
+            }
+        })
+        .collect()
+}
+
+/// Prunes without applying (`kgc prune`, `kgc delete`).
+async fn prune_only(
+    cluster: &Cluster,
+    prepared: &Prepared,
+    limits: &Limits,
+    dry_run: bool,
+) -> anyhow::Result<Report> {
+    let bar = Bar::new();
+    let report = executor::execute(
+        cluster,
+        prepared,
+        Execution {
+            apply: false,
+            prune: true,
+            dry_run,
+            wait: limits.wait.then_some(limits.timeout),
+            exact: false,
+        },
+        &bar,
+    )
+    .await?;
+    Ok(report)
+}
+
+pub async fn prune(args: PruneArgs) -> anyhow::Result<()> {
+    let r = resolve(&args.target, true)?;
+    let (cluster, prepared) = prepare(&r, &args.limits).await?;
+    let report = prune_only(&cluster, &prepared, &args.limits, args.dry_run).await?;
+    finish(&report, args.output)
+}
+
+pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
+    let r = resolve(&args.target, true)?;
+    let (_, prepared) = prepare(&r, &args.limits).await?;
+    let text = serde_json::to_string_pretty(&prepared)?;
+    match &args.output {
+        Some(path) => std::fs::write(path, text + "\n")
+            .with_context(|| format!("writing {}", path.display()))?,
+        None => println!("{text}"),
+    }
+    let changes = prepared
+        .changes
+        .iter()
+        .filter(|c| c.action != Action::Unchanged)
+        .count();
+    eprintln!(
+        "plan: {changes} to apply, {} unchanged, {} to delete, {} kept, {} undetermined",
+        prepared.changes.len() - changes,
+        prepared.prune.deletes.len(),
+        prepared.prune.kept.len(),
+        prepared.prune.undetermined.len()
+    );
+    if changes > 0 || !prepared.prune.deletes.is_empty() {
+        std::process::exit(EXIT_CHANGED);
+    }
+    Ok(())
+}
+
+pub async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
+    let r = resolve(&args.target, false)?;
+    let cluster = connect(&r).await?;
+    let prepared = executor::prepare_delete(
+        &cluster,
+        &r.identity,
+        &r.namespace,
+        &options(&r, &args.limits),
+    )
+    .await?;
+    let report = prune_only(&cluster, &prepared, &args.limits, args.dry_run).await?;
+    if !args.dry_run && !report.failed() && report.kept.is_empty() && report.undetermined.is_empty()
+    {
+        executor::delete_parent(&cluster, &prepared).await?;
+    }
+    finish(&report, args.output)
+}
+
+/// Strips what the server maintains, for a readable diff.
+fn diffable(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        for f in [
+            "managedFields",
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "generation",
+        ] {
+            m.remove(f);
+        }
+    }
+    if let Some(o) = v.as_object_mut() {
+        o.remove("status");
+    }
+    v
+}
+
+fn yaml(v: &Value) -> String {
+    serde_saphyr::to_string(v).unwrap_or_else(|e| format!("# unprintable: {e}\n"))
+}
+
+pub async fn diff(args: DiffArgs) -> anyhow::Result<()> {
+    let r = resolve(&args.target, true)?;
+    let limits = Limits {
+        max_deletes: None,
+        allow_empty: true,
+        wait: false,
+        timeout: Duration::ZERO,
+    };
+    let (cluster, prepared) = prepare(&r, &limits).await?;
+    let mut out = std::io::stdout().lock();
+    let mut changed = false;
+    for c in &prepared.changes {
+        if c.action == Action::Unchanged {
+            continue;
+        }
+        changed = true;
+        let before = prepared.live.get(&c.desired.key).map(diffable);
+        let after = match cluster.dry_run_apply(&c.desired).await {
+            Ok(v) => diffable(&v),
+            Err(e) => {
+                tracing::debug!(
+                    "dry run of {} failed ({e}); showing the manifest",
+                    c.desired.key
+                );
+                diffable(&c.desired.object)
+            }
+        };
+        let old = before.as_ref().map(yaml).unwrap_or_default();
+        let new = yaml(&after);
+        let name = c.desired.key.to_string();
+        write!(
+            out,
+            "{}",
+            similar::TextDiff::from_lines(&old, &new)
+                .unified_diff()
+                .header(&format!("live/{name}"), &format!("source/{name}"))
+        )?;
+    }
+    for d in &prepared.prune.deletes {
+        changed = true;
+        let old = prepared
+            .live
+            .get(&d.key)
+            .map(|v| yaml(&diffable(v)))
+            .unwrap_or_default();
+        let name = d.key.to_string();
+        write!(
+            out,
+            "{}",
+            similar::TextDiff::from_lines(old.as_str(), "")
+                .unified_diff()
+                .header(&format!("live/{name}"), "/dev/null (pruned)")
+        )?;
+    }
+    for k in &prepared.prune.kept {
+        writeln!(out, "# kept {}: {}", k.key, k.reason)?;
+    }
+    for u in &prepared.prune.undetermined {
+        writeln!(
+            out,
+            "# undetermined {} in {}: {}",
+            u.gk,
+            u.namespace.as_deref().unwrap_or("all namespaces"),
+            u.reason
+        )?;
+    }
+    out.flush()?;
+    if !prepared.prune.undetermined.is_empty() {
+        std::process::exit(EXIT_INCOMPLETE);
+    }
+    if changed {
+        std::process::exit(EXIT_CHANGED);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        target: Target,
+    }
+
+    fn target(args: &[&str]) -> Target {
+        Cli::parse_from(std::iter::once("kgc").chain(args.iter().copied())).target
+    }
+
+    #[test]
+    fn the_project_file_supplies_app_environment_and_components() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("kgc.yaml");
+        std::fs::write(
+            &project,
+            "app: shop\ncomponents: manifests\nenvironments:\n  prod: {context: prod-ctx, namespace: shop}\n  dev: {namespace: shop-dev}\n",
+        )
+        .unwrap();
+        let p = project.to_str().unwrap();
+        let r = resolve(&target(&["--project", p, "--env", "prod"]), true).unwrap();
+        assert_eq!(r.identity.describe(), "app=shop,env=prod");
+        assert_eq!(r.namespace, "shop");
+        assert_eq!(r.context.as_deref(), Some("prod-ctx"));
+        assert_eq!(r.paths, [dir.path().join("manifests")]);
+        // Flags override the project.
+        let r = resolve(
+            &target(&["--project", p, "--env", "dev", "-n", "x", "src"]),
+            true,
+        )
+        .unwrap();
+        assert_eq!((r.namespace.as_str(), r.context), ("x", None));
+        assert_eq!(r.paths, [PathBuf::from("src")]);
+        // Several environments need --env; unknown ones are named.
+        let err = resolve(&target(&["--project", p]), true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("dev, prod"), "{err}");
+        let err = resolve(&target(&["--project", p, "--env", "qa"]), true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"qa\""), "{err}");
+    }
+
+    #[test]
+    fn without_a_project_app_and_env_are_required() {
+        let err = resolve(&target(&["--project", "/nonexistent/kgc.yaml"]), true)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("kgc.yaml"), "{err}");
+        let r = resolve(&target(&["--app", "a", "--env", "e", "dir"]), true).unwrap();
+        assert_eq!(r.namespace, "default");
+        assert!(resolve(&target(&["--app", "A", "--env", "e"]), true).is_err());
+    }
+}

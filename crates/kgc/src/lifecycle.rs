@@ -1,0 +1,98 @@
+//! The lifecycle collectors' flags and start-up, shared by `kgc serve` and `kgc controller`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kgc_client::Cluster;
+use kgc_lifecycle::{Clock, Context, Metrics};
+
+/// What `--disable` accepts: `gc` (owner references) and the lifecycle collectors.
+pub const DISABLE: [&str; 6] = ["gc", "podgc", "ttl", "csr", "pv", "nodes"];
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct LifecycleArgs {
+    /// PodGC: terminated pods kept; beyond it the oldest are deleted (0 keeps them all).
+    #[arg(long, default_value_t = 12_500)]
+    terminated_pod_gc_threshold: usize,
+    /// PodGC: how often pods are judged.
+    #[arg(long, default_value = "20s", value_parser = crate::parse_duration)]
+    pod_gc_period: Duration,
+    /// PodGC: how long a node must stay missing before its pods are deleted.
+    #[arg(long, default_value = "40s", value_parser = crate::parse_duration, hide = true)]
+    pod_gc_quarantine: Duration,
+    /// TTL-after-finished: concurrent Job deletions (`--concurrent-ttl-after-finished-syncs`).
+    #[arg(long, default_value_t = 5)]
+    ttl_workers: usize,
+    /// Departed nodes: a node whose lease has not been renewed for this long is checked with
+    /// --node-exists-command and deleted if gone [default: off].
+    #[arg(long, value_parser = crate::parse_duration, requires = "node_exists_command")]
+    node_gone_after: Option<Duration>,
+    /// Departed nodes: a shell command run with the node name as $1; exit 0 means the machine
+    /// exists, 1 means it is gone, anything else is an error (the node is kept).
+    #[arg(long)]
+    node_exists_command: Option<String>,
+    /// Volume reclaim: the directory under which hostPath volumes with reclaim policy Delete
+    /// are removed; paths outside it (symbolic links resolved) are refused [default: none].
+    #[arg(long)]
+    pv_host_path_root: Option<PathBuf>,
+    /// Testing and simulation hook: run the clock this far ahead (creation and deletion
+    /// timestamps the server writes, and every age the collectors judge). Restarting a durable
+    /// server with a larger offset makes time pass without waiting.
+    #[arg(long, value_parser = crate::parse_duration, hide = true)]
+    clock_offset: Option<Duration>,
+}
+
+impl LifecycleArgs {
+    /// The clock: the system clock plus `--clock-offset`.
+    pub fn clock(&self) -> Clock {
+        let offset = self
+            .clock_offset
+            .and_then(|d| jiff::SignedDuration::try_from(d).ok())
+            .unwrap_or_default();
+        Clock::with_offset(offset)
+    }
+
+    fn config(&self, disabled: &[String]) -> kgc_lifecycle::Config {
+        let mut c = kgc_lifecycle::Config {
+            disabled: disabled.to_vec(),
+            ..kgc_lifecycle::Config::default()
+        };
+        c.podgc.threshold = self.terminated_pod_gc_threshold;
+        c.podgc.period = self.pod_gc_period;
+        c.podgc.quarantine = self.pod_gc_quarantine;
+        c.ttl.workers = self.ttl_workers;
+        c.node.gone_after = self.node_gone_after;
+        c.node.exists_command = self.node_exists_command.clone();
+        c.volume.host_path_root = self.pv_host_path_root.clone();
+        c
+    }
+
+    /// Whether any lifecycle collector is enabled.
+    pub fn any_enabled(disabled: &[String]) -> bool {
+        kgc_lifecycle::COLLECTORS
+            .iter()
+            .any(|c| !disabled.iter().any(|d| d == c))
+    }
+
+    /// Runs the enabled collectors until the future is dropped.
+    pub async fn run<C: Cluster>(self, cluster: C, disabled: Vec<String>, metrics: Arc<Metrics>) {
+        let ctx = Context {
+            cluster,
+            clock: self.clock(),
+            metrics,
+        };
+        kgc_lifecycle::run(ctx, self.config(&disabled)).await;
+    }
+}
+
+/// Store options with the clock `--clock-offset` sets.
+pub trait WithClock {
+    fn with_clock(self, clock: Clock) -> Self;
+}
+
+impl WithClock for kgc_store::Options {
+    fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
+    }
+}

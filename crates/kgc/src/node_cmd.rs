@@ -1,0 +1,724 @@
+//! `kgc node`: the kubelet's image and container garbage collection as a standalone command,
+//! over the CRI (`gc`, one pass or `--every`), recorded (`snapshot`) or replayed (`simulate`).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use kgc_node::cri::{CriClient, Outcome};
+use kgc_node::snapshot::Pod;
+use kgc_node::{ContainerGcPolicy, GcState, ImageGcPolicy, Plan, Policy, Snapshot};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Run one GC pass (dead containers, sandboxes, pod log directories, images) against the
+    /// container runtime, or one every `--every`.
+    Gc(GcArgs),
+    /// Record the runtime's images, containers, sandboxes and image filesystem as a snapshot
+    /// (the input of `kgc node simulate`).
+    Snapshot(SnapshotArgs),
+    /// Replay a snapshot under a policy for N days: what would be removed, when, and the disk
+    /// usage over time.
+    Simulate(SimulateArgs),
+}
+
+#[derive(clap::Args)]
+struct RuntimeArgs {
+    /// The CRI socket of the container runtime.
+    #[arg(long, default_value = "unix:///run/containerd/containerd.sock")]
+    runtime_endpoint: String,
+    /// Deadline of every CRI call (a hung runtime is an error, not a hung kgc).
+    #[arg(long, default_value = "10s", value_parser = crate::parse_duration)]
+    runtime_request_timeout: Duration,
+    /// The kubelet's pod logs directory (its entries are collected only with --pods-file).
+    #[arg(long, default_value = "/var/log/pods")]
+    pod_logs_dir: PathBuf,
+}
+
+/// The kubelet's flags, with its defaults.
+#[derive(clap::Args)]
+struct PolicyArgs {
+    /// Disk usage percent at or above which unused images are removed.
+    #[arg(long, default_value_t = 85)]
+    image_gc_high_threshold: i32,
+    /// Disk usage percent image GC frees down to.
+    #[arg(long, default_value_t = 80)]
+    image_gc_low_threshold: i32,
+    /// An image first seen less than this long ago is not removed to free space.
+    #[arg(long, default_value = "2m", value_parser = crate::parse_duration)]
+    minimum_image_ttl_duration: Duration,
+    /// Remove images unused for longer than this, whatever the disk usage (0: off).
+    #[arg(long, default_value = "0s", value_parser = crate::parse_duration)]
+    image_maximum_gc_age: Duration,
+    /// A dead container must have been created at least this long ago.
+    #[arg(long, default_value = "0s", value_parser = crate::parse_duration)]
+    minimum_container_ttl_duration: Duration,
+    /// Dead containers kept per (pod, container name); negative: no limit.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    maximum_dead_containers_per_container: i64,
+    /// Dead containers kept on the node; negative: no limit.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    maximum_dead_containers: i64,
+    /// Also remove the containers and sandboxes of terminated (not only deleted) pods, as
+    /// the kubelet's eviction manager does under disk pressure.
+    #[arg(long)]
+    evict_non_deleted_pods: bool,
+    /// The pods that should run on this node (JSON or YAML list of {uid, terminated, deleted,
+    /// evicted}). Without it, nothing is treated as belonging to a deleted pod, as a kubelet
+    /// before its first sync.
+    #[arg(long)]
+    pods_file: Option<PathBuf>,
+}
+
+impl PolicyArgs {
+    fn policy(&self) -> anyhow::Result<Policy> {
+        let policy = Policy {
+            images: ImageGcPolicy {
+                high_threshold_percent: self.image_gc_high_threshold,
+                low_threshold_percent: self.image_gc_low_threshold,
+                min_age: self.minimum_image_ttl_duration,
+                max_age: self.image_maximum_gc_age,
+            },
+            containers: ContainerGcPolicy {
+                min_age: self.minimum_container_ttl_duration,
+                max_per_pod_container: self.maximum_dead_containers_per_container,
+                max_containers: self.maximum_dead_containers,
+            },
+            evict_non_deleted_pods: self.evict_non_deleted_pods,
+        };
+        policy.images.validate().context(
+            "check --image-gc-high-threshold, --image-gc-low-threshold, \
+             --minimum-image-ttl-duration and --image-maximum-gc-age",
+        )?;
+        Ok(policy)
+    }
+
+    fn pods(&self) -> anyhow::Result<Option<Vec<Pod>>> {
+        self.pods_file.as_deref().map(read_document).transpose()
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Output {
+    Table,
+    Json,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DocOutput {
+    Json,
+    Yaml,
+}
+
+#[derive(clap::Args)]
+struct GcArgs {
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// Print the plan; remove nothing.
+    #[arg(long)]
+    dry_run: bool,
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    output: Output,
+    /// Keep image history (first seen, last used) here between runs, so MinAge and MaxAge
+    /// count from the first run rather than from each one (the kubelet keeps it in memory).
+    #[arg(long)]
+    state_file: Option<PathBuf>,
+    /// Run a pass every this long until interrupted, serving /metrics.
+    #[arg(long, value_parser = crate::parse_duration)]
+    every: Option<Duration>,
+    /// Address of /metrics and /healthz with --every.
+    #[arg(long, default_value = "127.0.0.1:9560")]
+    metrics_listen: SocketAddr,
+}
+
+#[derive(clap::Args)]
+struct SnapshotArgs {
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+    output: DocOutput,
+}
+
+#[derive(clap::Args)]
+struct SimulateArgs {
+    /// The snapshot to replay (JSON or YAML), from `kgc node snapshot` or written by hand.
+    #[arg(long)]
+    snapshot: PathBuf,
+    /// How long to simulate (at most ten years of 5-minute steps).
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(0..=3650))]
+    days: u32,
+    /// Write a plot of disk usage over time here.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    #[command(flatten)]
+    policy: PolicyArgs,
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    output: Output,
+}
+
+/// Reads a JSON or YAML document (JSON is YAML, but serde_json gives better errors for it).
+fn read_document<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    if text.trim_start().starts_with('{') || text.trim_start().starts_with('[') {
+        serde_json::from_str(&text).with_context(|| format!("parsing {} as JSON", path.display()))
+    } else {
+        serde_saphyr::from_str(&text).with_context(|| format!("parsing {} as YAML", path.display()))
+    }
+}
+
+/// Writes `value` as JSON to `path` through a temporary file and a rename: never half-written.
+fn write_atomically(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(value)?)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(())
+}
+
+async fn connect(args: &RuntimeArgs) -> anyhow::Result<CriClient> {
+    let mut client = CriClient::connect(&args.runtime_endpoint, args.runtime_request_timeout)
+        .await
+        .context("is the container runtime running? (--runtime-endpoint)")?;
+    let v = client.version().await?;
+    tracing::debug!(
+        runtime = %v.runtime_name,
+        version = %v.runtime_version,
+        api = %v.runtime_api_version,
+        "connected"
+    );
+    Ok(client)
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// Left-aligned columns separated by two spaces, as kubectl prints.
+fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            if c + 1 < r.len() {
+                line.push_str(&format!("{cell:<w$}  ", w = widths[c]));
+            } else {
+                line.push_str(cell);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn plan_rows(plan: &Plan) -> Vec<Vec<String>> {
+    let mut rows = vec![vec![
+        "KIND".to_string(),
+        "ID".to_string(),
+        "REASON".to_string(),
+        "DETAIL".to_string(),
+    ]];
+    for c in &plan.containers {
+        rows.push(vec![
+            "container".into(),
+            c.id.clone(),
+            format!("{:?}", c.reason),
+            format!(
+                "pod {} container {} created {}",
+                c.pod_uid, c.name, c.created_at
+            ),
+        ]);
+    }
+    for s in &plan.sandboxes {
+        rows.push(vec![
+            "sandbox".into(),
+            s.id.clone(),
+            format!("{:?}", s.reason),
+            format!("pod {} created {}", s.pod_uid, s.created_at),
+        ]);
+    }
+    for d in &plan.pod_log_dirs {
+        rows.push(vec![
+            "podLogDir".into(),
+            d.name.clone(),
+            "DeletedPod".into(),
+            format!("pod {}", d.pod_uid),
+        ]);
+    }
+    for i in &plan.images.removals {
+        let last_used = i.last_used.map_or_else(
+            || "never seen in use".to_string(),
+            |t| format!("last used {t}"),
+        );
+        rows.push(vec![
+            "image".into(),
+            i.id.clone(),
+            format!("{:?}", i.reason),
+            format!(
+                "{} {} {last_used}",
+                i.repo_tags.first().map_or("<none>", String::as_str),
+                i.size.map_or_else(|| "?".to_string(), human_bytes),
+            ),
+        ]);
+    }
+    rows
+}
+
+/// Prints `text` to stdout; a closed pipe (`kgc node … | head`) ends the output quietly.
+fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// `writeln!` into a `String`, which cannot fail.
+macro_rules! say {
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
+fn print_plan(plan: &Plan, outcome: Option<&Outcome>, output: Output) -> anyhow::Result<()> {
+    let mut out = String::new();
+    match output {
+        Output::Json => {
+            let doc = serde_json::json!({ "plan": plan, "outcome": outcome });
+            say!(out, "{}", serde_json::to_string_pretty(&doc)?);
+        }
+        Output::Table => {
+            if plan.is_empty() {
+                say!(out, "nothing to remove");
+            } else {
+                out.push_str(&table(&plan_rows(plan)));
+            }
+            if let Some(fs) = &plan.images.fs {
+                say!(
+                    out,
+                    "image filesystem: {}% of {} used; {} to free; the plan frees {}",
+                    fs.usage_percent,
+                    human_bytes(fs.capacity_bytes),
+                    human_bytes(fs.bytes_to_free),
+                    human_bytes(plan.image_bytes()),
+                );
+            }
+            for w in &plan.warnings {
+                say!(out, "warning: {w}");
+            }
+            if let Some(e) = &plan.images.error {
+                say!(out, "image GC: {e}");
+            }
+            match outcome {
+                None => say!(out, "dry run: nothing was removed"),
+                Some(o) => {
+                    say!(
+                        out,
+                        "removed {} containers, {} sandboxes, {} pod log directories, {} images ({})",
+                        o.containers,
+                        o.sandboxes,
+                        o.pod_log_dirs,
+                        o.images,
+                        human_bytes(o.image_bytes)
+                    );
+                    for f in &o.failures {
+                        say!(out, "failed: {f}");
+                    }
+                }
+            }
+        }
+    }
+    emit(&out)
+}
+
+/// Counters for `/metrics` of `kgc node gc --every`.
+#[derive(Default)]
+struct Metrics {
+    passes: AtomicU64,
+    pass_errors: AtomicU64,
+    containers: AtomicU64,
+    sandboxes: AtomicU64,
+    pod_log_dirs: AtomicU64,
+    images_age: AtomicU64,
+    images_space: AtomicU64,
+    image_bytes: AtomicU64,
+    removal_failures: AtomicU64,
+    usage_percent: AtomicU64,
+    last_pass_seconds: AtomicU64,
+}
+
+impl Metrics {
+    fn render(&self) -> String {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        const C: &str = "counter";
+        // (name, type, help, labels, value); rows of one name are adjacent.
+        let rows = [
+            (
+                "kgc_node_gc_passes_total",
+                C,
+                "GC passes run.",
+                "",
+                g(&self.passes),
+            ),
+            (
+                "kgc_node_gc_pass_errors_total",
+                C,
+                "GC passes that failed before removing anything (runtime down, bad answer).",
+                "",
+                g(&self.pass_errors),
+            ),
+            (
+                "kgc_node_containers_removed_total",
+                C,
+                "Dead containers removed.",
+                "",
+                g(&self.containers),
+            ),
+            (
+                "kgc_node_sandboxes_removed_total",
+                C,
+                "Pod sandboxes removed.",
+                "",
+                g(&self.sandboxes),
+            ),
+            (
+                "kgc_node_pod_log_dirs_removed_total",
+                C,
+                "Pod log directories removed.",
+                "",
+                g(&self.pod_log_dirs),
+            ),
+            (
+                "kgc_node_image_garbage_collected_total",
+                C,
+                "Images removed, by reason (the kubelet's image_garbage_collected_total).",
+                "{reason=\"age\"}",
+                g(&self.images_age),
+            ),
+            (
+                "kgc_node_image_garbage_collected_total",
+                C,
+                "",
+                "{reason=\"space\"}",
+                g(&self.images_space),
+            ),
+            (
+                "kgc_node_image_bytes_freed_total",
+                C,
+                "Bytes freed by removed images, by the sizes the runtime reported.",
+                "",
+                g(&self.image_bytes),
+            ),
+            (
+                "kgc_node_removal_failures_total",
+                C,
+                "Removals the runtime refused.",
+                "",
+                g(&self.removal_failures),
+            ),
+            (
+                "kgc_node_image_fs_usage_percent",
+                "gauge",
+                "Image filesystem usage at the last pass.",
+                "",
+                g(&self.usage_percent),
+            ),
+            (
+                "kgc_node_gc_last_pass_timestamp_seconds",
+                "gauge",
+                "When the last pass finished.",
+                "",
+                g(&self.last_pass_seconds),
+            ),
+        ];
+        let mut out = String::new();
+        let mut last = "";
+        for (name, kind, help, labels, value) in rows {
+            if name != last {
+                out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+                last = name;
+            }
+            out.push_str(&format!("{name}{labels} {value}\n"));
+        }
+        out
+    }
+
+    fn observe(&self, plan: &Plan, outcome: Option<&Outcome>) {
+        let add = |a: &AtomicU64, n: u64| a.fetch_add(n, Ordering::Relaxed);
+        add(&self.passes, 1);
+        if let Some(fs) = &plan.images.fs {
+            self.usage_percent
+                .store(fs.usage_percent, Ordering::Relaxed);
+        }
+        if let Some(o) = outcome {
+            add(&self.containers, o.containers);
+            add(&self.sandboxes, o.sandboxes);
+            add(&self.pod_log_dirs, o.pod_log_dirs);
+            add(&self.image_bytes, o.image_bytes);
+            add(&self.removal_failures, o.failures.len() as u64);
+            for r in &plan.images.removals {
+                if o.removed_images.contains(&r.id) {
+                    match r.reason {
+                        kgc_node::images::ImageReason::Age => add(&self.images_age, 1),
+                        kgc_node::images::ImageReason::Space => add(&self.images_space, 1),
+                    };
+                }
+            }
+        }
+        let now = jiff::Timestamp::now().as_second().max(0).unsigned_abs();
+        self.last_pass_seconds.store(now, Ordering::Relaxed);
+    }
+}
+
+/// One pass: snapshot, plan, execute (unless dry run).
+async fn pass(
+    client: &mut CriClient,
+    args: &GcArgs,
+    policy: &Policy,
+    pods: Option<&[Pod]>,
+    state: &mut GcState,
+) -> anyhow::Result<(Plan, Option<Outcome>)> {
+    let mut snapshot = client
+        .snapshot(
+            pods.is_some()
+                .then_some(args.runtime.pod_logs_dir.as_path()),
+        )
+        .await?;
+    snapshot.pods = pods.map(<[Pod]>::to_vec);
+    let plan = kgc_node::plan(&snapshot, policy, state)?;
+    if let Some(path) = &args.state_file {
+        write_atomically(path, state)?;
+    }
+    if args.dry_run {
+        return Ok((plan, None));
+    }
+    let outcome = client
+        .execute(&plan, Some(args.runtime.pod_logs_dir.as_path()))
+        .await;
+    Ok((plan, Some(outcome)))
+}
+
+async fn gc(args: GcArgs) -> anyhow::Result<()> {
+    let policy = args.policy.policy()?;
+    let pods = args.policy.pods()?;
+    let mut state: GcState = match &args.state_file {
+        Some(path) if path.exists() => read_document(path)?,
+        _ => GcState::default(),
+    };
+    let Some(every) = args.every else {
+        let mut client = connect(&args.runtime).await?;
+        let (plan, outcome) =
+            pass(&mut client, &args, &policy, pods.as_deref(), &mut state).await?;
+        print_plan(&plan, outcome.as_ref(), args.output)?;
+        if outcome.as_ref().is_some_and(|o| !o.failures.is_empty()) {
+            anyhow::bail!("some removals failed (listed above)");
+        }
+        return Ok(());
+    };
+    anyhow::ensure!(!every.is_zero(), "--every must be more than 0s");
+    let metrics = Arc::new(Metrics::default());
+    let listener = tokio::net::TcpListener::bind(args.metrics_listen)
+        .await
+        .with_context(|| format!("listening on {}", args.metrics_listen))?;
+    tracing::info!(address = %listener.local_addr()?, "serving /metrics");
+    let app = {
+        use axum::routing::get;
+        let m = Arc::clone(&metrics);
+        axum::Router::new()
+            .route("/healthz", get(|| async { "ok" }))
+            .route(
+                "/metrics",
+                get(move || {
+                    let m = Arc::clone(&m);
+                    async move { m.render() }
+                }),
+            )
+    };
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut client: Option<CriClient> = None;
+    let mut ticker = tokio::time::interval(every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = tokio::signal::ctrl_c() => break,
+            _ = term.recv() => break,
+        }
+        // A runtime that is down (or restarting) is retried at the next tick.
+        if client.is_none() {
+            match connect(&args.runtime).await {
+                Ok(c) => client = Some(c),
+                Err(e) => {
+                    metrics.pass_errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!("node GC pass skipped: {e:#}");
+                    continue;
+                }
+            }
+        }
+        let Some(c) = client.as_mut() else { continue };
+        match pass(c, &args, &policy, pods.as_deref(), &mut state).await {
+            Ok((plan, outcome)) => {
+                metrics.observe(&plan, outcome.as_ref());
+                print_plan(&plan, outcome.as_ref(), args.output)?;
+            }
+            Err(e) => {
+                metrics.pass_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("node GC pass failed, nothing removed: {e:#}");
+            }
+        }
+    }
+    server.abort();
+    Ok(())
+}
+
+async fn snapshot(args: SnapshotArgs) -> anyhow::Result<()> {
+    let mut client = connect(&args.runtime).await?;
+    let snapshot = client
+        .snapshot(Some(args.runtime.pod_logs_dir.as_path()))
+        .await?;
+    let mut out = String::new();
+    match args.output {
+        DocOutput::Json => say!(out, "{}", serde_json::to_string_pretty(&snapshot)?),
+        DocOutput::Yaml => print!("{}", serde_saphyr::to_string(&snapshot)?),
+    }
+    emit(&out)
+}
+
+fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
+    let policy = args.policy.policy()?;
+    let mut snapshot: Snapshot = read_document(&args.snapshot)?;
+    if let Some(pods) = args.policy.pods()? {
+        snapshot.pods = Some(pods);
+    }
+    let duration = Duration::from_secs(u64::from(args.days) * 86_400);
+    let sim = kgc_node::simulate::simulate(&snapshot, &policy, duration)
+        .with_context(|| format!("simulating {}", args.snapshot.display()))?;
+    if let Some(path) = &args.svg {
+        std::fs::write(path, kgc_node::simulate::svg(&sim))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let mut out = String::new();
+    match args.output {
+        Output::Json => say!(out, "{}", serde_json::to_string_pretty(&sim)?),
+        Output::Table => {
+            let mut rows = vec![vec![
+                "TIME".to_string(),
+                "KIND".to_string(),
+                "ID".to_string(),
+                "REASON".to_string(),
+                "BYTES".to_string(),
+            ]];
+            for e in &sim.events {
+                rows.push(vec![
+                    e.time.strftime("%Y-%m-%d %H:%M").to_string(),
+                    e.kind.to_string(),
+                    e.id.clone(),
+                    e.reason.clone(),
+                    e.bytes.map(human_bytes).unwrap_or_default(),
+                ]);
+            }
+            if sim.events.is_empty() {
+                say!(out, "nothing would be removed in {} days", args.days);
+            } else {
+                out.push_str(&table(&rows));
+            }
+            let peak = sim
+                .samples
+                .iter()
+                .map(|s| s.usage_percent)
+                .fold(0.0f64, f64::max);
+            let last = sim.samples.last().map_or(0.0, |s| s.usage_percent);
+            say!(
+                out,
+                "image filesystem: peak {peak:.1}%, at the end {last:.1}% of {}",
+                human_bytes(sim.capacity_bytes)
+            );
+            for (at, steps, e) in &sim.errors {
+                say!(out, "image GC error from {at} ({steps} passes): {e}");
+            }
+            if let Some(path) = &args.svg {
+                say!(out, "plot: {}", path.display());
+            }
+        }
+    }
+    emit(&out)
+}
+
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    match args.command {
+        Command::Gc(a) => gc(a).await,
+        Command::Snapshot(a) => snapshot(a).await,
+        Command::Simulate(a) => simulate(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_have_one_help_per_name() {
+        let text = Metrics::default().render();
+        assert_eq!(
+            text.matches("# HELP kgc_node_image_garbage_collected_total")
+                .count(),
+            1
+        );
+        assert!(text.contains("kgc_node_image_garbage_collected_total{reason=\"space\"} 0\n"));
+    }
+
+    #[test]
+    fn tables_align_columns() {
+        let rows = vec![
+            vec!["KIND".to_string(), "ID".to_string()],
+            vec!["container".to_string(), "abc".to_string()],
+        ];
+        assert_eq!(table(&rows), "KIND       ID\ncontainer  abc\n");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(10), "10 B");
+    }
+}
