@@ -178,27 +178,7 @@ impl Cluster for InProcess {
     }
 
     fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
-        // The metadata watch hands its list over in one piece.
-        watch_as(self.store.clone(), &resource, meta)
-            .scan(Vec::new(), |list, event| {
-                let out = match event {
-                    Ok(ObjectEvent::Init) => {
-                        list.clear();
-                        None
-                    }
-                    Ok(ObjectEvent::InitApply(m)) => {
-                        list.push(m);
-                        None
-                    }
-                    Ok(ObjectEvent::InitDone) => Some(Ok(MetaEvent::Resync(std::mem::take(list)))),
-                    Ok(ObjectEvent::Apply(m)) => Some(Ok(MetaEvent::Apply(m))),
-                    Ok(ObjectEvent::Delete(m)) => Some(Ok(MetaEvent::Delete(m))),
-                    Err(e) => Some(Err(e)),
-                };
-                futures::future::ready(Some(out))
-            })
-            .filter_map(futures::future::ready)
-            .boxed()
+        crate::meta_events(watch_as(self.store.clone(), &resource, meta))
     }
 
     async fn get(

@@ -77,6 +77,35 @@ pub enum ObjectEvent<T = Value> {
     Delete(T),
 }
 
+/// Folds a metadata event stream into [`MetaEvent`]s: the objects of a list, from `Init` to
+/// `InitDone`, arrive as one `Resync`, which is what the garbage collector's graph builder wants
+/// (both implementations deliver lists object by object and share this fold).
+fn meta_events(
+    events: impl futures::Stream<Item = Result<ObjectEvent<ObjectMeta>>> + Send + 'static,
+) -> BoxStream<'static, Result<MetaEvent>> {
+    use futures::StreamExt;
+    events
+        .scan(Vec::new(), |list, event| {
+            let out = match event {
+                Ok(ObjectEvent::Init) => {
+                    list.clear();
+                    None
+                }
+                Ok(ObjectEvent::InitApply(m)) => {
+                    list.push(m);
+                    None
+                }
+                Ok(ObjectEvent::InitDone) => Some(Ok(MetaEvent::Resync(std::mem::take(list)))),
+                Ok(ObjectEvent::Apply(m)) => Some(Ok(MetaEvent::Apply(m))),
+                Ok(ObjectEvent::Delete(m)) => Some(Ok(MetaEvent::Delete(m))),
+                Err(e) => Some(Err(e)),
+            };
+            futures::future::ready(Some(out))
+        })
+        .filter_map(futures::future::ready)
+        .boxed()
+}
+
 /// What a DELETE did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Deleted {

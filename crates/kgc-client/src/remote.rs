@@ -458,6 +458,20 @@ fn refs_json(refs: &[OwnerReference]) -> Value {
     }
 }
 
+/// A kube-rs watcher event as this crate's [`ObjectEvent`], each object converted by `f`.
+fn object_event<K, T>(
+    event: std::result::Result<watcher::Event<K>, watcher::Error>,
+    f: impl Fn(&K) -> T,
+) -> Result<ObjectEvent<T>> {
+    Ok(match event.map_err(from_watcher)? {
+        watcher::Event::Init => ObjectEvent::Init,
+        watcher::Event::InitApply(o) => ObjectEvent::InitApply(f(&o)),
+        watcher::Event::InitDone => ObjectEvent::InitDone,
+        watcher::Event::Apply(o) => ObjectEvent::Apply(f(&o)),
+        watcher::Event::Delete(o) => ObjectEvent::Delete(f(&o)),
+    })
+}
+
 impl Cluster for Remote {
     async fn resources(&self) -> Result<Vec<Arc<ResourceInfo>>> {
         discover(&self.client, &self.legacy_discovery).await
@@ -465,28 +479,10 @@ impl Cluster for Remote {
 
     fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
         let api: MetaApi = Api::all_with(self.client.clone(), &api_resource(&resource));
-        watcher(api, watcher::Config::default())
-            .scan(None::<Vec<ObjectMeta>>, |initial, event| {
-                let out = match event {
-                    Ok(watcher::Event::Init) => {
-                        *initial = Some(Vec::new());
-                        None
-                    }
-                    Ok(watcher::Event::InitApply(o)) => {
-                        initial.get_or_insert_with(Vec::new).push(meta(&o.metadata));
-                        None
-                    }
-                    Ok(watcher::Event::InitDone) => {
-                        Some(Ok(MetaEvent::Resync(initial.take().unwrap_or_default())))
-                    }
-                    Ok(watcher::Event::Apply(o)) => Some(Ok(MetaEvent::Apply(meta(&o.metadata)))),
-                    Ok(watcher::Event::Delete(o)) => Some(Ok(MetaEvent::Delete(meta(&o.metadata)))),
-                    Err(e) => Some(Err(from_watcher(e))),
-                };
-                futures::future::ready(Some(out))
-            })
-            .filter_map(futures::future::ready)
-            .boxed()
+        crate::meta_events(
+            watcher(api, watcher::Config::default())
+                .map(|e| object_event(e, |o| meta(&o.metadata))),
+        )
     }
 
     async fn get(
@@ -679,14 +675,7 @@ impl Cluster for Remote {
     ) -> BoxStream<'static, Result<ObjectEvent>> {
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &api_resource(&resource));
         watcher(api, watcher::Config::default())
-            .map(|event| match event {
-                Ok(watcher::Event::Init) => Ok(ObjectEvent::Init),
-                Ok(watcher::Event::InitApply(o)) => Ok(ObjectEvent::InitApply(to_json(&o))),
-                Ok(watcher::Event::InitDone) => Ok(ObjectEvent::InitDone),
-                Ok(watcher::Event::Apply(o)) => Ok(ObjectEvent::Apply(to_json(&o))),
-                Ok(watcher::Event::Delete(o)) => Ok(ObjectEvent::Delete(to_json(&o))),
-                Err(e) => Err(from_watcher(e)),
-            })
+            .map(|e| object_event(e, to_json))
             .boxed()
     }
 
