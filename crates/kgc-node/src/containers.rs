@@ -7,6 +7,7 @@
 //! file it under pod uid "" and, once synced, treat it as a deleted pod's).
 
 use crate::hash::FxHashMap as HashMap;
+use std::collections::hash_map::Entry;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
@@ -39,22 +40,58 @@ impl Default for ContainerGcPolicy {
 }
 
 /// What the kubelet's pod workers say about pod uids (`pkg/kubelet/pod_workers.go`).
+///
+/// Each known uid is hashed once, here, into a dense number; a pass then asks about pods by
+/// number ([`PodNumbers`]), so that 100,000 containers cost one uid lookup each.
 pub struct PodView<'a> {
     /// All config sources seen and pods synced. False: nothing counts as a deleted pod's.
     sources_ready: bool,
-    pods: HashMap<&'a str, &'a Pod>,
+    numbers: HashMap<&'a str, usize>,
+    fates: Vec<Fate>,
+}
+
+/// What may be removed of one pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fate {
+    /// `ShouldPodContentBeRemoved`.
+    content: bool,
+    /// `ShouldPodRuntimeBeRemoved`.
+    runtime: bool,
+}
+
+impl Fate {
+    /// The pod counts as deleted: its containers and inactive sandboxes all go.
+    pub(crate) fn gone(self, evict_non_deleted_pods: bool) -> bool {
+        self.content || (evict_non_deleted_pods && self.runtime)
+    }
 }
 
 impl<'a> PodView<'a> {
     /// `None`: the pods are unknown (sources not ready).
     pub fn new(pods: Option<&'a [Pod]>) -> Self {
+        let sources_ready = pods.is_some();
+        let pods = pods.unwrap_or_default();
+        let mut numbers: HashMap<&str, usize> =
+            HashMap::with_capacity_and_hasher(pods.len(), Default::default());
+        let mut fates = Vec::with_capacity(pods.len());
+        for p in pods {
+            let fate = Fate {
+                content: p.evicted || (p.deleted && p.terminated),
+                runtime: p.terminated,
+            };
+            // A uid listed twice: the last listing wins.
+            match numbers.entry(p.uid.as_str()) {
+                Entry::Occupied(e) => fates[*e.get()] = fate,
+                Entry::Vacant(e) => {
+                    e.insert(fates.len());
+                    fates.push(fate);
+                }
+            }
+        }
         PodView {
-            sources_ready: pods.is_some(),
-            pods: pods
-                .unwrap_or_default()
-                .iter()
-                .map(|p| (p.uid.as_str(), p))
-                .collect(),
+            sources_ready,
+            numbers,
+            fates,
         }
     }
 
@@ -62,21 +99,66 @@ impl<'a> PodView<'a> {
         self.sources_ready
     }
 
+    /// A uid the kubelet does not know: removable once synced.
+    fn unknown(&self) -> Fate {
+        Fate {
+            content: self.sources_ready,
+            runtime: self.sources_ready,
+        }
+    }
+
+    fn fate(&self, uid: &str) -> Fate {
+        self.numbers
+            .get(uid)
+            .map_or_else(|| self.unknown(), |&n| self.fates[n])
+    }
+
     /// `ShouldPodContentBeRemoved`: evicted, or deleted and terminated; a uid the kubelet does
     /// not know, once synced.
     pub fn content_removable(&self, uid: &str) -> bool {
-        match self.pods.get(uid) {
-            Some(p) => p.evicted || (p.deleted && p.terminated),
-            None => self.sources_ready,
-        }
+        self.fate(uid).content
     }
 
     /// `ShouldPodRuntimeBeRemoved`: terminated; a uid the kubelet does not know, once synced.
     pub fn runtime_removable(&self, uid: &str) -> bool {
-        match self.pods.get(uid) {
-            Some(p) => p.terminated,
-            None => self.sources_ready,
+        self.fate(uid).runtime
+    }
+}
+
+/// Dense numbers for the pod uids one pass meets: the view's numbers, then one for each uid it
+/// does not know (so that such a pod's containers still group together).
+pub(crate) struct PodNumbers<'v, 'a, 'c> {
+    view: &'v PodView<'a>,
+    unknown: HashMap<&'c str, usize>,
+}
+
+impl<'v, 'a, 'c> PodNumbers<'v, 'a, 'c> {
+    pub(crate) fn new(view: &'v PodView<'a>) -> Self {
+        PodNumbers {
+            view,
+            unknown: HashMap::default(),
         }
+    }
+
+    pub(crate) fn number(&mut self, uid: &'c str) -> usize {
+        if let Some(&n) = self.view.numbers.get(uid) {
+            return n;
+        }
+        let next = self.len();
+        *self.unknown.entry(uid).or_insert(next)
+    }
+
+    /// How many numbers were given out.
+    pub(crate) fn len(&self) -> usize {
+        self.view.fates.len() + self.unknown.len()
+    }
+
+    pub(crate) fn fate(&self, number: usize) -> Fate {
+        self.view
+            .fates
+            .get(number)
+            .copied()
+            .unwrap_or_else(|| self.view.unknown())
     }
 }
 
@@ -92,16 +174,17 @@ pub enum ContainerReason {
     MaxContainers,
 }
 
-/// One container the plan removes.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One container the plan removes. Its strings are borrowed from the snapshot: a plan over
+/// 100,000 containers copies none of them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ContainerRemoval {
-    pub id: String,
-    pub pod_uid: String,
-    pub name: String,
+pub struct ContainerRemoval<'a> {
+    pub id: &'a str,
+    pub pod_uid: &'a str,
+    pub name: &'a str,
     /// The image it was created from: kept if removing the container fails.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub image_id: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub image_id: &'a str,
     pub created_at: Timestamp,
     /// In `unknown` state: stopped (StopContainer) first; if that fails it is skipped.
     pub stop_first: bool,
@@ -118,22 +201,23 @@ pub enum SandboxReason {
     Superseded,
 }
 
-/// One sandbox the plan removes (StopPodSandbox, then RemovePodSandbox).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One sandbox the plan removes (StopPodSandbox, then RemovePodSandbox), borrowed from the
+/// snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SandboxRemoval {
-    pub id: String,
-    pub pod_uid: String,
+pub struct SandboxRemoval<'a> {
+    pub id: &'a str,
+    pub pod_uid: &'a str,
     pub created_at: Timestamp,
     pub reason: SandboxReason,
 }
 
-/// One pod log directory the plan removes.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One pod log directory the plan removes, borrowed from the snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LogDirRemoval {
-    pub name: String,
-    pub pod_uid: String,
+pub struct LogDirRemoval<'a> {
+    pub name: &'a str,
+    pub pod_uid: &'a str,
 }
 
 /// Newest first, as upstream's `byCreated`; ties by id so that plans are deterministic.
@@ -143,47 +227,79 @@ fn newest_first(a: &Container, b: &Container) -> std::cmp::Ordering {
         .then_with(|| b.id.cmp(&a.id))
 }
 
-/// Items grouped by a key in one flat array (a counting sort over group numbers), so that
-/// grouping 100,000 containers allocates two vectors instead of one per group, and each
-/// string key is hashed exactly once.
+/// An id as a sort key: its first 16 bytes as a number, compared first, so that sorting by
+/// id seldom reads the strings themselves (each its own allocation, mostly out of cache).
+/// Zero padding keeps the order of the strings: a shorter prefix of an id sorts first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct IdKey<'a>(u128, &'a str);
+
+impl<'a> IdKey<'a> {
+    pub(crate) fn new(id: &'a str) -> Self {
+        let mut prefix = [0u8; 16];
+        let n = id.len().min(16);
+        prefix[..n].copy_from_slice(&id.as_bytes()[..n]);
+        IdKey(u128::from_be_bytes(prefix), id)
+    }
+}
+
+/// Items grouped by a key in one flat array, so that grouping 100,000 containers allocates
+/// two vectors instead of one per group.
 struct Groups<K> {
     /// Per group: its key and its range in `items`.
     groups: Vec<(K, std::ops::Range<usize>)>,
     items: Vec<usize>,
 }
 
-impl<K: Copy + Eq + std::hash::Hash> Groups<K> {
-    /// Groups `items` (indices) by `key`, groups in order of first appearance.
-    fn new(items: impl Iterator<Item = (K, usize)>) -> Self {
-        let items = items.collect::<Vec<_>>();
-        let mut number: HashMap<K, usize> =
-            HashMap::with_capacity_and_hasher(items.len(), Default::default());
-        let mut groups: Vec<(K, std::ops::Range<usize>)> = Vec::new();
-        let mut of_item = Vec::with_capacity(items.len());
-        for &(key, _) in &items {
-            let g = *number.entry(key).or_insert_with(|| {
-                groups.push((key, 0..0));
-                groups.len() - 1
-            });
-            groups[g].1.end += 1;
-            of_item.push(g);
+impl Groups<usize> {
+    /// Groups `(key, item)` pairs by a dense key (below `keys`, like a pod number) with a
+    /// counting sort: no hashing, two linear passes. Groups come in key order.
+    fn dense(pairs: &[(usize, usize)], keys: usize) -> Self {
+        let mut start = vec![0usize; keys + 1];
+        for &(key, _) in pairs {
+            start[key + 1] += 1;
         }
-        let mut next = 0;
-        for (_, range) in &mut groups {
-            let len = range.end;
-            *range = next..next;
-            next += len;
+        for key in 0..keys {
+            start[key + 1] += start[key];
         }
-        let mut flat = vec![0; items.len()];
-        for (&(_, item), &g) in items.iter().zip(&of_item) {
-            let range = &mut groups[g].1;
-            flat[range.end] = item;
-            range.end += 1;
+        let mut next = start.clone();
+        let mut items = vec![0; pairs.len()];
+        for &(key, item) in pairs {
+            items[next[key]] = item;
+            next[key] += 1;
         }
         Groups {
-            groups,
-            items: flat,
+            groups: (0..keys)
+                .filter(|&key| start[key] < start[key + 1])
+                .map(|key| (key, start[key]..start[key + 1]))
+                .collect(),
+            items,
         }
+    }
+}
+
+impl Groups<(usize, usize)> {
+    /// Evict units: `((pod, name), container)` grouped by pod number (dense), then by name
+    /// number within each pod.
+    fn units(members: &[((usize, usize), usize)], pods: usize) -> Self {
+        let pairs: Vec<(usize, usize)> = members
+            .iter()
+            .enumerate()
+            .map(|(m, &((pod, _), _))| (pod, m))
+            .collect();
+        let mut by_pod = Groups::dense(&pairs, pods);
+        let name = |m: usize| members[m].0.1;
+        let mut groups = Vec::with_capacity(by_pod.groups.len());
+        let mut items = Vec::with_capacity(members.len());
+        for (pod, range) in by_pod.groups {
+            let of_pod = &mut by_pod.items[range];
+            of_pod.sort_unstable_by_key(|&m| name(m));
+            for unit in of_pod.chunk_by(|&a, &b| name(a) == name(b)) {
+                let start = items.len();
+                items.extend(unit.iter().map(|&m| members[m].1));
+                groups.push(((pod, name(unit[0])), start..items.len()));
+            }
+        }
+        Groups { groups, items }
     }
 }
 
@@ -208,7 +324,7 @@ fn remove_oldest_n(
 /// Every unit's kept part down to `max`.
 fn enforce_per_unit(
     containers: &[Container],
-    units: &mut Groups<(&str, &str)>,
+    units: &mut Groups<(usize, usize)>,
     kept: &mut [usize],
     max: usize,
     reason: ContainerReason,
@@ -226,29 +342,70 @@ fn enforce_per_unit(
 /// grouped into evict units (pod uid, container name); all of a deleted pod's go; then
 /// MaxPerPodContainer per unit; then, over MaxContainers, first an even share per unit
 /// (`MaxContainers / units`, at least 1) and then the oldest across the node.
-pub fn plan_containers(
+pub fn plan_containers<'a>(
     policy: &ContainerGcPolicy,
-    containers: &[Container],
+    containers: &'a [Container],
     pods: &PodView<'_>,
     now: Timestamp,
     evict_non_deleted_pods: bool,
-) -> Vec<ContainerRemoval> {
+) -> Vec<ContainerRemoval<'a>> {
     evict_containers(policy, containers, pods, now, evict_non_deleted_pods)
         .into_iter()
         .map(|(i, reason)| container_removal(&containers[i], reason))
         .collect()
 }
 
-/// A removal naming the container, from the snapshot's strings.
-pub(crate) fn container_removal(c: &Container, reason: ContainerReason) -> ContainerRemoval {
+/// A removal naming the container by the snapshot's strings.
+pub(crate) fn container_removal(c: &Container, reason: ContainerReason) -> ContainerRemoval<'_> {
     ContainerRemoval {
-        id: c.id.clone(),
-        pod_uid: c.pod_uid.clone().unwrap_or_default(),
-        name: c.name.clone(),
-        image_id: c.image_id.clone(),
+        id: &c.id,
+        pod_uid: c.pod_uid.as_deref().unwrap_or_default(),
+        name: &c.name,
+        image_id: &c.image_id,
         created_at: c.created_at,
         stop_first: c.state == ContainerState::Unknown,
         reason,
+    }
+}
+
+/// The evict units (pod uid, container name) of one pass, collected container by container so
+/// that the planner can read each container's strings in one visit. Units are keyed by
+/// numbers: each container's uid and name are hashed once, into small tables, and the units'
+/// map hashes two integers.
+pub(crate) struct Units<'c> {
+    /// Containers created after this are too young (MinAge); `None`: all are.
+    newest_gc_time: Option<Timestamp>,
+    names: HashMap<&'c str, usize>,
+    /// ((pod number, name number), container index) of every collectable container.
+    members: Vec<((usize, usize), usize)>,
+}
+
+impl<'c> Units<'c> {
+    pub(crate) fn new(policy: &ContainerGcPolicy, now: Timestamp, containers: usize) -> Self {
+        Units {
+            // A MinAge beyond the time range keeps everything.
+            newest_gc_time: SignedDuration::try_from(policy.min_age)
+                .ok()
+                .and_then(|d| now.checked_sub(d).ok()),
+            names: HashMap::default(),
+            members: Vec::with_capacity(containers),
+        }
+    }
+
+    /// Files container `i` under its unit if it is dead, old enough and the kubelet's.
+    pub(crate) fn add(&mut self, i: usize, c: &'c Container, pods: &mut PodNumbers<'_, '_, 'c>) {
+        if c.state == ContainerState::Running
+            || self.newest_gc_time.is_none_or(|t| c.created_at > t)
+        {
+            return;
+        }
+        let Some(uid) = c.pod_uid.as_deref() else {
+            return;
+        };
+        let pod = pods.number(uid);
+        let next = self.names.len();
+        let name = *self.names.entry(&c.name).or_insert(next);
+        self.members.push(((pod, name), i));
     }
 }
 
@@ -261,29 +418,30 @@ pub(crate) fn evict_containers(
     now: Timestamp,
     evict_non_deleted_pods: bool,
 ) -> Vec<(usize, ContainerReason)> {
-    let newest_gc_time = SignedDuration::try_from(policy.min_age)
-        .ok()
-        .and_then(|d| now.checked_sub(d).ok());
-    let mut units = Groups::new(containers.iter().enumerate().filter_map(|(i, c)| {
-        if c.state == ContainerState::Running {
-            return None;
-        }
-        // A MinAge beyond the time range keeps everything.
-        if newest_gc_time.is_none_or(|t| c.created_at > t) {
-            return None;
-        }
-        let pod_uid = c.pod_uid.as_deref()?;
-        Some(((pod_uid, c.name.as_str()), i))
-    }));
+    let mut numbers = PodNumbers::new(pods);
+    let mut units = Units::new(policy, now, containers.len());
+    for (i, c) in containers.iter().enumerate() {
+        units.add(i, c, &mut numbers);
+    }
+    evict_units(policy, containers, units, &numbers, evict_non_deleted_pods)
+}
+
+/// [`evict_containers`] over units already collected.
+pub(crate) fn evict_units(
+    policy: &ContainerGcPolicy,
+    containers: &[Container],
+    units: Units<'_>,
+    numbers: &PodNumbers<'_, '_, '_>,
+    evict_non_deleted_pods: bool,
+) -> Vec<(usize, ContainerReason)> {
+    let mut units = Groups::units(&units.members, numbers.len());
     let mut kept: Vec<usize> = units.groups.iter().map(|(_, r)| r.len()).collect();
-    let mut out = Vec::with_capacity(containers.len() / 2);
+    let mut out = Vec::with_capacity(units.items.len());
     // Units of deleted pods are gone, not emptied: they no longer count as evict units.
     let mut live_units = units.groups.len();
-    if pods.sources_ready() {
-        for (((uid, _), range), kept) in units.groups.iter().zip(&mut kept) {
-            if pods.content_removable(uid)
-                || (evict_non_deleted_pods && pods.runtime_removable(uid))
-            {
+    if numbers.view.sources_ready() {
+        for (((pod, _), range), kept) in units.groups.iter().zip(&mut kept) {
+            if numbers.fate(*pod).gone(evict_non_deleted_pods) {
                 out.extend(
                     units.items[range.clone()]
                         .iter()
@@ -341,7 +499,7 @@ pub(crate) fn evict_containers(
         .into_iter()
         .map(|(i, reason)| {
             let c = &containers[i];
-            ((c.created_at, c.id.as_str()), i, reason)
+            ((c.created_at, IdKey::new(&c.id)), i, reason)
         })
         .collect();
     // Ids are unique, so the order is total.
@@ -361,26 +519,47 @@ pub fn plan_sandboxes<'a>(
     containers: impl IntoIterator<Item = &'a Container>,
     pods: &PodView<'_>,
     evict_non_deleted_pods: bool,
-) -> Vec<SandboxRemoval> {
+) -> Vec<SandboxRemoval<'a>> {
+    let index: HashMap<&str, usize> = sandboxes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect();
+    let mut referenced = vec![false; sandboxes.len()];
+    for c in containers {
+        if let Some(&i) = index.get(c.sandbox_id.as_str()) {
+            referenced[i] = true;
+        }
+    }
+    evict_sandboxes(
+        sandboxes,
+        &referenced,
+        &mut PodNumbers::new(pods),
+        evict_non_deleted_pods,
+    )
+}
+
+/// [`plan_sandboxes`] with the referenced sandboxes marked by index.
+pub(crate) fn evict_sandboxes<'a>(
+    sandboxes: &'a [Sandbox],
+    referenced: &[bool],
+    numbers: &mut PodNumbers<'_, '_, 'a>,
+    evict_non_deleted_pods: bool,
+) -> Vec<SandboxRemoval<'a>> {
     let newest_first = |&a: &usize, &b: &usize| {
         let (a, b): (&Sandbox, &Sandbox) = (&sandboxes[a], &sandboxes[b]);
         b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id))
     };
-    let mut by_pod = Groups::new(
-        sandboxes
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.pod_uid.as_str(), i)),
-    );
-    // Candidates first (not READY, not a live pod's newest), then one pass over the
-    // containers drops those still referenced: probing a small set of candidates is cheaper
-    // than building a set of every container's sandbox id.
-    let mut candidates: HashMap<&str, (usize, SandboxReason)> = HashMap::default();
-    for (uid, range) in &by_pod.groups {
+    let pairs: Vec<(usize, usize)> = sandboxes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (numbers.number(&s.pod_uid), i))
+        .collect();
+    let mut by_pod = Groups::dense(&pairs, numbers.len());
+    let mut out = Vec::new();
+    for (pod, range) in &by_pod.groups {
         let list = &mut by_pod.items[range.clone()];
-        let deleted =
-            pods.content_removable(uid) || (evict_non_deleted_pods && pods.runtime_removable(uid));
-        let (keep, reason) = if deleted {
+        let (keep, reason) = if numbers.fate(*pod).gone(evict_non_deleted_pods) {
             (0, SandboxReason::DeletedPod)
         } else {
             (1, SandboxReason::Superseded)
@@ -390,25 +569,19 @@ pub fn plan_sandboxes<'a>(
         }
         for &i in list.iter().skip(keep) {
             let s = &sandboxes[i];
-            if s.state != SandboxState::Ready {
-                candidates.insert(s.id.as_str(), (i, reason));
+            if s.state != SandboxState::Ready && !referenced[i] {
+                out.push(((s.created_at, IdKey::new(&s.id)), i, reason));
             }
         }
     }
-    if !candidates.is_empty() {
-        for c in containers {
-            candidates.remove(c.sandbox_id.as_str());
-        }
-    }
-    let mut out: Vec<(usize, SandboxReason)> = candidates.into_values().collect();
     // Oldest first; ids are unique, so the order is total.
-    out.sort_unstable_by(|a, b| newest_first(&b.0, &a.0));
+    out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     out.into_iter()
-        .map(|(i, reason)| {
+        .map(|(_, i, reason)| {
             let s = &sandboxes[i];
             SandboxRemoval {
-                id: s.id.clone(),
-                pod_uid: s.pod_uid.clone(),
+                id: &s.id,
+                pod_uid: &s.pod_uid,
                 created_at: s.created_at,
                 reason,
             }
@@ -424,17 +597,15 @@ pub fn pod_uid_of_log_dir(name: &str) -> &str {
 
 /// Upstream `evictPodLogsDirectories`: only once the pods are known, every directory of a pod
 /// whose content may be removed.
-pub fn plan_log_dirs(dirs: &[String], pods: &PodView<'_>) -> Vec<LogDirRemoval> {
+pub fn plan_log_dirs<'a>(dirs: &'a [String], pods: &PodView<'_>) -> Vec<LogDirRemoval<'a>> {
     if !pods.sources_ready() {
         return Vec::new();
     }
     dirs.iter()
         .filter_map(|name| {
             let uid = pod_uid_of_log_dir(name);
-            pods.content_removable(uid).then(|| LogDirRemoval {
-                name: name.clone(),
-                pod_uid: uid.to_string(),
-            })
+            pods.content_removable(uid)
+                .then_some(LogDirRemoval { name, pod_uid: uid })
         })
         .collect()
 }

@@ -231,31 +231,31 @@ impl CriClient {
     /// Carries a plan out in its order. A failure is recorded and the pass goes on, except
     /// that an image whose container could not be removed is kept (it may still be in use),
     /// and a sandbox that could not be stopped is not removed (the kubelet's rule).
-    pub async fn execute(&mut self, plan: &Plan, pod_logs_dir: Option<&Path>) -> Outcome {
+    pub async fn execute(&mut self, plan: &Plan<'_>, pod_logs_dir: Option<&Path>) -> Outcome {
         let mut out = Outcome::default();
         let mut held_images: HashSet<&str> = HashSet::new();
         for c in &plan.containers {
             if c.stop_first
-                && let Err(e) = self.stop_container(&c.id).await
+                && let Err(e) = self.stop_container(c.id).await
             {
                 out.failed(format!("container {}", c.id), e);
-                held_images.insert(&c.image_id);
+                held_images.insert(c.image_id);
                 continue;
             }
-            match self.remove_container(&c.id).await {
+            match self.remove_container(c.id).await {
                 Ok(()) => out.containers += 1,
                 Err(e) => {
                     out.failed(format!("container {}", c.id), e);
-                    held_images.insert(&c.image_id);
+                    held_images.insert(c.image_id);
                 }
             }
         }
         for s in &plan.sandboxes {
-            if let Err(e) = self.stop_pod_sandbox(&s.id).await {
+            if let Err(e) = self.stop_pod_sandbox(s.id).await {
                 out.failed(format!("sandbox {}", s.id), e);
                 continue;
             }
-            match self.remove_pod_sandbox(&s.id).await {
+            match self.remove_pod_sandbox(s.id).await {
                 Ok(()) => out.sandboxes += 1,
                 Err(e) => out.failed(format!("sandbox {}", s.id), e),
             }
@@ -268,7 +268,7 @@ impl CriClient {
                         .push(format!("pod log directory {:?}: not a plain name", d.name));
                     continue;
                 }
-                match std::fs::remove_dir_all(dir.join(&d.name)) {
+                match std::fs::remove_dir_all(dir.join(d.name)) {
                     Ok(()) => out.pod_log_dirs += 1,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => out

@@ -156,11 +156,12 @@ pub struct ImagePlan {
     pub error: Option<String>,
 }
 
-/// A removal candidate: an image not in use and not pinned.
-#[derive(Clone, Debug)]
-pub struct Candidate {
-    pub id: String,
-    pub record: ImageRecord,
+/// A removal candidate: an image not in use and not pinned, borrowed from the records (only
+/// the images actually removed are copied into the plan).
+#[derive(Clone, Copy, Debug)]
+pub struct Candidate<'a> {
+    pub id: &'a str,
+    pub record: &'a ImageRecord,
 }
 
 fn elapsed(later: Timestamp, earlier: Timestamp) -> SignedDuration {
@@ -212,64 +213,66 @@ impl ImageRecords {
             HashSet::with_capacity_and_hasher(images.len(), Default::default());
         for image in images {
             let first_listing = listed.insert(image.id.as_str());
-            // Looked up by `&str` first: a known image costs no copy of its id.
-            if !self.records.contains_key(image.id.as_str()) {
-                self.records.insert(
-                    image.id.clone(),
-                    ImageRecord {
-                        first_detected: image.first_detected.unwrap_or(detect_time),
-                        last_used: None,
-                        size: None,
-                        pinned: false,
-                        repo_tags: Vec::new(),
-                    },
-                );
-            }
-            let Some(record) = self.records.get_mut(image.id.as_str()) else {
-                continue;
+            let refresh = |record: &mut ImageRecord| {
+                if image.last_used > record.last_used {
+                    record.last_used = image.last_used;
+                }
+                if in_use.contains(image.id.as_str()) {
+                    record.last_used = Some(now);
+                }
+                record.size = image.size.filter(|s| *s > 0);
+                // An id listed twice with different `pinned` (upstream's
+                // TestDeletePinnedImage): upstream keeps the last listing; kgc keeps the image
+                // if any listing pins it.
+                record.pinned = image.pinned || (!first_listing && record.pinned);
+                record.repo_tags.clone_from(&image.repo_tags);
             };
-            if image.last_used > record.last_used {
-                record.last_used = image.last_used;
+            // Looked up by `&str` first: a known image costs no copy of its id.
+            if let Some(record) = self.records.get_mut(image.id.as_str()) {
+                refresh(record);
+            } else {
+                let mut record = ImageRecord {
+                    first_detected: image.first_detected.unwrap_or(detect_time),
+                    last_used: None,
+                    size: None,
+                    pinned: false,
+                    repo_tags: Vec::new(),
+                };
+                refresh(&mut record);
+                self.records.insert(image.id.clone(), record);
             }
-            if in_use.contains(image.id.as_str()) {
-                record.last_used = Some(now);
-            }
-            record.size = image.size.filter(|s| *s > 0);
-            // An id listed twice with different `pinned` (upstream's TestDeletePinnedImage):
-            // upstream keeps the last listing; kgc keeps the image if any listing pins it.
-            record.pinned = image.pinned || (!first_listing && record.pinned);
-            record.repo_tags.clone_from(&image.repo_tags);
         }
-        self.records.retain(|id, _| listed.contains(id.as_str()));
+        // Every listed image has a record now: only more records than listed ids means some
+        // are of images gone.
+        if self.records.len() > listed.len() {
+            self.records.retain(|id, _| listed.contains(id.as_str()));
+        }
     }
 
     /// Upstream `imagesInEvictionOrder` (after detection): images not in use and not pinned,
     /// least recently used first, ties broken by first detection, then by id (upstream's sort
     /// is unstable; kgc's order is deterministic).
-    pub fn eviction_order(&self, in_use: &HashSet<&str>) -> Vec<Candidate> {
-        let mut out: Vec<Candidate> = self
+    pub fn eviction_order(&self, in_use: &HashSet<&str>) -> Vec<Candidate<'_>> {
+        let mut out: Vec<Candidate<'_>> = self
             .records
             .iter()
             .filter(|(id, r)| !r.pinned && !in_use.contains(id.as_str()))
-            .map(|(id, r)| Candidate {
-                id: id.clone(),
-                record: r.clone(),
-            })
+            .map(|(id, record)| Candidate { id, record })
             .collect();
-        out.sort_by(|a, b| {
-            (a.record.last_used, a.record.first_detected, &a.id).cmp(&(
+        out.sort_unstable_by(|a, b| {
+            (a.record.last_used, a.record.first_detected, a.id).cmp(&(
                 b.record.last_used,
                 b.record.first_detected,
-                &b.id,
+                b.id,
             ))
         });
         out
     }
 }
 
-fn removal(c: &Candidate, reason: ImageReason) -> ImageRemoval {
+fn removal(c: &Candidate<'_>, reason: ImageReason) -> ImageRemoval {
     ImageRemoval {
-        id: c.id.clone(),
+        id: c.id.to_owned(),
         repo_tags: c.record.repo_tags.clone(),
         size: c.record.size,
         reason,
@@ -282,11 +285,11 @@ fn removal(c: &Candidate, reason: ImageReason) -> ImageRemoval {
 /// (`began_gc`), removes candidates unused for longer than MaxAge. Only `last_used` counts; an
 /// image never used goes on the first pass after the warm-up. Returns (removed, remaining).
 pub fn free_old_images(
-    candidates: Vec<Candidate>,
+    candidates: Vec<Candidate<'_>>,
     free_time: Timestamp,
     began_gc: Timestamp,
     max_age: Duration,
-) -> (Vec<ImageRemoval>, Vec<Candidate>) {
+) -> (Vec<ImageRemoval>, Vec<Candidate<'_>>) {
     if max_age.is_zero() || !longer_than(elapsed(free_time, began_gc), max_age) {
         return (Vec::new(), candidates);
     }
@@ -311,7 +314,7 @@ pub fn free_old_images(
 /// until `bytes_to_free` is reached. kgc also skips images with no size: removing them could
 /// not be counted. Returns (removed, bytes freed).
 pub fn free_space(
-    candidates: &[Candidate],
+    candidates: &[Candidate<'_>],
     bytes_to_free: u64,
     free_time: Timestamp,
     min_age: Duration,

@@ -2,18 +2,18 @@
 //! the containers that survive), then pod log directories, then images (in use = referenced by
 //! a surviving container, so a removed container's image becomes eligible in the same pass).
 
-use crate::hash::FxHashSet as HashSet;
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
 use crate::containers::{
-    ContainerGcPolicy, ContainerRemoval, LogDirRemoval, PodView, SandboxRemoval, container_removal,
-    evict_containers, plan_log_dirs, plan_sandboxes,
+    ContainerGcPolicy, ContainerRemoval, LogDirRemoval, PodNumbers, PodView, SandboxRemoval, Units,
+    container_removal, evict_sandboxes, evict_units, plan_log_dirs,
 };
 use crate::images::{ImageGcPolicy, ImagePlan, ImageRecords, plan_images};
-use crate::snapshot::{Container, Snapshot};
+use crate::snapshot::{Snapshot, check_id, index_ids};
 
 /// The whole node GC policy.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -36,21 +36,22 @@ pub struct GcState {
     pub images: ImageRecords,
 }
 
-/// Everything one pass removes, in execution order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Everything one pass removes, in execution order. Containers, sandboxes and log directories
+/// are named by the snapshot's strings (borrowed, not copied).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Plan {
+pub struct Plan<'a> {
     pub time: Timestamp,
-    pub containers: Vec<ContainerRemoval>,
-    pub sandboxes: Vec<SandboxRemoval>,
-    pub pod_log_dirs: Vec<LogDirRemoval>,
+    pub containers: Vec<ContainerRemoval<'a>>,
+    pub sandboxes: Vec<SandboxRemoval<'a>>,
+    pub pod_log_dirs: Vec<LogDirRemoval<'a>>,
     pub images: ImagePlan,
     /// Doubts that made the plan hold back (objects named).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
 
-impl Plan {
+impl Plan<'_> {
     /// Bytes the planned image removals free, by the sizes the runtime reported.
     pub fn image_bytes(&self) -> u64 {
         self.images
@@ -70,51 +71,91 @@ impl Plan {
 
 /// Plans one pass. Pure: the snapshot's `time` is "now"; `state` carries image history in and
 /// out (removed images are forgotten, as after a successful RemoveImage).
-pub fn plan(snapshot: &Snapshot, policy: &Policy, state: &mut GcState) -> Result<Plan, Error> {
+///
+/// Strings are hashed once each: a container's id (uniqueness), pod uid and name (turned into
+/// numbers that every later step works on), and, for the containers that survive, its sandbox
+/// id and image id (marking what they hold on to). No string is copied: the plan borrows them.
+pub fn plan<'a>(
+    snapshot: &'a Snapshot,
+    policy: &Policy,
+    state: &mut GcState,
+) -> Result<Plan<'a>, Error> {
     policy.images.validate()?;
-    snapshot.validate()?;
+    snapshot.validate_images()?;
     let now = snapshot.time;
+    let containers = &snapshot.containers;
     let pods = PodView::new(snapshot.pods.as_deref());
-    let evicted = evict_containers(
+    let mut numbers = PodNumbers::new(&pods);
+    let mut units = Units::new(&policy.containers, now, containers.len());
+    let mut ids: HashSet<&str> =
+        HashSet::with_capacity_and_hasher(containers.len(), Default::default());
+    for (i, c) in containers.iter().enumerate() {
+        check_id("containers", i, &c.id, &mut ids)?;
+        units.add(i, c, &mut numbers);
+    }
+    drop(ids);
+    let sandbox_index = index_ids(
+        "sandboxes",
+        snapshot.sandboxes.iter().map(|s| s.id.as_str()),
+    )?;
+    let evicted = evict_units(
         &policy.containers,
-        &snapshot.containers,
-        &pods,
-        now,
+        containers,
+        units,
+        &numbers,
         policy.evict_non_deleted_pods,
     );
-    let mut removed = vec![false; snapshot.containers.len()];
+    let mut removed = vec![false; containers.len()];
     for &(i, _) in &evicted {
         removed[i] = true;
     }
-    let surviving: Vec<&Container> = snapshot
-        .containers
-        .iter()
-        .zip(&removed)
-        .filter(|(_, removed)| !**removed)
-        .map(|(c, _)| c)
-        .collect();
-    let containers: Vec<ContainerRemoval> = evicted
+    // Images may be listed once per tag: an id's index is its first listing's.
+    let mut image_index: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(snapshot.images.len(), Default::default());
+    for (i, image) in snapshot.images.iter().enumerate() {
+        image_index.entry(&image.id).or_insert(i);
+    }
+    // What the surviving containers hold on to: their sandboxes and images.
+    let mut referenced = vec![false; snapshot.sandboxes.len()];
+    let mut used = vec![false; snapshot.images.len()];
+    let mut without_image: Vec<&str> = Vec::new();
+    for (i, c) in containers.iter().enumerate() {
+        if removed[i] {
+            continue;
+        }
+        if let Some(&s) = sandbox_index.get(c.sandbox_id.as_str()) {
+            referenced[s] = true;
+        }
+        if let Some(&u) = image_index.get(c.image_id.as_str()) {
+            used[u] = true;
+        }
+        if c.image_id.is_empty() {
+            without_image.push(&c.id);
+        }
+    }
+    let containers: Vec<ContainerRemoval<'a>> = evicted
         .into_iter()
-        .map(|(i, reason)| container_removal(&snapshot.containers[i], reason))
+        .map(|(i, reason)| container_removal(&containers[i], reason))
         .collect();
-    let sandboxes = plan_sandboxes(
+    let sandboxes = evict_sandboxes(
         &snapshot.sandboxes,
-        surviving.iter().copied(),
-        &pods,
+        &referenced,
+        &mut numbers,
         policy.evict_non_deleted_pods,
     );
     let pod_log_dirs = plan_log_dirs(&snapshot.pod_log_dirs, &pods);
 
     let mut warnings = Vec::new();
-    let without_image: Vec<&str> = surviving
-        .iter()
-        .filter(|c| c.image_id.is_empty())
-        .map(|c| c.id.as_str())
-        .collect();
     let began_gc = *state.began_gc.get_or_insert(now);
-    let mut in_use: HashSet<&str> =
-        HashSet::with_capacity_and_hasher(snapshot.images.len(), Default::default());
-    in_use.extend(surviving.iter().map(|c| c.image_id.as_str()));
+    // Only listed images matter to image GC (the records are of listed images), and a set
+    // keyed by the images' own strings stays small and close together.
+    let in_use: HashSet<&str> = snapshot
+        .images
+        .iter()
+        .zip(&used)
+        .filter(|(_, used)| **used)
+        .map(|(image, _)| image.id.as_str())
+        .collect();
     state.images.detect(&snapshot.images, &in_use, now, now);
     let images = if without_image.is_empty() {
         plan_images(
@@ -220,7 +261,8 @@ mod tests {
     #[test]
     fn a_deleted_pods_container_frees_its_image_in_the_same_pass() {
         let mut state = GcState::default();
-        let plan = plan(&snapshot(), &Policy::default(), &mut state).expect("plan");
+        let snapshot = snapshot();
+        let plan = plan(&snapshot, &Policy::default(), &mut state).expect("plan");
         assert_eq!(plan.containers.len(), 1);
         assert_eq!(plan.containers[0].id, "dead");
         let ids: Vec<&str> = plan.images.removals.iter().map(|r| r.id.as_str()).collect();

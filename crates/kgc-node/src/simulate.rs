@@ -209,16 +209,16 @@ pub fn simulate(
             });
         };
         for c in p.containers {
-            removed("container", &c.id, format!("{:?}", c.reason));
-            removed_containers.insert(c.id);
+            removed("container", c.id, format!("{:?}", c.reason));
+            removed_containers.insert(c.id.to_owned());
         }
         for s in p.sandboxes {
-            removed("sandbox", &s.id, format!("{:?}", s.reason));
-            removed_sandboxes.insert(s.id);
+            removed("sandbox", s.id, format!("{:?}", s.reason));
+            removed_sandboxes.insert(s.id.to_owned());
         }
         for d in p.pod_log_dirs {
-            removed("podLogDir", &d.name, "DeletedPod".to_string());
-            removed_dirs.insert(d.name);
+            removed("podLogDir", d.name, "DeletedPod".to_string());
+            removed_dirs.insert(d.name.to_owned());
         }
         for i in p.images.removals {
             used = used.saturating_sub(i.size.unwrap_or(0));

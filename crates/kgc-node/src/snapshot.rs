@@ -6,6 +6,9 @@
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use crate::Error;
+use crate::hash::{FxHashMap, FxHashSet};
+
 /// One observation of a node's container runtime.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -152,34 +155,65 @@ fn is_zero(n: &u32) -> bool {
 impl Snapshot {
     /// Checks what serde cannot: ids present and unique, so that a plan never names an
     /// ambiguous object. A snapshot that fails this is refused as a whole.
-    pub fn validate(&self) -> Result<(), crate::Error> {
-        fn unique<'a>(kind: &str, ids: impl Iterator<Item = &'a str>) -> Result<(), crate::Error> {
-            // Sized up front: growing a set of 100,000 ids rehashes it many times.
-            let mut seen = crate::hash::FxHashSet::with_capacity_and_hasher(
-                ids.size_hint().0,
-                Default::default(),
-            );
-            for (i, id) in ids.enumerate() {
-                if id.is_empty() {
-                    return Err(crate::Error::Snapshot(format!("{kind}[{i}].id is empty")));
-                }
-                if !seen.insert(id) {
-                    return Err(crate::Error::Snapshot(format!(
-                        "{kind}[{i}].id {id:?} appears twice"
-                    )));
-                }
-            }
-            Ok(())
+    pub fn validate(&self) -> Result<(), Error> {
+        self.validate_images()?;
+        let mut seen =
+            FxHashSet::with_capacity_and_hasher(self.containers.len(), Default::default());
+        for (i, c) in self.containers.iter().enumerate() {
+            check_id("containers", i, &c.id, &mut seen)?;
         }
-        // Images may repeat (the same id listed per tag by some runtimes); the last one wins,
-        // as in the kubelet's record map.
-        for (i, image) in self.images.iter().enumerate() {
-            if image.id.is_empty() {
-                return Err(crate::Error::Snapshot(format!("images[{i}].id is empty")));
-            }
-        }
-        unique("containers", self.containers.iter().map(|c| c.id.as_str()))?;
-        unique("sandboxes", self.sandboxes.iter().map(|s| s.id.as_str()))?;
+        index_ids("sandboxes", self.sandboxes.iter().map(|s| s.id.as_str()))?;
         Ok(())
     }
+
+    /// Images may repeat (the same id listed per tag by some runtimes); the last one wins,
+    /// as in the kubelet's record map. Only a missing id is refused.
+    pub(crate) fn validate_images(&self) -> Result<(), Error> {
+        match self.images.iter().position(|image| image.id.is_empty()) {
+            Some(i) => Err(empty_id("images", i)),
+            None => Ok(()),
+        }
+    }
+}
+
+fn empty_id(kind: &str, i: usize) -> Error {
+    Error::Snapshot(format!("{kind}[{i}].id is empty"))
+}
+
+fn repeated_id(kind: &str, i: usize, id: &str) -> Error {
+    Error::Snapshot(format!("{kind}[{i}].id {id:?} appears twice"))
+}
+
+/// Checks that `id`, the id of `kind[i]`, is present and not in `seen` (then added).
+pub(crate) fn check_id<'a>(
+    kind: &str,
+    i: usize,
+    id: &'a str,
+    seen: &mut FxHashSet<&'a str>,
+) -> Result<(), Error> {
+    if id.is_empty() {
+        return Err(empty_id(kind, i));
+    }
+    if !seen.insert(id) {
+        return Err(repeated_id(kind, i, id));
+    }
+    Ok(())
+}
+
+/// Checks that the ids of a `kind` list are present and unique, and numbers them by index.
+/// Sized up front: growing a map of 100,000 ids rehashes it many times.
+pub(crate) fn index_ids<'a>(
+    kind: &str,
+    ids: impl ExactSizeIterator<Item = &'a str>,
+) -> Result<FxHashMap<&'a str, usize>, Error> {
+    let mut index = FxHashMap::with_capacity_and_hasher(ids.len(), Default::default());
+    for (i, id) in ids.enumerate() {
+        if id.is_empty() {
+            return Err(empty_id(kind, i));
+        }
+        if index.insert(id, i).is_some() {
+            return Err(repeated_id(kind, i, id));
+        }
+    }
+    Ok(index)
 }

@@ -248,7 +248,7 @@ fn table(rows: &[Vec<String>]) -> String {
     out
 }
 
-fn plan_rows(plan: &Plan) -> Vec<Vec<String>> {
+fn plan_rows(plan: &Plan<'_>) -> Vec<Vec<String>> {
     let mut rows = vec![vec![
         "KIND".to_string(),
         "ID".to_string(),
@@ -258,7 +258,7 @@ fn plan_rows(plan: &Plan) -> Vec<Vec<String>> {
     for c in &plan.containers {
         rows.push(vec![
             "container".into(),
-            c.id.clone(),
+            c.id.to_string(),
             format!("{:?}", c.reason),
             format!(
                 "pod {} container {} created {}",
@@ -269,7 +269,7 @@ fn plan_rows(plan: &Plan) -> Vec<Vec<String>> {
     for s in &plan.sandboxes {
         rows.push(vec![
             "sandbox".into(),
-            s.id.clone(),
+            s.id.to_string(),
             format!("{:?}", s.reason),
             format!("pod {} created {}", s.pod_uid, s.created_at),
         ]);
@@ -277,7 +277,7 @@ fn plan_rows(plan: &Plan) -> Vec<Vec<String>> {
     for d in &plan.pod_log_dirs {
         rows.push(vec![
             "podLogDir".into(),
-            d.name.clone(),
+            d.name.to_string(),
             "DeletedPod".into(),
             format!("pod {}", d.pod_uid),
         ]);
@@ -322,7 +322,7 @@ macro_rules! say {
     }};
 }
 
-fn print_plan(plan: &Plan, outcome: Option<&Outcome>, output: Output) -> anyhow::Result<()> {
+fn print_plan(plan: &Plan<'_>, outcome: Option<&Outcome>, output: Output) -> anyhow::Result<()> {
     let mut out = String::new();
     match output {
         Output::Json => {
@@ -485,7 +485,7 @@ impl Metrics {
         out
     }
 
-    fn observe(&self, plan: &Plan, outcome: Option<&Outcome>) {
+    fn observe(&self, plan: &Plan<'_>, outcome: Option<&Outcome>) {
         let add = |a: &AtomicU64, n: u64| a.fetch_add(n, Ordering::Relaxed);
         add(&self.passes, 1);
         if let Some(fs) = &plan.images.fs {
@@ -512,14 +512,16 @@ impl Metrics {
     }
 }
 
-/// One pass: snapshot, plan, execute (unless dry run).
-async fn pass(
+/// One pass: snapshot (kept in `slot`, which the plan borrows its names from), plan, execute
+/// (unless dry run).
+async fn pass<'s>(
     client: &mut CriClient,
     args: &GcArgs,
     policy: &Policy,
     pods: Option<&[Pod]>,
     state: &mut GcState,
-) -> anyhow::Result<(Plan, Option<Outcome>)> {
+    slot: &'s mut Snapshot,
+) -> anyhow::Result<(Plan<'s>, Option<Outcome>)> {
     let mut snapshot = client
         .snapshot(
             pods.is_some()
@@ -527,7 +529,9 @@ async fn pass(
         )
         .await?;
     snapshot.pods = pods.map(<[Pod]>::to_vec);
-    let plan = kgc_node::plan(&snapshot, policy, state)?;
+    *slot = snapshot;
+    let snapshot: &'s Snapshot = slot;
+    let plan = kgc_node::plan(snapshot, policy, state)?;
     if let Some(path) = &args.state_file {
         write_atomically(path, state)?;
     }
@@ -549,8 +553,16 @@ async fn gc(args: GcArgs) -> anyhow::Result<()> {
     };
     let Some(every) = args.every else {
         let mut client = connect(&args.runtime).await?;
-        let (plan, outcome) =
-            pass(&mut client, &args, &policy, pods.as_deref(), &mut state).await?;
+        let mut snapshot = Snapshot::default();
+        let (plan, outcome) = pass(
+            &mut client,
+            &args,
+            &policy,
+            pods.as_deref(),
+            &mut state,
+            &mut snapshot,
+        )
+        .await?;
         print_plan(&plan, outcome.as_ref(), args.output)?;
         if outcome.as_ref().is_some_and(|o| !o.failures.is_empty()) {
             anyhow::bail!("some removals failed (listed above)");
@@ -600,7 +612,17 @@ async fn gc(args: GcArgs) -> anyhow::Result<()> {
             }
         }
         let Some(c) = client.as_mut() else { continue };
-        match pass(c, &args, &policy, pods.as_deref(), &mut state).await {
+        let mut snapshot = Snapshot::default();
+        match pass(
+            c,
+            &args,
+            &policy,
+            pods.as_deref(),
+            &mut state,
+            &mut snapshot,
+        )
+        .await
+        {
             Ok((plan, outcome)) => {
                 metrics.observe(&plan, outcome.as_ref());
                 print_plan(&plan, outcome.as_ref(), args.output)?;

@@ -55,7 +55,7 @@ fn default_policy() -> ContainerGcPolicy {
 }
 
 fn survivors(containers: &[Container], removed: &[ContainerRemoval]) -> Vec<usize> {
-    let gone: HashSet<&str> = removed.iter().map(|r| r.id.as_str()).collect();
+    let gone: HashSet<&str> = removed.iter().map(|r| r.id).collect();
     (0..containers.len())
         .filter(|i| !gone.contains(containers[*i].id.as_str()))
         .collect()
@@ -440,7 +440,7 @@ fn sandbox_gc() {
             &view,
             case.evict_non_deleted_pods,
         );
-        let gone: HashSet<&str> = removed.iter().map(|r| r.id.as_str()).collect();
+        let gone: HashSet<&str> = removed.iter().map(|r| r.id).collect();
         let remain: Vec<usize> = (0..case.sandboxes.len())
             .filter(|i| !gone.contains(case.sandboxes[*i].id.as_str()))
             .collect();
@@ -463,7 +463,7 @@ fn pod_log_directory_gc() {
     .collect();
     let pods = vec![pod("123"), pod("456"), pod("321")];
     let view = PodView::new(Some(&pods));
-    let removed: Vec<String> = plan_log_dirs(&dirs, &view)
+    let removed: Vec<&str> = plan_log_dirs(&dirs, &view)
         .into_iter()
         .map(|r| r.name)
         .collect();
