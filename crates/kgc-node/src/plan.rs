@@ -72,9 +72,10 @@ impl Plan<'_> {
 /// Plans one pass. Pure: the snapshot's `time` is "now"; `state` carries image history in and
 /// out (removed images are forgotten, as after a successful RemoveImage).
 ///
-/// Strings are hashed once each: a container's id (uniqueness), pod uid and name (turned into
-/// numbers that every later step works on), and, for the containers that survive, its sandbox
-/// id and image id (marking what they hold on to). No string is copied: the plan borrows them.
+/// Each container's strings are hashed once: its id (uniqueness), pod uid and name (turned into
+/// numbers that every later step works on), and, if it survives, its sandbox id and image id
+/// (marking what it holds on to in bitmaps). Only images are copied (into the records and the
+/// image removals); the plan borrows every other name from the snapshot.
 pub fn plan<'a>(
     snapshot: &'a Snapshot,
     policy: &Policy,
