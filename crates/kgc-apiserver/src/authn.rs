@@ -91,11 +91,25 @@ impl Authenticator {
         headers: &HeaderMap,
         peer: Option<&Peer>,
     ) -> Result<Option<Arc<UserInfo>>, Status> {
-        if let Some(u) = peer.and_then(|p| p.cert.as_ref()) {
-            return Ok(Some(Arc::clone(u)));
-        }
+        // Like upstream's union authenticator: a refused certificate is a 401 unless a bearer
+        // token authenticates the request.
+        let cert_refused = match peer.and_then(|p| p.cert.as_ref()) {
+            Some(Ok(c)) if c.valid_at(jiff::Timestamp::now().as_second()) => {
+                return Ok(Some(Arc::clone(&c.user)));
+            }
+            Some(Ok(c)) => {
+                tracing::debug!(user = %c.user.name, "client certificate expired");
+                true
+            }
+            Some(Err(_)) => true,
+            None => false,
+        };
         let Some(auth) = headers.get(header::AUTHORIZATION) else {
-            return Ok(None);
+            return if cert_refused {
+                Err(Status::unauthorized())
+            } else {
+                Ok(None)
+            };
         };
         let token = auth
             .to_str()
@@ -122,19 +136,8 @@ fn bearer(value: &str) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// The user a verified client certificate authenticates: CN, the O groups and
-/// `system:authenticated`.
-pub fn certificate_user(id: crate::tls::CertIdentity) -> UserInfo {
-    with_authenticated(UserInfo {
-        name: id.user,
-        uid: String::new(),
-        groups: id.groups,
-        extra: BTreeMap::new(),
-    })
-}
-
 /// Adds `system:authenticated`, as upstream's group adder does for every authenticated user.
-fn with_authenticated(mut u: UserInfo) -> UserInfo {
+pub(crate) fn with_authenticated(mut u: UserInfo) -> UserInfo {
     if !u.groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
         u.groups.push(AUTHENTICATED_GROUP.to_owned());
     }
