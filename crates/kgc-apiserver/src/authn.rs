@@ -116,16 +116,43 @@ impl Authenticator {
             .ok()
             .and_then(bearer)
             .ok_or_else(Status::unauthorized)?;
-        if let Some(u) = self.tokens.get(token) {
-            return Ok(Some(Arc::clone(u)));
-        }
-        if let Some(sa) = &self.service_accounts {
-            let now = jiff::Timestamp::now().as_second();
-            if let Some(u) = sa.authenticate(&self.store, token, now) {
-                return Ok(Some(Arc::new(with_authenticated(u))));
+        match self.authenticate_token(token, self.api_audiences()) {
+            Ok((user, _)) => Ok(Some(user)),
+            Err(why) => {
+                tracing::debug!(%why, "bearer token refused");
+                Err(Status::unauthorized())
             }
         }
-        Err(Status::unauthorized())
+    }
+
+    /// The audiences a request's token must be for: the API server's own (`--api-audiences`,
+    /// which defaults to the service-account issuer).
+    pub fn api_audiences(&self) -> &[String] {
+        self.service_accounts
+            .as_ref()
+            .map(|sa| sa.api_audiences())
+            .unwrap_or_default()
+    }
+
+    /// The user a bearer token authenticates when presented for `audiences`, and which of them
+    /// it is good for; otherwise why it authenticates nobody (a TokenReview's `status.error`).
+    /// Static tokens are good for any audience, as upstream's audience-agnostic wrapper makes
+    /// them.
+    pub fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<(Arc<UserInfo>, Vec<String>), String> {
+        if let Some(u) = self.tokens.get(token) {
+            return Ok((Arc::clone(u), audiences.to_vec()));
+        }
+        let sa = self
+            .service_accounts
+            .as_ref()
+            .ok_or_else(|| "invalid bearer token".to_owned())?;
+        let now = jiff::Timestamp::now().as_second();
+        let (user, audiences) = sa.authenticate(&self.store, token, now, audiences)?;
+        Ok((Arc::new(with_authenticated(user)), audiences))
     }
 }
 

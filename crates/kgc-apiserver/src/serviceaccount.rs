@@ -33,18 +33,21 @@ pub struct ServiceAccountTokens {
     /// `kid`: identifies the signing key, as upstream derives it from the public key.
     key_id: String,
     rng: SystemRandom,
-    /// Tokens whose signature and claims were verified, with their validity window: an ECDSA
-    /// verification costs tens of µs, and a client sends the same token with every request
-    /// (upstream caches token authentication for 10 s, `pkg/kubeapiserver/authenticator`).
-    /// The outcome depends only on the token's bytes and the clock, so a hit is exact; the
-    /// service account's existence is still checked on every request. Failures are not kept.
+    /// Tokens whose signature was verified, with their claims: an ECDSA verification costs
+    /// tens of µs, and a client sends the same token with every request (upstream caches token
+    /// authentication for 10 s, `pkg/kubeapiserver/authenticator`). What a token's bytes say
+    /// never changes, so a hit is exact; the validity window, the audiences and the service
+    /// account's existence are still checked on every use. Failures are not kept.
     verified: Mutex<HashMap<String, Verified>>,
+    /// `[issuer]`: the audiences of the API server itself.
+    api_audiences: Vec<String>,
 }
 
-/// A verified token's claims and the seconds it is valid in (`nbf` ≤ now < `exp`).
+/// A verified token's claims, audiences and the seconds it is valid in (`nbf` ≤ now < `exp`).
 #[derive(Debug, Clone)]
 struct Verified {
     claims: Claims,
+    audiences: Vec<String>,
     not_before: i64,
     expires: i64,
 }
@@ -71,19 +74,21 @@ impl ServiceAccountTokens {
                 .map_err(|e| Error::SigningKey(e.to_string()))?;
         let digest = ring::digest::digest(&ring::digest::SHA256, key.public_key().as_ref());
         let key_id = B64.encode(digest.as_ref());
+        let issuer = issuer.into();
         Ok(Self {
             key,
-            issuer: issuer.into(),
+            api_audiences: vec![issuer.clone()],
+            issuer,
             key_id,
             rng,
             verified: Mutex::new(HashMap::new()),
         })
     }
 
-    /// The audience the API server itself accepts (`--api-audiences`, which defaults to the
+    /// The audiences the API server itself accepts (`--api-audiences`, which defaults to the
     /// issuer).
-    pub fn api_audience(&self) -> &str {
-        &self.issuer
+    pub fn api_audiences(&self) -> &[String] {
+        &self.api_audiences
     }
 
     /// A token for a service account, valid from `now` for `expiration_seconds`.
@@ -120,26 +125,55 @@ impl ServiceAccountTokens {
         Ok(format!("{signing_input}.{}", B64.encode(sig.as_ref())))
     }
 
-    /// The claims of a token this server signed, for the API audience, valid at `now`. `None`
-    /// for anything else (upstream answers every such failure with the same 401).
-    pub fn verify(&self, token: &str, now: i64) -> Option<Claims> {
+    /// The claims of a token this server signed, valid at `now`, and which of `audiences` it is
+    /// for (at least one must be); otherwise why not. Requests only see a 401 whatever the
+    /// reason; a TokenReview reports it.
+    pub fn verify(
+        &self,
+        token: &str,
+        now: i64,
+        audiences: &[String],
+    ) -> Result<(Claims, Vec<String>), String> {
         let mut cache = self.verified.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(v) = cache.get(token) {
-            return (v.not_before <= now && now < v.expires).then(|| v.claims.clone());
-        }
+        let v = match cache.get(token) {
+            Some(v) => v.clone(),
+            None => {
+                drop(cache);
+                let v = self
+                    .verify_signed(token)
+                    .ok_or_else(|| "invalid bearer token".to_owned())?;
+                cache = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+                if cache.len() >= VERIFIED_CAPACITY {
+                    cache.clear();
+                }
+                cache.insert(token.to_owned(), v.clone());
+                v
+            }
+        };
         drop(cache);
-        let v = self.verify_signed(token, now)?;
-        let claims = v.claims.clone();
-        cache = self.verified.lock().unwrap_or_else(|p| p.into_inner());
-        if cache.len() >= VERIFIED_CAPACITY {
-            cache.clear();
+        if now >= v.expires {
+            return Err("the token has expired".into());
         }
-        cache.insert(token.to_owned(), v);
-        Some(claims)
+        if now < v.not_before {
+            return Err("the token is not valid yet".into());
+        }
+        let matched: Vec<String> = audiences
+            .iter()
+            .filter(|a| v.audiences.contains(a))
+            .cloned()
+            .collect();
+        if matched.is_empty() {
+            return Err(format!(
+                "token audiences {:?} is invalid for the target audiences {audiences:?}",
+                v.audiences
+            ));
+        }
+        Ok((v.claims, matched))
     }
 
-    /// [`Self::verify`] without the cache: checks the signature and every claim.
-    fn verify_signed(&self, token: &str, now: i64) -> Option<Verified> {
+    /// [`Self::verify`] without the cache: checks the signature, the issuer and the shape of the
+    /// claims.
+    fn verify_signed(&self, token: &str) -> Option<Verified> {
         let mut parts = token.split('.');
         let (h, p, s) = (parts.next()?, parts.next()?, parts.next()?);
         if parts.next().is_some() {
@@ -160,16 +194,16 @@ impl ServiceAccountTokens {
         if c["iss"] != self.issuer.as_str() {
             return None;
         }
-        let aud_ok = match &c["aud"] {
-            Value::String(a) => a == &self.issuer,
-            Value::Array(a) => a.iter().any(|a| a == self.issuer.as_str()),
-            _ => false,
+        let audiences = match &c["aud"] {
+            Value::String(a) => vec![a.clone()],
+            Value::Array(a) => a
+                .iter()
+                .filter_map(|a| a.as_str().map(str::to_owned))
+                .collect(),
+            _ => return None,
         };
         let exp = c["exp"].as_i64()?;
         let nbf = c["nbf"].as_i64().unwrap_or(i64::MIN);
-        if !aud_ok || now >= exp || now < nbf {
-            return None;
-        }
         let k8s = &c["kubernetes.io"];
         let claims = Claims {
             namespace: k8s["namespace"].as_str()?.to_owned(),
@@ -180,23 +214,46 @@ impl ServiceAccountTokens {
         let sub = format!("{SA_PREFIX}{}:{}", claims.namespace, claims.name);
         (c["sub"] == sub.as_str()).then_some(Verified {
             claims,
+            audiences,
             not_before: nbf,
             expires: exp,
         })
     }
 
-    /// Authenticates a bearer token: a valid signature and claims, and the service account
-    /// still exists with the uid the token names and is not being deleted.
-    pub fn authenticate(&self, store: &Store, token: &str, now: i64) -> Option<UserInfo> {
-        let claims = self.verify(token, now)?;
-        let sa = store.get(
-            &GroupResource::new("", "serviceaccounts"),
-            &claims.namespace,
-            &claims.name,
-        )?;
-        if sa.uid != claims.uid || sa.deleting {
-            tracing::debug!(namespace = %claims.namespace, name = %claims.name, "token for a deleted or recreated service account");
-            return None;
+    /// Authenticates a bearer token presented for `audiences`: a valid signature and claims,
+    /// and the service account still exists with the uid the token names and is not being
+    /// deleted. Returns the user and the audiences the token is good for, or why not.
+    pub fn authenticate(
+        &self,
+        store: &Store,
+        token: &str,
+        now: i64,
+        audiences: &[String],
+    ) -> Result<(UserInfo, Vec<String>), String> {
+        let (claims, audiences) = self.verify(token, now, audiences)?;
+        let sa = store
+            .get(
+                &GroupResource::new("", "serviceaccounts"),
+                &claims.namespace,
+                &claims.name,
+            )
+            .ok_or_else(|| {
+                format!(
+                    "serviceaccounts \"{}\" not found in namespace {}",
+                    claims.name, claims.namespace
+                )
+            })?;
+        if sa.deleting {
+            return Err(format!(
+                "service account {}/{} has been deleted",
+                claims.namespace, claims.name
+            ));
+        }
+        if sa.uid != claims.uid {
+            return Err(format!(
+                "service account UID ({}) does not match claim ({})",
+                sa.uid, claims.uid
+            ));
         }
         let mut user = user_info(&claims.namespace, &claims.name, &claims.uid);
         if !claims.jti.is_empty() {
@@ -205,7 +262,7 @@ impl ServiceAccountTokens {
                 vec![format!("JTI={}", claims.jti)],
             );
         }
-        Some(user)
+        Ok((user, audiences))
     }
 }
 
@@ -238,6 +295,13 @@ mod tests {
         ServiceAccountTokens::new(der.as_ref(), DEFAULT_ISSUER).unwrap()
     }
 
+    /// The claims of a token presented for the API audience.
+    fn verify(t: &ServiceAccountTokens, token: &str, now: i64) -> Option<Claims> {
+        t.verify(token, now, &[DEFAULT_ISSUER.to_owned()])
+            .ok()
+            .map(|(c, _)| c)
+    }
+
     fn claims() -> Claims {
         Claims {
             namespace: "ns".into(),
@@ -252,17 +316,24 @@ mod tests {
         let t = tokens();
         let api = vec![DEFAULT_ISSUER.to_owned()];
         let tok = t.issue(&claims(), &api, 1000, 600).unwrap();
-        assert_eq!(t.verify(&tok, 1000), Some(claims()));
-        assert_eq!(t.verify(&tok, 1599), Some(claims()));
+        assert_eq!(verify(&t, &tok, 1000), Some(claims()));
+        assert_eq!(verify(&t, &tok, 1599), Some(claims()));
         // Expired, not yet valid.
-        assert_eq!(t.verify(&tok, 1600), None);
-        assert_eq!(t.verify(&tok, 999), None);
+        assert_eq!(verify(&t, &tok, 1600), None);
+        assert_eq!(verify(&t, &tok, 999), None);
         // Another audience is not for the API server.
         let other = t.issue(&claims(), &["vault".into()], 1000, 600).unwrap();
-        assert_eq!(t.verify(&other, 1000), None);
+        assert_eq!(verify(&t, &other, 1000), None);
+        // A token for another audience is good for that one only, and says so.
+        let (_, matched) = t
+            .verify(&other, 1000, &["x".into(), "vault".into()])
+            .unwrap();
+        assert_eq!(matched, ["vault"]);
+        let why = t.verify(&other, 1000, &api).unwrap_err();
+        assert!(why.contains("vault"), "{why}");
         // Another key's signature.
         let forged = tokens().issue(&claims(), &api, 1000, 600).unwrap();
-        assert_eq!(t.verify(&forged, 1000), None);
+        assert_eq!(verify(&t, &forged, 1000), None);
         // A payload swapped under a valid signature.
         let mut parts: Vec<&str> = tok.split('.').collect();
         let evil = B64.encode(
@@ -271,7 +342,7 @@ mod tests {
             .to_string(),
         );
         parts[1] = &evil;
-        assert_eq!(t.verify(&parts.join("."), 1000), None);
+        assert_eq!(verify(&t, &parts.join("."), 1000), None);
         for junk in [
             "",
             "a.b",
@@ -280,7 +351,7 @@ mod tests {
             "\u{0}.\u{1}.\u{2}",
             "e30.e30.e30",
         ] {
-            assert_eq!(t.verify(junk, 1000), None, "{junk:?}");
+            assert_eq!(verify(&t, junk, 1000), None, "{junk:?}");
         }
     }
 
@@ -289,14 +360,17 @@ mod tests {
         let t = tokens();
         let api = vec![DEFAULT_ISSUER.to_owned()];
         let tok = t.issue(&claims(), &api, 1000, 600).unwrap();
-        // Not yet valid: refused, and not remembered.
-        assert_eq!(t.verify(&tok, 999), None);
+        // A forgery is refused and not remembered.
+        let forged = tokens().issue(&claims(), &api, 1000, 600).unwrap();
+        assert_eq!(verify(&t, &forged, 1000), None);
         assert!(t.verified.lock().unwrap().is_empty());
-        assert_eq!(t.verify(&tok, 1000), Some(claims()));
+        // Not yet valid: refused, but its signature is remembered.
+        assert_eq!(verify(&t, &tok, 999), None);
         assert!(t.verified.lock().unwrap().contains_key(&tok));
+        assert_eq!(verify(&t, &tok, 1000), Some(claims()));
         // A hit still honours the validity window.
-        assert_eq!(t.verify(&tok, 1600), None);
-        assert_eq!(t.verify(&tok, 1001), Some(claims()));
+        assert_eq!(verify(&t, &tok, 1600), None);
+        assert_eq!(verify(&t, &tok, 1001), Some(claims()));
         // Bounded: a full cache starts over.
         for i in 0..VERIFIED_CAPACITY {
             let c = Claims {
@@ -304,7 +378,7 @@ mod tests {
                 ..claims()
             };
             let other = t.issue(&c, &api, 1000, 600).unwrap();
-            assert!(t.verify(&other, 1000).is_some());
+            assert!(verify(&t, &other, 1000).is_some());
         }
         assert!(t.verified.lock().unwrap().len() <= VERIFIED_CAPACITY);
     }

@@ -935,3 +935,217 @@ async fn the_authorizer_stays_current_when_its_watch_falls_behind() {
     )
     .await;
 }
+
+/// POSTs a review as JSON with `c`.
+async fn post_review(c: &Client, path: &str, body: Value) -> support::RawResponse {
+    raw(c, "POST", path, Some("application/json"), body.to_string()).await
+}
+
+#[tokio::test]
+async fn local_subject_access_reviews() {
+    let server = Server::start_secure(&[]).await;
+    let ns = support::fresh_namespace(&server.client(), "lsar").await;
+    let alice = client_from(&add_user(&server, "alice", &["-n", &ns, "--role", "edit"])).await;
+    let path = format!("/apis/authorization.k8s.io/v1/namespaces/{ns}/localsubjectaccessreviews");
+    let review = |resource: &str, group: &str, namespace: &str| {
+        serde_json::json!({
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "LocalSubjectAccessReview",
+            "spec": {"user": "alice", "resourceAttributes":
+                {"namespace": namespace, "verb": "create", "group": group, "resource": resource}},
+        })
+    };
+    // The namespace editor may create pods there, not roles.
+    let admin = server.client();
+    support::eventually(
+        "alice's binding takes effect",
+        std::time::Duration::from_secs(10),
+        || async {
+            post_review(&admin, &path, review("pods", "", &ns))
+                .await
+                .json()["status"]["allowed"]
+                == true
+        },
+    )
+    .await;
+    let r = post_review(&admin, &path, review("pods", "", &ns)).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["kind"], "LocalSubjectAccessReview");
+    assert_eq!(r.json()["metadata"]["namespace"], ns.as_str());
+    let r = post_review(
+        &admin,
+        &path,
+        review("roles", "rbac.authorization.k8s.io", &ns),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["status"]["allowed"], false, "{}", r.text());
+    // It only asks about its own namespace.
+    let r = post_review(&admin, &path, review("pods", "", "default")).await;
+    assert_status(
+        &r,
+        422,
+        "Invalid",
+        "LocalSubjectAccessReview.authorization.k8s.io \"\" is invalid: \
+         spec.resourceAttributes.namespace: Invalid value: \"default\": must match metadata.namespace",
+    );
+    let mut other = review("pods", "", &ns);
+    other["metadata"] = serde_json::json!({"namespace": "default"});
+    let r = post_review(&admin, &path, other).await;
+    assert_status(
+        &r,
+        400,
+        "BadRequest",
+        "the namespace of the provided object does not match the namespace sent on the request",
+    );
+    // Editors may not ask about others (only `admin` grants localsubjectaccessreviews).
+    let r = post_review(&alice, &path, review("pods", "", &ns)).await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    // Listed in discovery, namespaced.
+    let out = server
+        .kubectl_ok(&[
+            "api-resources",
+            "--api-group=authorization.k8s.io",
+            "--namespaced=true",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert!(
+        out.contains("localsubjectaccessreviews.authorization.k8s.io"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn token_reviews() {
+    let server = Server::start_secure(&[]).await;
+    let ns = support::fresh_namespace(&server.client(), "tr").await;
+    server
+        .kubectl_ok(&["-n", &ns, "create", "serviceaccount", "bot"])
+        .await;
+    let uid = server
+        .kubectl_ok(&[
+            "-n",
+            &ns,
+            "get",
+            "sa",
+            "bot",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
+        .await;
+    let token = server
+        .kubectl_ok(&["-n", &ns, "create", "token", "bot"])
+        .await;
+    let path = "/apis/authentication.k8s.io/v1/tokenreviews";
+    let review = |token: &str, audiences: &[&str]| {
+        let mut r = serde_json::json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": {"token": token},
+        });
+        if !audiences.is_empty() {
+            r["spec"]["audiences"] = serde_json::json!(audiences);
+        }
+        r
+    };
+    let admin = server.client();
+    let r = post_review(&admin, path, review(token.trim(), &[])).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let status = &r.json()["status"];
+    assert_eq!(status["authenticated"], true, "{status}");
+    assert_eq!(
+        status["user"]["username"],
+        format!("system:serviceaccount:{ns}:bot")
+    );
+    assert_eq!(status["user"]["uid"], uid.as_str());
+    assert_eq!(
+        status["user"]["groups"],
+        serde_json::json!([
+            "system:serviceaccounts",
+            format!("system:serviceaccounts:{ns}"),
+            "system:authenticated"
+        ])
+    );
+    assert_eq!(
+        status["audiences"],
+        serde_json::json!([kgc_apiserver::serviceaccount::DEFAULT_ISSUER])
+    );
+    // An invalid token is a review that says so, not an error.
+    let r = post_review(&admin, path, review("not-a-token", &[])).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let status = &r.json()["status"];
+    assert!(status["authenticated"].is_null(), "{status}");
+    assert_eq!(status["user"], serde_json::json!({}));
+    assert_eq!(status["error"], "invalid bearer token");
+    // A token for another audience is only good for that audience.
+    let vault = server
+        .kubectl_ok(&["-n", &ns, "create", "token", "bot", "--audience", "vault"])
+        .await;
+    let r = post_review(&admin, path, review(vault.trim(), &[])).await;
+    assert!(
+        r.json()["status"]["authenticated"].is_null(),
+        "{}",
+        r.text()
+    );
+    assert!(
+        r.json()["status"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("vault"),
+        "{}",
+        r.text()
+    );
+    let r = post_review(&admin, path, review(vault.trim(), &["other", "vault"])).await;
+    assert_eq!(r.json()["status"]["authenticated"], true, "{}", r.text());
+    assert_eq!(
+        r.json()["status"]["audiences"],
+        serde_json::json!(["vault"])
+    );
+    // Nor does the API server itself accept it.
+    let c = with_token(&server, vault.trim()).await;
+    assert_eq!(raw(&c, "GET", "/api", None, Vec::new()).await.status, 401);
+    // No token is a bad request.
+    let r = post_review(&admin, path, review("", &[])).await;
+    assert_status(
+        &r,
+        400,
+        "BadRequest",
+        "token is required for TokenReview in authentication",
+    );
+    // Reviewing tokens takes `system:auth-delegator`.
+    let bot = with_token(&server, token.trim()).await;
+    let r = post_review(&bot, path, review(token.trim(), &[])).await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    server
+        .kubectl_ok(&[
+            "create",
+            "clusterrolebinding",
+            &format!("{ns}-delegator"),
+            "--clusterrole=system:auth-delegator",
+            "--serviceaccount",
+            &format!("{ns}:bot"),
+        ])
+        .await;
+    support::eventually(
+        "the delegator binding takes effect",
+        std::time::Duration::from_secs(10),
+        || async {
+            post_review(&bot, path, review(token.trim(), &[]))
+                .await
+                .status
+                == 201
+        },
+    )
+    .await;
+    let out = server
+        .kubectl_ok(&[
+            "api-resources",
+            "--api-group=authentication.k8s.io",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert!(out.contains("tokenreviews.authentication.k8s.io"), "{out}");
+}
