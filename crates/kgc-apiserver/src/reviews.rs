@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::ApiServer;
 use crate::body::{self, ApiError, media_type};
 use crate::request::{Query, RequestInfo, Verb};
-use crate::serviceaccount::Claims;
+use crate::serviceaccount::{Bound, Claims, ObjectRef};
 
 /// Upstream's TokenRequest bounds and default (`pkg/apis/authentication/validation`).
 const MIN_EXPIRATION: i64 = 600;
@@ -327,16 +327,7 @@ async fn token_request(
             )],
         ));
     }
-    if !spec["boundObjectRef"].is_null() {
-        return Err(invalid(
-            "TokenRequest",
-            vec![FieldError::invalid(
-                "spec.boundObjectRef",
-                "{...}",
-                "bound tokens are not supported by kgc",
-            )],
-        ));
-    }
+    let bound = bound_objects(api, &ns, &name, &spec["boundObjectRef"])?;
     let mut audiences = strings(&spec["audiences"]);
     if audiences.is_empty() {
         audiences = signer.api_audiences().to_vec();
@@ -347,6 +338,7 @@ async fn token_request(
         name: name.clone(),
         uid: sa.uid.clone(),
         jti: uuid::Uuid::new_v4().to_string(),
+        bound,
     };
     let token = if query.dry_run()? {
         String::new()
@@ -364,10 +356,118 @@ async fn token_request(
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
         "metadata": {"name": name, "namespace": ns, "creationTimestamp": null},
-        "spec": {"audiences": audiences, "expirationSeconds": expiration, "boundObjectRef": null},
+        "spec": {
+            "audiences": audiences,
+            "expirationSeconds": expiration,
+            "boundObjectRef": spec["boundObjectRef"],
+        },
         "status": {"token": token, "expirationTimestamp": expires},
     });
     Ok(body::json(StatusCode::CREATED, &out))
+}
+
+/// The objects a TokenRequest's `spec.boundObjectRef` binds the token to
+/// (`pkg/registry/core/serviceaccount/storage/token.go`): an existing Pod running as the
+/// service account (its node is named too), Secret or Node, whose uid matches the reference's
+/// when it gives one.
+fn bound_objects(api: &ApiServer, ns: &str, sa: &str, r: &Value) -> Result<Bound, ApiError> {
+    if r.is_null() {
+        return Ok(Bound::default());
+    }
+    let api_version = str_of(&r["apiVersion"]);
+    if !matches!(api_version, "" | "v1") {
+        return Err(invalid(
+            "TokenRequest",
+            vec![FieldError::not_supported(
+                "spec.boundObjectRef.apiVersion",
+                api_version,
+                &["v1"],
+            )],
+        ));
+    }
+    let (kind, name) = (str_of(&r["kind"]), str_of(&r["name"]));
+    let (resource, namespace) = match kind {
+        "Pod" => ("pods", ns),
+        "Secret" => ("secrets", ns),
+        "Node" => ("nodes", ""),
+        _ => {
+            return Err(invalid(
+                "TokenRequest",
+                vec![FieldError::not_supported(
+                    "spec.boundObjectRef.kind",
+                    kind,
+                    &["Pod", "Secret", "Node"],
+                )],
+            ));
+        }
+    };
+    if name.is_empty() {
+        return Err(invalid(
+            "TokenRequest",
+            vec![FieldError::required("spec.boundObjectRef.name", "")],
+        ));
+    }
+    let obj = api
+        .store
+        .get_or_not_found(&GroupResource::new("", resource), namespace, name)?;
+    let uid = str_of(&r["uid"]);
+    if !uid.is_empty() && uid != obj.uid {
+        return Err(Status::conflict(
+            &GroupResource::new("", kind),
+            name,
+            &format!(
+                "the UID in the bound object reference ({uid}) does not match the UID in record. \
+                 The object might have been deleted and then recreated"
+            ),
+        )
+        .into());
+    }
+    let this = Some(ObjectRef {
+        name: name.to_owned(),
+        uid: obj.uid.clone(),
+    });
+    Ok(match kind {
+        "Pod" => {
+            let pod: Value = serde_json::from_str(&obj.raw)
+                .map_err(|e| Status::internal(format!("reading pod {ns}/{name}: {e}")))?;
+            // The ServiceAccount admission plugin defaults an unset name to `default`.
+            let runs_as = match str_of(&pod["spec"]["serviceAccountName"]) {
+                "" => "default",
+                n => n,
+            };
+            if runs_as != sa {
+                return Err(Status::bad_request(format!(
+                    "cannot bind token for serviceaccount {sa:?} to pod running with different \
+                     serviceaccount name."
+                ))
+                .into());
+            }
+            let node = match str_of(&pod["spec"]["nodeName"]) {
+                "" => None,
+                node => Some(ObjectRef {
+                    name: node.to_owned(),
+                    uid: api
+                        .store
+                        .get(&GroupResource::new("", "nodes"), "", node)
+                        .map(|n| n.uid.clone())
+                        .unwrap_or_default(),
+                }),
+            };
+            Bound {
+                pod: this,
+                node,
+                ..Bound::default()
+            }
+        }
+        "Secret" => Bound {
+            secret: this,
+            ..Bound::default()
+        },
+        _ => Bound {
+            node: this,
+            ..Bound::default()
+        },
+    })
 }
 
 fn invalid(kind: &str, errors: Vec<FieldError>) -> ApiError {

@@ -3,7 +3,8 @@
 //!
 //! A token names its service account by namespace, name and uid; it is accepted only while that
 //! account still exists with that uid, so deleting (or recreating) the account revokes every
-//! token issued for it.
+//! token issued for it. A bound token (TokenRequest `spec.boundObjectRef`) also names a Pod,
+//! Secret or Node and is accepted only while that object exists with that uid too.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -57,13 +58,52 @@ struct Verified {
 const VERIFIED_CAPACITY: usize = 4096;
 
 /// What a valid token says.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Claims {
     pub namespace: String,
     pub name: String,
     pub uid: String,
     pub jti: String,
+    /// The objects the token is bound to (`pkg/serviceaccount/claims.go`).
+    pub bound: Bound,
 }
+
+/// The objects a token is bound to: at most one of pod, secret and node is the binding; a
+/// pod-bound token also names the pod's node, for information only.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Bound {
+    pub pod: Option<ObjectRef>,
+    pub secret: Option<ObjectRef>,
+    pub node: Option<ObjectRef>,
+}
+
+/// A bound object by name and uid (the uid of a pod's node is empty when the node did not
+/// exist when the token was issued).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ObjectRef {
+    pub name: String,
+    pub uid: String,
+}
+
+impl ObjectRef {
+    fn to_json(&self) -> Value {
+        json!({"name": self.name, "uid": self.uid})
+    }
+
+    fn from_json(v: &Value) -> Option<Option<Self>> {
+        match v {
+            Value::Null => Some(None),
+            v => Some(Some(Self {
+                name: v["name"].as_str()?.to_owned(),
+                uid: v["uid"].as_str().unwrap_or_default().to_owned(),
+            })),
+        }
+    }
+}
+
+/// Upstream accepts a token of an object being deleted for this long after its
+/// `deletionTimestamp`, so a terminating pod can still shut down cleanly (`claims.go`).
+const DELETION_GRACE_SECONDS: i64 = 60;
 
 impl ServiceAccountTokens {
     /// `pkcs8_der` is an ECDSA P-256 private key.
@@ -100,7 +140,7 @@ impl ServiceAccountTokens {
         expiration_seconds: i64,
     ) -> Result<String, Error> {
         let header = json!({"alg": "ES256", "kid": self.key_id});
-        let payload = json!({
+        let mut payload = json!({
             "aud": audiences,
             "exp": now + expiration_seconds,
             "iat": now,
@@ -113,6 +153,15 @@ impl ServiceAccountTokens {
                 "serviceaccount": {"name": sa.name, "uid": sa.uid},
             },
         });
+        for (key, r) in [
+            ("pod", &sa.bound.pod),
+            ("secret", &sa.bound.secret),
+            ("node", &sa.bound.node),
+        ] {
+            if let Some(r) = r {
+                payload["kubernetes.io"][key] = r.to_json();
+            }
+        }
         let signing_input = format!(
             "{}.{}",
             B64.encode(header.to_string()),
@@ -210,6 +259,11 @@ impl ServiceAccountTokens {
             name: k8s["serviceaccount"]["name"].as_str()?.to_owned(),
             uid: k8s["serviceaccount"]["uid"].as_str()?.to_owned(),
             jti: c["jti"].as_str().unwrap_or_default().to_owned(),
+            bound: Bound {
+                pod: ObjectRef::from_json(&k8s["pod"])?,
+                secret: ObjectRef::from_json(&k8s["secret"])?,
+                node: ObjectRef::from_json(&k8s["node"])?,
+            },
         };
         let sub = format!("{SA_PREFIX}{}:{}", claims.namespace, claims.name);
         (c["sub"] == sub.as_str()).then_some(Verified {
@@ -243,7 +297,7 @@ impl ServiceAccountTokens {
                     claims.name, claims.namespace
                 )
             })?;
-        if sa.deleting {
+        if deleted_before(&sa, now - DELETION_GRACE_SECONDS) {
             return Err(format!(
                 "service account {}/{} has been deleted",
                 claims.namespace, claims.name
@@ -255,15 +309,69 @@ impl ServiceAccountTokens {
                 sa.uid, claims.uid
             ));
         }
+        let b = &claims.bound;
+        // A pod-bound token names the pod's node for information; only a node-bound one is
+        // checked against the node.
+        let node = if b.pod.is_none() {
+            b.node.as_ref()
+        } else {
+            None
+        };
+        for (resource, namespace, r) in [
+            ("pods", claims.namespace.as_str(), &b.pod),
+            ("secrets", claims.namespace.as_str(), &b.secret),
+            ("nodes", "", &node.cloned()),
+        ] {
+            let Some(r) = r else { continue };
+            let obj = store.get(&GroupResource::new("", resource), namespace, &r.name);
+            match obj {
+                Some(o) if !deleted_before(&o, now - DELETION_GRACE_SECONDS) && o.uid == r.uid => {}
+                Some(o) if o.uid != r.uid => {
+                    return Err(format!(
+                        "{resource} {:?} UID ({}) does not match claim ({})",
+                        r.name, o.uid, r.uid
+                    ));
+                }
+                _ => return Err("service account token has been invalidated".into()),
+            }
+        }
         let mut user = user_info(&claims.namespace, &claims.name, &claims.uid);
+        // The extras upstream's `serviceaccount.ServiceAccountInfo.UserInfo` adds.
+        let mut extra = |key: &str, value: &str| {
+            if !value.is_empty() {
+                user.extra.insert(
+                    format!("authentication.kubernetes.io/{key}"),
+                    vec![value.to_owned()],
+                );
+            }
+        };
+        if let Some(pod) = &b.pod {
+            extra("pod-name", &pod.name);
+            extra("pod-uid", &pod.uid);
+        }
+        if let Some(node) = &b.node {
+            extra("node-name", &node.name);
+            extra("node-uid", &node.uid);
+        }
         if !claims.jti.is_empty() {
-            user.extra.insert(
-                "authentication.kubernetes.io/credential-id".into(),
-                vec![format!("JTI={}", claims.jti)],
-            );
+            extra("credential-id", &format!("JTI={}", claims.jti));
         }
         Ok((user, audiences))
     }
+}
+
+/// Whether `obj` has been being deleted since before `cutoff` (Unix seconds); an object being
+/// deleted whose timestamp cannot be read counts as long deleted.
+fn deleted_before(obj: &kgc_store::StoredObject, cutoff: i64) -> bool {
+    if !obj.deleting {
+        return false;
+    }
+    let since = serde_json::from_str::<Value>(&obj.raw).ok().and_then(|v| {
+        v["metadata"]["deletionTimestamp"]
+            .as_str()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+    });
+    since.is_none_or(|t| t.as_second() < cutoff)
 }
 
 /// The user a service account is: `system:serviceaccount:NS:NAME` in `system:serviceaccounts`
@@ -308,6 +416,7 @@ mod tests {
             name: "sa".into(),
             uid: "u-1".into(),
             jti: "j".into(),
+            bound: Bound::default(),
         }
     }
 
@@ -353,6 +462,28 @@ mod tests {
         ] {
             assert_eq!(verify(&t, junk, 1000), None, "{junk:?}");
         }
+    }
+
+    #[test]
+    fn bound_objects_round_trip() {
+        let t = tokens();
+        let api = vec![DEFAULT_ISSUER.to_owned()];
+        let c = Claims {
+            bound: Bound {
+                pod: Some(ObjectRef {
+                    name: "p".into(),
+                    uid: "pu".into(),
+                }),
+                node: Some(ObjectRef {
+                    name: "n".into(),
+                    uid: String::new(),
+                }),
+                secret: None,
+            },
+            ..claims()
+        };
+        let tok = t.issue(&c, &api, 1000, 600).unwrap();
+        assert_eq!(verify(&t, &tok, 1000), Some(c));
     }
 
     #[test]

@@ -589,6 +589,7 @@ async fn service_account_tokens() {
         name: "bot".into(),
         uid: uid.clone(),
         jti: "j".into(),
+        ..Default::default()
     };
     let aud = vec![kgc_apiserver::serviceaccount::DEFAULT_ISSUER.to_owned()];
     let now = jiff::Timestamp::now().as_second();
@@ -1148,4 +1149,176 @@ async fn token_reviews() {
         ])
         .await;
     assert!(out.contains("tokenreviews.authentication.k8s.io"), "{out}");
+}
+
+#[tokio::test]
+async fn bound_service_account_tokens() {
+    let server = Server::start_secure(&[]).await;
+    let admin = server.client();
+    let ns = support::fresh_namespace(&admin, "bound").await;
+    server
+        .kubectl_ok(&["-n", &ns, "create", "serviceaccount", "bot"])
+        .await;
+    let pod = |name: &str, sa: &str| {
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"serviceAccountName": sa, "containers": [{"name": "c", "image": "nginx"}]}})
+        .to_string()
+    };
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    let r = raw(
+        &admin,
+        "POST",
+        &pods,
+        Some("application/json"),
+        pod("p", "bot"),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let pod_uid = r.json()["metadata"]["uid"].clone();
+    let token = server
+        .kubectl_ok(&[
+            "-n",
+            &ns,
+            "create",
+            "token",
+            "bot",
+            "--bound-object-kind",
+            "Pod",
+            "--bound-object-name",
+            "p",
+        ])
+        .await;
+    let c = with_token(&server, token.trim()).await;
+    let info = whoami(&c).await;
+    assert_eq!(info["username"], format!("system:serviceaccount:{ns}:bot"));
+    assert_eq!(
+        info["extra"]["authentication.kubernetes.io/pod-name"],
+        serde_json::json!(["p"])
+    );
+    assert_eq!(
+        info["extra"]["authentication.kubernetes.io/pod-uid"],
+        serde_json::json!([pod_uid])
+    );
+    // Deleting the pod revokes the token at once, although its signature is cached.
+    server.kubectl_ok(&["-n", &ns, "delete", "pod", "p"]).await;
+    let ssr = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+    let body = r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#;
+    let r = raw(&c, "POST", ssr, Some("application/json"), body).await;
+    assert_status(&r, 401, "Unauthorized", "Unauthorized");
+    // A new pod of the same name is another uid: still revoked.
+    let r = raw(
+        &admin,
+        "POST",
+        &pods,
+        Some("application/json"),
+        pod("p", "bot"),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = raw(&c, "POST", ssr, Some("application/json"), body).await;
+    assert_status(&r, 401, "Unauthorized", "Unauthorized");
+
+    // Secrets too.
+    server
+        .kubectl_ok(&["-n", &ns, "create", "secret", "generic", "s"])
+        .await;
+    let token = server
+        .kubectl_ok(&[
+            "-n",
+            &ns,
+            "create",
+            "token",
+            "bot",
+            "--bound-object-kind",
+            "Secret",
+            "--bound-object-name",
+            "s",
+        ])
+        .await;
+    let c = with_token(&server, token.trim()).await;
+    assert_eq!(
+        whoami(&c).await["username"],
+        format!("system:serviceaccount:{ns}:bot")
+    );
+    server
+        .kubectl_ok(&["-n", &ns, "delete", "secret", "s"])
+        .await;
+    let r = raw(&c, "POST", ssr, Some("application/json"), body).await;
+    assert_status(&r, 401, "Unauthorized", "Unauthorized");
+
+    // Bad references: a pod of another account, a stale uid, a missing object, another kind.
+    let r = raw(
+        &admin,
+        "POST",
+        &pods,
+        Some("application/json"),
+        pod("q", "default"),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let token_path = format!("/api/v1/namespaces/{ns}/serviceaccounts/bot/token");
+    let request = |bound: serde_json::Value| {
+        serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"boundObjectRef": bound}})
+        .to_string()
+    };
+    let r = raw(
+        &admin,
+        "POST",
+        &token_path,
+        Some("application/json"),
+        request(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "name": "q"})),
+    )
+    .await;
+    assert_status(
+        &r,
+        400,
+        "BadRequest",
+        "cannot bind token for serviceaccount \"bot\" to pod running with different serviceaccount name.",
+    );
+    let r = raw(
+        &admin,
+        "POST",
+        &token_path,
+        Some("application/json"),
+        request(
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "stale"}),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not match the UID in record")
+    );
+    let r = raw(
+        &admin,
+        "POST",
+        &token_path,
+        Some("application/json"),
+        request(serde_json::json!({"apiVersion": "v1", "kind": "Secret", "name": "gone"})),
+    )
+    .await;
+    assert_status(&r, 404, "NotFound", "secrets \"gone\" not found");
+    let r = raw(
+        &admin,
+        "POST",
+        &token_path,
+        Some("application/json"),
+        request(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "x"})),
+    )
+    .await;
+    assert_status(
+        &r,
+        422,
+        "Invalid",
+        "TokenRequest.authentication.k8s.io \"\" is invalid: spec.boundObjectRef.kind: \
+         Unsupported value: \"ConfigMap\": supported values: \"Pod\", \"Secret\", \"Node\"",
+    );
+    assert_eq!(
+        r.json()["details"]["causes"][0]["field"],
+        "spec.boundObjectRef.kind"
+    );
 }
