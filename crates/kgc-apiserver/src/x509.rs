@@ -259,35 +259,18 @@ mod tests {
         assert_eq!(v.user.groups, ["devs", "system:authenticated"]);
         assert!(v.valid_at(jiff::Timestamp::now().as_second()));
         assert!(!v.valid_at(i64::from(i32::MAX) * 20));
-        let refused = |der: CertificateDer<'static>| auth.authenticate(&[der], now).unwrap_err();
-        let why = refused(leaf(
-            &other,
-            "alice",
-            ExtendedKeyUsagePurpose::ClientAuth,
-            current,
-        ));
-        assert!(why.contains("UnknownIssuer"), "{why}");
-        let why = refused(leaf(
-            &issuer,
-            "alice",
-            ExtendedKeyUsagePurpose::ClientAuth,
-            (2000, 2001),
-        ));
-        assert!(why.contains("Expired"), "{why}");
-        let why = refused(leaf(
-            &issuer,
-            "web",
-            ExtendedKeyUsagePurpose::ServerAuth,
-            current,
-        ));
-        assert!(why.contains("RequiredEkuNotFound"), "{why}");
-        let why = refused(leaf(
-            &issuer,
-            "",
-            ExtendedKeyUsagePurpose::ClientAuth,
-            current,
-        ));
-        assert!(why.contains("common name"), "{why}");
+        use ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
+        for (ca, cn, eku, years, want) in [
+            (&other, "alice", ClientAuth, current, "UnknownIssuer"),
+            (&issuer, "alice", ClientAuth, (2000, 2001), "Expired"),
+            (&issuer, "web", ServerAuth, current, "RequiredEkuNotFound"),
+            (&issuer, "", ClientAuth, current, "common name"),
+        ] {
+            let why = auth
+                .authenticate(&[leaf(ca, cn, eku, years)], now)
+                .unwrap_err();
+            assert!(why.contains(want), "{why}");
+        }
         assert!(auth.authenticate(&[], now).is_err());
         assert!(
             auth.authenticate(&[CertificateDer::from(vec![1, 2, 3])], now)

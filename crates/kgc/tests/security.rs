@@ -573,17 +573,7 @@ async fn service_account_tokens() {
         kgc_apiserver::serviceaccount::DEFAULT_ISSUER,
     )
     .unwrap();
-    let uid = server
-        .kubectl_ok(&[
-            "-n",
-            &ns,
-            "get",
-            "sa",
-            "bot",
-            "-o",
-            "jsonpath={.metadata.uid}",
-        ])
-        .await;
+    let uid = bot_uid(&server, &ns).await;
     let claims = kgc_apiserver::serviceaccount::Claims {
         namespace: ns.clone(),
         name: "bot".into(),
@@ -937,6 +927,21 @@ async fn the_authorizer_stays_current_when_its_watch_falls_behind() {
     .await;
 }
 
+/// The uid of the service account `NS/bot`.
+async fn bot_uid(server: &Server, ns: &str) -> String {
+    server
+        .kubectl_ok(&[
+            "-n",
+            ns,
+            "get",
+            "sa",
+            "bot",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
+        .await
+}
+
 /// POSTs a review as JSON with `c`.
 async fn post_review(c: &Client, path: &str, body: Value) -> support::RawResponse {
     raw(c, "POST", path, Some("application/json"), body.to_string()).await
@@ -1025,17 +1030,7 @@ async fn token_reviews() {
     server
         .kubectl_ok(&["-n", &ns, "create", "serviceaccount", "bot"])
         .await;
-    let uid = server
-        .kubectl_ok(&[
-            "-n",
-            &ns,
-            "get",
-            "sa",
-            "bot",
-            "-o",
-            "jsonpath={.metadata.uid}",
-        ])
-        .await;
+    let uid = bot_uid(&server, &ns).await;
     let token = server
         .kubectl_ok(&["-n", &ns, "create", "token", "bot"])
         .await;
@@ -1151,6 +1146,32 @@ async fn token_reviews() {
     assert!(out.contains("tokenreviews.authentication.k8s.io"), "{out}");
 }
 
+/// A client with a token of `NS/bot` bound to the object `kind/name`.
+async fn bound_client(server: &Server, ns: &str, kind: &str, name: &str) -> Client {
+    let token = server
+        .kubectl_ok(&[
+            "-n",
+            ns,
+            "create",
+            "token",
+            "bot",
+            "--bound-object-kind",
+            kind,
+            "--bound-object-name",
+            name,
+        ])
+        .await;
+    with_token(server, token.trim()).await
+}
+
+/// `c`'s credentials authenticate nobody: even a SelfSubjectReview is a 401.
+async fn assert_unauthenticated(c: &Client) {
+    let body =
+        serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let r = post_review(c, "/apis/authentication.k8s.io/v1/selfsubjectreviews", body).await;
+    assert_status(&r, 401, "Unauthorized", "Unauthorized");
+}
+
 #[tokio::test]
 async fn bound_service_account_tokens() {
     let server = Server::start_secure(&[]).await;
@@ -1159,36 +1180,19 @@ async fn bound_service_account_tokens() {
     server
         .kubectl_ok(&["-n", &ns, "create", "serviceaccount", "bot"])
         .await;
-    let pod = |name: &str, sa: &str| {
-        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"serviceAccountName": sa, "containers": [{"name": "c", "image": "nginx"}]}})
-        .to_string()
-    };
     let pods = format!("/api/v1/namespaces/{ns}/pods");
-    let r = raw(
-        &admin,
-        "POST",
-        &pods,
-        Some("application/json"),
-        pod("p", "bot"),
-    )
-    .await;
-    assert_eq!(r.status, 201, "{}", r.text());
-    let pod_uid = r.json()["metadata"]["uid"].clone();
-    let token = server
-        .kubectl_ok(&[
-            "-n",
-            &ns,
-            "create",
-            "token",
-            "bot",
-            "--bound-object-kind",
-            "Pod",
-            "--bound-object-name",
-            "p",
-        ])
-        .await;
-    let c = with_token(&server, token.trim()).await;
+    let create_pod = |name: &str, sa: &str| {
+        let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"serviceAccountName": sa, "containers": [{"name": "c", "image": "nginx"}]}});
+        let (admin, pods) = (admin.clone(), pods.clone());
+        async move {
+            let r = post_review(&admin, &pods, pod).await;
+            assert_eq!(r.status, 201, "{}", r.text());
+            r.json()["metadata"]["uid"].clone()
+        }
+    };
+    let pod_uid = create_pod("p", "bot").await;
+    let c = bound_client(&server, &ns, "Pod", "p").await;
     let info = whoami(&c).await;
     assert_eq!(info["username"], format!("system:serviceaccount:{ns}:bot"));
     assert_eq!(
@@ -1199,43 +1203,17 @@ async fn bound_service_account_tokens() {
         info["extra"]["authentication.kubernetes.io/pod-uid"],
         serde_json::json!([pod_uid])
     );
-    // Deleting the pod revokes the token at once, although its signature is cached.
+    // Deleting the pod revokes the token at once, although its signature is cached; a new pod
+    // of the same name is another uid, so it stays revoked.
     server.kubectl_ok(&["-n", &ns, "delete", "pod", "p"]).await;
-    let ssr = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
-    let body = r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#;
-    let r = raw(&c, "POST", ssr, Some("application/json"), body).await;
-    assert_status(&r, 401, "Unauthorized", "Unauthorized");
-    // A new pod of the same name is another uid: still revoked.
-    let r = raw(
-        &admin,
-        "POST",
-        &pods,
-        Some("application/json"),
-        pod("p", "bot"),
-    )
-    .await;
-    assert_eq!(r.status, 201, "{}", r.text());
-    let r = raw(&c, "POST", ssr, Some("application/json"), body).await;
-    assert_status(&r, 401, "Unauthorized", "Unauthorized");
-
+    assert_unauthenticated(&c).await;
+    create_pod("p", "bot").await;
+    assert_unauthenticated(&c).await;
     // Secrets too.
     server
         .kubectl_ok(&["-n", &ns, "create", "secret", "generic", "s"])
         .await;
-    let token = server
-        .kubectl_ok(&[
-            "-n",
-            &ns,
-            "create",
-            "token",
-            "bot",
-            "--bound-object-kind",
-            "Secret",
-            "--bound-object-name",
-            "s",
-        ])
-        .await;
-    let c = with_token(&server, token.trim()).await;
+    let c = bound_client(&server, &ns, "Secret", "s").await;
     assert_eq!(
         whoami(&c).await["username"],
         format!("system:serviceaccount:{ns}:bot")
@@ -1243,47 +1221,26 @@ async fn bound_service_account_tokens() {
     server
         .kubectl_ok(&["-n", &ns, "delete", "secret", "s"])
         .await;
-    let r = raw(&c, "POST", ssr, Some("application/json"), body).await;
-    assert_status(&r, 401, "Unauthorized", "Unauthorized");
+    assert_unauthenticated(&c).await;
 
     // Bad references: a pod of another account, a stale uid, a missing object, another kind.
-    let r = raw(
-        &admin,
-        "POST",
-        &pods,
-        Some("application/json"),
-        pod("q", "default"),
-    )
-    .await;
-    assert_eq!(r.status, 201, "{}", r.text());
+    create_pod("q", "default").await;
     let token_path = format!("/api/v1/namespaces/{ns}/serviceaccounts/bot/token");
-    let request = |bound: serde_json::Value| {
-        serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-            "spec": {"boundObjectRef": bound}})
-        .to_string()
+    let request = |bound: Value| {
+        let body = serde_json::json!({"apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest", "spec": {"boundObjectRef": bound}});
+        let (admin, token_path) = (admin.clone(), token_path.clone());
+        async move { post_review(&admin, &token_path, body).await }
     };
-    let r = raw(
-        &admin,
-        "POST",
-        &token_path,
-        Some("application/json"),
-        request(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "name": "q"})),
-    )
-    .await;
+    let r = request(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "name": "q"})).await;
     assert_status(
         &r,
         400,
         "BadRequest",
         "cannot bind token for serviceaccount \"bot\" to pod running with different serviceaccount name.",
     );
-    let r = raw(
-        &admin,
-        "POST",
-        &token_path,
-        Some("application/json"),
-        request(
-            serde_json::json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "stale"}),
-        ),
+    let r = request(
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "stale"}),
     )
     .await;
     assert_eq!(r.status, 409, "{}", r.text());
@@ -1293,23 +1250,11 @@ async fn bound_service_account_tokens() {
             .unwrap()
             .contains("does not match the UID in record")
     );
-    let r = raw(
-        &admin,
-        "POST",
-        &token_path,
-        Some("application/json"),
-        request(serde_json::json!({"apiVersion": "v1", "kind": "Secret", "name": "gone"})),
-    )
-    .await;
+    let r =
+        request(serde_json::json!({"apiVersion": "v1", "kind": "Secret", "name": "gone"})).await;
     assert_status(&r, 404, "NotFound", "secrets \"gone\" not found");
-    let r = raw(
-        &admin,
-        "POST",
-        &token_path,
-        Some("application/json"),
-        request(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "x"})),
-    )
-    .await;
+    let r =
+        request(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "x"})).await;
     assert_status(
         &r,
         422,
