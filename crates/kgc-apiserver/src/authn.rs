@@ -91,27 +91,68 @@ impl Authenticator {
         headers: &HeaderMap,
         peer: Option<&Peer>,
     ) -> Result<Option<Arc<UserInfo>>, Status> {
-        if let Some(u) = peer.and_then(|p| p.cert.as_ref()) {
-            return Ok(Some(Arc::clone(u)));
-        }
+        // Like upstream's union authenticator: a refused certificate is a 401 unless a bearer
+        // token authenticates the request.
+        let cert_refused = match peer.and_then(|p| p.cert.as_ref()) {
+            Some(Ok(c)) if c.valid_at(jiff::Timestamp::now().as_second()) => {
+                return Ok(Some(Arc::clone(&c.user)));
+            }
+            Some(Ok(c)) => {
+                tracing::debug!(user = %c.user.name, "client certificate expired");
+                true
+            }
+            Some(Err(_)) => true,
+            None => false,
+        };
         let Some(auth) = headers.get(header::AUTHORIZATION) else {
-            return Ok(None);
+            return if cert_refused {
+                Err(Status::unauthorized())
+            } else {
+                Ok(None)
+            };
         };
         let token = auth
             .to_str()
             .ok()
             .and_then(bearer)
             .ok_or_else(Status::unauthorized)?;
-        if let Some(u) = self.tokens.get(token) {
-            return Ok(Some(Arc::clone(u)));
-        }
-        if let Some(sa) = &self.service_accounts {
-            let now = jiff::Timestamp::now().as_second();
-            if let Some(u) = sa.authenticate(&self.store, token, now) {
-                return Ok(Some(Arc::new(with_authenticated(u))));
+        match self.authenticate_token(token, self.api_audiences()) {
+            Ok((user, _)) => Ok(Some(user)),
+            Err(why) => {
+                tracing::debug!(%why, "bearer token refused");
+                Err(Status::unauthorized())
             }
         }
-        Err(Status::unauthorized())
+    }
+
+    /// The audiences a request's token must be for: the API server's own (`--api-audiences`,
+    /// which defaults to the service-account issuer).
+    pub fn api_audiences(&self) -> &[String] {
+        self.service_accounts
+            .as_ref()
+            .map(|sa| sa.api_audiences())
+            .unwrap_or_default()
+    }
+
+    /// The user a bearer token authenticates when presented for `audiences`, and which of them
+    /// it is good for; otherwise why it authenticates nobody (a TokenReview's `status.error`).
+    /// Static tokens are good for any audience, as upstream's audience-agnostic wrapper makes
+    /// them.
+    pub fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<(Arc<UserInfo>, Vec<String>), String> {
+        if let Some(u) = self.tokens.get(token) {
+            return Ok((Arc::clone(u), audiences.to_vec()));
+        }
+        let sa = self
+            .service_accounts
+            .as_ref()
+            .ok_or_else(|| "invalid bearer token".to_owned())?;
+        let now = jiff::Timestamp::now().as_second();
+        let (user, audiences) = sa.authenticate(&self.store, token, now, audiences)?;
+        Ok((Arc::new(with_authenticated(user)), audiences))
     }
 }
 
@@ -122,19 +163,8 @@ fn bearer(value: &str) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// The user a verified client certificate authenticates: CN, the O groups and
-/// `system:authenticated`.
-pub fn certificate_user(id: crate::tls::CertIdentity) -> UserInfo {
-    with_authenticated(UserInfo {
-        name: id.user,
-        uid: String::new(),
-        groups: id.groups,
-        extra: BTreeMap::new(),
-    })
-}
-
 /// Adds `system:authenticated`, as upstream's group adder does for every authenticated user.
-fn with_authenticated(mut u: UserInfo) -> UserInfo {
+pub(crate) fn with_authenticated(mut u: UserInfo) -> UserInfo {
     if !u.groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
         u.groups.push(AUTHENTICATED_GROUP.to_owned());
     }

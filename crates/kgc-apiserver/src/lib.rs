@@ -20,6 +20,7 @@ pub mod serviceaccount;
 mod table;
 pub mod tls;
 mod watch;
+pub mod x509;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

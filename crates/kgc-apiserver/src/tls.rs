@@ -1,9 +1,11 @@
 //! Serving HTTPS: a TLS listener for `axum::serve` that asks for (but does not require) a client
-//! certificate verified against the cluster CA, and hands the verified identity to the request.
+//! certificate, and hands what that certificate authenticates to the request.
 //!
 //! Handshakes run on their own tasks (with a deadline), so one slow or hostile client never
-//! holds up the accept loop. A certificate from another CA fails the handshake: rustls verifies
-//! the chain before any byte of HTTP is read, so a wrong certificate can never reach a handler.
+//! holds up the accept loop. The handshake checks that a client holds its certificate's key but
+//! not who signed it: as in kube-apiserver, a certificate from another CA completes the
+//! handshake and is refused by the x509 authenticator ([`crate::x509`]) with a 401, once per
+//! connection, before any request of that connection is served.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,34 +15,32 @@ use axum::extract::connect_info::Connected;
 use axum::serve::{IncomingStream, Listener};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::WebPkiClientVerifier;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
 use crate::Error;
+use crate::x509::{CertAuth, ClientCertificates, RequestClientCert};
 
 /// A client's handshake must finish within this.
 const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
 /// Connections that finished their handshake but are not yet picked up by the server.
 const ACCEPT_BACKLOG: usize = 128;
 
-/// Who is on the other end of a connection: its address and, when it presented a certificate
-/// the cluster CA signed, the user that certificate authenticates (built once per connection,
-/// so a request over a kept-alive connection only clones an `Arc`).
+/// Who is on the other end of a connection: its address and, when it presented a client
+/// certificate, the user that certificate authenticates or why it authenticates nobody (decided
+/// once per connection, so a request over a kept-alive connection only clones an `Arc`).
 #[derive(Debug, Clone)]
 pub struct Peer {
     pub addr: SocketAddr,
-    pub cert: Option<Arc<crate::authn::UserInfo>>,
+    pub cert: Option<CertAuth>,
 }
 
-/// The user a client certificate names (kube-apiserver's x509 authenticator: CN is the user,
-/// each O a group).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CertIdentity {
-    pub user: String,
-    pub groups: Vec<String>,
+/// The server's TLS configuration and the authenticator of the client certificates it asks for.
+pub struct ServerTls {
+    config: Arc<rustls::ServerConfig>,
+    clients: Arc<ClientCertificates>,
 }
 
 impl Connected<IncomingStream<'_, TlsListener>> for Peer {
@@ -49,13 +49,13 @@ impl Connected<IncomingStream<'_, TlsListener>> for Peer {
     }
 }
 
-/// The rustls configuration: serve `cert_chain_pem` with `key_pem`, and verify client
-/// certificates against `client_ca_pem` when they are presented.
+/// The rustls configuration: serve `cert_chain_pem` with `key_pem`, ask for client
+/// certificates naming `client_ca_pem` as their issuer, and authenticate them against it.
 pub fn server_config(
     cert_chain_pem: &str,
     key_pem: &str,
     client_ca_pem: &str,
-) -> Result<Arc<rustls::ServerConfig>, Error> {
+) -> Result<ServerTls, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let chain = CertificateDer::pem_slice_iter(cert_chain_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
@@ -74,19 +74,24 @@ pub fn server_config(
             .add(ca)
             .map_err(|e| Error::Tls(format!("the client CA: {e}")))?;
     }
-    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-        .allow_unauthenticated()
-        .build()
+    let clients = Arc::new(ClientCertificates::new(
+        &roots,
+        provider.signature_verification_algorithms,
+    ));
+    let verifier = RequestClientCert::new(Arc::new(roots), provider.clone())
         .map_err(|e| Error::Tls(format!("the client certificate verifier: {e}")))?;
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::Tls(e.to_string()))?
-        .with_client_cert_verifier(verifier)
+        .with_client_cert_verifier(Arc::new(verifier))
         .with_single_cert(chain, key)
         .map_err(|e| Error::Tls(format!("the serving certificate and key: {e}")))?;
     // The server speaks HTTP/1.1 only (watches are chunked responses).
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
+    Ok(ServerTls {
+        config: Arc::new(config),
+        clients,
+    })
 }
 
 /// A listener yielding connections whose TLS handshake has completed.
@@ -97,10 +102,11 @@ pub struct TlsListener {
 
 impl TlsListener {
     /// Starts accepting on `tcp`; handshakes run in the background.
-    pub fn new(tcp: TcpListener, config: Arc<rustls::ServerConfig>) -> std::io::Result<Self> {
+    pub fn new(tcp: TcpListener, tls: ServerTls) -> std::io::Result<Self> {
         let local = tcp.local_addr()?;
         let (tx, ready) = mpsc::channel(ACCEPT_BACKLOG);
-        let acceptor = TlsAcceptor::from(config);
+        let acceptor = TlsAcceptor::from(tls.config);
+        let clients = tls.clients;
         tokio::spawn(async move {
             loop {
                 let (stream, addr) = match tcp.accept().await {
@@ -116,7 +122,7 @@ impl TlsListener {
                 if tx.is_closed() {
                     return;
                 }
-                let (acceptor, tx) = (acceptor.clone(), tx.clone());
+                let (acceptor, tx, clients) = (acceptor.clone(), tx.clone(), clients.clone());
                 tokio::spawn(async move {
                     let tls =
                         match tokio::time::timeout(HANDSHAKE_DEADLINE, acceptor.accept(stream))
@@ -132,13 +138,13 @@ impl TlsListener {
                                 return;
                             }
                         };
-                    let cert = tls
-                        .get_ref()
-                        .1
-                        .peer_certificates()
-                        .and_then(|c| c.first())
-                        .and_then(|leaf| identity(leaf.as_ref()))
-                        .map(|id| Arc::new(crate::authn::certificate_user(id)));
+                    let cert = tls.get_ref().1.peer_certificates().map(|chain| {
+                        let auth = clients.authenticate(chain, rustls::pki_types::UnixTime::now());
+                        if let Err(why) = &auth {
+                            tracing::debug!(%addr, %why, "client certificate refused");
+                        }
+                        auth
+                    });
                     let _ = tx.send((tls, Peer { addr, cert })).await;
                 });
             }
@@ -165,21 +171,4 @@ impl Listener for TlsListener {
             cert: None,
         })
     }
-}
-
-/// The user and groups of a verified client certificate: CN and O. A certificate without a CN
-/// names nobody (upstream rejects it as "common name is empty").
-pub fn identity(der: &[u8]) -> Option<CertIdentity> {
-    use x509_parser::prelude::*;
-    let (_, cert) = X509Certificate::from_der(der).ok()?;
-    let subject = cert.subject();
-    let user = subject.iter_common_name().next()?.as_str().ok()?.to_owned();
-    if user.is_empty() {
-        return None;
-    }
-    let groups = subject
-        .iter_organization()
-        .filter_map(|o| o.as_str().ok().map(str::to_owned))
-        .collect();
-    Some(CertIdentity { user, groups })
 }

@@ -155,6 +155,20 @@ pub fn bootstrap_policy() -> Vec<Value> {
                 ),
             ],
         ),
+        // For servers that delegate authentication and authorization to this one (bound by
+        // their operators; upstream binds it to nobody by default).
+        cluster_role(
+            "system:auth-delegator",
+            &[],
+            vec![
+                rule(&["create"], &["authentication.k8s.io"], &["tokenreviews"]),
+                rule(
+                    &["create"],
+                    &["authorization.k8s.io"],
+                    &["subjectaccessreviews"],
+                ),
+            ],
+        ),
         aggregated_role("admin", &[], TO_ADMIN),
         aggregated_role("edit", &[(TO_ADMIN, "true")], TO_EDIT),
         aggregated_role("view", &[(TO_EDIT, "true")], TO_VIEW),
@@ -449,6 +463,13 @@ mod tests {
                 }
             }
         }
+        assert_eq!(
+            find(&policy, "ClusterRole", "system:auth-delegator")["rules"],
+            json!([
+                {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+                {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
+            ])
+        );
         // Upstream's ReadWrite, sorted: the verbs of a fully writable resource.
         let rw = json!(kgc_meta::catalog::ALL_VERBS);
         assert_eq!(

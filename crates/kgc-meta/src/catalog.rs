@@ -816,11 +816,9 @@ fn builtin_resources() -> impl Iterator<Item = ResourceInfo> {
         ),
     ]
     .into_iter()
-    .chain(
-        REVIEWS.iter().map(move |&(group, kind, plural)| {
-            b(group, "v1", kind, plural, Cluster, &[], false, NONE)
-        }),
-    )
+    .chain(REVIEWS.iter().map(move |&(group, kind, plural, scope)| {
+        b(group, "v1", kind, plural, scope, &[], false, NONE)
+    }))
     .map(Builtin::into_info)
     .map(|mut info| {
         // Stored as v2, also served as v1 (converted by the API server).
@@ -838,27 +836,43 @@ fn builtin_resources() -> impl Iterator<Item = ResourceInfo> {
 }
 
 /// The create-only review resources of authentication and authorization: answered by the API
-/// server from the request's user and the authorizer, never stored.
-pub const REVIEWS: [(&str, &str, &str); 4] = [
+/// server from the request's user, the authenticator and the authorizer, never stored.
+pub const REVIEWS: [(&str, &str, &str, Scope); 6] = [
     (
         "authentication.k8s.io",
         "SelfSubjectReview",
         "selfsubjectreviews",
+        Scope::Cluster,
+    ),
+    (
+        "authentication.k8s.io",
+        "TokenReview",
+        "tokenreviews",
+        Scope::Cluster,
+    ),
+    (
+        "authorization.k8s.io",
+        "LocalSubjectAccessReview",
+        "localsubjectaccessreviews",
+        Scope::Namespaced,
     ),
     (
         "authorization.k8s.io",
         "SelfSubjectAccessReview",
         "selfsubjectaccessreviews",
+        Scope::Cluster,
     ),
     (
         "authorization.k8s.io",
         "SelfSubjectRulesReview",
         "selfsubjectrulesreviews",
+        Scope::Cluster,
     ),
     (
         "authorization.k8s.io",
         "SubjectAccessReview",
         "subjectaccessreviews",
+        Scope::Cluster,
     ),
 ];
 
@@ -918,19 +932,19 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), c.groups().len());
-        assert_eq!(c.resources().count(), 40);
+        assert_eq!(c.resources().count(), 42);
     }
 
     #[test]
     fn reviews_are_create_only_and_tokens_a_subresource() {
         let c = Catalog::builtin();
-        for (group, kind, plural) in REVIEWS {
+        for (group, kind, plural, scope) in REVIEWS {
             let r = c.get(group, "v1", plural).unwrap();
             assert_eq!(
                 (r.kind.as_str(), r.verbs.as_slice()),
                 (kind, &["create".to_owned()][..])
             );
-            assert!(!r.namespaced());
+            assert_eq!(r.namespaced(), scope == Scope::Namespaced, "{plural}");
         }
         let token = c
             .get("", "v1", "serviceaccounts")

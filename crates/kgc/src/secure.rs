@@ -143,12 +143,12 @@ impl Security {
 
     /// The HTTPS listener over `tcp`.
     pub fn listener(&self, tcp: tokio::net::TcpListener) -> anyhow::Result<TlsListener> {
-        let config = kgc_apiserver::tls::server_config(
+        let tls = kgc_apiserver::tls::server_config(
             &self.pki.serving.cert_pem,
             &self.pki.serving.key_pem,
             &self.pki.ca.cert_pem,
         )?;
-        Ok(TlsListener::new(tcp, config)?)
+        Ok(TlsListener::new(tcp, tls)?)
     }
 }
 

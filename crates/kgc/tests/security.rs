@@ -106,24 +106,81 @@ async fn tls_verification_fails_with_a_wrong_ca() {
         format!("{err:?}").to_lowercase().contains("certificate"),
         "{err:?}"
     );
-    // A client certificate from another CA is refused by the server.
+    // A client certificate from another CA completes the handshake and is refused with
+    // kube-apiserver's 401, for kube-rs and kubectl alike.
     let mut kc = Kubeconfig::read_from(server.kubeconfig_path()).unwrap();
     kc.auth_infos[0] = theirs.auth_infos[0].clone();
     kc.auth_infos[0].name = "kgc".into();
-    let c = client_of(kc).await;
-    let r = c
-        .request_text(
-            http::Request::get("/api/v1/namespaces")
-                .body(Vec::new())
-                .unwrap(),
-        )
-        .await;
-    assert!(r.is_err(), "a certificate from another CA authenticated");
+    assert_refused_certificate(&server, kc, "theirs").await;
     // kubectl with the right CA verifies the server (no --insecure-skip-tls-verify).
     let out = server
         .kubectl_ok(&["get", "namespaces", "-o", "name"])
         .await;
     assert!(out.contains("namespace/default"), "{out}");
+}
+
+/// A kubeconfig whose client certificate authenticates nobody gets 401 `Unauthorized` from every
+/// path, and kubectl reports it as upstream's does.
+async fn assert_refused_certificate(server: &Server, kc: Kubeconfig, name: &str) {
+    let path = server.scratch().join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, serde_json::to_string(&kc).unwrap()).unwrap();
+    let c = client_of(kc).await;
+    for p in ["/api/v1/namespaces", "/healthz"] {
+        let r = raw(&c, "GET", p, None, Vec::new()).await;
+        assert_status(&r, 401, "Unauthorized", "Unauthorized");
+    }
+    let (ok, _, stderr) = kubectl_with(server, &path, &["get", "namespaces"]).await;
+    assert!(!ok);
+    // kubectl's words for a 401: the Status message, or client-go's generic one when the 401
+    // comes from discovery (a cold cache), as against kube-apiserver.
+    assert!(
+        stderr.contains("error: You must be logged in to the server (Unauthorized)")
+            || stderr.contains(
+                "error: You must be logged in to the server (the server has asked for the client \
+                 to provide credentials)"
+            ),
+        "{stderr}"
+    );
+}
+
+/// A client certificate signed by the server's CA for `kgc-admin` in `system:masters` that
+/// expired years ago.
+fn expired_admin_cert(server: &Server) -> Kubeconfig {
+    let pki = server.data_dir().join("pki");
+    let ca_cert = std::fs::read_to_string(pki.join("ca.crt")).unwrap();
+    let ca_key =
+        rcgen::KeyPair::from_pem(&std::fs::read_to_string(pki.join("ca.key")).unwrap()).unwrap();
+    let issuer = rcgen::Issuer::from_ca_cert_pem(&ca_cert, ca_key).unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::new()).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, "system:masters");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "kgc-admin");
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    let (crt, keyf) = (
+        server.scratch().join("expired.crt"),
+        server.scratch().join("expired.key"),
+    );
+    std::fs::write(&crt, cert.pem()).unwrap();
+    std::fs::write(&keyf, key.serialize_pem()).unwrap();
+    kubeconfig_as(
+        server,
+        &serde_json::json!({"client-certificate": crt, "client-key": keyf}).to_string(),
+    )
+}
+
+#[tokio::test]
+async fn expired_client_certificate_gets_401() {
+    let server = Server::start_secure(&[]).await;
+    // The right CA, the admin's name and group, but expired.
+    assert_refused_certificate(&server, expired_admin_cert(&server), "expired").await;
+    assert_admin_is_served(&server).await;
 }
 
 #[tokio::test]
@@ -516,22 +573,13 @@ async fn service_account_tokens() {
         kgc_apiserver::serviceaccount::DEFAULT_ISSUER,
     )
     .unwrap();
-    let uid = server
-        .kubectl_ok(&[
-            "-n",
-            &ns,
-            "get",
-            "sa",
-            "bot",
-            "-o",
-            "jsonpath={.metadata.uid}",
-        ])
-        .await;
+    let uid = bot_uid(&server, &ns).await;
     let claims = kgc_apiserver::serviceaccount::Claims {
         namespace: ns.clone(),
         name: "bot".into(),
         uid: uid.clone(),
         jti: "j".into(),
+        ..Default::default()
     };
     let aud = vec![kgc_apiserver::serviceaccount::DEFAULT_ISSUER.to_owned()];
     let now = jiff::Timestamp::now().as_second();
@@ -877,4 +925,345 @@ async fn the_authorizer_stays_current_when_its_watch_falls_behind() {
         || async { !allowed("old-user").await },
     )
     .await;
+}
+
+/// The uid of the service account `NS/bot`.
+async fn bot_uid(server: &Server, ns: &str) -> String {
+    server
+        .kubectl_ok(&[
+            "-n",
+            ns,
+            "get",
+            "sa",
+            "bot",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
+        .await
+}
+
+/// POSTs a review as JSON with `c`.
+async fn post_review(c: &Client, path: &str, body: Value) -> support::RawResponse {
+    raw(c, "POST", path, Some("application/json"), body.to_string()).await
+}
+
+#[tokio::test]
+async fn local_subject_access_reviews() {
+    let server = Server::start_secure(&[]).await;
+    let ns = support::fresh_namespace(&server.client(), "lsar").await;
+    let alice = client_from(&add_user(&server, "alice", &["-n", &ns, "--role", "edit"])).await;
+    let path = format!("/apis/authorization.k8s.io/v1/namespaces/{ns}/localsubjectaccessreviews");
+    let review = |resource: &str, group: &str, namespace: &str| {
+        serde_json::json!({
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "LocalSubjectAccessReview",
+            "spec": {"user": "alice", "resourceAttributes":
+                {"namespace": namespace, "verb": "create", "group": group, "resource": resource}},
+        })
+    };
+    // The namespace editor may create pods there, not roles.
+    let admin = server.client();
+    support::eventually(
+        "alice's binding takes effect",
+        std::time::Duration::from_secs(10),
+        || async {
+            post_review(&admin, &path, review("pods", "", &ns))
+                .await
+                .json()["status"]["allowed"]
+                == true
+        },
+    )
+    .await;
+    let r = post_review(&admin, &path, review("pods", "", &ns)).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["kind"], "LocalSubjectAccessReview");
+    assert_eq!(r.json()["metadata"]["namespace"], ns.as_str());
+    let r = post_review(
+        &admin,
+        &path,
+        review("roles", "rbac.authorization.k8s.io", &ns),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["status"]["allowed"], false, "{}", r.text());
+    // It only asks about its own namespace.
+    let r = post_review(&admin, &path, review("pods", "", "default")).await;
+    assert_status(
+        &r,
+        422,
+        "Invalid",
+        "LocalSubjectAccessReview.authorization.k8s.io \"\" is invalid: \
+         spec.resourceAttributes.namespace: Invalid value: \"default\": must match metadata.namespace",
+    );
+    let mut other = review("pods", "", &ns);
+    other["metadata"] = serde_json::json!({"namespace": "default"});
+    let r = post_review(&admin, &path, other).await;
+    assert_status(
+        &r,
+        400,
+        "BadRequest",
+        "the namespace of the provided object does not match the namespace sent on the request",
+    );
+    // Editors may not ask about others (only `admin` grants localsubjectaccessreviews).
+    let r = post_review(&alice, &path, review("pods", "", &ns)).await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    // Listed in discovery, namespaced.
+    let out = server
+        .kubectl_ok(&[
+            "api-resources",
+            "--api-group=authorization.k8s.io",
+            "--namespaced=true",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert!(
+        out.contains("localsubjectaccessreviews.authorization.k8s.io"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn token_reviews() {
+    let server = Server::start_secure(&[]).await;
+    let ns = support::fresh_namespace(&server.client(), "tr").await;
+    server
+        .kubectl_ok(&["-n", &ns, "create", "serviceaccount", "bot"])
+        .await;
+    let uid = bot_uid(&server, &ns).await;
+    let token = server
+        .kubectl_ok(&["-n", &ns, "create", "token", "bot"])
+        .await;
+    let path = "/apis/authentication.k8s.io/v1/tokenreviews";
+    let review = |token: &str, audiences: &[&str]| {
+        let mut r = serde_json::json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": {"token": token},
+        });
+        if !audiences.is_empty() {
+            r["spec"]["audiences"] = serde_json::json!(audiences);
+        }
+        r
+    };
+    let admin = server.client();
+    let r = post_review(&admin, path, review(token.trim(), &[])).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let status = &r.json()["status"];
+    assert_eq!(status["authenticated"], true, "{status}");
+    assert_eq!(
+        status["user"]["username"],
+        format!("system:serviceaccount:{ns}:bot")
+    );
+    assert_eq!(status["user"]["uid"], uid.as_str());
+    assert_eq!(
+        status["user"]["groups"],
+        serde_json::json!([
+            "system:serviceaccounts",
+            format!("system:serviceaccounts:{ns}"),
+            "system:authenticated"
+        ])
+    );
+    assert_eq!(
+        status["audiences"],
+        serde_json::json!([kgc_apiserver::serviceaccount::DEFAULT_ISSUER])
+    );
+    // An invalid token is a review that says so, not an error.
+    let r = post_review(&admin, path, review("not-a-token", &[])).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let status = &r.json()["status"];
+    assert!(status["authenticated"].is_null(), "{status}");
+    assert_eq!(status["user"], serde_json::json!({}));
+    assert_eq!(status["error"], "invalid bearer token");
+    // A token for another audience is only good for that audience.
+    let vault = server
+        .kubectl_ok(&["-n", &ns, "create", "token", "bot", "--audience", "vault"])
+        .await;
+    let r = post_review(&admin, path, review(vault.trim(), &[])).await;
+    assert!(
+        r.json()["status"]["authenticated"].is_null(),
+        "{}",
+        r.text()
+    );
+    assert!(
+        r.json()["status"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("vault"),
+        "{}",
+        r.text()
+    );
+    let r = post_review(&admin, path, review(vault.trim(), &["other", "vault"])).await;
+    assert_eq!(r.json()["status"]["authenticated"], true, "{}", r.text());
+    assert_eq!(
+        r.json()["status"]["audiences"],
+        serde_json::json!(["vault"])
+    );
+    // Nor does the API server itself accept it.
+    let c = with_token(&server, vault.trim()).await;
+    assert_eq!(raw(&c, "GET", "/api", None, Vec::new()).await.status, 401);
+    // No token is a bad request.
+    let r = post_review(&admin, path, review("", &[])).await;
+    assert_status(
+        &r,
+        400,
+        "BadRequest",
+        "token is required for TokenReview in authentication",
+    );
+    // Reviewing tokens takes `system:auth-delegator`.
+    let bot = with_token(&server, token.trim()).await;
+    let r = post_review(&bot, path, review(token.trim(), &[])).await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    server
+        .kubectl_ok(&[
+            "create",
+            "clusterrolebinding",
+            &format!("{ns}-delegator"),
+            "--clusterrole=system:auth-delegator",
+            "--serviceaccount",
+            &format!("{ns}:bot"),
+        ])
+        .await;
+    support::eventually(
+        "the delegator binding takes effect",
+        std::time::Duration::from_secs(10),
+        || async {
+            post_review(&bot, path, review(token.trim(), &[]))
+                .await
+                .status
+                == 201
+        },
+    )
+    .await;
+    let out = server
+        .kubectl_ok(&[
+            "api-resources",
+            "--api-group=authentication.k8s.io",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert!(out.contains("tokenreviews.authentication.k8s.io"), "{out}");
+}
+
+/// A client with a token of `NS/bot` bound to the object `kind/name`.
+async fn bound_client(server: &Server, ns: &str, kind: &str, name: &str) -> Client {
+    let token = server
+        .kubectl_ok(&[
+            "-n",
+            ns,
+            "create",
+            "token",
+            "bot",
+            "--bound-object-kind",
+            kind,
+            "--bound-object-name",
+            name,
+        ])
+        .await;
+    with_token(server, token.trim()).await
+}
+
+/// `c`'s credentials authenticate nobody: even a SelfSubjectReview is a 401.
+async fn assert_unauthenticated(c: &Client) {
+    let body =
+        serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let r = post_review(c, "/apis/authentication.k8s.io/v1/selfsubjectreviews", body).await;
+    assert_status(&r, 401, "Unauthorized", "Unauthorized");
+}
+
+#[tokio::test]
+async fn bound_service_account_tokens() {
+    let server = Server::start_secure(&[]).await;
+    let admin = server.client();
+    let ns = support::fresh_namespace(&admin, "bound").await;
+    server
+        .kubectl_ok(&["-n", &ns, "create", "serviceaccount", "bot"])
+        .await;
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    let create_pod = |name: &str, sa: &str| {
+        let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"serviceAccountName": sa, "containers": [{"name": "c", "image": "nginx"}]}});
+        let (admin, pods) = (admin.clone(), pods.clone());
+        async move {
+            let r = post_review(&admin, &pods, pod).await;
+            assert_eq!(r.status, 201, "{}", r.text());
+            r.json()["metadata"]["uid"].clone()
+        }
+    };
+    let pod_uid = create_pod("p", "bot").await;
+    let c = bound_client(&server, &ns, "Pod", "p").await;
+    let info = whoami(&c).await;
+    assert_eq!(info["username"], format!("system:serviceaccount:{ns}:bot"));
+    assert_eq!(
+        info["extra"]["authentication.kubernetes.io/pod-name"],
+        serde_json::json!(["p"])
+    );
+    assert_eq!(
+        info["extra"]["authentication.kubernetes.io/pod-uid"],
+        serde_json::json!([pod_uid])
+    );
+    // Deleting the pod revokes the token at once, although its signature is cached; a new pod
+    // of the same name is another uid, so it stays revoked.
+    server.kubectl_ok(&["-n", &ns, "delete", "pod", "p"]).await;
+    assert_unauthenticated(&c).await;
+    create_pod("p", "bot").await;
+    assert_unauthenticated(&c).await;
+    // Secrets too.
+    server
+        .kubectl_ok(&["-n", &ns, "create", "secret", "generic", "s"])
+        .await;
+    let c = bound_client(&server, &ns, "Secret", "s").await;
+    assert_eq!(
+        whoami(&c).await["username"],
+        format!("system:serviceaccount:{ns}:bot")
+    );
+    server
+        .kubectl_ok(&["-n", &ns, "delete", "secret", "s"])
+        .await;
+    assert_unauthenticated(&c).await;
+
+    // Bad references: a pod of another account, a stale uid, a missing object, another kind.
+    create_pod("q", "default").await;
+    let token_path = format!("/api/v1/namespaces/{ns}/serviceaccounts/bot/token");
+    let request = |bound: Value| {
+        let body = serde_json::json!({"apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest", "spec": {"boundObjectRef": bound}});
+        let (admin, token_path) = (admin.clone(), token_path.clone());
+        async move { post_review(&admin, &token_path, body).await }
+    };
+    let r = request(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "name": "q"})).await;
+    assert_status(
+        &r,
+        400,
+        "BadRequest",
+        "cannot bind token for serviceaccount \"bot\" to pod running with different serviceaccount name.",
+    );
+    let r = request(
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "stale"}),
+    )
+    .await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not match the UID in record")
+    );
+    let r =
+        request(serde_json::json!({"apiVersion": "v1", "kind": "Secret", "name": "gone"})).await;
+    assert_status(&r, 404, "NotFound", "secrets \"gone\" not found");
+    let r =
+        request(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "x"})).await;
+    assert_status(
+        &r,
+        422,
+        "Invalid",
+        "TokenRequest.authentication.k8s.io \"\" is invalid: spec.boundObjectRef.kind: \
+         Unsupported value: \"ConfigMap\": supported values: \"Pod\", \"Secret\", \"Node\"",
+    );
+    assert_eq!(
+        r.json()["details"]["causes"][0]["field"],
+        "spec.boundObjectRef.kind"
+    );
 }
