@@ -110,17 +110,33 @@ struct MetaDoc {
     owner_references: Vec<Value>,
 }
 
+/// A deleted object as the metadata watch reports it: its identity and last resourceVersion,
+/// from the fields the store indexes, without reading the object's text. A deletion is mostly
+/// what a cascade produces, the store's DELETE of a kind without delete-time rules never parses
+/// the object, and the collector needs only the identity of what went (upstream's graph builder
+/// also reads the owners of a deleted object from its graph node, not from the event).
+fn deleted_meta(o: &StoredObject) -> ObjectMeta {
+    ObjectMeta {
+        namespace: o.namespace.clone(),
+        name: o.name.clone(),
+        uid: o.uid.clone(),
+        resource_version: o.resource_version.to_string(),
+        ..ObjectMeta::default()
+    }
+}
+
 fn whole(o: &StoredObject) -> Value {
     o.value()
 }
 
-/// A watch of one resource, each object presented by `view`, that starts with a list and
-/// re-lists when it expires. The list is the watcher's snapshot (shared `Arc`s), handed out one
-/// object at a time.
+/// A watch of one resource, each object presented by `view` (a deleted one by `deleted`), that
+/// starts with a list and re-lists when it expires. The list is the watcher's snapshot (shared
+/// `Arc`s), handed out one object at a time.
 fn watch_as<T: Send + 'static>(
     store: Store,
     resource: &ResourceInfo,
     view: fn(&StoredObject) -> T,
+    deleted: fn(&StoredObject) -> T,
 ) -> BoxStream<'static, Result<ObjectEvent<T>>> {
     struct State {
         store: Store,
@@ -158,7 +174,7 @@ fn watch_as<T: Send + 'static>(
                 None => {}
             }
             let event = match w.next().await {
-                WatchEvent::Event(EventType::Deleted, o) => ObjectEvent::Delete(view(&o)),
+                WatchEvent::Event(EventType::Deleted, o) => ObjectEvent::Delete(deleted(&o)),
                 WatchEvent::Event(_, o) => ObjectEvent::Apply(view(&o)),
                 WatchEvent::Expired { .. } => {
                     st.watcher = None;
@@ -178,7 +194,7 @@ impl Cluster for InProcess {
     }
 
     fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
-        crate::meta_events(watch_as(self.store.clone(), &resource, meta))
+        crate::meta_events(watch_as(self.store.clone(), &resource, meta, deleted_meta))
     }
 
     async fn get(
@@ -299,7 +315,7 @@ impl Cluster for InProcess {
         &self,
         resource: Arc<ResourceInfo>,
     ) -> BoxStream<'static, Result<ObjectEvent>> {
-        watch_as(self.store.clone(), &resource, whole)
+        watch_as(self.store.clone(), &resource, whole, whole)
     }
 
     async fn get_object(

@@ -55,7 +55,9 @@ pub enum MetaEvent {
     Resync(Vec<ObjectMeta>),
     /// An object was created or changed.
     Apply(ObjectMeta),
-    /// An object was deleted (its last state).
+    /// An object was deleted. Its namespace, name, uid and last resourceVersion are always
+    /// filled; the other fields may be left empty (the in-process cluster does not read a deleted
+    /// object's text for them): consumers identify what went, as upstream's graph builder does.
     Delete(ObjectMeta),
 }
 

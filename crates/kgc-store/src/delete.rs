@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use kgc_meta::deletion::deletion_finalizers;
 use kgc_meta::{DeleteOptions, GroupResource, ResourceInfo, Status};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::object::Meta;
 use crate::read::ListOptions;
+use crate::shallow::{PodFacts, Shallow};
 use crate::watch::EventType;
-use crate::{Change, Result, State, Store, StoredObject, format_time, stamp};
+use crate::{Change, Result, State, Store, StoredObject, format_time};
 
 /// What a DELETE did.
 #[derive(Debug, Clone)]
@@ -65,17 +66,16 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Deleted> {
-        // Parsing the object is most of a delete's work: do it before taking the write lock,
-        // so that concurrent deletes (the garbage collector's workers) parse in parallel. Under
-        // the lock the parsed copy is used only if the object is still that same version.
+        // Reading the object is most of a delete's work: do it before taking the write lock,
+        // so that concurrent deletes (the garbage collector's workers) read in parallel. Under
+        // the lock the reading is used only if the object is still that same version.
         let ns = if info.namespaced() { namespace } else { "" };
-        let parsed = self
+        let read = self
             .get(&info.group_resource(), ns, name)
-            .filter(|o| removable_unparsed(info, o, opts).is_none())
-            .map(|o| (o.value(), o));
+            .map(|o| Reading::of(info, o, opts));
         let (out, pending) = {
             let mut st = self.write_lock()?;
-            let (out, change) = self.plan_delete(&mut st, info, namespace, name, opts, parsed)?;
+            let (out, change) = self.plan_delete(&mut st, info, namespace, name, opts, read)?;
             let pending = self.commit(&mut st, change.into_iter().collect())?;
             (out, pending)
         };
@@ -113,8 +113,8 @@ impl Store {
         Ok(out)
     }
 
-    /// One object's deletion, under the write lock; `parsed` is the object possibly parsed
-    /// already (its value and the version it was parsed from).
+    /// One object's deletion, under the write lock; `read` is the object possibly read already
+    /// (from the version it names).
     pub(crate) fn plan_delete(
         &self,
         st: &mut State,
@@ -122,7 +122,7 @@ impl Store {
         namespace: &str,
         name: &str,
         opts: &DeleteOptions,
-        parsed: Option<(Value, Arc<StoredObject>)>,
+        read: Option<Reading>,
     ) -> Result<(Deleted, Option<Change>)> {
         opts.validate()?;
         let gr = info.group_resource();
@@ -132,23 +132,29 @@ impl Store {
             .cloned()
             .ok_or_else(|| Status::not_found(&gr, name))?;
         check_preconditions(&gr, &stored, opts)?;
-        if let Some(span) = removable_unparsed(info, &stored, opts) {
-            let rv = if opts.dry_run { st.rv } else { st.next_rv() };
-            let object = respliced(&stored, span, rv);
-            let change = (!opts.dry_run).then(|| Change {
-                gr,
-                kind: EventType::Deleted,
-                object: Arc::clone(&object),
-                prev: Some(stored),
-            });
-            return Ok((Deleted { object, gone: true }, change));
-        }
-        let mut obj = match parsed {
-            Some((value, version)) if Arc::ptr_eq(&version, &stored) => value,
-            _ => stored.value(),
+        let read = match read {
+            Some(r) if Arc::ptr_eq(&r.version, &stored) => r.read,
+            _ => Reading::of(info, Arc::clone(&stored), opts).read,
         };
-        if info.group.is_empty() && info.plural == "namespaces" {
-            match crate::namespace::prepare_delete(&mut obj, info, opts, self.clock())? {
+        let mut obj = match read {
+            Read::Doc(doc) => doc,
+            Read::Unparsed(span) => {
+                let rv = if opts.dry_run { st.rv } else { st.next_rv() };
+                let object = respliced(&stored, span, rv);
+                let change = (!opts.dry_run).then(|| Change {
+                    gr,
+                    kind: EventType::Deleted,
+                    object: Arc::clone(&object),
+                    prev: Some(stored),
+                });
+                return Ok((Deleted { object, gone: true }, change));
+            }
+        };
+        if is_namespace(info) {
+            let mut ns = obj.into_whole(&stored);
+            let step = crate::namespace::prepare_delete(&mut ns, info, opts, self.clock())?;
+            obj = Doc::Whole(ns);
+            match step {
                 crate::namespace::NamespaceDelete::Proceed => {}
                 crate::namespace::NamespaceDelete::Keep => {
                     return self.persist_kept(st, &gr, stored, obj, opts.dry_run);
@@ -157,11 +163,14 @@ impl Store {
         }
         let now = self.clock().now();
         if crate::crd::is_crd(&gr) {
-            crate::crd::prepare_delete(&mut obj, &format_time(now));
+            let mut crd = obj.into_whole(&stored);
+            crate::crd::prepare_delete(&mut crd, &format_time(now));
+            obj = Doc::Whole(crd);
         }
         let mut graceful = false;
         if info.graceful {
-            match graceful_deletion(&mut obj, opts, now) {
+            let pod = obj.pod_facts();
+            match graceful_deletion(&mut obj, &pod, opts, now) {
                 Grace::Pending => {
                     return Ok((
                         Deleted {
@@ -217,10 +226,10 @@ impl Store {
         st: &mut State,
         gr: &GroupResource,
         stored: Arc<StoredObject>,
-        mut obj: Value,
+        mut obj: Doc,
         dry_run: bool,
     ) -> Result<(Deleted, Option<Change>)> {
-        if obj == stored.value() {
+        if obj.unchanged(&stored) {
             return Ok((
                 Deleted {
                     object: stored,
@@ -230,7 +239,8 @@ impl Store {
             ));
         }
         let rv = if dry_run { st.rv } else { st.next_rv() };
-        let object = stamp(&mut obj, rv)?;
+        obj.set("resourceVersion", rv.to_string());
+        let object = StoredObject::from_meta(obj.meta(), obj.text(&stored)?.into_boxed_str())?;
         let change = (!dry_run).then(|| Change {
             gr: gr.clone(),
             kind: EventType::Modified,
@@ -250,14 +260,9 @@ impl Store {
 /// The last state of a removed object: `obj` (the stored version, its finalizers possibly
 /// changed) at resourceVersion `rv`. Only the resourceVersion and finalizers can differ from
 /// `stored`, so its indexed fields are copied rather than read back from the JSON.
-fn stamp_removed(obj: &mut Value, rv: u64, stored: &StoredObject) -> Result<Arc<StoredObject>> {
+fn stamp_removed(obj: &mut Doc, rv: u64, stored: &StoredObject) -> Result<Arc<StoredObject>> {
     obj.set("resourceVersion", rv.to_string());
-    // Sized for the stored text, so that serializing does not grow the buffer step by step.
-    let mut raw = Vec::with_capacity(stored.raw.len() + 64);
-    serde_json::to_writer(&mut raw, obj)
-        .map_err(|e| Status::internal(format!("serializing object: {e}")))?;
-    let raw =
-        String::from_utf8(raw).map_err(|e| Status::internal(format!("serializing object: {e}")))?;
+    let raw = obj.text(stored)?;
     Ok(Arc::new(StoredObject {
         namespace: stored.namespace.clone(),
         name: stored.name.clone(),
@@ -267,6 +272,110 @@ fn stamp_removed(obj: &mut Value, rv: u64, stored: &StoredObject) -> Result<Arc<
         labels: stored.labels.clone(),
         raw: raw.into_boxed_str(),
     }))
+}
+
+fn is_namespace(info: &ResourceInfo) -> bool {
+    info.group.is_empty() && info.plural == "namespaces"
+}
+
+/// How a DELETE reads an object: done before the write lock is taken, and used under it only if
+/// the object is still the version read.
+pub(crate) struct Reading {
+    version: Arc<StoredObject>,
+    read: Read,
+}
+
+enum Read {
+    /// Removed at once without looking inside ([`removable_unparsed`]): where its
+    /// resourceVersion pair is.
+    Unparsed(std::ops::Range<usize>),
+    Doc(Doc),
+}
+
+impl Reading {
+    fn of(info: &ResourceInfo, stored: Arc<StoredObject>, opts: &DeleteOptions) -> Self {
+        let read = match removable_unparsed(info, &stored, opts) {
+            Some(span) => Read::Unparsed(span),
+            None => Read::Doc(Doc::read(info, &stored)),
+        };
+        Self {
+            version: stored,
+            read,
+        }
+    }
+}
+
+/// An object a DELETE changes: a namespace or CRD (whose delete-time rules touch `spec` and
+/// `status`) parsed whole, any other kind only as deep as its `metadata` ([`Shallow`]).
+enum Doc {
+    Whole(Value),
+    Shallow(Shallow),
+}
+
+impl Doc {
+    fn read(info: &ResourceInfo, stored: &StoredObject) -> Self {
+        if is_namespace(info) || crate::crd::is_crd(&info.group_resource()) {
+            return Self::Whole(stored.value());
+        }
+        Shallow::read(stored).map_or_else(|| Self::Whole(stored.value()), Self::Shallow)
+    }
+
+    /// The whole object (`stored` with the changes so far), to change beyond its metadata.
+    fn into_whole(self, stored: &StoredObject) -> Value {
+        match self {
+            Self::Whole(v) => v,
+            Self::Shallow(s) => s.into_whole(stored),
+        }
+    }
+
+    fn pod_facts(&self) -> PodFacts {
+        match self {
+            Self::Whole(v) => PodFacts::of(v),
+            Self::Shallow(s) => s.pod.clone(),
+        }
+    }
+
+    /// Whether nothing changed since `stored`.
+    fn unchanged(&self, stored: &StoredObject) -> bool {
+        match self {
+            Self::Whole(v) => *v == stored.value(),
+            Self::Shallow(s) => s.unchanged(stored),
+        }
+    }
+
+    /// The object's JSON text.
+    fn text(&self, stored: &StoredObject) -> Result<String, Status> {
+        let text = match self {
+            Self::Whole(v) => {
+                // Sized for the stored text, so that serializing does not grow the buffer step
+                // by step.
+                let mut raw = Vec::with_capacity(stored.raw.len() + 64);
+                serde_json::to_writer(&mut raw, v)
+                    .map(|()| raw)
+                    .and_then(|raw| {
+                        String::from_utf8(raw).map_err(|e| serde::ser::Error::custom(e.to_string()))
+                    })
+            }
+            Self::Shallow(s) => s.text(stored),
+        };
+        text.map_err(|e| Status::internal(format!("serializing object: {e}")))
+    }
+}
+
+impl Meta for Doc {
+    fn meta(&self) -> Option<&Map<String, Value>> {
+        match self {
+            Self::Whole(v) => v.meta(),
+            Self::Shallow(s) => s.meta(),
+        }
+    }
+
+    fn meta_mut(&mut self) -> &mut Map<String, Value> {
+        match self {
+            Self::Whole(v) => v.meta_mut(),
+            Self::Shallow(s) => s.meta_mut(),
+        }
+    }
 }
 
 /// Whether a DELETE removes this object at once without looking inside it, and if so where its
@@ -282,7 +391,7 @@ fn removable_unparsed(
 ) -> Option<std::ops::Range<usize>> {
     if info.graceful
         || crate::crd::is_crd(&info.group_resource())
-        || (info.group.is_empty() && info.plural == "namespaces")
+        || is_namespace(info)
         || stored.raw.contains("\"finalizers\":")
         || deletion_finalizers(info.gc_policy, opts, &[]).is_some()
     {
@@ -328,29 +437,28 @@ enum Grace {
 /// The pod grace period a DELETE asks for (`podStrategy.CheckGracefulDelete`): the request's,
 /// else `spec.terminationGracePeriodSeconds` (default 30); zero for unscheduled or terminated
 /// pods; a negative request counts as 1.
-fn requested_grace(pod: &Value, opts: &DeleteOptions) -> i64 {
-    let mut grace = opts.grace_period_seconds.unwrap_or_else(|| {
-        pod.pointer("/spec/terminationGracePeriodSeconds")
-            .and_then(Value::as_i64)
-            .unwrap_or(30)
-    });
+fn requested_grace(pod: &PodFacts, opts: &DeleteOptions) -> i64 {
+    let mut grace = opts
+        .grace_period_seconds
+        .unwrap_or_else(|| pod.termination_grace.unwrap_or(30));
     if grace < 0 {
         grace = 1;
     }
-    let unscheduled = pod
-        .pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty);
-    let phase = pod.pointer("/status/phase").and_then(Value::as_str);
-    if unscheduled || matches!(phase, Some("Succeeded" | "Failed")) {
+    if !pod.scheduled || pod.terminal {
         grace = 0;
     }
     grace
 }
 
-/// `rest.BeforeDelete` for graceful kinds.
-fn graceful_deletion(pod: &mut Value, opts: &DeleteOptions, now: jiff::Timestamp) -> Grace {
-    let requested = requested_grace(pod, opts);
+/// `rest.BeforeDelete` for graceful kinds: `pod` is the object's metadata to change, `facts`
+/// what the grace period depends on.
+fn graceful_deletion(
+    pod: &mut impl Meta,
+    facts: &PodFacts,
+    opts: &DeleteOptions,
+    now: jiff::Timestamp,
+) -> Grace {
+    let requested = requested_grace(facts, opts);
     let parse = |s: &str| s.parse::<jiff::Timestamp>().ok();
     if let Some(ts) = pod.deletion_timestamp().and_then(parse) {
         let existing = pod.deletion_grace().unwrap_or(0);
@@ -427,10 +535,12 @@ mod tests {
 
     #[test]
     fn pod_grace_rules() {
-        let scheduled = json!({"spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+        let scheduled =
+            PodFacts::of(&json!({"spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}));
         let d = DeleteOptions::default();
         assert_eq!(requested_grace(&scheduled, &d), 30);
-        let custom = json!({"spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 5}});
+        let custom =
+            PodFacts::of(&json!({"spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 5}}));
         assert_eq!(requested_grace(&custom, &d), 5);
         let g = |s| DeleteOptions {
             grace_period_seconds: Some(s),
@@ -438,8 +548,12 @@ mod tests {
         };
         assert_eq!(requested_grace(&scheduled, &g(-3)), 1);
         assert_eq!(requested_grace(&scheduled, &g(0)), 0);
-        assert_eq!(requested_grace(&json!({"spec": {}}), &g(10)), 0);
-        let done = json!({"spec": {"nodeName": "n1"}, "status": {"phase": "Succeeded"}});
+        assert_eq!(
+            requested_grace(&PodFacts::of(&json!({"spec": {}})), &g(10)),
+            0
+        );
+        let done =
+            PodFacts::of(&json!({"spec": {"nodeName": "n1"}, "status": {"phase": "Succeeded"}}));
         assert_eq!(requested_grace(&done, &g(10)), 0);
     }
 
@@ -447,8 +561,9 @@ mod tests {
     fn second_delete_only_shortens() {
         let now: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
         let mut pod = json!({"metadata": {"generation": 1}, "spec": {"nodeName": "n1"}});
+        let facts = PodFacts::of(&pod);
         assert!(matches!(
-            graceful_deletion(&mut pod, &DeleteOptions::default(), now),
+            graceful_deletion(&mut pod, &facts, &DeleteOptions::default(), now),
             Grace::Wait(_)
         ));
         assert_eq!(pod["metadata"]["deletionTimestamp"], "2026-01-01T00:00:30Z");
@@ -458,7 +573,7 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(
-            graceful_deletion(&mut pod, &longer, now),
+            graceful_deletion(&mut pod, &facts, &longer, now),
             Grace::Pending
         ));
         let shorter = DeleteOptions {
@@ -466,7 +581,7 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(
-            graceful_deletion(&mut pod, &shorter, now),
+            graceful_deletion(&mut pod, &facts, &shorter, now),
             Grace::Wait(_)
         ));
         assert_eq!(pod["metadata"]["deletionTimestamp"], "2026-01-01T00:00:10Z");

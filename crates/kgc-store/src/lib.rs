@@ -18,6 +18,7 @@ mod object;
 mod persist;
 mod pod;
 mod read;
+mod shallow;
 mod watch;
 mod write;
 

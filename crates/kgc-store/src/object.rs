@@ -30,21 +30,30 @@ impl StoredObject {
     pub(crate) fn from_value(value: &Value) -> Result<Arc<Self>, Status> {
         let raw = serde_json::to_string(value)
             .map_err(|e| Status::internal(format!("serializing object: {e}")))?;
-        Self::from_parts(value, raw.into_boxed_str())
+        Self::from_meta(value.meta(), raw.into_boxed_str())
     }
 
     /// Rebuilds an object read back from disk.
     pub(crate) fn from_raw(raw: Box<str>) -> Result<Arc<Self>, Status> {
         let value: Value = serde_json::from_str(&raw)
             .map_err(|e| Status::internal(format!("stored object is not JSON: {e}")))?;
-        Self::from_parts(&value, raw)
+        Self::from_meta(value.meta(), raw)
     }
 
-    fn from_parts(value: &Value, raw: Box<str>) -> Result<Arc<Self>, Status> {
-        let m = &value["metadata"];
-        let s = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
-        let resource_version = m["resourceVersion"]
-            .as_str()
+    /// The stored form of the object `raw`, whose `metadata` is `m`.
+    pub(crate) fn from_meta(
+        m: Option<&Map<String, Value>>,
+        raw: Box<str>,
+    ) -> Result<Arc<Self>, Status> {
+        let get = |k: &str| m.and_then(|m| m.get(k));
+        let s = |k: &str| {
+            get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let resource_version = get("resourceVersion")
+            .and_then(Value::as_str)
             .and_then(|rv| rv.parse().ok())
             .ok_or_else(|| Status::internal("stored object has no resourceVersion"))?;
         Ok(Arc::new(Self {
@@ -52,8 +61,8 @@ impl StoredObject {
             name: s("name"),
             uid: s("uid"),
             resource_version,
-            deleting: m.get("deletionTimestamp").is_some_and(|t| !t.is_null()),
-            labels: string_map(&m["labels"]),
+            deleting: get("deletionTimestamp").is_some_and(|t| !t.is_null()),
+            labels: get("labels").map(string_map).unwrap_or_default(),
             raw,
         }))
     }
