@@ -1,7 +1,7 @@
 //! Planning cost over a large node: 10,000 images and 100,000 containers (×1, ×2, ×4), to
 //! check the < 100 ms target and linear growth.
 //!
-//! `cargo run --release -p kgc-node --example bench [SCALE]`
+//! `cargo run --release -p kgc-node --example node_bench [SCALE]`
 
 use std::time::{Duration, Instant};
 

@@ -2,9 +2,9 @@
 //! process, as inside `kgc serve`):
 //!
 //! ```text
-//! cargo run --release -p kgc-gc --example bench -- [--dependents 100000] [--workers 20] [--durable]
+//! cargo run --release -p kgc-gc --example gc_bench -- [--dependents 100000] [--workers 20] [--durable]
 //!     [--only background|foreground|tree] [--pause SECONDS]
-//! cargo run --release -p kgc-gc --example bench -- --http target/release/kgc [--dependents N]
+//! cargo run --release -p kgc-gc --example gc_bench -- --http target/release/kgc [--dependents N]
 //! ```
 //!
 //! In-process, it runs a background and a foreground cascade of one owner with `--dependents`
@@ -60,10 +60,13 @@ fn args() -> Args {
             "--http" => a.http = it.next().map(Into::into),
             "--only" => a.only = it.next(),
             "--pause" => a.pause = it.next().and_then(|v| v.parse().ok()).unwrap_or(0),
-            other => panic!(
-                "unknown flag {other}; flags: --dependents N --workers N --durable --http KGC \
-                 --only background|foreground|tree --pause SECONDS"
-            ),
+            other => {
+                eprintln!(
+                    "gc_bench: unknown flag {other}; flags: --dependents N --workers N --durable \
+                     --http KGC --only background|foreground|tree --pause SECONDS"
+                );
+                std::process::exit(2);
+            }
         }
     }
     a

@@ -1,7 +1,7 @@
 //! Authorization cost per decision with 1,000 RoleBindings in the cluster (issue 5's target:
 //! under 5 µs).
 //!
-//! `cargo run --release -p kgc-auth --example bench [-- ITERATIONS]`
+//! `cargo run --release -p kgc-auth --example auth_bench [-- ITERATIONS]`
 //!
 //! The cluster: the bootstrap policy, 100 namespaces with 10 RoleBindings each (users bound to
 //! `view`, `edit` or `admin`, a service account and a team group per namespace), plus 20

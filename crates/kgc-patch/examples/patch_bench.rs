@@ -1,7 +1,7 @@
 //! Strategic-merge-patch benchmark:
 //!
 //! ```text
-//! cargo run --release -p kgc-patch --example bench
+//! cargo run --release -p kgc-patch --example patch_bench
 //! ```
 //!
 //! Merges patches into a Pod with 200 containers (10 env vars and 2 ports each): a change of
