@@ -211,7 +211,8 @@ async fn wait_deleted(store: &Store, before: usize, n: usize) {
     }
 }
 
-async fn populate_fan_out(store: &Store, n: usize) -> Arc<ResourceInfo> {
+/// Creates the `bench` namespace every run's objects live in.
+async fn create_namespace(store: &Store) {
     let ns = info(store, "", "v1", "namespaces");
     store
         .create(
@@ -222,6 +223,10 @@ async fn populate_fan_out(store: &Store, n: usize) -> Arc<ResourceInfo> {
         )
         .await
         .expect("namespace");
+}
+
+async fn populate_fan_out(store: &Store, n: usize) -> Arc<ResourceInfo> {
+    create_namespace(store).await;
     let cm = info(store, "", "v1", "configmaps");
     let owner = store
         .create(
@@ -286,16 +291,7 @@ async fn fan_out(a: &Args, policy: PropagationPolicy) -> Run {
 
 async fn tree(a: &Args) -> Run {
     let (store, _dir) = open(a.durable).await;
-    let ns = info(&store, "", "v1", "namespaces");
-    store
-        .create(
-            &ns,
-            "",
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}),
-            false,
-        )
-        .await
-        .expect("namespace");
+    create_namespace(&store).await;
     let (deploy, rs, pod) = (
         info(&store, "apps", "v1", "deployments"),
         info(&store, "apps", "v1", "replicasets"),
