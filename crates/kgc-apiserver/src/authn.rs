@@ -136,15 +136,32 @@ impl Authenticator {
 
     /// The user a bearer token authenticates when presented for `audiences`, and which of them
     /// it is good for; otherwise why it authenticates nobody (a TokenReview's `status.error`).
-    /// Static tokens are good for any audience, as upstream's audience-agnostic wrapper makes
-    /// them.
+    /// Static tokens carry no audience, so they are good only for the API server's own, as
+    /// upstream's audience-agnostic wrapper (`apiserver/pkg/authentication/authenticator/
+    /// audagnostic.go`) makes them: asked for other audiences, a static token authenticates
+    /// nobody, so a webhook that checks its own audience through a TokenReview cannot be
+    /// handed a cluster token.
     pub fn authenticate_token(
         &self,
         token: &str,
         audiences: &[String],
     ) -> Result<(Arc<UserInfo>, Vec<String>), String> {
         if let Some(u) = self.tokens.get(token) {
-            return Ok((Arc::clone(u), audiences.to_vec()));
+            if audiences.is_empty() {
+                return Ok((Arc::clone(u), Vec::new()));
+            }
+            let api = self.api_audiences();
+            let matched: Vec<String> = audiences
+                .iter()
+                .filter(|a| api.contains(a))
+                .cloned()
+                .collect();
+            if matched.is_empty() {
+                return Err(format!(
+                    "the token is valid for the API server's audiences {api:?} only, not for {audiences:?}"
+                ));
+            }
+            return Ok((Arc::clone(u), matched));
         }
         let sa = self
             .service_accounts

@@ -67,17 +67,19 @@ pub fn server_config(
     }
     let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
         .map_err(|e| Error::Tls(format!("the serving key: {e}")))?;
+    let cas = CertificateDer::pem_slice_iter(client_ca_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Error::Tls(format!("the client CA: {e}")))?;
     let mut roots = rustls::RootCertStore::empty();
-    for ca in CertificateDer::pem_slice_iter(client_ca_pem.as_bytes()) {
-        let ca = ca.map_err(|e| Error::Tls(format!("the client CA: {e}")))?;
+    for ca in &cas {
         roots
-            .add(ca)
+            .add(ca.clone())
             .map_err(|e| Error::Tls(format!("the client CA: {e}")))?;
     }
-    let clients = Arc::new(ClientCertificates::new(
-        &roots,
-        provider.signature_verification_algorithms,
-    ));
+    let clients = Arc::new(
+        ClientCertificates::new(&cas, provider.signature_verification_algorithms)
+            .map_err(|e| Error::Tls(format!("the client CA: {e}")))?,
+    );
     let verifier = RequestClientCert::new(Arc::new(roots), provider.clone())
         .map_err(|e| Error::Tls(format!("the client certificate verifier: {e}")))?;
     let mut config = rustls::ServerConfig::builder_with_provider(provider)

@@ -42,54 +42,91 @@ impl VerifiedCert {
 #[derive(Debug)]
 pub struct ClientCertificates {
     roots: Vec<TrustAnchor<'static>>,
+    /// Each root's validity window (Unix seconds, `notBefore..=notAfter`), index for index:
+    /// webpki does not check a trust anchor's dates, Go's `x509.Verify` (upstream's) does, so an
+    /// expired CA must stop authenticating the leaves it signed.
+    validity: Vec<(i64, i64)>,
     algorithms: WebPkiSupportedAlgorithms,
 }
 
 impl ClientCertificates {
-    pub fn new(roots: &rustls::RootCertStore, algorithms: WebPkiSupportedAlgorithms) -> Self {
-        Self {
-            roots: roots.roots.clone(),
-            algorithms,
+    /// An authenticator trusting `cas` (DER certificates), or why one of them cannot be a root.
+    pub fn new(
+        cas: &[CertificateDer<'_>],
+        algorithms: WebPkiSupportedAlgorithms,
+    ) -> Result<Self, String> {
+        let mut roots = Vec::with_capacity(cas.len());
+        let mut validity = Vec::with_capacity(cas.len());
+        for (i, der) in cas.iter().enumerate() {
+            let anchor = webpki::anchor_from_trusted_cert(der)
+                .map_err(|e| format!("client CA certificate {i}: {e}"))?;
+            roots.push(anchor.to_owned());
+            validity.push(window(der).map_err(|e| format!("client CA certificate {i}: {e}"))?);
         }
+        Ok(Self {
+            roots,
+            validity,
+            algorithms,
+        })
     }
 
     /// The user `chain` (leaf first, then intermediates) authenticates at `now`, or why it
     /// authenticates nobody. Like upstream: the chain must lead to the client CA, every
-    /// certificate must be valid now, and a leaf that lists extended key usages must list
-    /// client authentication; the user is the CN (which must not be empty), the groups the Os.
+    /// certificate (the CA included) must be valid now, and a leaf that lists extended key
+    /// usages must list client authentication; the user is the CN (which must not be empty),
+    /// the groups the Os.
     pub fn authenticate(&self, chain: &[CertificateDer<'_>], now: UnixTime) -> CertAuth {
         let (leaf, intermediates) = chain
             .split_first()
             .ok_or_else(|| Arc::<str>::from("no certificate"))?;
         let ee = webpki::EndEntityCert::try_from(leaf)
             .map_err(|e| reason(format!("unparsable certificate: {e}")))?;
-        ee.verify_for_usage(
-            self.algorithms.all,
-            &self.roots,
-            intermediates,
-            now,
-            webpki::KeyUsage::client_auth(),
-            None,
-            None,
-        )
-        .map_err(|e| reason(format!("verifying the certificate chain: {e}")))?;
-        let mut not_after = i64::MAX;
-        let mut user = None;
-        for (i, der) in chain.iter().enumerate() {
-            use x509_parser::prelude::*;
-            let (_, cert) = X509Certificate::from_der(der.as_ref())
-                .map_err(|e| reason(format!("unparsable certificate: {e}")))?;
-            not_after = not_after.min(cert.validity().not_after.timestamp());
-            if i == 0 {
-                user = Some(identity(&cert)?);
-            }
+        let path = ee
+            .verify_for_usage(
+                self.algorithms.all,
+                &self.roots,
+                intermediates,
+                now,
+                webpki::KeyUsage::client_auth(),
+                None,
+                None,
+            )
+            .map_err(|e| reason(format!("verifying the certificate chain: {e}")))?;
+        let anchor = path.anchor();
+        let (ca_not_before, ca_not_after) = self
+            .roots
+            .iter()
+            .position(|r| std::ptr::eq(r, anchor))
+            .and_then(|i| self.validity.get(i).copied())
+            .ok_or_else(|| Arc::<str>::from("the chain ends at an unknown client CA"))?;
+        let secs = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
+        if secs < ca_not_before || secs > ca_not_after {
+            return Err(Arc::from(
+                "verifying the certificate chain: the client CA is expired or not yet valid",
+            ));
         }
-        let user = user.ok_or_else(|| Arc::<str>::from("no certificate"))?;
+        let mut not_after = ca_not_after;
+        for der in intermediates {
+            not_after = not_after.min(window(der).map_err(reason)?.1);
+        }
+        use x509_parser::prelude::*;
+        let (_, cert) = X509Certificate::from_der(leaf.as_ref())
+            .map_err(|e| reason(format!("unparsable certificate: {e}")))?;
+        not_after = not_after.min(cert.validity().not_after.timestamp());
         Ok(VerifiedCert {
-            user: Arc::new(user),
+            user: Arc::new(identity(&cert)?),
             not_after,
         })
     }
+}
+
+/// A certificate's validity window in Unix seconds.
+fn window(der: &CertificateDer<'_>) -> Result<(i64, i64), String> {
+    use x509_parser::prelude::*;
+    let (_, cert) = X509Certificate::from_der(der.as_ref())
+        .map_err(|e| format!("unparsable certificate: {e}"))?;
+    let v = cert.validity();
+    Ok((v.not_before.timestamp(), v.not_after.timestamp()))
 }
 
 fn reason(s: String) -> Arc<str> {
@@ -100,9 +137,10 @@ fn reason(s: String) -> Arc<str> {
 /// names nobody (upstream's "common name of client cert is empty").
 fn identity(cert: &x509_parser::certificate::X509Certificate<'_>) -> Result<UserInfo, Arc<str>> {
     let subject = cert.subject();
+    // The last CN, as Go's `pkix.Name.FillFromRDNSequence` (upstream's) overwrites each.
     let name = subject
         .iter_common_name()
-        .next()
+        .last()
         .and_then(|cn| cn.as_str().ok())
         .unwrap_or_default();
     if name.is_empty() {
@@ -203,10 +241,16 @@ mod tests {
     use super::*;
 
     fn ca(name: &str) -> (String, Issuer<'static, KeyPair>) {
+        ca_valid(name, (2000, 2999))
+    }
+
+    fn ca_valid(name: &str, years: (i32, i32)) -> (String, Issuer<'static, KeyPair>) {
         let key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::new(Vec::new()).unwrap();
         params.distinguished_name.push(DnType::CommonName, name);
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.not_before = rcgen::date_time_ymd(years.0, 1, 1);
+        params.not_after = rcgen::date_time_ymd(years.1, 1, 1);
         let cert = params.self_signed(&key).unwrap();
         (cert.pem(), Issuer::new(params, key))
     }
@@ -233,12 +277,9 @@ mod tests {
     }
 
     fn authenticator(ca_pem: &str) -> ClientCertificates {
-        let mut roots = rustls::RootCertStore::empty();
-        roots
-            .add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).unwrap())
-            .unwrap();
+        let ca = CertificateDer::from_pem_slice(ca_pem.as_bytes()).unwrap();
         let provider = rustls::crypto::ring::default_provider();
-        ClientCertificates::new(&roots, provider.signature_verification_algorithms)
+        ClientCertificates::new(&[ca], provider.signature_verification_algorithms).unwrap()
     }
 
     #[test]
@@ -272,6 +313,23 @@ mod tests {
             assert!(why.contains(want), "{why}");
         }
         assert!(auth.authenticate(&[], now).is_err());
+        // webpki leaves the root's dates alone; Go's x509.Verify does not: a CA that has
+        // expired authenticates nobody, whatever its leaves say.
+        let (old_pem, old_ca) = ca_valid("expired-ca", (2000, 2001));
+        let why = authenticator(&old_pem)
+            .authenticate(&[leaf(&old_ca, "alice", ClientAuth, current)], now)
+            .unwrap_err();
+        assert!(why.contains("client CA is expired"), "{why}");
+        // The connection's certificate stops authenticating when its CA does.
+        let v = auth.authenticate(&[leaf(&issuer, "alice", ClientAuth, (2000, 3500))], now);
+        assert_eq!(
+            v.unwrap().not_after,
+            jiff::civil::date(2999, 1, 1)
+                .to_zoned(jiff::tz::TimeZone::UTC)
+                .unwrap()
+                .timestamp()
+                .as_second()
+        );
         assert!(
             auth.authenticate(&[CertificateDer::from(vec![1, 2, 3])], now)
                 .is_err()
