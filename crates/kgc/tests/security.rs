@@ -632,6 +632,39 @@ async fn static_tokens_and_restart_reuse_the_pki() {
         info["groups"],
         serde_json::json!(["ops", "dev", "system:authenticated"])
     );
+    // A static token has no audience of its own: a TokenReview accepts it for the API
+    // server's audience only (upstream's audagnostic.go), so a webhook checking its own
+    // audience cannot be handed it.
+    let api = kgc_apiserver::serviceaccount::DEFAULT_ISSUER;
+    let path = "/apis/authentication.k8s.io/v1/tokenreviews";
+    for (audiences, authenticated, matched) in [
+        (serde_json::json!(null), true, serde_json::json!([api])),
+        (
+            serde_json::json!(["my-webhook"]),
+            false,
+            serde_json::Value::Null,
+        ),
+        (
+            serde_json::json!(["my-webhook", api]),
+            true,
+            serde_json::json!([api]),
+        ),
+    ] {
+        let review = serde_json::json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": {"token": "s3cret", "audiences": audiences},
+        });
+        let r = post_review(&server.client(), path, review).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+        let status = &r.json()["status"];
+        assert_eq!(
+            status["authenticated"] == true,
+            authenticated,
+            "{audiences}: {status}"
+        );
+        assert_eq!(status["audiences"], matched, "{audiences}: {status}");
+    }
     let ca = std::fs::read_to_string(server.data_dir().join("pki/ca.crt")).unwrap();
     let alice = add_user(&server, "alice", &[]);
     server.restart().await;
