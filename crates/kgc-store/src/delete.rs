@@ -438,16 +438,19 @@ enum Grace {
 /// else `spec.terminationGracePeriodSeconds` (default 30); zero for unscheduled or terminated
 /// pods; a negative request counts as 1.
 fn requested_grace(pod: &PodFacts, opts: &DeleteOptions) -> i64 {
-    let mut grace = opts
-        .grace_period_seconds
-        .unwrap_or_else(|| pod.termination_grace.unwrap_or(30));
-    if grace < 0 {
-        grace = 1;
-    }
+    let mut grace = negative_as_one(
+        opts.grace_period_seconds
+            .unwrap_or_else(|| pod.termination_grace.unwrap_or(30)),
+    );
     if !pod.scheduled || pod.terminal {
         grace = 0;
     }
     grace
+}
+
+/// A negative grace period counts as one second on the delete path (`rest.BeforeDelete`).
+fn negative_as_one(seconds: i64) -> i64 {
+    if seconds < 0 { 1 } else { seconds }
 }
 
 /// `rest.BeforeDelete` for graceful kinds: `pod` is the object's metadata to change, `facts`
@@ -458,13 +461,19 @@ fn graceful_deletion(
     opts: &DeleteOptions,
     now: jiff::Timestamp,
 ) -> Grace {
-    let requested = requested_grace(facts, opts);
     let parse = |s: &str| s.parse::<jiff::Timestamp>().ok();
     if let Some(ts) = pod.deletion_timestamp().and_then(parse) {
-        let existing = pod.deletion_grace().unwrap_or(0);
+        // Already terminating (`rest.BeforeDelete`): a stored negative period counts as 1, none
+        // or zero means an earlier immediate deletion did not finish; only a shorter period the
+        // request names explicitly changes anything (the spec's default and the unscheduled or
+        // terminal zero apply to the first DELETE only).
+        let existing = pod.deletion_grace().map(negative_as_one).unwrap_or(0);
         if existing == 0 {
             return Grace::Now;
         }
+        let Some(requested) = opts.grace_period_seconds.map(negative_as_one) else {
+            return Grace::Pending;
+        };
         if requested >= existing {
             return Grace::Pending;
         }
@@ -483,6 +492,7 @@ fn graceful_deletion(
             Grace::Now
         };
     }
+    let requested = requested_grace(facts, opts);
     let deadline = now
         .checked_add(jiff::SignedDuration::from_secs(requested))
         .unwrap_or(now);
@@ -586,5 +596,44 @@ mod tests {
         ));
         assert_eq!(pod["metadata"]["deletionTimestamp"], "2026-01-01T00:00:10Z");
         assert_eq!(pod["metadata"]["generation"], 2);
+    }
+
+    /// Upstream `rest.BeforeDelete`: once a pod is terminating, a DELETE that names no grace
+    /// period is pending whatever the spec's default is, or whether the pod has finished since
+    /// (the collector's plain DELETE of a terminating pod must not shorten its grace).
+    #[test]
+    fn second_delete_without_a_period_is_pending() {
+        let now: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let mut pod = json!({"metadata": {}, "spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 30}});
+        let facts = PodFacts::of(&pod);
+        let longer = DeleteOptions {
+            grace_period_seconds: Some(60),
+            ..Default::default()
+        };
+        assert!(matches!(
+            graceful_deletion(&mut pod, &facts, &longer, now),
+            Grace::Wait(_)
+        ));
+        assert_eq!(pod["metadata"]["deletionTimestamp"], "2026-01-01T00:01:00Z");
+        pod["status"] = json!({"phase": "Succeeded"});
+        let finished = PodFacts::of(&pod);
+        for facts in [&facts, &finished] {
+            assert!(matches!(
+                graceful_deletion(&mut pod, facts, &DeleteOptions::default(), now),
+                Grace::Pending
+            ));
+            assert_eq!(pod["metadata"]["deletionTimestamp"], "2026-01-01T00:01:00Z");
+            assert_eq!(pod["metadata"]["deletionGracePeriodSeconds"], 60);
+        }
+        // A stored negative period counts as one second: zero still shortens it.
+        pod["metadata"]["deletionGracePeriodSeconds"] = json!(-3);
+        let now_please = DeleteOptions {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        };
+        assert!(matches!(
+            graceful_deletion(&mut pod, &facts, &now_please, now),
+            Grace::Now
+        ));
     }
 }
