@@ -7,13 +7,12 @@
 //! file it under pod uid "" and, once synced, treat it as a deleted pod's).
 
 use crate::hash::FxHashMap as HashMap;
-use std::collections::hash_map::Entry;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::snapshot::{Container, ContainerState, Pod, Sandbox, SandboxState};
+use crate::snapshot::{Container, ContainerState, IdIndex, Pod, Sandbox, SandboxState};
 
 /// The kubelet's `GCPolicy` for dead containers, with its defaults
 /// (`cmd/kubelet/app/options/options.go`).
@@ -42,11 +41,12 @@ impl Default for ContainerGcPolicy {
 /// What the kubelet's pod workers say about pod uids (`pkg/kubelet/pod_workers.go`).
 ///
 /// Each known uid is hashed once, here, into a dense number; a pass then asks about pods by
-/// number ([`PodNumbers`]), so that 100,000 containers cost one uid lookup each.
-pub struct PodView<'a> {
+/// number ([`PodNumbers`]), so that 100,000 containers cost one uid lookup each, in an index
+/// that keeps the uids close together.
+pub struct PodView {
     /// All config sources seen and pods synced. False: nothing counts as a deleted pod's.
     sources_ready: bool,
-    numbers: HashMap<&'a str, usize>,
+    numbers: IdIndex,
     fates: Vec<Fate>,
 }
 
@@ -66,13 +66,12 @@ impl Fate {
     }
 }
 
-impl<'a> PodView<'a> {
+impl PodView {
     /// `None`: the pods are unknown (sources not ready).
-    pub fn new(pods: Option<&'a [Pod]>) -> Self {
+    pub fn new(pods: Option<&[Pod]>) -> Self {
         let sources_ready = pods.is_some();
         let pods = pods.unwrap_or_default();
-        let mut numbers: HashMap<&str, usize> =
-            HashMap::with_capacity_and_hasher(pods.len(), Default::default());
+        let mut numbers = IdIndex::with_capacity(pods.len());
         let mut fates = Vec::with_capacity(pods.len());
         for p in pods {
             let fate = Fate {
@@ -80,12 +79,9 @@ impl<'a> PodView<'a> {
                 runtime: p.terminated,
             };
             // A uid listed twice: the last listing wins.
-            match numbers.entry(p.uid.as_str()) {
-                Entry::Occupied(e) => fates[*e.get()] = fate,
-                Entry::Vacant(e) => {
-                    e.insert(fates.len());
-                    fates.push(fate);
-                }
+            match numbers.insert(&p.uid) {
+                Ok(_) => fates.push(fate),
+                Err(n) => fates[n] = fate,
             }
         }
         PodView {
@@ -110,7 +106,7 @@ impl<'a> PodView<'a> {
     fn fate(&self, uid: &str) -> Fate {
         self.numbers
             .get(uid)
-            .map_or_else(|| self.unknown(), |&n| self.fates[n])
+            .map_or_else(|| self.unknown(), |n| self.fates[n])
     }
 
     /// `ShouldPodContentBeRemoved`: evicted, or deleted and terminated; a uid the kubelet does
@@ -127,13 +123,13 @@ impl<'a> PodView<'a> {
 
 /// Dense numbers for the pod uids one pass meets: the view's numbers, then one for each uid it
 /// does not know (so that such a pod's containers still group together).
-pub(crate) struct PodNumbers<'v, 'a, 'c> {
-    view: &'v PodView<'a>,
+pub(crate) struct PodNumbers<'v, 'c> {
+    view: &'v PodView,
     unknown: HashMap<&'c str, usize>,
 }
 
-impl<'v, 'a, 'c> PodNumbers<'v, 'a, 'c> {
-    pub(crate) fn new(view: &'v PodView<'a>) -> Self {
+impl<'v, 'c> PodNumbers<'v, 'c> {
+    pub(crate) fn new(view: &'v PodView) -> Self {
         PodNumbers {
             view,
             unknown: HashMap::default(),
@@ -141,7 +137,7 @@ impl<'v, 'a, 'c> PodNumbers<'v, 'a, 'c> {
     }
 
     pub(crate) fn number(&mut self, uid: &'c str) -> usize {
-        if let Some(&n) = self.view.numbers.get(uid) {
+        if let Some(n) = self.view.numbers.get(uid) {
             return n;
         }
         let next = self.len();
@@ -345,7 +341,7 @@ fn enforce_per_unit(
 pub fn plan_containers<'a>(
     policy: &ContainerGcPolicy,
     containers: &'a [Container],
-    pods: &PodView<'_>,
+    pods: &PodView,
     now: Timestamp,
     evict_non_deleted_pods: bool,
 ) -> Vec<ContainerRemoval<'a>> {
@@ -393,7 +389,7 @@ impl<'c> Units<'c> {
     }
 
     /// Files container `i` under its unit if it is dead, old enough and the kubelet's.
-    pub(crate) fn add(&mut self, i: usize, c: &'c Container, pods: &mut PodNumbers<'_, '_, 'c>) {
+    pub(crate) fn add(&mut self, i: usize, c: &'c Container, pods: &mut PodNumbers<'_, 'c>) {
         if c.state == ContainerState::Running
             || self.newest_gc_time.is_none_or(|t| c.created_at > t)
         {
@@ -414,7 +410,7 @@ impl<'c> Units<'c> {
 pub(crate) fn evict_containers(
     policy: &ContainerGcPolicy,
     containers: &[Container],
-    pods: &PodView<'_>,
+    pods: &PodView,
     now: Timestamp,
     evict_non_deleted_pods: bool,
 ) -> Vec<(usize, ContainerReason)> {
@@ -431,7 +427,7 @@ pub(crate) fn evict_units(
     policy: &ContainerGcPolicy,
     containers: &[Container],
     units: Units<'_>,
-    numbers: &PodNumbers<'_, '_, '_>,
+    numbers: &PodNumbers<'_, '_>,
     evict_non_deleted_pods: bool,
 ) -> Vec<(usize, ContainerReason)> {
     let mut units = Groups::units(&units.members, numbers.len());
@@ -517,7 +513,7 @@ pub(crate) fn evict_units(
 pub fn plan_sandboxes<'a>(
     sandboxes: &'a [Sandbox],
     containers: impl IntoIterator<Item = &'a Container>,
-    pods: &PodView<'_>,
+    pods: &PodView,
     evict_non_deleted_pods: bool,
 ) -> Vec<SandboxRemoval<'a>> {
     let index: HashMap<&str, usize> = sandboxes
@@ -543,7 +539,7 @@ pub fn plan_sandboxes<'a>(
 pub(crate) fn evict_sandboxes<'a>(
     sandboxes: &'a [Sandbox],
     referenced: &[bool],
-    numbers: &mut PodNumbers<'_, '_, 'a>,
+    numbers: &mut PodNumbers<'_, 'a>,
     evict_non_deleted_pods: bool,
 ) -> Vec<SandboxRemoval<'a>> {
     let newest_first = |&a: &usize, &b: &usize| {
@@ -597,7 +593,7 @@ pub fn pod_uid_of_log_dir(name: &str) -> &str {
 
 /// Upstream `evictPodLogsDirectories`: only once the pods are known, every directory of a pod
 /// whose content may be removed.
-pub fn plan_log_dirs<'a>(dirs: &'a [String], pods: &PodView<'_>) -> Vec<LogDirRemoval<'a>> {
+pub fn plan_log_dirs<'a>(dirs: &'a [String], pods: &PodView) -> Vec<LogDirRemoval<'a>> {
     if !pods.sources_ready() {
         return Vec::new();
     }

@@ -211,6 +211,10 @@ impl ImageRecords {
     ) {
         let mut listed: HashSet<&str> =
             HashSet::with_capacity_and_hasher(images.len(), Default::default());
+        // A first pass records every image: growing the map one image at a time rehashes it
+        // again and again.
+        self.records
+            .reserve(images.len().saturating_sub(self.records.len()));
         for image in images {
             let first_listing = listed.insert(image.id.as_str());
             let refresh = |record: &mut ImageRecord| {

@@ -2,7 +2,7 @@
 //! the containers that survive), then pod log directories, then images (in use = referenced by
 //! a surviving container, so a removed container's image becomes eligible in the same pass).
 
-use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::hash::FxHashSet as HashSet;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,7 @@ use crate::containers::{
     container_removal, evict_sandboxes, evict_units, plan_log_dirs,
 };
 use crate::images::{ImageGcPolicy, ImagePlan, ImageRecords, plan_images};
-use crate::snapshot::{Snapshot, check_id, index_ids};
+use crate::snapshot::{IdIndex, Snapshot, check_id};
 
 /// The whole node GC policy.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -95,7 +95,7 @@ pub fn plan<'a>(
         units.add(i, c, &mut numbers);
     }
     drop(ids);
-    let sandbox_index = index_ids(
+    let sandbox_index = IdIndex::new(
         "sandboxes",
         snapshot.sandboxes.iter().map(|s| s.id.as_str()),
     )?;
@@ -111,10 +111,13 @@ pub fn plan<'a>(
         removed[i] = true;
     }
     // Images may be listed once per tag: an id's index is its first listing's.
-    let mut image_index: HashMap<&str, usize> =
-        HashMap::with_capacity_and_hasher(snapshot.images.len(), Default::default());
+    let mut image_index = IdIndex::with_capacity(snapshot.images.len());
+    // The index of each distinct id's first listing, by its number.
+    let mut first_listing = Vec::with_capacity(snapshot.images.len());
     for (i, image) in snapshot.images.iter().enumerate() {
-        image_index.entry(&image.id).or_insert(i);
+        if image_index.insert(&image.id).is_ok() {
+            first_listing.push(i);
+        }
     }
     // What the surviving containers hold on to: their sandboxes and images.
     let mut referenced = vec![false; snapshot.sandboxes.len()];
@@ -124,11 +127,11 @@ pub fn plan<'a>(
         if removed[i] {
             continue;
         }
-        if let Some(&s) = sandbox_index.get(c.sandbox_id.as_str()) {
+        if let Some(s) = sandbox_index.get(&c.sandbox_id) {
             referenced[s] = true;
         }
-        if let Some(&u) = image_index.get(c.image_id.as_str()) {
-            used[u] = true;
+        if let Some(n) = image_index.get(&c.image_id) {
+            used[first_listing[n]] = true;
         }
         if c.image_id.is_empty() {
             without_image.push(&c.id);

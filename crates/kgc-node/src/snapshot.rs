@@ -3,11 +3,14 @@
 //! directories). It is the only input of the policies, and the file format of
 //! `kgc node snapshot` / `kgc node simulate` (JSON or YAML, camelCase like Kubernetes).
 
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::hash::{FxHashMap, FxHashSet};
+use crate::hash::{FxBuild, FxHashSet};
 
 /// One observation of a node's container runtime.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -162,7 +165,7 @@ impl Snapshot {
         for (i, c) in self.containers.iter().enumerate() {
             check_id("containers", i, &c.id, &mut seen)?;
         }
-        index_ids("sandboxes", self.sandboxes.iter().map(|s| s.id.as_str()))?;
+        IdIndex::new("sandboxes", self.sandboxes.iter().map(|s| s.id.as_str()))?;
         Ok(())
     }
 
@@ -200,20 +203,77 @@ pub(crate) fn check_id<'a>(
     Ok(())
 }
 
-/// Checks that the ids of a `kind` list are present and unique, and numbers them by index.
-/// Sized up front: growing a map of 100,000 ids rehashes it many times.
-pub(crate) fn index_ids<'a>(
-    kind: &str,
-    ids: impl ExactSizeIterator<Item = &'a str>,
-) -> Result<FxHashMap<&'a str, usize>, Error> {
-    let mut index = FxHashMap::with_capacity_and_hasher(ids.len(), Default::default());
-    for (i, id) in ids.enumerate() {
-        if id.is_empty() {
-            return Err(empty_id(kind, i));
-        }
-        if index.insert(id, i).is_some() {
-            return Err(repeated_id(kind, i, id));
+/// Ids numbered in the order first met (for a list checked unique: by index), copied into
+/// one buffer. Each id of a snapshot is its own allocation, scattered over the heap; a lookup
+/// that finds an id must compare it, and over 100,000 ids those reads miss the cache. Packed,
+/// the ids and the table of their numbers take a few megabytes, close together.
+pub(crate) struct IdIndex {
+    bytes: String,
+    /// Where each id ends in `bytes` (it starts where the previous one ends).
+    ends: Vec<usize>,
+    table: HashTable<usize>,
+}
+
+impl IdIndex {
+    /// An empty index with room for `n` ids.
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        IdIndex {
+            bytes: String::new(),
+            ends: Vec::with_capacity(n),
+            table: HashTable::with_capacity(n),
         }
     }
-    Ok(index)
+
+    /// Checks that the ids of a `kind` list are present and unique.
+    pub(crate) fn new<'a>(
+        kind: &str,
+        ids: impl ExactSizeIterator<Item = &'a str>,
+    ) -> Result<Self, Error> {
+        let mut index = IdIndex::with_capacity(ids.len());
+        for (i, id) in ids.enumerate() {
+            if id.is_empty() {
+                return Err(empty_id(kind, i));
+            }
+            if index.insert(id).is_err() {
+                return Err(repeated_id(kind, i, id));
+            }
+        }
+        Ok(index)
+    }
+
+    /// Numbers `id` (`Ok`: the number of ids before it), or `Err` with its number if it is
+    /// there already.
+    pub(crate) fn insert(&mut self, id: &str) -> Result<usize, usize> {
+        let hasher = FxBuild::default();
+        let IdIndex { bytes, ends, table } = self;
+        match table.entry(
+            hasher.hash_one(id),
+            |&j| id_at(bytes, ends, j) == id,
+            |&j| hasher.hash_one(id_at(bytes, ends, j)),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(e) => Err(*e.get()),
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                let n = ends.len();
+                e.insert(n);
+                bytes.push_str(id);
+                ends.push(bytes.len());
+                Ok(n)
+            }
+        }
+    }
+
+    /// The number of `id`.
+    pub(crate) fn get(&self, id: &str) -> Option<usize> {
+        self.table
+            .find(FxBuild::default().hash_one(id), |&j| {
+                id_at(&self.bytes, &self.ends, j) == id
+            })
+            .copied()
+    }
+}
+
+/// Id number `j` of an [`IdIndex`] buffer.
+fn id_at<'b>(bytes: &'b str, ends: &[usize], j: usize) -> &'b str {
+    let start = j.checked_sub(1).map_or(0, |k| ends[k]);
+    &bytes[start..ends[j]]
 }
