@@ -111,6 +111,7 @@ pub struct ApplyArgs {
     output: Format,
 }
 
+/// The arguments of the commands that only delete: `kgc prune` and `kgc delete`.
 #[derive(clap::Args)]
 pub struct PruneArgs {
     #[command(flatten)]
@@ -138,18 +139,6 @@ pub struct PlanArgs {
     /// Write the plan (JSON) here [default: stdout].
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
-}
-
-#[derive(clap::Args)]
-pub struct DeleteArgs {
-    #[command(flatten)]
-    target: Target,
-    #[command(flatten)]
-    limits: Limits,
-    #[arg(long)]
-    dry_run: bool,
-    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
-    output: Format,
 }
 
 /// `kgc.yaml`.
@@ -581,7 +570,7 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
+pub async fn delete(args: PruneArgs) -> anyhow::Result<()> {
     let r = resolve(&args.target, false)?;
     let cluster = connect(&r).await?;
     let prepared = executor::prepare_delete(

@@ -48,7 +48,7 @@ enum Command {
     /// Write the reviewed plan of an apply (`kgc apply --plan FILE` executes exactly it).
     Plan(deploy_cmd::PlanArgs),
     /// Delete every object of an app's environment (and tag), and its parent.
-    Delete(deploy_cmd::DeleteArgs),
+    Delete(deploy_cmd::PruneArgs),
     /// Node garbage collection over the CRI: the kubelet's image and container GC as a
     /// command (`kgc node gc|snapshot|simulate`).
     Node(node_cmd::Args),
