@@ -745,6 +745,20 @@ async fn metrics_and_the_graph_dump() {
         .await
         .expect("deleting the owner");
     wait_gone(&cms, "dep", Duration::from_secs(30)).await;
+    // The collector counts a deletion once the DELETE's response reaches it, which can be
+    // after the object is already gone for everyone else.
+    eventually(
+        "the collector to count its deletion",
+        Duration::from_secs(30),
+        || async {
+            metric(
+                &c.metrics().await,
+                "kgc_gc_objects_total{outcome=\"deleted\"}",
+            )
+            .is_some_and(|v| v >= 1.0)
+        },
+    )
+    .await;
     let m = c.metrics().await;
     for line in [
         "kgc_gc_queue_depth{queue=\"attempt_to_delete\"}",

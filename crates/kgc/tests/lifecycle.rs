@@ -479,11 +479,17 @@ async fn departed_nodes_are_deleted_and_their_pods_and_leases_follow() {
     gone(&leases(&c), "departed").await;
     gone(&pods(&c, &ns), "on-departed").await;
     assert!(exists(&nodes(&c), "present").await);
-    let m = metrics_text(&c).await;
-    assert!(
-        m.contains("kgc_lifecycle_deleted_total{collector=\"nodes\",reason=\"departed\"} 1"),
-        "{m}"
-    );
+    // The collector counts a deletion after the store has made it, so poll.
+    eventually(
+        "the nodes collector to count its deletion",
+        Duration::from_secs(30),
+        || async {
+            metrics_text(&c)
+                .await
+                .contains("kgc_lifecycle_deleted_total{collector=\"nodes\",reason=\"departed\"} 1")
+        },
+    )
+    .await;
 }
 
 /// `--disable` turns collectors off one by one.
