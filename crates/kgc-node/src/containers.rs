@@ -12,7 +12,11 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::snapshot::{Container, ContainerState, IdIndex, Pod, Sandbox, SandboxState};
+use crate::Error;
+use crate::intern::{Interned, Interner};
+use crate::snapshot::{
+    Container, ContainerState, Pod, Sandbox, SandboxState, empty_id, repeated_id,
+};
 
 /// The kubelet's `GCPolicy` for dead containers, with its defaults
 /// (`cmd/kubelet/app/options/options.go`).
@@ -38,16 +42,12 @@ impl Default for ContainerGcPolicy {
     }
 }
 
-/// What the kubelet's pod workers say about pod uids (`pkg/kubelet/pod_workers.go`).
-///
-/// Each known uid is hashed once, here, into a dense number; a pass then asks about pods by
-/// number ([`PodNumbers`]), so that 100,000 containers cost one uid lookup each, in an index
-/// that keeps the uids close together.
-pub struct PodView {
-    /// All config sources seen and pods synced. False: nothing counts as a deleted pod's.
-    sources_ready: bool,
-    numbers: IdIndex,
-    fates: Vec<Fate>,
+/// What the kubelet's pod workers say about pod uids (`pkg/kubelet/pod_workers.go`): the pods
+/// it knows, or `None` before its sources are ready.
+#[derive(Clone, Copy, Debug)]
+pub struct PodView<'p> {
+    /// `None`: not all config sources seen and pods synced; nothing counts as a deleted pod's.
+    pods: Option<&'p [Pod]>,
 }
 
 /// What may be removed of one pod.
@@ -66,95 +66,90 @@ impl Fate {
     }
 }
 
-impl PodView {
+impl<'p> PodView<'p> {
     /// `None`: the pods are unknown (sources not ready).
-    pub fn new(pods: Option<&[Pod]>) -> Self {
-        let sources_ready = pods.is_some();
-        let pods = pods.unwrap_or_default();
-        let mut numbers = IdIndex::with_capacity(pods.len());
-        let mut fates = Vec::with_capacity(pods.len());
-        for p in pods {
-            let fate = Fate {
-                content: p.evicted || (p.deleted && p.terminated),
-                runtime: p.terminated,
-            };
-            // A uid listed twice: the last listing wins.
-            match numbers.insert(&p.uid) {
-                Ok(_) => fates.push(fate),
-                Err(n) => fates[n] = fate,
-            }
-        }
-        PodView {
-            sources_ready,
-            numbers,
-            fates,
-        }
+    pub fn new(pods: Option<&'p [Pod]>) -> Self {
+        PodView { pods }
     }
 
     pub fn sources_ready(&self) -> bool {
-        self.sources_ready
+        self.pods.is_some()
     }
 
     /// A uid the kubelet does not know: removable once synced.
     fn unknown(&self) -> Fate {
         Fate {
-            content: self.sources_ready,
-            runtime: self.sources_ready,
+            content: self.sources_ready(),
+            runtime: self.sources_ready(),
         }
     }
-
-    fn fate(&self, uid: &str) -> Fate {
-        self.numbers
-            .get(uid)
-            .map_or_else(|| self.unknown(), |n| self.fates[n])
-    }
-
-    /// `ShouldPodContentBeRemoved`: evicted, or deleted and terminated; a uid the kubelet does
-    /// not know, once synced.
-    pub fn content_removable(&self, uid: &str) -> bool {
-        self.fate(uid).content
-    }
-
-    /// `ShouldPodRuntimeBeRemoved`: terminated; a uid the kubelet does not know, once synced.
-    pub fn runtime_removable(&self, uid: &str) -> bool {
-        self.fate(uid).runtime
-    }
 }
 
-/// Dense numbers for the pod uids one pass meets: the view's numbers, then one for each uid it
-/// does not know (so that such a pod's containers still group together).
-pub(crate) struct PodNumbers<'v, 'c> {
-    view: &'v PodView,
-    unknown: HashMap<&'c str, usize>,
+/// The pod uids one pass meets (the listed pods', then every container's, sandbox's and log
+/// directory's), numbered together ([`Interner`]): a pass groups and judges by pod number,
+/// and a uid no listed pod has still gets a number, so its containers group together.
+pub(crate) struct PodUids<'p> {
+    view: PodView<'p>,
+    uids: Interner,
 }
 
-impl<'v, 'c> PodNumbers<'v, 'c> {
-    pub(crate) fn new(view: &'v PodView) -> Self {
+impl<'p> PodUids<'p> {
+    /// Room for `more` uids besides the listed pods'.
+    pub(crate) fn new(view: PodView<'p>, more: usize) -> Self {
+        let pods = view.pods.unwrap_or_default();
+        let mut uids = Interner::with_capacity(pods.len() + more);
+        for p in pods {
+            uids.push(&p.uid);
+        }
+        PodUids { view, uids }
+    }
+
+    /// Adds a uid met; its number comes from [`PodNumbers::of`].
+    pub(crate) fn push(&mut self, uid: &str) -> UidRef {
+        UidRef(self.uids.push(uid))
+    }
+
+    pub(crate) fn finish(self) -> PodNumbers {
+        let uids = self.uids.finish();
+        let mut fates = vec![self.view.unknown(); uids.distinct()];
+        // A uid listed twice: the last listing wins.
+        for (k, p) in self.view.pods.unwrap_or_default().iter().enumerate() {
+            fates[uids.number(k)] = Fate {
+                content: p.evicted || (p.deleted && p.terminated),
+                runtime: p.terminated,
+            };
+        }
         PodNumbers {
-            view,
-            unknown: HashMap::default(),
+            sources_ready: self.view.sources_ready(),
+            uids,
+            fates,
         }
     }
+}
 
-    pub(crate) fn number(&mut self, uid: &'c str) -> usize {
-        if let Some(n) = self.view.numbers.get(uid) {
-            return n;
-        }
-        let next = self.len();
-        *self.unknown.entry(uid).or_insert(next)
+/// A uid added to [`PodUids`], to be numbered.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UidRef(usize);
+
+/// Dense numbers for the pod uids of one pass, and each number's [`Fate`].
+pub(crate) struct PodNumbers {
+    sources_ready: bool,
+    uids: Interned,
+    fates: Vec<Fate>,
+}
+
+impl PodNumbers {
+    pub(crate) fn of(&self, uid: UidRef) -> usize {
+        self.uids.number(uid.0)
     }
 
     /// How many numbers were given out.
     pub(crate) fn len(&self) -> usize {
-        self.view.fates.len() + self.unknown.len()
+        self.fates.len()
     }
 
     pub(crate) fn fate(&self, number: usize) -> Fate {
-        self.view
-            .fates
-            .get(number)
-            .copied()
-            .unwrap_or_else(|| self.view.unknown())
+        self.fates[number]
     }
 }
 
@@ -341,14 +336,25 @@ fn enforce_per_unit(
 pub fn plan_containers<'a>(
     policy: &ContainerGcPolicy,
     containers: &'a [Container],
-    pods: &PodView,
+    pods: PodView<'_>,
     now: Timestamp,
     evict_non_deleted_pods: bool,
 ) -> Vec<ContainerRemoval<'a>> {
-    evict_containers(policy, containers, pods, now, evict_non_deleted_pods)
-        .into_iter()
-        .map(|(i, reason)| container_removal(&containers[i], reason))
-        .collect()
+    let mut uids = PodUids::new(pods, containers.len());
+    let mut units = Units::new(policy, now, containers.len());
+    for (i, c) in containers.iter().enumerate() {
+        units.add(i, c, &mut uids);
+    }
+    evict_units(
+        policy,
+        containers,
+        units,
+        &uids.finish(),
+        evict_non_deleted_pods,
+    )
+    .into_iter()
+    .map(|(i, reason)| container_removal(&containers[i], reason))
+    .collect()
 }
 
 /// A removal naming the container by the snapshot's strings.
@@ -365,15 +371,14 @@ pub(crate) fn container_removal(c: &Container, reason: ContainerReason) -> Conta
 }
 
 /// The evict units (pod uid, container name) of one pass, collected container by container so
-/// that the planner can read each container's strings in one visit. Units are keyed by
-/// numbers: each container's uid and name are hashed once, into small tables, and the units'
-/// map hashes two integers.
+/// that the planner can read each container's strings in one visit. Names are numbered in a
+/// small map (a node runs few distinct container names); uids go to [`PodUids`].
 pub(crate) struct Units<'c> {
     /// Containers created after this are too young (MinAge); `None`: all are.
     newest_gc_time: Option<Timestamp>,
     names: HashMap<&'c str, usize>,
-    /// ((pod number, name number), container index) of every collectable container.
-    members: Vec<((usize, usize), usize)>,
+    /// (pod uid, name number, container index) of every collectable container.
+    members: Vec<(UidRef, usize, usize)>,
 }
 
 impl<'c> Units<'c> {
@@ -389,7 +394,7 @@ impl<'c> Units<'c> {
     }
 
     /// Files container `i` under its unit if it is dead, old enough and the kubelet's.
-    pub(crate) fn add(&mut self, i: usize, c: &'c Container, pods: &mut PodNumbers<'_, 'c>) {
+    pub(crate) fn add(&mut self, i: usize, c: &'c Container, uids: &mut PodUids<'_>) {
         if c.state == ContainerState::Running
             || self.newest_gc_time.is_none_or(|t| c.created_at > t)
         {
@@ -398,44 +403,33 @@ impl<'c> Units<'c> {
         let Some(uid) = c.pod_uid.as_deref() else {
             return;
         };
-        let pod = pods.number(uid);
+        let uid = uids.push(uid);
         let next = self.names.len();
         let name = *self.names.entry(&c.name).or_insert(next);
-        self.members.push(((pod, name), i));
+        self.members.push((uid, name, i));
     }
 }
 
-/// [`plan_containers`] by index into `containers`, oldest first: the whole pass works on
-/// indices, so that it hashes each container's strings once and copies none of them.
-pub(crate) fn evict_containers(
-    policy: &ContainerGcPolicy,
-    containers: &[Container],
-    pods: &PodView,
-    now: Timestamp,
-    evict_non_deleted_pods: bool,
-) -> Vec<(usize, ContainerReason)> {
-    let mut numbers = PodNumbers::new(pods);
-    let mut units = Units::new(policy, now, containers.len());
-    for (i, c) in containers.iter().enumerate() {
-        units.add(i, c, &mut numbers);
-    }
-    evict_units(policy, containers, units, &numbers, evict_non_deleted_pods)
-}
-
-/// [`evict_containers`] over units already collected.
+/// [`plan_containers`] by index into `containers`, oldest first, over the units collected:
+/// the whole pass works on indices and numbers, and copies none of the containers' strings.
 pub(crate) fn evict_units(
     policy: &ContainerGcPolicy,
     containers: &[Container],
     units: Units<'_>,
-    numbers: &PodNumbers<'_, '_>,
+    numbers: &PodNumbers,
     evict_non_deleted_pods: bool,
 ) -> Vec<(usize, ContainerReason)> {
-    let mut units = Groups::units(&units.members, numbers.len());
+    let members: Vec<((usize, usize), usize)> = units
+        .members
+        .into_iter()
+        .map(|(uid, name, i)| ((numbers.of(uid), name), i))
+        .collect();
+    let mut units = Groups::units(&members, numbers.len());
     let mut kept: Vec<usize> = units.groups.iter().map(|(_, r)| r.len()).collect();
     let mut out = Vec::with_capacity(units.items.len());
     // Units of deleted pods are gone, not emptied: they no longer count as evict units.
     let mut live_units = units.groups.len();
-    if numbers.view.sources_ready() {
+    if numbers.sources_ready {
         for (((pod, _), range), kept) in units.groups.iter().zip(&mut kept) {
             if numbers.fate(*pod).gone(evict_non_deleted_pods) {
                 out.extend(
@@ -509,47 +503,121 @@ pub(crate) fn evict_units(
 /// Upstream `evictSandboxes` (MinAge does not apply): a sandbox is active when READY or still
 /// referenced by a container (`containers`: those left after container GC). A deleted pod
 /// loses every inactive sandbox; an existing pod keeps its newest and loses the older
-/// inactive ones.
+/// inactive ones. Sandbox ids must be present and unique.
 pub fn plan_sandboxes<'a>(
     sandboxes: &'a [Sandbox],
     containers: impl IntoIterator<Item = &'a Container>,
-    pods: &PodView,
+    pods: PodView<'_>,
     evict_non_deleted_pods: bool,
-) -> Vec<SandboxRemoval<'a>> {
-    let index: HashMap<&str, usize> = sandboxes
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.id.as_str(), i))
-        .collect();
-    let mut referenced = vec![false; sandboxes.len()];
+) -> Result<Vec<SandboxRemoval<'a>>, Error> {
+    let mut uids = PodUids::new(pods, sandboxes.len());
+    let mut index = SandboxRefs::new(sandboxes, &mut uids, sandboxes.len())?;
     for c in containers {
-        if let Some(&i) = index.get(c.sandbox_id.as_str()) {
-            referenced[i] = true;
-        }
+        index.refer(&c.sandbox_id);
     }
-    evict_sandboxes(
+    let index = index.finish(sandboxes)?;
+    let referenced = index.referenced(|_| true);
+    Ok(evict_sandboxes(
         sandboxes,
+        &index,
         &referenced,
-        &mut PodNumbers::new(pods),
+        &uids.finish(),
         evict_non_deleted_pods,
-    )
+    ))
+}
+
+/// The sandboxes of one pass and the containers' references to them, collected as each is
+/// read: sandbox ids and the ids containers name are numbered together ([`Interner`]), which
+/// also checks the sandboxes' ids unique.
+pub(crate) struct SandboxRefs {
+    ids: Interner,
+    sandboxes: usize,
+    /// Each sandbox's pod uid.
+    uids: Vec<UidRef>,
+}
+
+impl SandboxRefs {
+    /// Reads the sandboxes; `containers` is about how many references will follow.
+    pub(crate) fn new(
+        sandboxes: &[Sandbox],
+        pod_uids: &mut PodUids<'_>,
+        containers: usize,
+    ) -> Result<Self, Error> {
+        let mut ids = Interner::with_capacity(sandboxes.len() + containers);
+        let mut uids = Vec::with_capacity(sandboxes.len());
+        for (i, s) in sandboxes.iter().enumerate() {
+            if s.id.is_empty() {
+                return Err(empty_id("sandboxes", i));
+            }
+            ids.push(&s.id);
+            uids.push(pod_uids.push(&s.pod_uid));
+        }
+        Ok(SandboxRefs {
+            ids,
+            sandboxes: sandboxes.len(),
+            uids,
+        })
+    }
+
+    /// Adds the sandbox id of the next container (in container order, from the first).
+    pub(crate) fn refer(&mut self, sandbox_id: &str) {
+        self.ids.push(sandbox_id);
+    }
+
+    /// Numbers the ids (of `sandboxes`, those read by [`SandboxRefs::new`]); a sandbox id
+    /// listed twice is refused.
+    pub(crate) fn finish(self, sandboxes: &[Sandbox]) -> Result<SandboxIndex, Error> {
+        let ids = self.ids.finish();
+        if let Some(k) = ids.first_repeat(self.sandboxes) {
+            return Err(repeated_id("sandboxes", k, &sandboxes[k].id));
+        }
+        Ok(SandboxIndex {
+            ids,
+            sandboxes: self.sandboxes,
+            uids: self.uids,
+        })
+    }
+}
+
+/// The sandboxes of one pass, numbered with the containers' references to them.
+pub(crate) struct SandboxIndex {
+    ids: Interned,
+    sandboxes: usize,
+    uids: Vec<UidRef>,
+}
+
+impl SandboxIndex {
+    /// Which sandboxes a referring container for which `holds(container index)` names: the
+    /// active ones, besides READY.
+    pub(crate) fn referenced(&self, holds: impl Fn(usize) -> bool) -> Vec<bool> {
+        let mut named = vec![false; self.ids.distinct()];
+        let references = self.ids.len() - self.sandboxes;
+        for i in (0..references).filter(|&i| holds(i)) {
+            named[self.ids.number(self.sandboxes + i)] = true;
+        }
+        (0..self.sandboxes)
+            .map(|j| named[self.ids.number(j)])
+            .collect()
+    }
 }
 
 /// [`plan_sandboxes`] with the referenced sandboxes marked by index.
 pub(crate) fn evict_sandboxes<'a>(
     sandboxes: &'a [Sandbox],
+    index: &SandboxIndex,
     referenced: &[bool],
-    numbers: &mut PodNumbers<'_, 'a>,
+    numbers: &PodNumbers,
     evict_non_deleted_pods: bool,
 ) -> Vec<SandboxRemoval<'a>> {
     let newest_first = |&a: &usize, &b: &usize| {
         let (a, b): (&Sandbox, &Sandbox) = (&sandboxes[a], &sandboxes[b]);
         b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id))
     };
-    let pairs: Vec<(usize, usize)> = sandboxes
+    let pairs: Vec<(usize, usize)> = index
+        .uids
         .iter()
         .enumerate()
-        .map(|(i, s)| (numbers.number(&s.pod_uid), i))
+        .map(|(j, &uid)| (numbers.of(uid), j))
         .collect();
     let mut by_pod = Groups::dense(&pairs, numbers.len());
     let mut out = Vec::new();
@@ -593,15 +661,34 @@ pub fn pod_uid_of_log_dir(name: &str) -> &str {
 
 /// Upstream `evictPodLogsDirectories`: only once the pods are known, every directory of a pod
 /// whose content may be removed.
-pub fn plan_log_dirs<'a>(dirs: &'a [String], pods: &PodView) -> Vec<LogDirRemoval<'a>> {
-    if !pods.sources_ready() {
+pub fn plan_log_dirs<'a>(dirs: &'a [String], pods: PodView<'_>) -> Vec<LogDirRemoval<'a>> {
+    let mut uids = PodUids::new(pods, dirs.len());
+    let refs = log_dir_uids(dirs, &mut uids);
+    evict_log_dirs(dirs, &refs, &uids.finish())
+}
+
+/// The pod uid of each log directory, added to `uids`.
+pub(crate) fn log_dir_uids(dirs: &[String], uids: &mut PodUids<'_>) -> Vec<UidRef> {
+    dirs.iter()
+        .map(|name| uids.push(pod_uid_of_log_dir(name)))
+        .collect()
+}
+
+/// [`plan_log_dirs`] with the directories' uids numbered.
+pub(crate) fn evict_log_dirs<'a>(
+    dirs: &'a [String],
+    uids: &[UidRef],
+    numbers: &PodNumbers,
+) -> Vec<LogDirRemoval<'a>> {
+    if !numbers.sources_ready {
         return Vec::new();
     }
     dirs.iter()
-        .filter_map(|name| {
-            let uid = pod_uid_of_log_dir(name);
-            pods.content_removable(uid)
-                .then_some(LogDirRemoval { name, pod_uid: uid })
+        .zip(uids)
+        .filter(|&(_, &uid)| numbers.fate(numbers.of(uid)).content)
+        .map(|(name, _)| LogDirRemoval {
+            name,
+            pod_uid: pod_uid_of_log_dir(name),
         })
         .collect()
 }

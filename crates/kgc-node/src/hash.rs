@@ -44,8 +44,16 @@ impl Hasher for FxHasher {
     }
 
     fn finish(&self) -> u64 {
-        // SwissTable uses the top bits; fold the well-mixed high half down too.
-        self.hash ^ (self.hash >> 29)
+        // SwissTable takes the bucket from the low bits and a tag from the top seven. Fx's
+        // last step is a multiply, whose low bits depend only on the input's low bits: ids
+        // that differ in their last characters (`c-100000`, `c-100001`, ...) crowded a
+        // quarter of the buckets. MurmurHash3's finalizer spreads every bit over all 64.
+        let mut h = self.hash;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
     }
 }
 

@@ -11,6 +11,7 @@ pub mod containers;
 pub mod cri;
 pub mod hash;
 pub mod images;
+mod intern;
 pub mod plan;
 pub mod simulate;
 pub mod snapshot;

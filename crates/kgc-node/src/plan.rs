@@ -9,11 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 use crate::containers::{
-    ContainerGcPolicy, ContainerRemoval, LogDirRemoval, PodNumbers, PodView, SandboxRemoval, Units,
-    container_removal, evict_sandboxes, evict_units, plan_log_dirs,
+    ContainerGcPolicy, ContainerRemoval, LogDirRemoval, PodUids, PodView, SandboxRefs,
+    SandboxRemoval, Units, container_removal, evict_log_dirs, evict_sandboxes, evict_units,
+    log_dir_uids,
 };
 use crate::images::{ImageGcPolicy, ImagePlan, ImageRecords, plan_images};
-use crate::snapshot::{IdIndex, Snapshot, check_id};
+use crate::intern::Interner;
+use crate::snapshot::{Snapshot, check_unique, id_hash};
 
 /// The whole node GC policy.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -72,10 +74,11 @@ impl Plan<'_> {
 /// Plans one pass. Pure: the snapshot's `time` is "now"; `state` carries image history in and
 /// out (removed images are forgotten, as after a successful RemoveImage).
 ///
-/// Each container's strings are hashed once: its id (uniqueness), pod uid and name (turned into
-/// numbers that every later step works on), and, if it survives, its sandbox id and image id
-/// (marking what it holds on to in bitmaps). Only images are copied (into the records and the
-/// image removals); the plan borrows every other name from the snapshot.
+/// Each container's strings are read in order, once: its id is hashed (uniqueness, by sorting
+/// the hashes), its name numbered in a small map, and its pod uid, sandbox id and image id
+/// numbered together with the listed pods', sandboxes' and images' ([`crate::intern`]), so
+/// that every later step works on numbers and bitmaps. Only images are copied into the plan
+/// (the records and the image removals); it borrows every other name from the snapshot.
 pub fn plan<'a>(
     snapshot: &'a Snapshot,
     policy: &Policy,
@@ -85,20 +88,47 @@ pub fn plan<'a>(
     snapshot.validate_images()?;
     let now = snapshot.time;
     let containers = &snapshot.containers;
-    let pods = PodView::new(snapshot.pods.as_deref());
-    let mut numbers = PodNumbers::new(&pods);
-    let mut units = Units::new(&policy.containers, now, containers.len());
-    let mut ids: HashSet<&str> =
-        HashSet::with_capacity_and_hasher(containers.len(), Default::default());
-    for (i, c) in containers.iter().enumerate() {
-        check_id("containers", i, &c.id, &mut ids)?;
-        units.add(i, c, &mut numbers);
+    let (images, sandboxes, dirs) = (
+        &snapshot.images,
+        &snapshot.sandboxes,
+        &snapshot.pod_log_dirs,
+    );
+    let mut uids = PodUids::new(
+        PodView::new(snapshot.pods.as_deref()),
+        containers.len() + sandboxes.len() + dirs.len(),
+    );
+    let mut sandbox_refs = SandboxRefs::new(sandboxes, &mut uids, containers.len())?;
+    // Listed image ids and the containers' image ids, numbered together; an image may be
+    // listed once per tag.
+    let mut image_ids = Interner::with_capacity(images.len() + containers.len());
+    for image in images {
+        image_ids.push(&image.id);
     }
-    drop(ids);
-    let sandbox_index = IdIndex::new(
-        "sandboxes",
-        snapshot.sandboxes.iter().map(|s| s.id.as_str()),
-    )?;
+    // The containers are read once per interner: a pass that fed all three at once would
+    // write to some 300 partitions, more streams than the prefetchers and TLB follow, and its
+    // reads of the containers' strings would miss.
+    let mut units = Units::new(&policy.containers, now, containers.len());
+    let mut id_hashes = Vec::with_capacity(containers.len());
+    for (i, c) in containers.iter().enumerate() {
+        id_hashes.push(id_hash("containers", i, &c.id)?);
+        units.add(i, c, &mut uids);
+    }
+    for c in containers {
+        sandbox_refs.refer(&c.sandbox_id);
+    }
+    let mut without_image = Vec::new();
+    for (i, c) in containers.iter().enumerate() {
+        image_ids.push(&c.image_id);
+        if c.image_id.is_empty() {
+            without_image.push(i);
+        }
+    }
+    let dir_uids = log_dir_uids(dirs, &mut uids);
+    check_unique("containers", id_hashes, |i| &containers[i].id)?;
+    let sandbox_index = sandbox_refs.finish(sandboxes)?;
+    let numbers = uids.finish();
+    let image_ids = image_ids.finish();
+
     let evicted = evict_units(
         &policy.containers,
         containers,
@@ -110,58 +140,42 @@ pub fn plan<'a>(
     for &(i, _) in &evicted {
         removed[i] = true;
     }
-    // Images may be listed once per tag: an id's index is its first listing's.
-    let mut image_index = IdIndex::with_capacity(snapshot.images.len());
-    // The index of each distinct id's first listing, by its number.
-    let mut first_listing = Vec::with_capacity(snapshot.images.len());
-    for (i, image) in snapshot.images.iter().enumerate() {
-        if image_index.insert(&image.id).is_ok() {
-            first_listing.push(i);
-        }
-    }
     // What the surviving containers hold on to: their sandboxes and images.
-    let mut referenced = vec![false; snapshot.sandboxes.len()];
-    let mut used = vec![false; snapshot.images.len()];
-    let mut without_image: Vec<&str> = Vec::new();
-    for (i, c) in containers.iter().enumerate() {
-        if removed[i] {
-            continue;
-        }
-        if let Some(s) = sandbox_index.get(&c.sandbox_id) {
-            referenced[s] = true;
-        }
-        if let Some(n) = image_index.get(&c.image_id) {
-            used[first_listing[n]] = true;
-        }
-        if c.image_id.is_empty() {
-            without_image.push(&c.id);
-        }
+    let referenced = sandbox_index.referenced(|i| !removed[i]);
+    let mut used = vec![false; image_ids.distinct()];
+    for i in (0..containers.len()).filter(|&i| !removed[i]) {
+        used[image_ids.number(images.len() + i)] = true;
     }
+    let without_image: Vec<&str> = without_image
+        .into_iter()
+        .filter(|&i| !removed[i])
+        .map(|i| containers[i].id.as_str())
+        .collect();
     let containers: Vec<ContainerRemoval<'a>> = evicted
         .into_iter()
         .map(|(i, reason)| container_removal(&containers[i], reason))
         .collect();
     let sandboxes = evict_sandboxes(
-        &snapshot.sandboxes,
+        sandboxes,
+        &sandbox_index,
         &referenced,
-        &mut numbers,
+        &numbers,
         policy.evict_non_deleted_pods,
     );
-    let pod_log_dirs = plan_log_dirs(&snapshot.pod_log_dirs, &pods);
+    let pod_log_dirs = evict_log_dirs(dirs, &dir_uids, &numbers);
 
     let mut warnings = Vec::new();
     let began_gc = *state.began_gc.get_or_insert(now);
     // Only listed images matter to image GC (the records are of listed images), and a set
     // keyed by the images' own strings stays small and close together.
-    let in_use: HashSet<&str> = snapshot
-        .images
+    let in_use: HashSet<&str> = images
         .iter()
-        .zip(&used)
-        .filter(|(_, used)| **used)
-        .map(|(image, _)| image.id.as_str())
+        .enumerate()
+        .filter(|&(k, _)| used[image_ids.number(k)])
+        .map(|(_, image)| image.id.as_str())
         .collect();
-    state.images.detect(&snapshot.images, &in_use, now, now);
-    let images = if without_image.is_empty() {
+    state.images.detect(images, &in_use, now, now);
+    let image_plan = if without_image.is_empty() {
         plan_images(
             &policy.images,
             &mut state.images,
@@ -181,8 +195,7 @@ pub fn plan<'a>(
             ..ImagePlan::default()
         }
     };
-    let no_size: Vec<&str> = snapshot
-        .images
+    let no_size: Vec<&str> = images
         .iter()
         .filter(|i| i.size.is_none_or(|s| s == 0))
         .map(|i| i.id.as_str())
@@ -198,7 +211,7 @@ pub fn plan<'a>(
         containers,
         sandboxes,
         pod_log_dirs,
-        images,
+        images: image_plan,
         warnings,
     })
 }

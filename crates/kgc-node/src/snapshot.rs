@@ -5,11 +5,11 @@
 
 use std::hash::BuildHasher;
 
-use hashbrown::HashTable;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
+use crate::containers::{PodUids, PodView, SandboxRefs};
 use crate::hash::{FxBuild, FxHashSet};
 
 /// One observation of a node's container runtime.
@@ -160,12 +160,13 @@ impl Snapshot {
     /// ambiguous object. A snapshot that fails this is refused as a whole.
     pub fn validate(&self) -> Result<(), Error> {
         self.validate_images()?;
-        let mut seen =
-            FxHashSet::with_capacity_and_hasher(self.containers.len(), Default::default());
+        let mut hashes = Vec::with_capacity(self.containers.len());
         for (i, c) in self.containers.iter().enumerate() {
-            check_id("containers", i, &c.id, &mut seen)?;
+            hashes.push(id_hash("containers", i, &c.id)?);
         }
-        IdIndex::new("sandboxes", self.sandboxes.iter().map(|s| s.id.as_str()))?;
+        check_unique("containers", hashes, |i| &self.containers[i].id)?;
+        let mut no_pods = PodUids::new(PodView::new(None), self.sandboxes.len());
+        SandboxRefs::new(&self.sandboxes, &mut no_pods, 0)?.finish(&self.sandboxes)?;
         Ok(())
     }
 
@@ -179,101 +180,50 @@ impl Snapshot {
     }
 }
 
-fn empty_id(kind: &str, i: usize) -> Error {
+pub(crate) fn empty_id(kind: &str, i: usize) -> Error {
     Error::Snapshot(format!("{kind}[{i}].id is empty"))
 }
 
-fn repeated_id(kind: &str, i: usize, id: &str) -> Error {
+pub(crate) fn repeated_id(kind: &str, i: usize, id: &str) -> Error {
     Error::Snapshot(format!("{kind}[{i}].id {id:?} appears twice"))
 }
 
-/// Checks that `id`, the id of `kind[i]`, is present and not in `seen` (then added).
-pub(crate) fn check_id<'a>(
-    kind: &str,
-    i: usize,
-    id: &'a str,
-    seen: &mut FxHashSet<&'a str>,
-) -> Result<(), Error> {
+/// The hash of `id`, the id of `kind[i]`, for [`check_unique`]; an empty id is refused.
+pub(crate) fn id_hash(kind: &str, i: usize, id: &str) -> Result<u64, Error> {
     if id.is_empty() {
         return Err(empty_id(kind, i));
     }
-    if !seen.insert(id) {
-        return Err(repeated_id(kind, i, id));
+    Ok(FxBuild::default().hash_one(id))
+}
+
+/// Checks that the ids of a `kind` list are unique, given their hashes in list order (taken
+/// while each id was read for other reasons). Sorting 400,000 hashes streams through a few
+/// megabytes; a set of the ids would probe a table of that size at random once per id. Equal
+/// hashes (a repeated id, or by chance) are settled by reading the ids again and comparing
+/// them. The error names the first id, in list order, that repeats an earlier one.
+pub(crate) fn check_unique<'a>(
+    kind: &str,
+    mut hashes: Vec<u64>,
+    id_at: impl Fn(usize) -> &'a str,
+) -> Result<(), Error> {
+    let n = hashes.len();
+    hashes.sort_unstable();
+    let shared: FxHashSet<u64> = hashes
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| w[0])
+        .collect();
+    if shared.is_empty() {
+        return Ok(());
+    }
+    drop(hashes);
+    let hasher = FxBuild::default();
+    let mut seen = FxHashSet::default();
+    for i in 0..n {
+        let id = id_at(i);
+        if shared.contains(&hasher.hash_one(id)) && !seen.insert(id) {
+            return Err(repeated_id(kind, i, id));
+        }
     }
     Ok(())
-}
-
-/// Ids numbered in the order first met (for a list checked unique: by index), copied into
-/// one buffer. Each id of a snapshot is its own allocation, scattered over the heap; a lookup
-/// that finds an id must compare it, and over 100,000 ids those reads miss the cache. Packed,
-/// the ids and the table of their numbers take a few megabytes, close together.
-pub(crate) struct IdIndex {
-    bytes: String,
-    /// Where each id ends in `bytes` (it starts where the previous one ends).
-    ends: Vec<usize>,
-    table: HashTable<usize>,
-}
-
-impl IdIndex {
-    /// An empty index with room for `n` ids.
-    pub(crate) fn with_capacity(n: usize) -> Self {
-        IdIndex {
-            bytes: String::new(),
-            ends: Vec::with_capacity(n),
-            table: HashTable::with_capacity(n),
-        }
-    }
-
-    /// Checks that the ids of a `kind` list are present and unique.
-    pub(crate) fn new<'a>(
-        kind: &str,
-        ids: impl ExactSizeIterator<Item = &'a str>,
-    ) -> Result<Self, Error> {
-        let mut index = IdIndex::with_capacity(ids.len());
-        for (i, id) in ids.enumerate() {
-            if id.is_empty() {
-                return Err(empty_id(kind, i));
-            }
-            if index.insert(id).is_err() {
-                return Err(repeated_id(kind, i, id));
-            }
-        }
-        Ok(index)
-    }
-
-    /// Numbers `id` (`Ok`: the number of ids before it), or `Err` with its number if it is
-    /// there already.
-    pub(crate) fn insert(&mut self, id: &str) -> Result<usize, usize> {
-        let hasher = FxBuild::default();
-        let IdIndex { bytes, ends, table } = self;
-        match table.entry(
-            hasher.hash_one(id),
-            |&j| id_at(bytes, ends, j) == id,
-            |&j| hasher.hash_one(id_at(bytes, ends, j)),
-        ) {
-            hashbrown::hash_table::Entry::Occupied(e) => Err(*e.get()),
-            hashbrown::hash_table::Entry::Vacant(e) => {
-                let n = ends.len();
-                e.insert(n);
-                bytes.push_str(id);
-                ends.push(bytes.len());
-                Ok(n)
-            }
-        }
-    }
-
-    /// The number of `id`.
-    pub(crate) fn get(&self, id: &str) -> Option<usize> {
-        self.table
-            .find(FxBuild::default().hash_one(id), |&j| {
-                id_at(&self.bytes, &self.ends, j) == id
-            })
-            .copied()
-    }
-}
-
-/// Id number `j` of an [`IdIndex`] buffer.
-fn id_at<'b>(bytes: &'b str, ends: &[usize], j: usize) -> &'b str {
-    let start = j.checked_sub(1).map_or(0, |k| ends[k]);
-    &bytes[start..ends[j]]
 }

@@ -257,7 +257,7 @@ fn container_gc() {
         let removed = plan_containers(
             &case.policy,
             &case.containers,
-            &view,
+            view,
             now(),
             case.evict_non_deleted_pods,
         );
@@ -280,7 +280,7 @@ fn unknow_state_container_gc() {
     };
     let pods = [pod("foo")];
     let view = PodView::new(Some(&pods));
-    let removed = plan_containers(&policy, &containers, &view, now(), false);
+    let removed = plan_containers(&policy, &containers, view, now(), false);
     assert_eq!(removed.len(), 1);
     assert!(
         removed[0].stop_first,
@@ -299,7 +299,7 @@ fn containers_without_pod_uid_label_are_never_collected() {
         max_containers: 0,
         ..ContainerGcPolicy::default()
     };
-    assert!(plan_containers(&policy, &[c], &view, now(), true).is_empty());
+    assert!(plan_containers(&policy, &[c], view, now(), true).is_empty());
 }
 
 fn sandbox(uid: &str, n: usize, state: SandboxState, created_ns: i64) -> Sandbox {
@@ -437,9 +437,10 @@ fn sandbox_gc() {
         let removed = plan_sandboxes(
             &case.sandboxes,
             &containers,
-            &view,
+            view,
             case.evict_non_deleted_pods,
-        );
+        )
+        .expect("unique sandbox ids");
         let gone: HashSet<&str> = removed.iter().map(|r| r.id).collect();
         let remain: Vec<usize> = (0..case.sandboxes.len())
             .filter(|i| !gone.contains(case.sandboxes[*i].id.as_str()))
@@ -463,11 +464,11 @@ fn pod_log_directory_gc() {
     .collect();
     let pods = vec![pod("123"), pod("456"), pod("321")];
     let view = PodView::new(Some(&pods));
-    let removed: Vec<&str> = plan_log_dirs(&dirs, &view)
+    let removed: Vec<&str> = plan_log_dirs(&dirs, view)
         .into_iter()
         .map(|r| r.name)
         .collect();
     assert_eq!(removed, ["789", "012", "name_namespace_654"]);
     // allSourcesReady = false: nothing is removed.
-    assert!(plan_log_dirs(&dirs, &PodView::new(None)).is_empty());
+    assert!(plan_log_dirs(&dirs, PodView::new(None)).is_empty());
 }

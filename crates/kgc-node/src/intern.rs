@@ -1,0 +1,219 @@
+//! Numbering many strings at once, so that equal strings get equal numbers: how a pass joins
+//! containers to their pods, sandboxes and images by id.
+//!
+//! A hash map would do it with one probe per string, but a runtime lists its containers in no
+//! particular order, so over 100,000 containers each probe lands somewhere random in tables
+//! and key bytes of tens of megabytes: a cache and TLB miss per lookup, and planning time that
+//! grows much faster than the node. Instead each string is hashed as it is read and copied,
+//! with its hash, to one of a few partitions by the hash's top bits (writes that stream); then
+//! each partition is numbered on its own, its table and bytes small enough to stay in cache
+//! (a radix-partitioned hash join). Equal hashes are confirmed by comparing the bytes:
+//! numbers are exact, never a guess.
+
+use std::hash::BuildHasher;
+
+use crate::hash::FxBuild;
+
+/// Strings per partition: a partition's table and bytes (a few megabytes) stay in the
+/// last-level cache while it is numbered. Fewer, larger partitions measured faster than
+/// L2-sized ones: each partition is a write stream while strings are added, and the
+/// prefetchers follow only a few dozen streams.
+const PER_PARTITION: usize = 32_768;
+/// Partitions at most, for the same reason.
+const MAX_PARTITIONS: usize = 16;
+
+/// Collects string occurrences; [`Interner::finish`] numbers them.
+pub(crate) struct Interner {
+    /// Partition bits: a hash's top `bits` bits pick its partition.
+    bits: u32,
+    /// About how many strings each partition gets.
+    per_part: usize,
+    parts: Vec<Part>,
+    len: usize,
+}
+
+/// The strings of one partition, in push order.
+#[derive(Default)]
+struct Part {
+    bytes: Vec<u8>,
+    entries: Vec<Entry>,
+}
+
+#[derive(Clone, Copy)]
+struct Entry {
+    hash: u64,
+    occurrence: usize,
+    /// Where the string ends in its partition's `bytes` (it starts where the previous one
+    /// ends).
+    end: usize,
+}
+
+/// One slot of a partition's table: the first occurrence of a distinct string.
+#[derive(Clone, Copy)]
+struct Slot {
+    hash: u64,
+    /// The entry (in the partition) of the string's first occurrence; `usize::MAX`: empty.
+    entry: usize,
+    number: usize,
+}
+
+const EMPTY: Slot = Slot {
+    hash: 0,
+    entry: usize::MAX,
+    number: 0,
+};
+
+/// An interner's numbers.
+pub(crate) struct Interned {
+    /// By occurrence: the number of its string.
+    numbers: Vec<usize>,
+    /// By number: the first occurrence of its string.
+    first: Vec<usize>,
+}
+
+impl Interner {
+    /// An interner sized for about `n` occurrences.
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        let partitions = (n / PER_PARTITION)
+            .clamp(1, MAX_PARTITIONS)
+            .next_power_of_two();
+        let per_part = n / partitions + n / partitions / 8 + 16;
+        Interner {
+            bits: partitions.trailing_zeros(),
+            per_part,
+            parts: (0..partitions)
+                .map(|_| Part {
+                    bytes: Vec::new(),
+                    entries: Vec::with_capacity(per_part),
+                })
+                .collect(),
+            len: 0,
+        }
+    }
+
+    /// Adds an occurrence of `s`, numbered in push order from zero.
+    pub(crate) fn push(&mut self, s: &str) -> usize {
+        let hash = FxBuild::default().hash_one(s);
+        // The top bits pick the partition; the table within it uses the low ones.
+        let part = hash.checked_shr(64 - self.bits).unwrap_or(0);
+        let part = &mut self.parts[usize::try_from(part).unwrap_or(0)];
+        if part.bytes.capacity() == 0 {
+            // The ids of one kind mostly have one length (64 hex digits, a UUID): room for
+            // the partition's share at the first one's length spares most regrowth.
+            part.bytes
+                .reserve(self.per_part.saturating_mul(s.len() + 1));
+        }
+        part.bytes.extend_from_slice(s.as_bytes());
+        part.entries.push(Entry {
+            hash,
+            occurrence: self.len,
+            end: part.bytes.len(),
+        });
+        self.len += 1;
+        self.len - 1
+    }
+
+    /// Numbers the occurrences: equal strings, equal numbers; numbers are dense from zero.
+    pub(crate) fn finish(self) -> Interned {
+        let mut numbers = vec![0; self.len];
+        let mut first = Vec::new();
+        let mut slots = Vec::new();
+        for part in &self.parts {
+            let len = (part.entries.len() * 2).max(8).next_power_of_two();
+            slots.clear();
+            slots.resize(len, EMPTY);
+            let mask = len - 1;
+            for (k, e) in part.entries.iter().enumerate() {
+                let bytes = part.string(k);
+                let mut at = e.hash as usize & mask;
+                let number = loop {
+                    let slot: Slot = slots[at];
+                    if slot.entry == usize::MAX {
+                        slots[at] = Slot {
+                            hash: e.hash,
+                            entry: k,
+                            number: first.len(),
+                        };
+                        first.push(e.occurrence);
+                        break first.len() - 1;
+                    }
+                    if slot.hash == e.hash && part.string(slot.entry) == bytes {
+                        break slot.number;
+                    }
+                    at = (at + 1) & mask;
+                };
+                numbers[e.occurrence] = number;
+            }
+        }
+        Interned { numbers, first }
+    }
+}
+
+impl Part {
+    fn string(&self, k: usize) -> &[u8] {
+        let start = k.checked_sub(1).map_or(0, |j| self.entries[j].end);
+        &self.bytes[start..self.entries[k].end]
+    }
+}
+
+impl Interned {
+    /// The number of occurrence `occurrence`'s string.
+    pub(crate) fn number(&self, occurrence: usize) -> usize {
+        self.numbers[occurrence]
+    }
+
+    /// How many occurrences were numbered.
+    pub(crate) fn len(&self) -> usize {
+        self.numbers.len()
+    }
+
+    /// How many distinct strings there are.
+    pub(crate) fn distinct(&self) -> usize {
+        self.first.len()
+    }
+
+    /// The first of occurrences `0..n` whose string an earlier one of them already had.
+    pub(crate) fn first_repeat(&self, n: usize) -> Option<usize> {
+        (0..n).find(|&k| self.first[self.numbers[k]] != k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_strings_and_only_they_share_a_number() {
+        // Enough strings for many partitions, each several times.
+        let strings: Vec<String> = (0..300_000)
+            .map(|i| format!("id-{}", i % 100_000))
+            .collect();
+        let mut interner = Interner::with_capacity(strings.len());
+        for (k, s) in strings.iter().enumerate() {
+            assert_eq!(interner.push(s), k);
+        }
+        let interned = interner.finish();
+        assert_eq!(interned.distinct(), 100_000);
+        let mut string_of = vec![None; interned.distinct()];
+        for (k, s) in strings.iter().enumerate() {
+            let n = interned.number(k);
+            assert_eq!(*string_of[n].get_or_insert(s), s, "number {n}");
+        }
+        assert_eq!(interned.first_repeat(100_000), None);
+        assert_eq!(interned.first_repeat(100_001), Some(100_000));
+    }
+
+    #[test]
+    fn the_empty_string_and_prefixes_are_strings_of_their_own() {
+        let mut interner = Interner::with_capacity(0);
+        for s in ["", "a", "ab", "", "a"] {
+            interner.push(s);
+        }
+        let interned = interner.finish();
+        assert_eq!(interned.distinct(), 3);
+        assert_eq!(interned.number(0), interned.number(3));
+        assert_eq!(interned.number(1), interned.number(4));
+        assert_ne!(interned.number(1), interned.number(2));
+        assert_eq!(interned.first_repeat(5), Some(3));
+    }
+}
