@@ -211,11 +211,35 @@ pub struct LogDirRemoval<'a> {
     pub pod_uid: &'a str,
 }
 
-/// Newest first, as upstream's `byCreated`; ties by id so that plans are deterministic.
-fn newest_first(a: &Container, b: &Container) -> std::cmp::Ordering {
-    b.created_at
-        .cmp(&a.created_at)
-        .then_with(|| b.id.cmp(&a.id))
+/// A container's or sandbox's place in the removal order: created first, removed first;
+/// ties by id so that plans are deterministic (upstream's `byCreated`, reversed). Read once,
+/// in list order, so that sorting never goes back to the snapshot's scattered records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Age<'a> {
+    created_at: Timestamp,
+    id: IdKey<'a>,
+}
+
+impl<'a> Age<'a> {
+    fn new(created_at: Timestamp, id: &'a str) -> Self {
+        Age {
+            created_at,
+            id: IdKey::new(id),
+        }
+    }
+}
+
+/// A container or sandbox as the eviction sorts and removes it: its index in the snapshot's
+/// list and its [`Age`].
+#[derive(Clone, Copy, Debug)]
+struct Aged<'a> {
+    age: Age<'a>,
+    i: usize,
+}
+
+/// Newest first, as upstream's `byCreated`.
+fn newest_first(a: &Aged<'_>, b: &Aged<'_>) -> std::cmp::Ordering {
+    b.age.cmp(&a.age)
 }
 
 /// An id as a sort key: its first 16 bytes as a number, compared first, so that sorting by
@@ -234,17 +258,19 @@ impl<'a> IdKey<'a> {
 }
 
 /// Items grouped by a key in one flat array, so that grouping 100,000 containers allocates
-/// two vectors instead of one per group.
-struct Groups<K> {
+/// two vectors instead of one per group. The items themselves are moved into place (not
+/// indices to them), so that everything after grouping reads memory in order.
+struct Groups<K, T> {
     /// Per group: its key and its range in `items`.
     groups: Vec<(K, std::ops::Range<usize>)>,
-    items: Vec<usize>,
+    items: Vec<T>,
 }
 
-impl Groups<usize> {
+impl<T: Copy> Groups<usize, T> {
     /// Groups `(key, item)` pairs by a dense key (below `keys`, like a pod number) with a
-    /// counting sort: no hashing, two linear passes. Groups come in key order.
-    fn dense(pairs: &[(usize, usize)], keys: usize) -> Self {
+    /// counting sort: no hashing, two linear passes. Groups come in key order, items in
+    /// their order in `pairs`.
+    fn dense(pairs: &[(usize, T)], keys: usize) -> Self {
         let mut start = vec![0usize; keys + 1];
         for &(key, _) in pairs {
             start[key + 1] += 1;
@@ -253,7 +279,11 @@ impl Groups<usize> {
             start[key + 1] += start[key];
         }
         let mut next = start.clone();
-        let mut items = vec![0; pairs.len()];
+        // Every slot is overwritten: the counts made room for exactly the pairs.
+        let mut items = match pairs.first() {
+            Some(&(_, fill)) => vec![fill; pairs.len()],
+            None => Vec::new(),
+        };
         for &(key, item) in pairs {
             items[next[key]] = item;
             next[key] += 1;
@@ -268,63 +298,55 @@ impl Groups<usize> {
     }
 }
 
-impl Groups<(usize, usize)> {
-    /// Evict units: `((pod, name), container)` grouped by pod number (dense), then by name
+impl<'a> Groups<(usize, usize), Aged<'a>> {
+    /// Evict units: `(pod, (name, container))` grouped by pod number (dense), then by name
     /// number within each pod.
-    fn units(members: &[((usize, usize), usize)], pods: usize) -> Self {
-        let pairs: Vec<(usize, usize)> = members
-            .iter()
-            .enumerate()
-            .map(|(m, &((pod, _), _))| (pod, m))
-            .collect();
-        let mut by_pod = Groups::dense(&pairs, pods);
-        let name = |m: usize| members[m].0.1;
+    fn units(members: &[(usize, (usize, Aged<'a>))], pods: usize) -> Self {
+        let mut by_pod = Groups::dense(members, pods);
         let mut groups = Vec::with_capacity(by_pod.groups.len());
         let mut items = Vec::with_capacity(members.len());
         for (pod, range) in by_pod.groups {
             let of_pod = &mut by_pod.items[range];
-            of_pod.sort_unstable_by_key(|&m| name(m));
-            for unit in of_pod.chunk_by(|&a, &b| name(a) == name(b)) {
+            of_pod.sort_unstable_by_key(|&(name, _)| name);
+            for unit in of_pod.chunk_by(|a, b| a.0 == b.0) {
                 let start = items.len();
-                items.extend(unit.iter().map(|&m| members[m].1));
-                groups.push(((pod, name(unit[0])), start..items.len()));
+                items.extend(unit.iter().map(|&(_, c)| c));
+                groups.push(((pod, unit[0].0), start..items.len()));
             }
         }
         Groups { groups, items }
     }
 }
 
-/// Upstream `removeOldestN` over one evict unit (container indices, all kept so far): sorts
-/// newest first only when something is kept, and removes from the end, assuming the removals
-/// succeed. Returns how many are kept.
-fn remove_oldest_n(
-    containers: &[Container],
-    unit: &mut [usize],
+/// Upstream `removeOldestN` over one evict unit (all kept so far): sorts newest first only
+/// when something is kept, and removes from the end, assuming the removals succeed. Returns
+/// how many are kept.
+fn remove_oldest_n<'a>(
+    unit: &mut [Aged<'a>],
     to_remove: usize,
     reason: ContainerReason,
-    out: &mut Vec<(usize, ContainerReason)>,
+    out: &mut Vec<(Aged<'a>, ContainerReason)>,
 ) -> usize {
     let keep = unit.len().saturating_sub(to_remove);
     if keep > 0 {
-        unit.sort_unstable_by(|&a, &b| newest_first(&containers[a], &containers[b]));
+        unit.sort_unstable_by(newest_first);
     }
-    out.extend(unit[keep..].iter().map(|&i| (i, reason)));
+    out.extend(unit[keep..].iter().map(|&c| (c, reason)));
     keep
 }
 
 /// Every unit's kept part down to `max`.
-fn enforce_per_unit(
-    containers: &[Container],
-    units: &mut Groups<(usize, usize)>,
+fn enforce_per_unit<'a>(
+    units: &mut Groups<(usize, usize), Aged<'a>>,
     kept: &mut [usize],
     max: usize,
     reason: ContainerReason,
-    out: &mut Vec<(usize, ContainerReason)>,
+    out: &mut Vec<(Aged<'a>, ContainerReason)>,
 ) {
     for ((_, range), kept) in units.groups.iter().zip(kept) {
         if *kept > max {
             let unit = &mut units.items[range.start..range.start + *kept];
-            *kept = remove_oldest_n(containers, unit, *kept - max, reason, out);
+            *kept = remove_oldest_n(unit, *kept - max, reason, out);
         }
     }
 }
@@ -345,16 +367,10 @@ pub fn plan_containers<'a>(
     for (i, c) in containers.iter().enumerate() {
         units.add(i, c, &mut uids);
     }
-    evict_units(
-        policy,
-        containers,
-        units,
-        &uids.finish(),
-        evict_non_deleted_pods,
-    )
-    .into_iter()
-    .map(|(i, reason)| container_removal(&containers[i], reason))
-    .collect()
+    evict_units(policy, units, &uids.finish(), evict_non_deleted_pods)
+        .into_iter()
+        .map(|(i, reason)| container_removal(&containers[i], reason))
+        .collect()
 }
 
 /// A removal naming the container by the snapshot's strings.
@@ -377,8 +393,8 @@ pub(crate) struct Units<'c> {
     /// Containers created after this are too young (MinAge); `None`: all are.
     newest_gc_time: Option<Timestamp>,
     names: HashMap<&'c str, usize>,
-    /// (pod uid, name number, container index) of every collectable container.
-    members: Vec<(UidRef, usize, usize)>,
+    /// (pod uid, name number, container) of every collectable container.
+    members: Vec<(UidRef, usize, Aged<'c>)>,
 }
 
 impl<'c> Units<'c> {
@@ -406,7 +422,14 @@ impl<'c> Units<'c> {
         let uid = uids.push(uid);
         let next = self.names.len();
         let name = *self.names.entry(&c.name).or_insert(next);
-        self.members.push((uid, name, i));
+        self.members.push((
+            uid,
+            name,
+            Aged {
+                age: Age::new(c.created_at, &c.id),
+                i,
+            },
+        ));
     }
 }
 
@@ -414,17 +437,17 @@ impl<'c> Units<'c> {
 /// the whole pass works on indices and numbers, and copies none of the containers' strings.
 pub(crate) fn evict_units(
     policy: &ContainerGcPolicy,
-    containers: &[Container],
     units: Units<'_>,
     numbers: &PodNumbers,
     evict_non_deleted_pods: bool,
 ) -> Vec<(usize, ContainerReason)> {
-    let members: Vec<((usize, usize), usize)> = units
+    let members: Vec<(usize, (usize, Aged<'_>))> = units
         .members
         .into_iter()
-        .map(|(uid, name, i)| ((numbers.of(uid), name), i))
+        .map(|(uid, name, c)| (numbers.of(uid), (name, c)))
         .collect();
     let mut units = Groups::units(&members, numbers.len());
+    drop(members);
     let mut kept: Vec<usize> = units.groups.iter().map(|(_, r)| r.len()).collect();
     let mut out = Vec::with_capacity(units.items.len());
     // Units of deleted pods are gone, not emptied: they no longer count as evict units.
@@ -435,7 +458,7 @@ pub(crate) fn evict_units(
                 out.extend(
                     units.items[range.clone()]
                         .iter()
-                        .map(|&i| (i, ContainerReason::DeletedPod)),
+                        .map(|&c| (c, ContainerReason::DeletedPod)),
                 );
                 *kept = 0;
                 live_units -= 1;
@@ -444,7 +467,6 @@ pub(crate) fn evict_units(
     }
     if let Ok(max) = usize::try_from(policy.max_per_pod_container) {
         enforce_per_unit(
-            containers,
             &mut units,
             &mut kept,
             max,
@@ -458,7 +480,6 @@ pub(crate) fn evict_units(
             // Units emptied above still count, as upstream's NumEvictUnits.
             let per_unit = (max / live_units.max(1)).max(1);
             enforce_per_unit(
-                containers,
                 &mut units,
                 &mut kept,
                 per_unit,
@@ -467,14 +488,13 @@ pub(crate) fn evict_units(
             );
             let total: usize = kept.iter().sum();
             if total > max {
-                let mut flat: Vec<usize> = units
+                let mut flat: Vec<Aged<'_>> = units
                     .groups
                     .iter()
                     .zip(&kept)
                     .flat_map(|((_, r), &k)| units.items[r.start..r.start + k].iter().copied())
                     .collect();
                 remove_oldest_n(
-                    containers,
                     &mut flat,
                     total - max,
                     ContainerReason::MaxContainers,
@@ -483,21 +503,9 @@ pub(crate) fn evict_units(
             }
         }
     }
-    // Units are hashed (planning stays linear); the plan lists removals oldest first. The
-    // keys are copied out so that the sort does not chase each index into the snapshot.
-    let mut keyed: Vec<_> = out
-        .into_iter()
-        .map(|(i, reason)| {
-            let c = &containers[i];
-            ((c.created_at, IdKey::new(&c.id)), i, reason)
-        })
-        .collect();
-    // Ids are unique, so the order is total.
-    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    keyed
-        .into_iter()
-        .map(|(_, i, reason)| (i, reason))
-        .collect()
+    // The plan lists removals oldest first; ids are unique, so the order is total.
+    out.sort_unstable_by(|a, b| a.0.age.cmp(&b.0.age));
+    out.into_iter().map(|(c, reason)| (c.i, reason)).collect()
 }
 
 /// Upstream `evictSandboxes` (MinAge does not apply): a sandbox is active when READY or still
@@ -609,17 +617,19 @@ pub(crate) fn evict_sandboxes<'a>(
     numbers: &PodNumbers,
     evict_non_deleted_pods: bool,
 ) -> Vec<SandboxRemoval<'a>> {
-    let newest_first = |&a: &usize, &b: &usize| {
-        let (a, b): (&Sandbox, &Sandbox) = (&sandboxes[a], &sandboxes[b]);
-        b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id))
-    };
-    let pairs: Vec<(usize, usize)> = index
-        .uids
+    // Each sandbox read once, in order: its pod, whether it is active, its age.
+    let pairs: Vec<(usize, (bool, Aged<'a>))> = sandboxes
         .iter()
+        .zip(&index.uids)
         .enumerate()
-        .map(|(j, &uid)| (numbers.of(uid), j))
+        .map(|(j, (s, &uid))| {
+            let active = s.state == SandboxState::Ready || referenced[j];
+            let age = Age::new(s.created_at, &s.id);
+            (numbers.of(uid), (active, Aged { age, i: j }))
+        })
         .collect();
     let mut by_pod = Groups::dense(&pairs, numbers.len());
+    drop(pairs);
     let mut out = Vec::new();
     for (pod, range) in &by_pod.groups {
         let list = &mut by_pod.items[range.clone()];
@@ -629,20 +639,19 @@ pub(crate) fn evict_sandboxes<'a>(
             (1, SandboxReason::Superseded)
         };
         if keep > 0 {
-            list.sort_unstable_by(newest_first);
+            list.sort_unstable_by(|a, b| newest_first(&a.1, &b.1));
         }
-        for &i in list.iter().skip(keep) {
-            let s = &sandboxes[i];
-            if s.state != SandboxState::Ready && !referenced[i] {
-                out.push(((s.created_at, IdKey::new(&s.id)), i, reason));
+        for &(active, sandbox) in list.iter().skip(keep) {
+            if !active {
+                out.push((sandbox, reason));
             }
         }
     }
     // Oldest first; ids are unique, so the order is total.
-    out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    out.sort_unstable_by(|a, b| a.0.age.cmp(&b.0.age));
     out.into_iter()
-        .map(|(_, i, reason)| {
-            let s = &sandboxes[i];
+        .map(|(sandbox, reason)| {
+            let s = &sandboxes[sandbox.i];
             SandboxRemoval {
                 id: &s.id,
                 pod_uid: &s.pod_uid,

@@ -131,7 +131,6 @@ pub fn plan<'a>(
 
     let evicted = evict_units(
         &policy.containers,
-        containers,
         units,
         &numbers,
         policy.evict_non_deleted_pods,
