@@ -98,23 +98,28 @@ pub fn plan<'a>(
         containers.len() + sandboxes.len() + dirs.len(),
     );
     let mut sandbox_refs = SandboxRefs::new(sandboxes, &mut uids, containers.len())?;
-    // Listed image ids and the containers' image ids, numbered together; an image may be
-    // listed once per tag.
-    let mut image_ids = Interner::with_capacity(images.len() + containers.len());
-    for image in images {
-        image_ids.push(&image.id);
-    }
-    // The containers are read once per interner: a pass that fed all three at once would
-    // write to some 300 partitions, more streams than the prefetchers and TLB follow, and its
-    // reads of the containers' strings would miss.
+    // The containers are read once per numbering, and each numbering is finished (its
+    // partitions freed for the next to reuse) before the next begins: a pass that fed all
+    // three at once would write to some 50 partitions, more streams than the prefetchers
+    // follow, and hold all their memory at once.
     let mut units = Units::new(&policy.containers, now, containers.len());
     let mut id_hashes = Vec::with_capacity(containers.len());
     for (i, c) in containers.iter().enumerate() {
         id_hashes.push(id_hash("containers", i, &c.id)?);
         units.add(i, c, &mut uids);
     }
+    check_unique("containers", id_hashes, |i| &containers[i].id)?;
+    let dir_uids = log_dir_uids(dirs, &mut uids);
+    let numbers = uids.finish();
     for c in containers {
         sandbox_refs.refer(&c.sandbox_id);
+    }
+    let sandbox_index = sandbox_refs.finish(sandboxes)?;
+    // Listed image ids and the containers' image ids, numbered together; an image may be
+    // listed once per tag.
+    let mut image_ids = Interner::with_capacity(images.len() + containers.len());
+    for image in images {
+        image_ids.push(&image.id);
     }
     let mut without_image = Vec::new();
     for (i, c) in containers.iter().enumerate() {
@@ -123,10 +128,6 @@ pub fn plan<'a>(
             without_image.push(i);
         }
     }
-    let dir_uids = log_dir_uids(dirs, &mut uids);
-    check_unique("containers", id_hashes, |i| &containers[i].id)?;
-    let sandbox_index = sandbox_refs.finish(sandboxes)?;
-    let numbers = uids.finish();
     let image_ids = image_ids.finish();
 
     let evicted = evict_units(
