@@ -85,9 +85,10 @@ impl<'p> PodView<'p> {
     }
 }
 
-/// The pod uids one pass meets (the listed pods', then every container's, sandbox's and log
-/// directory's), numbered together ([`Interner`]): a pass groups and judges by pod number,
-/// and a uid no listed pod has still gets a number, so its containers group together.
+/// The pod uids one pass meets (the listed pods' first, then the sandboxes', containers' and
+/// log directories' in any order), numbered together ([`Interner`]): a pass groups and judges
+/// by pod number, and a uid no listed pod has still gets a number, so its containers group
+/// together.
 pub(crate) struct PodUids<'p> {
     view: PodView<'p>,
     uids: Interner,
@@ -386,9 +387,9 @@ pub(crate) fn container_removal(c: &Container, reason: ContainerReason) -> Conta
     }
 }
 
-/// The evict units (pod uid, container name) of one pass, collected container by container so
-/// that the planner can read each container's strings in one visit. Names are numbered in a
-/// small map (a node runs few distinct container names); uids go to [`PodUids`].
+/// The evict units (pod uid, container name) of one pass, collected container by container in
+/// list order. Names are numbered in a small map (a node runs few distinct container names);
+/// uids go to [`PodUids`]; each member carries its [`Age`], read while its id is at hand.
 pub(crate) struct Units<'c> {
     /// Containers created after this are too young (MinAge); `None`: all are.
     newest_gc_time: Option<Timestamp>,
@@ -518,10 +519,14 @@ pub fn plan_sandboxes<'a>(
     pods: PodView<'_>,
     evict_non_deleted_pods: bool,
 ) -> Result<Vec<SandboxRemoval<'a>>, Error> {
+    let refs: Vec<&str> = containers
+        .into_iter()
+        .map(|c| c.sandbox_id.as_str())
+        .collect();
     let mut uids = PodUids::new(pods, sandboxes.len());
-    let mut index = SandboxRefs::new(sandboxes, &mut uids, sandboxes.len())?;
-    for c in containers {
-        index.refer(&c.sandbox_id);
+    let mut index = SandboxRefs::new(sandboxes, &mut uids, refs.len())?;
+    for id in refs {
+        index.refer(id);
     }
     let index = index.finish(sandboxes)?;
     let referenced = index.referenced(|_| true);
@@ -587,7 +592,8 @@ impl SandboxRefs {
     }
 }
 
-/// The sandboxes of one pass, numbered with the containers' references to them.
+/// The sandboxes of one pass, numbered with the containers' references to them. Its pod uid
+/// references are to the [`PodUids`] that [`SandboxRefs::new`] was given.
 pub(crate) struct SandboxIndex {
     ids: Interned,
     sandboxes: usize,

@@ -22,6 +22,9 @@ const PER_PARTITION: usize = 32_768;
 /// Partitions at most, for the same reason.
 const MAX_PARTITIONS: usize = 16;
 
+/// Longest string length a partition reserves room for (ids are up to 71 bytes).
+const MAX_RESERVED_LEN: usize = 128;
+
 /// Collects string occurrences; [`Interner::finish`] numbers them.
 pub(crate) struct Interner {
     /// Partition bits: a hash's top `bits` bits pick its partition.
@@ -99,9 +102,10 @@ impl Interner {
         let part = &mut self.parts[usize::try_from(part).unwrap_or(0)];
         if part.bytes.capacity() == 0 {
             // The ids of one kind mostly have one length (64 hex digits, a UUID): room for
-            // the partition's share at the first one's length spares most regrowth.
-            part.bytes
-                .reserve(self.per_part.saturating_mul(s.len() + 1));
+            // the partition's share at the first one's length spares most regrowth. Capped,
+            // so that one absurdly long string cannot ask for gigabytes up front.
+            let len = s.len().min(MAX_RESERVED_LEN);
+            part.bytes.reserve(self.per_part.saturating_mul(len + 1));
         }
         part.bytes.extend_from_slice(s.as_bytes());
         part.entries.push(Entry {
@@ -174,7 +178,7 @@ impl Interned {
 
     /// The first of occurrences `0..n` whose string an earlier one of them already had.
     pub(crate) fn first_repeat(&self, n: usize) -> Option<usize> {
-        (0..n).find(|&k| self.first[self.numbers[k]] != k)
+        (0..n.min(self.len())).find(|&k| self.first[self.numbers[k]] != k)
     }
 }
 
@@ -201,6 +205,20 @@ mod tests {
         }
         assert_eq!(interned.first_repeat(100_000), None);
         assert_eq!(interned.first_repeat(100_001), Some(100_000));
+    }
+
+    #[test]
+    fn one_long_string_does_not_reserve_room_for_its_partition_at_its_length() {
+        // Sized for a million occurrences, a partition reserving at this string's length
+        // would ask for some 65 GB and abort the process.
+        let mut interner = Interner::with_capacity(1_000_000);
+        let long = "x".repeat(1 << 20);
+        interner.push(&long);
+        interner.push("short");
+        interner.push(&long);
+        let interned = interner.finish();
+        assert_eq!(interned.distinct(), 2);
+        assert_eq!(interned.first_repeat(3), Some(2));
     }
 
     #[test]

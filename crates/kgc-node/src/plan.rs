@@ -74,11 +74,12 @@ impl Plan<'_> {
 /// Plans one pass. Pure: the snapshot's `time` is "now"; `state` carries image history in and
 /// out (removed images are forgotten, as after a successful RemoveImage).
 ///
-/// Each container's strings are read in order, once: its id is hashed (uniqueness, by sorting
-/// the hashes), its name numbered in a small map, and its pod uid, sandbox id and image id
-/// numbered together with the listed pods', sandboxes' and images' ([`crate::intern`]), so
-/// that every later step works on numbers and bitmaps. Only images are copied into the plan
-/// (the records and the image removals); it borrows every other name from the snapshot.
+/// The lists are read in order, never looked up one item at a time: a container's id is hashed
+/// (uniqueness, by sorting the hashes), its name numbered in a small map, and its pod uid,
+/// sandbox id and image id numbered together with the listed pods', sandboxes' and images'
+/// ([`crate::intern`]), so that every later step works on numbers and bitmaps. Only images
+/// are copied into the plan (the records and the image removals); it borrows every other name
+/// from the snapshot.
 pub fn plan<'a>(
     snapshot: &'a Snapshot,
     policy: &Policy,
@@ -98,10 +99,10 @@ pub fn plan<'a>(
         containers.len() + sandboxes.len() + dirs.len(),
     );
     let mut sandbox_refs = SandboxRefs::new(sandboxes, &mut uids, containers.len())?;
-    // The containers are read once per numbering, and each numbering is finished (its
-    // partitions freed for the next to reuse) before the next begins: a pass that fed all
-    // three at once would write to some 50 partitions, more streams than the prefetchers
-    // follow, and hold all their memory at once.
+    // The containers are read once per numbering, and the pod uids' and sandbox ids'
+    // numberings are finished (their partitions freed for the next to reuse) before the image
+    // ids' begins: a pass that fed all three at once would write to some 50 partitions, more
+    // streams than the prefetchers follow, and hold all their memory at once.
     let mut units = Units::new(&policy.containers, now, containers.len());
     let mut id_hashes = Vec::with_capacity(containers.len());
     for (i, c) in containers.iter().enumerate() {
