@@ -185,6 +185,38 @@ impl Interned {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Against a map from string to first occurrence: numbers are equal exactly when the
+        /// strings are, dense, and `first_repeat` agrees. A small alphabet with NUL makes
+        /// repeats, prefixes and Fx collisions (`"a"`, `"a\0"`) common; the capacity hint
+        /// spreads few strings over up to 16 partitions.
+        #[test]
+        fn numbers_are_equal_exactly_when_strings_are(
+            strings in proptest::collection::vec("[ab\\x00]{0,5}", 0..300),
+            hint in 0usize..1_000_000,
+            n in 0usize..320,
+        ) {
+            let mut interner = Interner::with_capacity(hint);
+            for s in &strings {
+                interner.push(s);
+            }
+            let interned = interner.finish();
+            let mut first: std::collections::HashMap<&str, usize> = Default::default();
+            let mut number_of: std::collections::HashMap<usize, &str> = Default::default();
+            for (k, s) in strings.iter().enumerate() {
+                let f = *first.entry(s).or_insert(k);
+                let number = interned.number(k);
+                prop_assert!(number < interned.distinct());
+                prop_assert_eq!(interned.number(f), number);
+                prop_assert_eq!(*number_of.entry(number).or_insert(s), s.as_str());
+            }
+            prop_assert_eq!(interned.distinct(), first.len());
+            let naive = (0..n.min(strings.len())).find(|&k| first[strings[k].as_str()] != k);
+            prop_assert_eq!(interned.first_repeat(n), naive);
+        }
+    }
 
     #[test]
     fn equal_strings_and_only_they_share_a_number() {
