@@ -269,11 +269,13 @@ struct Groups<K, T> {
 
 impl<T: Copy> Groups<usize, T> {
     /// Groups `(key, item)` pairs by a dense key (below `keys`, like a pod number) with a
-    /// counting sort: no hashing, two linear passes. Groups come in key order, items in
-    /// their order in `pairs`.
-    fn dense(pairs: &[(usize, T)], keys: usize) -> Self {
+    /// counting sort: no hashing, two linear passes, the first over the keys alone (`pairs`
+    /// is called twice and must give the same pairs). Groups come in key order, items in
+    /// their order in `pairs`. No list of pairs is made: over 400,000 containers that would
+    /// be tens of megabytes of fresh memory.
+    fn dense<I: Iterator<Item = (usize, T)>>(pairs: impl Fn() -> I, keys: usize) -> Self {
         let mut start = vec![0usize; keys + 1];
-        for &(key, _) in pairs {
+        for (key, _) in pairs() {
             start[key + 1] += 1;
         }
         for key in 0..keys {
@@ -281,11 +283,11 @@ impl<T: Copy> Groups<usize, T> {
         }
         let mut next = start.clone();
         // Every slot is overwritten: the counts made room for exactly the pairs.
-        let mut items = match pairs.first() {
-            Some(&(_, fill)) => vec![fill; pairs.len()],
+        let mut items = match pairs().next() {
+            Some((_, fill)) => vec![fill; start[keys]],
             None => Vec::new(),
         };
-        for &(key, item) in pairs {
+        for (key, item) in pairs() {
             items[next[key]] = item;
             next[key] += 1;
         }
@@ -299,23 +301,32 @@ impl<T: Copy> Groups<usize, T> {
     }
 }
 
-impl<'a> Groups<(usize, usize), Aged<'a>> {
-    /// Evict units: `(pod, (name, container))` grouped by pod number (dense), then by name
-    /// number within each pod.
-    fn units(members: &[(usize, (usize, Aged<'a>))], pods: usize) -> Self {
-        let mut by_pod = Groups::dense(members, pods);
+impl<'a> Groups<(usize, usize), (usize, Aged<'a>)> {
+    /// Evict units: the collected `(name, container)`s grouped by pod number (dense), then by
+    /// name number within each pod, in place.
+    fn units(members: &[(UidRef, usize, Aged<'a>)], numbers: &PodNumbers) -> Self {
+        let mut by_pod = Groups::dense(
+            || {
+                members
+                    .iter()
+                    .map(|&(uid, name, c)| (numbers.of(uid), (name, c)))
+            },
+            numbers.len(),
+        );
         let mut groups = Vec::with_capacity(by_pod.groups.len());
-        let mut items = Vec::with_capacity(members.len());
         for (pod, range) in by_pod.groups {
-            let of_pod = &mut by_pod.items[range];
+            let of_pod = &mut by_pod.items[range.clone()];
             of_pod.sort_unstable_by_key(|&(name, _)| name);
+            let mut start = range.start;
             for unit in of_pod.chunk_by(|a, b| a.0 == b.0) {
-                let start = items.len();
-                items.extend(unit.iter().map(|&(_, c)| c));
-                groups.push(((pod, unit[0].0), start..items.len()));
+                groups.push(((pod, unit[0].0), start..start + unit.len()));
+                start += unit.len();
             }
         }
-        Groups { groups, items }
+        Groups {
+            groups,
+            items: by_pod.items,
+        }
     }
 }
 
@@ -323,22 +334,22 @@ impl<'a> Groups<(usize, usize), Aged<'a>> {
 /// when something is kept, and removes from the end, assuming the removals succeed. Returns
 /// how many are kept.
 fn remove_oldest_n<'a>(
-    unit: &mut [Aged<'a>],
+    unit: &mut [(usize, Aged<'a>)],
     to_remove: usize,
     reason: ContainerReason,
     out: &mut Vec<(Aged<'a>, ContainerReason)>,
 ) -> usize {
     let keep = unit.len().saturating_sub(to_remove);
     if keep > 0 {
-        unit.sort_unstable_by(newest_first);
+        unit.sort_unstable_by(|a, b| newest_first(&a.1, &b.1));
     }
-    out.extend(unit[keep..].iter().map(|&c| (c, reason)));
+    out.extend(unit[keep..].iter().map(|&(_, c)| (c, reason)));
     keep
 }
 
 /// Every unit's kept part down to `max`.
 fn enforce_per_unit<'a>(
-    units: &mut Groups<(usize, usize), Aged<'a>>,
+    units: &mut Groups<(usize, usize), (usize, Aged<'a>)>,
     kept: &mut [usize],
     max: usize,
     reason: ContainerReason,
@@ -442,13 +453,7 @@ pub(crate) fn evict_units(
     numbers: &PodNumbers,
     evict_non_deleted_pods: bool,
 ) -> Vec<(usize, ContainerReason)> {
-    let members: Vec<(usize, (usize, Aged<'_>))> = units
-        .members
-        .into_iter()
-        .map(|(uid, name, c)| (numbers.of(uid), (name, c)))
-        .collect();
-    let mut units = Groups::units(&members, numbers.len());
-    drop(members);
+    let mut units = Groups::units(&units.members, numbers);
     let mut kept: Vec<usize> = units.groups.iter().map(|(_, r)| r.len()).collect();
     let mut out = Vec::with_capacity(units.items.len());
     // Units of deleted pods are gone, not emptied: they no longer count as evict units.
@@ -459,7 +464,7 @@ pub(crate) fn evict_units(
                 out.extend(
                     units.items[range.clone()]
                         .iter()
-                        .map(|&c| (c, ContainerReason::DeletedPod)),
+                        .map(|&(_, c)| (c, ContainerReason::DeletedPod)),
                 );
                 *kept = 0;
                 live_units -= 1;
@@ -489,7 +494,7 @@ pub(crate) fn evict_units(
             );
             let total: usize = kept.iter().sum();
             if total > max {
-                let mut flat: Vec<Aged<'_>> = units
+                let mut flat: Vec<(usize, Aged<'_>)> = units
                     .groups
                     .iter()
                     .zip(&kept)
@@ -623,19 +628,21 @@ pub(crate) fn evict_sandboxes<'a>(
     numbers: &PodNumbers,
     evict_non_deleted_pods: bool,
 ) -> Vec<SandboxRemoval<'a>> {
-    // Each sandbox read once, in order: its pod, whether it is active, its age.
-    let pairs: Vec<(usize, (bool, Aged<'a>))> = sandboxes
-        .iter()
-        .zip(&index.uids)
-        .enumerate()
-        .map(|(j, (s, &uid))| {
-            let active = s.state == SandboxState::Ready || referenced[j];
-            let age = Age::new(s.created_at, &s.id);
-            (numbers.of(uid), (active, Aged { age, i: j }))
-        })
-        .collect();
-    let mut by_pod = Groups::dense(&pairs, numbers.len());
-    drop(pairs);
+    // Each sandbox read in order: its pod, whether it is active, its age.
+    let mut by_pod = Groups::dense(
+        || {
+            sandboxes
+                .iter()
+                .zip(&index.uids)
+                .enumerate()
+                .map(|(j, (s, &uid))| {
+                    let active = s.state == SandboxState::Ready || referenced[j];
+                    let age = Age::new(s.created_at, &s.id);
+                    (numbers.of(uid), (active, Aged { age, i: j }))
+                })
+        },
+        numbers.len(),
+    );
     let mut out = Vec::new();
     for (pod, range) in &by_pod.groups {
         let list = &mut by_pod.items[range.clone()];
