@@ -36,7 +36,6 @@ pub(crate) struct Interner {
 }
 
 /// The strings of one partition, in push order.
-#[derive(Default)]
 struct Part {
     bytes: Vec<u8>,
     entries: Vec<Entry>,
