@@ -268,27 +268,32 @@ struct Groups<K, T> {
 }
 
 impl<T: Copy> Groups<usize, T> {
-    /// Groups `(key, item)` pairs by a dense key (below `keys`, like a pod number) with a
-    /// counting sort: no hashing, two linear passes, the first over the keys alone (`pairs`
-    /// is called twice and must give the same pairs). Groups come in key order, items in
-    /// their order in `pairs`. No list of pairs is made: over 400,000 containers that would
-    /// be tens of megabytes of fresh memory.
-    fn dense<I: Iterator<Item = (usize, T)>>(pairs: impl Fn() -> I, keys: usize) -> Self {
+    /// Groups items by a dense key (below `keys`, like a pod number) with a counting sort:
+    /// no hashing, two linear passes, the first over the keys alone (`key_of` is iterated
+    /// twice; it and `items` go in step). Groups come in key order, items in their order.
+    /// No list of pairs is made: over 400,000 containers that would be tens of megabytes
+    /// of fresh memory.
+    fn dense(
+        key_of: impl Iterator<Item = usize> + Clone,
+        items: impl Iterator<Item = T>,
+        keys: usize,
+    ) -> Self {
         let mut start = vec![0usize; keys + 1];
-        for (key, _) in pairs() {
+        for key in key_of.clone() {
             start[key + 1] += 1;
         }
         for key in 0..keys {
             start[key + 1] += start[key];
         }
         let mut next = start.clone();
-        // Every slot is overwritten: the counts made room for exactly the pairs.
-        let mut items = match pairs().next() {
-            Some((_, fill)) => vec![fill; start[keys]],
+        let mut pairs = key_of.zip(items).peekable();
+        // Every slot is overwritten: the counts made room for exactly the items.
+        let mut grouped = match pairs.peek() {
+            Some(&(_, fill)) => vec![fill; start[keys]],
             None => Vec::new(),
         };
-        for (key, item) in pairs() {
-            items[next[key]] = item;
+        for (key, item) in pairs {
+            grouped[next[key]] = item;
             next[key] += 1;
         }
         Groups {
@@ -296,7 +301,7 @@ impl<T: Copy> Groups<usize, T> {
                 .filter(|&key| start[key] < start[key + 1])
                 .map(|key| (key, start[key]..start[key + 1]))
                 .collect(),
-            items,
+            items: grouped,
         }
     }
 }
@@ -306,11 +311,8 @@ impl<'a> Groups<(usize, usize), (usize, Aged<'a>)> {
     /// name number within each pod, in place.
     fn units(members: &[(UidRef, usize, Aged<'a>)], numbers: &PodNumbers) -> Self {
         let mut by_pod = Groups::dense(
-            || {
-                members
-                    .iter()
-                    .map(|&(uid, name, c)| (numbers.of(uid), (name, c)))
-            },
+            members.iter().map(|&(uid, _, _)| numbers.of(uid)),
+            members.iter().map(|&(_, name, c)| (name, c)),
             numbers.len(),
         );
         let mut groups = Vec::with_capacity(by_pod.groups.len());
@@ -609,14 +611,7 @@ impl SandboxIndex {
     /// Which sandboxes a referring container for which `holds(container index)` names: the
     /// active ones, besides READY.
     pub(crate) fn referenced(&self, holds: impl Fn(usize) -> bool) -> Vec<bool> {
-        let mut named = vec![false; self.ids.distinct()];
-        let references = self.ids.len() - self.sandboxes;
-        for i in (0..references).filter(|&i| holds(i)) {
-            named[self.ids.number(self.sandboxes + i)] = true;
-        }
-        (0..self.sandboxes)
-            .map(|j| named[self.ids.number(j)])
-            .collect()
+        self.ids.listed_held(self.sandboxes, holds)
     }
 }
 
@@ -630,17 +625,17 @@ pub(crate) fn evict_sandboxes<'a>(
 ) -> Vec<SandboxRemoval<'a>> {
     // Each sandbox read in order: its pod, whether it is active, its age.
     let mut by_pod = Groups::dense(
-        || {
-            sandboxes
-                .iter()
-                .zip(&index.uids)
-                .enumerate()
-                .map(|(j, (s, &uid))| {
-                    let active = s.state == SandboxState::Ready || referenced[j];
-                    let age = Age::new(s.created_at, &s.id);
-                    (numbers.of(uid), (active, Aged { age, i: j }))
-                })
-        },
+        index.uids.iter().map(|&uid| numbers.of(uid)),
+        sandboxes.iter().enumerate().map(|(j, s)| {
+            let active = s.state == SandboxState::Ready || referenced[j];
+            (
+                active,
+                Aged {
+                    age: Age::new(s.created_at, &s.id),
+                    i: j,
+                },
+            )
+        }),
         numbers.len(),
     );
     let mut out = Vec::new();

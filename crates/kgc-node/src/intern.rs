@@ -175,6 +175,19 @@ impl Interned {
         self.first.len()
     }
 
+    /// For occurrences `0..listed` (a list of ids, pushed first), whether a later occurrence
+    /// (a reference, pushed in order from `listed`) for which `holds(reference index)` names
+    /// the same string.
+    pub(crate) fn listed_held(&self, listed: usize, holds: impl Fn(usize) -> bool) -> Vec<bool> {
+        let mut held = vec![false; self.distinct()];
+        for k in (listed..self.len()).filter(|&k| holds(k - listed)) {
+            held[self.numbers[k]] = true;
+        }
+        (0..listed.min(self.len()))
+            .map(|k| held[self.numbers[k]])
+            .collect()
+    }
+
     /// The first of occurrences `0..n` whose string an earlier one of them already had.
     pub(crate) fn first_repeat(&self, n: usize) -> Option<usize> {
         (0..n.min(self.len())).find(|&k| self.first[self.numbers[k]] != k)

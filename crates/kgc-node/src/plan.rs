@@ -143,10 +143,7 @@ pub fn plan<'a>(
     }
     // What the surviving containers hold on to: their sandboxes and images.
     let referenced = sandbox_index.referenced(|i| !removed[i]);
-    let mut used = vec![false; image_ids.distinct()];
-    for i in (0..containers.len()).filter(|&i| !removed[i]) {
-        used[image_ids.number(images.len() + i)] = true;
-    }
+    let used = image_ids.listed_held(images.len(), |i| !removed[i]);
     let without_image: Vec<&str> = without_image
         .into_iter()
         .filter(|&i| !removed[i])
@@ -172,7 +169,7 @@ pub fn plan<'a>(
     let in_use: HashSet<&str> = images
         .iter()
         .enumerate()
-        .filter(|&(k, _)| used[image_ids.number(k)])
+        .filter(|&(k, _)| used[k])
         .map(|(_, image)| image.id.as_str())
         .collect();
     state.images.detect(images, &in_use, now, now);
