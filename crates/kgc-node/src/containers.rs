@@ -96,13 +96,13 @@ pub(crate) struct PodUids<'p> {
 
 impl<'p> PodUids<'p> {
     /// Room for `more` uids besides the listed pods'.
-    pub(crate) fn new(view: PodView<'p>, more: usize) -> Self {
+    pub(crate) fn new(view: PodView<'p>, more: usize) -> Result<Self, Error> {
         let pods = view.pods.unwrap_or_default();
-        let mut uids = Interner::with_capacity(pods.len() + more);
+        let mut uids = Interner::with_capacity(pods.len().saturating_add(more))?;
         for p in pods {
             uids.push(&p.uid);
         }
-        PodUids { view, uids }
+        Ok(PodUids { view, uids })
     }
 
     /// Adds a uid met; its number comes from [`PodNumbers::of`].
@@ -375,16 +375,18 @@ pub fn plan_containers<'a>(
     pods: PodView<'_>,
     now: Timestamp,
     evict_non_deleted_pods: bool,
-) -> Vec<ContainerRemoval<'a>> {
-    let mut uids = PodUids::new(pods, containers.len());
+) -> Result<Vec<ContainerRemoval<'a>>, Error> {
+    let mut uids = PodUids::new(pods, containers.len())?;
     let mut units = Units::new(policy, now, containers.len());
     for (i, c) in containers.iter().enumerate() {
         units.add(i, c, &mut uids);
     }
-    evict_units(policy, units, &uids.finish(), evict_non_deleted_pods)
-        .into_iter()
-        .map(|(i, reason)| container_removal(&containers[i], reason))
-        .collect()
+    Ok(
+        evict_units(policy, units, &uids.finish(), evict_non_deleted_pods)
+            .into_iter()
+            .map(|(i, reason)| container_removal(&containers[i], reason))
+            .collect(),
+    )
 }
 
 /// A removal naming the container by the snapshot's strings.
@@ -530,7 +532,7 @@ pub fn plan_sandboxes<'a>(
         .into_iter()
         .map(|c| c.sandbox_id.as_str())
         .collect();
-    let mut uids = PodUids::new(pods, sandboxes.len());
+    let mut uids = PodUids::new(pods, sandboxes.len())?;
     let mut index = SandboxRefs::new(sandboxes, &mut uids, refs.len())?;
     for id in refs {
         index.refer(id);
@@ -563,7 +565,7 @@ impl SandboxRefs {
         pod_uids: &mut PodUids<'_>,
         containers: usize,
     ) -> Result<Self, Error> {
-        let mut ids = Interner::with_capacity(sandboxes.len() + containers);
+        let mut ids = Interner::with_capacity(sandboxes.len().saturating_add(containers))?;
         let mut uids = Vec::with_capacity(sandboxes.len());
         for (i, s) in sandboxes.iter().enumerate() {
             if s.id.is_empty() {
@@ -678,10 +680,13 @@ pub fn pod_uid_of_log_dir(name: &str) -> &str {
 
 /// Upstream `evictPodLogsDirectories`: only once the pods are known, every directory of a pod
 /// whose content may be removed.
-pub fn plan_log_dirs<'a>(dirs: &'a [String], pods: PodView<'_>) -> Vec<LogDirRemoval<'a>> {
-    let mut uids = PodUids::new(pods, dirs.len());
+pub fn plan_log_dirs<'a>(
+    dirs: &'a [String],
+    pods: PodView<'_>,
+) -> Result<Vec<LogDirRemoval<'a>>, Error> {
+    let mut uids = PodUids::new(pods, dirs.len())?;
     let refs = log_dir_uids(dirs, &mut uids);
-    evict_log_dirs(dirs, &refs, &uids.finish())
+    Ok(evict_log_dirs(dirs, &refs, &uids.finish()))
 }
 
 /// The pod uid of each log directory, added to `uids`.

@@ -12,6 +12,7 @@
 
 use std::hash::BuildHasher;
 
+use crate::Error;
 use crate::hash::FxBuild;
 
 /// Strings per partition: a partition's table and bytes (a few megabytes) stay in the
@@ -33,6 +34,8 @@ pub(crate) struct Interner {
     per_part: usize,
     parts: Vec<Part>,
     len: usize,
+    /// Occurrences at most (the capacity asked for; at most `u32::MAX`).
+    limit: usize,
 }
 
 /// The strings of one partition, in push order.
@@ -41,46 +44,58 @@ struct Part {
     entries: Vec<Entry>,
 }
 
+/// 16 bytes, and a slot 12: the entries and tables of a large node are streamed and probed
+/// in every numbering, and their size is most of a pass's memory traffic.
 #[derive(Clone, Copy)]
 struct Entry {
-    hash: u64,
-    occurrence: usize,
     /// Where the string ends in its partition's `bytes` (it starts where the previous one
     /// ends).
     end: usize,
+    /// The hash's low half (its top bits picked the partition, so they are the same for all
+    /// of a partition's strings).
+    hash: u32,
+    occurrence: u32,
 }
 
 /// One slot of a partition's table: the first occurrence of a distinct string.
 #[derive(Clone, Copy)]
 struct Slot {
-    hash: u64,
-    /// The entry (in the partition) of the string's first occurrence; `usize::MAX`: empty.
-    entry: usize,
-    number: usize,
+    hash: u32,
+    /// The entry (in the partition) of the string's first occurrence; `u32::MAX`: empty.
+    entry: u32,
+    number: u32,
 }
 
 const EMPTY: Slot = Slot {
     hash: 0,
-    entry: usize::MAX,
+    entry: u32::MAX,
     number: 0,
 };
 
 /// An interner's numbers.
 pub(crate) struct Interned {
     /// By occurrence: the number of its string.
-    numbers: Vec<usize>,
+    numbers: Vec<u32>,
     /// By number: the first occurrence of its string.
-    first: Vec<usize>,
+    first: Vec<u32>,
 }
 
 impl Interner {
-    /// An interner sized for about `n` occurrences.
-    pub(crate) fn with_capacity(n: usize) -> Self {
+    /// An interner for at most `n` occurrences. Numbers and occurrences are 32-bit (half the
+    /// memory of `usize` in every table), so `n` is refused above `u32::MAX`: no node lists
+    /// four billion objects, but a plan must say so rather than number them wrong.
+    pub(crate) fn with_capacity(n: usize) -> Result<Self, Error> {
+        if u32::try_from(n).is_err() {
+            return Err(Error::Snapshot(format!(
+                "{n} ids to match: more than the {} a pass can number",
+                u32::MAX
+            )));
+        }
         let partitions = (n / PER_PARTITION)
             .clamp(1, MAX_PARTITIONS)
             .next_power_of_two();
         let per_part = n / partitions + n / partitions / 8 + 16;
-        Interner {
+        Ok(Interner {
             bits: partitions.trailing_zeros(),
             per_part,
             parts: (0..partitions)
@@ -90,11 +105,14 @@ impl Interner {
                 })
                 .collect(),
             len: 0,
-        }
+            limit: n,
+        })
     }
 
-    /// Adds an occurrence of `s`, numbered in push order from zero.
+    /// Adds an occurrence of `s`, numbered in push order from zero. At most the capacity's
+    /// number of occurrences may be pushed.
     pub(crate) fn push(&mut self, s: &str) -> usize {
+        debug_assert!(self.len < self.limit, "more occurrences than reserved");
         let hash = FxBuild::default().hash_one(s);
         // The top bits pick the partition; the table within it uses the low ones.
         let part = hash.checked_shr(64 - self.bits).unwrap_or(0);
@@ -108,9 +126,9 @@ impl Interner {
         }
         part.bytes.extend_from_slice(s.as_bytes());
         part.entries.push(Entry {
-            hash,
-            occurrence: self.len,
             end: part.bytes.len(),
+            hash: hash as u32,
+            occurrence: u32::try_from(self.len).unwrap_or(u32::MAX),
         });
         self.len += 1;
         self.len - 1
@@ -119,33 +137,35 @@ impl Interner {
     /// Numbers the occurrences: equal strings, equal numbers; numbers are dense from zero.
     pub(crate) fn finish(self) -> Interned {
         let mut numbers = vec![0; self.len];
-        let mut first = Vec::new();
+        let mut first: Vec<u32> = Vec::new();
         let mut slots = Vec::new();
         for part in &self.parts {
             let len = (part.entries.len() * 2).max(8).next_power_of_two();
             slots.clear();
             slots.resize(len, EMPTY);
             let mask = len - 1;
-            for (k, e) in part.entries.iter().enumerate() {
+            for (k, e) in (0u32..).zip(&part.entries) {
                 let bytes = part.string(k);
                 let mut at = e.hash as usize & mask;
                 let number = loop {
                     let slot: Slot = slots[at];
-                    if slot.entry == usize::MAX {
+                    if slot.entry == u32::MAX {
+                        // Fewer distinct strings than occurrences, so this fits.
+                        let number = u32::try_from(first.len()).unwrap_or(u32::MAX);
                         slots[at] = Slot {
                             hash: e.hash,
                             entry: k,
-                            number: first.len(),
+                            number,
                         };
                         first.push(e.occurrence);
-                        break first.len() - 1;
+                        break number;
                     }
                     if slot.hash == e.hash && part.string(slot.entry) == bytes {
                         break slot.number;
                     }
                     at = (at + 1) & mask;
                 };
-                numbers[e.occurrence] = number;
+                numbers[e.occurrence as usize] = number;
             }
         }
         Interned { numbers, first }
@@ -153,7 +173,8 @@ impl Interner {
 }
 
 impl Part {
-    fn string(&self, k: usize) -> &[u8] {
+    fn string(&self, k: u32) -> &[u8] {
+        let k = k as usize;
         let start = k.checked_sub(1).map_or(0, |j| self.entries[j].end);
         &self.bytes[start..self.entries[k].end]
     }
@@ -162,7 +183,7 @@ impl Part {
 impl Interned {
     /// The number of occurrence `occurrence`'s string.
     pub(crate) fn number(&self, occurrence: usize) -> usize {
-        self.numbers[occurrence]
+        self.numbers[occurrence] as usize
     }
 
     /// How many occurrences were numbered.
@@ -181,16 +202,16 @@ impl Interned {
     pub(crate) fn listed_held(&self, listed: usize, holds: impl Fn(usize) -> bool) -> Vec<bool> {
         let mut held = vec![false; self.distinct()];
         for k in (listed..self.len()).filter(|&k| holds(k - listed)) {
-            held[self.numbers[k]] = true;
+            held[self.numbers[k] as usize] = true;
         }
         (0..listed.min(self.len()))
-            .map(|k| held[self.numbers[k]])
+            .map(|k| held[self.numbers[k] as usize])
             .collect()
     }
 
     /// The first of occurrences `0..n` whose string an earlier one of them already had.
     pub(crate) fn first_repeat(&self, n: usize) -> Option<usize> {
-        (0..n.min(self.len())).find(|&k| self.first[self.numbers[k]] != k)
+        (0..n.min(self.len())).find(|&k| self.first[self.numbers[k] as usize] as usize != k)
     }
 }
 
@@ -210,7 +231,7 @@ mod tests {
             hint in 0usize..1_000_000,
             n in 0usize..320,
         ) {
-            let mut interner = Interner::with_capacity(hint);
+            let mut interner = Interner::with_capacity(hint.max(strings.len())).expect("fits");
             for s in &strings {
                 interner.push(s);
             }
@@ -236,7 +257,7 @@ mod tests {
         let strings: Vec<String> = (0..300_000)
             .map(|i| format!("id-{}", i % 100_000))
             .collect();
-        let mut interner = Interner::with_capacity(strings.len());
+        let mut interner = Interner::with_capacity(strings.len()).expect("fits");
         for (k, s) in strings.iter().enumerate() {
             assert_eq!(interner.push(s), k);
         }
@@ -255,7 +276,7 @@ mod tests {
     fn one_long_string_does_not_reserve_room_for_its_partition_at_its_length() {
         // Sized for a million occurrences, a partition reserving at this string's length
         // would ask for some 65 GB and abort the process.
-        let mut interner = Interner::with_capacity(1_000_000);
+        let mut interner = Interner::with_capacity(1_000_000).expect("fits");
         let long = "x".repeat(1 << 20);
         interner.push(&long);
         interner.push("short");
@@ -266,8 +287,16 @@ mod tests {
     }
 
     #[test]
+    fn more_occurrences_than_32_bits_number_are_refused_up_front() {
+        let err = Interner::with_capacity(u32::MAX as usize + 1)
+            .err()
+            .expect("refused");
+        assert!(err.to_string().contains("4294967296 ids to match"), "{err}");
+    }
+
+    #[test]
     fn the_empty_string_and_prefixes_are_strings_of_their_own() {
-        let mut interner = Interner::with_capacity(0);
+        let mut interner = Interner::with_capacity(5).expect("fits");
         for s in ["", "a", "ab", "", "a"] {
             interner.push(s);
         }

@@ -97,7 +97,7 @@ pub fn plan<'a>(
     let mut uids = PodUids::new(
         PodView::new(snapshot.pods.as_deref()),
         containers.len() + sandboxes.len() + dirs.len(),
-    );
+    )?;
     let mut sandbox_refs = SandboxRefs::new(sandboxes, &mut uids, containers.len())?;
     // The containers are read once per numbering, and the pod uids' and sandbox ids'
     // numberings are finished (their partitions freed for the next to reuse) before the image
@@ -118,7 +118,7 @@ pub fn plan<'a>(
     let sandbox_index = sandbox_refs.finish(sandboxes)?;
     // Listed image ids and the containers' image ids, numbered together; an image may be
     // listed once per tag.
-    let mut image_ids = Interner::with_capacity(images.len() + containers.len());
+    let mut image_ids = Interner::with_capacity(images.len() + containers.len())?;
     for image in images {
         image_ids.push(&image.id);
     }

@@ -165,7 +165,7 @@ impl Snapshot {
             hashes.push(id_hash("containers", i, &c.id)?);
         }
         check_unique("containers", hashes, |i| &self.containers[i].id)?;
-        let mut no_pods = PodUids::new(PodView::new(None), self.sandboxes.len());
+        let mut no_pods = PodUids::new(PodView::new(None), self.sandboxes.len())?;
         SandboxRefs::new(&self.sandboxes, &mut no_pods, 0)?.finish(&self.sandboxes)?;
         Ok(())
     }

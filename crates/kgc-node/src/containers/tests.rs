@@ -260,7 +260,8 @@ fn container_gc() {
             view,
             now(),
             case.evict_non_deleted_pods,
-        );
+        )
+        .expect("numbered");
         assert_eq!(
             survivors(&case.containers, &removed),
             case.remain,
@@ -280,7 +281,7 @@ fn unknow_state_container_gc() {
     };
     let pods = [pod("foo")];
     let view = PodView::new(Some(&pods));
-    let removed = plan_containers(&policy, &containers, view, now(), false);
+    let removed = plan_containers(&policy, &containers, view, now(), false).expect("numbered");
     assert_eq!(removed.len(), 1);
     assert!(
         removed[0].stop_first,
@@ -299,7 +300,9 @@ fn containers_without_pod_uid_label_are_never_collected() {
         max_containers: 0,
         ..ContainerGcPolicy::default()
     };
-    assert!(plan_containers(&policy, &[c], view, now(), true).is_empty());
+    let containers = [c];
+    let removed = plan_containers(&policy, &containers, view, now(), true).expect("numbered");
+    assert!(removed.is_empty());
 }
 
 fn sandbox(uid: &str, n: usize, state: SandboxState, created_ns: i64) -> Sandbox {
@@ -465,10 +468,12 @@ fn pod_log_directory_gc() {
     let pods = vec![pod("123"), pod("456"), pod("321")];
     let view = PodView::new(Some(&pods));
     let removed: Vec<&str> = plan_log_dirs(&dirs, view)
+        .expect("numbered")
         .into_iter()
         .map(|r| r.name)
         .collect();
     assert_eq!(removed, ["789", "012", "name_namespace_654"]);
     // allSourcesReady = false: nothing is removed.
-    assert!(plan_log_dirs(&dirs, PodView::new(None)).is_empty());
+    let removed = plan_log_dirs(&dirs, PodView::new(None)).expect("numbered");
+    assert!(removed.is_empty());
 }
