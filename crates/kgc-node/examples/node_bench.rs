@@ -169,36 +169,22 @@ fn snapshot(scale: usize) -> Snapshot {
     // decoder puts them, among the labels and annotations it then frees.
     shuffle(&mut containers, 4);
     shuffle(&mut sandboxes, 5);
-    let listed_images = api::ListImagesResponse {
+    // As `CriClient::snapshot`: the three answers are received, then converted while all are
+    // whole, then freed.
+    let images_answer = received(api::ListImagesResponse {
         images: listed_images,
-    }
-    .encode_to_vec();
-    let containers = api::ListContainersResponse { containers }.encode_to_vec();
-    let sandboxes = api::ListPodSandboxResponse { items: sandboxes }.encode_to_vec();
-    let mut images: Vec<Image> = api::ListImagesResponse::decode(listed_images.as_slice())
-        .expect("the benchmark's own encoding")
-        .images
-        .iter()
-        .map(|i| Image::try_from(i).expect("an id"))
-        .collect();
-    let containers: Vec<Container> = api::ListContainersResponse::decode(containers.as_slice())
-        .expect("the benchmark's own encoding")
-        .containers
-        .iter()
-        .map(|c| Container::try_from(c).expect("valid"))
-        .collect();
-    let sandboxes: Vec<Sandbox> = api::ListPodSandboxResponse::decode(sandboxes.as_slice())
-        .expect("the benchmark's own encoding")
-        .items
-        .iter()
-        .map(|s| Sandbox::try_from(s).expect("valid"))
-        .collect();
+    });
+    let containers_answer = received(api::ListContainersResponse { containers });
+    let sandboxes_answer = received(api::ListPodSandboxResponse { items: sandboxes });
+    let mut images: Vec<Image> = converted(&images_answer.images);
+    let containers: Vec<Container> = converted(&containers_answer.containers);
+    let sandboxes: Vec<Sandbox> = converted(&sandboxes_answer.items);
     // The image history a GC loop has kept (a recorded snapshot carries it too).
     for (i, image) in images.iter_mut().enumerate() {
         image.first_detected = Some(ago(86_400 + i));
         image.last_used = Some(ago(i * 7 % 86_400));
     }
-    Snapshot {
+    let s = Snapshot {
         time: now,
         image_fs: Some(FsStats {
             mountpoint: "/var/lib/containerd".into(),
@@ -221,7 +207,27 @@ fn snapshot(scale: usize) -> Snapshot {
         pod_log_dirs: (0..pods)
             .map(|p| format!("default_app-{p}_{}", pod_uid(p)))
             .collect(),
-    }
+    };
+    drop((images_answer, containers_answer, sandboxes_answer));
+    s
+}
+
+/// A runtime's answer as the client receives it: encoded, then decoded, so that its strings
+/// are allocated in decode order.
+fn received<M: Message + Default>(answer: M) -> M {
+    M::decode(answer.encode_to_vec().as_slice()).expect("the benchmark's own encoding")
+}
+
+/// Converted by the CRI client's own code, while the answer is whole.
+fn converted<'a, A, T>(items: &'a [A]) -> Vec<T>
+where
+    T: TryFrom<&'a A>,
+    T::Error: std::fmt::Debug,
+{
+    items
+        .iter()
+        .map(|item| T::try_from(item).expect("valid"))
+        .collect()
 }
 
 /// A fixed Fisher–Yates shuffle.

@@ -353,11 +353,11 @@ fn list_dir(dir: &Path) -> Result<Vec<String>, Error> {
 
 /// A listed image as node GC sees it.
 ///
-/// The conversions copy what they keep, from a response that is still whole: the copies are
-/// allocated one after another, in list order. Moved out instead, a container's ids would lie
-/// among the labels and annotations the decoder allocated between them, which are freed once
-/// converted, and a pass reads each id from a cache line of its own (planning a node of
-/// 100,000 containers measured 2.5 times slower; docs/BENCHMARKS.md).
+/// The conversions copy what they keep, from answers that are still whole, instead of moving
+/// it out: moved, a container's ids lie among the labels and annotations the decoder
+/// allocated between them, and planning a node of 100,000 containers measured 113 ms instead
+/// of 96 (docs/BENCHMARKS.md). Public, so that `node_bench` records its node as `kgc node gc`
+/// does.
 impl TryFrom<&api::Image> for Image {
     type Error = Error;
 

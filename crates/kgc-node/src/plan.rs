@@ -99,23 +99,10 @@ pub fn plan<'a>(
         containers.len() + sandboxes.len() + dirs.len(),
     )?;
     let mut sandbox_refs = SandboxRefs::new(sandboxes, &mut uids, containers.len())?;
-    // The containers are read once per numbering, and the pod uids' and sandbox ids'
-    // numberings are finished (their partitions freed for the next to reuse) before the image
-    // ids' begins: a pass that fed all three at once would write to some 50 partitions, more
-    // streams than the prefetchers follow, and hold all their memory at once.
-    let mut units = Units::new(&policy.containers, now, containers.len());
-    let mut id_hashes = Vec::with_capacity(containers.len());
-    for (i, c) in containers.iter().enumerate() {
-        id_hashes.push(id_hash("containers", i, &c.id)?);
-        units.add(i, c, &mut uids);
-    }
-    check_unique("containers", id_hashes, |i| &containers[i].id)?;
-    let dir_uids = log_dir_uids(dirs, &mut uids);
-    let numbers = uids.finish();
-    for c in containers {
-        sandbox_refs.refer(&c.sandbox_id);
-    }
-    let sandbox_index = sandbox_refs.finish(sandboxes)?;
+    // The containers are read once, feeding all three numberings. A runtime's answer leaves
+    // each container's strings scattered among freed labels and annotations, and reading them
+    // once per numbering measured slower (×1: 112 → 96 ms) than writing to three sets of
+    // partitions at once (up to 48 write streams; docs/BENCHMARKS.md).
     // Listed image ids and the containers' image ids, numbered together; an image may be
     // listed once per tag.
     let mut image_ids = Interner::with_capacity(images.len() + containers.len())?;
@@ -123,12 +110,21 @@ pub fn plan<'a>(
         image_ids.push(&image.id);
     }
     let mut without_image = Vec::new();
+    let mut units = Units::new(&policy.containers, now, containers.len());
+    let mut id_hashes = Vec::with_capacity(containers.len());
     for (i, c) in containers.iter().enumerate() {
+        sandbox_refs.refer(&c.sandbox_id);
         image_ids.push(&c.image_id);
         if c.image_id.is_empty() {
             without_image.push(i);
         }
+        id_hashes.push(id_hash("containers", i, &c.id)?);
+        units.add(i, c, &mut uids);
     }
+    check_unique("containers", id_hashes, |i| &containers[i].id)?;
+    let dir_uids = log_dir_uids(dirs, &mut uids);
+    let numbers = uids.finish();
+    let sandbox_index = sandbox_refs.finish(sandboxes)?;
     let image_ids = image_ids.finish();
 
     let evicted = evict_units(
