@@ -13,6 +13,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
+use crate::fetch::fetched;
 use crate::intern::{Interned, Interner};
 use crate::snapshot::{
     Container, ContainerState, Pod, Sandbox, SandboxState, empty_id, repeated_id,
@@ -99,7 +100,7 @@ impl<'p> PodUids<'p> {
     pub(crate) fn new(view: PodView<'p>, more: usize) -> Result<Self, Error> {
         let pods = view.pods.unwrap_or_default();
         let mut uids = Interner::with_capacity(pods.len().saturating_add(more))?;
-        for p in pods {
+        for p in fetched(pods, |p| [p.uid.as_str()]) {
             uids.push(&p.uid);
         }
         Ok(PodUids { view, uids })
@@ -567,7 +568,7 @@ impl SandboxRefs {
     ) -> Result<Self, Error> {
         let mut ids = Interner::with_capacity(sandboxes.len().saturating_add(containers))?;
         let mut uids = Vec::with_capacity(sandboxes.len());
-        for (i, s) in sandboxes.iter().enumerate() {
+        for (i, s) in fetched(sandboxes, |s| [s.id.as_str(), &s.pod_uid]).enumerate() {
             if s.id.is_empty() {
                 return Err(empty_id("sandboxes", i));
             }
@@ -691,7 +692,7 @@ pub fn plan_log_dirs<'a>(
 
 /// The pod uid of each log directory, added to `uids`.
 pub(crate) fn log_dir_uids(dirs: &[String], uids: &mut PodUids<'_>) -> Vec<UidRef> {
-    dirs.iter()
+    fetched(dirs, |name| [name.as_str()])
         .map(|name| uids.push(pod_uid_of_log_dir(name)))
         .collect()
 }

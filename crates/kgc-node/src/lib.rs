@@ -9,6 +9,7 @@
 
 pub mod containers;
 pub mod cri;
+mod fetch;
 pub mod hash;
 pub mod images;
 mod intern;

@@ -13,9 +13,10 @@ use crate::containers::{
     SandboxRemoval, Units, container_removal, evict_log_dirs, evict_sandboxes, evict_units,
     log_dir_uids,
 };
+use crate::fetch::fetched;
 use crate::images::{ImageGcPolicy, ImagePlan, ImageRecords, plan_images};
 use crate::intern::Interner;
-use crate::snapshot::{Snapshot, check_unique, id_hash};
+use crate::snapshot::{Container, Snapshot, check_unique, id_hash};
 
 /// The whole node GC policy.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -103,16 +104,22 @@ pub fn plan<'a>(
     // each container's strings scattered among freed labels and annotations, and reading them
     // once per numbering measured slower (×1: 112 → 96 ms) than writing to three sets of
     // partitions at once (up to 48 write streams; docs/BENCHMARKS.md).
+    // Every list is read a batch at a time, the batch's strings fetched together first
+    // ([`crate::fetch`]).
     // Listed image ids and the containers' image ids, numbered together; an image may be
     // listed once per tag.
     let mut image_ids = Interner::with_capacity(images.len() + containers.len())?;
-    for image in images {
+    for image in fetched(images, |image| [image.id.as_str()]) {
         image_ids.push(&image.id);
     }
     let mut without_image = Vec::new();
     let mut units = Units::new(&policy.containers, now, containers.len());
     let mut id_hashes = Vec::with_capacity(containers.len());
-    for (i, c) in containers.iter().enumerate() {
+    let strings = |c: &'a Container| {
+        let uid = c.pod_uid.as_deref().unwrap_or_default();
+        [c.id.as_str(), &c.sandbox_id, &c.image_id, &c.name, uid]
+    };
+    for (i, c) in fetched(containers, strings).enumerate() {
         sandbox_refs.refer(&c.sandbox_id);
         image_ids.push(&c.image_id);
         if c.image_id.is_empty() {
