@@ -15,6 +15,11 @@ use kgc_node::snapshot::{Container, FsStats, Image, Pod, Sandbox, Snapshot};
 use kgc_node::{GcState, Policy, plan};
 use prost::Message;
 
+/// The allocator of the `kgc` binary, so that a pass here allocates and frees as it does in
+/// `kgc node gc`.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// SplitMix64: a well-spread stream of numbers from a counter, so the ids look like a
 /// runtime's (random hex) instead of counting up, which would flatter hash tables with
 /// accidental locality.
