@@ -8,8 +8,8 @@
 //! strings begin and end on, in a loop so short that the loads of many containers are in
 //! flight together, and then hands the batch over with its strings in cache.
 
-/// Items per batch: their strings (a few kilobytes) stay in the first-level cache until they
-/// are read, and the fetch loop keeps the processor's outstanding misses busy.
+/// Items per batch: their strings (up to 20 KiB for five 64-byte ids a container) stay in
+/// the first-level cache until they are read, and the fetch loop keeps the processor's outstanding misses busy.
 const BATCH: usize = 32;
 
 /// `items` in order, each batch's `strings` fetched before its first item is yielded.
@@ -23,7 +23,8 @@ pub(crate) fn fetched<'a, T, const N: usize>(
     })
 }
 
-/// Loads the first and last byte of each string (a 64-byte id spans two cache lines). The
+/// Loads the first and last byte of each string (a 64-byte id spans two cache lines unless
+/// it starts on one's boundary). The
 /// bytes are folded together and the fold is kept opaque to the compiler, so the loads are
 /// not optimised away; no result of them is used.
 fn fetch<'a>(strings: impl Iterator<Item = &'a str>) {

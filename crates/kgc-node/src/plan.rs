@@ -104,8 +104,8 @@ pub fn plan<'a>(
     // each container's strings scattered among freed labels and annotations, and reading them
     // once per numbering measured slower (×1: 112 → 96 ms) than writing to three sets of
     // partitions at once (up to 48 write streams; docs/BENCHMARKS.md).
-    // Every list is read a batch at a time, the batch's strings fetched together first
-    // ([`crate::fetch`]).
+    // Each list's numbering read goes a batch at a time, the batch's strings fetched
+    // together first ([`crate::fetch`]).
     // Listed image ids and the containers' image ids, numbered together; an image may be
     // listed once per tag.
     let mut image_ids = Interner::with_capacity(images.len() + containers.len())?;
