@@ -48,6 +48,20 @@ fn garbage(rpc: &'static str, what: String) -> Error {
     Error::Garbage { rpc, what }
 }
 
+/// The metadata of a listed `kind` named `id`: a container or sandbox without an id or
+/// metadata fails the whole answer, since node GC could neither name nor judge it.
+fn identified<'a, M>(
+    rpc: &'static str,
+    kind: &str,
+    id: &str,
+    metadata: Option<&'a M>,
+) -> Result<&'a M, Error> {
+    if id.is_empty() {
+        return Err(garbage(rpc, format!("a {kind} has no id")));
+    }
+    metadata.ok_or_else(|| garbage(rpc, format!("{kind} {id}: no metadata")))
+}
+
 fn timestamp(rpc: &'static str, kind: &str, id: &str, ns: i64) -> Result<Timestamp, Error> {
     if ns <= 0 {
         return Err(garbage(
@@ -382,13 +396,7 @@ impl TryFrom<&api::Container> for Container {
 
     fn try_from(c: &api::Container) -> Result<Container, Error> {
         const RPC: &str = "ListContainers";
-        if c.id.is_empty() {
-            return Err(garbage(RPC, "a container has no id".to_string()));
-        }
-        let meta = c
-            .metadata
-            .as_ref()
-            .ok_or_else(|| garbage(RPC, format!("container {}: no metadata", c.id)))?;
+        let meta = identified(RPC, "container", &c.id, c.metadata.as_ref())?;
         // An unrecognised state (a newer runtime) is treated as running: never collected.
         let state = match api::ContainerState::try_from(c.state) {
             Ok(api::ContainerState::ContainerCreated) => ContainerState::Created,
@@ -423,13 +431,7 @@ impl TryFrom<&api::PodSandbox> for Sandbox {
 
     fn try_from(s: &api::PodSandbox) -> Result<Sandbox, Error> {
         const RPC: &str = "ListPodSandbox";
-        if s.id.is_empty() {
-            return Err(garbage(RPC, "a sandbox has no id".to_string()));
-        }
-        let meta = s
-            .metadata
-            .as_ref()
-            .ok_or_else(|| garbage(RPC, format!("sandbox {}: no metadata", s.id)))?;
+        let meta = identified(RPC, "sandbox", &s.id, s.metadata.as_ref())?;
         // An unrecognised state is treated as ready: never collected.
         let state = match api::PodSandboxState::try_from(s.state) {
             Ok(api::PodSandboxState::SandboxNotready) => SandboxState::NotReady,
