@@ -4,9 +4,14 @@
 //! runtime lists containers and sandboxes in no particular order, and the lists are decoded
 //! and converted by the CRI client's own code, as `kgc node gc` records them.
 //!
-//! `cargo run --release -p kgc-node --example node_bench [SCALE]`
+//! `cargo run --release -p kgc-node --example node_bench [--no-cpu-clock] [SCALE]`: SCALE may
+//! be a fraction (`0.25`), to see what a container costs while a pass's memory still fits the
+//! caches. Under valgrind, pass `--no-cpu-clock` and count instructions with
+//! `--toggle-collect='kgc_node::plan::plan*'`: the work per container, free of the caches.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use jiff::{SignedDuration, Timestamp};
@@ -53,12 +58,12 @@ fn pod_uid(p: usize) -> String {
     )
 }
 
-fn snapshot(scale: usize) -> Snapshot {
+fn snapshot(scale: f64) -> Snapshot {
     let now = Timestamp::from_second(1_800_000_000).expect("valid");
     let ago = |secs: usize| now - SignedDuration::from_secs(i64::try_from(secs).unwrap_or(0));
     let ns = |t: Timestamp| i64::try_from(t.as_nanosecond()).unwrap_or(0);
-    let images = 10_000 * scale;
-    let pods = 20_000 * scale;
+    let images = (10_000.0 * scale).round() as usize;
+    let pods = (20_000.0 * scale).round() as usize;
     let image = |i: usize| format!("sha256:{}", hex_id(0, i));
     let sandbox = |p: usize, n: usize| hex_id(1, p * 2 + n);
     let map = |pairs: &[(&str, String)]| -> HashMap<String, String> {
@@ -251,7 +256,16 @@ fn nanos(kind: u64, i: usize) -> SignedDuration {
     )
 }
 
+/// Set by `--no-cpu-clock`, for valgrind: it cannot run rustix's vDSO lookup, and the CPU time
+/// of a pass under it means nothing anyway (count its instructions instead). The CPU columns
+/// then show wall time.
+static NO_CPU_CLOCK: AtomicBool = AtomicBool::new(false);
+
 fn cpu_time() -> Duration {
+    if NO_CPU_CLOCK.load(Ordering::Relaxed) {
+        static START: OnceLock<Instant> = OnceLock::new();
+        return START.get_or_init(Instant::now).elapsed();
+    }
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     Duration::new(
         u64::try_from(t.tv_sec).unwrap_or(0),
@@ -295,10 +309,20 @@ fn main() {
         "| scale | images | containers | sandboxes | wall (median of 5) | CPU (median of 5) | CPU (least of 5) | CPU (first pass) | CPU per container (median) | removals | reading only, per container |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    // `bench 1` runs one scale only (for profiling).
-    let scales: Vec<usize> = match std::env::args().nth(1) {
-        Some(arg) => vec![arg.parse().expect("scale: a number")],
-        None => vec![1, 2, 4, 8],
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(k) = args.iter().position(|a| a == "--no-cpu-clock") {
+        NO_CPU_CLOCK.store(true, Ordering::Relaxed);
+        args.remove(k);
+    }
+    // `bench 1` runs one scale only (for profiling, or a fraction of ×1).
+    let scales: Vec<f64> = match args.first() {
+        Some(arg) => {
+            let scale: f64 = arg.parse().expect("scale: a number");
+            // Containers' images are picked among the first half of the images.
+            assert!(scale >= 0.001, "scale: 0.001 or more (10 images at least)");
+            vec![scale]
+        }
+        None => vec![1.0, 2.0, 4.0, 8.0],
     };
     for scale in scales {
         let s = snapshot(scale);
