@@ -9,7 +9,8 @@
 //! flight together, and then hands the batch over with its strings in cache.
 
 /// Items per batch: their strings (up to 20 KiB for five 64-byte ids a container) stay in
-/// the first-level cache until they are read, and the fetch loop keeps the processor's outstanding misses busy.
+/// the first-level cache until they are read, and the fetch loop keeps the processor's
+/// outstanding misses busy.
 const BATCH: usize = 32;
 
 /// `items` in order, each batch's `strings` fetched before its first item is yielded.
@@ -24,9 +25,8 @@ pub(crate) fn fetched<'a, T, const N: usize>(
 }
 
 /// Loads the first and last byte of each string (a 64-byte id spans two cache lines unless
-/// it starts on one's boundary). The
-/// bytes are folded together and the fold is kept opaque to the compiler, so the loads are
-/// not optimised away; no result of them is used.
+/// it starts on one's boundary). The bytes are folded together and the fold is kept opaque to
+/// the compiler, so the loads are not optimised away; no result of them is used.
 fn fetch<'a>(strings: impl Iterator<Item = &'a str>) {
     let fold = strings.fold(0u8, |fold, s| {
         let b = s.as_bytes();
