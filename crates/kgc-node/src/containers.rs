@@ -108,7 +108,8 @@ impl<'p> PodUids<'p> {
 
     /// Adds a uid met; its number comes from [`PodNumbers::of`].
     pub(crate) fn push(&mut self, uid: &str) -> UidRef {
-        UidRef(self.uids.push(uid))
+        // Fewer than `u32::MAX` occurrences: the interner refuses more.
+        UidRef(u32::try_from(self.uids.push(uid)).unwrap_or(u32::MAX))
     }
 
     pub(crate) fn finish(self) -> PodNumbers {
@@ -131,7 +132,7 @@ impl<'p> PodUids<'p> {
 
 /// A uid added to [`PodUids`], to be numbered.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct UidRef(usize);
+pub(crate) struct UidRef(u32);
 
 /// Dense numbers for the pod uids of one pass, and each number's [`Fate`].
 pub(crate) struct PodNumbers {
@@ -142,7 +143,7 @@ pub(crate) struct PodNumbers {
 
 impl PodNumbers {
     pub(crate) fn of(&self, uid: UidRef) -> usize {
-        self.uids.number(uid.0)
+        self.uids.number(uid.0 as usize)
     }
 
     /// How many numbers were given out.
@@ -213,49 +214,40 @@ pub struct LogDirRemoval<'a> {
     pub pod_uid: &'a str,
 }
 
-/// A container's or sandbox's place in the removal order: created first, removed first;
-/// ties by id so that plans are deterministic (upstream's `byCreated`, reversed). Read once,
-/// in list order, so that sorting never goes back to the snapshot's scattered records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Age<'a> {
-    created_at: Timestamp,
-    id: IdKey<'a>,
+/// A container or sandbox as the eviction sorts and removes it: its creation time and its
+/// index in the snapshot's list, in 16 bytes. Grouping and sorting move these records around
+/// tens of megabytes on a large node, and their size is what that costs: the id is not
+/// carried, only read through the index when two creation times tie (nanosecond times
+/// seldom do).
+#[derive(Clone, Copy, Debug)]
+struct Aged {
+    second: i64,
+    /// Of the same sign as `second` (jiff's), so that (second, nanosecond) orders as time.
+    nanosecond: i32,
+    i: u32,
 }
 
-impl<'a> Age<'a> {
-    fn new(created_at: Timestamp, id: &'a str) -> Self {
-        Age {
-            created_at,
-            id: IdKey::new(id),
+impl Aged {
+    /// `i` is below `u32::MAX`: every list a pass reads was counted into an [`Interner`],
+    /// which refuses more.
+    fn new(created_at: Timestamp, i: usize) -> Self {
+        Aged {
+            second: created_at.as_second(),
+            nanosecond: created_at.subsec_nanosecond(),
+            i: u32::try_from(i).unwrap_or(u32::MAX),
         }
     }
-}
 
-/// A container or sandbox as the eviction sorts and removes it: its index in the snapshot's
-/// list and its [`Age`].
-#[derive(Clone, Copy, Debug)]
-struct Aged<'a> {
-    age: Age<'a>,
-    i: usize,
-}
+    fn i(self) -> usize {
+        self.i as usize
+    }
 
-/// Newest first, as upstream's `byCreated`.
-fn newest_first(a: &Aged<'_>, b: &Aged<'_>) -> std::cmp::Ordering {
-    b.age.cmp(&a.age)
-}
-
-/// An id as a sort key: its first 16 bytes as a number, compared first, so that sorting by
-/// id seldom reads the strings themselves (each its own allocation, mostly out of cache).
-/// Zero padding keeps the order of the strings: a shorter prefix of an id sorts first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct IdKey<'a>(u128, &'a str);
-
-impl<'a> IdKey<'a> {
-    pub(crate) fn new(id: &'a str) -> Self {
-        let mut prefix = [0u8; 16];
-        let n = id.len().min(16);
-        prefix[..n].copy_from_slice(&id.as_bytes()[..n]);
-        IdKey(u128::from_be_bytes(prefix), id)
+    /// The removal order: created first, removed first; ties by id (`id` of a list index),
+    /// so that plans are deterministic. Upstream's `byCreated` is its reverse.
+    fn age_order<'a>(self, other: Self, id: impl Fn(usize) -> &'a str) -> std::cmp::Ordering {
+        (self.second, self.nanosecond)
+            .cmp(&(other.second, other.nanosecond))
+            .then_with(|| id(self.i()).cmp(id(other.i())))
     }
 }
 
@@ -307,13 +299,13 @@ impl<T: Copy> Groups<usize, T> {
     }
 }
 
-impl<'a> Groups<(usize, usize), (usize, Aged<'a>)> {
+impl Groups<(usize, u32), (u32, Aged)> {
     /// Evict units: the collected `(name, container)`s grouped by pod number (dense), then by
     /// name number within each pod, in place.
-    fn units(members: &[(UidRef, usize, Aged<'a>)], numbers: &PodNumbers) -> Self {
+    fn units(members: &[Member], numbers: &PodNumbers) -> Self {
         let mut by_pod = Groups::dense(
-            members.iter().map(|&(uid, _, _)| numbers.of(uid)),
-            members.iter().map(|&(_, name, c)| (name, c)),
+            members.iter().map(|m| numbers.of(m.uid)),
+            members.iter().map(|m| (m.name, m.age)),
             numbers.len(),
         );
         let mut groups = Vec::with_capacity(by_pod.groups.len());
@@ -336,32 +328,34 @@ impl<'a> Groups<(usize, usize), (usize, Aged<'a>)> {
 /// Upstream `removeOldestN` over one evict unit (all kept so far): sorts newest first only
 /// when something is kept, and removes from the end, assuming the removals succeed. Returns
 /// how many are kept.
-fn remove_oldest_n<'a>(
-    unit: &mut [(usize, Aged<'a>)],
+fn remove_oldest_n(
+    unit: &mut [(u32, Aged)],
     to_remove: usize,
     reason: ContainerReason,
-    out: &mut Vec<(Aged<'a>, ContainerReason)>,
+    containers: &[Container],
+    out: &mut Vec<(Aged, ContainerReason)>,
 ) -> usize {
     let keep = unit.len().saturating_sub(to_remove);
     if keep > 0 {
-        unit.sort_unstable_by(|a, b| newest_first(&a.1, &b.1));
+        unit.sort_unstable_by(|a, b| b.1.age_order(a.1, |i| &containers[i].id));
     }
     out.extend(unit[keep..].iter().map(|&(_, c)| (c, reason)));
     keep
 }
 
 /// Every unit's kept part down to `max`.
-fn enforce_per_unit<'a>(
-    units: &mut Groups<(usize, usize), (usize, Aged<'a>)>,
+fn enforce_per_unit(
+    units: &mut Groups<(usize, u32), (u32, Aged)>,
     kept: &mut [usize],
     max: usize,
     reason: ContainerReason,
-    out: &mut Vec<(Aged<'a>, ContainerReason)>,
+    containers: &[Container],
+    out: &mut Vec<(Aged, ContainerReason)>,
 ) {
     for ((_, range), kept) in units.groups.iter().zip(kept) {
         if *kept > max {
             let unit = &mut units.items[range.start..range.start + *kept];
-            *kept = remove_oldest_n(unit, *kept - max, reason, out);
+            *kept = remove_oldest_n(unit, *kept - max, reason, containers, out);
         }
     }
 }
@@ -383,7 +377,7 @@ pub fn plan_containers<'a>(
         units.add(i, c, &mut uids);
     }
     Ok(
-        evict_units(policy, units, &uids.finish(), evict_non_deleted_pods)
+        evict_units(policy, units, &uids.finish(), containers, evict_non_deleted_pods)
             .into_iter()
             .map(|(i, reason)| container_removal(&containers[i], reason))
             .collect(),
@@ -405,13 +399,22 @@ pub(crate) fn container_removal(c: &Container, reason: ContainerReason) -> Conta
 
 /// The evict units (pod uid, container name) of one pass, collected container by container in
 /// list order. Names are numbered in a small map (a node runs few distinct container names);
-/// uids go to [`PodUids`]; each member carries its [`Age`], read while its id is at hand.
+/// uids go to [`PodUids`].
 pub(crate) struct Units<'c> {
     /// Containers created after this are too young (MinAge); `None`: all are.
     newest_gc_time: Option<Timestamp>,
-    names: HashMap<&'c str, usize>,
-    /// (pod uid, name number, container) of every collectable container.
-    members: Vec<(UidRef, usize, Aged<'c>)>,
+    names: HashMap<&'c str, u32>,
+    /// Every collectable container.
+    members: Vec<Member>,
+}
+
+/// A collectable container, in 24 bytes: a large node has hundreds of thousands.
+#[derive(Clone, Copy, Debug)]
+struct Member {
+    uid: UidRef,
+    /// Its name's number.
+    name: u32,
+    age: Aged,
 }
 
 impl<'c> Units<'c> {
@@ -437,16 +440,14 @@ impl<'c> Units<'c> {
             return;
         };
         let uid = uids.push(uid);
-        let next = self.names.len();
+        // Fewer names than containers, which are fewer than `u32::MAX` (see [`Aged::new`]).
+        let next = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
         let name = *self.names.entry(&c.name).or_insert(next);
-        self.members.push((
+        self.members.push(Member {
             uid,
             name,
-            Aged {
-                age: Age::new(c.created_at, &c.id),
-                i,
-            },
-        ));
+            age: Aged::new(c.created_at, i),
+        });
     }
 }
 
@@ -456,6 +457,7 @@ pub(crate) fn evict_units(
     policy: &ContainerGcPolicy,
     units: Units<'_>,
     numbers: &PodNumbers,
+    containers: &[Container],
     evict_non_deleted_pods: bool,
 ) -> Vec<(usize, ContainerReason)> {
     let mut units = Groups::units(&units.members, numbers);
@@ -482,6 +484,7 @@ pub(crate) fn evict_units(
             &mut kept,
             max,
             ContainerReason::MaxPerPodContainer,
+            containers,
             &mut out,
         );
     }
@@ -495,11 +498,12 @@ pub(crate) fn evict_units(
                 &mut kept,
                 per_unit,
                 ContainerReason::MaxContainers,
+                containers,
                 &mut out,
             );
             let total: usize = kept.iter().sum();
             if total > max {
-                let mut flat: Vec<(usize, Aged<'_>)> = units
+                let mut flat: Vec<(u32, Aged)> = units
                     .groups
                     .iter()
                     .zip(&kept)
@@ -509,14 +513,15 @@ pub(crate) fn evict_units(
                     &mut flat,
                     total - max,
                     ContainerReason::MaxContainers,
+                    containers,
                     &mut out,
                 );
             }
         }
     }
     // The plan lists removals oldest first; ids are unique, so the order is total.
-    out.sort_unstable_by(|a, b| a.0.age.cmp(&b.0.age));
-    out.into_iter().map(|(c, reason)| (c.i, reason)).collect()
+    out.sort_unstable_by(|a, b| a.0.age_order(b.0, |i| &containers[i].id));
+    out.into_iter().map(|(c, reason)| (c.i(), reason)).collect()
 }
 
 /// Upstream `evictSandboxes` (MinAge does not apply): a sandbox is active when READY or still
@@ -631,13 +636,7 @@ pub(crate) fn evict_sandboxes<'a>(
         index.uids.iter().map(|&uid| numbers.of(uid)),
         sandboxes.iter().enumerate().map(|(j, s)| {
             let active = s.state == SandboxState::Ready || referenced[j];
-            (
-                active,
-                Aged {
-                    age: Age::new(s.created_at, &s.id),
-                    i: j,
-                },
-            )
+            (active, Aged::new(s.created_at, j))
         }),
         numbers.len(),
     );
@@ -650,7 +649,7 @@ pub(crate) fn evict_sandboxes<'a>(
             (1, SandboxReason::Superseded)
         };
         if keep > 0 {
-            list.sort_unstable_by(|a, b| newest_first(&a.1, &b.1));
+            list.sort_unstable_by(|a, b| b.1.age_order(a.1, |j| &sandboxes[j].id));
         }
         for &(active, sandbox) in list.iter().skip(keep) {
             if !active {
@@ -659,10 +658,10 @@ pub(crate) fn evict_sandboxes<'a>(
         }
     }
     // Oldest first; ids are unique, so the order is total.
-    out.sort_unstable_by(|a, b| a.0.age.cmp(&b.0.age));
+    out.sort_unstable_by(|a, b| a.0.age_order(b.0, |j| &sandboxes[j].id));
     out.into_iter()
         .map(|(sandbox, reason)| {
-            let s = &sandboxes[sandbox.i];
+            let s = &sandboxes[sandbox.i()];
             SandboxRemoval {
                 id: &s.id,
                 pod_uid: &s.pod_uid,

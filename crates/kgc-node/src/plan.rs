@@ -138,6 +138,7 @@ pub fn plan<'a>(
         &policy.containers,
         units,
         &numbers,
+        containers,
         policy.evict_non_deleted_pods,
     );
     let mut removed = vec![false; containers.len()];
