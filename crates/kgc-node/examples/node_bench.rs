@@ -4,9 +4,11 @@
 //! runtime lists containers and sandboxes in no particular order, and the lists are decoded
 //! and converted by the CRI client's own code, as `kgc node gc` records them.
 //!
-//! `cargo run --release -p kgc-node --example node_bench [--no-cpu-clock] [SCALE]`: SCALE may
-//! be a fraction (`0.25`), to see what a container costs while a pass's memory still fits the
-//! caches. Under valgrind, pass `--no-cpu-clock` and count instructions with
+//! `cargo run --release -p kgc-node --example node_bench [--no-cpu-clock] [--cold] [SCALE]`:
+//! SCALE may be a fraction (`0.25`), to see what a container costs while a pass's memory still
+//! fits the caches. `--cold` evicts the caches before every pass, as a pass every few minutes
+//! finds them: back to back, a small node's passes find much of the last pass's memory still
+//! in the last-level cache, which no pass of `kgc node gc --every` does. Under valgrind, pass `--no-cpu-clock` and count instructions with
 //! `--toggle-collect='kgc_node::plan::plan*'`: the work per container, free of the caches.
 
 use std::collections::HashMap;
@@ -310,10 +312,15 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    if let Some(k) = args.iter().position(|a| a == "--no-cpu-clock") {
+    let mut flag = |name: &str| {
+        let k = args.iter().position(|a| a == name);
+        k.map(|k| args.remove(k)).is_some()
+    };
+    if flag("--no-cpu-clock") {
         NO_CPU_CLOCK.store(true, Ordering::Relaxed);
-        args.remove(k);
     }
+    // Twice this EPYC's 32 MiB L3, written line by line: every line a pass left is evicted.
+    let mut evict = flag("--cold").then(|| vec![0u8; 64 << 20]);
     // `bench 1` runs one scale only (for profiling, or a fraction of ×1).
     let scales: Vec<f64> = match args.first() {
         Some(arg) => {
@@ -335,6 +342,12 @@ fn main() {
         let mut cpu = Vec::new();
         let mut removals = 0;
         for _ in 0..5 {
+            if let Some(junk) = &mut evict {
+                junk.iter_mut()
+                    .step_by(64)
+                    .for_each(|b| *b = b.wrapping_add(1));
+                std::hint::black_box(&junk);
+            }
             let mut state = GcState::default();
             let start = Instant::now();
             let start_cpu = cpu_time();

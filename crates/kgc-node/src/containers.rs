@@ -376,12 +376,16 @@ pub fn plan_containers<'a>(
     for (i, c) in containers.iter().enumerate() {
         units.add(i, c, &mut uids);
     }
-    Ok(
-        evict_units(policy, units, &uids.finish(), containers, evict_non_deleted_pods)
-            .into_iter()
-            .map(|(i, reason)| container_removal(&containers[i], reason))
-            .collect(),
+    Ok(evict_units(
+        policy,
+        units,
+        &uids.finish(),
+        containers,
+        evict_non_deleted_pods,
     )
+    .into_iter()
+    .map(|(i, reason)| container_removal(&containers[i], reason))
+    .collect())
 }
 
 /// A removal naming the container by the snapshot's strings.

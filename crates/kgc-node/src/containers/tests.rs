@@ -305,6 +305,52 @@ fn containers_without_pod_uid_label_are_never_collected() {
     assert!(removed.is_empty());
 }
 
+#[test]
+fn removals_go_oldest_first_and_equal_times_by_id() {
+    // Times before the epoch have negative nanoseconds in jiff; ids tie for more than 16 bytes.
+    let at = |second: i64, nanosecond: i32| Timestamp::new(second, nanosecond).expect("valid");
+    let long = "x".repeat(20);
+    let gone = [
+        (format!("{long}b"), at(-1, -500_000_000)),
+        ("a".to_string(), at(0, 500_000_000)),
+        (format!("{long}a"), at(-1, -500_000_000)),
+        ("c".to_string(), at(0, -500_000_000)),
+        ("b".to_string(), at(-2, 0)),
+    ];
+    let mut containers: Vec<Container> = gone
+        .iter()
+        .map(|(id, t)| Container {
+            id: id.clone(),
+            created_at: *t,
+            ..exited("gone", "app", 0, 0)
+        })
+        .collect();
+    // An existing pod's unit of two created together: the greater id counts as newer and stays.
+    for id in ["kept-1", "kept-2"] {
+        containers.push(Container {
+            id: id.to_string(),
+            ..exited("here", "app", 0, 0)
+        });
+    }
+    let pods = [pod("here")];
+    let policy = ContainerGcPolicy {
+        max_per_pod_container: 1,
+        ..ContainerGcPolicy::default()
+    };
+    let removed = plan_containers(
+        &policy,
+        &containers,
+        PodView::new(Some(&pods)),
+        now(),
+        false,
+    )
+    .expect("numbered");
+    let ids: Vec<&str> = removed.iter().map(|r| r.id).collect();
+    let long_a = format!("{long}a");
+    let long_b = format!("{long}b");
+    assert_eq!(ids, ["b", &long_a, &long_b, "c", "kept-1", "a"]);
+}
+
 fn sandbox(uid: &str, n: usize, state: SandboxState, created_ns: i64) -> Sandbox {
     Sandbox {
         id: format!("{uid}-sandbox-{n}"),
