@@ -4,9 +4,10 @@
 //! runtime lists containers and sandboxes in no particular order, and the lists are decoded
 //! and converted by the CRI client's own code, as `kgc node gc` records them.
 //!
-//! `cargo run --release -p kgc-node --example node_bench [--no-cpu-clock] [--cold] [SCALE]`:
-//! SCALE may be a fraction (`0.25`), to see what a container costs while a pass's memory still
-//! fits the caches. `--cold` evicts the caches before every pass, as a pass every few minutes
+//! `cargo run --release -p kgc-node --example node_bench [--no-cpu-clock] [--cold] [SCALE...]`:
+//! a SCALE may be a fraction (`0.25`), to see what a container costs while a pass's memory
+//! still fits the caches. All the scales' nodes are built first, then their passes take turns,
+//! so that the ratio of two scales holds still on a noisy host. `--cold` evicts the caches before every pass, as a pass every few minutes
 //! finds them: back to back, a small node's passes find much of the last pass's memory still
 //! in the last-level cache, which no pass of `kgc node gc --every` does. Under valgrind, pass `--no-cpu-clock` and count instructions with
 //! `--toggle-collect='kgc_node::plan::plan*'`: the work per container, free of the caches.
@@ -305,12 +306,16 @@ fn median_cpu(mut f: impl FnMut()) -> Duration {
     cpu[2]
 }
 
+/// Passes per scale. The scales' passes take turns (one pass of each, round after round), so
+/// that a noisy host weighs on every scale alike and their ratio holds still.
+const PASSES: usize = 7;
+
 fn main() {
     let policy = Policy::default();
     println!(
-        "| scale | images | containers | sandboxes | wall (median of 5) | CPU (median of 5) | CPU (least of 5) | CPU (first pass) | CPU per container (median) | removals | reading only, per container |"
+        "| scale | images | containers | sandboxes | wall (median of {PASSES}) | CPU (median of {PASSES}) | CPU (least of {PASSES}) | CPU (first pass) | CPU per container (median) | per container, to the first scale's | removals | reading only, per container |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut flag = |name: &str| {
         let k = args.iter().position(|a| a == name);
@@ -321,27 +326,36 @@ fn main() {
     }
     // Twice this EPYC's 32 MiB L3, written line by line: every line a pass left is evicted.
     let mut evict = flag("--cold").then(|| vec![0u8; 64 << 20]);
-    // `bench 1` runs one scale only (for profiling, or a fraction of ×1).
-    let scales: Vec<f64> = match args.first() {
-        Some(arg) => {
-            let scale: f64 = arg.parse().expect("scale: a number");
-            // Containers' images are picked among the first half of the images.
-            assert!(scale >= 0.001, "scale: 0.001 or more (10 images at least)");
-            vec![scale]
-        }
-        None => vec![1.0, 2.0, 4.0, 8.0],
+    // `bench 1` runs one scale only (for profiling, or a fraction of ×1); `bench 1 8` two.
+    let scales: Vec<f64> = if args.is_empty() {
+        vec![1.0, 2.0, 4.0, 8.0]
+    } else {
+        args.iter()
+            .map(|arg| {
+                let scale: f64 = arg.parse().expect("scale: a number");
+                // Containers' images are picked among the first half of the images.
+                assert!(scale >= 0.001, "scale: 0.001 or more (10 images at least)");
+                scale
+            })
+            .collect()
     };
-    for scale in scales {
-        let s = snapshot(scale);
-        // Building the node freed millions of small temporaries; glibc's malloc would merge
-        // them on its next large request (mimalloc does not). Make that request now, so that
-        // it is never charged to the first pass.
-        drop(std::hint::black_box(Vec::<u8>::with_capacity(1 << 20)));
-        let read = median_cpu(|| read_strings(&s));
-        let mut times = Vec::new();
-        let mut cpu = Vec::new();
-        let mut removals = 0;
-        for _ in 0..5 {
+    let nodes: Vec<(f64, Snapshot, Duration)> = scales
+        .into_iter()
+        .map(|scale| {
+            let s = snapshot(scale);
+            // Building the node freed millions of small temporaries; glibc's malloc would
+            // merge them on its next large request (mimalloc does not). Make that request
+            // now, so that it is never charged to the first pass.
+            drop(std::hint::black_box(Vec::<u8>::with_capacity(1 << 20)));
+            let read = median_cpu(|| read_strings(&s));
+            (scale, s, read)
+        })
+        .collect();
+    let mut times = vec![Vec::new(); nodes.len()];
+    let mut cpu = vec![Vec::new(); nodes.len()];
+    let mut removals = vec![0; nodes.len()];
+    for _ in 0..PASSES {
+        for (k, (_, s, _)) in nodes.iter().enumerate() {
             if let Some(junk) = &mut evict {
                 junk.iter_mut()
                     .step_by(64)
@@ -351,31 +365,42 @@ fn main() {
             let mut state = GcState::default();
             let start = Instant::now();
             let start_cpu = cpu_time();
-            let p = plan(&s, &policy, &mut state).expect("plan");
-            cpu.push(cpu_time().saturating_sub(start_cpu));
-            times.push(start.elapsed());
-            removals = p.containers.len()
+            let p = plan(s, &policy, &mut state).expect("plan");
+            cpu[k].push(cpu_time().saturating_sub(start_cpu));
+            times[k].push(start.elapsed());
+            removals[k] = p.containers.len()
                 + p.sandboxes.len()
                 + p.pod_log_dirs.len()
                 + p.images.removals.len();
         }
+    }
+    let per_container = |k: usize, d: Duration| {
+        d.as_secs_f64() * 1e9 / nodes[k].1.containers.len().max(1) as f64
+    };
+    let mut base = None;
+    for (k, (scale, s, read)) in nodes.iter().enumerate() {
         // The first pass touches all of its memory for the first time (page faults, at every
-        // scale); later ones reuse what the allocator kept, which is all of it for a small node
-        // and less of it for a large one (the allocator returns large free areas to the kernel).
-        let first = cpu[0];
-        times.sort();
-        cpu.sort();
+        // scale); later ones reuse what the allocator kept, which is all of it for a small
+        // node and less of it for a large one (the allocator returns large free areas to the
+        // kernel).
+        let first = cpu[k][0];
+        times[k].sort();
+        cpu[k].sort();
+        let median = PASSES / 2;
+        let each = per_container(k, cpu[k][median]);
+        let base = *base.get_or_insert(each);
         println!(
-            "| ×{scale} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.0} ns | {removals} | {:.0} ns |",
+            "| ×{scale} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {each:.0} ns | {:.2} | {} | {:.0} ns |",
             s.images.len(),
             s.containers.len(),
             s.sandboxes.len(),
-            times[2].as_secs_f64() * 1000.0,
-            cpu[2].as_secs_f64() * 1000.0,
-            cpu[0].as_secs_f64() * 1000.0,
+            times[k][median].as_secs_f64() * 1000.0,
+            cpu[k][median].as_secs_f64() * 1000.0,
+            cpu[k][0].as_secs_f64() * 1000.0,
             first.as_secs_f64() * 1000.0,
-            cpu[2].as_secs_f64() * 1e9 / s.containers.len().max(1) as f64,
-            read.as_secs_f64() * 1e9 / s.containers.len().max(1) as f64,
+            each / base,
+            removals[k],
+            per_container(k, *read),
         );
     }
 }
