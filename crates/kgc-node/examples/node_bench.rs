@@ -374,9 +374,8 @@ fn main() {
                 + p.images.removals.len();
         }
     }
-    let per_container = |k: usize, d: Duration| {
-        d.as_secs_f64() * 1e9 / nodes[k].1.containers.len().max(1) as f64
-    };
+    let per_container =
+        |k: usize, d: Duration| d.as_secs_f64() * 1e9 / nodes[k].1.containers.len().max(1) as f64;
     let mut base = None;
     for (k, (scale, s, read)) in nodes.iter().enumerate() {
         // The first pass touches all of its memory for the first time (page faults, at every

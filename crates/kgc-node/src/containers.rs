@@ -372,20 +372,16 @@ pub fn plan_containers<'a>(
     evict_non_deleted_pods: bool,
 ) -> Result<Vec<ContainerRemoval<'a>>, Error> {
     let mut uids = PodUids::new(pods, containers.len())?;
-    let mut units = Units::new(policy, now, containers.len());
+    let mut units = Units::new(policy, now, containers);
     for (i, c) in containers.iter().enumerate() {
         units.add(i, c, &mut uids);
     }
-    Ok(evict_units(
-        policy,
-        units,
-        &uids.finish(),
-        containers,
-        evict_non_deleted_pods,
+    Ok(
+        evict_units(policy, units, &uids.finish(), evict_non_deleted_pods)
+            .into_iter()
+            .map(|(i, reason)| container_removal(&containers[i], reason))
+            .collect(),
     )
-    .into_iter()
-    .map(|(i, reason)| container_removal(&containers[i], reason))
-    .collect())
 }
 
 /// A removal naming the container by the snapshot's strings.
@@ -410,6 +406,8 @@ pub(crate) struct Units<'c> {
     names: HashMap<&'c str, u32>,
     /// Every collectable container.
     members: Vec<Member>,
+    /// The containers visited, whose ids break ties of creation time.
+    containers: &'c [Container],
 }
 
 /// A collectable container, in 24 bytes: a large node has hundreds of thousands.
@@ -422,18 +420,25 @@ struct Member {
 }
 
 impl<'c> Units<'c> {
-    pub(crate) fn new(policy: &ContainerGcPolicy, now: Timestamp, containers: usize) -> Self {
+    /// Units over `containers`, which [`Units::add`] then visits.
+    pub(crate) fn new(
+        policy: &ContainerGcPolicy,
+        now: Timestamp,
+        containers: &'c [Container],
+    ) -> Self {
         Units {
             // A MinAge beyond the time range keeps everything.
             newest_gc_time: SignedDuration::try_from(policy.min_age)
                 .ok()
                 .and_then(|d| now.checked_sub(d).ok()),
             names: HashMap::default(),
-            members: Vec::with_capacity(containers),
+            members: Vec::with_capacity(containers.len()),
+            containers,
         }
     }
 
-    /// Files container `i` under its unit if it is dead, old enough and the kubelet's.
+    /// Files container `i` (`c`, as the caller read it) under its unit if it is dead, old
+    /// enough and the kubelet's.
     pub(crate) fn add(&mut self, i: usize, c: &'c Container, uids: &mut PodUids<'_>) {
         if c.state == ContainerState::Running
             || self.newest_gc_time.is_none_or(|t| c.created_at > t)
@@ -461,9 +466,9 @@ pub(crate) fn evict_units(
     policy: &ContainerGcPolicy,
     units: Units<'_>,
     numbers: &PodNumbers,
-    containers: &[Container],
     evict_non_deleted_pods: bool,
 ) -> Vec<(usize, ContainerReason)> {
+    let containers = units.containers;
     let mut units = Groups::units(&units.members, numbers);
     let mut kept: Vec<usize> = units.groups.iter().map(|(_, r)| r.len()).collect();
     let mut out = Vec::with_capacity(units.items.len());

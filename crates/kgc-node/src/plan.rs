@@ -113,7 +113,7 @@ pub fn plan<'a>(
         image_ids.push(&image.id);
     }
     let mut without_image = Vec::new();
-    let mut units = Units::new(&policy.containers, now, containers.len());
+    let mut units = Units::new(&policy.containers, now, containers);
     let mut id_hashes = Vec::with_capacity(containers.len());
     let strings = |c: &'a Container| {
         let uid = c.pod_uid.as_deref().unwrap_or_default();
@@ -138,7 +138,6 @@ pub fn plan<'a>(
         &policy.containers,
         units,
         &numbers,
-        containers,
         policy.evict_non_deleted_pods,
     );
     let mut removed = vec![false; containers.len()];
