@@ -7,10 +7,11 @@
 //! `cargo run --release -p kgc-node --example node_bench [--no-cpu-clock] [--cold] [SCALE...]`:
 //! a SCALE may be a fraction (`0.25`), to see what a container costs while a pass's memory
 //! still fits the caches. All the scales' nodes are built first, then their passes take turns,
-//! so that the ratio of two scales holds still on a noisy host. `--cold` evicts the caches before every pass, as a pass every few minutes
-//! finds them: back to back, a small node's passes find much of the last pass's memory still
-//! in the last-level cache, which no pass of `kgc node gc --every` does. Under valgrind, pass `--no-cpu-clock` and count instructions with
-//! `--toggle-collect='kgc_node::plan::plan*'`: the work per container, free of the caches.
+//! so that the ratio of two scales holds still on a noisy host. `--cold` evicts the caches
+//! before every pass, as a pass every few minutes finds them: back to back, a small node's
+//! passes find much of the last pass's memory still in the last-level cache, which no pass of
+//! `kgc node gc --every` does. Under valgrind, pass `--no-cpu-clock` and count instructions
+//! with `--toggle-collect='kgc_node::plan::plan*'`: the work per container, free of the caches.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -343,10 +344,6 @@ fn main() {
         .into_iter()
         .map(|scale| {
             let s = snapshot(scale);
-            // Building the node freed millions of small temporaries; glibc's malloc would
-            // merge them on its next large request (mimalloc does not). Make that request
-            // now, so that it is never charged to the first pass.
-            drop(std::hint::black_box(Vec::<u8>::with_capacity(1 << 20)));
             let read = median_cpu(|| read_strings(&s));
             (scale, s, read)
         })
