@@ -319,9 +319,14 @@ impl<C: Cluster> Shared<C> {
         }
     }
 
-    /// Upstream `deleteObject` with `retryWithoutResourceVersion`: uid and resourceVersion
-    /// preconditions; on a conflict, read the object back and retry without the resourceVersion
-    /// only when nothing the decision rested on (its owner references) changed.
+    /// Upstream `deleteObject`: uid and resourceVersion preconditions; on a conflict, read the
+    /// object back and retry without the resourceVersion only when nothing the decision rested
+    /// on changed. Upstream compares the owner references alone, because its `latest` is a live
+    /// GET. Ours is the graph's observation, which can lag this collector's own writes: a
+    /// Background DELETE retried on an object another pass has just put into foreground
+    /// deletion would strip its `foregroundDeletion` finalizer and let it go ahead of the
+    /// dependents that block it. So the deletion state and the collector's finalizers must be
+    /// unchanged too; otherwise the item is retried once the graph has caught up.
     async fn delete_object(
         &self,
         item: &Node,
@@ -377,7 +382,7 @@ impl<C: Cluster> Shared<C> {
                         Some(now) if now.uid != latest.uid => {
                             return Err(self.virtual_delete(item.identity.clone()));
                         }
-                        Some(now) if now.owner_references == latest.owner_references => {
+                        Some(now) if decided_alike(&now, latest) => {
                             opts.preconditions.resource_version = None;
                         }
                         Some(_) => return Err(e.into()),
@@ -511,4 +516,14 @@ impl<C: Cluster> Shared<C> {
             }
         }
     }
+}
+
+/// Whether `now` would lead `attemptToDelete` to the same DELETE as `then`: the same owner
+/// references, deletion state and collector finalizers (which choose the propagation policy).
+fn decided_alike(now: &ObjectMeta, then: &ObjectMeta) -> bool {
+    now.owner_references == then.owner_references
+        && now.is_deleting() == then.is_deleting()
+        && [FINALIZER_ORPHAN, FINALIZER_FOREGROUND]
+            .iter()
+            .all(|f| now.has_finalizer(f) == then.has_finalizer(f))
 }

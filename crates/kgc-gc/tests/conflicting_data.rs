@@ -1974,3 +1974,98 @@ async fn owner_that_finished_foreground_deletion_but_still_exists_is_solid() {
         ..State::default()
     });
 }
+
+// Not an upstream scenario: a regression test for a race the property test found. The graph
+// lags the collector's own writes, so an item can be judged from an observation taken before
+// another pass put it into foreground deletion. Its Background DELETE then fails the
+// resourceVersion precondition. Upstream retries without the resourceVersion when the owner
+// references are unchanged, but upstream's `latest` is a live GET, so it would have chosen
+// Foreground. Retrying Background here would strip `foregroundDeletion` and delete the object
+// while a dependent still blocks it. The collector must leave it for the graph to catch up.
+#[tokio::test]
+async fn stale_observation_never_cuts_a_foreground_deletion_short() {
+    let mut h = Harness::new().await;
+    let configmaps = ("", "v1", "configmaps");
+    let info = h.info("", "v1", "configmaps");
+    let missing = id("v1", "ConfigMap", "ns1", "missing", "missinguid");
+    let item = h.create(configmaps, "ns1", "item", &[&missing]).await;
+    let mut blocking = owner_ref(&item).to_json();
+    blocking["blockOwnerDeletion"] = json!(true);
+    let b = h
+        .raw_create(
+            "",
+            "v1",
+            "configmaps",
+            "ns1",
+            json!({"metadata": {"name": "blocker", "ownerReferences": [blocking]}}),
+        )
+        .await;
+    let blocker = id("v1", "ConfigMap", "ns1", "blocker", &b.uid);
+    h.objects.insert(
+        b.uid.clone(),
+        (info.clone(), "ns1".into(), "blocker".into()),
+    );
+    h.ready(&[&missing, &item, &blocker]).await;
+    h.add(&item);
+    h.add(&blocker);
+    h.process_attempt_to_delete().await; // `missing`: 404, a virtual delete event
+    h.process_pending_graph_change();
+    h.assert_state(State {
+        graph_nodes: vec![node(&item, &[&missing]), node(&blocker, &[&item])],
+        absent_owner_cache: vec![&missing],
+        pending_attempt_to_delete: vec![&item],
+        calls: gets(1),
+        ..State::default()
+    });
+
+    // Another pass deletes the item in the foreground; the graph has not seen it yet.
+    let foreground = DeleteOptions {
+        propagation_policy: Some(kgc_meta::PropagationPolicy::Foreground),
+        ..DeleteOptions::default()
+    };
+    h.store
+        .delete(&info, "ns1", "item", &foreground)
+        .await
+        .expect("deleting the item in the foreground");
+
+    // Judged from the stale observation: its only owner is absent, so a Background DELETE,
+    // which the resourceVersion precondition refuses. The GET shows the deletion: no retry.
+    h.process_attempt_to_delete().await;
+    let stored = h
+        .store
+        .get(&info.group_resource(), "ns1", "item")
+        .expect("the blocker still holds the item")
+        .value();
+    assert_eq!(
+        stored["metadata"]["finalizers"],
+        json!(["foregroundDeletion"]),
+        "the item left foreground deletion while a dependent still blocked it"
+    );
+    h.assert_state(State {
+        graph_nodes: vec![node(&item, &[&missing]), node(&blocker, &[&item])],
+        absent_owner_cache: vec![&missing],
+        pending_attempt_to_delete: vec![&item],
+        calls: Calls {
+            get: 1,
+            delete: 1,
+            patch: 0,
+        },
+        ..State::default()
+    });
+
+    // Once observed, the item waits for its blocker (the workers' own queue gets the blocker),
+    // and the blocker, whose only owner is waiting, is deleted.
+    h.add(&item);
+    h.process_attempt_to_delete().await;
+    assert!(h.exists(&item) && h.exists(&blocker));
+    h.queue.push_back(blocker.uid.clone());
+    h.process_attempt_to_delete().await;
+    assert!(
+        !h.exists(&blocker),
+        "the blocking dependent of a foreground owner is deleted"
+    );
+    assert!(
+        h.exists(&item),
+        "the item waits for the blocker's deletion to be observed"
+    );
+}
