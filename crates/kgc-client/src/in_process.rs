@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use futures::stream::{self, BoxStream, StreamExt};
-use kgc_meta::{DeleteOptions, ObjectMeta, OwnerReference, Reason, ResourceInfo, Status};
+use kgc_meta::{
+    DeleteOptions, GroupResource, ObjectMeta, OwnerReference, Reason, ResourceInfo, Status,
+};
 use kgc_store::{EventType, Store, StoredObject, WatchEvent, WatchFilter, Watcher};
 use serde_json::Value;
 
@@ -144,12 +146,15 @@ fn watch_as<T: Send + 'static>(
         watcher: Option<Watcher>,
         /// Snapshot objects still to hand out; `Some(0)`: the list is done, say so.
         listing: Option<usize>,
+        /// The last bookmark handed out.
+        bookmark: u64,
     }
     let state = State {
         store,
         filter: WatchFilter::new(resource.group_resource()),
         watcher: None,
         listing: None,
+        bookmark: 0,
     };
     stream::unfold(state, move |mut st| async move {
         loop {
@@ -173,7 +178,19 @@ fn watch_as<T: Send + 'static>(
                 }
                 None => {}
             }
-            let event = match w.next().await {
+            // Every event the last scan of the log queued has been handed out: say how far
+            // that scan went, so that a consumer of several watches can tell this one has
+            // nothing older left to deliver. After every scan, not only when idle, so that a
+            // busy resource's watch still moves on.
+            if w.buffered() == 0 && st.bookmark < w.resource_version() {
+                st.bookmark = w.resource_version();
+                return Some((Ok(ObjectEvent::Bookmark(st.bookmark)), st));
+            }
+            let ready = match w.try_next() {
+                Some(e) => e,
+                None => w.next().await,
+            };
+            let event = match ready {
                 WatchEvent::Event(EventType::Deleted, o) => ObjectEvent::Delete(deleted(&o)),
                 WatchEvent::Event(_, o) => ObjectEvent::Apply(view(&o)),
                 WatchEvent::Expired { .. } => {
@@ -195,6 +212,10 @@ impl Cluster for InProcess {
 
     fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
         crate::meta_events(watch_as(self.store.clone(), &resource, meta, deleted_meta))
+    }
+
+    fn last_change(&self, gr: &GroupResource) -> Option<u64> {
+        self.store.last_change(gr)
     }
 
     async fn get(

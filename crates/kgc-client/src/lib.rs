@@ -15,7 +15,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::stream::BoxStream;
-use kgc_meta::{DeleteOptions, ObjectMeta, ResourceInfo, Status};
+use kgc_meta::{DeleteOptions, GroupResource, ObjectMeta, ResourceInfo, Status};
 use serde_json::Value;
 
 pub use in_process::InProcess;
@@ -59,6 +59,10 @@ pub enum MetaEvent {
     /// filled; the other fields may be left empty (the in-process cluster does not read a deleted
     /// object's text for them): consumers identify what went, as upstream's graph builder does.
     Delete(ObjectMeta),
+    /// A watch BOOKMARK: every change to the resource up to this revision has been delivered.
+    /// Only clusters that can compare revisions across resources send them (the in-process
+    /// one; see [`Cluster::last_change`]).
+    Bookmark(u64),
 }
 
 /// What a whole-object watch yields (the collectors that judge by spec and status: PodGC, TTL,
@@ -77,6 +81,8 @@ pub enum ObjectEvent<T = Value> {
     Apply(T),
     /// An object was deleted (its last state).
     Delete(T),
+    /// Every change up to this revision has been delivered ([`MetaEvent::Bookmark`]).
+    Bookmark(u64),
 }
 
 /// Folds a metadata event stream into [`MetaEvent`]s: the objects of a list, from `Init` to
@@ -100,6 +106,7 @@ fn meta_events(
                 Ok(ObjectEvent::InitDone) => Some(Ok(MetaEvent::Resync(std::mem::take(list)))),
                 Ok(ObjectEvent::Apply(m)) => Some(Ok(MetaEvent::Apply(m))),
                 Ok(ObjectEvent::Delete(m)) => Some(Ok(MetaEvent::Delete(m))),
+                Ok(ObjectEvent::Bookmark(rv)) => Some(Ok(MetaEvent::Bookmark(rv))),
                 Err(e) => Some(Err(e)),
             };
             futures::future::ready(Some(out))
@@ -126,6 +133,16 @@ pub trait Cluster: Clone + Send + Sync + 'static {
     /// changes; it re-lists by itself when the watch expires. The stream ends only when the
     /// cluster goes away; errors are transient.
     fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>>;
+
+    /// The revision of the last committed change to `gr`, when the cluster can tell without a
+    /// request and its revisions order changes across resources, as its watches' bookmarks
+    /// then do. The in-process cluster can: one log orders every change. A real API server's
+    /// resourceVersions are opaque (`None`), so a consumer of several watches cannot know
+    /// whether one lags behind another, exactly as upstream's informers cannot.
+    fn last_change(&self, gr: &GroupResource) -> Option<u64> {
+        let _ = gr;
+        None
+    }
 
     /// The current metadata of an object, `None` if it does not exist.
     fn get(

@@ -11,13 +11,14 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use futures::StreamExt;
 use kgc_client::{Cluster, Deleted, Error as ClusterError};
 use kgc_meta::deletion::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
 use kgc_meta::{
-    DeleteOptions, ObjectMeta, ObjectRef, OwnerReference, Preconditions, PropagationPolicy, Reason,
-    ResourceInfo,
+    DeleteOptions, GroupResource, ObjectMeta, ObjectRef, OwnerReference, Preconditions,
+    PropagationPolicy, Reason, ResourceInfo,
 };
 
 use crate::graph::{Entry, Graph, Node, Uid, UidKey};
@@ -27,6 +28,10 @@ use crate::{Shared, group_of};
 /// Blocking dependents a foreground owner's re-check hands to the workers at once; the rest
 /// follow on later re-checks (each dependent's deletion triggers one).
 const HURRY: usize = 64;
+
+/// How long a worker waits for the graph to catch up with the watches before it retries the
+/// item later (a watch restarting after an error can take this long).
+const CATCH_UP: Duration = Duration::from_secs(5);
 
 /// How a work item ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -49,6 +54,9 @@ pub(crate) enum ItemError {
     /// A verified-absent identity was handed back to the graph builder.
     #[error("virtual delete event enqueued")]
     VirtualDeleteEnqueued,
+    /// The watch of a resource has not delivered changes already committed to it.
+    #[error("the graph lags the watch of {0}")]
+    GraphBehind(GroupResource),
     #[error(transparent)]
     Cluster(#[from] ClusterError),
 }
@@ -394,16 +402,63 @@ impl<C: Cluster> Shared<C> {
         Ok(())
     }
 
-    /// Upstream `processDeletingDependentsItem`.
+    /// Waits until the graph holds every change committed so far to every watched resource,
+    /// when the cluster can tell ([`Cluster::last_change`]).
+    ///
+    /// Better than upstream: each resource has its own watch, so the graph can hold an owner's
+    /// foreground deletion before a blocking reference to it that another resource's watch has
+    /// not delivered yet, although it was committed first. Upstream then removes
+    /// `foregroundDeletion` at once and the owner goes ahead of a dependent that blocks it;
+    /// orphaning likewise misses a dependent it has not seen, which then loses its owner and
+    /// is collected instead of orphaned. Waiting for the other watches' bookmarks closes that
+    /// window wherever revisions are comparable (`kgc serve`).
+    /// The revisions are read once, on entry: changes committed later need not be waited
+    /// for, so a resource that never stops changing cannot hold the worker up.
+    async fn caught_up(&self) -> Result<(), ItemError> {
+        let targets: Vec<(GroupResource, u64)> = self
+            .synced
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter_map(|gr| Some((gr.clone(), self.cluster.last_change(gr)?)))
+            .collect();
+        let deadline = tokio::time::Instant::now() + CATCH_UP;
+        loop {
+            let progress = self.progress.notified();
+            tokio::pin!(progress);
+            progress.as_mut().enable();
+            let lagging = {
+                let b = self.lock_builder();
+                targets
+                    .iter()
+                    .find(|(gr, committed)| b.bookmark(gr) < *committed)
+            };
+            let Some((gr, _)) = lagging else {
+                return Ok(());
+            };
+            if tokio::time::timeout_at(deadline, progress).await.is_err() {
+                return Err(ItemError::GraphBehind(gr.clone()));
+            }
+        }
+    }
+
+    /// Upstream `processDeletingDependentsItem`, judging "no blocking dependent left" only
+    /// once the graph has caught up ([`Self::caught_up`]).
     async fn process_deleting_dependents(
         &self,
         item: &Node,
         resource: &ResourceInfo,
     ) -> Result<(), ItemError> {
-        let (blocked, next) = self
-            .lock_builder()
-            .graph
-            .blocking_progress(&item.identity.uid, HURRY);
+        let blocking = || {
+            self.lock_builder()
+                .graph
+                .blocking_progress(&item.identity.uid, HURRY)
+        };
+        let (mut blocked, mut next) = blocking();
+        if !blocked {
+            self.caught_up().await?;
+            (blocked, next) = blocking();
+        }
         if !blocked {
             tracing::info!(object = %item.identity, "no blocking dependents left; removing foregroundDeletion");
             self.metrics.api_patch.fetch_add(1, Ordering::Relaxed);
@@ -439,6 +494,14 @@ impl<C: Cluster> Shared<C> {
 
     /// One `attemptToOrphan` item (upstream `attemptToOrphanWorker`).
     pub(crate) async fn attempt_to_orphan(&self, uid: &Uid) -> Outcome {
+        if self.node(uid).is_none() {
+            return Outcome::Done;
+        }
+        // Every dependent committed so far must be in the graph ([`Self::caught_up`]).
+        if let Err(e) = self.caught_up().await {
+            tracing::debug!(owner = %uid, error = %e, "will retry");
+            return Outcome::Retry;
+        }
         let Some(owner) = self.node(uid) else {
             return Outcome::Done;
         };

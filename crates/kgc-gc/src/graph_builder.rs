@@ -7,10 +7,10 @@
 //! step-by-step scenarios replay exactly in unit tests.
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use kgc_meta::deletion::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
-use kgc_meta::{ObjectMeta, ObjectRef};
+use kgc_meta::{GroupResource, ObjectMeta, ObjectRef};
 
 use crate::graph::{AbsentOwners, Entry, Graph, Ref, Uid, UidKey};
 
@@ -37,6 +37,11 @@ pub enum GraphEvent {
     },
     /// A worker verified that this identity does not exist (404 or another uid).
     VirtualDelete(ObjectRef),
+    /// The watch of `resource` has delivered every change up to `revision`.
+    Bookmark {
+        resource: GroupResource,
+        revision: u64,
+    },
 }
 
 /// An `OwnerRefInvalidNamespace` warning to record on `child`.
@@ -72,6 +77,9 @@ pub struct Effects {
 pub struct GraphBuilder {
     pub graph: Graph,
     pub absent: AbsentOwners,
+    /// Per watched resource, the revision up to which the graph holds its changes (the last
+    /// bookmark processed; only clusters with comparable revisions send them).
+    bookmarks: HashMap<GroupResource, u64>,
 }
 
 /// Upstream's absent-owner cache holds 500 entries. Every owner deleted while it still had
@@ -84,6 +92,7 @@ impl Default for GraphBuilder {
         Self {
             graph: Graph::default(),
             absent: AbsentOwners::new(ABSENT_OWNER_CACHE),
+            bookmarks: HashMap::new(),
         }
     }
 }
@@ -98,6 +107,11 @@ struct Seen {
 }
 
 impl GraphBuilder {
+    /// The revision up to which the graph holds every change to `resource` (0: not known).
+    pub fn bookmark(&self, resource: &GroupResource) -> u64 {
+        self.bookmarks.get(resource).copied().unwrap_or(0)
+    }
+
     /// Processes one event.
     pub fn process(&mut self, event: GraphEvent) -> Effects {
         let mut fx = Effects::default();
@@ -142,6 +156,10 @@ impl GraphBuilder {
                 }
             }
             GraphEvent::VirtualDelete(identity) => self.delete(identity, true, &mut fx),
+            GraphEvent::Bookmark { resource, revision } => {
+                let at = self.bookmarks.entry(resource).or_default();
+                *at = (*at).max(revision);
+            }
         }
         fx
     }

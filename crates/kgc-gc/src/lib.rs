@@ -25,7 +25,7 @@ use std::time::Duration;
 use kgc_client::Cluster;
 use kgc_meta::catalog::split_api_version;
 use kgc_meta::{GroupResource, ResourceInfo};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 use garbagecollector::Outcome;
 use graph::Uid;
@@ -113,6 +113,8 @@ pub(crate) struct Shared<C> {
     metrics: Metrics,
     synced: Mutex<HashSet<GroupResource>>,
     monitors: AtomicUsize,
+    /// Woken after each batch of graph changes, for workers waiting on bookmarks.
+    progress: Notify,
 }
 
 impl<C> Shared<C> {
@@ -151,6 +153,7 @@ impl<C: Cluster> GarbageCollector<C> {
                 metrics: Metrics::default(),
                 synced: Mutex::default(),
                 monitors: AtomicUsize::new(0),
+                progress: Notify::new(),
             }),
             changes_rx: Arc::new(Mutex::new(Some(rx))),
         }
@@ -462,6 +465,7 @@ impl<C: Cluster> Shared<C> {
                     effects.push(b.process(event));
                 }
             }
+            self.progress.notify_waiters();
             self.metrics
                 .graph_events
                 .fetch_add(effects.len() as u64, Ordering::Relaxed);

@@ -120,6 +120,10 @@ impl<C: Cluster> Shared<C> {
                         kind: kind.clone(),
                         meta,
                     },
+                    Ok(MetaEvent::Bookmark(revision)) => GraphEvent::Bookmark {
+                        resource: gr.clone(),
+                        revision,
+                    },
                     Err(e) => {
                         tracing::warn!(resource = %gr, error = %e, "watch failed; retrying");
                         break;

@@ -133,6 +133,8 @@ impl<T: Send + Sync + 'static> Informer<T> {
                             .remove(&key);
                         notify(&key, None);
                     }
+                    // A cache of one resource has no other watch to keep in step with.
+                    Ok(ObjectEvent::Bookmark(_)) => {}
                     Err(e) => {
                         // The watch retries by itself; pace it so that a lasting error (no
                         // permission, the server down) does not spin.

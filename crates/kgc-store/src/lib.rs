@@ -292,6 +292,19 @@ impl Store {
         self.inner.lock_state().rv
     }
 
+    /// The revision of the last change to `gr` committed since anything first watched it
+    /// (`None` when nothing does). A watcher of `gr` whose bookmark has reached it has handed
+    /// out every change to `gr` so far: how a consumer of several watches knows they all
+    /// caught up (the garbage collector, before it finishes a foreground deletion).
+    pub fn last_change(&self, gr: &GroupResource) -> Option<u64> {
+        self.inner
+            .resource_committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(gr)
+            .map(|tx| *tx.borrow())
+    }
+
     /// Number of stored objects, for metrics and benchmarks.
     pub fn len(&self) -> usize {
         self.inner
