@@ -228,6 +228,14 @@ impl GraphBuilder {
                 for r in &removed {
                     self.graph.remove_dependent(&r.uid, &uid);
                 }
+                // Better than upstream, which never looks at the object itself again: one
+                // that lost a reference but keeps others is judged again. The reference that
+                // went may have been all that stopped a judgement (a cluster-scoped object's
+                // namespaced owner, which an orphaning removes), and the owners left may all
+                // be gone already, with nothing else to bring the object back to a worker.
+                if !removed.is_empty() && !new_refs.is_empty() {
+                    fx.attempt_to_delete.push(uid.to_uid());
+                }
             }
             if meta.is_deleting() {
                 self.graph.set_being_deleted(&uid);

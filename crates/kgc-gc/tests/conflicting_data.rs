@@ -2069,3 +2069,56 @@ async fn stale_observation_never_cuts_a_foreground_deletion_short() {
         "the item waits for the blocker's deletion to be observed"
     );
 }
+
+// Not an upstream scenario: a regression test for a liveness gap the property test found. A
+// cluster-scoped object naming a namespaced owner cannot be judged (upstream
+// `namespacedOwnerOfClusterScopedObjectErr`), so when its cluster-scoped owner goes it stays.
+// Once that reference is removed (an orphaning of the namespaced owner does it), only the
+// absent owner is left, but upstream never brings the object back to a worker: a changed
+// object re-queues only the owners a removed blocking reference held back. kgc judges an
+// object again when it loses a reference and keeps others.
+#[tokio::test]
+async fn object_left_with_only_absent_owners_after_losing_a_reference_is_collected() {
+    let mut h = Harness::new().await;
+    let pod = h.create(PODS, "ns1", "pod", &[]).await;
+    let owner = h.create(NODES, "", "owner", &[]).await;
+    let child = h.create(NODES, "", "child", &[&owner, &pod]).await;
+    h.ready(&[&pod, &owner, &child]).await;
+    h.add(&pod);
+    h.add(&owner);
+    h.add(&child);
+    h.queue.clear();
+    h.events.clear();
+
+    // The cluster-scoped owner goes: the child is judged, and cannot be.
+    h.delete_from_client(&owner).await;
+    h.delete(&owner, &[]);
+    assert_eq!(h.queue, [child.uid.clone()]);
+    h.process_attempt_to_delete().await;
+    assert!(h.queue.is_empty(), "an unjudgeable object is not retried");
+    assert!(
+        h.exists(&child),
+        "a cluster-scoped object naming a namespaced owner stays"
+    );
+
+    // Its reference to the namespaced owner is removed; the absent owner is all that is left.
+    let nodes = h.info("", "v1", "nodes");
+    h.store
+        .update(&nodes, "", "child", None, false, |mut o| {
+            o["metadata"]["ownerReferences"] = json!([owner_ref(&owner).to_json()]);
+            Ok(o)
+        })
+        .await
+        .expect("removing the reference");
+    h.add(&child);
+    assert_eq!(
+        h.queue,
+        [child.uid.clone()],
+        "the changed child is judged again"
+    );
+    h.process_attempt_to_delete().await;
+    assert!(
+        !h.exists(&child),
+        "a child whose only owner is gone is collected"
+    );
+}
