@@ -2093,7 +2093,7 @@ async fn object_left_with_only_absent_owners_after_losing_a_reference_is_collect
     // The cluster-scoped owner goes: the child is judged, and cannot be.
     h.delete_from_client(&owner).await;
     h.delete(&owner, &[]);
-    assert_eq!(h.queue, [child.uid.clone()]);
+    assert_eq!(h.queue, [child.uid.as_str()]);
     h.process_attempt_to_delete().await;
     assert!(h.queue.is_empty(), "an unjudgeable object is not retried");
     assert!(
@@ -2113,7 +2113,7 @@ async fn object_left_with_only_absent_owners_after_losing_a_reference_is_collect
     h.add(&child);
     assert_eq!(
         h.queue,
-        [child.uid.clone()],
+        [child.uid.as_str()],
         "the changed child is judged again"
     );
     h.process_attempt_to_delete().await;

@@ -247,15 +247,28 @@ impl Scenario {
             .expect("deleting the owner");
     }
 
-    /// Gives the collector the time in which, acting on the partial graph, it finished the
-    /// owner's deletion; then lets the held watch go.
-    async fn release_after_the_window(&self, owner: &str) {
+    /// An owner and a dependent that the held watch does not deliver; the owner deleted with
+    /// `policy`. Gives the collector the time in which, acting on the partial graph, it
+    /// finished the owner's deletion, then lets the held watch go, and waits for the owner to
+    /// be gone.
+    async fn owner_deleted(policy: PropagationPolicy) -> Self {
+        let s = Scenario::start().await;
+        let owner = s.owner().await;
+        s.dependent(&owner).await;
+        s.delete_owner(policy).await;
         wait_for("the graph to see the owner's deletion", || {
-            self.gc.node(owner).is_some_and(|n| n.being_deleted)
+            s.gc.node(&owner).is_some_and(|n| n.being_deleted)
         })
         .await;
         tokio::time::sleep(Duration::from_millis(300)).await;
-        self.gate.send_replace(true);
+        s.gate.send_replace(true);
+        wait_for("the owner to go", || {
+            s.store
+                .get(&s.configmaps.group_resource(), "ns", "owner")
+                .is_none()
+        })
+        .await;
+        s
     }
 }
 
@@ -290,17 +303,7 @@ fn gone_at(store: &Store, resource: &str, name: &str) -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foreground_owner_waits_for_a_blocking_dependent_its_watch_has_not_delivered() {
-    let s = Scenario::start().await;
-    let owner = s.owner().await;
-    s.dependent(&owner).await;
-    s.delete_owner(PropagationPolicy::Foreground).await;
-    s.release_after_the_window(&owner).await;
-    wait_for("the owner to go", || {
-        s.store
-            .get(&s.configmaps.group_resource(), "ns", "owner")
-            .is_none()
-    })
-    .await;
+    let s = Scenario::owner_deleted(PropagationPolicy::Foreground).await;
     let dependent = gone_at(&s.store, "secrets", "dependent")
         .expect("the blocking dependent was collected with its owner");
     let owner = gone_at(&s.store, "configmaps", "owner").expect("the owner went");
@@ -313,17 +316,7 @@ async fn foreground_owner_waits_for_a_blocking_dependent_its_watch_has_not_deliv
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orphaning_waits_for_a_dependent_its_watch_has_not_delivered() {
-    let s = Scenario::start().await;
-    let owner = s.owner().await;
-    s.dependent(&owner).await;
-    s.delete_owner(PropagationPolicy::Orphan).await;
-    s.release_after_the_window(&owner).await;
-    wait_for("the owner to go", || {
-        s.store
-            .get(&s.configmaps.group_resource(), "ns", "owner")
-            .is_none()
-    })
-    .await;
+    let s = Scenario::owner_deleted(PropagationPolicy::Orphan).await;
     let dependent = s
         .store
         .get(&s.secrets.group_resource(), "ns", "dependent")
