@@ -412,6 +412,7 @@ impl<C: Cluster> Shared<C> {
     /// orphaning likewise misses a dependent it has not seen, which then loses its owner and
     /// is collected instead of orphaned. Waiting for the other watches' bookmarks closes that
     /// window wherever revisions are comparable (`kgc serve`).
+    ///
     /// The revisions are read once, on entry: changes committed later need not be waited
     /// for, so a resource that never stops changing cannot hold the worker up.
     async fn caught_up(&self) -> Result<(), ItemError> {
@@ -494,7 +495,7 @@ impl<C: Cluster> Shared<C> {
 
     /// One `attemptToOrphan` item (upstream `attemptToOrphanWorker`).
     pub(crate) async fn attempt_to_orphan(&self, uid: &Uid) -> Outcome {
-        if self.node(uid).is_none() {
+        if self.with_entry(uid, |_, _| ()).is_none() {
             return Outcome::Done;
         }
         // Every dependent committed so far must be in the graph ([`Self::caught_up`]).
