@@ -6,17 +6,20 @@
 //! and watches as newline-delimited JSON (shared/specs/apiserver-semantics.md).
 #![forbid(unsafe_code)]
 
+mod admission;
 mod apply;
 pub mod authn;
 pub mod authz;
 mod body;
 mod conversion;
 mod discovery;
+pub mod inflight;
 mod request;
 mod rest;
 mod reviews;
 mod scale;
 pub mod serviceaccount;
+mod strict;
 mod table;
 pub mod tls;
 mod watch;
@@ -73,6 +76,8 @@ pub struct ApiServer {
     authn: Option<Arc<authn::Authenticator>>,
     /// RBAC; set with authentication.
     rbac: Option<Arc<authz::Rbac>>,
+    /// `--max-requests-inflight` / `--max-mutating-requests-inflight`; `None`: unlimited.
+    inflight: Option<Arc<inflight::Limits>>,
 }
 
 /// Request counters for `/metrics`.
@@ -110,7 +115,15 @@ impl ApiServer {
             graph: None,
             authn: None,
             rbac: None,
+            inflight: None,
         }
+    }
+
+    /// Answers 429 beyond `read` requests (GET) and `mutating` requests (every other method) in
+    /// flight at once, as kube-apiserver's max-in-flight filter does; 0 lifts a limit.
+    pub fn with_inflight_limits(mut self, read: usize, mutating: usize) -> Self {
+        self.inflight = Some(Arc::new(inflight::Limits::new(read, mutating)));
+        self
     }
 
     /// Authenticates every request (see [`authn`]): anonymous requests reach only the health
@@ -148,7 +161,14 @@ impl ApiServer {
 async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
     let started = std::time::Instant::now();
     let method = req.method().clone();
-    let path = req.uri().path().to_owned();
+    // Routing, authorization and storage all see the decoded path, as upstream's do.
+    let path = match request::percent_decode(req.uri().path()) {
+        Ok(p) => p,
+        Err(e) => {
+            api.metrics.count(StatusCode::BAD_REQUEST);
+            return ApiError(e).into_response();
+        }
+    };
     let query = Query::parse(req.uri().query());
     let (parts, body) = req.into_parts();
     let user = match &api.authn {
@@ -162,6 +182,16 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
                 return resp;
             }
         },
+    };
+    let _permit = match &api.inflight {
+        Some(limits) => match limits.admit(&method, &path, &query, user.as_deref()) {
+            Ok(permit) => permit,
+            Err(resp) => {
+                api.metrics.count(resp.status());
+                return resp;
+            }
+        },
+        None => None,
     };
     let routed = authn::scope(
         user,

@@ -44,6 +44,43 @@ fn random_suffix() -> String {
         .collect()
 }
 
+/// The longest `generateName` prefix kept: a generated name stays a valid 63-character label
+/// (kubernetes/apiserver `pkg/storage/names/generate.go` `MaxGeneratedNameLength`).
+const MAX_GENERATED_PREFIX: usize = 63 - 5;
+
+/// How many names are tried before giving up (kubernetes/apiserver
+/// `pkg/registry/generic/registry/store.go` `maxNameGenerationCreateAttempts`).
+const NAME_GENERATION_ATTEMPTS: usize = 8;
+
+/// A name from `prefix` (cut to [`MAX_GENERATED_PREFIX`] bytes at a character boundary) and a
+/// random suffix that `free` accepts, trying as many times as upstream's create retries do; the
+/// last name tried when every try collided.
+fn generate_name(prefix: &str, free: impl Fn(&str) -> bool) -> Result<String, String> {
+    let mut cut = prefix.len().min(MAX_GENERATED_PREFIX);
+    while !prefix.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let prefix = &prefix[..cut];
+    let mut last = String::new();
+    for _ in 0..NAME_GENERATION_ATTEMPTS {
+        last = format!("{prefix}{}", random_suffix());
+        if free(&last) {
+            return Ok(last);
+        }
+    }
+    Err(last)
+}
+
+/// The 409 after every generated name collided (apimachinery `NewGenerateNameConflict`).
+fn generate_name_conflict(gr: &kgc_meta::GroupResource, name: &str) -> Status {
+    let mut s = Status::already_exists(gr, name);
+    s.message = format!(
+        "{gr} \"{name}\" already exists, the server was not able to generate a unique name for the object"
+    );
+    s.retry_after_seconds = Some(1);
+    s
+}
+
 fn invalid(info: &ResourceInfo, name: &str, errs: &[kgc_meta::FieldError]) -> Status {
     Status::invalid(&info.group, &info.kind, name, errs)
 }
@@ -110,14 +147,8 @@ impl Store {
             && let Some(prefix) = obj.meta_str("generateName").map(str::to_owned)
             && !prefix.is_empty()
         {
-            // Retry on the rare collision instead of handing the client a 409.
-            let mut name = format!("{prefix}{}", random_suffix());
-            for _ in 0..8 {
-                if st.get(&gr, namespace, &name).is_none() {
-                    break;
-                }
-                name = format!("{prefix}{}", random_suffix());
-            }
+            let name = generate_name(&prefix, |n| st.get(&gr, namespace, n).is_none())
+                .map_err(|last| generate_name_conflict(&gr, &last))?;
             obj.set("name", name);
         }
         let name = obj.name().to_owned();
@@ -473,5 +504,41 @@ fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
             fins.push(crate::namespace::FINALIZER_KUBERNETES.to_owned());
         }
         obj["spec"]["finalizers"] = Value::from(fins);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_names_keep_58_characters_of_the_prefix() {
+        let long = "a".repeat(250);
+        let name = generate_name(&long, |_| true).unwrap();
+        assert_eq!(name.len(), 63);
+        assert!(name.starts_with(&"a".repeat(58)));
+        assert!(name[58..].bytes().all(|b| NAME_ALPHABET.contains(&b)));
+        // A multi-byte character is never cut in half.
+        let name = generate_name(&format!("{}é", "a".repeat(57)), |_| true).unwrap();
+        assert!(name.starts_with(&"a".repeat(57)) && name.len() == 62);
+    }
+
+    #[test]
+    fn generate_name_gives_up_after_upstreams_attempts() {
+        let tries = std::cell::Cell::new(0);
+        let last = generate_name("web-", |_| {
+            tries.set(tries.get() + 1);
+            false
+        })
+        .unwrap_err();
+        assert_eq!(tries.get(), NAME_GENERATION_ATTEMPTS);
+        let s = generate_name_conflict(&kgc_meta::GroupResource::new("", "pods"), &last);
+        assert_eq!(
+            s.message,
+            format!(
+                "pods \"{last}\" already exists, the server was not able to generate a unique name for the object"
+            )
+        );
+        assert_eq!((s.code, s.retry_after_seconds), (409, Some(1)));
     }
 }

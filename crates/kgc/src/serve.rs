@@ -38,6 +38,12 @@ pub struct Args {
     /// How often the garbage collector re-runs discovery to pick up new resource types.
     #[arg(long, default_value = "30s", value_parser = crate::parse_duration)]
     gc_resync: std::time::Duration,
+    /// Reads (GET) served at once; more are refused with 429 (0: no limit). Watches do not count.
+    #[arg(long, default_value_t = kgc_apiserver::inflight::DEFAULT_READ_LIMIT)]
+    max_requests_inflight: usize,
+    /// Writes served at once; more are refused with 429 (0: no limit).
+    #[arg(long, default_value_t = kgc_apiserver::inflight::DEFAULT_MUTATING_LIMIT)]
+    max_mutating_requests_inflight: usize,
     #[command(flatten)]
     lifecycle: crate::lifecycle::LifecycleArgs,
     #[command(flatten)]
@@ -171,7 +177,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         tokio::spawn(store.clone().run_crd_controller()),
     ];
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut api = ApiServer::new(store.clone(), client_host.clone(), stop_rx);
+    let mut api = ApiServer::new(store.clone(), client_host.clone(), stop_rx).with_inflight_limits(
+        args.max_requests_inflight,
+        args.max_mutating_requests_inflight,
+    );
     let mut gc_task = None;
     if !args.disable.iter().any(|d| d == "gc") {
         let gc = GarbageCollector::new(
