@@ -14,6 +14,7 @@ mod body;
 mod conversion;
 mod discovery;
 pub mod inflight;
+pub mod owner_references;
 mod request;
 mod rest;
 mod reviews;
@@ -78,6 +79,8 @@ pub struct ApiServer {
     rbac: Option<Arc<authz::Rbac>>,
     /// `--max-requests-inflight` / `--max-mutating-requests-inflight`; `None`: unlimited.
     inflight: Option<Arc<inflight::Limits>>,
+    /// The OwnerReferencesPermissionEnforcement admission plugin (on unless disabled).
+    owner_references_enforced: bool,
 }
 
 /// Request counters for `/metrics`.
@@ -116,7 +119,15 @@ impl ApiServer {
             authn: None,
             rbac: None,
             inflight: None,
+            owner_references_enforced: true,
         }
+    }
+
+    /// Turns the OwnerReferencesPermissionEnforcement admission plugin off (see
+    /// [`owner_references`]).
+    pub fn without_owner_references_enforcement(mut self) -> Self {
+        self.owner_references_enforced = false;
+        self
     }
 
     /// Answers 429 beyond `read` requests (GET) and `mutating` requests (every other method) in

@@ -81,6 +81,7 @@ pub async fn serve(
             let (mut obj, strict) = object_body(&info, &req, headers, body).await?;
             let warnings = admission::admit(&info, &req, mode, Written::Object, &mut obj, strict)?;
             crate::authz::admit_write(api.rbac.as_deref(), &info, &req, &obj)?;
+            api.admit_owner_references(&info, &req, None, &obj)?;
             let tracking = Tracking::new(&info, &req, query, headers);
             let obj = tracking.record(None, &obj);
             let created = api.store.create(&info, &ns, obj, query.dry_run()?).await?;
@@ -105,6 +106,7 @@ pub async fn serve(
                     query.dry_run()?,
                     |current| {
                         crate::authz::admit_update(&info, &current, &obj)?;
+                        api.admit_owner_references(&info, &req, Some(&current), &obj)?;
                         Ok(tracking.record(Some(&current), &obj))
                     },
                 )
@@ -510,6 +512,7 @@ async fn patch(
                     admission::admit(info, req, mode, Written::Patch, &mut current, strict)?;
                 crate::authz::admit_write(api.rbac.as_deref(), info, req, &current)?;
                 crate::authz::admit_update(info, &before, &current)?;
+                api.admit_owner_references(info, req, Some(&before), &current)?;
                 conversion::to_storage(info, &req.version, &mut current);
                 Ok(tracking.record(Some(&before), &current))
             },
@@ -643,6 +646,7 @@ async fn server_side_apply(
         if let Some(live) = live.as_ref() {
             crate::authz::admit_update(info, live, &merged)?;
         }
+        api.admit_owner_references(info, req, live.as_ref(), &merged)?;
         conversion::to_storage(info, &req.version, &mut merged);
         Ok(merged)
     };

@@ -44,6 +44,10 @@ pub struct Args {
     /// Writes served at once; more are refused with 429 (0: no limit).
     #[arg(long, default_value_t = kgc_apiserver::inflight::DEFAULT_MUTATING_LIMIT)]
     max_mutating_requests_inflight: usize,
+    /// Admission plugins to turn off (comma-separated). kgc enforces
+    /// OwnerReferencesPermissionEnforcement by default, which kube-apiserver leaves off.
+    #[arg(long, value_delimiter = ',', value_parser = [kgc_apiserver::owner_references::PLUGIN])]
+    disable_admission_plugins: Vec<String>,
     #[command(flatten)]
     lifecycle: crate::lifecycle::LifecycleArgs,
     #[command(flatten)]
@@ -181,6 +185,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         args.max_requests_inflight,
         args.max_mutating_requests_inflight,
     );
+    if !args.disable_admission_plugins.is_empty() {
+        api = api.without_owner_references_enforcement();
+    }
     let mut gc_task = None;
     if !args.disable.iter().any(|d| d == "gc") {
         let gc = GarbageCollector::new(
