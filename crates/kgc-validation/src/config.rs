@@ -140,15 +140,14 @@ pub(crate) fn secret(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
     }
     let has = |k: &str| data.get(k).is_some();
     match obj.str_of("type") {
-        "kubernetes.io/service-account-token" => {
+        "kubernetes.io/service-account-token"
             if obj
                 .at("metadata")
                 .at("annotations")
                 .str_of(SA_NAME_KEY)
-                .is_empty()
-            {
-                errs.required(key("metadata.annotations", SA_NAME_KEY), "");
-            }
+                .is_empty() =>
+        {
+            errs.required(key("metadata.annotations", SA_NAME_KEY), "");
         }
         t @ ("kubernetes.io/dockercfg" | "kubernetes.io/dockerconfigjson") => {
             let k = if t == "kubernetes.io/dockercfg" {
@@ -165,16 +164,12 @@ pub(crate) fn secret(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
                 }
             }
         }
-        "kubernetes.io/basic-auth" => {
-            if !has("username") && !has("password") {
-                errs.required(key("data", "username"), "");
-                errs.required(key("data", "password"), "");
-            }
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            errs.required(key("data", "username"), "");
+            errs.required(key("data", "password"), "");
         }
-        "kubernetes.io/ssh-auth" => {
-            if decoded_len(data.at("ssh-privatekey")) == 0 {
-                errs.required(key("data", "ssh-privatekey"), "");
-            }
+        "kubernetes.io/ssh-auth" if decoded_len(data.at("ssh-privatekey")) == 0 => {
+            errs.required(key("data", "ssh-privatekey"), "");
         }
         "kubernetes.io/tls" => {
             for k in ["tls.crt", "tls.key"] {

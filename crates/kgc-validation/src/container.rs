@@ -779,10 +779,8 @@ fn handler(h: &Value, kinds: &[&str], grace: Option<i64>, path: &str, errs: &mut
         found = true;
         let v = h.at(kind);
         match *kind {
-            "exec" => {
-                if v.list("command").is_empty() {
-                    errs.required(child(&p, "command"), "");
-                }
+            "exec" if v.list("command").is_empty() => {
+                errs.required(child(&p, "command"), "");
             }
             "httpGet" => {
                 validate_port_num_or_name(v.at("port"), &child(&p, "port"), errs);

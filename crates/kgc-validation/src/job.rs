@@ -343,14 +343,12 @@ fn pod_failure_policy(spec: &Value, path: &str, errs: &mut Errors) {
                 ap,
                 "valid values: [\"Count\" \"FailIndex\" \"FailJob\" \"Ignore\"]",
             ),
-            "FailIndex" => {
-                if !spec.has("backoffLimitPerIndex") {
-                    errs.invalid_typed(
-                        ap,
-                        "FailIndex",
-                        "requires the backoffLimitPerIndex to be set",
-                    );
-                }
+            "FailIndex" if !spec.has("backoffLimitPerIndex") => {
+                errs.invalid_typed(
+                    ap,
+                    "FailIndex",
+                    "requires the backoffLimitPerIndex to be set",
+                );
             }
             a if !ACTIONS.contains(&a) => errs.not_supported_typed(ap, a, &ACTIONS),
             _ => {}

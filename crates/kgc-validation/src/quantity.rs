@@ -27,6 +27,8 @@ pub(crate) struct Quantity {
 
 /// Upstream keeps nano precision (`Nano = -9`), rounding finer values up.
 const MIN_EXPONENT: i32 = -9;
+/// Powers of ten beyond this are treated as unparsable.
+const MAX_EXPONENT: i32 = 1000;
 
 fn pow10(n: u32) -> Option<i128> {
     10i128.checked_pow(n)
@@ -61,6 +63,10 @@ impl Quantity {
             digits.parse().ok()?
         };
         let mut exponent = ten.checked_sub(i32::try_from(frac.len()).ok()?)?;
+        // Far beyond any real quantity, and would overflow the canonical form's arithmetic.
+        if !(-MAX_EXPONENT..=MAX_EXPONENT).contains(&exponent) {
+            return None;
+        }
         if two > 0 {
             mantissa = mantissa.checked_mul(1i128.checked_shl(two)?)?;
         }
@@ -298,7 +304,17 @@ mod tests {
 
     #[test]
     fn rejects_malformed_quantities() {
-        for bad in ["", "abc", "1.2.3", "1Qi", "1e", "--1", "1 Gi"] {
+        for bad in [
+            "",
+            "abc",
+            "1.2.3",
+            "1Qi",
+            "1e",
+            "--1",
+            "1 Gi",
+            "10e2147483647",
+            "1e-99999",
+        ] {
             assert!(Quantity::parse(bad).is_none(), "{bad}");
         }
     }
@@ -309,6 +325,6 @@ mod tests {
         assert!(q("500m").cmp(&q("0.5")).is_eq());
         assert!(q("1Gi").cmp(&q("1G")).is_gt());
         assert!(q("-1").cmp(&Quantity::zero()).is_lt());
-        assert!(q("1.5").is_integer() == false && q("2000m").is_integer());
+        assert!(!q("1.5").is_integer() && q("2000m").is_integer());
     }
 }

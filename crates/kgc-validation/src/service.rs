@@ -147,14 +147,12 @@ fn validate(spec: &Value, errs: &mut Errors) {
                 }
             }
         }
-        "NodePort" => {
-            if headless {
-                errs.invalid(
-                    "spec.clusterIPs[0]",
-                    &first_ip(),
-                    "may not be set to 'None' for NodePort services",
-                );
-            }
+        "NodePort" if headless => {
+            errs.invalid(
+                "spec.clusterIPs[0]",
+                &first_ip(),
+                "may not be set to 'None' for NodePort services",
+            );
         }
         "ExternalName" => {
             if !spec.list("clusterIPs").is_empty() {

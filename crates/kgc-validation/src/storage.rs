@@ -149,10 +149,8 @@ fn pv_spec(spec: &Value, errs: &mut Errors) {
         Some("local") if !spec.has("nodeAffinity") => {
             errs.required("spec.nodeAffinity", "Local volume requires node affinity");
         }
-        Some("csi") => {
-            if spec.at("csi").str_of("volumeHandle").is_empty() {
-                errs.required("spec.csi.volumeHandle", "");
-            }
+        Some("csi") if spec.at("csi").str_of("volumeHandle").is_empty() => {
+            errs.required("spec.csi.volumeHandle", "");
         }
         _ => {}
     }

@@ -160,13 +160,11 @@ pub(crate) fn validate_sources(
 
 fn validate_source(src: &str, v: &Value, path: &str, errs: &mut Errors) {
     match src {
-        "emptyDir" => {
-            if Quantity::from_json(v.at("sizeLimit")).is_some_and(|q| q.is_negative()) {
-                errs.forbidden(
-                    child(path, "sizeLimit"),
-                    "SizeLimit field must be a valid resource quantity",
-                );
-            }
+        "emptyDir" if Quantity::from_json(v.at("sizeLimit")).is_some_and(|q| q.is_negative()) => {
+            errs.forbidden(
+                child(path, "sizeLimit"),
+                "SizeLimit field must be a valid resource quantity",
+            );
         }
         "hostPath" => host_path(v, path, errs),
         "gitRepo" => {
@@ -189,10 +187,8 @@ fn validate_source(src: &str, v: &Value, path: &str, errs: &mut Errors) {
             mode(v, "defaultMode", path, errs);
             key_to_paths(v, path, errs);
         }
-        "persistentVolumeClaim" => {
-            if v.str_of("claimName").is_empty() {
-                errs.required(child(path, "claimName"), "");
-            }
+        "persistentVolumeClaim" if v.str_of("claimName").is_empty() => {
+            errs.required(child(path, "claimName"), "");
         }
         "nfs" => {
             if v.str_of("server").is_empty() {
