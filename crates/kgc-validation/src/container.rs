@@ -217,29 +217,21 @@ fn common(c: &Value, vols: &Volumes, path: &str, errs: &mut Errors) {
     if c.str_of("image").is_empty() {
         errs.required(child(path, "image"), "");
     }
-    match c.str_of("terminationMessagePolicy") {
-        "File" | "FallbackToLogsOnError" => {}
-        "" => errs.required(child(path, "terminationMessagePolicy"), ""),
-        other => errs.not_supported_typed(
-            child(path, "terminationMessagePolicy"),
-            other,
-            &["File", "FallbackToLogsOnError"],
-        ),
-    }
+    errs.one_of(
+        child(path, "terminationMessagePolicy"),
+        c.str_of("terminationMessagePolicy"),
+        &["File", "FallbackToLogsOnError"],
+    );
     ports(c, &child(path, "ports"), errs);
     env(c, &child(path, "env"), errs);
     env_from(c, &child(path, "envFrom"), errs);
     volume_mounts(c, vols, &child(path, "volumeMounts"), errs);
     volume_devices(c, vols, &child(path, "volumeDevices"), errs);
-    match c.str_of("imagePullPolicy") {
-        "Always" | "IfNotPresent" | "Never" => {}
-        "" => errs.required(child(path, "imagePullPolicy"), ""),
-        other => errs.not_supported_typed(
-            child(path, "imagePullPolicy"),
-            other,
-            &["Always", "IfNotPresent", "Never"],
-        ),
-    }
+    errs.one_of(
+        child(path, "imagePullPolicy"),
+        c.str_of("imagePullPolicy"),
+        &["Always", "IfNotPresent", "Never"],
+    );
     crate::resources::validate_requirements(c.at("resources"), &child(path, "resources"), errs);
 }
 
@@ -271,13 +263,7 @@ fn ports(c: &Value, path: &str, errs: &mut Errors) {
                 errs.invalid_int(child(&p, "hostPort"), hp, m);
             }
         }
-        match port.str_of("protocol") {
-            "" => errs.required(child(&p, "protocol"), ""),
-            proto if !PROTOCOLS.contains(&proto) => {
-                errs.not_supported_typed(child(&p, "protocol"), proto, &PROTOCOLS);
-            }
-            _ => {}
-        }
+        errs.one_of(child(&p, "protocol"), port.str_of("protocol"), &PROTOCOLS);
     }
 }
 

@@ -14,16 +14,8 @@ use crate::labels::render_selector;
 /// The Job name gets an 11-character `-<timestamp>` suffix and must stay a 63-character label.
 const MAX_NAME: usize = 63 - 11;
 
-/// A CronJob create or update (`status` updates have no rules).
-pub(crate) fn cron_job(
-    obj: &Value,
-    old: Option<&Value>,
-    subresource: Option<&str>,
-    errs: &mut Errors,
-) {
-    if subresource.is_some() {
-        return;
-    }
+/// A CronJob create or update (its `status` has no rules).
+pub(crate) fn cron_job(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
     let old_spec = old.map(|o| o.at("spec"));
     spec(obj.at("spec"), old_spec, errs);
     let name = obj.at("metadata").str_of("name");
@@ -69,15 +61,11 @@ fn spec(spec: &Value, old: Option<&Value>, errs: &mut Errors) {
     {
         validate_time_zone(tz, errs);
     }
-    match spec.str_of("concurrencyPolicy") {
-        "Allow" | "Forbid" | "Replace" => {}
-        "" => errs.required("spec.concurrencyPolicy", ""),
-        other => errs.not_supported_typed(
-            "spec.concurrencyPolicy",
-            other,
-            &["Allow", "Forbid", "Replace"],
-        ),
-    }
+    errs.one_of(
+        "spec.concurrencyPolicy",
+        spec.str_of("concurrencyPolicy"),
+        &["Allow", "Forbid", "Replace"],
+    );
     let template = spec.at("jobTemplate").at("spec");
     validate_job_spec(template, "spec.jobTemplate.spec", errs);
     let sel = template.at("selector");
@@ -153,7 +141,7 @@ mod tests {
     }
 
     fn run(obj: &Value, old: Option<&Value>) -> Vec<String> {
-        crate::testutil::messages(|e| cron_job(obj, old, None, e))
+        crate::testutil::messages(|e| cron_job(obj, old, e))
     }
 
     /// `TestValidateCronJob` (create).

@@ -9,6 +9,7 @@ use kgc_meta::validation::{go_json, go_quote, is_dns1123_label, is_dns1123_subdo
 use serde_json::Value;
 use x509_parser::prelude::{FromDer, X509CertificationRequest, X509Error};
 
+use crate::Op;
 use crate::field::{Errors, child, index};
 use crate::json::{Json, strings};
 
@@ -180,40 +181,31 @@ fn signer_name(name: &str, errs: &mut Errors) {
     if domain.len() > 253 {
         errs.too_long(PATH, 253);
     }
-    let labels: Vec<&str> = domain.split('.').collect();
-    if let Some((lbl, msgs)) = labels
-        .iter()
-        .map(|l| (l, is_dns1123_label(l)))
-        .find(|(_, m)| !m.is_empty())
-    {
-        for m in msgs {
-            errs.invalid(
-                PATH,
-                domain,
-                format!("validating label {}: {m}", go_quote(lbl)),
-            );
+    // Only the first bad label is reported: the others would repeat the same messages.
+    let first_bad = |segment: &str, check: fn(&str) -> Vec<String>, errs: &mut Errors| {
+        if let Some((lbl, msgs)) = segment
+            .split('.')
+            .map(|l| (l, check(l)))
+            .find(|(_, m)| !m.is_empty())
+        {
+            for m in msgs {
+                errs.invalid(
+                    PATH,
+                    segment,
+                    format!("validating label {}: {m}", go_quote(lbl)),
+                );
+            }
         }
-    }
-    if labels.len() < 2 {
+    };
+    first_bad(domain, is_dns1123_label, errs);
+    if !domain.contains('.') {
         errs.invalid(
             PATH,
             domain,
             "should be a domain with at least two segments separated by dots",
         );
     }
-    if let Some((lbl, msgs)) = path
-        .split('.')
-        .map(|l| (l, is_dns1123_subdomain(l)))
-        .find(|(_, m)| !m.is_empty())
-    {
-        for m in msgs {
-            errs.invalid(
-                PATH,
-                path,
-                format!("validating label {}: {m}", go_quote(lbl)),
-            );
-        }
-    }
+    first_bad(path, is_dns1123_subdomain, errs);
     let max = 253 + (253 + 63 + 1) + 1;
     if name.len() > max {
         errs.too_long(PATH, max);
@@ -251,9 +243,13 @@ fn has_duplicates(items: &[&str]) -> bool {
 }
 
 impl Options {
-    fn for_update(new: &Value, old: Option<&Value>, subresource: Option<&str>) -> Self {
-        let Some(old) = old else {
+    fn for_write(new: &Value, op: Op<'_>) -> Self {
+        let Some(old) = op.old() else {
             return Self::default();
+        };
+        let subresource = match op {
+            Op::Subresource(sub, _) => Some(sub),
+            _ => None,
         };
         let types = condition_types(old);
         let usages = strings(old.at("spec"), "usages");
@@ -274,18 +270,13 @@ impl Options {
 }
 
 /// A CertificateSigningRequest create, update, or `status` / `approval` update.
-pub(crate) fn certificate_signing_request(
-    obj: &Value,
-    old: Option<&Value>,
-    subresource: Option<&str>,
-    errs: &mut Errors,
-) {
-    if !matches!(subresource, None | Some("status" | "approval")) {
+pub(crate) fn certificate_signing_request(obj: &Value, op: Op<'_>, errs: &mut Errors) {
+    if matches!(op, Op::Subresource(sub, _) if !matches!(sub, "status" | "approval")) {
         return;
     }
-    let opts = Options::for_update(obj, old, subresource);
+    let opts = Options::for_write(obj, op);
     validate(obj, &opts, errs);
-    if let Some(old) = old {
+    if let Some(old) = op.old() {
         update(obj, old, &opts, errs);
     }
 }
@@ -467,7 +458,7 @@ mod tests {
     }
 
     fn run(obj: &Value, old: Option<&Value>, sub: Option<&str>) -> Vec<String> {
-        crate::testutil::messages(|e| certificate_signing_request(obj, old, sub, e))
+        crate::testutil::check(certificate_signing_request, obj, old, sub)
     }
 
     /// `TestValidateCertificateSigningRequestCreate`.

@@ -6,56 +6,44 @@
 use kgc_meta::validation::go_json;
 use serde_json::Value;
 
+use crate::Op;
 use crate::field::{Errors, child};
-use crate::json::{Json, same};
+use crate::json::Json;
 use crate::labels::{Selector, is_empty_selector, render_selector, validate_selector};
 use crate::pod::validate_template;
 use crate::workload::{
-    always_restart, collision_count_not_decremented, counters, int_or_percent_value,
-    not_more_than_100_percent, positive_int_or_percent, render_int_or_string, template_matches,
+    Rules, always_restart, counters, immutable_selector, int_or_percent_value,
+    not_more_than_100_percent, render_int_or_string, route, surge_and_unavailable,
+    template_matches,
 };
 
 /// A DaemonSet create, update or `status` update.
-pub(crate) fn daemon_set(
-    obj: &Value,
-    old: Option<&Value>,
-    subresource: Option<&str>,
-    errs: &mut Errors,
-) {
-    match (old, subresource) {
-        (Some(old), Some("status")) => {
-            counters(
-                obj.at("status"),
-                &[
-                    "currentNumberScheduled",
-                    "numberMisscheduled",
-                    "desiredNumberScheduled",
-                    "numberReady",
-                    "observedGeneration",
-                    "updatedNumberScheduled",
-                    "numberAvailable",
-                    "numberUnavailable",
-                    "collisionCount",
-                ],
-                errs,
-            );
-            collision_count_not_decremented(obj.at("status"), old.at("status"), errs);
-        }
-        (_, Some(_)) => {}
-        (old, None) => {
-            spec(obj.at("spec"), errs);
-            if let Some(old) = old {
-                let sel = obj.at("spec").at("selector");
-                if !same(sel, old.at("spec").at("selector")) {
-                    errs.invalid_raw(
-                        "spec.selector",
-                        render_selector(sel),
-                        crate::field::IMMUTABLE,
-                    );
-                }
-            }
-        }
-    }
+pub(crate) fn daemon_set(obj: &Value, op: Op<'_>, errs: &mut Errors) {
+    let rules = Rules {
+        spec,
+        update: immutable_selector,
+        status,
+    };
+    route(obj, op, &rules, errs);
+}
+
+/// `validateDaemonSetStatus`.
+fn status(s: &Value, errs: &mut Errors) {
+    counters(
+        s,
+        &[
+            "currentNumberScheduled",
+            "numberMisscheduled",
+            "desiredNumberScheduled",
+            "numberReady",
+            "observedGeneration",
+            "updatedNumberScheduled",
+            "numberAvailable",
+            "numberUnavailable",
+            "collisionCount",
+        ],
+        errs,
+    );
 }
 
 /// `ValidateDaemonSetSpec`.
@@ -101,10 +89,7 @@ fn strategy(s: &Value, path: &str, errs: &mut Errors) {
                 errs.required(rp, "");
                 return;
             }
-            let (mu, ms) = (ru.at("maxUnavailable"), ru.at("maxSurge"));
-            let (mu_path, ms_path) = (child(&rp, "maxUnavailable"), child(&rp, "maxSurge"));
-            positive_int_or_percent(mu, &mu_path, errs);
-            positive_int_or_percent(ms, &ms_path, errs);
+            let [(mu, mu_path), (ms, ms_path)] = surge_and_unavailable(ru, &rp, errs);
             not_more_than_100_percent(mu, &mu_path, errs);
             not_more_than_100_percent(ms, &ms_path, errs);
             match (int_or_percent_value(mu) != 0, int_or_percent_value(ms) != 0) {
@@ -157,7 +142,7 @@ mod tests {
     }
 
     fn run(obj: &Value, old: Option<&Value>, sub: Option<&str>) -> Vec<String> {
-        crate::testutil::messages(|e| daemon_set(obj, old, sub, e))
+        crate::testutil::check(daemon_set, obj, old, sub)
     }
 
     /// `TestValidateDaemonSet`.

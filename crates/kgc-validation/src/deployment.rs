@@ -7,61 +7,29 @@
 use kgc_meta::validation::go_json;
 use serde_json::Value;
 
+use crate::Op;
 use crate::field::{Errors, child};
 use crate::json::Json;
-use crate::labels::render_selector;
 use crate::workload::{
-    collision_count_not_decremented, counters, int_or_percent_value, not_above,
-    not_more_than_100_percent, positive_int_or_percent, render_int_or_string, required_selector,
-    template_for_replicas,
+    Rules, counters, immutable_selector, int_or_percent_value, not_above,
+    not_more_than_100_percent, ready_and_available, render_int_or_string, route,
+    selector_and_template, surge_and_unavailable,
 };
 
 /// A Deployment create, update or `status` update.
-pub(crate) fn deployment(
-    obj: &Value,
-    old: Option<&Value>,
-    subresource: Option<&str>,
-    errs: &mut Errors,
-) {
-    match (old, subresource) {
-        (Some(old), Some("status")) => {
-            status(obj.at("status"), errs);
-            collision_count_not_decremented(obj.at("status"), old.at("status"), errs);
-        }
-        (_, Some(_)) => {}
-        (old, None) => {
-            spec(obj.at("spec"), errs);
-            if let Some(old) = old {
-                let sel = obj.at("spec").at("selector");
-                if !crate::json::same(sel, old.at("spec").at("selector")) {
-                    errs.invalid_raw(
-                        "spec.selector",
-                        render_selector(sel),
-                        crate::field::IMMUTABLE,
-                    );
-                }
-            }
-        }
-    }
+pub(crate) fn deployment(obj: &Value, op: Op<'_>, errs: &mut Errors) {
+    let rules = Rules {
+        spec,
+        update: immutable_selector,
+        status,
+    };
+    route(obj, op, &rules, errs);
 }
 
 /// `ValidateDeploymentSpec`.
 fn spec(spec: &Value, errs: &mut Errors) {
     errs.nonnegative("spec.replicas", spec.int_of("replicas"));
-    match required_selector(spec, "deployment", "spec", errs) {
-        Some(sel) => template_for_replicas(
-            &sel,
-            spec.at("template"),
-            "ReplicaSet",
-            "spec.template",
-            errs,
-        ),
-        None => errs.invalid_raw(
-            "spec.selector",
-            render_selector(spec.at("selector")),
-            "invalid label selector",
-        ),
-    }
+    selector_and_template(spec, errs);
     strategy(spec.at("strategy"), "spec.strategy", errs);
     let min_ready = spec.int_of("minReadySeconds");
     errs.nonnegative("spec.minReadySeconds", min_ready);
@@ -98,10 +66,7 @@ fn strategy(s: &Value, path: &str, errs: &mut Errors) {
                 errs.required(rp, "this should be defaulted and never be nil");
                 return;
             }
-            let (mu, ms) = (ru.at("maxUnavailable"), ru.at("maxSurge"));
-            let (mu_path, ms_path) = (child(&rp, "maxUnavailable"), child(&rp, "maxSurge"));
-            positive_int_or_percent(mu, &mu_path, errs);
-            positive_int_or_percent(ms, &ms_path, errs);
+            let [(mu, mu_path), (ms, _)] = surge_and_unavailable(ru, &rp, errs);
             if int_or_percent_value(mu) == 0 && int_or_percent_value(ms) == 0 {
                 errs.invalid_raw(
                     &mu_path,
@@ -149,17 +114,14 @@ fn status(s: &Value, errs: &mut Errors) {
         ],
         errs,
     );
-    const MSG: &str = "cannot be greater than status.replicas";
-    not_above(s, "updatedReplicas", "replicas", MSG, errs);
-    not_above(s, "readyReplicas", "replicas", MSG, errs);
-    not_above(s, "availableReplicas", "replicas", MSG, errs);
     not_above(
         s,
-        "availableReplicas",
-        "readyReplicas",
-        "cannot be greater than readyReplicas",
+        "updatedReplicas",
+        "replicas",
+        "cannot be greater than status.replicas",
         errs,
     );
+    ready_and_available(s, "cannot be greater than readyReplicas", errs);
 }
 
 #[cfg(test)]
@@ -181,7 +143,7 @@ mod tests {
     }
 
     fn run(obj: &Value, old: Option<&Value>, sub: Option<&str>) -> Vec<String> {
-        crate::testutil::messages(|e| deployment(obj, old, sub, e))
+        crate::testutil::check(deployment, obj, old, sub)
     }
 
     /// `TestValidateDeployment`.

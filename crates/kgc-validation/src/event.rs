@@ -10,7 +10,7 @@
 use kgc_meta::validation::{go_json, is_dns1123_subdomain, is_qualified_name};
 use serde_json::Value;
 
-use crate::field::Errors;
+use crate::field::{Errors, IMMUTABLE};
 use crate::json::{Json, same};
 
 const REPORTING_INSTANCE_LIMIT: usize = 128;
@@ -134,35 +134,21 @@ fn legacy(e: &Event<'_>, events_api: bool, errs: &mut Errors) {
             e.reporting_controller,
             is_qualified_name(e.reporting_controller),
         );
-        if e.reporting_instance.is_empty() {
-            errs.required("reportingInstance", "");
-        }
-        if e.reporting_instance.len() > REPORTING_INSTANCE_LIMIT {
-            errs.invalid(
+        for (path, v, limit) in [
+            (
                 "reportingInstance",
-                "",
-                format!("can have at most {REPORTING_INSTANCE_LIMIT} characters"),
-            );
-        }
-        if e.action.is_empty() {
-            errs.required("action", "");
-        }
-        if e.action.len() > ACTION_LIMIT {
-            errs.invalid(
-                "action",
-                "",
-                format!("can have at most {ACTION_LIMIT} characters"),
-            );
-        }
-        if e.reason.is_empty() {
-            errs.required("reason", "");
-        }
-        if e.reason.len() > REASON_LIMIT {
-            errs.invalid(
-                "reason",
-                "",
-                format!("can have at most {REASON_LIMIT} characters"),
-            );
+                e.reporting_instance,
+                REPORTING_INSTANCE_LIMIT,
+            ),
+            ("action", e.action, ACTION_LIMIT),
+            ("reason", e.reason, REASON_LIMIT),
+        ] {
+            if v.is_empty() {
+                errs.required(path, "");
+            }
+            if v.len() > limit {
+                errs.invalid(path, "", format!("can have at most {limit} characters"));
+            }
         }
         if e.message.len() > NOTE_LIMIT {
             errs.invalid(
@@ -211,68 +197,52 @@ fn strict_create(e: &Event<'_>, errs: &mut Errors) {
     }
 }
 
-/// The strict update rules of events.k8s.io/v1: only the series may change.
+/// The strict update rules of events.k8s.io/v1: only the series may change. (Upstream checks
+/// `reason` twice, so a changed reason is reported twice.)
 fn strict_update(e: &Event<'_>, old: &Event<'_>, errs: &mut Errors) {
+    let fixed = |errs: &mut Errors, path: &str, new: &str, was: &str| {
+        if new != was {
+            errs.invalid(path, new, IMMUTABLE);
+        }
+    };
     if !same(e.series, old.series) {
         series(e, errs);
     }
     errs.immutable("involvedObject", e.involved_object, old.involved_object);
-    let strings = [
-        ("reason", e.reason, old.reason),
-        ("message", e.message, old.message),
-    ];
-    for (path, new, was) in strings {
-        if new != was {
-            errs.invalid(path, new, crate::field::IMMUTABLE);
-        }
-    }
+    fixed(errs, "reason", e.reason, old.reason);
+    fixed(errs, "message", e.message, old.message);
     if !same(e.source, old.source) {
-        errs.invalid_raw(
-            "source",
-            format!(
-                "{{\"Component\":{},\"Host\":{}}}",
-                go_json(&Value::from(e.source.str_of("component"))),
-                go_json(&Value::from(e.source.str_of("host")))
-            ),
-            crate::field::IMMUTABLE,
+        let source = format!(
+            "{{\"Component\":{},\"Host\":{}}}",
+            go_json(&Value::from(e.source.str_of("component"))),
+            go_json(&Value::from(e.source.str_of("host")))
         );
+        errs.invalid_raw("source", source, IMMUTABLE);
     }
     errs.immutable("firstTimestamp", e.first_timestamp, old.first_timestamp);
     errs.immutable("lastTimestamp", e.last_timestamp, old.last_timestamp);
     if e.count != old.count {
-        errs.invalid_int("count", e.count, crate::field::IMMUTABLE);
+        errs.invalid_int("count", e.count, IMMUTABLE);
     }
-    if e.reason != old.reason {
-        errs.invalid("reason", e.reason, crate::field::IMMUTABLE);
-    }
-    if e.event_type != old.event_type {
-        errs.invalid("type", e.event_type, crate::field::IMMUTABLE);
-    }
+    fixed(errs, "reason", e.reason, old.reason);
+    fixed(errs, "type", e.event_type, old.event_type);
     if micros(e.event_time) != micros(old.event_time) {
-        errs.invalid_json("eventTime", e.event_time, crate::field::IMMUTABLE);
+        errs.invalid_json("eventTime", e.event_time, IMMUTABLE);
     }
-    for (path, new, was) in [("action", e.action, old.action)] {
-        if new != was {
-            errs.invalid(path, new, crate::field::IMMUTABLE);
-        }
-    }
+    fixed(errs, "action", e.action, old.action);
     errs.immutable("related", e.related, old.related);
-    for (path, new, was) in [
-        (
-            "reportingController",
-            e.reporting_controller,
-            old.reporting_controller,
-        ),
-        (
-            "reportingInstance",
-            e.reporting_instance,
-            old.reporting_instance,
-        ),
-    ] {
-        if new != was {
-            errs.invalid(path, new, crate::field::IMMUTABLE);
-        }
-    }
+    fixed(
+        errs,
+        "reportingController",
+        e.reporting_controller,
+        old.reporting_controller,
+    );
+    fixed(
+        errs,
+        "reportingInstance",
+        e.reporting_instance,
+        old.reporting_instance,
+    );
 }
 
 /// A `MicroTime` rounded to microseconds (upstream tolerates sub-microsecond changes).

@@ -159,6 +159,15 @@ impl Errors {
         self.not_supported_raw(path, typed(v), supported);
     }
 
+    /// An enumerated named-string field: `Required` when empty, `NotSupported` when unknown.
+    pub(crate) fn one_of(&mut self, path: impl Into<String>, v: &str, supported: &[&str]) {
+        if v.is_empty() {
+            self.required(path, "");
+        } else if !supported.contains(&v) {
+            self.not_supported_typed(path, v, supported);
+        }
+    }
+
     /// `field.NotSupported` of a value already rendered.
     pub(crate) fn not_supported_raw(
         &mut self,

@@ -15,9 +15,10 @@ use std::collections::BTreeSet;
 use kgc_meta::validation::{go_json, is_dns1123_label, is_qualified_name};
 use serde_json::Value;
 
+use crate::Op;
 use crate::field::{Errors, child, index, key};
 use crate::json::{Json, same};
-use crate::labels::{Selector, render_labels, render_selector, validate_selector};
+use crate::labels::{Selector, render_labels, render_selector, validate_required_selector};
 use crate::pod::validate_template;
 
 const MAX_PARALLELISM_INDEXED: i64 = 100_000;
@@ -27,9 +28,9 @@ const PARALLELISM_LIMIT_HIGH_COMPLETIONS: i64 = 10_000;
 const MAX_FAILED_INDEXES_HIGH_COMPLETIONS: i64 = 10_000;
 
 /// A Job create, update or `status` update.
-pub(crate) fn job(obj: &Value, old: Option<&Value>, subresource: Option<&str>, errs: &mut Errors) {
-    match (old, subresource) {
-        (None, _) => {
+pub(crate) fn job(obj: &Value, op: Op<'_>, errs: &mut Errors) {
+    match op {
+        Op::Create => {
             generated_selector(obj, errs);
             job_spec(obj.at("spec"), "spec", errs);
             let spec = obj.at("spec");
@@ -47,9 +48,9 @@ pub(crate) fn job(obj: &Value, old: Option<&Value>, subresource: Option<&str>, e
                 }
             }
         }
-        (Some(old), Some("status")) => status_update(obj, old, errs),
-        (Some(_), Some(_)) => {}
-        (Some(old), None) => spec_update(obj.at("spec"), old.at("spec"), old, errs),
+        Op::Subresource("status", old) => status_update(obj, old, errs),
+        Op::Subresource(..) => {}
+        Op::Update(old) => spec_update(obj.at("spec"), old.at("spec"), old, errs),
     }
 }
 
@@ -107,12 +108,7 @@ fn generated_selector(obj: &Value, errs: &mut Errors) {
 fn job_spec(spec: &Value, path: &str, errs: &mut Errors) {
     validate_job_spec(spec, path, errs);
     let sel = spec.at("selector");
-    let sp = child(path, "selector");
-    if sel.is_null() {
-        errs.required(&sp, "");
-    } else {
-        validate_selector(sel, false, &sp, errs);
-    }
+    validate_required_selector(sel, &child(path, "selector"), errs);
     if let Some(selector) = Selector::from_json(sel)
         && !selector.matches(spec.at("template").at("metadata"), "labels")
     {
@@ -967,7 +963,7 @@ mod tests {
     }
 
     fn run(obj: &Value, old: Option<&Value>, sub: Option<&str>) -> Vec<String> {
-        crate::testutil::messages(|e| job(obj, old, sub, e))
+        crate::testutil::check(job, obj, old, sub)
     }
 
     /// `TestValidateJob`.

@@ -72,6 +72,17 @@ pub(crate) fn validate_selector(
     }
 }
 
+/// A selector that must be set: `Required` when it is not, else validated. Returns whether
+/// it is set.
+pub(crate) fn validate_required_selector(sel: &Value, path: &str, errs: &mut Errors) -> bool {
+    if sel.is_null() {
+        errs.required(path, "");
+        return false;
+    }
+    validate_selector(sel, false, path, errs);
+    true
+}
+
 /// Whether the selector has no requirement at all (`matchLabels` and `matchExpressions` empty).
 pub(crate) fn is_empty_selector(sel: &Value) -> bool {
     sel.obj("matchLabels").is_none_or(|m| m.is_empty()) && sel.list("matchExpressions").is_empty()

@@ -100,38 +100,68 @@ pub fn validate(
     old: Option<&Value>,
     subresource: Option<&str>,
 ) -> Vec<FieldError> {
+    let op = match (old, subresource) {
+        (None, None) => Op::Create,
+        (Some(old), None) => Op::Update(old),
+        (Some(old), Some(sub)) => Op::Subresource(sub, old),
+        // Subresources are only ever written to existing objects.
+        (None, Some(_)) => return Vec::new(),
+    };
     let mut errs = field::Errors::default();
     let e = &mut errs;
-    let main = subresource.is_none();
+    let whole = matches!(op, Op::Create | Op::Update(_));
     match (group, kind) {
-        ("", "ConfigMap") if main => config::config_map(obj, old, e),
-        ("", "Secret") if main => config::secret(obj, old, e),
-        ("", "Pod") => pod::pod(obj, old, subresource, e),
-        ("", "PodTemplate") if main => pod::pod_template(obj, e),
-        ("", "ReplicationController") => {
-            replica_set::replication_controller(obj, old, subresource, e)
+        ("", "ConfigMap") if whole => config::config_map(obj, op.old(), e),
+        ("", "Secret") if whole => config::secret(obj, op.old(), e),
+        ("", "Pod") => pod::pod(obj, op, e),
+        ("", "PodTemplate") if whole => pod::pod_template(obj, e),
+        ("", "ReplicationController") => replica_set::replication_controller(obj, op, e),
+        ("", "Service") => service::service(obj, op, e),
+        ("", "Namespace") => namespace::namespace(obj, op, e),
+        ("", "Node") if whole || op.is_status() => node::node(obj, op.old(), e),
+        ("", "PersistentVolume") if whole => storage::persistent_volume(obj, op.old(), e),
+        ("", "PersistentVolumeClaim") if whole => {
+            storage::persistent_volume_claim(obj, op.old(), e);
         }
-        ("", "Service") => service::service(obj, old, subresource, e),
-        ("", "Namespace") => namespace::namespace(obj, old, subresource, e),
-        ("", "Node") if main || subresource == Some("status") => node::node(obj, old, e),
-        ("", "PersistentVolume") => storage::persistent_volume(obj, old, subresource, e),
-        ("", "PersistentVolumeClaim") => storage::persistent_volume_claim(obj, old, subresource, e),
-        ("", "Event") if main => event::event(obj, old, false, e),
-        ("events.k8s.io", "Event") if main => event::event(obj, old, true, e),
-        ("apps", "Deployment") => deployment::deployment(obj, old, subresource, e),
-        ("apps", "ReplicaSet") => replica_set::replica_set(obj, old, subresource, e),
-        ("apps", "StatefulSet") => statefulset::stateful_set(obj, old, subresource, e),
-        ("apps", "DaemonSet") => daemonset::daemon_set(obj, old, subresource, e),
-        ("batch", "Job") => job::job(obj, old, subresource, e),
-        ("batch", "CronJob") => cronjob::cron_job(obj, old, subresource, e),
-        ("storage.k8s.io", "StorageClass") if main => storage::storage_class(obj, old, e),
-        ("coordination.k8s.io", "Lease") if main => lease::lease(obj, e),
+        ("", "Event") if whole => event::event(obj, op.old(), false, e),
+        ("events.k8s.io", "Event") if whole => event::event(obj, op.old(), true, e),
+        ("apps", "Deployment") => deployment::deployment(obj, op, e),
+        ("apps", "ReplicaSet") => replica_set::replica_set(obj, op, e),
+        ("apps", "StatefulSet") => statefulset::stateful_set(obj, op, e),
+        ("apps", "DaemonSet") => daemonset::daemon_set(obj, op, e),
+        ("batch", "Job") => job::job(obj, op, e),
+        ("batch", "CronJob") if whole => cronjob::cron_job(obj, op.old(), e),
+        ("storage.k8s.io", "StorageClass") if whole => storage::storage_class(obj, op.old(), e),
+        ("coordination.k8s.io", "Lease") if whole => lease::lease(obj, e),
         ("certificates.k8s.io", "CertificateSigningRequest") => {
-            csr::certificate_signing_request(obj, old, subresource, e);
+            csr::certificate_signing_request(obj, op, e)
         }
         _ => {}
     }
     errs.into_vec()
+}
+
+/// What is written: a new object, the object itself over a stored one, or one of its
+/// subresources (with the stored object).
+#[derive(Clone, Copy)]
+pub(crate) enum Op<'a> {
+    Create,
+    Update(&'a Value),
+    Subresource(&'a str, &'a Value),
+}
+
+impl<'a> Op<'a> {
+    /// The stored object, on any update.
+    pub(crate) fn old(self) -> Option<&'a Value> {
+        match self {
+            Self::Create => None,
+            Self::Update(old) | Self::Subresource(_, old) => Some(old),
+        }
+    }
+
+    pub(crate) fn is_status(self) -> bool {
+        matches!(self, Self::Subresource("status", _))
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use kgc_meta::validation::is_qualified_name;
 use serde_json::Value;
 
+use crate::Op;
 use crate::field::{Errors, index};
 use crate::json::{Json, strings};
 
@@ -21,15 +22,10 @@ fn finalizer_name(name: &str, path: &str, errs: &mut Errors) {
 }
 
 /// A Namespace create or update, or its `status` / `finalize` subresource.
-pub(crate) fn namespace(
-    obj: &Value,
-    old: Option<&Value>,
-    subresource: Option<&str>,
-    errs: &mut Errors,
-) {
+pub(crate) fn namespace(obj: &Value, op: Op<'_>, errs: &mut Errors) {
     let finalizers = strings(obj.at("spec"), "finalizers");
-    match (old, subresource) {
-        (Some(_), Some("status")) => {
+    match op {
+        Op::Subresource("status", _) => {
             let phase = obj.at("status").str_of("phase");
             if obj.at("metadata").at("deletionTimestamp").is_null() {
                 if phase != "Active" {
@@ -47,14 +43,14 @@ pub(crate) fn namespace(
                 );
             }
         }
-        (Some(_), Some("finalize")) => {
+        Op::Subresource("finalize", _) => {
             for (i, f) in finalizers.iter().enumerate() {
                 finalizer_name(f, &index("spec.finalizers", i), errs);
             }
         }
         // A plain update keeps the stored spec and status (the strategy copies them), so only
         // a create checks the finalizer names, reported on the list as upstream does.
-        (None, None) => {
+        Op::Create => {
             for f in finalizers {
                 finalizer_name(f, "spec.finalizers", errs);
             }
@@ -69,7 +65,7 @@ mod tests {
     use serde_json::json;
 
     fn run(obj: &Value, old: Option<&Value>, sub: Option<&str>) -> Vec<String> {
-        crate::testutil::messages(|e| namespace(obj, old, sub, e))
+        crate::testutil::check(namespace, obj, old, sub)
     }
 
     /// `TestValidateNamespace`, `TestValidateNamespaceFinalizeUpdate`,

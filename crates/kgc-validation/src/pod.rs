@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use kgc_meta::validation::{go_json, is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
 use serde_json::{Map, Value};
 
+use crate::Op;
 use crate::container;
 use crate::field::{Errors, child, index};
 use crate::json::{Json, same};
@@ -36,24 +37,17 @@ pub(crate) fn validate_spec(
     let grace = spec.opt_int("terminationGracePeriodSeconds");
     container::validate_all(spec, &vols, grace, path, errs);
     host_network_ports(spec, owner, path, errs);
-    match spec.str_of("restartPolicy") {
-        "Always" | "OnFailure" | "Never" => {}
-        "" => errs.required(child(path, "restartPolicy"), ""),
-        other => errs.not_supported_typed(
-            child(path, "restartPolicy"),
-            other,
-            &["Always", "OnFailure", "Never"],
-        ),
-    }
+    errs.one_of(
+        child(path, "restartPolicy"),
+        spec.str_of("restartPolicy"),
+        &["Always", "OnFailure", "Never"],
+    );
     let dns_policy = spec.str_of("dnsPolicy");
-    const DNS_POLICIES: [&str; 4] = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];
-    match dns_policy {
-        "" => errs.required(child(path, "dnsPolicy"), ""),
-        p if !DNS_POLICIES.contains(&p) => {
-            errs.not_supported_typed(child(path, "dnsPolicy"), p, &DNS_POLICIES);
-        }
-        _ => {}
-    }
+    errs.one_of(
+        child(path, "dnsPolicy"),
+        dns_policy,
+        &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
+    );
     validate_labels(spec, "nodeSelector", &child(path, "nodeSelector"), errs);
     dns_config(spec, dns_policy, &child(path, "dnsConfig"), errs);
     for (i, gate) in spec.list("readinessGates").iter().enumerate() {
@@ -274,9 +268,9 @@ fn metadata_and_spec(pod: &Value, errs: &mut Errors) {
 
 /// A Pod: `ValidatePodCreate`, `ValidatePodUpdate` or (subresource `status`)
 /// `ValidatePodStatusUpdate`.
-pub(crate) fn pod(obj: &Value, old: Option<&Value>, subresource: Option<&str>, errs: &mut Errors) {
-    match (old, subresource) {
-        (None, _) => {
+pub(crate) fn pod(obj: &Value, op: Op<'_>, errs: &mut Errors) {
+    match op {
+        Op::Create => {
             metadata_and_spec(obj, errs);
             let spec = obj.at("spec");
             if !spec.list("ephemeralContainers").is_empty() {
@@ -290,10 +284,10 @@ pub(crate) fn pod(obj: &Value, old: Option<&Value>, subresource: Option<&str>, e
             }
             ips(obj.at("status"), "podIPs", errs);
         }
-        (Some(old), Some("status")) => status_update(obj, old, errs),
-        (Some(old), None) => update(obj, old, errs),
+        Op::Subresource("status", old) => status_update(obj, old, errs),
+        Op::Update(old) => update(obj, old, errs),
         // Other subresources (binding, ephemeralcontainers, resize) are not covered.
-        (Some(_), Some(_)) => {}
+        Op::Subresource(..) => {}
     }
 }
 
@@ -579,7 +573,7 @@ mod tests {
     }
 
     fn run(obj: &Value, old: Option<&Value>, sub: Option<&str>) -> Vec<String> {
-        crate::testutil::messages(|e| pod(obj, old, sub, e))
+        crate::testutil::check(pod, obj, old, sub)
     }
 
     /// `TestValidatePodSpec` (the main failure cases).

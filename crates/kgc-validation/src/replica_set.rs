@@ -6,90 +6,66 @@
 //! `ValidateReplicationControllerStatus`) and `pkg/registry/apps/replicaset/strategy.go`
 //! (the immutable selector of apps/v1).
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use crate::Op;
 use crate::field::Errors;
-use crate::json::{Json, same};
-use crate::labels::{Selector, render_selector};
-use crate::workload::{counters, not_above, required_selector, template_for_replicas};
+use crate::json::Json;
+use crate::labels::Selector;
+use crate::workload::{
+    Rules, counters, immutable_selector, not_above, ready_and_available, route,
+    selector_and_template, template_for_replicas,
+};
 
 /// A ReplicaSet create, update or `status` update.
-pub(crate) fn replica_set(
-    obj: &Value,
-    old: Option<&Value>,
-    subresource: Option<&str>,
-    errs: &mut Errors,
-) {
-    match (old, subresource) {
-        (Some(_), Some("status")) => status(obj.at("status"), errs),
-        (_, Some(_)) => {}
-        (old, None) => {
-            let spec = obj.at("spec");
-            errs.nonnegative("spec.replicas", spec.int_of("replicas"));
-            errs.nonnegative("spec.minReadySeconds", spec.int_of("minReadySeconds"));
-            // Upstream's ReplicaSet message says "deployment" too.
-            match required_selector(spec, "deployment", "spec", errs) {
-                Some(sel) => template_for_replicas(
-                    &sel,
-                    spec.at("template"),
-                    "ReplicaSet",
-                    "spec.template",
-                    errs,
-                ),
-                None => errs.invalid_raw(
-                    "spec.selector",
-                    render_selector(spec.at("selector")),
-                    "invalid label selector",
-                ),
-            }
-            if let Some(old) = old {
-                let sel = spec.at("selector");
-                if !same(sel, old.at("spec").at("selector")) {
-                    errs.invalid_raw(
-                        "spec.selector",
-                        render_selector(sel),
-                        crate::field::IMMUTABLE,
-                    );
-                }
-            }
-        }
-    }
+pub(crate) fn replica_set(obj: &Value, op: Op<'_>, errs: &mut Errors) {
+    let rules = Rules {
+        spec: replica_set_spec,
+        update: immutable_selector,
+        status,
+    };
+    route(obj, op, &rules, errs);
+}
+
+/// `ValidateReplicaSetSpec`.
+fn replica_set_spec(spec: &Value, errs: &mut Errors) {
+    errs.nonnegative("spec.replicas", spec.int_of("replicas"));
+    errs.nonnegative("spec.minReadySeconds", spec.int_of("minReadySeconds"));
+    selector_and_template(spec, errs);
 }
 
 /// A ReplicationController create, update or `status` update (its selector is a plain label
 /// map, and mutable).
-pub(crate) fn replication_controller(
-    obj: &Value,
-    old: Option<&Value>,
-    subresource: Option<&str>,
-    errs: &mut Errors,
-) {
-    match (old, subresource) {
-        (Some(_), Some("status")) => status(obj.at("status"), errs),
-        (_, Some(_)) => {}
-        (_, None) => {
-            let spec = obj.at("spec");
-            errs.nonnegative("spec.minReadySeconds", spec.int_of("minReadySeconds"));
-            // `labels.Set(selector).AsSelector()`: an equality per entry, everything if empty.
-            let as_expr = serde_json::json!({"matchLabels": spec.at("selector")});
-            let selector = Selector::from_json(&as_expr).unwrap_or(Selector::Nothing);
-            if selector.is_everything() {
-                errs.required("spec.selector", "");
-            }
-            errs.nonnegative("spec.replicas", spec.int_of("replicas"));
-            let template = spec.at("template");
-            if template.is_null() {
-                errs.required("spec.template", "");
-            } else {
-                template_for_replicas(
-                    &selector,
-                    template,
-                    "ReplicationController",
-                    "spec.template",
-                    errs,
-                );
-            }
-        }
+pub(crate) fn replication_controller(obj: &Value, op: Op<'_>, errs: &mut Errors) {
+    let rules = Rules {
+        spec: controller_spec,
+        update: |_, _, _| {},
+        status,
+    };
+    route(obj, op, &rules, errs);
+}
+
+/// `ValidateReplicationControllerSpec`.
+fn controller_spec(spec: &Value, errs: &mut Errors) {
+    errs.nonnegative("spec.minReadySeconds", spec.int_of("minReadySeconds"));
+    // `labels.Set(selector).AsSelector()`: an equality per entry, everything if empty.
+    let as_expr = json!({"matchLabels": spec.at("selector")});
+    let selector = Selector::from_json(&as_expr).unwrap_or(Selector::Nothing);
+    if selector.is_everything() {
+        errs.required("spec.selector", "");
+    }
+    errs.nonnegative("spec.replicas", spec.int_of("replicas"));
+    let template = spec.at("template");
+    if template.is_null() {
+        errs.required("spec.template", "");
+    } else {
+        template_for_replicas(
+            &selector,
+            template,
+            "ReplicationController",
+            "spec.template",
+            errs,
+        );
     }
 }
 
@@ -106,23 +82,19 @@ fn status(s: &Value, errs: &mut Errors) {
         ],
         errs,
     );
-    const MSG: &str = "cannot be greater than status.replicas";
-    not_above(s, "fullyLabeledReplicas", "replicas", MSG, errs);
-    not_above(s, "readyReplicas", "replicas", MSG, errs);
-    not_above(s, "availableReplicas", "replicas", MSG, errs);
     not_above(
         s,
-        "availableReplicas",
-        "readyReplicas",
-        "cannot be greater than readyReplicas",
+        "fullyLabeledReplicas",
+        "replicas",
+        "cannot be greater than status.replicas",
         errs,
     );
+    ready_and_available(s, "cannot be greater than readyReplicas", errs);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::messages as run;
     use serde_json::json;
 
     fn template(labels: Value) -> Value {
@@ -135,10 +107,10 @@ mod tests {
     #[test]
     fn test_validate_replica_set() {
         let rs = json!({"spec": {"replicas": 2, "selector": {"matchLabels": {"a": "b"}}, "template": template(json!({"a": "b"}))}});
-        assert!(run(|e| replica_set(&rs, None, None, e)).is_empty());
+        assert!(crate::testutil::check(replica_set, &rs, None, None).is_empty());
         let bad = json!({"spec": {"replicas": -1, "selector": {"matchExpressions": [{"key": "a", "operator": "In", "values": ["b c"]}]}, "template": template(json!({"a": "b"}))}});
         assert_eq!(
-            run(|e| replica_set(&bad, None, None, e)),
+            crate::testutil::check(replica_set, &bad, None, None),
             vec![
                 "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
                 "spec.selector.matchExpressions[0].values[0]: Invalid value: \"b c\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
@@ -147,14 +119,14 @@ mod tests {
         );
         let moved = json!({"spec": {"replicas": 2, "selector": {"matchLabels": {"a": "b", "c": "d"}}, "template": template(json!({"a": "b", "c": "d"}))}});
         assert_eq!(
-            run(|e| replica_set(&moved, Some(&rs), None, e)),
+            crate::testutil::check(replica_set, &moved, Some(&rs), None),
             vec![
                 "spec.selector: Invalid value: {\"matchLabels\":{\"a\":\"b\",\"c\":\"d\"}}: field is immutable"
             ]
         );
         let status = json!({"status": {"replicas": 1, "fullyLabeledReplicas": 2, "readyReplicas": 1, "availableReplicas": 1}});
         assert_eq!(
-            run(|e| replica_set(&status, Some(&rs), Some("status"), e)),
+            crate::testutil::check(replica_set, &status, Some(&rs), Some("status")),
             vec![
                 "status.fullyLabeledReplicas: Invalid value: 2: cannot be greater than status.replicas"
             ]
@@ -165,20 +137,22 @@ mod tests {
     #[test]
     fn test_validate_replication_controller() {
         let rc = json!({"spec": {"replicas": 1, "selector": {"a": "b"}, "template": template(json!({"a": "b"}))}});
-        assert!(run(|e| replication_controller(&rc, None, None, e)).is_empty());
+        assert!(crate::testutil::check(replication_controller, &rc, None, None).is_empty());
         let empty = json!({"spec": {"replicas": 1, "selector": {}, "template": template(json!({"a": "b"}))}});
         assert_eq!(
-            run(|e| replication_controller(&empty, None, None, e)),
+            crate::testutil::check(replication_controller, &empty, None, None),
             vec!["spec.selector: Required value"]
         );
         let mismatch = json!({"spec": {"replicas": 1, "selector": {"a": "c"}, "template": template(json!({"a": "b"}))}});
         assert_eq!(
-            run(|e| replication_controller(&mismatch, None, None, e)),
+            crate::testutil::check(replication_controller, &mismatch, None, None),
             vec![
                 "spec.template.metadata.labels: Invalid value: {\"a\":\"b\"}: `selector` does not match template `labels`"
             ]
         );
         // The selector of a ReplicationController may change.
-        assert!(run(|e| replication_controller(&rc, Some(&mismatch), None, e)).is_empty());
+        assert!(
+            crate::testutil::check(replication_controller, &rc, Some(&mismatch), None).is_empty()
+        );
     }
 }

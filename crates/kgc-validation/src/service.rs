@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use kgc_meta::validation::{go_json, is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
 use serde_json::{Value, json};
 
+use crate::Op;
 use crate::container::{PROTOCOLS, port_num_errors, validate_port_num_or_name};
 use crate::field::{Errors, child, index};
 use crate::json::{Json, strings};
@@ -20,16 +21,12 @@ use crate::net::{parse_ip, validate_cidr, validate_ip};
 const TYPES: [&str; 4] = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
 
 /// A Service create, update or `status` update.
-pub(crate) fn service(
-    obj: &Value,
-    old: Option<&Value>,
-    subresource: Option<&str>,
-    errs: &mut Errors,
-) {
-    match (old, subresource) {
-        (Some(_), Some("status")) => status(obj.at("status"), errs),
-        (_, Some(_)) => {}
-        (old, None) => {
+pub(crate) fn service(obj: &Value, op: Op<'_>, errs: &mut Errors) {
+    match op {
+        Op::Subresource("status", _) => status(obj.at("status"), errs),
+        Op::Subresource(..) => {}
+        Op::Create | Op::Update(_) => {
+            let old = op.old();
             let spec = prepared_spec(obj.at("spec"), old.map(|o| o.at("spec")));
             if let Some(old) = old {
                 upgrade_downgrade_cluster_ips(&spec, old.at("spec"), errs);
@@ -216,11 +213,7 @@ fn validate(spec: &Value, errs: &mut Errors) {
             non_special_ip(ip, &p, errs);
         }
     }
-    match ty {
-        "" => errs.required("spec.type", ""),
-        t if !TYPES.contains(&t) => errs.not_supported_typed("spec.type", t, &TYPES),
-        _ => {}
-    }
+    errs.one_of("spec.type", ty, &TYPES);
     if ty == "ClusterIP" {
         for (i, p) in ports.iter().enumerate() {
             if p.int_of("nodePort") != 0 {
@@ -305,13 +298,7 @@ fn port(
     for m in port_num_errors(num) {
         errs.invalid_int(child(path, "port"), num, m);
     }
-    match p.str_of("protocol") {
-        "" => errs.required(child(path, "protocol"), ""),
-        proto if !PROTOCOLS.contains(&proto) => {
-            errs.not_supported_typed(child(path, "protocol"), proto, &PROTOCOLS);
-        }
-        _ => {}
-    }
+    errs.one_of(child(path, "protocol"), p.str_of("protocol"), &PROTOCOLS);
     validate_port_num_or_name(p.at("targetPort"), &child(path, "targetPort"), errs);
     if let Some(ap) = p.opt_str("appProtocol") {
         errs.invalid_each(&child(path, "appProtocol"), ap, is_qualified_name(ap));
@@ -597,7 +584,7 @@ mod tests {
     }
 
     fn run(obj: &Value, old: Option<&Value>, sub: Option<&str>) -> Vec<String> {
-        crate::testutil::messages(|e| service(obj, old, sub, e))
+        crate::testutil::check(service, obj, old, sub)
     }
 
     /// `TestValidateServiceCreate` (the main cases).

@@ -10,35 +10,23 @@
 use kgc_meta::validation::go_json;
 use serde_json::Value;
 
+use crate::Op;
 use crate::field::{Errors, child};
 use crate::json::{Json, same};
 use crate::labels::{render_selector, validate_annotations, validate_labels};
 use crate::workload::{
-    always_restart, collision_count_not_decremented, counters, int_or_percent_value, not_above,
-    not_more_than_100_percent, positive_int_or_percent, render_int_or_string, required_selector,
-    template_matches,
+    Rules, always_restart, counters, int_or_percent_value, not_above, not_more_than_100_percent,
+    positive_int_or_percent, render_int_or_string, required_selector, route, template_matches,
 };
 
 /// A StatefulSet create, update or `status` update.
-pub(crate) fn stateful_set(
-    obj: &Value,
-    old: Option<&Value>,
-    subresource: Option<&str>,
-    errs: &mut Errors,
-) {
-    match (old, subresource) {
-        (Some(old), Some("status")) => {
-            status(obj.at("status"), errs);
-            collision_count_not_decremented(obj.at("status"), old.at("status"), errs);
-        }
-        (_, Some(_)) => {}
-        (old, None) => {
-            spec(obj.at("spec"), errs);
-            if let Some(old) = old {
-                only_mutable_fields_changed(obj.at("spec"), old.at("spec"), errs);
-            }
-        }
-    }
+pub(crate) fn stateful_set(obj: &Value, op: Op<'_>, errs: &mut Errors) {
+    let rules = Rules {
+        spec,
+        update: only_mutable_fields_changed,
+        status,
+    };
+    route(obj, op, &rules, errs);
 }
 
 /// Fields of the spec an update may change; everything else is fixed at creation.
@@ -227,7 +215,7 @@ mod tests {
     }
 
     fn run(obj: &Value, old: Option<&Value>, sub: Option<&str>) -> Vec<String> {
-        crate::testutil::messages(|e| stateful_set(obj, old, sub, e))
+        crate::testutil::check(stateful_set, obj, old, sub)
     }
 
     /// `TestValidateStatefulSet`.

@@ -51,15 +51,7 @@ fn volume_mode(spec: &Value, path: &str, errs: &mut Errors) {
 }
 
 /// A PersistentVolume create or update (`status` updates have no spec rules).
-pub(crate) fn persistent_volume(
-    obj: &Value,
-    old: Option<&Value>,
-    subresource: Option<&str>,
-    errs: &mut Errors,
-) {
-    if subresource.is_some() {
-        return;
-    }
+pub(crate) fn persistent_volume(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
     let spec = obj.at("spec");
     pv_spec(spec, errs);
     let Some(old) = old else {
@@ -264,15 +256,7 @@ pub(crate) fn claim_spec(spec: &Value, path: &str, errs: &mut Errors) {
 }
 
 /// A PersistentVolumeClaim create or update (`status` updates are not covered).
-pub(crate) fn persistent_volume_claim(
-    obj: &Value,
-    old: Option<&Value>,
-    subresource: Option<&str>,
-    errs: &mut Errors,
-) {
-    if subresource.is_some() {
-        return;
-    }
+pub(crate) fn persistent_volume_claim(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
     claim_spec(obj.at("spec"), "spec", errs);
     if let Some(old) = old {
         claim_update(obj, old, errs);
@@ -446,13 +430,12 @@ mod tests {
         let good = pv(
             json!({"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}, "hostPath": {"path": "/data"}, "persistentVolumeReclaimPolicy": "Retain"}),
         );
-        assert!(run(|e| persistent_volume(&good, None, None, e)).is_empty());
+        assert!(run(|e| persistent_volume(&good, None, e)).is_empty());
         assert_eq!(
             run(|e| persistent_volume(
                 &pv(
                     json!({"capacity": {"storage": "0", "cpu": "1"}, "persistentVolumeReclaimPolicy": "Keep"})
                 ),
-                None,
                 None,
                 e
             )),
@@ -470,7 +453,6 @@ mod tests {
                     json!({"accessModes": ["ReadWriteOncePod", "ReadOnlyMany", "Sometimes"], "capacity": {"storage": "1Gi"}, "hostPath": {"path": "/"}, "nfs": {"server": "s", "path": "/x"}, "persistentVolumeReclaimPolicy": "Recycle"})
                 ),
                 None,
-                None,
                 e
             )),
             vec![
@@ -484,13 +466,13 @@ mod tests {
             json!({"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}, "local": {"path": "/mnt"}}),
         );
         assert_eq!(
-            run(|e| persistent_volume(&local, None, None, e)),
+            run(|e| persistent_volume(&local, None, e)),
             vec!["spec.nodeAffinity: Required value: Local volume requires node affinity"]
         );
         let moved = pv(
             json!({"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "20Gi"}, "hostPath": {"path": "/other"}, "persistentVolumeReclaimPolicy": "Retain"}),
         );
-        let got = run(|e| persistent_volume(&moved, Some(&good), None, e));
+        let got = run(|e| persistent_volume(&moved, Some(&good), e));
         assert_eq!(got.len(), 1);
         assert!(got[0].starts_with("spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation\n"));
     }
@@ -505,9 +487,9 @@ mod tests {
         let good = pvc(
             json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "storageClassName": "fast"}),
         );
-        assert!(run(|e| persistent_volume_claim(&good, None, None, e)).is_empty());
+        assert!(run(|e| persistent_volume_claim(&good, None, e)).is_empty());
         assert_eq!(
-            run(|e| persistent_volume_claim(&pvc(json!({"resources": {}})), None, None, e)),
+            run(|e| persistent_volume_claim(&pvc(json!({"resources": {}})), None, e)),
             vec![
                 "spec.accessModes: Required value: at least 1 access mode is required",
                 "spec.resources[storage]: Required value",
@@ -518,7 +500,6 @@ mod tests {
                 &pvc(
                     json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "0"}}, "storageClassName": "Fast_", "volumeMode": "Raw"})
                 ),
-                None,
                 None,
                 e
             )),
@@ -536,18 +517,18 @@ mod tests {
         let old = json!({"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "storageClassName": "fast"},
             "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}});
         let bind = json!({"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "storageClassName": "fast", "volumeName": "pv1"}, "status": {"phase": "Bound"}});
-        assert!(run(|e| persistent_volume_claim(&bind, Some(&old), None, e)).is_empty());
+        assert!(run(|e| persistent_volume_claim(&bind, Some(&old), e)).is_empty());
         let grow = json!({"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "2Gi"}}, "storageClassName": "fast"}, "status": {"phase": "Bound"}});
-        assert!(run(|e| persistent_volume_claim(&grow, Some(&old), None, e)).is_empty());
+        assert!(run(|e| persistent_volume_claim(&grow, Some(&old), e)).is_empty());
         let shrink = json!({"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "512Mi"}}, "storageClassName": "fast"}, "status": {"phase": "Bound"}});
         assert_eq!(
-            run(|e| persistent_volume_claim(&shrink, Some(&old), None, e)),
+            run(|e| persistent_volume_claim(&shrink, Some(&old), e)),
             vec![
                 "spec.resources.requests.storage: Forbidden: field can not be less than status.capacity"
             ]
         );
         let modes = json!({"spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}, "storageClassName": "fast"}, "status": {"phase": "Bound"}});
-        let got = run(|e| persistent_volume_claim(&modes, Some(&old), None, e));
+        let got = run(|e| persistent_volume_claim(&modes, Some(&old), e));
         assert_eq!(got.len(), 1);
         assert!(got[0].starts_with("spec: Forbidden: spec is immutable after creation except resources.requests for bound claims\n"), "{got:?}");
     }

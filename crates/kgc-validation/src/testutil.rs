@@ -33,3 +33,18 @@ pub(crate) fn messages(f: impl FnOnce(&mut Errors)) -> Vec<String> {
     f(&mut e);
     e.into_vec().iter().map(ToString::to_string).collect()
 }
+
+/// The rendered errors of a kind validator for a write described as `validate` takes it.
+pub(crate) fn check(
+    f: fn(&Value, crate::Op<'_>, &mut Errors),
+    obj: &Value,
+    old: Option<&Value>,
+    subresource: Option<&str>,
+) -> Vec<String> {
+    let op = match (old, subresource) {
+        (None, _) => crate::Op::Create,
+        (Some(old), None) => crate::Op::Update(old),
+        (Some(old), Some(sub)) => crate::Op::Subresource(sub, old),
+    };
+    messages(|e| f(obj, op, e))
+}

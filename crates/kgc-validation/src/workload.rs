@@ -8,12 +8,53 @@
 use kgc_meta::validation::{go_json, regex_error};
 use serde_json::Value;
 
+use crate::Op;
 use crate::field::{Errors, child};
-use crate::json::Json;
+use crate::json::{Json, same};
 use crate::labels::{
-    Selector, is_empty_selector, render_labels, render_selector, validate_selector,
+    Selector, is_empty_selector, render_labels, render_selector, validate_required_selector,
 };
 use crate::pod::validate_template;
+
+/// The rules of one replica-managing kind, for [`route`].
+pub(crate) struct Rules {
+    /// Validates `spec` (create and update).
+    pub(crate) spec: fn(&Value, &mut Errors),
+    /// What an update may not change (new `spec`, old `spec`).
+    pub(crate) update: fn(&Value, &Value, &mut Errors),
+    /// Validates `status` on a `status` write.
+    pub(crate) status: fn(&Value, &mut Errors),
+}
+
+/// How these kinds route a write: a `status` write checks the status and that the collision
+/// count never decreases (`IsDecremented`); a write of the object checks its spec and, on
+/// update, what may not change; other subresources (`scale`) have no rules here.
+pub(crate) fn route(obj: &Value, op: Op<'_>, rules: &Rules, errs: &mut Errors) {
+    match op {
+        Op::Subresource("status", old) => {
+            (rules.status)(obj.at("status"), errs);
+            collision_count_not_decremented(obj.at("status"), old.at("status"), errs);
+        }
+        Op::Subresource(..) => {}
+        Op::Create => (rules.spec)(obj.at("spec"), errs),
+        Op::Update(old) => {
+            (rules.spec)(obj.at("spec"), errs);
+            (rules.update)(obj.at("spec"), old.at("spec"), errs);
+        }
+    }
+}
+
+/// apps/v1 selectors cannot change (`ValidateImmutableField` in the registry strategies).
+pub(crate) fn immutable_selector(spec: &Value, old: &Value, errs: &mut Errors) {
+    let sel = spec.at("selector");
+    if !same(sel, old.at("selector")) {
+        errs.invalid_raw(
+            "spec.selector",
+            render_selector(sel),
+            crate::field::IMMUTABLE,
+        );
+    }
+}
 
 /// The `spec.selector` rules of Deployments, ReplicaSets and StatefulSets: required, valid,
 /// non-empty. Returns the converted selector (`None` when it does not convert).
@@ -25,19 +66,33 @@ pub(crate) fn required_selector<'a>(
 ) -> Option<Selector<'a>> {
     let sel = spec.at("selector");
     let sp = child(path, "selector");
-    if sel.is_null() {
-        errs.required(&sp, "");
-    } else {
-        validate_selector(sel, false, &sp, errs);
-        if is_empty_selector(sel) {
-            errs.invalid_raw(
-                &sp,
-                render_selector(sel),
-                format!("empty selector is invalid for {kind_word}"),
-            );
-        }
+    if validate_required_selector(sel, &sp, errs) && is_empty_selector(sel) {
+        errs.invalid_raw(
+            &sp,
+            render_selector(sel),
+            format!("empty selector is invalid for {kind_word}"),
+        );
     }
     Selector::from_json(sel)
+}
+
+/// The selector and template rules Deployments and ReplicaSets share (upstream's empty-selector
+/// message says "deployment" for both).
+pub(crate) fn selector_and_template(spec: &Value, errs: &mut Errors) {
+    match required_selector(spec, "deployment", "spec", errs) {
+        Some(sel) => template_for_replicas(
+            &sel,
+            spec.at("template"),
+            "ReplicaSet",
+            "spec.template",
+            errs,
+        ),
+        None => errs.invalid_raw(
+            "spec.selector",
+            render_selector(spec.at("selector")),
+            "invalid label selector",
+        ),
+    }
 }
 
 /// The template's labels must be selected by a non-empty selector.
@@ -142,6 +197,20 @@ pub(crate) fn positive_int_or_percent(v: &Value, path: &str, errs: &mut Errors) 
     }
 }
 
+/// `maxUnavailable` and `maxSurge` of a rolling update, each checked as a non-negative
+/// integer or percentage; returns them with their paths.
+pub(crate) fn surge_and_unavailable<'a>(
+    ru: &'a Value,
+    path: &str,
+    errs: &mut Errors,
+) -> [(&'a Value, String); 2] {
+    let fields = ["maxUnavailable", "maxSurge"].map(|f| (ru.at(f), child(path, f)));
+    for (v, p) in &fields {
+        positive_int_or_percent(v, p, errs);
+    }
+    fields
+}
+
 /// `IsNotMoreThan100Percent`.
 pub(crate) fn not_more_than_100_percent(v: &Value, path: &str, errs: &mut Errors) {
     if percent_value(v).is_some_and(|p| p > 100) {
@@ -166,12 +235,23 @@ pub(crate) fn not_above(status: &Value, field: &str, limit: &str, msg: &str, err
     }
 }
 
+/// `readyReplicas` and `availableReplicas` within `replicas`, and available within ready
+/// (`avail_msg` differs between kinds).
+pub(crate) fn ready_and_available(status: &Value, avail_msg: &str, errs: &mut Errors) {
+    const MSG: &str = "cannot be greater than status.replicas";
+    not_above(status, "readyReplicas", "replicas", MSG, errs);
+    not_above(status, "availableReplicas", "replicas", MSG, errs);
+    not_above(
+        status,
+        "availableReplicas",
+        "readyReplicas",
+        avail_msg,
+        errs,
+    );
+}
+
 /// `IsDecremented` on `status.collisionCount`.
-pub(crate) fn collision_count_not_decremented(
-    status: &Value,
-    old_status: &Value,
-    errs: &mut Errors,
-) {
+fn collision_count_not_decremented(status: &Value, old_status: &Value, errs: &mut Errors) {
     let (new, old) = (
         status.opt_int("collisionCount"),
         old_status.opt_int("collisionCount"),
