@@ -22,32 +22,40 @@
 //! | kind | create | update | subresources |
 //! |---|---|---|---|
 //! | ConfigMap, Secret | keys, 1 MiB payload, Secret types | `immutable`, Secret `type` | — |
-//! | Pod | spec, containers, volumes, ports, env, resources, probes, tolerations, DNS | updatable fields only, tolerations, deadline | `status` |
+//! | Pod | spec, containers, volumes, ports, env, resources, probes, tolerations, DNS | only updatable fields change, tolerations only added, deadline | `status` |
 //! | PodTemplate | template | template | — |
 //! | ReplicationController | selector, template, replicas | same | `status` |
 //! | apps Deployment, ReplicaSet | selector, template, strategy, limits | immutable selector | `status` |
 //! | apps StatefulSet | policies, strategy, retention policy, selector | only mutable fields change | `status` |
 //! | apps DaemonSet | selector, template, update strategy | immutable selector | `status` |
-//! | batch Job | counts, selector (generated or manual), modes, failure and success policies | immutable fields, elastic indexed jobs | `status` |
+//! | batch Job | counts, generated or manual selector, modes, failure and success policies | immutable fields, elastic indexed Jobs, suspended scheduling | `status` |
 //! | batch CronJob | schedule (robfig/cron), time zone, policies, job template | TZ-in-schedule rules | — |
 //! | Service | ports, types, cluster IPs, traffic policies, affinity | cluster IPs | `status` |
 //! | Namespace | finalizer names | — | `status`, `finalize` |
-//! | Node | taints, pod CIDRs, resources | pod CIDRs, provider ID | — |
+//! | Node | taints, pod CIDRs, capacity | pod CIDRs, provider ID, addresses | `status` |
 //! | PersistentVolume | capacity, access modes, one source, reclaim policy | immutable source | — |
-//! | PersistentVolumeClaim | access modes, storage request, class | spec fixed but resources | — |
+//! | PersistentVolumeClaim | access modes, storage request, class, data sources | spec fixed except bound requests | — |
 //! | storage StorageClass | provisioner, parameters, policies | immutable fields | — |
 //! | coordination Lease | durations | same | — |
-//! | Event, events.k8s.io Event | namespaces, reporting fields | events.k8s.io immutables | — |
-//! | certificates CertificateSigningRequest | PEM request, signer, usages, expiry | conditions, certificate | `status`, `approval` |
+//! | Event, events.k8s.io Event | namespaces, reporting fields, strict events.k8s.io fields | events.k8s.io immutables | — |
+//! | certificates CertificateSigningRequest | PEM request and signature, signer, usages, expiry | conditions, certificate | `status`, `approval` |
 //!
 //! ServiceAccounts have no rules beyond metadata upstream. RBAC kinds are validated in
-//! `kgc-auth`. Any other kind (and any other subresource) yields no errors.
+//! `kgc-auth`. Any other kind, and any other subresource, yields no errors.
+//!
+//! Not (yet) covered: pod and container `securityContext`, affinity, topology spread
+//! constraints, resource claims, `os`, overhead and the pod-specific annotations; the
+//! sources of rarely used volume types (counted for "exactly one source", not checked
+//! inside); StatefulSet `volumeClaimTemplates`; PersistentVolume node affinity and per-driver
+//! fields; PersistentVolumeClaim status; Service IP-family policy consistency; the Pod
+//! `binding`, `ephemeralcontainers` and `resize` subresources.
 //!
 //! Two renderings differ from upstream by necessity: a "may not change" error on a Pod, a
 //! PersistentVolume or a PersistentVolumeClaim ends with upstream's `cmp.Diff` of internal Go
 //! structs, which is rendered here as a diff of the changed JSON fields (the first line, which
 //! clients match, is upstream's); and values upstream prints as internal Go structs (such as a
-//! whole pod template) are printed with their JSON field names.
+//! whole pod template) are printed with their JSON field names. Go's x509 and PEM error texts
+//! for malformed certificate requests are approximated.
 #![forbid(unsafe_code)]
 
 use kgc_meta::FieldError;

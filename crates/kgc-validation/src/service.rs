@@ -466,7 +466,7 @@ fn traffic_policies(spec: &Value, ty: &str, errs: &mut Errors) {
         errs.not_supported_typed("spec.externalTrafficPolicy", etp, &["Cluster", "Local"]);
     }
     let hc = spec.int_of("healthCheckNodePort");
-    if !(ty == "LoadBalancer" && etp == "Local") {
+    if !needs_health_check(spec) {
         if hc != 0 {
             errs.invalid_int(
                 "spec.healthCheckNodePort",

@@ -69,11 +69,7 @@ pub(crate) fn persistent_volume(obj: &Value, old: Option<&Value>, errs: &mut Err
     };
     let (mut new_sources, old_sources) = (sources(spec), sources(old_spec));
     // A CSI volume may gain a controllerExpandSecretRef.
-    if old_spec
-        .at("csi")
-        .has("controllerExpandSecretRef")
-        .then_some(())
-        .is_none()
+    if !old_spec.at("csi").has("controllerExpandSecretRef")
         && let Some(csi) = new_sources.get_mut("csi").and_then(Value::as_object_mut)
     {
         csi.remove("controllerExpandSecretRef");
@@ -96,7 +92,7 @@ pub(crate) fn persistent_volume(obj: &Value, old: Option<&Value>, errs: &mut Err
         errs.invalid_json(
             "nodeAffinity",
             spec.at("nodeAffinity"),
-            crate::field::IMMUTABLE,
+            "field is immutable, except for updating from beta label to GA",
         );
     }
 }
