@@ -13,6 +13,7 @@
 mod controller;
 mod crd;
 mod delete;
+mod job;
 mod namespace;
 mod object;
 mod persist;

@@ -184,6 +184,10 @@ impl Store {
         if is_crd(&gr) {
             self.prepare_crd(&mut obj, None)?;
         }
+        let errs = validate_kind(info, &obj, None, None);
+        if !errs.is_empty() {
+            return Err(invalid(info, &name, &errs).into());
+        }
         let rv = if dry_run { st.rv } else { st.next_rv() };
         let object = stamp(&mut obj, rv)?;
         let change = (!dry_run).then(|| Change {
@@ -315,6 +319,7 @@ impl Store {
             &new["metadata"],
             &current["metadata"],
         ));
+        errs.extend(validate_kind(info, &new, Some(&current), subresource));
         if !errs.is_empty() {
             return Err(invalid(info, name, &errs).into());
         }
@@ -352,6 +357,22 @@ impl Store {
         });
         Ok((Updated::Changed(object), change))
     }
+}
+
+/// The kind's own rules (kgc-validation, upstream's `pkg/apis/*/validation`) for a built-in
+/// object as it would be stored: after defaults and the kind's `PrepareForCreate`, as the
+/// registry's strategy validates it. Custom resources are validated against their schema by the
+/// API server instead.
+fn validate_kind(
+    info: &ResourceInfo,
+    obj: &Value,
+    old: Option<&Value>,
+    subresource: Option<&str>,
+) -> Vec<kgc_meta::FieldError> {
+    if info.custom {
+        return Vec::new();
+    }
+    kgc_validation::validate(&info.group, &info.kind, obj, old, subresource)
 }
 
 fn is_namespace(info: &ResourceInfo) -> bool {
@@ -471,8 +492,9 @@ pub fn normalize(info: &ResourceInfo, obj: &mut Value) {
     }
 }
 
-/// Kind-specific `PrepareForCreate`: clients do not set status through the main resource, and
-/// a new namespace carries the `kubernetes` finalizer that its content deletion removes.
+/// Kind-specific `PrepareForCreate`: clients do not set status through the main resource, a Job
+/// gets its generated selector, and a new namespace carries the `kubernetes` finalizer that its
+/// content deletion removes.
 fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
     if info.has_status() {
         let initial = match (info.group.as_str(), info.plural.as_str()) {
@@ -491,6 +513,9 @@ fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
                 }
             }
         }
+    }
+    if info.group == "batch" && info.plural == "jobs" {
+        crate::job::generate_selector(obj);
     }
     if is_namespace(info) {
         if !obj["spec"].is_object() {
