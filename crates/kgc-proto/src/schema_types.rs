@@ -1,8 +1,11 @@
 //! The shape of the generated schema in `schema.rs`.
 
-/// One Go struct with protobuf tags (named in a comment above it in `schema.rs`), fields in
-/// declaration order (the order encoding/json prints).
+/// One Go struct with protobuf tags (named in a comment above it in `schema.rs`, with the Python
+/// client's model it was matched to), fields in declaration order (the order encoding/json
+/// prints).
 pub(crate) struct Message {
+    /// Go's `reflect.Type.String()`, e.g. `v1.PodSpec`.
+    pub(crate) go_type: &'static str,
     pub(crate) fields: &'static [Field],
 }
 
@@ -18,6 +21,16 @@ pub(crate) struct Field {
     pub(crate) inline: bool,
     pub(crate) shape: Shape,
     pub(crate) elem: Elem,
+    /// Go's `reflect.Type.String()` of the field's type, pointers dereferenced (`int32`,
+    /// `[]v1.Container`, `map[string]string`, `v1.ResourceList`): what encoding/json's
+    /// `UnmarshalTypeError` names.
+    pub(crate) go_type: &'static str,
+    /// The same for one element: a list item or map value (`v1.Container`, `string`); `go_type`
+    /// again for the other shapes.
+    pub(crate) item_type: &'static str,
+    /// The official Python client's model requires the field (a non-`Optional` attribute): its
+    /// typed clients reject objects without it.
+    pub(crate) required: bool,
 }
 
 /// How the Go field holds its element type.
