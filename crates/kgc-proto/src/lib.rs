@@ -17,19 +17,21 @@
 
 #![forbid(unsafe_code)]
 
+mod base64;
 mod decode;
-mod fields;
-mod format;
+mod quantity;
 #[rustfmt::skip] // generated, one field per line
 mod schema;
 mod schema_types;
+mod time;
+pub mod typed;
 mod wire;
 
 use serde_json::{Map, Value};
 
 use crate::wire::WireValue;
 
-pub use crate::fields::prune_unknown_fields;
+pub use crate::typed::prune_unknown_fields;
 
 /// The media type of Kubernetes protobuf bodies.
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
