@@ -135,7 +135,7 @@ impl Decoder {
                     }
                     elem => self.element(elem, values.last().copied())?,
                 };
-                if field.omitempty && is_go_empty(field.elem, &value) {
+                if field.omitempty && field.elem.is_go_empty(&value) {
                     Ok(None)
                 } else {
                     Ok(Some(value))
@@ -414,24 +414,6 @@ fn zero(elem: Elem) -> Value {
         | Elem::Bytes => Value::Null,
         Elem::Quantity => Value::String("0".to_owned()),
         Elem::Message(_) => Value::Object(Map::new()),
-    }
-}
-
-/// encoding/json's `isEmptyValue` for a non-pointer field: false, 0, "", and empty `[]byte` or
-/// wrapped slices. Structs (messages and the special types) are never empty.
-fn is_go_empty(elem: Elem, value: &Value) -> bool {
-    match elem {
-        Elem::String | Elem::Bytes => value.as_str().is_some_and(str::is_empty) || value.is_null(),
-        Elem::Bool => value == &Value::Bool(false),
-        Elem::Int32 | Elem::Int64 => value.as_f64() == Some(0.0),
-        Elem::StringList => value.is_null(),
-        Elem::Message(_)
-        | Elem::Time
-        | Elem::MicroTime
-        | Elem::Quantity
-        | Elem::IntOrString
-        | Elem::RawExtension
-        | Elem::FieldsV1 => false,
     }
 }
 

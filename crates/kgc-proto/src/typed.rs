@@ -103,6 +103,16 @@ pub enum TypeError {
     /// `[]byte`: `base64.CorruptInputError`.
     #[error("illegal base64 data at input byte {0}")]
     Base64(usize),
+    /// Stricter than Go: an embedded object of a registered kind (a StatefulSet's
+    /// `volumeClaimTemplates[]`) names another `apiVersion` or `kind` than the one its type is
+    /// registered as, which typed clients refuse. Worded as upstream's `field.NotSupported`.
+    #[error("{field}: Unsupported value: {value:?}: supported values: {want:?}")]
+    EmbeddedType {
+        /// `field.Path` of the offending field, e.g. `spec.volumeClaimTemplates[0].kind`.
+        field: String,
+        value: String,
+        want: &'static str,
+    },
     /// Structs nested beyond [`MAX_DEPTH`] (not possible with the generated schema).
     #[error("exceeded max depth")]
     Depth,
@@ -385,7 +395,7 @@ impl Walker {
                     go_struct: table.go_struct,
                 };
                 self.field(field, value, &here)?
-            } else if table.type_meta && (key == "apiVersion" || key == "kind") {
+            } else if let Some(registered) = table.type_meta(key) {
                 // The embedded `metav1.TypeMeta` (`json:",inline"`, no protobuf tag, so absent
                 // from the schema): two `omitempty` strings.
                 let here = At {
@@ -393,7 +403,7 @@ impl Walker {
                     step: Step::Field(key),
                     go_struct: table.go_struct,
                 };
-                self.type_meta(value, &here)
+                self.type_meta(registered, value, &here)
             } else {
                 self.unknown.push(at.child(Step::Key(key)).strict_path());
                 false
@@ -408,10 +418,38 @@ impl Walker {
         Ok(())
     }
 
-    fn type_meta(&mut self, value: &mut Value, at: &At<'_>) -> bool {
+    /// `apiVersion` or `kind` of a struct embedding `metav1.TypeMeta`; `registered` is what the
+    /// struct is registered as, when it is registered once.
+    ///
+    /// Stricter than Go, which keeps whatever string an embedded object (a StatefulSet's
+    /// `volumeClaimTemplates[]`) carries there: k8s-openapi refuses any value but the registered
+    /// one, so another is refused here too.
+    fn type_meta(
+        &mut self,
+        registered: Option<&'static str>,
+        value: &mut Value,
+        at: &At<'_>,
+    ) -> bool {
+        if !self.typed() {
+            return true;
+        }
         match value {
-            Value::String(_) => true,
-            _ if !self.typed() => true,
+            Value::String(s) if s.is_empty() => false,
+            Value::String(s) => {
+                let nested = at
+                    .parent
+                    .is_some_and(|parent| !matches!(parent.step, Step::Root));
+                if let (true, Some(want)) = (nested, registered)
+                    && s != want
+                {
+                    self.save(TypeError::EmbeddedType {
+                        field: at.field_path(),
+                        value: s.clone(),
+                        want,
+                    });
+                }
+                true
+            }
             Value::Null => false,
             other => {
                 let error = at.type_error(Found::of(other), "string");
@@ -441,7 +479,7 @@ impl Walker {
             }
             return Ok(true);
         }
-        match (field.shape, value) {
+        match (field.shape, &mut *value) {
             (Shape::Value | Shape::Pointer, value) => {
                 self.element(field.elem, field.go_type, value, at)?
             }
@@ -467,7 +505,14 @@ impl Walker {
                 }
             }
         }
-        Ok(true)
+        // encoding/json leaves out an `omitempty` field holding an empty value.
+        let empty = match field.shape {
+            Shape::Value => field.elem.is_go_empty(value),
+            Shape::Pointer => false,
+            Shape::List => value.as_array().is_some_and(Vec::is_empty),
+            Shape::Map => value.as_object().is_some_and(Map::is_empty),
+        };
+        Ok(!(self.typed() && field.omitempty && empty))
     }
 
     /// One list item or map value.
@@ -677,12 +722,30 @@ struct StructType {
     by_json: Vec<(&'static str, &'static Field)>,
     /// The required fields, promoted ones included, in declaration order.
     required: Vec<&'static Field>,
-    /// The struct embeds `metav1.TypeMeta` (`apiVersion`, `kind`): the registered kinds do,
-    /// wherever they appear (the root, or e.g. a StatefulSet's `volumeClaimTemplates[]`).
-    type_meta: bool,
+    /// The struct embeds `metav1.TypeMeta` (`apiVersion`, `kind`), as the registered kinds do
+    /// wherever they appear (the root, or e.g. a StatefulSet's `volumeClaimTemplates[]`): the
+    /// `(apiVersion, kind)` pairs it is registered as.
+    registered: Vec<(&'static str, &'static str)>,
 }
 
 impl StructType {
+    /// For `apiVersion` and `kind` of a struct embedding `metav1.TypeMeta`: `Some`, with the one
+    /// value the struct is registered with when there is only one.
+    fn type_meta(&self, key: &str) -> Option<Option<&'static str>> {
+        let pick: fn(&(&'static str, &'static str)) -> &'static str = match key {
+            "apiVersion" => |r| r.0,
+            "kind" => |r| r.1,
+            _ => return None,
+        };
+        let first = pick(self.registered.first()?);
+        Some(
+            self.registered
+                .iter()
+                .all(|r| pick(r) == first)
+                .then_some(first),
+        )
+    }
+
     fn field(&self, json: &str) -> Option<&'static Field> {
         self.by_json
             .binary_search_by(|(name, _)| (*name).cmp(json))
@@ -694,14 +757,14 @@ impl StructType {
 fn struct_type(index: u16) -> &'static StructType {
     static TYPES: OnceLock<Vec<StructType>> = OnceLock::new();
     let types = TYPES.get_or_init(|| {
-        let mut kinds = vec![false; MESSAGES.len()];
-        for &(_, _, kind) in KINDS {
-            kinds[usize::from(kind)] = true;
+        let mut registered = vec![Vec::new(); MESSAGES.len()];
+        for &(api_version, kind, index) in KINDS {
+            registered[usize::from(index)].push((api_version, kind));
         }
         MESSAGES
             .iter()
-            .zip(kinds)
-            .map(|(message, type_meta)| build_struct_type(message, type_meta))
+            .zip(registered)
+            .map(|(message, registered)| build_struct_type(message, registered))
             .collect()
     });
     &types[usize::from(index)]
@@ -710,7 +773,10 @@ fn struct_type(index: u16) -> &'static StructType {
 /// The field lookup of a struct, following encoding/json's rules for embedded structs: a field of
 /// the struct itself wins over promoted ones, shallower promoted fields over deeper (names are
 /// matched case-sensitively, as `sigs.k8s.io/json` does).
-fn build_struct_type(message: &'static Message, type_meta: bool) -> StructType {
+fn build_struct_type(
+    message: &'static Message,
+    registered: Vec<(&'static str, &'static str)>,
+) -> StructType {
     let mut by_json: Vec<(&'static str, &'static Field)> = Vec::new();
     let mut level = vec![message];
     // Embedding depth is bounded by the (non-recursive) schema; the limit guards regardless.
@@ -742,7 +808,7 @@ fn build_struct_type(message: &'static Message, type_meta: bool) -> StructType {
         go_type,
         by_json,
         required,
-        type_meta,
+        registered,
     }
 }
 
@@ -755,5 +821,481 @@ fn collect_required(message: &'static Message, out: &mut Vec<&'static Field>, de
         } else if field.required {
             out.push(field);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Decodes `obj` (its apiVersion and kind name the type) and returns the outcome, the error as
+    /// its text, and the object as it would be stored.
+    fn run(mut obj: Value) -> (Result<Decoded, String>, Value) {
+        let api_version = obj["apiVersion"].as_str().unwrap().to_owned();
+        let kind = obj["kind"].as_str().unwrap().to_owned();
+        let result = decode(&api_version, &kind, &mut obj)
+            .expect("a built-in kind")
+            .map_err(|e| e.to_string());
+        (result, obj)
+    }
+
+    fn error(obj: Value) -> String {
+        run(obj).0.expect_err("a type error")
+    }
+
+    /// Decodes successfully and returns the stored object.
+    fn stored(obj: Value) -> Value {
+        let (result, obj) = run(obj);
+        let decoded = result.expect("no type error");
+        assert_eq!(decoded, Decoded::default(), "nothing unknown or missing");
+        obj
+    }
+
+    fn deployment(spec: Value) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": spec})
+    }
+
+    fn pod_spec(containers: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": containers}})
+    }
+
+    #[test]
+    fn unmarshal_type_errors_name_the_innermost_struct_and_the_json_path() {
+        let cases = [
+            (
+                deployment(json!({"replicas": "three"})),
+                "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": 5}}),
+                "json: cannot unmarshal number into Go struct field ConfigMap.data of type string",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Service", "spec": {"ports": "eighty"}}),
+                "json: cannot unmarshal string into Go struct field ServiceSpec.spec.ports of type []v1.ServicePort",
+            ),
+            (
+                deployment(
+                    json!({"template": {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": "80"}]}]}}}),
+                ),
+                "json: cannot unmarshal string into Go struct field ContainerPort.spec.template.spec.containers.ports.containerPort of type int32",
+            ),
+            (
+                deployment(json!("x")),
+                "json: cannot unmarshal string into Go struct field Deployment.spec of type v1.DeploymentSpec",
+            ),
+            (
+                pod_spec(json!({"c": {}})),
+                "json: cannot unmarshal object into Go struct field PodSpec.spec.containers of type []v1.Container",
+            ),
+            (
+                pod_spec(json!(["c"])),
+                "json: cannot unmarshal string into Go struct field PodSpec.spec.containers of type v1.Container",
+            ),
+            (
+                pod_spec(json!([{"name": "c", "imagePullPolicy": 1}])),
+                "json: cannot unmarshal number into Go struct field Container.spec.containers.imagePullPolicy of type v1.PullPolicy",
+            ),
+            (
+                pod_spec(json!([{"name": "c", "resources": {"limits": "1"}}])),
+                "json: cannot unmarshal string into Go struct field ResourceRequirements.spec.containers.resources.limits of type v1.ResourceList",
+            ),
+            (
+                pod_spec(json!([{"name": "c", "args": [["x"]]}])),
+                "json: cannot unmarshal array into Go struct field Container.spec.containers.args of type string",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": [1]}}),
+                "json: cannot unmarshal array into Go struct field ObjectMeta.metadata.labels of type map[string]string",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Pod", "spec": {"hostNetwork": "true"}}),
+                "json: cannot unmarshal string into Go struct field PodSpec.spec.hostNetwork of type bool",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Secret", "data": "x"}),
+                "json: cannot unmarshal string into Go struct field Secret.data of type map[string][]uint8",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Secret", "data": {"a": true}}),
+                "json: cannot unmarshal bool into Go struct field Secret.data of type []uint8",
+            ),
+            // Fields promoted from an embedded struct belong to the outer one.
+            (
+                json!({"apiVersion": "v1", "kind": "Pod", "spec": {"volumes": [{"name": "v", "configMap": "cm"}]}}),
+                "json: cannot unmarshal string into Go struct field Volume.spec.volumes.configMap of type v1.ConfigMapVolumeSource",
+            ),
+            (
+                json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"volumeClaimTemplates": [{"kind": 1}]}}),
+                "json: cannot unmarshal number into Go struct field PersistentVolumeClaim.spec.volumeClaimTemplates.kind of type string",
+            ),
+        ];
+        for (obj, want) in cases {
+            assert_eq!(error(obj), want);
+        }
+        for (body, want) in [
+            (
+                json!([1]),
+                "json: cannot unmarshal array into Go value of type v1.Deployment",
+            ),
+            (
+                json!("x"),
+                "json: cannot unmarshal string into Go value of type v1.Deployment",
+            ),
+            (
+                json!(null),
+                "json: cannot unmarshal null into Go value of type v1.Deployment",
+            ),
+        ] {
+            let mut body = body;
+            let got = decode("apps/v1", "Deployment", &mut body)
+                .unwrap()
+                .unwrap_err();
+            assert_eq!(got.to_string(), want);
+        }
+    }
+
+    #[test]
+    fn integers_must_be_integral_and_in_range() {
+        for (replicas, want) in [
+            (json!(1.5), "number 1.5"),
+            (json!(3_000_000_000u64), "number 3000000000"),
+            (json!(-2_147_483_649i64), "number -2147483649"),
+            (json!(2.0), "number 2.0"),
+            (json!(true), "bool"),
+            (json!([1]), "array"),
+            (json!({}), "object"),
+        ] {
+            assert_eq!(
+                error(deployment(json!({"replicas": replicas}))),
+                format!(
+                    "json: cannot unmarshal {want} into Go struct field DeploymentSpec.spec.replicas of type int32"
+                )
+            );
+        }
+        for ok in [json!(0), json!(-2_147_483_648i64), json!(2_147_483_647)] {
+            let obj = stored(deployment(
+                json!({"replicas": ok, "selector": {}, "template": {}}),
+            ));
+            assert_eq!(obj["spec"]["replicas"], ok);
+        }
+        // int64: anything an i64 holds.
+        let meta = |generation: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generation": generation}});
+        stored(meta(json!(i64::MIN)));
+        assert_eq!(
+            error(meta(json!(u64::MAX))),
+            "json: cannot unmarshal number 18446744073709551615 into Go struct field ObjectMeta.metadata.generation of type int64"
+        );
+    }
+
+    #[test]
+    fn the_first_saved_error_wins_unless_unmarshal_json_fails() {
+        // Two recorded type errors: the first in walk order (metadata sorts before spec).
+        let obj = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"generation": "x"}, "spec": {"replicas": "y"}});
+        assert!(error(obj).contains("ObjectMeta.metadata.generation of type int64"));
+        // An UnmarshalJSON error later in the body wins over an earlier recorded one.
+        let obj = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"generation": "x"}, "spec": {"template": {"metadata": {"creationTimestamp": "yesterday"}}}});
+        assert_eq!(
+            error(obj),
+            r#"parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006""#
+        );
+    }
+
+    #[test]
+    fn times_and_micro_times() {
+        let cm = |ts: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"creationTimestamp": ts}});
+        assert_eq!(
+            stored(cm(json!("2024-01-01T02:00:00.5+02:00")))["metadata"]["creationTimestamp"],
+            "2024-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            stored(cm(json!(null)))["metadata"]["creationTimestamp"],
+            json!(null)
+        );
+        assert_eq!(
+            stored(cm(json!("0001-01-01T00:00:00Z")))["metadata"]["creationTimestamp"],
+            json!(null)
+        );
+        // Not a string: the nested `json.Unmarshal` into a string fails, with the outer context.
+        for (ts, found) in [
+            (json!(5), "number"),
+            (json!(true), "bool"),
+            (json!({}), "object"),
+            (json!([]), "array"),
+        ] {
+            assert_eq!(
+                error(cm(ts)),
+                format!(
+                    "json: cannot unmarshal {found} into Go struct field ObjectMeta.metadata.creationTimestamp of type string"
+                )
+            );
+        }
+        assert_eq!(
+            error(cm(json!("2024-13-01T00:00:00Z"))),
+            r#"parsing time "2024-13-01T00:00:00Z": month out of range"#
+        );
+        let lease = |t: Value| json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "spec": {"renewTime": t}});
+        assert_eq!(
+            stored(lease(json!("2024-01-01T00:00:10.123456-01:00")))["spec"]["renewTime"],
+            "2024-01-01T01:00:10.123456Z"
+        );
+        // Exactly six fraction digits.
+        assert_eq!(
+            error(lease(json!("2024-01-01T00:00:10.1234567Z"))),
+            r#"parsing time "2024-01-01T00:00:10.1234567Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "7Z" as "Z07:00""#
+        );
+        assert_eq!(
+            error(lease(json!("2024-01-01T00:00:10Z"))),
+            r#"parsing time "2024-01-01T00:00:10Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "Z" as ".000000""#
+        );
+        // Map values: null is Go's zero time, printed `null`, which clients cannot read there.
+        let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "status": {"disruptedPods": {"a": null}}});
+        assert_eq!(
+            error(pdb),
+            "json: cannot unmarshal null into Go struct field PodDisruptionBudgetStatus.status.disruptedPods of type v1.Time"
+        );
+    }
+
+    #[test]
+    fn quantities() {
+        let limits =
+            |q: Value| pod_spec(json!([{"name": "c", "resources": {"limits": {"cpu": q}}}]));
+        for (q, want) in [
+            (json!(0.5), "500m"),
+            (json!(2), "2"),
+            (json!("1000m"), "1"),
+            (json!(" 64Mi "), "64Mi"),
+            (json!("1.5Gi"), "1536Mi"),
+            (json!("1e3"), "1e3"),
+            (json!(null), "0"),
+        ] {
+            assert_eq!(
+                stored(limits(q.clone()))["spec"]["containers"][0]["resources"]["limits"]["cpu"],
+                want,
+                "{q}"
+            );
+        }
+        let format = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+        for q in [json!("x"), json!(true), json!([1]), json!({}), json!("")] {
+            assert_eq!(error(limits(q)), format);
+        }
+        assert_eq!(
+            error(limits(json!("1ki"))),
+            "unable to parse quantity's suffix"
+        );
+        // A value-typed Quantity: null is the zero quantity.
+        let divisor = pod_spec(
+            json!([{"name": "c", "env": [{"name": "E", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu", "divisor": null}}}]}]),
+        );
+        assert_eq!(
+            stored(divisor)["spec"]["containers"][0]["env"][0]["valueFrom"]["resourceFieldRef"]["divisor"],
+            "0"
+        );
+    }
+
+    #[test]
+    fn int_or_string() {
+        let svc = |port: Value| json!({"apiVersion": "v1", "kind": "Service", "spec": {"ports": [{"port": 80, "targetPort": port}]}});
+        assert_eq!(
+            stored(svc(json!("http")))["spec"]["ports"][0]["targetPort"],
+            "http"
+        );
+        assert_eq!(
+            stored(svc(json!(8080)))["spec"]["ports"][0]["targetPort"],
+            8080
+        );
+        assert_eq!(
+            stored(svc(json!(null)))["spec"]["ports"][0]["targetPort"],
+            0
+        );
+        for (port, found) in [
+            (json!(1.5), "number 1.5"),
+            (json!(1u64 << 40), "number 1099511627776"),
+            (json!(true), "bool"),
+            (json!({}), "object"),
+        ] {
+            assert_eq!(
+                error(svc(port)),
+                format!(
+                    "json: cannot unmarshal {found} into Go struct field ServicePort.spec.ports.targetPort of type int32"
+                )
+            );
+        }
+        // A pointer: null is nil, and omitempty leaves it out.
+        let d = stored(deployment(
+            json!({"selector": {}, "template": {}, "strategy": {"rollingUpdate": {"maxSurge": null, "maxUnavailable": "25%"}}}),
+        ));
+        assert_eq!(
+            d["spec"]["strategy"]["rollingUpdate"],
+            json!({"maxUnavailable": "25%"})
+        );
+    }
+
+    #[test]
+    fn bytes_are_base64() {
+        let secret = |data: Value| json!({"apiVersion": "v1", "kind": "Secret", "data": data});
+        assert_eq!(
+            stored(secret(json!({"a": "Zm9v\nYmFy", "b": "Zh==", "c": ""})))["data"],
+            json!({"a": "Zm9vYmFy", "b": "Zg==", "c": ""})
+        );
+        assert_eq!(
+            error(secret(json!({"a": "not base64"}))),
+            "illegal base64 data at input byte 3"
+        );
+        assert_eq!(
+            error(secret(json!({"a": "Zg"}))),
+            "illegal base64 data at input byte 0"
+        );
+        assert_eq!(
+            error(secret(json!({"a": null}))),
+            "json: cannot unmarshal null into Go struct field Secret.data of type []uint8"
+        );
+        // encoding/json fills a []byte from an array of numbers too.
+        assert_eq!(
+            stored(secret(json!({"a": [102, 111, 111]})))["data"]["a"],
+            "Zm9v"
+        );
+        assert_eq!(
+            error(secret(json!({"a": [256]}))),
+            "json: cannot unmarshal number 256 into Go struct field Secret.data of type uint8"
+        );
+        let csr = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+            "spec": {"signerName": "s", "request": "a==="}});
+        assert_eq!(error(csr), "illegal base64 data at input byte 1");
+    }
+
+    #[test]
+    fn embedded_json_must_be_an_object() {
+        let cr = |data: Value| json!({"apiVersion": "apps/v1", "kind": "ControllerRevision", "revision": 1, "data": data});
+        assert_eq!(
+            stored(cr(json!({"anything": [1, null]})))["data"],
+            json!({"anything": [1, null]})
+        );
+        assert_eq!(
+            error(cr(json!(5))),
+            "json: cannot unmarshal number into Go struct field ControllerRevision.data of type runtime.RawExtension"
+        );
+        let (result, obj) = run(cr(json!(null)));
+        assert_eq!(result.unwrap().missing_required, ["data"]);
+        assert_eq!(obj["data"], json!(null));
+        let managed = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"managedFields": [{"manager": "m", "fieldsV1": "x"}]}});
+        assert_eq!(
+            error(managed),
+            "json: cannot unmarshal string into Go struct field ManagedFieldsEntry.metadata.managedFields.fieldsV1 of type v1.FieldsV1"
+        );
+    }
+
+    #[test]
+    fn null_is_the_zero_value_printed_as_go_prints_it() {
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": null, "generation": null},
+            "data": {"a": null, "b": "x"}, "immutable": null});
+        assert_eq!(
+            stored(obj),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "", "b": "x"}})
+        );
+        // Without omitempty the zero value is printed; struct values are never left out.
+        let (result, obj) = run(deployment(
+            json!({"selector": null, "template": {"spec": {"containers": [{"name": null, "args": [null]}]}}}),
+        ));
+        assert_eq!(
+            result.unwrap().missing_required,
+            ["spec.selector", "spec.template.spec.containers[0].name"]
+        );
+        assert_eq!(obj["spec"]["selector"], json!(null));
+        assert_eq!(
+            obj["spec"]["template"]["spec"]["containers"][0],
+            json!({"name": "", "args": [""]})
+        );
+        let (result, obj) = run(deployment(json!({"selector": {}, "template": null})));
+        assert_eq!(result.unwrap().missing_required, ["spec.template"]);
+        assert_eq!(obj["spec"]["template"], json!({}));
+    }
+
+    #[test]
+    fn empty_values_of_omitempty_fields_are_left_out() {
+        let d = stored(deployment(
+            json!({"paused": false, "minReadySeconds": 0, "replicas": 0, "revisionHistoryLimit": null,
+            "selector": {"matchLabels": {}}, "template": {"metadata": {"labels": {}, "name": ""}, "spec": {"containers": [], "volumes": []}}}),
+        ));
+        // Pointers are kept (`replicas: 0`), as are struct values and lists without omitempty.
+        assert_eq!(
+            d["spec"],
+            json!({"replicas": 0, "selector": {}, "template": {"metadata": {}, "spec": {"containers": []}}})
+        );
+    }
+
+    #[test]
+    fn embedded_objects_must_name_their_registered_kind() {
+        let sts = |pvc: Value| json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"selector": {}, "template": {}, "volumeClaimTemplates": [pvc]}});
+        assert_eq!(
+            error(sts(json!({"kind": "Foo"}))),
+            r#"spec.volumeClaimTemplates[0].kind: Unsupported value: "Foo": supported values: "PersistentVolumeClaim""#
+        );
+        assert_eq!(
+            stored(sts(
+                json!({"apiVersion": "", "kind": "PersistentVolumeClaim"})
+            ))["spec"]["volumeClaimTemplates"][0],
+            json!({"kind": "PersistentVolumeClaim"})
+        );
+    }
+
+    #[test]
+    fn missing_required_fields_use_field_path_form() {
+        let (result, obj) = run(deployment(
+            json!({"template": {"spec": {"containers": [{"image": "nginx"}, null, {"name": "b", "ports": [{}]}]}}}),
+        ));
+        assert_eq!(
+            result.unwrap().missing_required,
+            [
+                "spec.selector",
+                "spec.template.spec.containers[0].name",
+                "spec.template.spec.containers[1].name",
+                "spec.template.spec.containers[2].ports[0].containerPort",
+            ]
+        );
+        assert_eq!(obj["spec"]["template"]["spec"]["containers"][1], json!({}));
+        let (result, _) = run(json!({"apiVersion": "v1", "kind": "Pod", "spec": {}}));
+        assert_eq!(result.unwrap().missing_required, ["spec.containers"]);
+        // Inside a map value: the key in brackets.
+        let at = At {
+            parent: None,
+            step: Step::Root,
+            go_struct: "",
+        };
+        let spec = at.child(Step::Field("spec"));
+        let attributes = spec.child(Step::Field("attributes"));
+        let key = attributes.child(Step::Key("gpu.example.com/model"));
+        assert_eq!(
+            key.child(Step::Field("string")).field_path(),
+            "spec.attributes[gpu.example.com/model].string"
+        );
+        assert_eq!(
+            key.child(Step::Field("string")).strict_path(),
+            "spec.attributes.gpu.example.com/model.string"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_dropped_and_reported() {
+        let (result, obj) = run(deployment(
+            json!({"bogus": 1, "selector": {}, "template": {"spec": {"containers": [{"name": "c", "bogus": {"x": "not checked"}}]}}}),
+        ));
+        assert_eq!(
+            result.unwrap().unknown_fields,
+            ["spec.bogus", "spec.template.spec.containers[0].bogus"]
+        );
+        assert_eq!(
+            obj["spec"],
+            json!({"selector": {}, "template": {"spec": {"containers": [{"name": "c"}]}}})
+        );
+    }
+
+    #[test]
+    fn custom_resources_are_not_handled() {
+        let mut obj = json!({"apiVersion": "example.com/v1", "kind": "Widget", "spec": 1});
+        assert_eq!(decode("example.com/v1", "Widget", &mut obj), None);
     }
 }
