@@ -54,6 +54,9 @@ pub enum ParseError {
     /// 0001-01-01T00:00:00Z…9999-12-30T22:00:00Z, which Python's `datetime` or k8s-openapi's
     /// `jiff::Timestamp` cannot hold.
     OutOfRange { value: Vec<u8> },
+    /// Stricter than Go: the zero time as a list item or map value, which Go prints as `null`
+    /// and typed clients cannot read there.
+    Zero { value: Vec<u8> },
 }
 
 impl fmt::Display for ParseError {
@@ -79,6 +82,12 @@ impl fmt::Display for ParseError {
                 f,
                 "parsing time {}: the instant is outside the range clients can read \
                  (0001-01-01T00:00:00Z to 9999-12-30T22:00:00Z)",
+                Quoted(value)
+            ),
+            ParseError::Zero { value } => write!(
+                f,
+                "parsing time {}: the zero time is stored as null, which clients cannot read in \
+                 a list or map",
                 Quoted(value)
             ),
         }
@@ -113,10 +122,19 @@ pub(crate) struct Instant {
 }
 
 /// Parses `value` as the layout's `UnmarshalJSON` does and returns what its `MarshalJSON` prints:
-/// `None` for the zero time (`null`), the UTC string otherwise.
-pub(crate) fn normalize(layout: Layout, value: &str) -> Result<Option<String>, ParseError> {
+/// `None` for the zero time (`null`; refused unless `null_allowed`), the UTC string otherwise.
+pub(crate) fn normalize(
+    layout: Layout,
+    value: &str,
+    null_allowed: bool,
+) -> Result<Option<String>, ParseError> {
     let instant = parse(layout, value.as_bytes())?;
     if instant.unix == GO_ZERO_TIME_UNIX && instant.nanos == 0 {
+        if !null_allowed {
+            return Err(ParseError::Zero {
+                value: value.as_bytes().to_vec(),
+            });
+        }
         return Ok(None);
     }
     if !(MIN_UNIX..=MAX_UNIX).contains(&instant.unix) {
@@ -386,11 +404,11 @@ mod tests {
     use super::*;
 
     fn time(s: &str) -> Result<Option<String>, String> {
-        normalize(Layout::Time, s).map_err(|e| e.to_string())
+        normalize(Layout::Time, s, true).map_err(|e| e.to_string())
     }
 
     fn micro(s: &str) -> Result<Option<String>, String> {
-        normalize(Layout::MicroTime, s).map_err(|e| e.to_string())
+        normalize(Layout::MicroTime, s, true).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -588,6 +606,10 @@ mod tests {
             assert!(err.contains("outside the range clients can read"), "{err}");
         }
         assert!(time("9999-12-30T22:00:00Z").is_ok());
+        assert_eq!(
+            normalize(Layout::Time, "0001-01-01T00:00:00Z", false).map_err(|e| e.to_string()),
+            Err(r#"parsing time "0001-01-01T00:00:00Z": the zero time is stored as null, which clients cannot read in a list or map"#.to_owned())
+        );
         assert!(time("0001-01-01T00:00:01Z").is_ok());
     }
 }

@@ -380,7 +380,7 @@ impl Walker {
         let table = struct_type(index);
         if self.typed() {
             for field in &table.required {
-                if map.get(field.json).is_none_or(Value::is_null) {
+                if !map.contains_key(field.json) {
                     self.missing
                         .push(at.child(Step::Field(field.json)).field_path());
                 }
@@ -459,26 +459,55 @@ impl Walker {
         }
     }
 
-    /// Walks the value of a known struct field; `false` when Go would not print it.
+    /// Walks the value of a known struct field; `false` when Go would not print it. A required
+    /// field is missing when it is `null`, or would be printed as `null` or not at all.
     fn field(
         &mut self,
         field: &'static Field,
         value: &mut Value,
         at: &At<'_>,
     ) -> Result<bool, TypeError> {
-        if value.is_null() {
-            if !self.typed() {
-                return Ok(true);
-            }
-            let Some(zero) = null_field(field) else {
-                return Ok(false);
-            };
-            *value = zero;
-            if let (Elem::Message(index), Value::Object(map)) = (field.elem, value) {
-                self.object(index, map, at)?;
-            }
+        if !self.typed() {
+            self.value(field, value, at)?;
             return Ok(true);
         }
+        let was_null = value.is_null();
+        let keep = if was_null {
+            self.null(field, value, at)?
+        } else {
+            self.value(field, value, at)?
+        };
+        if field.required && (was_null || !keep || value.is_null()) {
+            self.missing.push(at.field_path());
+        }
+        Ok(keep)
+    }
+
+    /// A struct field holding `null`: becomes what Go prints for the zero value (`false`: not
+    /// printed).
+    fn null(
+        &mut self,
+        field: &'static Field,
+        value: &mut Value,
+        at: &At<'_>,
+    ) -> Result<bool, TypeError> {
+        let Some(zero) = null_field(field) else {
+            return Ok(false);
+        };
+        *value = zero;
+        if let (Elem::Message(index), Value::Object(map)) = (field.elem, value) {
+            self.object(index, map, at)?;
+        }
+        Ok(true)
+    }
+
+    /// A struct field holding a value; `false` when Go would not print it.
+    fn value(
+        &mut self,
+        field: &'static Field,
+        value: &mut Value,
+        at: &At<'_>,
+    ) -> Result<bool, TypeError> {
         match (field.shape, &mut *value) {
             (Shape::Value | Shape::Pointer, value) => {
                 self.element(field.elem, field.go_type, value, at)?
@@ -589,7 +618,8 @@ impl Walker {
                 let Value::String(text) = &*value else {
                     return Ok(());
                 };
-                match time::normalize(layout, text)? {
+                let in_container = matches!(at.step, Step::Index(_) | Step::Key(_));
+                match time::normalize(layout, text, !in_container)? {
                     None => *value = Value::Null,
                     Some(normalized) if normalized != *text => *value = Value::String(normalized),
                     Some(_) => {}
@@ -1259,6 +1289,23 @@ mod tests {
         assert_eq!(obj["spec"]["template"]["spec"]["containers"][1], json!({}));
         let (result, _) = run(json!({"apiVersion": "v1", "kind": "Pod", "spec": {}}));
         assert_eq!(result.unwrap().missing_required, ["spec.containers"]);
+        // Present in the body, but printed as `null` (the zero time) or not at all (an empty
+        // `omitempty` string): missing for the clients all the same.
+        let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "status": {"conditions": [
+            {"type": "T", "status": "True", "reason": "R", "message": "m", "lastTransitionTime": "0001-01-01T00:00:00Z"}]}});
+        let (result, obj) = run(pdb);
+        assert_eq!(
+            result.unwrap().missing_required,
+            ["status.conditions[0].lastTransitionTime"]
+        );
+        assert_eq!(
+            obj["status"]["conditions"][0]["lastTransitionTime"],
+            json!(null)
+        );
+        let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": ""}});
+        let (result, obj) = run(review);
+        assert_eq!(result.unwrap().missing_required, ["spec.token"]);
+        assert_eq!(obj["spec"], json!({}));
         // Inside a map value: the key in brackets.
         let at = At {
             parent: None,
