@@ -121,13 +121,23 @@ pub(crate) struct Instant {
     pub(crate) nanos: u32,
 }
 
-/// Parses `value` as the layout's `UnmarshalJSON` does and returns what its `MarshalJSON` prints:
-/// `None` for the zero time (`null`; refused unless `null_allowed`), the UTC string otherwise.
+/// What the layout's `MarshalJSON` prints for a time its `UnmarshalJSON` parsed.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Normalized {
+    /// The value as given (already UTC, in the printed layout).
+    Same,
+    /// The zero time: `null`.
+    Null,
+    Changed(String),
+}
+
+/// Parses `value` as the layout's `UnmarshalJSON` does and returns what its `MarshalJSON` prints
+/// (the zero time refused unless `null_allowed`).
 pub(crate) fn normalize(
     layout: Layout,
     value: &str,
     null_allowed: bool,
-) -> Result<Option<String>, ParseError> {
+) -> Result<Normalized, ParseError> {
     let instant = parse(layout, value.as_bytes())?;
     if instant.unix == GO_ZERO_TIME_UNIX && instant.nanos == 0 {
         if !null_allowed {
@@ -135,15 +145,31 @@ pub(crate) fn normalize(
                 value: value.as_bytes().to_vec(),
             });
         }
-        return Ok(None);
+        return Ok(Normalized::Null);
     }
     if !(MIN_UNIX..=MAX_UNIX).contains(&instant.unix) {
         return Err(ParseError::OutOfRange {
             value: value.as_bytes().to_vec(),
         });
     }
+    // Parsed, `Z`-terminated and as long as the printed form: a two-digit hour and no fraction
+    // for a Time; for a MicroTime also `.` and six digits (not `,`, not a sign). That is the
+    // printed form.
+    let b = value.as_bytes();
+    let printed = match layout {
+        Layout::Time => b.len() == 20,
+        Layout::MicroTime => {
+            b.len() == 27 && b[19] == b'.' && b[20..26].iter().all(u8::is_ascii_digit)
+        }
+    };
+    if printed && b.ends_with(b"Z") {
+        return Ok(Normalized::Same);
+    }
     let micros = (layout == Layout::MicroTime).then_some(instant.nanos / 1_000);
-    Ok(Some(rfc3339(i128::from(instant.unix), micros)))
+    Ok(Normalized::Changed(rfc3339(
+        i128::from(instant.unix),
+        micros,
+    )))
 }
 
 /// Go's `time.Parse(layout, value)` for the two metav1 layouts.
@@ -403,12 +429,25 @@ fn civil_from_days(days: i128) -> (i128, u32, u32) {
 mod tests {
     use super::*;
 
+    /// The printed form (`None`: `null`).
+    fn printed(layout: Layout, s: &str) -> Result<Option<String>, String> {
+        match normalize(layout, s, true) {
+            Ok(Normalized::Same) => Ok(Some(s.to_owned())),
+            Ok(Normalized::Null) => Ok(None),
+            Ok(Normalized::Changed(printed)) => {
+                assert_ne!(printed, s, "Changed, but the same");
+                Ok(Some(printed))
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
     fn time(s: &str) -> Result<Option<String>, String> {
-        normalize(Layout::Time, s, true).map_err(|e| e.to_string())
+        printed(Layout::Time, s)
     }
 
     fn micro(s: &str) -> Result<Option<String>, String> {
-        normalize(Layout::MicroTime, s, true).map_err(|e| e.to_string())
+        printed(Layout::MicroTime, s)
     }
 
     #[test]

@@ -620,9 +620,9 @@ impl Walker {
                 };
                 let in_container = matches!(at.step, Step::Index(_) | Step::Key(_));
                 match time::normalize(layout, text, !in_container)? {
-                    None => *value = Value::Null,
-                    Some(normalized) if normalized != *text => *value = Value::String(normalized),
-                    Some(_) => {}
+                    time::Normalized::Same => {}
+                    time::Normalized::Null => *value = Value::Null,
+                    time::Normalized::Changed(printed) => *value = Value::String(printed),
                 }
             }
             // `UnmarshalJSON` decodes the string with a nested `json.Unmarshal`.
@@ -748,8 +748,10 @@ struct StructType {
     /// `reflect.Type.Name()`, e.g. `DeploymentSpec` (what `UnmarshalTypeError.Struct` holds).
     go_struct: &'static str,
     go_type: &'static str,
-    /// By JSON name, sorted.
-    by_json: Vec<(&'static str, &'static Field)>,
+    /// The fields by JSON name: an open-addressing hash table (FNV-1a, linear probing) at most
+    /// half full, so a lookup hashes the key and compares it with one name, mostly.
+    /// Each slot holds the name too, sparing a load per probe.
+    slots: Vec<Option<(&'static str, &'static Field)>>,
     /// The required fields, promoted ones included, in declaration order.
     required: Vec<&'static Field>,
     /// The struct embeds `metav1.TypeMeta` (`apiVersion`, `kind`), as the registered kinds do
@@ -777,10 +779,15 @@ impl StructType {
     }
 
     fn field(&self, json: &str) -> Option<&'static Field> {
-        self.by_json
-            .binary_search_by(|(name, _)| (*name).cmp(json))
-            .ok()
-            .map(|i| self.by_json[i].1)
+        let mask = self.slots.len() - 1;
+        let mut i = fnv1a(json) & mask;
+        loop {
+            match self.slots[i] {
+                Some((name, field)) if name == json => return Some(field),
+                Some(_) => i = (i + 1) & mask,
+                None => return None,
+            }
+        }
     }
 }
 
@@ -827,19 +834,40 @@ fn build_struct_type(
         }
         level = next;
     }
-    // A stable sort keeps the shallowest of equal names first, and dedup keeps the first.
-    by_json.sort_by_key(|(name, _)| *name);
-    by_json.dedup_by_key(|(name, _)| *name);
+    // Shallower fields were pushed first: the first of equal names wins.
+    let mut slots = vec![None; (by_json.len() * 2).next_power_of_two().max(2)];
+    let mask = slots.len() - 1;
+    for (name, field) in by_json {
+        let mut i = fnv1a(name) & mask;
+        loop {
+            match slots[i] {
+                None => {
+                    slots[i] = Some((name, field));
+                    break;
+                }
+                Some((taken, _)) if taken == name => break,
+                Some(_) => i = (i + 1) & mask,
+            }
+        }
+    }
     let mut required = Vec::new();
     collect_required(message, &mut required, 0);
     let go_type = message.go_type;
     StructType {
         go_struct: go_type.rsplit('.').next().unwrap_or(go_type),
         go_type,
-        by_json,
+        slots,
         required,
         registered,
     }
+}
+
+/// 64-bit FNV-1a, truncated: the hash of [`StructType::slots`].
+fn fnv1a(key: &str) -> usize {
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    hash as usize
 }
 
 fn collect_required(message: &'static Message, out: &mut Vec<&'static Field>, depth: usize) {
