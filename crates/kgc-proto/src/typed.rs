@@ -5,7 +5,7 @@
 //! (kubernetes-sigs/json internal/golang/encoding/json/decode.go, a fork of encoding/json),
 //! case-sensitively, then encodes the struct again to store it. This module does the same in one
 //! walk over a `serde_json::Value`, driven by the schema generated from the Go types
-//! ([`crate::schema`]):
+//! (`schema.rs`):
 //!
 //! - **Types.** Every value must suit its Go type. The first mismatch is encoding/json's
 //!   `UnmarshalTypeError` (`json: cannot unmarshal string into Go struct field
@@ -15,30 +15,39 @@
 //!   (`number 1.5`, `number 3000000000` into int32). `literalStore` records such an error and
 //!   goes on; an error returned by a type's own `UnmarshalJSON` (a bad time, quantity or
 //!   int-or-string) aborts the decode and wins over an earlier recorded one, as in Go.
-//! - **Types with their own `UnmarshalJSON`**: `metav1.Time`/`MicroTime` ([`crate::time`]),
-//!   `resource.Quantity` ([`crate::quantity`]), `intstr.IntOrString` (an int32 or a string; Go
+//! - **Types with their own `UnmarshalJSON`**: `metav1.Time`/`MicroTime` (time.rs),
+//!   `resource.Quantity` (quantity.rs), `intstr.IntOrString` (an int32 or a string; Go
 //!   decodes the number with a nested `json.Unmarshal`, whose type error gets the same context),
-//!   `[]byte` (standard base64, [`crate::base64`]), `RawExtension` and `FieldsV1` (embedded JSON).
+//!   `[]byte` (standard base64, base64.rs), `RawExtension` and `FieldsV1` (embedded JSON).
 //! - **Normalization**, as the decode→encode round trip prints values: times in UTC
 //!   (`2006-01-02T15:04:05Z`, MicroTime with six fraction digits, the zero time as `null`),
 //!   `[]byte` in canonical base64, quantities as `Quantity.String()` (a JSON number becomes a
-//!   string). `null` is accepted everywhere (Go leaves the zero value) and printed as Go prints
-//!   that zero value: omitted under `omitempty` for scalars, pointers, slices and maps, `""`, `0`
-//!   or `false` for scalars without it, `{}` for structs (their zero fields are not spelled out:
-//!   fields absent from the body stay absent), `"0"` for a quantity and `0` for an int-or-string.
+//!   string), and `omitempty` fields holding an empty value (`false`, `0`, `""`, `[]`, `{}`;
+//!   never a pointer or a struct) left out. `null` is accepted everywhere (Go leaves the zero
+//!   value) and printed as Go prints that zero value: left out under `omitempty` for scalars,
+//!   pointers, slices and maps, `""`, `0` or `false` for scalars without it, `{}` for structs,
+//!   `"0"` for a quantity and `0` for an int-or-string. Fields absent from the body stay absent
+//!   (Go would spell out the zero value of those without `omitempty`, e.g. `status: {}`).
 //! - **Unknown fields** (object keys naming no field of the struct) are dropped and reported with
 //!   the strict decoder's paths (`spec.template.spec.containers[0].bogus`, map keys as `.key`).
 //! - **Missing required fields**: a field the official Python client's model requires (the
-//!   generated `required` flag) that the object lacks or has as `null`, in upstream's
+//!   generated `required` flag) that the object lacks, has as `null`, or has with a value Go
+//!   prints as `null` or not at all (the zero time, `""` under `omitempty`), in upstream's
 //!   `field.Path` form (`spec.template.spec.containers[0].name`, map keys as `[key]`).
 //!
 //! Stricter than Go, because Go stores these and typed clients (k8s-openapi, the official Python
-//! client) then cannot read the object: `null` as a list item or map value of a type whose zero
-//! value prints as `null` (`[]byte`, times, `RawExtension`, named string lists: Secret
-//! `data: {"a": null}`), a `RawExtension` or `FieldsV1` that is not a JSON object, and times
-//! outside 0001-01-01…9999-12-30 (see [`crate::time`]). The first two are reported as type errors
-//! worded like Go's (`json: cannot unmarshal null into Go struct field Secret.data of type
-//! []uint8`).
+//! client) then cannot read the object:
+//! - `null` as a list item or map value of a type whose zero value prints as `null` (`[]byte`,
+//!   times, `RawExtension`, named string lists: Secret `data: {"a": null}`), and a
+//!   `RawExtension` or `FieldsV1` that is not a JSON object: type errors worded like Go's
+//!   (`json: cannot unmarshal null into Go struct field Secret.data of type []uint8`);
+//! - times outside 0001-01-01…9999-12-30, and the zero time as a list item or map value
+//!   ([`TimeError`]);
+//! - an embedded object of a registered kind naming another `apiVersion` or `kind` than its
+//!   type's ([`TypeError::EmbeddedType`]);
+//! - quantity exponents beyond ±10^9, where Go's int32 arithmetic wraps ([`QuantityError`]).
+//!
+//! The root's `apiVersion` and `kind` are the caller's to check against the request.
 //!
 //! JSON numbers arrive parsed (`serde_json` without `arbitrary_precision`): a non-integer is
 //! named by its shortest form (`number 1.5`; Go quotes the literal, so `1e3` reads `number
@@ -113,7 +122,7 @@ pub enum TypeError {
         value: String,
         want: &'static str,
     },
-    /// Structs nested beyond [`MAX_DEPTH`] (not possible with the generated schema).
+    /// Structs nested more than 100 deep (not possible with the generated schema).
     #[error("exceeded max depth")]
     Depth,
 }
