@@ -54,6 +54,7 @@
 //! 1000.0` here), and a number given for a quantity is canonicalised from that form too.
 
 use std::fmt;
+use std::ops::RangeInclusive;
 use std::sync::OnceLock;
 
 use serde_json::{Map, Number, Value};
@@ -592,14 +593,14 @@ impl Walker {
         }
         match (elem, value) {
             (Elem::String, Value::String(_)) | (Elem::Bool, Value::Bool(_)) => {}
-            (Elem::Int32, Value::Number(n)) => {
-                if !fits_i32(n) {
-                    self.save(at.type_error(number_text(n), go_type));
+            (Elem::Int32, value @ Value::Number(_)) => {
+                if let Err(found) = integer(value, i32::MIN.into()..=i32::MAX.into()) {
+                    self.save(at.type_error(found, go_type));
                 }
             }
-            (Elem::Int64, Value::Number(n)) => {
-                if n.as_i64().is_none() {
-                    self.save(at.type_error(number_text(n), go_type));
+            (Elem::Int64, value @ Value::Number(_)) => {
+                if let Err(found) = integer(value, i64::MIN..=i64::MAX) {
+                    self.save(at.type_error(found, go_type));
                 }
             }
             (Elem::Message(index), Value::Object(map)) => self.object(index, map, at)?,
@@ -652,10 +653,9 @@ impl Walker {
             }
             (Elem::IntOrString, Value::String(_)) => {}
             // `UnmarshalJSON` decodes a non-string with a nested `json.Unmarshal` into int32.
-            (Elem::IntOrString, Value::Number(n)) => {
-                if !fits_i32(n) {
-                    return Err(at.type_error(number_text(n), "int32"));
-                }
+            (Elem::IntOrString, value @ Value::Number(_)) => {
+                integer(value, i32::MIN.into()..=i32::MAX.into())
+                    .map_err(|found| at.type_error(found, "int32"))?;
             }
             (Elem::IntOrString, other) => return Err(at.type_error(Found::of(other), "int32")),
             (Elem::RawExtension | Elem::FieldsV1, Value::Object(_)) => {}
@@ -707,8 +707,21 @@ impl Walker {
     }
 }
 
-fn fits_i32(n: &Number) -> bool {
-    n.as_i64().is_some_and(|n| i32::try_from(n).is_ok())
+/// A JSON number Go's `strconv.ParseInt` reads as an integer in `range`, or what
+/// `UnmarshalTypeError` then names. serde_json parses the literal `-0` (0 to Go) as the float
+/// -0.0: that becomes `0` (and so do `-0.0` and `-0e0`, which Go refuses).
+fn integer(value: &mut Value, range: RangeInclusive<i64>) -> Result<(), Found> {
+    let Value::Number(n) = &*value else {
+        return Ok(());
+    };
+    match n.as_i64() {
+        Some(i) if range.contains(&i) => Ok(()),
+        None if n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative()) => {
+            *value = Value::from(0);
+            Ok(())
+        }
+        _ => Err(number_text(n)),
+    }
 }
 
 /// `number <text>`, as `literalStore` names a number an integer cannot hold.
@@ -1041,6 +1054,13 @@ mod tests {
                 )
             );
         }
+        // Go reads the literal `-0` as 0; serde_json as the float -0.0.
+        let minus_zero: Value = serde_json::from_str("-0").unwrap();
+        assert!(minus_zero.is_f64());
+        let obj = stored(deployment(
+            json!({"replicas": minus_zero, "selector": {}, "template": {}}),
+        ));
+        assert_eq!(obj["spec"]["replicas"], json!(0));
         for ok in [json!(0), json!(-2_147_483_648i64), json!(2_147_483_647)] {
             let obj = stored(deployment(
                 json!({"replicas": ok, "selector": {}, "template": {}}),
