@@ -378,14 +378,14 @@ def kind_model(fn, kind):
 
 
 unmodelled = []
-for _gv, kind, fn in kinds:
+for gv, kind, fn in kinds:
     cls = kind_model(fn, kind)
     if cls is None:
-        unmodelled.append(_gv + " " + kind)
+        unmodelled.append(gv + " " + kind)
         continue
     go_json = {f[1] for f in messages[fn] if not f[3]}
     if len(go_json - set(cls.attribute_map.values())) > len(go_json) // 2:
-        raise SystemExit("%s %s: %s does not look like its model" % (_gv, kind, cls.__name__))
+        raise SystemExit("%s %s: %s does not look like its model" % (gv, kind, cls.__name__))
     map_message(fn, cls)
 
 # --------------------------------------------------------------------------------------------
