@@ -334,7 +334,11 @@ async fn object_body(
     let decoded = body::decode(&media_type(headers), &bytes)?;
     let strict = admission::duplicate_fields(&decoded.duplicates, "");
     let mut obj = decoded.value;
-    body::check_metadata_types(&obj)?;
+    // Built-in kinds are decoded into their types at admission; a custom resource's metadata is
+    // checked here, as its unstructured decoding does.
+    if info.custom {
+        body::check_metadata_types(&obj)?;
+    }
     if !obj.is_object() {
         return Err(Status::bad_request("the body of the request must be a JSON object").into());
     }

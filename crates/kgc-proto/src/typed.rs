@@ -26,8 +26,10 @@
 //!   never a pointer or a struct) left out. `null` is accepted everywhere (Go leaves the zero
 //!   value) and printed as Go prints that zero value: left out under `omitempty` for scalars,
 //!   pointers, slices and maps, `""`, `0` or `false` for scalars without it, `{}` for structs,
-//!   `"0"` for a quantity and `0` for an int-or-string. Fields absent from the body stay absent
-//!   (Go would spell out the zero value of those without `omitempty`, e.g. `status: {}`).
+//!   `"0"` for a quantity and `0` for an int-or-string. A field absent from the body is decoded
+//!   as `null` is, so the object gets every zero value Go prints (`status: {}`, a container's
+//!   `resources: {}`, a template's `creationTimestamp: null`, a ReplicationController status's
+//!   `replicas: 0`): what typed clients read back from kube-apiserver.
 //! - **Unknown fields** (object keys naming no field of the struct) are dropped and reported with
 //!   the strict decoder's paths (`spec.template.spec.containers[0].bogus`, map keys as `.key`).
 //! - **Missing required fields**: a field the official Python client's model requires (the
@@ -389,10 +391,12 @@ impl Walker {
     fn fields(&mut self, index: u16, map: &mut Map<String, Value>, at: &At<'_>) -> Walk {
         let table = struct_type(index);
         if self.typed() {
-            for field in &table.required {
+            // An absent field is decoded as `null` is: it gets the zero value Go prints (a
+            // struct's own zero fields included), and is missing when it is required and
+            // prints as `null` or not at all.
+            for field in table.required.iter().chain(&table.printed) {
                 if !map.contains_key(field.json) {
-                    self.missing
-                        .push(at.child(Step::Field(field.json)).field_path());
+                    map.insert(field.json.to_owned(), Value::Null);
                 }
             }
         }
@@ -470,7 +474,8 @@ impl Walker {
     }
 
     /// Walks the value of a known struct field; `false` when Go would not print it. A required
-    /// field is missing when it is `null`, or would be printed as `null` or not at all.
+    /// field is missing when Go would print it as `null` or not at all (absent or `null`, it
+    /// gets the zero value Go prints: `""` for a name is there, a `null` list is missing).
     fn field(
         &mut self,
         field: &'static Field,
@@ -487,7 +492,7 @@ impl Walker {
         } else {
             self.value(field, value, at)?
         };
-        if field.required && (was_null || !keep || value.is_null()) {
+        if field.required && (!keep || value.is_null()) {
             self.missing.push(at.field_path());
         }
         Ok(keep)
@@ -776,6 +781,10 @@ struct StructType {
     slots: Vec<Option<(&'static str, &'static Field)>>,
     /// The required fields, promoted ones included, in declaration order.
     required: Vec<&'static Field>,
+    /// The fields Go prints even when the object does not have them (the zero value of a field
+    /// without `omitempty`, and of every struct-typed field), promoted ones included: a decode
+    /// adds them, as the decode→encode round trip does.
+    printed: Vec<&'static Field>,
     /// The struct embeds `metav1.TypeMeta` (`apiVersion`, `kind`), as the registered kinds do
     /// wherever they appear (the root, or e.g. a StatefulSet's `volumeClaimTemplates[]`): the
     /// `(apiVersion, kind)` pairs it is registered as.
@@ -859,12 +868,16 @@ fn build_struct_type(
     // Shallower fields were pushed first: the first of equal names wins.
     let mut slots = vec![None; (by_json.len() * 2).next_power_of_two().max(2)];
     let mask = slots.len() - 1;
+    let mut printed = Vec::new();
     for (name, field) in by_json {
         let mut i = fnv1a(name) & mask;
         loop {
             match slots[i] {
                 None => {
                     slots[i] = Some((name, field));
+                    if null_field(field).is_some() {
+                        printed.push(field);
+                    }
                     break;
                 }
                 Some((taken, _)) if taken == name => break,
@@ -880,6 +893,7 @@ fn build_struct_type(
         go_type,
         slots,
         required,
+        printed,
         registered,
     }
 }
@@ -1058,12 +1072,12 @@ mod tests {
         let minus_zero: Value = serde_json::from_str("-0").unwrap();
         assert!(minus_zero.is_f64());
         let obj = stored(deployment(
-            json!({"replicas": minus_zero, "selector": {}, "template": {}}),
+            json!({"replicas": minus_zero, "selector": {}, "template": {"spec": {"containers": [{"name": "c"}]}}}),
         ));
         assert_eq!(obj["spec"]["replicas"], json!(0));
         for ok in [json!(0), json!(-2_147_483_648i64), json!(2_147_483_647)] {
             let obj = stored(deployment(
-                json!({"replicas": ok, "selector": {}, "template": {}}),
+                json!({"replicas": ok, "selector": {}, "template": {"spec": {"containers": [{"name": "c"}]}}}),
             ));
             assert_eq!(obj["spec"]["replicas"], ok);
         }
@@ -1213,7 +1227,7 @@ mod tests {
         }
         // A pointer: null is nil, and omitempty leaves it out.
         let d = stored(deployment(
-            json!({"selector": {}, "template": {}, "strategy": {"rollingUpdate": {"maxSurge": null, "maxUnavailable": "25%"}}}),
+            json!({"selector": {}, "template": {"spec": {"containers": [{"name": "c"}]}}, "strategy": {"rollingUpdate": {"maxSurge": null, "maxUnavailable": "25%"}}}),
         ));
         assert_eq!(
             d["spec"]["strategy"]["rollingUpdate"],
@@ -1281,24 +1295,29 @@ mod tests {
             "data": {"a": null, "b": "x"}, "immutable": null});
         assert_eq!(
             stored(obj),
-            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "", "b": "x"}})
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c", "creationTimestamp": null}, "data": {"a": "", "b": "x"}})
         );
         // Without omitempty the zero value is printed; struct values are never left out.
         let (result, obj) = run(deployment(
             json!({"selector": null, "template": {"spec": {"containers": [{"name": null, "args": [null]}]}}}),
         ));
-        assert_eq!(
-            result.unwrap().missing_required,
-            ["spec.selector", "spec.template.spec.containers[0].name"]
-        );
+        assert_eq!(result.unwrap().missing_required, ["spec.selector"]);
         assert_eq!(obj["spec"]["selector"], json!(null));
         assert_eq!(
             obj["spec"]["template"]["spec"]["containers"][0],
-            json!({"name": "", "args": [""]})
+            json!({"name": "", "args": [""], "resources": {}})
         );
         let (result, obj) = run(deployment(json!({"selector": {}, "template": null})));
-        assert_eq!(result.unwrap().missing_required, ["spec.template"]);
-        assert_eq!(obj["spec"]["template"], json!({}));
+        // A struct is never missing: its own fields are (a pod template without containers).
+        assert_eq!(
+            result.unwrap().missing_required,
+            ["spec.template.spec.containers"]
+        );
+        assert_eq!(
+            obj["spec"]["template"],
+            json!({"metadata": {"creationTimestamp": null}, "spec": {"containers": null}})
+        );
     }
 
     #[test]
@@ -1307,16 +1326,18 @@ mod tests {
             json!({"paused": false, "minReadySeconds": 0, "replicas": 0, "revisionHistoryLimit": null,
             "selector": {"matchLabels": {}}, "template": {"metadata": {"labels": {}, "name": ""}, "spec": {"containers": [], "volumes": []}}}),
         ));
-        // Pointers are kept (`replicas: 0`), as are struct values and lists without omitempty.
+        // Pointers are kept (`replicas: 0`), as are lists without omitempty; struct values are
+        // printed even when the body has none (`strategy`, the zero `creationTimestamp`).
         assert_eq!(
             d["spec"],
-            json!({"replicas": 0, "selector": {}, "template": {"metadata": {}, "spec": {"containers": []}}})
+            json!({"replicas": 0, "selector": {}, "strategy": {},
+                "template": {"metadata": {"creationTimestamp": null}, "spec": {"containers": []}}})
         );
     }
 
     #[test]
     fn embedded_objects_must_name_their_registered_kind() {
-        let sts = |pvc: Value| json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"selector": {}, "template": {}, "volumeClaimTemplates": [pvc]}});
+        let sts = |pvc: Value| json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "c"}]}}, "volumeClaimTemplates": [pvc]}});
         assert_eq!(
             error(sts(json!({"kind": "Foo"}))),
             r#"spec.volumeClaimTemplates[0].kind: Unsupported value: "Foo": supported values: "PersistentVolumeClaim""#
@@ -1325,7 +1346,8 @@ mod tests {
             stored(sts(
                 json!({"apiVersion": "", "kind": "PersistentVolumeClaim"})
             ))["spec"]["volumeClaimTemplates"][0],
-            json!({"kind": "PersistentVolumeClaim"})
+            json!({"kind": "PersistentVolumeClaim", "metadata": {"creationTimestamp": null},
+                "spec": {"resources": {}}, "status": {}})
         );
     }
 
@@ -1334,16 +1356,17 @@ mod tests {
         let (result, obj) = run(deployment(
             json!({"template": {"spec": {"containers": [{"image": "nginx"}, null, {"name": "b", "ports": [{}]}]}}}),
         ));
+        // A missing name or port prints as `""` or `0`, which clients read (validation refuses
+        // them); a missing selector prints as `null`, which they do not.
+        assert_eq!(result.unwrap().missing_required, ["spec.selector"]);
         assert_eq!(
-            result.unwrap().missing_required,
-            [
-                "spec.selector",
-                "spec.template.spec.containers[0].name",
-                "spec.template.spec.containers[1].name",
-                "spec.template.spec.containers[2].ports[0].containerPort",
-            ]
+            obj["spec"]["template"]["spec"]["containers"][1],
+            json!({"name": "", "resources": {}})
         );
-        assert_eq!(obj["spec"]["template"]["spec"]["containers"][1], json!({}));
+        assert_eq!(
+            obj["spec"]["template"]["spec"]["containers"][2]["ports"][0],
+            json!({"containerPort": 0})
+        );
         let (result, _) = run(json!({"apiVersion": "v1", "kind": "Pod", "spec": {}}));
         assert_eq!(result.unwrap().missing_required, ["spec.containers"]);
         // Present in the body, but printed as `null` (the zero time) or not at all (an empty
@@ -1393,7 +1416,9 @@ mod tests {
         );
         assert_eq!(
             obj["spec"],
-            json!({"selector": {}, "template": {"spec": {"containers": [{"name": "c"}]}}})
+            json!({"selector": {}, "strategy": {}, "template": {
+                "metadata": {"creationTimestamp": null},
+                "spec": {"containers": [{"name": "c", "resources": {}}]}}})
         );
     }
 

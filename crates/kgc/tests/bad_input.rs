@@ -418,12 +418,13 @@ async fn bodies_over_3_mib_are_rejected_with_413() {
         .await;
     assert_eq!(r.status, 413, "{}", r.text());
     f.intact("a 3 MiB PATCH").await;
-    // Just under the limit is accepted.
+    // Just under the limit is accepted (in a Pod: a ConfigMap may hold 1 MiB only).
     let fits = "y".repeat(3 * 1024 * 1024 - 4096);
-    let body = json!({"metadata": {"name": "fits"}, "data": {"blob": fits}}).to_string();
-    let r =
-        f.s.raw("POST", &f.cms(), Some("application/json"), body)
-            .await;
+    let body = json!({"metadata": {"name": "fits"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "args": [fits]}]}})
+    .to_string();
+    let pods = format!("/api/v1/namespaces/{}/pods", f.ns);
+    let r = f.s.raw("POST", &pods, Some("application/json"), body).await;
     assert_eq!(
         r.status,
         201,
