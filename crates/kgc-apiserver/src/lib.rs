@@ -12,6 +12,8 @@ pub mod authn;
 pub mod authz;
 mod body;
 mod conversion;
+#[cfg(test)]
+mod decoders_fuzz;
 mod discovery;
 pub mod inflight;
 pub mod owner_references;

@@ -409,7 +409,7 @@ fn check_patch_type(info: &ResourceInfo, media: &str) -> Result<(), Status> {
 }
 
 /// Applies a patch body of the given media type to `target`.
-fn apply_patch(
+pub(crate) fn apply_patch(
     info: &ResourceInfo,
     name: &str,
     media: &str,
