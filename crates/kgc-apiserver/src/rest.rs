@@ -80,6 +80,7 @@ pub async fn serve(
             let mode = FieldValidation::of(query)?;
             let (mut obj, strict) = object_body(&info, &req, headers, body).await?;
             let warnings = admission::admit(&info, &req, mode, Written::Object, &mut obj, strict)?;
+            to_storage(&info, &req, &mut obj);
             crate::authz::admit_write(api.rbac.as_deref(), &info, &req, &obj)?;
             api.admit_owner_references(&info, &req, None, &obj)?;
             let tracking = Tracking::new(&info, &req, query, headers);
@@ -94,6 +95,7 @@ pub async fn serve(
             let mode = FieldValidation::of(query)?;
             let (mut obj, strict) = object_body(&info, &req, headers, body).await?;
             let warnings = admission::admit(&info, &req, mode, Written::Object, &mut obj, strict)?;
+            to_storage(&info, &req, &mut obj);
             crate::authz::admit_write(api.rbac.as_deref(), &info, &req, &obj)?;
             let tracking = Tracking::new(&info, &req, query, headers);
             let updated = api
@@ -323,7 +325,8 @@ fn watch(
 
 /// Decodes a create or update body and checks its `apiVersion` and `kind` against the URL,
 /// filling them in when absent. Also returns the body's repeated fields, as strict decoding
-/// reports them.
+/// reports them. The object stays in the request's version: it is admitted (typed decoding,
+/// schema) in that version, then converted with [`to_storage`].
 async fn object_body(
     info: &ResourceInfo,
     req: &RequestInfo,
@@ -373,10 +376,15 @@ async fn object_body(
             Some(_) => {}
         }
     }
-    if req.subresource.is_none() || req.subresource.as_deref() == Some("status") {
-        conversion::to_storage(info, &req.version, &mut obj);
-    }
     Ok((obj, strict))
+}
+
+/// Converts an admitted object of the request's version to the storage version (the main
+/// resource and `/status`; a subresource of its own kind is not stored as such).
+fn to_storage(info: &ResourceInfo, req: &RequestInfo, obj: &mut Value) {
+    if req.subresource.is_none() || req.subresource.as_deref() == Some("status") {
+        conversion::to_storage(info, &req.version, obj);
+    }
 }
 
 /// The patch media types, in the order upstream lists them; custom resources take the first
@@ -510,8 +518,20 @@ async fn patch(
                         "the namespace of the object ({got}) does not match the namespace on the URL ({ns})"
                     )));
                 }
-                // A patch cannot turn an object into another kind.
-                current["kind"] = Value::from(kind);
+                // A patch cannot turn an object into another kind, nor into something else.
+                let Some(fields) = current.as_object_mut() else {
+                    return Err(Status::invalid(
+                        "",
+                        "",
+                        "",
+                        &[kgc_meta::FieldError::invalid(
+                            "patch",
+                            current.to_string(),
+                            "the patched object must be a JSON object",
+                        )],
+                    ));
+                };
+                fields.insert("kind".into(), Value::from(kind));
                 warnings =
                     admission::admit(info, req, mode, Written::Patch, &mut current, strict)?;
                 crate::authz::admit_write(api.rbac.as_deref(), info, req, &current)?;
@@ -618,7 +638,18 @@ async fn server_side_apply(
             ))
             .into());
         }
-        _ => config["metadata"]["name"] = Value::from(name.as_str()),
+        _ => match config.get_mut("metadata") {
+            Some(Value::Object(meta)) => {
+                meta.insert("name".into(), Value::from(name.as_str()));
+            }
+            Some(m) if !m.is_null() => {
+                return Err(Status::bad_request(
+                    "the apply configuration's metadata must be an object",
+                )
+                .into());
+            }
+            _ => config["metadata"] = serde_json::json!({"name": name}),
+        },
     }
     let force = query.flag("force");
     let dry_run = query.dry_run()?;
