@@ -124,8 +124,29 @@ pub(crate) struct Rule {
 }
 
 /// Every rule of a configuration: which providers each resource is written and read with.
+/// The default has no rule: nothing is encrypted, and encrypted values are refused.
+#[derive(Default)]
 pub struct Transformers {
     rules: Vec<Rule>,
+}
+
+impl std::fmt::Debug for Transformers {
+    /// The resources and their providers' prefixes; never a key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut m = f.debug_map();
+        for r in &self.rules {
+            let providers: Vec<&str> = r
+                .providers
+                .iter()
+                .map(|p| match p.prefix() {
+                    "" => "identity",
+                    other => other,
+                })
+                .collect();
+            m.entry(&format!("{}.{}", r.resource, r.group), &providers);
+        }
+        m.finish()
+    }
 }
 
 impl Transformers {
