@@ -12,6 +12,7 @@ pub mod authz;
 mod body;
 mod conversion;
 mod discovery;
+mod health;
 mod request;
 mod rest;
 mod reviews;
@@ -220,10 +221,6 @@ fn admit(
     }
 }
 
-fn text(code: StatusCode, s: &'static str) -> Response {
-    (code, s).into_response()
-}
-
 /// A JSON discovery document with an ETag, answering `If-None-Match` with 304.
 fn cached_json(headers: &HeaderMap, v: &Value, content_type: Option<String>) -> Response {
     let text = v.to_string();
@@ -268,7 +265,9 @@ async fn route(
     };
     match segments.as_slice() {
         ["version"] => get_only(body::json(StatusCode::OK, &version())),
-        ["healthz" | "livez" | "readyz", ..] => get_only(text(StatusCode::OK, "ok")),
+        [endpoint @ ("healthz" | "livez" | "readyz"), rest @ ..] => {
+            get_only(health::serve(api, endpoint, rest, query)?)
+        }
         ["metrics"] => get_only(metrics(api)),
         ["debug", "controllers", "garbagecollector", "graph"] => {
             let hook = api.graph.as_ref().ok_or_else(Status::no_such_resource)?;
