@@ -86,6 +86,18 @@ impl Error {
             other => Status::internal(other.to_string()),
         }
     }
+
+    /// Whether the storage failed for want of disk space (SQLite's `SQLITE_FULL`, `ENOSPC`).
+    pub fn is_disk_full(&self) -> bool {
+        let sqlite_full = |e: &rusqlite::Error| {
+            e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+        };
+        match self {
+            Error::Sqlite(e) | Error::Open { source: e, .. } => sqlite_full(e),
+            Error::Create { source, .. } => source.kind() == std::io::ErrorKind::StorageFull,
+            _ => false,
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
