@@ -106,6 +106,9 @@ impl Codec {
     }
 }
 
+/// `secure_delete` makes SQLite zero the space a write frees, so that neither a deleted Secret
+/// nor the plain text of one rewritten encrypted lingers in free pages.
+///
 /// Opens (creating if needed) the database, reads every object back, rewrites those stored
 /// with anything but the first encryption provider and key (a key rotation, or Secrets from
 /// before encryption), and commits once, so that a disk that takes no writes fails the start
@@ -131,6 +134,7 @@ pub(crate) fn open(path: &Path, codec: &Codec) -> Result<(Connection, Loaded)> {
     conn.execute_batch(
         "PRAGMA journal_mode=WAL;
          PRAGMA synchronous=FULL;
+         PRAGMA secure_delete=ON;
          PRAGMA temp_store=MEMORY;
          CREATE TABLE IF NOT EXISTS objects (
              grp TEXT NOT NULL, resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
@@ -174,6 +178,9 @@ pub(crate) fn open(path: &Path, codec: &Codec) -> Result<(Connection, Loaded)> {
     }
     txn.commit()?;
     if !stale.is_empty() {
+        // The old values are gone from the live pages (secure_delete zeroes what a write
+        // frees), but older copies of those pages remain in the WAL until it is folded in.
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         tracing::info!(
             objects = stale.len(),
             "rewrote objects stored with an earlier encryption provider or key"
@@ -304,7 +311,7 @@ fn probe_until_healthy(conn: &mut Connection, rx: &mpsc::Receiver<Unit>, sink: &
                     .done
                     .send(Err(Error::Failed("the store is read-only".into())));
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => match write_revision(conn, sink.revision()) {
+            Err(mpsc::RecvTimeoutError::Timeout) => match probe(conn, sink.revision()) {
                 Ok(()) => {
                     tracing::info!("a probe commit succeeded; the store takes writes again");
                     sink.recovered();
@@ -316,11 +323,15 @@ fn probe_until_healthy(conn: &mut Connection, rx: &mpsc::Receiver<Unit>, sink: &
     }
 }
 
-/// Records the highest revision handed out, in a transaction of its own.
-fn write_revision(conn: &mut Connection, rv: u64) -> rusqlite::Result<()> {
+/// A probe commit: records the highest revision handed out, then moves the WAL into the
+/// database and empties it. The checkpoint needs the space the failed writes needed, and once
+/// it passes the next write asks the file system for space again instead of reusing the pages
+/// a failed write had taken, so a disk that is still full fails the probe.
+fn probe(conn: &mut Connection, rv: u64) -> rusqlite::Result<()> {
     let txn = conn.transaction()?;
     txn.execute(RECORD_REVISION, params![rv as i64])?;
-    txn.commit()
+    txn.commit()?;
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
 }
 
 fn write_batch(conn: &mut Connection, codec: &Codec, batch: &[Unit]) -> Result<()> {

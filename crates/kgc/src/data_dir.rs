@@ -119,7 +119,7 @@ fn tighten(dir: &Path) -> anyhow::Result<()> {
     if !changed.is_empty() {
         tracing::info!(
             files = %changed.join(", "),
-            "made the data directory private (an older kgc left it readable by others)"
+            "made the data directory private (files readable by others, as an older kgc left them)"
         );
     }
     Ok(())
