@@ -89,9 +89,8 @@ impl Error {
 
     /// Whether the storage failed for want of disk space (SQLite's `SQLITE_FULL`, `ENOSPC`).
     pub fn is_disk_full(&self) -> bool {
-        let sqlite_full = |e: &rusqlite::Error| {
-            e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
-        };
+        let sqlite_full =
+            |e: &rusqlite::Error| e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull);
         match self {
             Error::Sqlite(e) | Error::Open { source: e, .. } => sqlite_full(e),
             Error::Create { source, .. } => source.kind() == std::io::ErrorKind::StorageFull,

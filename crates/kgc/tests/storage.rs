@@ -53,12 +53,7 @@ async fn second_server_on_a_locked_data_dir_exits_naming_the_holder() {
     let mut s = Server::start_secure(&[]).await;
     let dir = s.data_dir();
     let dir_arg = dir.to_str().unwrap();
-    let expected = format!(
-        "kgc: the data directory {} is in use by process {} (another kgc serve or add-user): \
-         stop it, or choose another --data-dir",
-        dir.display(),
-        s.pid()
-    );
+    let expected = in_use(&dir, &s.pid().to_string());
     for extra in [&[][..], &["--in-memory"][..]] {
         let mut args = vec!["serve", "--data-dir", dir_arg, "--listen", "127.0.0.1:0"];
         args.extend(extra);
@@ -72,44 +67,39 @@ async fn second_server_on_a_locked_data_dir_exits_naming_the_holder() {
 
     // add-user writing into a stopped server's store takes the lock too.
     s.terminate();
+    let add_user = || {
+        kgc(&[
+            "serve",
+            "add-user",
+            "bob",
+            "--role",
+            "view",
+            "--data-dir",
+            dir_arg,
+        ])
+    };
     let lock = std::fs::File::options()
         .write(true)
         .open(dir.join("kgc.lock"))
         .unwrap();
     lock.try_lock()
         .expect("the stopped server released its lock");
-    lock.set_len(0).unwrap();
     std::fs::write(dir.join("kgc.lock"), "4242\n").unwrap();
-    let (ok, _, stderr) = kgc(&[
-        "serve",
-        "add-user",
-        "bob",
-        "--role",
-        "view",
-        "--data-dir",
-        dir_arg,
-    ]);
+    let (ok, _, stderr) = add_user();
     assert!(!ok, "add-user wrote into a locked store");
-    assert_eq!(
-        error_lines(&stderr),
-        vec![format!(
-            "kgc: the data directory {} is in use by process 4242 (another kgc serve or \
-             add-user): stop it, or choose another --data-dir",
-            dir.display()
-        )],
-        "{stderr}"
-    );
+    assert_eq!(error_lines(&stderr), vec![in_use(&dir, "4242")], "{stderr}");
     drop(lock);
-    let (ok, _, stderr) = kgc(&[
-        "serve",
-        "add-user",
-        "bob",
-        "--role",
-        "view",
-        "--data-dir",
-        dir_arg,
-    ]);
+    let (ok, _, stderr) = add_user();
     assert!(ok, "add-user on a free data directory: {stderr}");
+}
+
+/// What a process trying a data directory held by `pid` prints.
+fn in_use(dir: &Path, pid: &str) -> String {
+    format!(
+        "kgc: the data directory {} is in use by process {pid} (another kgc serve or add-user): \
+         stop it, or choose another --data-dir",
+        dir.display()
+    )
 }
 
 #[tokio::test]
