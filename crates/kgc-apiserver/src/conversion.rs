@@ -208,7 +208,7 @@ mod tests {
         assert_eq!(storage_version(info), "v2");
         let stored = json!({
             "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": "h"},
+            "metadata": {"name": "h", "creationTimestamp": "2024-01-01T00:00:00Z"},
             "spec": {"minReplicas": 1, "maxReplicas": 5,
                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
                 "metrics": [

@@ -15,6 +15,7 @@ mod conversion;
 #[cfg(test)]
 mod decoders_fuzz;
 mod discovery;
+mod health;
 pub mod inflight;
 pub mod owner_references;
 mod request;
@@ -219,8 +220,9 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
     resp
 }
 
-/// Paths anyone may read without credentials (upstream's `system:public-info-viewer`).
-const PUBLIC_PATHS: [&str; 4] = ["healthz", "livez", "readyz", "version"];
+/// Paths anyone may read without credentials: upstream's `system:public-info-viewer` grants
+/// exactly these (not `/readyz/etcd`, whose failure text names the storage's trouble).
+const PUBLIC_PATHS: [&str; 5] = ["/healthz", "/livez", "/readyz", "/version", "/version/"];
 
 /// Authenticates and authorizes a request: its user, or the 401 or 403 it gets.
 fn admit(
@@ -249,8 +251,7 @@ fn admit(
             Ok(u)
         }
         None => {
-            let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
-            if *method == Method::GET && PUBLIC_PATHS.contains(&first) {
+            if *method == Method::GET && PUBLIC_PATHS.contains(&path) {
                 Ok(Arc::new(authn::UserInfo {
                     name: "system:anonymous".into(),
                     groups: vec!["system:unauthenticated".into()],
@@ -261,10 +262,6 @@ fn admit(
             }
         }
     }
-}
-
-fn text(code: StatusCode, s: &'static str) -> Response {
-    (code, s).into_response()
 }
 
 /// A JSON discovery document with an ETag, answering `If-None-Match` with 304.
@@ -311,7 +308,9 @@ async fn route(
     };
     match segments.as_slice() {
         ["version"] => get_only(body::json(StatusCode::OK, &version())),
-        ["healthz" | "livez" | "readyz", ..] => get_only(text(StatusCode::OK, "ok")),
+        [endpoint @ ("healthz" | "livez" | "readyz"), rest @ ..] => {
+            get_only(health::serve(api, endpoint, rest, query)?)
+        }
         ["metrics"] => get_only(metrics(api)),
         ["debug", "controllers", "garbagecollector", "graph"] => {
             let hook = api.graph.as_ref().ok_or_else(Status::no_such_resource)?;
