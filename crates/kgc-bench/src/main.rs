@@ -72,6 +72,9 @@ struct Cli {
 enum Kind {
     Configmaps,
     Secrets,
+    /// A Deployment as `kubectl create deployment` sends it, with a probe, resources and an
+    /// env: a typed body with nested structs, quantities and defaults to fill in.
+    Deployments,
 }
 
 impl Kind {
@@ -79,6 +82,14 @@ impl Kind {
         match self {
             Kind::Configmaps => "configmaps",
             Kind::Secrets => "secrets",
+            Kind::Deployments => "deployments",
+        }
+    }
+
+    fn api_prefix(self) -> &'static str {
+        match self {
+            Kind::Deployments => "/apis/apps/v1",
+            Kind::Configmaps | Kind::Secrets => "/api/v1",
         }
     }
 }
@@ -135,8 +146,37 @@ fn configmap(name: &str, i: usize) -> serde_json::Value {
     })
 }
 
-/// The object a create posts: the ConfigMap above, or a Secret with its data base64-encoded.
+/// A Deployment of one nginx container.
+fn deployment(name: &str, i: usize) -> Value {
+    serde_json::json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name, "release": format!("r{}", i % 7)}},
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{
+                    "name": "web",
+                    "image": "nginx:1.27",
+                    "ports": [{"containerPort": 80, "name": "http"}],
+                    "env": [{"name": "MODE", "value": "production"}],
+                    "resources": {"requests": {"cpu": "250m", "memory": "64Mi"},
+                                  "limits": {"cpu": "500m", "memory": "128Mi"}},
+                    "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"}},
+                }]},
+            },
+        },
+    })
+}
+
+/// The object a create posts: the ConfigMap above, a Secret with its data base64-encoded, or a
+/// Deployment.
 fn object(kind: Kind, name: &str, i: usize) -> Bytes {
+    if kind == Kind::Deployments {
+        return Bytes::from(deployment(name, i).to_string());
+    }
     let mut v = configmap(name, i);
     if kind == Kind::Secrets {
         v["kind"] = "Secret".into();
@@ -167,7 +207,7 @@ fn base64(bytes: &[u8]) -> String {
 }
 
 fn objects_path(kind: Kind, ns: &str) -> String {
-    format!("/api/v1/namespaces/{ns}/{}", kind.plural())
+    format!("{}/namespaces/{ns}/{}", kind.api_prefix(), kind.plural())
 }
 
 fn configmaps_path(ns: &str) -> String {
