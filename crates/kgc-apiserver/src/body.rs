@@ -159,7 +159,14 @@ impl From<kgc_meta::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.0.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        json(code, &self.0.to_json())
+        let mut resp = json(code, &self.0.to_json());
+        // Upstream `responsewriters.ErrorNegotiated`: a Status that says when to retry says it in
+        // the header too.
+        if let Some(s) = self.0.retry_after_seconds.filter(|s| *s > 0) {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        resp
     }
 }
 

@@ -10,6 +10,7 @@ mod apply;
 pub mod authn;
 pub mod authz;
 mod body;
+mod consistency;
 mod conversion;
 mod discovery;
 mod request;
