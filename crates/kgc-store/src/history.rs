@@ -254,19 +254,32 @@ impl Ord for Version {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
-
     use std::sync::Arc;
 
     use kgc_meta::{DeleteOptions, ResourceInfo};
     use serde_json::json;
 
-    use crate::{Continue, ListOptions, Options, ReadFrom, Store};
+    use crate::{Continue, ListOptions, Options, ReadFrom, Store, StoredObject};
 
     fn configmaps(store: &Store) -> Arc<ResourceInfo> {
         store
             .catalog()
             .get("", "v1", "configmaps")
             .cloned()
+            .unwrap()
+    }
+
+    /// Creates an object with nothing but a name.
+    async fn create(
+        store: &Store,
+        info: &ResourceInfo,
+        ns: &str,
+        name: impl Into<String>,
+    ) -> Arc<StoredObject> {
+        let name: String = name.into();
+        store
+            .create(info, ns, json!({"metadata": {"name": name}}), false)
+            .await
             .unwrap()
     }
 
@@ -283,10 +296,7 @@ mod tests {
             .cloned()
             .unwrap();
         for name in ["ns", "other"] {
-            store
-                .create(&ns, "", json!({"metadata": {"name": name}}), false)
-                .await
-                .unwrap();
+            create(&store, &ns, "", name).await;
         }
         store
     }
@@ -396,10 +406,7 @@ mod tests {
         let info = configmaps(&store);
         let gr = info.group_resource();
         for name in ["a", "b", "c", "d", "e"] {
-            store
-                .create(&info, "ns", json!({"metadata": {"name": name}}), false)
-                .await
-                .unwrap();
+            create(&store, &info, "ns", name).await;
         }
         let mut opts = ListOptions {
             namespace: Some("ns".into()),
@@ -416,10 +423,7 @@ mod tests {
             .delete(&info, "ns", "d", &DeleteOptions::default())
             .await
             .unwrap();
-        store
-            .create(&info, "ns", json!({"metadata": {"name": "bb"}}), false)
-            .await
-            .unwrap();
+        create(&store, &info, "ns", "bb").await;
         store
             .update(&info, "ns", "c", None, false, |mut v| {
                 v["data"] = json!({"changed": "yes"});
@@ -448,14 +452,8 @@ mod tests {
         let info = configmaps(&store);
         let gr = info.group_resource();
         let secrets = store.catalog().get("", "v1", "secrets").cloned().unwrap();
-        store
-            .create(&info, "ns", json!({"metadata": {"name": "a"}}), false)
-            .await
-            .unwrap();
-        store
-            .create(&info, "ns", json!({"metadata": {"name": "b"}}), false)
-            .await
-            .unwrap();
+        create(&store, &info, "ns", "a").await;
+        create(&store, &info, "ns", "b").await;
         let at = store.revision();
         let page = store
             .list(
@@ -469,15 +467,7 @@ mod tests {
         let token = Continue::decode(&page.continue_token.unwrap(), None).unwrap();
         // Another resource filling the history leaves configmaps readable at `at`.
         for i in 0..10 {
-            store
-                .create(
-                    &secrets,
-                    "ns",
-                    json!({"metadata": {"name": format!("s{i}")}}),
-                    false,
-                )
-                .await
-                .unwrap();
+            create(&store, &secrets, "ns", format!("s{i}")).await;
         }
         let exact = ListOptions {
             read: ReadFrom::Exact(at),
@@ -486,15 +476,7 @@ mod tests {
         assert_eq!(store.list(&gr, &exact).unwrap().items.len(), 2);
         // A configmap change leaving the history ends it.
         for i in 0..5 {
-            store
-                .create(
-                    &info,
-                    "ns",
-                    json!({"metadata": {"name": format!("c{i}")}}),
-                    false,
-                )
-                .await
-                .unwrap();
+            create(&store, &info, "ns", format!("c{i}")).await;
         }
         let e = store.list(&gr, &exact).unwrap_err().status();
         assert_eq!(
@@ -534,10 +516,7 @@ mod tests {
         // A write arriving while a read waits for it lets the read through.
         let (waited, _) = tokio::join!(store.wait_for_revision(now + 1), async {
             tokio::task::yield_now().await;
-            store
-                .create(&info, "ns", json!({"metadata": {"name": "late"}}), false)
-                .await
-                .unwrap()
+            create(&store, &info, "ns", "late").await
         });
         waited.unwrap();
         assert_eq!(store.list(&gr, &ahead).unwrap().items.len(), 1);

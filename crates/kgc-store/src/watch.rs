@@ -356,14 +356,19 @@ mod tests {
             .resource_version
     }
 
-    #[tokio::test]
-    async fn a_quiet_resource_does_not_expire_while_others_are_busy() {
-        let store = Store::open_with(Options {
-            watch_log: 4,
+    /// A store whose watch log and history keep `capacity` changes.
+    async fn store_with_log(capacity: usize) -> Store {
+        Store::open_with(Options {
+            watch_log: capacity,
             ..Options::default()
         })
         .await
-        .unwrap();
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_quiet_resource_does_not_expire_while_others_are_busy() {
+        let store = store_with_log(4).await;
         create(&store, "namespaces", "ns").await;
         let from = create(&store, "configmaps", "c0").await;
         let mut configmaps = store.watch(
@@ -444,12 +449,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_initial_state_whose_history_is_gone_expires_the_watch() {
-        let store = Store::open_with(Options {
-            watch_log: 4,
-            ..Options::default()
-        })
-        .await
-        .unwrap();
+        let store = store_with_log(4).await;
         create(&store, "namespaces", "ns").await;
         for i in 0..100 {
             create(&store, "configmaps", &format!("c{i:03}")).await;

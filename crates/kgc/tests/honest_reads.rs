@@ -28,6 +28,15 @@ async fn create(api: &Api<ConfigMap>, name: &str) -> u64 {
     )
 }
 
+/// A fresh server (started with `args`) and a fresh namespace of it, with its ConfigMaps API and
+/// path.
+async fn setup(args: &[&str], prefix: &str) -> (Server, Api<ConfigMap>, String) {
+    let s = Server::start_with(args).await;
+    let ns = fresh_namespace(&s.client(), prefix).await;
+    let api = Api::namespaced(s.client(), &ns);
+    (s, api, format!("/api/v1/namespaces/{ns}/configmaps"))
+}
+
 fn rv_of(cm: &ConfigMap) -> u64 {
     cm.metadata
         .resource_version
@@ -58,6 +67,11 @@ fn list_rv(list: &Value) -> u64 {
         .unwrap()
         .parse()
         .unwrap()
+}
+
+/// A `GET` through the kube client (which retries a 504 or 429 by itself).
+async fn get(s: &Server, path: &str) -> RawResponse {
+    s.raw("GET", path, None, "").await
 }
 
 /// A `GET` over its own connection, without the retries kube-rs makes on a 504 or 429.
@@ -108,70 +122,39 @@ fn token_json(token: &str) -> Value {
 
 #[tokio::test]
 async fn garbage_resource_version_is_a_bad_request() {
-    let s = Server::start().await;
-    let ns = fresh_namespace(&s.client(), "garbage").await;
-    let api: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    let (s, api, base) = setup(&["--in-memory"], "garbage").await;
     create(&api, "cm").await;
-    let base = format!("/api/v1/namespaces/{ns}/configmaps");
-    let invalid = r#"resourceVersion: Invalid value: "garbage": strconv.ParseUint: parsing "garbage": invalid syntax"#;
-    let r = s
-        .raw("GET", &format!("{base}?resourceVersion=garbage"), None, "")
-        .await;
-    assert_status(
-        &r,
-        400,
-        "BadRequest",
-        &format!("invalid resource version: {invalid}"),
-    );
-    let r = s
-        .raw(
-            "GET",
-            &format!("{base}?resourceVersion=garbage&limit=1"),
-            None,
-            "",
+    let invalid = |v: &str| {
+        format!(
+            r#"resourceVersion: Invalid value: "{v}": strconv.ParseUint: parsing "{v}": invalid syntax"#
         )
-        .await;
-    assert_status(
-        &r,
-        400,
-        "BadRequest",
-        &format!("invalid resource version: {invalid}"),
-    );
-    // GET and WATCH: upstream's text (its code there is a 500, kubernetes/kubernetes#139485).
-    let r = s
-        .raw(
-            "GET",
-            &format!("{base}/cm?resourceVersion=garbage"),
-            None,
-            "",
-        )
-        .await;
-    assert_status(&r, 400, "BadRequest", invalid);
-    let r = s
-        .raw(
-            "GET",
-            &format!("{base}?watch=true&resourceVersion=garbage"),
-            None,
-            "",
-        )
-        .await;
-    assert_status(&r, 400, "BadRequest", invalid);
-    let r = s
-        .raw("GET", &format!("{base}?resourceVersion=-1"), None, "")
-        .await;
-    assert_status(
-        &r,
-        400,
-        "BadRequest",
-        r#"invalid resource version: resourceVersion: Invalid value: "-1": strconv.ParseUint: parsing "-1": invalid syntax"#,
-    );
+    };
+    for (query, message) in [
+        // LIST: the storage layer's 400.
+        (
+            "?resourceVersion=garbage",
+            format!("invalid resource version: {}", invalid("garbage")),
+        ),
+        (
+            "?resourceVersion=garbage&limit=1",
+            format!("invalid resource version: {}", invalid("garbage")),
+        ),
+        (
+            "?resourceVersion=-1",
+            format!("invalid resource version: {}", invalid("-1")),
+        ),
+        // GET and WATCH: upstream's text (its code there is a 500, kubernetes/kubernetes#139485).
+        ("/cm?resourceVersion=garbage", invalid("garbage")),
+        ("?watch=true&resourceVersion=garbage", invalid("garbage")),
+    ] {
+        let r = get(&s, &format!("{base}{query}")).await;
+        assert_status(&r, 400, "BadRequest", &message);
+    }
 }
 
 #[tokio::test]
 async fn invalid_resource_version_combinations_are_upstreams_422s() {
-    let s = Server::start().await;
-    let ns = fresh_namespace(&s.client(), "combos").await;
-    let base = format!("/api/v1/namespaces/{ns}/configmaps");
+    let (s, api, base) = setup(&["--in-memory"], "combos").await;
     let invalid = |errors: &str| format!("ListOptions.meta.k8s.io \"\" is invalid: {errors}");
     for (query, errors) in [
         (
@@ -199,7 +182,7 @@ async fn invalid_resource_version_combinations_are_upstreams_422s() {
             "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
         ),
     ] {
-        let r = s.raw("GET", &format!("{base}?{query}"), None, "").await;
+        let r = get(&s, &format!("{base}?{query}")).await;
         assert_status(&r, 422, "Invalid", &invalid(errors));
         let details = &r.json()["details"];
         assert_eq!(details["group"], "meta.k8s.io", "{query}");
@@ -212,49 +195,33 @@ async fn invalid_resource_version_combinations_are_upstreams_422s() {
     }
     // The storage layer's 400s.
     let token = ListParams::default().limit(1);
-    let api: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
     create(&api, "a").await;
     create(&api, "b").await;
     let page = api.list(&token).await.unwrap();
     let t = page.metadata.continue_.unwrap();
-    let r = s
-        .raw(
-            "GET",
-            &format!("{base}?limit=1&continue={t}&resourceVersion=5"),
-            None,
-            "",
-        )
-        .await;
+    let r = get(
+        &s,
+        &format!("{base}?limit=1&continue={t}&resourceVersion=5"),
+    )
+    .await;
     assert_status(
         &r,
         400,
         "BadRequest",
         "specifying resource version is not allowed when using continue",
     );
-    let r = s
-        .raw(
-            "GET",
-            &format!("{base}?limit=1&continue={t}&resourceVersion=0"),
-            None,
-            "",
-        )
-        .await;
+    let r = get(
+        &s,
+        &format!("{base}?limit=1&continue={t}&resourceVersion=0"),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.text());
 }
 
 #[tokio::test]
 async fn invalid_continue_token_is_a_bad_request() {
-    let s = Server::start().await;
-    let ns = fresh_namespace(&s.client(), "badtoken").await;
-    let base = format!("/api/v1/namespaces/{ns}/configmaps");
-    let r = s
-        .raw(
-            "GET",
-            &format!("{base}?limit=1&continue=not*base64"),
-            None,
-            "",
-        )
-        .await;
+    let (s, _, base) = setup(&["--in-memory"], "badtoken").await;
+    let r = get(&s, &format!("{base}?limit=1&continue=not*base64")).await;
     assert_status(
         &r,
         400,
@@ -264,9 +231,7 @@ async fn invalid_continue_token_is_a_bad_request() {
     // A token naming a path outside the collection.
     let evil = "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiIuLi9zZWNyZXRzIn0";
     assert_eq!(token_json(evil)["start"], "../secrets");
-    let r = s
-        .raw("GET", &format!("{base}?limit=1&continue={evil}"), None, "")
-        .await;
+    let r = get(&s, &format!("{base}?limit=1&continue={evil}")).await;
     assert_status(
         &r,
         400,
@@ -277,9 +242,7 @@ async fn invalid_continue_token_is_a_bad_request() {
 
 #[tokio::test]
 async fn exact_list_serves_the_revision_it_names() {
-    let s = Server::start().await;
-    let ns = fresh_namespace(&s.client(), "exact").await;
-    let api: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    let (s, api, base) = setup(&["--in-memory"], "exact").await;
     create(&api, "a").await;
     let at = create(&api, "b").await;
     let before: BTreeMap<String, String> =
@@ -294,34 +257,22 @@ async fn exact_list_serves_the_revision_it_names() {
     api.delete("b", &DeleteParams::default()).await.unwrap();
     create(&api, "c").await;
 
-    let base = format!("/api/v1/namespaces/{ns}/configmaps");
-    let r = s
-        .raw(
-            "GET",
-            &format!("{base}?resourceVersion={at}&resourceVersionMatch=Exact"),
-            None,
-            "",
-        )
-        .await;
+    let r = get(
+        &s,
+        &format!("{base}?resourceVersion={at}&resourceVersionMatch=Exact"),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.text());
     let list = r.json();
     assert_eq!(list_rv(&list), at);
     assert_eq!(contents(&list), before);
     // The legacy form: a first page asked for at a revision is exact too, and so is every page
     // after it.
-    let r = s
-        .raw(
-            "GET",
-            &format!("{base}?resourceVersion={at}&limit=1"),
-            None,
-            "",
-        )
-        .await;
+    let r = get(&s, &format!("{base}?resourceVersion={at}&limit=1")).await;
     let first = r.json();
     assert_eq!((list_rv(&first), contents(&first).len()), (at, 1));
     let token = first["metadata"]["continue"].as_str().unwrap();
-    let second = s
-        .raw("GET", &format!("{base}?limit=1&continue={token}"), None, "")
+    let second = get(&s, &format!("{base}?limit=1&continue={token}"))
         .await
         .json();
     assert_eq!(list_rv(&second), at);
@@ -335,27 +286,20 @@ async fn exact_list_serves_the_revision_it_names() {
         "resourceVersion=0".to_owned(),
         String::new(),
     ] {
-        let now = s
-            .raw("GET", &format!("{base}?{query}"), None, "")
-            .await
-            .json();
+        let now = get(&s, &format!("{base}?{query}")).await.json();
         let want: BTreeMap<String, String> =
             [("a".into(), "2".into()), ("c".into(), "1".into())].into();
         assert_eq!(contents(&now), want, "{query}");
         assert!(list_rv(&now) > at, "{query}");
     }
     // GET is "not older than": the current object.
-    let r = s
-        .raw("GET", &format!("{base}/a?resourceVersion={at}"), None, "")
-        .await;
+    let r = get(&s, &format!("{base}/a?resourceVersion={at}")).await;
     assert_eq!(r.json()["data"]["v"], "2");
 }
 
 #[tokio::test]
 async fn continued_pages_do_not_mix_revisions() {
-    let s = Server::start().await;
-    let ns = fresh_namespace(&s.client(), "pages").await;
-    let api: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    let (_server, api, _) = setup(&["--in-memory"], "pages").await;
     for name in ["a", "b", "c", "d", "e", "f"] {
         create(&api, name).await;
     }
@@ -403,25 +347,17 @@ async fn continued_pages_do_not_mix_revisions() {
 
 #[tokio::test]
 async fn expired_continue_token_is_gone() {
-    let s = Server::start_with(&["--in-memory", "--watch-cache-size", "5"]).await;
-    let ns = fresh_namespace(&s.client(), "gone").await;
-    let api: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    let (s, api, base) = setup(&["--in-memory", "--watch-cache-size", "5"], "gone").await;
     for name in ["a", "b", "c"] {
         create(&api, name).await;
     }
-    let base = format!("/api/v1/namespaces/{ns}/configmaps");
-    let first = s
-        .raw("GET", &format!("{base}?limit=1"), None, "")
-        .await
-        .json();
+    let first = get(&s, &format!("{base}?limit=1")).await.json();
     let at = list_rv(&first);
     let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
     for i in 0..10 {
         create(&api, &format!("z{i}")).await;
     }
-    let r = s
-        .raw("GET", &format!("{base}?limit=1&continue={token}"), None, "")
-        .await;
+    let r = get(&s, &format!("{base}?limit=1&continue={token}")).await;
     assert_status(
         &r,
         410,
@@ -436,14 +372,7 @@ async fn expired_continue_token_is_gone() {
     let decoded = token_json(&fresh);
     assert_eq!(decoded["rv"], -1);
     assert_eq!(decoded["start"], token_json(&token)["start"]);
-    let rest = s
-        .raw(
-            "GET",
-            &format!("{base}?limit=100&continue={fresh}"),
-            None,
-            "",
-        )
-        .await;
+    let rest = get(&s, &format!("{base}?limit=100&continue={fresh}")).await;
     assert_eq!(rest.status, 200, "{}", rest.text());
     let rest = rest.json();
     assert!(list_rv(&rest) > at);
@@ -457,14 +386,11 @@ async fn expired_continue_token_is_gone() {
     assert_eq!(names.len(), 12);
 
     // An exact list at a revision that has left the history.
-    let r = s
-        .raw(
-            "GET",
-            &format!("{base}?resourceVersion={at}&resourceVersionMatch=Exact"),
-            None,
-            "",
-        )
-        .await;
+    let r = get(
+        &s,
+        &format!("{base}?resourceVersion={at}&resourceVersionMatch=Exact"),
+    )
+    .await;
     assert_status(
         &r,
         410,
@@ -475,12 +401,9 @@ async fn expired_continue_token_is_gone() {
 
 #[tokio::test]
 async fn future_resource_version_is_too_large() {
-    let s = Server::start().await;
-    let ns = fresh_namespace(&s.client(), "future").await;
-    let api: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    let (s, api, base) = setup(&["--in-memory"], "future").await;
     let now = create(&api, "cm").await;
     let future = now + 1_000;
-    let base = format!("/api/v1/namespaces/{ns}/configmaps");
     let started = std::time::Instant::now();
     let paths = [
         format!("{base}?resourceVersion={future}"),
@@ -488,7 +411,7 @@ async fn future_resource_version_is_too_large() {
         format!("{base}/cm?resourceVersion={future}"),
     ];
     // Over plain HTTP: kube-rs retries a 504 by itself.
-    let (list, exact, get) = tokio::join!(
+    let (list, exact, one) = tokio::join!(
         plain_get(&s, &paths[0]),
         plain_get(&s, &paths[1]),
         plain_get(&s, &paths[2]),
@@ -499,7 +422,7 @@ async fn future_resource_version_is_too_large() {
         "{:?}",
         started.elapsed()
     );
-    for r in [&list, &exact, &get] {
+    for r in [&list, &exact, &one] {
         let body = r.json();
         let current: u64 = body["message"]
             .as_str()
@@ -542,7 +465,7 @@ async fn future_resource_version_is_too_large() {
     // A revision reached while the read waits is served.
     let next = now + 2;
     let path = format!("{base}?resourceVersion={next}");
-    let (r, _) = tokio::join!(s.raw("GET", &path, None, ""), async {
+    let (r, _) = tokio::join!(get(&s, &path), async {
         create(&api, "w1").await;
         create(&api, "w2").await;
     });
@@ -552,46 +475,30 @@ async fn future_resource_version_is_too_large() {
 
 #[tokio::test]
 async fn resource_version_zero_lists_everything_at_once() {
-    let s = Server::start().await;
-    let ns = fresh_namespace(&s.client(), "any").await;
-    let api: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    let (s, api, base) = setup(&["--in-memory"], "any").await;
     for i in 0..5 {
         create(&api, &format!("cm-{i}")).await;
     }
     // Upstream serves `resourceVersion=0` whole from its cache, whatever the limit
     // (cacher `computeListLimit`), as client-go informers expect.
-    let base = format!("/api/v1/namespaces/{ns}/configmaps");
-    let r = s
-        .raw(
-            "GET",
-            &format!("{base}?limit=2&resourceVersion=0"),
-            None,
-            "",
-        )
+    let r = get(&s, &format!("{base}?limit=2&resourceVersion=0"))
         .await
         .json();
     assert_eq!(contents(&r).len(), 5);
     assert!(r["metadata"].get("continue").is_none(), "{r}");
-    let r = s
-        .raw("GET", &format!("{base}?limit=2"), None, "")
-        .await
-        .json();
+    let r = get(&s, &format!("{base}?limit=2")).await.json();
     assert_eq!(contents(&r).len(), 2);
 }
 
 #[tokio::test]
 async fn watch_initial_events_are_the_state_it_started_at() {
-    let s = Server::start().await;
-    let ns = fresh_namespace(&s.client(), "initial").await;
-    let api: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    let (s, api, base) = setup(&["--in-memory"], "initial").await;
     let n = 300;
     for i in 0..n {
         create(&api, &format!("cm-{i:03}")).await;
     }
     let mut w = s
-        .raw_watch(&format!(
-            "/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion=0"
-        ))
+        .raw_watch(&format!("{base}?watch=true&resourceVersion=0"))
         .await;
     // Changes while the initial state is still being read: they follow it as events.
     api.patch(
