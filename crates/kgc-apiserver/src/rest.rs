@@ -296,7 +296,7 @@ async fn list(
 
 async fn watch(
     api: &ApiServer,
-    info: &ResourceInfo,
+    info: &Arc<ResourceInfo>,
     req: &RequestInfo,
     query: &Query,
     table: TableRequest,
@@ -322,10 +322,11 @@ async fn watch(
         kind: info.kind.clone(),
         api_version: api_version(&req.group, &req.version),
         timeout,
-        info: Arc::new(info.clone()),
+        // The catalog's entry, shared: a watch lives for an hour.
+        info: Arc::clone(info),
         version: served_version(info, req),
         table: table.map(|(version, include)| crate::watch::TableParams {
-            info: Arc::new(info.clone()),
+            info: Arc::clone(info),
             version,
             include,
         }),
