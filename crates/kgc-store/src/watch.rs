@@ -247,6 +247,10 @@ impl Watcher {
             });
         }
         let Some(initial) = &mut self.initial else {
+            // Called with nothing queued: an idle watch keeps no room for a page or a burst.
+            if self.pending.capacity() > 8 {
+                self.pending = VecDeque::new();
+            }
             self.committed.borrow_and_update();
             return self.scan();
         };
