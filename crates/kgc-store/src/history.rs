@@ -32,6 +32,11 @@ use crate::{Objects, StoredObject};
 /// An object's key: namespace ("" when cluster-scoped) and name.
 pub(crate) type Key = (String, String);
 
+/// An object's key, borrowed.
+fn key(o: &StoredObject) -> (&str, &str) {
+    (&o.namespace, &o.name)
+}
+
 /// The retained changes, in revision order and per object.
 pub(crate) struct History {
     log: EventLog,
@@ -114,24 +119,18 @@ impl History {
         // the live objects.
         let mut changed = changes.first_from(start.as_ref());
         loop {
-            let order = match (live.peek(), changed) {
+            // The next object with retained changes, unless a live object without any comes
+            // first: unchanged since before the history began, so since `rv`.
+            let next_changed = match (live.peek(), changed) {
                 (None, None) => return,
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (Some(o), Some(c)) => (o.namespace.as_str(), o.name.as_str()).cmp(&c.object_key()),
+                (Some(o), Some(c)) if key(o) < c.object_key() => None,
+                (_, c) => c,
             };
-            let then = match order {
-                // No retained change: unchanged since before the history began, so since `rv`.
-                Ordering::Less => live.next(),
-                Ordering::Equal | Ordering::Greater => {
-                    let c = changed.expect("an object with changes is next");
+            let then = match next_changed {
+                None => live.next(),
+                Some(c) => {
                     changed = changes.next_object(c);
-                    let current = if order == Ordering::Equal {
-                        live.next()
-                    } else {
-                        None
-                    };
-                    match current {
+                    match live.next_if(|o| key(o) == c.object_key()) {
                         Some(o) if o.resource_version <= rv => Some(o),
                         _ => changes.state_at(c, rv),
                     }
@@ -179,7 +178,7 @@ struct Version(Arc<Event>);
 
 impl Version {
     fn object_key(&self) -> (&str, &str) {
-        (&self.0.object.namespace, &self.0.object.name)
+        key(&self.0.object)
     }
 }
 
