@@ -27,8 +27,8 @@ pub struct WatchParams {
     pub table: Option<TableParams>,
     pub timeout: Duration,
     pub bookmarks: bool,
-    /// `sendInitialEvents=true`: end the initial ADDED events with the
-    /// `k8s.io/initial-events-end` bookmark.
+    /// `sendInitialEvents=true` with `allowWatchBookmarks`: end the initial ADDED events with
+    /// the `k8s.io/initial-events-end` bookmark.
     pub initial_events_end: bool,
 }
 

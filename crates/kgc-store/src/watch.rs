@@ -186,7 +186,7 @@ pub struct Watcher {
 /// Where a watcher is in its initial state (the objects matching at its starting revision).
 pub(crate) struct InitialState {
     pub store: Store,
-    /// The key of the last object handed out; `None` before the first page.
+    /// The key of the last object read; `None` before the first page.
     pub after: Option<Key>,
     /// How many objects remain, counted when the watch started.
     pub left: usize,
