@@ -246,7 +246,9 @@ pub fn impersonate(
                 .to_str()
                 .map_err(|_| Status::bad_request(format!("the {name} header is not valid text")))?;
             // Keys are percent-encoded in header names (`%2F` for `/`).
-            extra.push((percent_decode(key), value.to_owned()));
+            // Upstream (`unescapeExtraKey`) keeps a key whose escapes do not decode as it is.
+            let key = crate::request::percent_decode(key).unwrap_or_else(|_| key.to_owned());
+            extra.push((key, value.to_owned()));
         }
     }
     if users.is_empty() {
@@ -310,26 +312,6 @@ pub fn impersonate(
         user.groups.push(implicit.to_owned());
     }
     Ok(Arc::new(user))
-}
-
-/// `%XX` escapes of an impersonated extra key.
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(h) = s.get(i + 1..i + 3)
-            && let Ok(b) = u8::from_str_radix(h, 16)
-        {
-            out.push(b);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The attributes of a request (`RequestInfoFactory.NewRequestInfo`): resource requests under

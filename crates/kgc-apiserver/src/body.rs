@@ -6,6 +6,8 @@ use axum::response::{IntoResponse, Response};
 use kgc_meta::Status;
 use serde_json::Value;
 
+use crate::strict::{self, Decoded};
+
 /// kube-apiserver's request body limit for JSON and YAML (3 MiB).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
 
@@ -30,28 +32,37 @@ pub async fn read(body: Body) -> Result<Bytes, Status> {
 /// Decodes an object body by its media type: JSON, YAML (as
 /// `curl --data-binary @x.yaml -H 'Content-Type: application/yaml'` sends), or the protobuf
 /// that kubectl's typed generators send (`kubectl create configmap|secret|deployment|…`).
-pub fn decode(media: &str, bytes: &[u8]) -> Result<Value, Status> {
+///
+/// JSON and YAML objects may repeat a key: the last value is kept and the repetition reported
+/// (see [`crate::strict`]); protobuf cannot repeat one.
+pub fn decode(media: &str, bytes: &[u8]) -> Result<Decoded, Status> {
     match media {
-        "" | "application/json" | "*/*" => serde_json::from_slice(bytes).map_err(|e| {
+        "" | "application/json" | "*/*" => strict::from_json(bytes).map_err(|e| {
             Status::bad_request(format!("the body of the request is not valid JSON: {e}"))
         }),
-        "application/yaml" => {
-            let text = std::str::from_utf8(bytes).map_err(|e| {
-                Status::bad_request(format!("the body of the request is not UTF-8: {e}"))
-            })?;
-            serde_saphyr::from_str::<Value>(text).map_err(|e| {
-                Status::bad_request(format!("the body of the request is not valid YAML: {e}"))
+        "application/yaml" => decode_yaml(bytes),
+        kgc_proto::MEDIA_TYPE => kgc_proto::decode(bytes)
+            .map(|value| Decoded {
+                value,
+                duplicates: Vec::new(),
             })
-        }
-        kgc_proto::MEDIA_TYPE => kgc_proto::decode(bytes).map_err(|e| {
-            Status::bad_request(format!("the body of the request could not be decoded: {e}"))
-        }),
+            .map_err(|e| {
+                Status::bad_request(format!("the body of the request could not be decoded: {e}"))
+            }),
         _ => Err(Status::unsupported_media_type(&[
             "application/json",
             "application/yaml",
             kgc_proto::MEDIA_TYPE,
         ])),
     }
+}
+
+/// Decodes one YAML document.
+pub fn decode_yaml(bytes: &[u8]) -> Result<Decoded, Status> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| Status::bad_request(format!("the body of the request is not UTF-8: {e}")))?;
+    strict::from_yaml(text)
+        .map_err(|e| Status::bad_request(format!("the body of the request is not valid YAML: {e}")))
 }
 
 /// Rejects an object body whose `metadata` a typed decoder could not read, as kube-apiserver's
@@ -160,11 +171,11 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.0.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut resp = json(code, &self.0.to_json());
-        // Upstream `responsewriters.ErrorNegotiated`: a Status that says when to retry says it in
-        // the header too.
-        if let Some(s) = self.0.retry_after_seconds.filter(|s| *s > 0) {
+        // kubernetes/apiserver `responsewriters.ErrorNegotiated`: a Status asking the client to
+        // wait says so in the header clients honour as well.
+        if let Some(secs) = self.0.retry_after_seconds.filter(|s| *s > 0) {
             resp.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(s));
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         resp
     }
@@ -176,9 +187,12 @@ mod tests {
 
     #[test]
     fn decodes_json_yaml_and_protobuf_envelopes() {
-        assert_eq!(decode("application/json", br#"{"a":1}"#).unwrap()["a"], 1);
+        assert_eq!(
+            decode("application/json", br#"{"a":1}"#).unwrap().value["a"],
+            1
+        );
         let y = decode("application/yaml", b"kind: ConfigMap\ndata:\n  k: v\n").unwrap();
-        assert_eq!(y["data"]["k"], "v");
+        assert_eq!(y.value["data"]["k"], "v");
         assert_eq!(decode("application/json", b"{").unwrap_err().code, 400);
         assert_eq!(decode("application/yaml", b"a: [").unwrap_err().code, 400);
         assert_eq!(

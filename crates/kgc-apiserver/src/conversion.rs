@@ -36,7 +36,13 @@ pub fn from_storage(info: &ResourceInfo, version: &str, obj: &mut Value) {
     if is_hpa(info) && version == "v1" {
         hpa_v2_to_v1(obj);
     }
-    obj["apiVersion"] = Value::from(api_version(&info.group, version));
+    let api_version = api_version(&info.group, version);
+    obj["apiVersion"] = Value::from(api_version.as_str());
+    if !info.custom {
+        // Printed as that version's Go type prints it: v1 spells out zero values v2 leaves out
+        // (a HorizontalPodAutoscaler status's `currentReplicas: 0`), which typed clients need.
+        let _ = kgc_proto::typed::decode(&api_version, &info.kind, obj);
+    }
 }
 
 /// Converts an object written in `version` to the storage version.
@@ -126,19 +132,21 @@ fn hpa_v2_to_v1(obj: &mut Value) {
 
 fn hpa_v1_to_v2(obj: &mut Value) {
     let take = |obj: &mut Value, key: &str| -> Option<Value> {
-        let v = obj["metadata"]["annotations"]
-            .as_object_mut()
-            .and_then(|a| a.remove(key))?;
+        let v = obj
+            .get_mut("metadata")?
+            .get_mut("annotations")?
+            .as_object_mut()?
+            .remove(key)?;
         serde_json::from_str(v.as_str()?).ok()
     };
     let other = take(obj, METRICS);
     let behavior = take(obj, BEHAVIOR);
     let conditions = take(obj, CONDITIONS);
     let current_other = take(obj, CURRENT_METRICS);
-    if obj["metadata"]["annotations"]
-        .as_object()
-        .is_some_and(Map::is_empty)
-        && let Some(m) = obj["metadata"].as_object_mut()
+    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+        && m.get("annotations")
+            .and_then(Value::as_object)
+            .is_some_and(Map::is_empty)
     {
         m.remove("annotations");
     }
@@ -200,7 +208,7 @@ mod tests {
         assert_eq!(storage_version(info), "v2");
         let stored = json!({
             "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": "h"},
+            "metadata": {"name": "h", "creationTimestamp": "2024-01-01T00:00:00Z"},
             "spec": {"minReplicas": 1, "maxReplicas": 5,
                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
                 "metrics": [

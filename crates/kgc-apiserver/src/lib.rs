@@ -6,18 +6,25 @@
 //! and watches as newline-delimited JSON (shared/specs/apiserver-semantics.md).
 #![forbid(unsafe_code)]
 
+mod admission;
 mod apply;
 pub mod authn;
 pub mod authz;
 mod body;
 mod consistency;
 mod conversion;
+#[cfg(test)]
+mod decoders_fuzz;
 mod discovery;
+mod health;
+pub mod inflight;
+pub mod owner_references;
 mod request;
 mod rest;
 mod reviews;
 mod scale;
 pub mod serviceaccount;
+mod strict;
 mod table;
 pub mod tls;
 mod watch;
@@ -74,6 +81,10 @@ pub struct ApiServer {
     authn: Option<Arc<authn::Authenticator>>,
     /// RBAC; set with authentication.
     rbac: Option<Arc<authz::Rbac>>,
+    /// `--max-requests-inflight` / `--max-mutating-requests-inflight`; `None`: unlimited.
+    inflight: Option<Arc<inflight::Limits>>,
+    /// The OwnerReferencesPermissionEnforcement admission plugin (on unless disabled).
+    owner_references_enforced: bool,
 }
 
 /// Request counters for `/metrics`.
@@ -111,7 +122,23 @@ impl ApiServer {
             graph: None,
             authn: None,
             rbac: None,
+            inflight: None,
+            owner_references_enforced: true,
         }
+    }
+
+    /// Turns the OwnerReferencesPermissionEnforcement admission plugin off (see
+    /// [`owner_references`]).
+    pub fn without_owner_references_enforcement(mut self) -> Self {
+        self.owner_references_enforced = false;
+        self
+    }
+
+    /// Answers 429 beyond `read` requests (GET) and `mutating` requests (every other method) in
+    /// flight at once, as kube-apiserver's max-in-flight filter does; 0 lifts a limit.
+    pub fn with_inflight_limits(mut self, read: usize, mutating: usize) -> Self {
+        self.inflight = Some(Arc::new(inflight::Limits::new(read, mutating)));
+        self
     }
 
     /// Authenticates every request (see [`authn`]): anonymous requests reach only the health
@@ -149,7 +176,14 @@ impl ApiServer {
 async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
     let started = std::time::Instant::now();
     let method = req.method().clone();
-    let path = req.uri().path().to_owned();
+    // Routing, authorization and storage all see the decoded path, as upstream's do.
+    let path = match request::percent_decode(req.uri().path()) {
+        Ok(p) => p,
+        Err(e) => {
+            api.metrics.count(StatusCode::BAD_REQUEST);
+            return ApiError(e).into_response();
+        }
+    };
     let query = Query::parse(req.uri().query());
     let (parts, body) = req.into_parts();
     let user = match &api.authn {
@@ -164,6 +198,16 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
             }
         },
     };
+    let _permit = match &api.inflight {
+        Some(limits) => match limits.admit(&method, &path, &query, user.as_deref()) {
+            Ok(permit) => permit,
+            Err(resp) => {
+                api.metrics.count(resp.status());
+                return resp;
+            }
+        },
+        None => None,
+    };
     let routed = authn::scope(
         user,
         route(&api, &method, &path, &query, &parts.headers, body),
@@ -177,8 +221,9 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
     resp
 }
 
-/// Paths anyone may read without credentials (upstream's `system:public-info-viewer`).
-const PUBLIC_PATHS: [&str; 4] = ["healthz", "livez", "readyz", "version"];
+/// Paths anyone may read without credentials: upstream's `system:public-info-viewer` grants
+/// exactly these (not `/readyz/etcd`, whose failure text names the storage's trouble).
+const PUBLIC_PATHS: [&str; 5] = ["/healthz", "/livez", "/readyz", "/version", "/version/"];
 
 /// Authenticates and authorizes a request: its user, or the 401 or 403 it gets.
 fn admit(
@@ -207,8 +252,7 @@ fn admit(
             Ok(u)
         }
         None => {
-            let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
-            if *method == Method::GET && PUBLIC_PATHS.contains(&first) {
+            if *method == Method::GET && PUBLIC_PATHS.contains(&path) {
                 Ok(Arc::new(authn::UserInfo {
                     name: "system:anonymous".into(),
                     groups: vec!["system:unauthenticated".into()],
@@ -219,10 +263,6 @@ fn admit(
             }
         }
     }
-}
-
-fn text(code: StatusCode, s: &'static str) -> Response {
-    (code, s).into_response()
 }
 
 /// A JSON discovery document with an ETag, answering `If-None-Match` with 304.
@@ -269,7 +309,9 @@ async fn route(
     };
     match segments.as_slice() {
         ["version"] => get_only(body::json(StatusCode::OK, &version())),
-        ["healthz" | "livez" | "readyz", ..] => get_only(text(StatusCode::OK, "ok")),
+        [endpoint @ ("healthz" | "livez" | "readyz"), rest @ ..] => {
+            get_only(health::serve(api, endpoint, rest, query)?)
+        }
         ["metrics"] => get_only(metrics(api)),
         ["debug", "controllers", "garbagecollector", "graph"] => {
             let hook = api.graph.as_ref().ok_or_else(Status::no_such_resource)?;

@@ -12,6 +12,7 @@ use kgc_store::{Deleted, ListOptions, ReadFrom, StoredObject, WatchFilter};
 use serde_json::Value;
 
 use crate::ApiServer;
+use crate::admission::{self, FieldValidation, Written};
 use crate::body::{self, ApiError, media_type};
 use crate::consistency::{self, WatchFrom};
 use crate::conversion;
@@ -77,9 +78,12 @@ pub async fn serve(
         Verb::List => list(api, &info, &req, query, table).await,
         Verb::Watch => watch(api, &info, &req, query, table).await,
         Verb::Create => {
-            let mut obj = object_body(&info, &req, headers, body).await?;
-            let warnings = admit_fields(&info, &req, query, &mut obj)?;
+            let mode = FieldValidation::of(query)?;
+            let (mut obj, strict) = object_body(&info, &req, headers, body).await?;
+            let warnings = admission::admit(&info, &req, mode, Written::Object, &mut obj, strict)?;
+            to_storage(&info, &req, &mut obj);
             crate::authz::admit_write(api.rbac.as_deref(), &info, &req, &obj)?;
+            api.admit_owner_references(&info, &req, None, &obj)?;
             let tracking = Tracking::new(&info, &req, query, headers);
             let obj = tracking.record(None, &obj);
             let created = api.store.create(&info, &ns, obj, query.dry_run()?).await?;
@@ -89,8 +93,10 @@ pub async fn serve(
             ))
         }
         Verb::Update => {
-            let mut obj = object_body(&info, &req, headers, body).await?;
-            let warnings = admit_fields(&info, &req, query, &mut obj)?;
+            let mode = FieldValidation::of(query)?;
+            let (mut obj, strict) = object_body(&info, &req, headers, body).await?;
+            let warnings = admission::admit(&info, &req, mode, Written::Object, &mut obj, strict)?;
+            to_storage(&info, &req, &mut obj);
             crate::authz::admit_write(api.rbac.as_deref(), &info, &req, &obj)?;
             let tracking = Tracking::new(&info, &req, query, headers);
             let updated = api
@@ -103,6 +109,7 @@ pub async fn serve(
                     query.dry_run()?,
                     |current| {
                         crate::authz::admit_update(&info, &current, &obj)?;
+                        api.admit_owner_references(&info, &req, Some(&current), &obj)?;
                         Ok(tracking.record(Some(&current), &obj))
                     },
                 )
@@ -352,16 +359,24 @@ async fn watch(
 }
 
 /// Decodes a create or update body and checks its `apiVersion` and `kind` against the URL,
-/// filling them in when absent.
+/// filling them in when absent. Also returns the body's repeated fields, as strict decoding
+/// reports them. The object stays in the request's version: it is admitted (typed decoding,
+/// schema) in that version, then converted with [`to_storage`].
 async fn object_body(
     info: &ResourceInfo,
     req: &RequestInfo,
     headers: &HeaderMap,
     body: Body,
-) -> Result<Value> {
+) -> Result<(Value, Vec<String>)> {
     let bytes = body::read(body).await?;
-    let mut obj = body::decode(&media_type(headers), &bytes)?;
-    body::check_metadata_types(&obj)?;
+    let decoded = body::decode(&media_type(headers), &bytes)?;
+    let strict = admission::duplicate_fields(&decoded.duplicates, "");
+    let mut obj = decoded.value;
+    // Built-in kinds are decoded into their types at admission; a custom resource's metadata is
+    // checked here, as its unstructured decoding does.
+    if info.custom {
+        body::check_metadata_types(&obj)?;
+    }
     if !obj.is_object() {
         return Err(Status::bad_request("the body of the request must be a JSON object").into());
     }
@@ -396,10 +411,15 @@ async fn object_body(
             Some(_) => {}
         }
     }
+    Ok((obj, strict))
+}
+
+/// Converts an admitted object of the request's version to the storage version (the main
+/// resource and `/status`; a subresource of its own kind is not stored as such).
+fn to_storage(info: &ResourceInfo, req: &RequestInfo, obj: &mut Value) {
     if req.subresource.is_none() || req.subresource.as_deref() == Some("status") {
-        conversion::to_storage(info, &req.version, &mut obj);
+        conversion::to_storage(info, &req.version, obj);
     }
-    Ok(obj)
 }
 
 /// The patch media types, in the order upstream lists them; custom resources take the first
@@ -411,8 +431,28 @@ const PATCH_TYPES: [&str; 4] = [
     "application/strategic-merge-patch+json",
 ];
 
+/// Custom resources have no patch-strategy table, so no strategic merge patch.
+fn accepted_patch_types(info: &ResourceInfo) -> &'static [&'static str] {
+    if info.custom {
+        &PATCH_TYPES[..3]
+    } else {
+        &PATCH_TYPES[..]
+    }
+}
+
+/// The patch media types `info` takes; anything else is a 415 before the body is read (a
+/// protobuf PATCH included: upstream has no protobuf patch type).
+fn check_patch_type(info: &ResourceInfo, media: &str) -> Result<(), Status> {
+    let accepted = accepted_patch_types(info);
+    if accepted.contains(&media) {
+        Ok(())
+    } else {
+        Err(Status::unsupported_media_type(accepted))
+    }
+}
+
 /// Applies a patch body of the given media type to `target`.
-fn apply_patch(
+pub(crate) fn apply_patch(
     info: &ResourceInfo,
     name: &str,
     media: &str,
@@ -432,16 +472,16 @@ fn apply_patch(
                 _ => return Err(Status::unsupported_media_type(&PATCH_TYPES[..3])),
             }
         }
-        _ => {
-            let accepted = if info.custom {
-                &PATCH_TYPES[..3]
-            } else {
-                &PATCH_TYPES[..]
-            };
-            return Err(Status::unsupported_media_type(accepted));
-        }
+        _ => return Err(Status::unsupported_media_type(accepted_patch_types(info))),
     };
+    if result.is_ok() && kgc_patch::serialized_len(target) > body::MAX_BODY {
+        // No patch may build an object larger than a request may carry.
+        return Err(Status::too_large(body::MAX_BODY));
+    }
     result.map_err(|e| {
+        if let kgc_patch::Error::TooManyOperations(_) = e {
+            return Status::entity_too_large(e);
+        }
         // A JSON patch that is a list of operations decodes; its failures (unknown operation,
         // failed test, missing path) happen when it applies.
         let decodes = media == "application/json-patch+json"
@@ -459,23 +499,19 @@ fn apply_patch(
     })
 }
 
-/// The error for fields the schema does not know under `fieldValidation=Strict`.
-pub(crate) fn strict_decoding_error(kind: &str, version: &str, unknown: &[String]) -> Status {
-    let list: Vec<String> = unknown
-        .iter()
-        .map(|f| format!("unknown field {f:?}"))
-        .collect();
-    Status::bad_request(format!(
-        "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
-        list.join(", ")
-    ))
-}
-
-/// Reads a patch body: JSON, whatever the patch type.
-async fn patch_body(body: Body) -> Result<Value> {
+/// Reads a patch body: JSON, whatever the patch type. Also returns its repeated fields as
+/// strict decoding words them for this patch type.
+async fn patch_body(body: Body, media: &str) -> Result<(Value, Vec<String>)> {
     let bytes = body::read(body).await?;
-    Ok(serde_json::from_slice(&bytes)
-        .map_err(|e| Status::bad_request(format!("the patch is not valid JSON: {e}")))?)
+    let decoded = crate::strict::from_json(&bytes)
+        .map_err(|e| Status::bad_request(format!("the patch is not valid JSON: {e}")))?;
+    let prefix = if media == "application/json-patch+json" {
+        "json patch "
+    } else {
+        ""
+    };
+    let strict = admission::duplicate_fields(&decoded.duplicates, prefix);
+    Ok((decoded.value, strict))
 }
 
 async fn patch(
@@ -487,10 +523,12 @@ async fn patch(
     body: Body,
 ) -> Result<Response> {
     let media = media_type(headers);
+    check_patch_type(info, &media)?;
     if media == "application/apply-patch+yaml" {
         return server_side_apply(api, info, req, query, headers, body).await;
     }
-    let patch = patch_body(body).await?;
+    let mode = FieldValidation::of(query)?;
+    let (patch, strict) = patch_body(body, &media).await?;
     let kind = info.kind.clone();
     let name = req.name.clone().unwrap_or_default();
     let tracking = Tracking::new(info, req, query, headers);
@@ -515,11 +553,25 @@ async fn patch(
                         "the namespace of the object ({got}) does not match the namespace on the URL ({ns})"
                     )));
                 }
-                // A patch cannot turn an object into another kind.
-                current["kind"] = Value::from(kind);
-                warnings = admit_fields(info, req, query, &mut current)?;
+                // A patch cannot turn an object into another kind, nor into something else.
+                let Some(fields) = current.as_object_mut() else {
+                    return Err(Status::invalid(
+                        "",
+                        "",
+                        "",
+                        &[kgc_meta::FieldError::invalid(
+                            "patch",
+                            current.to_string(),
+                            "the patched object must be a JSON object",
+                        )],
+                    ));
+                };
+                fields.insert("kind".into(), Value::from(kind));
+                warnings =
+                    admission::admit(info, req, mode, Written::Patch, &mut current, strict)?;
                 crate::authz::admit_write(api.rbac.as_deref(), info, req, &current)?;
                 crate::authz::admit_update(info, &before, &current)?;
+                api.admit_owner_references(info, req, Some(&before), &current)?;
                 conversion::to_storage(info, &req.version, &mut current);
                 Ok(tracking.record(Some(&before), &current))
             },
@@ -590,11 +642,14 @@ async fn server_side_apply(
         )
         .into());
     }
+    let mode = FieldValidation::of(query)?;
     let bytes = body::read(body).await?;
-    let mut config: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(_) => body::decode("application/yaml", &bytes)?,
+    let decoded = match crate::strict::from_json(&bytes) {
+        Ok(d) => d,
+        Err(_) => body::decode_yaml(&bytes)?,
     };
+    let strict = admission::duplicate_fields(&decoded.duplicates, "");
+    let mut config = decoded.value;
     if !config.is_object() {
         return Err(Status::bad_request("the apply configuration must be an object").into());
     }
@@ -618,7 +673,18 @@ async fn server_side_apply(
             ))
             .into());
         }
-        _ => config["metadata"]["name"] = Value::from(name.as_str()),
+        _ => match config.get_mut("metadata") {
+            Some(Value::Object(meta)) => {
+                meta.insert("name".into(), Value::from(name.as_str()));
+            }
+            Some(m) if !m.is_null() => {
+                return Err(Status::bad_request(
+                    "the apply configuration's metadata must be an object",
+                )
+                .into());
+            }
+            _ => config["metadata"] = serde_json::json!({"name": name}),
+        },
     }
     let force = query.flag("force");
     let dry_run = query.dry_run()?;
@@ -638,11 +704,19 @@ async fn server_side_apply(
             &tracking.schema,
         )
         .map_err(|e| crate::apply::status(e, info, &name))?;
-        admit_fields(info, req, query, &mut merged)?;
+        admission::admit(
+            info,
+            req,
+            mode,
+            Written::ApplyConfiguration,
+            &mut merged,
+            strict.clone(),
+        )?;
         crate::authz::admit_write(api.rbac.as_deref(), info, req, &merged)?;
         if let Some(live) = live.as_ref() {
             crate::authz::admit_update(info, live, &merged)?;
         }
+        api.admit_owner_references(info, req, live.as_ref(), &merged)?;
         conversion::to_storage(info, &req.version, &mut merged);
         Ok(merged)
     };
@@ -679,69 +753,6 @@ async fn server_side_apply(
     .into())
 }
 
-/// `fieldValidation`: what to do with fields the schema does not know.
-fn field_validation(query: &Query) -> Result<&str, Status> {
-    match query.get("fieldValidation").unwrap_or("Warn") {
-        v @ ("Strict" | "Warn" | "Ignore") => Ok(v),
-        other => Err(Status::bad_request(format!(
-            "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got {other:?}"
-        ))),
-    }
-}
-
-/// Field admission: fields the kind does not know (built-ins: their Go types; custom resources:
-/// the CRD schema of the request's version) are pruned, a 400 under `fieldValidation=Strict` and
-/// a warning under `Warn`; custom resources then get their schema defaults and validation (422).
-/// Returns the warnings to send.
-fn admit_fields(
-    info: &ResourceInfo,
-    req: &RequestInfo,
-    query: &Query,
-    obj: &mut Value,
-) -> Result<Vec<String>, Status> {
-    let mode = field_validation(query)?;
-    let schema = info.crd.as_ref().and_then(|c| c.schemas.get(&req.version));
-    let unknown = match schema {
-        Some(schema) => kgc_meta::schema::prune(obj, schema),
-        // Built-in kinds: the fields of their Go types, as a typed decoder knows them.
-        None if !info.custom => {
-            let version = api_version(&req.group, &req.version);
-            kgc_proto::prune_unknown_fields(&version, &info.kind, obj).unwrap_or_default()
-        }
-        None => Vec::new(),
-    };
-    if mode == "Strict" && !unknown.is_empty() {
-        return Err(strict_decoding_error(&info.kind, &req.version, &unknown));
-    }
-    let Some(schema) = schema else {
-        return Ok(if mode == "Warn" {
-            unknown
-                .iter()
-                .map(|f| format!("unknown field {f:?}"))
-                .collect()
-        } else {
-            Vec::new()
-        });
-    };
-    kgc_meta::schema::apply_defaults(obj, schema);
-    let errs = kgc_meta::schema::validate(obj, schema);
-    if !errs.is_empty() {
-        let name = obj["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        return Err(Status::invalid(&info.group, &info.kind, &name, &errs));
-    }
-    Ok(if mode == "Warn" {
-        unknown
-            .iter()
-            .map(|f| format!("unknown field {f:?}"))
-            .collect()
-    } else {
-        Vec::new()
-    })
-}
-
 /// Adds `Warning: 299 - "…"` headers, as kube-apiserver reports warnings.
 fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
     for w in warnings {
@@ -776,12 +787,13 @@ async fn scale(
             return Ok(respond(&o));
         }
         Verb::Update => {
-            let body = object_body(info, req, headers, body).await?;
+            let (body, _) = object_body(info, req, headers, body).await?;
             Box::new(move |_| Ok(body))
         }
         Verb::Patch => {
             let media = media_type(headers);
-            let patch = patch_body(body).await?;
+            check_patch_type(info, &media)?;
+            let (patch, _) = patch_body(body, &media).await?;
             let info = info.clone();
             let name = name.clone();
             Box::new(move |mut scale: Value| {

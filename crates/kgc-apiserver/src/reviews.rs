@@ -74,7 +74,10 @@ pub async fn serve(
         return Err(Status::no_such_resource().into());
     }
     let bytes = body::read(body).await?;
-    let mut obj = body::decode(&media_type(headers), &bytes)?;
+    let mut obj = body::decode(&media_type(headers), &bytes)?.value;
+    if !obj.is_object() {
+        return Err(Status::bad_request("the body of the request must be a JSON object").into());
+    }
     let user = requester();
     let (kind, status) = match req.resource.as_str() {
         "serviceaccounts" => return token_request(api, req, query, &obj).await,

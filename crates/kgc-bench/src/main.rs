@@ -69,6 +69,25 @@ struct Cli {
     /// Where the temporary data directories go [default: the system temporary directory].
     #[arg(long)]
     data_root: Option<PathBuf>,
+    /// What the create measurement posts: ConfigMaps, or Secrets carrying the same data
+    /// (encrypted at rest by default).
+    #[arg(long, value_enum, default_value = "configmaps")]
+    kind: Kind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Kind {
+    Configmaps,
+    Secrets,
+}
+
+impl Kind {
+    fn plural(self) -> &'static str {
+        match self {
+            Kind::Configmaps => "configmaps",
+            Kind::Secrets => "secrets",
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -101,8 +120,8 @@ struct Bench {
 /// A realistic ConfigMap: four labels, one annotation, four data keys (~450 bytes of JSON as
 /// sent; the server adds uid, resourceVersion, creationTimestamp and whatever else it stores, and
 /// the benchmark prints the stored size).
-fn configmap(name: &str, i: usize) -> Bytes {
-    let v = serde_json::json!({
+fn configmap(name: &str, i: usize) -> serde_json::Value {
+    serde_json::json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
@@ -121,12 +140,46 @@ fn configmap(name: &str, i: usize) -> Bytes {
             "CACHE_TTL_SECONDS": "300",
             "SERVICE_URL": "http://backend.default.svc.cluster.local:8080/api/v1/items",
         },
-    });
+    })
+}
+
+/// The object a create posts: the ConfigMap above, or a Secret with its data base64-encoded.
+fn object(kind: Kind, name: &str, i: usize) -> Bytes {
+    let mut v = configmap(name, i);
+    if kind == Kind::Secrets {
+        v["kind"] = "Secret".into();
+        if let Some(data) = v["data"].as_object_mut() {
+            for value in data.values_mut() {
+                *value = base64(value.as_str().unwrap_or_default().as_bytes()).into();
+            }
+        }
+    }
     Bytes::from(v.to_string())
 }
 
+/// Standard base64 with padding (what a Secret's `data` holds).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().fold(0u32, |n, b| n << 8 | u32::from(*b)) << (8 * (3 - chunk.len()));
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn objects_path(kind: Kind, ns: &str) -> String {
+    format!("/api/v1/namespaces/{ns}/{}", kind.plural())
+}
+
 fn configmaps_path(ns: &str) -> String {
-    format!("/api/v1/namespaces/{ns}/configmaps")
+    objects_path(Kind::Configmaps, ns)
 }
 
 async fn create_namespace(conn: &mut Conn, ns: &str) -> anyhow::Result<()> {
@@ -165,10 +218,11 @@ impl Creates {
     }
 }
 
-/// `total` creates of ConfigMaps named `{prefix}-{i}` in `ns` by `clients` concurrent clients,
-/// each on its own keep-alive connection, each sending one request at a time.
+/// `total` creates of objects of `kind` named `{prefix}-{i}` in `ns` by `clients` concurrent
+/// clients, each on its own keep-alive connection, each sending one request at a time.
 async fn create_many(
     addr: SocketAddr,
+    kind: Kind,
     ns: &str,
     prefix: &str,
     clients: usize,
@@ -179,7 +233,7 @@ async fn create_many(
         conns.push(Conn::connect(addr).await?);
     }
     let next = Arc::new(AtomicUsize::new(0));
-    let path: Arc<str> = configmaps_path(ns).into();
+    let path: Arc<str> = objects_path(kind, ns).into();
     let prefix: Arc<str> = prefix.into();
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(clients);
@@ -193,7 +247,7 @@ async fn create_many(
                 if i >= total {
                     break;
                 }
-                let body = configmap(&format!("{prefix}-{i:06}"), i);
+                let body = object(kind, &format!("{prefix}-{i:06}"), i);
                 let t0 = Instant::now();
                 let resp = conn
                     .expect(StatusCode::CREATED, Method::POST, &path, Some(body))
@@ -348,8 +402,9 @@ impl Bench {
     async fn create(&mut self, durable: bool) -> anyhow::Result<()> {
         let mode = if durable { "durable" } else { "in-memory" };
         println!(
-            "\n== create throughput, {mode}: POST ConfigMaps over keep-alive HTTP/1.1, each client sequential; \
+            "\n== create throughput, {mode}: POST {} over keep-alive HTTP/1.1, each client sequential; \
              {} creates per run after a 2,000-create warm-up{}",
+            self.cli.kind.plural(),
             thousands(self.cli.creates as u64),
             if durable {
                 " (201 = committed and fsynced)"
@@ -363,11 +418,13 @@ impl Bench {
         for ns in ["warmup", "c1", "c16"] {
             create_namespace(&mut conn, ns).await?;
         }
-        create_many(server.addr, "warmup", "w", 16, 2_000).await?;
+        let kind = self.cli.kind;
+        create_many(server.addr, kind, "warmup", "w", 16, 2_000).await?;
         for clients in [1, 16] {
             let (server_cpu0, own_cpu0) = (server.cpu_time()?, own_cpu()?);
             let run = create_many(
                 server.addr,
+                kind,
                 &format!("c{clients}"),
                 "cm",
                 clients,
@@ -465,7 +522,7 @@ impl Bench {
         let mut post_rtt = Vec::with_capacity(n);
         for i in 0..warmup + n {
             let name = format!("cm-{i:06}");
-            let body = configmap(&name, i);
+            let body = object(Kind::Configmaps, &name, i);
             let t0 = Instant::now();
             conn.expect(StatusCode::CREATED, Method::POST, &path, Some(body))
                 .await?;
@@ -529,11 +586,27 @@ impl Bench {
             create_namespace(&mut conn, ns).await?;
         }
         // Warm the allocator, the runtime and SQLite before the memory baseline.
-        create_many(server.addr, "warmup", "w", self.cli.load_clients, 1_000).await?;
+        create_many(
+            server.addr,
+            Kind::Configmaps,
+            "warmup",
+            "w",
+            self.cli.load_clients,
+            1_000,
+        )
+        .await?;
         tokio::time::sleep(Duration::from_millis(300)).await;
         let rss0 = server.rss_kib()?;
         let cpu0 = server.cpu_time()?;
-        let load = create_many(server.addr, "big", "cm", self.cli.load_clients, n).await?;
+        let load = create_many(
+            server.addr,
+            Kind::Configmaps,
+            "big",
+            "cm",
+            self.cli.load_clients,
+            n,
+        )
+        .await?;
         println!(
             "   loaded in {:.1} s: {}; server CPU {:.0} µs per create; stored object {} bytes",
             load.elapsed.as_secs_f64(),
@@ -616,7 +689,15 @@ impl Bench {
             server
         };
         if list {
-            create_many(server.addr, "small", "cm", self.cli.load_clients, small).await?;
+            create_many(
+                server.addr,
+                Kind::Configmaps,
+                "small",
+                "cm",
+                self.cli.load_clients,
+                small,
+            )
+            .await?;
             let mut conn = Conn::connect(server.addr).await?;
             self.list_rows(&mut conn, "small", small, 11).await?;
         }
@@ -792,6 +873,22 @@ fn main() -> std::process::ExitCode {
             // The whole chain, without the backtrace RUST_BACKTRACE would add.
             eprintln!("kgc-bench: error: {e:#}");
             std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_pads_as_the_standard_encoding() {
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+        ] {
+            assert_eq!(super::base64(plain.as_bytes()), encoded);
         }
     }
 }

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::http::Conn;
 use crate::server::Server;
 use crate::stats::thousands;
-use crate::{Bench, configmaps_path, create_many, create_namespace};
+use crate::{Bench, Kind, configmaps_path, create_many, create_namespace};
 
 /// How the clients of a scenario's watches behave.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -169,7 +169,7 @@ impl Bench {
         let (server, _) = Server::start(self.launch(dir.path(), false)).await?;
         let mut conn = Conn::connect(server.addr).await?;
         create_namespace(&mut conn, "state").await?;
-        create_many(server.addr, "state", "cm", 16, objects).await?;
+        create_many(server.addr, Kind::Configmaps, "state", "cm", 16, objects).await?;
         let path = configmaps_path("state");
         let list = conn
             .expect(StatusCode::OK, Method::GET, &path, None)

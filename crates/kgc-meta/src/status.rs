@@ -229,10 +229,15 @@ impl Status {
     }
 
     pub fn too_large(limit: usize) -> Self {
+        Self::entity_too_large(format!("limit is {limit}"))
+    }
+
+    /// `Request entity too large: <message>` (`NewRequestEntityTooLargeError`).
+    pub fn entity_too_large(message: impl std::fmt::Display) -> Self {
         Self::new(
             413,
             Reason::RequestEntityTooLarge,
-            format!("Request entity too large: limit is {limit}"),
+            format!("Request entity too large: {message}"),
         )
     }
 

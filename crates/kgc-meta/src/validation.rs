@@ -25,6 +25,7 @@ pub enum FieldErrorKind {
     Duplicate,
     NotSupported,
     TooMany,
+    NotFound,
 }
 
 impl FieldErrorKind {
@@ -38,6 +39,7 @@ impl FieldErrorKind {
             Self::Duplicate => "FieldValueDuplicate",
             Self::NotSupported => "FieldValueNotSupported",
             Self::TooMany => "FieldValueTooMany",
+            Self::NotFound => "FieldValueNotFound",
         }
     }
 
@@ -51,6 +53,7 @@ impl FieldErrorKind {
             Self::Duplicate => "Duplicate value",
             Self::NotSupported => "Unsupported value",
             Self::TooMany => "Too many",
+            Self::NotFound => "Not found",
         }
     }
 
@@ -59,7 +62,7 @@ impl FieldErrorKind {
     fn shows_value(self) -> bool {
         matches!(
             self,
-            Self::Invalid | Self::Duplicate | Self::NotSupported | Self::TooMany
+            Self::Invalid | Self::Duplicate | Self::NotSupported | Self::TooMany | Self::NotFound
         )
     }
 }
@@ -147,6 +150,12 @@ impl FieldError {
             format!("supported values: {}", quoted.join(", "))
         };
         Self::new(FieldErrorKind::NotSupported, field, Some(value), detail)
+    }
+
+    /// A reference to something that does not exist (e.g. a volume mount naming no volume).
+    pub fn not_found(field: impl Into<String>, value: impl Into<String>) -> Self {
+        let value = go_quote(&value.into());
+        Self::new(FieldErrorKind::NotFound, field, Some(value), "")
     }
 
     /// A list with more than `max` items.
@@ -325,12 +334,12 @@ const LABEL_VALUE_MAX: usize = 63;
 pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 
 /// Upstream `MaxLenError` (1.32 says "characters" although it counts bytes).
-fn max_len_error(n: usize) -> String {
+pub fn max_len_error(n: usize) -> String {
     format!("must be no more than {n} characters")
 }
 
 /// Upstream `RegexError`, including its quirk of rendering examples as `'a',  or 'b', `.
-fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
+pub fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
     if examples.is_empty() {
         return format!("{msg} (regex used for validation is '{fmt}')");
     }
@@ -1114,7 +1123,8 @@ fn is_go_printable(c: char) -> bool {
 }
 
 /// Go `encoding/json` output for a value: object keys sorted, HTML-sensitive characters escaped.
-fn go_json(v: &Value) -> String {
+/// This is how `field.Error` renders a bad value that is not a plain Go string or number.
+pub fn go_json(v: &Value) -> String {
     let mut out = String::new();
     write_go_json(&mut out, v);
     out

@@ -11,10 +11,10 @@
 
 use serde_json::{Map, Value};
 
-use crate::format;
 use crate::schema::MESSAGES;
 use crate::schema_types::{Elem, Field, Message, Shape};
 use crate::wire::{self, WireValue};
+use crate::{quantity, time};
 
 /// Nesting limit for messages. The Kubernetes types are not recursive, so real objects stay far
 /// below it; it only guards the stack against a hostile schema/input combination.
@@ -135,7 +135,7 @@ impl Decoder {
                     }
                     elem => self.element(elem, values.last().copied())?,
                 };
-                if field.omitempty && is_go_empty(field.elem, &value) {
+                if field.omitempty && field.elem.is_go_empty(&value) {
                     Ok(None)
                 } else {
                     Ok(Some(value))
@@ -309,25 +309,28 @@ impl Decoder {
         );
         seconds += nanos.div_euclid(1_000_000_000);
         nanos = nanos.rem_euclid(1_000_000_000);
-        if seconds == i128::from(format::GO_ZERO_TIME_UNIX) && nanos == 0 {
+        if seconds == i128::from(time::GO_ZERO_TIME_UNIX) && nanos == 0 {
             return Ok(Value::Null);
         }
         // nanos < 1e9, so the microseconds fit in u32.
         let micros = micro.then_some((nanos / 1_000) as u32);
-        Ok(Value::String(format::rfc3339(seconds, micros)))
+        Ok(Value::String(time::rfc3339(seconds, micros)))
     }
 
-    /// `resource.Quantity { string string = 1; }`.
+    /// `resource.Quantity { string string = 1; }`: gogo's `Unmarshal` runs `ParseQuantity`, and
+    /// encoding/json prints the canonical form.
     fn quantity(&self, buf: &[u8]) -> Result<Value> {
         let mut quantity = None;
         for (number, value) in self.wire(wire::parse_fields(buf))? {
             match (number, value) {
                 (1, WireValue::Bytes(b)) => {
-                    let s = String::from_utf8_lossy(b).into_owned();
-                    if let Err(reason) = format::check_quantity(&s) {
-                        return self.error(format!("invalid quantity {s:?}: {reason}"));
+                    let s = String::from_utf8_lossy(b);
+                    match quantity::canonical(&s) {
+                        Ok(canonical) => quantity = Some(canonical.into_owned()),
+                        Err(reason) => {
+                            return self.error(format!("invalid quantity {s:?}: {reason}"));
+                        }
                     }
-                    quantity = Some(s);
                 }
                 (1, value) => return self.wrong_wire_type(&value, "quantity"),
                 _ => {}
@@ -411,24 +414,6 @@ fn zero(elem: Elem) -> Value {
         | Elem::Bytes => Value::Null,
         Elem::Quantity => Value::String("0".to_owned()),
         Elem::Message(_) => Value::Object(Map::new()),
-    }
-}
-
-/// encoding/json's `isEmptyValue` for a non-pointer field: false, 0, "", and empty `[]byte` or
-/// wrapped slices. Structs (messages and the special types) are never empty.
-fn is_go_empty(elem: Elem, value: &Value) -> bool {
-    match elem {
-        Elem::String | Elem::Bytes => value.as_str().is_some_and(str::is_empty) || value.is_null(),
-        Elem::Bool => value == &Value::Bool(false),
-        Elem::Int32 | Elem::Int64 => value.as_f64() == Some(0.0),
-        Elem::StringList => value.is_null(),
-        Elem::Message(_)
-        | Elem::Time
-        | Elem::MicroTime
-        | Elem::Quantity
-        | Elem::IntOrString
-        | Elem::RawExtension
-        | Elem::FieldsV1 => false,
     }
 }
 

@@ -1,35 +1,47 @@
-//! Decodes Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) of built-in
-//! kinds into the JSON object kube-apiserver would have received from a JSON client.
+//! The Go types of Kubernetes' built-in kinds, and the two ways kube-apiserver reads request bodies
+//! into them: typed decoding of JSON objects ([`typed`]) and decoding of protobuf bodies
+//! ([`decode`]).
 //!
-//! kubectl's typed generators (`kubectl create configmap|secret|deployment|…`) send their object
-//! as protobuf: the magic `k8s\0`, then a `runtime.Unknown` envelope
-//! `{ TypeMeta typeMeta = 1; bytes raw = 2; string contentEncoding = 3; string contentType = 4 }`
-//! whose `raw` is the object's own protobuf message (k8s.io/api `generated.proto`).
+//! Both are driven by one schema generated from the Go types themselves (`tools/gen_schema.py`
+//! reads the struct tags and field types kubectl's binary carries, and matches each struct to the
+//! official Python client's model to learn which fields clients require): every struct's fields
+//! with their JSON names, `omitempty`, inline (embedded) structs, Go types (`int32`,
+//! `[]v1.Container`, `v1.ResourceList`) and protobuf numbers, and the special types with their own
+//! JSON forms (`metav1.Time`, `MicroTime`, `resource.Quantity`, `intstr.IntOrString`,
+//! `runtime.RawExtension`, `metav1.FieldsV1`, `[]byte`).
 //!
-//! Decoding is driven by a schema generated from the Go types themselves (`tools/gen_schema.py`
-//! reads the struct tags and field types kubectl's binary carries), so the JSON is what Go's
-//! encoding/json prints for the struct gogo-protobuf fills: the same field names, `omitempty`
-//! behaviour, pointer-versus-value zero values, inline (embedded) structs, and the special
-//! renderings of `metav1.Time`, `MicroTime`, `resource.Quantity`,
-//! `intstr.IntOrString`, `runtime.RawExtension`, `metav1.FieldsV1` and `[]byte`.
+//! - [`typed::decode`] checks a JSON object against its kind's Go type as kube-apiserver's decoder
+//!   (`sigs.k8s.io/json`) does, with Go's error texts (`json: cannot unmarshal string into Go
+//!   struct field DeploymentSpec.spec.replicas of type int32`), normalizes values as the
+//!   decode/encode round trip prints them, drops and reports unknown fields, and reports fields
+//!   typed clients require; it is stricter than Go where Go stores what k8s-openapi or the Python
+//!   client cannot read. [`prune_unknown_fields`] is the same walk reduced to unknown fields.
+//! - [`decode`] turns a `k8s\0`-enveloped protobuf body (kubectl's typed generators send them:
+//!   `kubectl create configmap|secret|deployment|…`) into the JSON object kube-apiserver would
+//!   have received from a JSON client: a `runtime.Unknown` envelope `{ TypeMeta typeMeta = 1;
+//!   bytes raw = 2; string contentEncoding = 3; string contentType = 4 }` whose `raw` is the
+//!   object's own message (k8s.io/api `generated.proto`), printed as encoding/json prints the
+//!   struct gogo-protobuf fills.
 //!
-//! Pure: no I/O, no panics on any input.
+//! Pure: no I/O, no panics on any input, bounded work.
 
 #![forbid(unsafe_code)]
 
+mod base64;
 mod decode;
-mod fields;
-mod format;
+mod quantity;
 #[rustfmt::skip] // generated, one field per line
 mod schema;
 mod schema_types;
+mod time;
+pub mod typed;
 mod wire;
 
 use serde_json::{Map, Value};
 
 use crate::wire::WireValue;
 
-pub use crate::fields::prune_unknown_fields;
+pub use crate::typed::prune_unknown_fields;
 
 /// The media type of Kubernetes protobuf bodies.
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";

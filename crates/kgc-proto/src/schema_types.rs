@@ -1,8 +1,13 @@
 //! The shape of the generated schema in `schema.rs`.
 
-/// One Go struct with protobuf tags (named in a comment above it in `schema.rs`), fields in
-/// declaration order (the order encoding/json prints).
+use serde_json::Value;
+
+/// One Go struct with protobuf tags (named in a comment above it in `schema.rs`, with the Python
+/// client's model it was matched to), fields in declaration order (the order encoding/json
+/// prints).
 pub(crate) struct Message {
+    /// Go's `reflect.Type.String()`, e.g. `v1.PodSpec`.
+    pub(crate) go_type: &'static str,
     pub(crate) fields: &'static [Field],
 }
 
@@ -18,6 +23,16 @@ pub(crate) struct Field {
     pub(crate) inline: bool,
     pub(crate) shape: Shape,
     pub(crate) elem: Elem,
+    /// Go's `reflect.Type.String()` of the field's type, pointers dereferenced (`int32`,
+    /// `[]v1.Container`, `map[string]string`, `v1.ResourceList`): what encoding/json's
+    /// `UnmarshalTypeError` names.
+    pub(crate) go_type: &'static str,
+    /// The same for one element: a list item or map value (`v1.Container`, `string`); `go_type`
+    /// again for the other shapes.
+    pub(crate) item_type: &'static str,
+    /// The official Python client's model requires the field (a non-`Optional` attribute): its
+    /// typed clients reject objects without it.
+    pub(crate) required: bool,
 }
 
 /// How the Go field holds its element type.
@@ -59,4 +74,27 @@ pub(crate) enum Elem {
     /// A named `[]string` wrapped as `message { repeated string items = 1; }` (`ExtraValue`,
     /// `metav1.Verbs`).
     StringList,
+}
+
+impl Elem {
+    /// encoding/json's `isEmptyValue` for a non-pointer field of this type, printed as JSON:
+    /// `false`, `0`, `""`, and a nil or empty `[]byte` or named string slice. Structs (messages
+    /// and the special types) are never empty.
+    pub(crate) fn is_go_empty(self, value: &Value) -> bool {
+        match self {
+            Elem::String | Elem::Bytes => {
+                value.as_str().is_some_and(str::is_empty) || value.is_null()
+            }
+            Elem::Bool => value == &Value::Bool(false),
+            Elem::Int32 | Elem::Int64 => value.as_f64() == Some(0.0),
+            Elem::StringList => value.as_array().is_some_and(Vec::is_empty) || value.is_null(),
+            Elem::Message(_)
+            | Elem::Time
+            | Elem::MicroTime
+            | Elem::Quantity
+            | Elem::IntOrString
+            | Elem::RawExtension
+            | Elem::FieldsV1 => false,
+        }
+    }
 }

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Generates ../src/schema.rs: the protobuf/JSON schema of every built-in Kubernetes kind.
+"""Generates ../src/schema.rs: the protobuf/JSON schema of every built-in Kubernetes kind, with
+each struct's and field's Go type (for encoding/json's error texts) and which fields the official
+Python client requires.
 
 The schema is read from the Go runtime type descriptors of a kubectl binary (kubectl links every
 k8s.io/api type because client-go's scheme registers them). Go keeps, for each struct type reachable
@@ -9,7 +11,12 @@ slice, map, named struct). That is precisely what decides how kube-apiserver tur
 into JSON: gogo-protobuf fills the Go struct, and encoding/json prints it. No .proto file or Go
 toolchain is needed, and the result matches the client release exactly.
 
-Usage (amd64 ELF binaries built with Go 1.21-1.23, e.g. the Google Cloud SDK's kubectl.1.32):
+The `required` flags come from the official Python client's pydantic models (a field whose
+annotation is not `Optional`), matched to the Go structs by walking both from the registered kinds
+(see "Required fields" below); the client must be importable.
+
+Usage (amd64 ELF binaries built with Go 1.21-1.23, e.g. the Google Cloud SDK's kubectl.1.32, and
+`pip install kubernetes==37.0.2`):
 
     python3 tools/gen_schema.py /usr/lib/google-cloud-sdk/bin/kubectl.1.32 > src/schema.rs
 
@@ -189,6 +196,15 @@ OPTION_KINDS = ["CreateOptions", "DeleteOptions", "GetOptions", "ListOptions", "
 
 messages = {}  # full name -> list of fields (None while being built)
 order = []
+go_types = {}  # full name -> reflect.Type.String(), e.g. "v1.PodSpec"
+
+
+def go_type_string(t):
+    """reflect.Type.String() of t with pointers dereferenced, as encoding/json's UnmarshalTypeError
+    names the destination (its decoder allocates and follows pointers before storing)."""
+    while types[t]["kind"] == POINTER:
+        t = types[t]["elem"]
+    return types[t]["str"]
 
 
 def elem_of(t, where):
@@ -236,6 +252,7 @@ def want(t):
         return
     messages[fn] = None
     order.append(fn)
+    go_types[fn] = types[t]["str"]
     fields = []
     for f in types[t]["fields"]:
         tags = dict(re.findall(r'(\w+):"([^"]*)"', f["tag"]))
@@ -256,7 +273,11 @@ def want(t):
         shape, elem = shape_of(f["type"], where)
         if inline and not (shape in ("Value", "Pointer") and elem.startswith("Message(")):
             raise SystemExit("inline non-struct at " + where)
-        fields.append((number, json_name, "omitempty" in parts[1:], inline, shape, elem))
+        go_type = go_type_string(f["type"])
+        item_type = go_type
+        if shape in ("List", "Map"):
+            item_type = go_type_string(types[f["type"]]["elem"])
+        fields.append((number, json_name, "omitempty" in parts[1:], inline, shape, elem, go_type, item_type))
     messages[fn] = fields
 
 
@@ -288,6 +309,86 @@ for gv in ("meta.k8s.io/v1", "v1"):
 kinds = sorted(set(kinds))
 
 # --------------------------------------------------------------------------------------------
+# Required fields: those the official Python client's models require (a non-Optional pydantic
+# field). Its typed clients reject an object lacking one, so kgc reports them. Each Go struct is
+# matched to its Python model by walking both from the registered kinds: a kind's model is named
+# after it (`V1Deployment`, or with the package prefix the generator adds on name clashes,
+# `CoreV1Event`), a field's model is the class its `openapi_types` names, and embedded
+# (`json:",inline"`) structs are flattened into their parent's model, as the OpenAPI schema
+# flattens them.
+
+try:
+    import kubernetes.client.models as pymodels
+except ImportError:
+    raise SystemExit("needs the official Python client: pip install kubernetes==37.0.2")
+
+required = {}  # (message full name, json name) -> bool
+py_model = {}  # message full name -> Python model class name
+seen = set()
+
+
+def py_item_class(openapi_type):
+    """The model class inside an `openapi_types` entry (`List[V1Container]`, `Dict[str, V1X]`)."""
+    t = openapi_type
+    while True:
+        if t.startswith("List[") and t.endswith("]"):
+            t = t[5:-1]
+        elif t.startswith("Dict[str, ") and t.endswith("]"):
+            t = t[10:-1]
+        else:
+            break
+    return getattr(pymodels, t, None) if t[:1].isupper() else None
+
+
+def map_message(fn, cls):
+    key = (fn, cls.__name__)
+    if key in seen:
+        return
+    seen.add(key)
+    py_model.setdefault(fn, cls.__name__)
+    attr_of = {json: attr for attr, json in cls.attribute_map.items()}
+    # pydantic renames attributes it cannot hold (`_continue` is `var_continue`): match by wire name.
+    field_of = {f.serialization_alias or name: f for name, f in cls.model_fields.items()}
+    for _number, json_name, _omitempty, inline, _shape, elem, _go, _item in messages[fn]:
+        sub = int(elem[len("Message("):-1]) if elem.startswith("Message(") else None
+        if inline:
+            map_message(order[sub], cls)
+            continue
+        attr = attr_of.get(json_name)
+        if attr is None:
+            continue  # a field the client release does not have: nothing to require
+        flag = field_of[json_name].is_required()
+        if required.setdefault((fn, json_name), flag) != flag:
+            # A struct embedded in several models that disagree: the schema cannot say it.
+            raise SystemExit("%s.%s is required in some models only (%s)" % (fn, json_name, cls.__name__))
+        if sub is not None:
+            sub_cls = py_item_class(cls.openapi_types[attr])
+            if sub_cls is not None:
+                map_message(order[sub], sub_cls)
+
+
+def kind_model(fn, kind):
+    pkg, version = fn.rsplit(".", 1)[0].rsplit("/", 2)[-2:]
+    version = version[0].upper() + version[1:]
+    for name in (pkg.capitalize() + version + kind, version + kind):
+        cls = getattr(pymodels, name, None)
+        if cls is not None and hasattr(cls, "attribute_map"):
+            return cls
+    return None
+
+
+unmodelled = []
+for gv, kind, fn in kinds:
+    cls = kind_model(fn, kind)
+    if cls is None:
+        unmodelled.append(gv + " " + kind)
+        continue
+    go_json = {f[1] for f in messages[fn] if not f[3]}
+    if len(go_json - set(cls.attribute_map.values())) > len(go_json) // 2:
+        raise SystemExit("%s %s: %s does not look like its model" % (gv, kind, cls.__name__))
+    map_message(fn, cls)
+
+# --------------------------------------------------------------------------------------------
 # Output.
 
 version = ""
@@ -303,11 +404,14 @@ out.write("// Derived from the Kubernetes API types (k8s.io/api, k8s.io/apimachi
 out.write("use crate::schema_types::{Elem::*, Field, Message, Shape::*};\n\n")
 out.write("pub(crate) static MESSAGES: &[Message] = &[\n")
 for fn in order:
-    out.write('    // %s\n    Message {\n        fields: &[\n' % fn)
-    for number, json_name, omitempty, inline, shape, elem in messages[fn]:
+    model = py_model.get(fn)
+    out.write('    // %s%s\n' % (fn, " (Python: %s)" % model if model else ""))
+    out.write('    Message {\n        go_type: "%s",\n        fields: &[\n' % go_types[fn])
+    for number, json_name, omitempty, inline, shape, elem, go_type, item_type in messages[fn]:
         out.write(
-            '            Field { number: %d, json: "%s", omitempty: %s, inline: %s, shape: %s, elem: %s },\n'
-            % (number, json_name, str(omitempty).lower(), str(inline).lower(), shape, elem)
+            '            Field { number: %d, json: "%s", omitempty: %s, inline: %s, shape: %s, elem: %s, go_type: "%s", item_type: "%s", required: %s },\n'
+            % (number, json_name, str(omitempty).lower(), str(inline).lower(), shape, elem, go_type, item_type,
+               str(required.get((fn, json_name), False)).lower())
         )
     out.write("        ],\n    },\n")
 out.write("];\n\n")
@@ -316,4 +420,6 @@ out.write("pub(crate) static KINDS: &[(&str, &str, u16)] = &[\n")
 for gv, kind, fn in kinds:
     out.write('    ("%s", "%s", %d),\n' % (gv, kind, order.index(fn)))
 out.write("];\n")
-print("%d messages, %d kinds" % (len(order), len(kinds)), file=sys.stderr)
+print("kinds without a Python model: " + ", ".join(k for k in unmodelled if not k.endswith("Options")), file=sys.stderr)
+print("%d messages (%d matched to Python models), %d kinds (%d without a model), %d required fields"
+      % (len(order), len(py_model), len(kinds), len(unmodelled), sum(required.values())), file=sys.stderr)

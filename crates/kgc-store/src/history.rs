@@ -14,7 +14,8 @@
 //!
 //! The history is recorded when a change is applied to memory, under the write lock, not when it
 //! commits: a read of the live objects sees applied changes, so the history that undoes them must
-//! too. It is bounded like the watch log (same capacity, oldest dropped first) and, like it, knows
+//! too. A change undone after a failed commit (`Store::roll_back`) may stay: its `prev` is the
+//! state memory was put back to, so every read still rebuilds what memory holds. It is bounded like the watch log (same capacity, oldest dropped first) and, like it, knows
 //! per resource how far back it is complete, so a quiet resource stays readable at old revisions
 //! while others churn.
 

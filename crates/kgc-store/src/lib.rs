@@ -8,6 +8,11 @@
 //! Reads are served from memory. Writes take one short lock to validate and apply a change and
 //! assign its revision, then wait for the commit thread (see [`persist`]) to make it durable;
 //! their watch events are published only after that commit.
+//!
+//! A commit that fails (a full disk, an I/O error) fails its writers and every write queued
+//! behind it, undoes all of them in memory (each change carries the state it replaced), and
+//! leaves the store read-only ([`Store::failure`] says why) until a probe commit succeeds
+//! again: nothing unacknowledged stays visible, nothing acknowledged is lost.
 #![forbid(unsafe_code)]
 
 mod continue_token;
@@ -15,6 +20,7 @@ mod controller;
 mod crd;
 mod delete;
 mod history;
+mod job;
 mod namespace;
 mod object;
 mod persist;
@@ -26,7 +32,7 @@ mod write;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
 use kgc_meta::{Catalog, GroupResource, Status};
 use tokio::sync::{oneshot, watch as notify};
@@ -40,7 +46,7 @@ pub use write::{Updated, normalize};
 
 use history::History;
 use object::Meta;
-use persist::{Committer, Op, Unit};
+use persist::{Codec, Committer, Op, Unit};
 use watch::EventLog;
 
 /// Errors of the store. API outcomes (not found, conflict, invalid…) are [`Error::Api`] and carry
@@ -55,10 +61,19 @@ pub enum Error {
         #[source]
         source: rusqlite::Error,
     },
+    #[error("creating the database {path}: {source}")]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// A stored value could not be decrypted, or encrypted (see `kgc-encryption`).
+    #[error(transparent)]
+    Encryption(#[from] kgc_encryption::Error),
     #[error("the store is read-only after a failed commit: {0}")]
     Failed(String),
     #[error("the store is shut down")]
@@ -66,11 +81,25 @@ pub enum Error {
 }
 
 impl Error {
-    /// The `metav1.Status` a client should see for this error.
+    /// The `metav1.Status` a client should see for this error. A storage failure is a 500
+    /// carrying the storage's own text and no reason, as kube-apiserver answers when etcd
+    /// fails a write (`responsewriters.ErrorToAPIStatus` of a plain error).
     pub fn status(&self) -> Status {
         match self {
             Error::Api(s) => s.clone(),
+            Error::Failed(_) | Error::Sqlite(_) => Status::unknown(500, self.to_string()),
             other => Status::internal(other.to_string()),
+        }
+    }
+
+    /// Whether the storage failed for want of disk space (SQLite's `SQLITE_FULL`, `ENOSPC`).
+    pub fn is_disk_full(&self) -> bool {
+        let sqlite_full =
+            |e: &rusqlite::Error| e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull);
+        match self {
+            Error::Sqlite(e) | Error::Open { source: e, .. } => sqlite_full(e),
+            Error::Create { source, .. } => source.kind() == std::io::ErrorKind::StorageFull,
+            _ => false,
         }
     }
 }
@@ -111,7 +140,17 @@ pub(crate) struct State {
     objects: HashMap<GroupResource, Objects>,
     /// The recent changes, for reads at past revisions.
     history: History,
-    failed: Option<String>,
+    /// Why writes are refused, if they are.
+    failed: Option<Failure>,
+}
+
+/// Why the store refuses writes.
+#[derive(Debug, Clone)]
+enum Failure {
+    /// A commit failed (the storage's text); cleared when a probe commit succeeds.
+    Commit(String),
+    /// [`Store::close`] was called.
+    Closed,
 }
 
 impl State {
@@ -179,6 +218,9 @@ pub struct Options {
     pub path: Option<PathBuf>,
     pub watch_log: usize,
     pub clock: Clock,
+    /// Encryption at rest of the values written to `path` (memory always holds plain objects).
+    /// Without it nothing is encrypted, and an encrypted value on disk fails the open.
+    pub encryption: Option<Arc<kgc_encryption::Transformers>>,
 }
 
 impl Default for Options {
@@ -187,6 +229,7 @@ impl Default for Options {
             path: None,
             watch_log: DEFAULT_WATCH_LOG,
             clock: Clock::default(),
+            encryption: None,
         }
     }
 }
@@ -214,8 +257,9 @@ impl Store {
             failed: None,
         };
         let mut conn = None;
+        let codec = Codec::new(opts.encryption.clone());
         if let Some(path) = &opts.path {
-            let (c, loaded) = persist::open(path)?;
+            let (c, loaded) = persist::open(path, &codec)?;
             state.rv = loaded.revision;
             for (group, resource, obj) in loaded.objects {
                 state.rv = state.rv.max(obj.resource_version);
@@ -245,21 +289,7 @@ impl Store {
             }),
         };
         if let Some(conn) = conn {
-            let weak = Arc::downgrade(&store.inner);
-            let weak_fail = weak.clone();
-            let committer = Committer::start(
-                conn,
-                move |events, rv| {
-                    if let Some(inner) = weak.upgrade() {
-                        inner.publish(events, rv);
-                    }
-                },
-                move |msg| {
-                    if let Some(inner) = weak_fail.upgrade() {
-                        inner.lock_state().failed = Some(msg.to_owned());
-                    }
-                },
-            );
+            let committer = Committer::start(conn, codec, Durable(Arc::downgrade(&store.inner)));
             *store
                 .inner
                 .committer
@@ -275,6 +305,16 @@ impl Store {
     /// Whether writes reach disk.
     pub fn is_durable(&self) -> bool {
         self.inner.durable
+    }
+
+    /// Why the store refuses writes, if it does: the storage's text after a failed commit
+    /// (until a probe commit succeeds again), or that it is shut down. Reads keep working.
+    pub fn failure(&self) -> Option<String> {
+        match &self.inner.lock_state().failed {
+            None => None,
+            Some(Failure::Commit(reason)) => Some(reason.clone()),
+            Some(Failure::Closed) => Some(Error::Closed.to_string()),
+        }
     }
 
     /// A snapshot of the catalog of served resources.
@@ -341,7 +381,7 @@ impl Store {
         if let Some(c) = committer {
             c.close();
         }
-        self.inner.lock_state().failed = Some("the store is shut down".into());
+        self.inner.lock_state().failed = Some(Failure::Closed);
     }
 
     /// Creates `default`, `kube-system`, `kube-public` and `kube-node-lease` when missing.
@@ -433,10 +473,84 @@ impl Store {
     /// Takes the write lock, refusing writes after a failed commit or shutdown.
     pub(crate) fn write_lock(&self) -> Result<MutexGuard<'_, State>> {
         let st = self.inner.lock_state();
-        if let Some(msg) = &st.failed {
-            return Err(Error::Failed(msg.clone()));
+        match &st.failed {
+            None => Ok(st),
+            Some(Failure::Commit(reason)) => Err(Error::Failed(reason.clone())),
+            Some(Failure::Closed) => Err(Error::Closed),
         }
-        Ok(st)
+    }
+
+    /// Undoes the changes of `units` in memory, newest first, so that memory holds exactly
+    /// what is committed: each change puts back the state it replaced (its event's `prev`),
+    /// and a CRD change puts back the catalog entry it made.
+    fn roll_back(&self, st: &mut State, units: &[Unit]) {
+        for e in units.iter().rev().flat_map(|u| u.events.iter().rev()) {
+            let key = (e.object.namespace.clone(), e.object.name.clone());
+            let objects = st.objects.entry(e.gr.clone()).or_default();
+            match &e.prev {
+                Some(prev) => {
+                    objects.insert(key, Arc::clone(prev));
+                }
+                None => {
+                    objects.remove(&key);
+                }
+            }
+            if crd::is_crd(&e.gr) {
+                self.sync_catalog(&Change {
+                    gr: e.gr.clone(),
+                    kind: if e.prev.is_some() {
+                        EventType::Modified
+                    } else {
+                        EventType::Deleted
+                    },
+                    object: e.prev.clone().unwrap_or_else(|| Arc::clone(&e.object)),
+                    prev: Some(Arc::clone(&e.object)),
+                });
+            }
+        }
+    }
+}
+
+/// The commit thread's view of a durable store.
+struct Durable(Weak<Inner>);
+
+impl persist::Sink for Durable {
+    fn committed(&self, events: Vec<Arc<Event>>, rv: u64) {
+        if let Some(inner) = self.0.upgrade() {
+            inner.publish(events, rv);
+        }
+    }
+
+    fn failed(&self, reason: &str, units: &mut Vec<Unit>, drain: &mut dyn FnMut(&mut Vec<Unit>)) {
+        let Some(inner) = self.0.upgrade() else {
+            return drain(units);
+        };
+        let store = Store { inner };
+        // Writers queue units with the write lock held: under it, the queue is complete.
+        let mut st = store.inner.lock_state();
+        drain(units);
+        if !matches!(st.failed, Some(Failure::Closed)) {
+            st.failed = Some(Failure::Commit(reason.to_owned()));
+        }
+        store.roll_back(&mut st, units);
+        tracing::warn!(
+            writes = units.len(),
+            revision = st.rv,
+            "failed writes undone; the store is read-only"
+        );
+    }
+
+    fn revision(&self) -> u64 {
+        self.0.upgrade().map_or(0, |inner| inner.lock_state().rv)
+    }
+
+    fn recovered(&self) {
+        if let Some(inner) = self.0.upgrade() {
+            let mut st = inner.lock_state();
+            if matches!(st.failed, Some(Failure::Commit(_))) {
+                st.failed = None;
+            }
+        }
     }
 }
 

@@ -6,12 +6,21 @@
 //! and acknowledges the writers. So an acknowledged write survives `kill -9` and power loss, a
 //! watcher never sees a write that could still be lost, and the fsync cost is shared by every
 //! writer that arrived while the previous commit was on disk.
+//!
+//! A failed commit is reported to the store (see [`Sink::failed`]), which undoes it and every
+//! write queued behind it; the thread then probes with small commits until the disk takes
+//! writes again. Values are encrypted at rest on their way into SQLite and decrypted on the
+//! way out ([`Codec`]); memory holds plain objects.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
+use kgc_encryption::{Transformers, storage_key};
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, params};
 use tokio::sync::oneshot;
 
@@ -53,15 +62,79 @@ pub(crate) struct Loaded {
     pub objects: Vec<(String, String, Arc<StoredObject>)>,
 }
 
-/// Opens (creating if needed) the database and reads every object back.
-pub(crate) fn open(path: &Path) -> Result<(Connection, Loaded)> {
-    let conn = Connection::open(path).map_err(|e| Error::Open {
+/// How object rows are stored: encrypted by their resource's first provider (a BLOB carrying
+/// the `k8s:enc:` envelope), or as JSON text when no provider encrypts them.
+#[derive(Clone)]
+pub(crate) struct Codec(Arc<Transformers>);
+
+impl Codec {
+    pub fn new(transformers: Option<Arc<Transformers>>) -> Self {
+        Self(transformers.unwrap_or_default())
+    }
+
+    /// The row value of an object: `None` to store its JSON text as it is.
+    fn encode(
+        &self,
+        group: &str,
+        resource: &str,
+        object: &StoredObject,
+    ) -> Result<Option<Vec<u8>>> {
+        if !self.0.encrypts(group, resource) {
+            return Ok(None);
+        }
+        let key = storage_key(group, resource, &object.namespace, &object.name);
+        Ok(self.0.write(group, resource, &key, object.raw.as_bytes())?)
+    }
+
+    /// The object a row holds, and whether it is stale (not stored as [`Codec::encode`] would
+    /// store it now).
+    fn decode(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        data: &[u8],
+    ) -> Result<(Arc<StoredObject>, bool)> {
+        let key = storage_key(group, resource, namespace, name);
+        let read = self.0.read(group, resource, &key, data)?;
+        let text = String::from_utf8(read.data.into_owned())
+            .map_err(|_| Error::Corrupt(format!("{key} is not UTF-8 JSON")))?;
+        let object = StoredObject::from_raw(text.into_boxed_str())
+            .map_err(|s| Error::Corrupt(format!("{key}: {}", s.message)))?;
+        Ok((object, read.stale))
+    }
+}
+
+/// `secure_delete` makes SQLite zero the space a write frees, so that neither a deleted Secret
+/// nor the plain text of one rewritten encrypted lingers in free pages.
+///
+/// Opens (creating if needed) the database, reads every object back, rewrites those stored
+/// with anything but the first encryption provider and key (a key rotation, or Secrets from
+/// before encryption), and commits once, so that a disk that takes no writes fails the start
+/// rather than the first write.
+///
+/// A new database file is created readable by its owner only; SQLite gives its WAL and
+/// shared-memory files the database's mode.
+pub(crate) fn open(path: &Path, codec: &Codec) -> Result<(Connection, Loaded)> {
+    let open_error = |source| Error::Open {
         path: path.to_owned(),
-        source: e,
-    })?;
+        source,
+    };
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|source| Error::Create {
+            path: path.to_owned(),
+            source,
+        })?;
+    let mut conn = Connection::open(path).map_err(open_error)?;
     conn.execute_batch(
         "PRAGMA journal_mode=WAL;
          PRAGMA synchronous=FULL;
+         PRAGMA secure_delete=ON;
          PRAGMA temp_store=MEMORY;
          CREATE TABLE IF NOT EXISTS objects (
              grp TEXT NOT NULL, resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
@@ -74,20 +147,84 @@ pub(crate) fn open(path: &Path) -> Result<(Connection, Loaded)> {
         r.get::<_, i64>(0)
     })? as u64;
     let mut objects = Vec::new();
+    let mut stale = Vec::new();
     {
-        let mut stmt = conn.prepare("SELECT grp, resource, data FROM objects")?;
+        let mut stmt = conn.prepare("SELECT grp, resource, namespace, name, data FROM objects")?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
             let group: String = row.get(0)?;
             let resource: String = row.get(1)?;
-            let data: String = row.get(2)?;
-            let object = StoredObject::from_raw(data.into_boxed_str())
-                .map_err(|s| Error::Corrupt(format!("{resource}.{group}: {}", s.message)))?;
+            let namespace: String = row.get(2)?;
+            let name: String = row.get(3)?;
+            let data = match row.get_ref(4)? {
+                ValueRef::Text(b) | ValueRef::Blob(b) => b,
+                _ => &[][..],
+            };
+            let (object, is_stale) = codec.decode(&group, &resource, &namespace, &name, data)?;
+            if is_stale {
+                stale.push(objects.len());
+            }
             objects.push((group, resource, object));
         }
     }
+    let txn = conn.transaction()?;
+    {
+        let mut put = txn.prepare_cached(PUT)?;
+        for &i in &stale {
+            let (group, resource, object) = &objects[i];
+            put_row(&mut put, codec, group, resource, object)?;
+        }
+        txn.execute(RECORD_REVISION, params![revision as i64])?;
+    }
+    txn.commit()?;
+    if !stale.is_empty() {
+        // The old values are gone from the live pages (secure_delete zeroes what a write
+        // frees), but older copies of those pages remain in the WAL until it is folded in.
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        tracing::info!(
+            objects = stale.len(),
+            "rewrote objects stored with an earlier encryption provider or key"
+        );
+    }
     Ok((conn, Loaded { revision, objects }))
 }
+
+const RECORD_REVISION: &str = "UPDATE revision SET rv = max(rv, ?1) WHERE id = 0";
+
+const PUT: &str = "INSERT OR REPLACE INTO objects (grp, resource, namespace, name, data) VALUES (?1, ?2, ?3, ?4, ?5)";
+
+/// Writes one object's row, encrypted as its resource's providers say.
+fn put_row(
+    put: &mut rusqlite::CachedStatement<'_>,
+    codec: &Codec,
+    group: &str,
+    resource: &str,
+    object: &StoredObject,
+) -> Result<()> {
+    let (ns, name) = (&object.namespace, &object.name);
+    match codec.encode(group, resource, object)? {
+        Some(sealed) => put.execute(params![group, resource, ns, name, sealed])?,
+        None => put.execute(params![group, resource, ns, name, &*object.raw])?,
+    };
+    Ok(())
+}
+
+/// What the commit thread reports to the store.
+pub(crate) trait Sink: Send + 'static {
+    /// A batch is durable: publish its events (in revision order) up to `rv`.
+    fn committed(&self, events: Vec<Arc<Event>>, rv: u64);
+    /// A commit failed with `reason`. Under whatever stops new units from being queued, the
+    /// sink calls `drain` (which appends every unit queued behind `units`), undoes all of
+    /// `units` in memory and refuses writes; the committer then fails each of them.
+    fn failed(&self, reason: &str, units: &mut Vec<Unit>, drain: &mut dyn FnMut(&mut Vec<Unit>));
+    /// The revision a probe commit records (the highest one handed out).
+    fn revision(&self) -> u64;
+    /// A probe commit succeeded after a failure: writes may resume.
+    fn recovered(&self);
+}
+
+/// How long the commit thread waits between probe commits while the store is read-only.
+pub(crate) const PROBE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The commit thread's handle.
 pub(crate) struct Committer {
@@ -96,13 +233,8 @@ pub(crate) struct Committer {
 }
 
 impl Committer {
-    /// Starts the commit thread. `publish` runs after each successful commit with the events in
-    /// revision order; `fail` runs once if a commit fails, after which the store refuses writes.
-    pub fn start(
-        mut conn: Connection,
-        publish: impl Fn(Vec<Arc<Event>>, u64) + Send + 'static,
-        fail: impl Fn(&str) + Send + 'static,
-    ) -> Self {
+    /// Starts the commit thread.
+    pub fn start(mut conn: Connection, codec: Codec, sink: impl Sink) -> Self {
         let (tx, rx) = mpsc::channel::<Unit>();
         let thread = std::thread::Builder::new()
             .name("kgc-commit".into())
@@ -115,28 +247,34 @@ impl Committer {
                             Err(_) => break,
                         }
                     }
-                    match write_batch(&mut conn, &batch) {
-                        Ok(()) => {
-                            let rv = batch.last().map(|u| u.rv).unwrap_or_default();
-                            let mut events = Vec::new();
-                            let mut acks = Vec::with_capacity(batch.len());
-                            for u in batch {
-                                events.extend(u.events);
-                                acks.push(u.done);
-                            }
-                            publish(events, rv);
-                            for a in acks {
-                                let _ = a.send(Ok(()));
-                            }
+                    if let Err(e) = write_batch(&mut conn, &codec, &batch) {
+                        // The storage's own words ("database or disk is full").
+                        let reason = match e {
+                            Error::Sqlite(e) => e.to_string(),
+                            other => other.to_string(),
+                        };
+                        tracing::error!(error = %reason, "commit failed; the store is read-only until a probe commit succeeds");
+                        sink.failed(&reason, &mut batch, &mut |units| {
+                            units.extend(rx.try_iter());
+                        });
+                        for u in batch {
+                            let _ = u.done.send(Err(Error::Failed(reason.clone())));
                         }
-                        Err(e) => {
-                            let msg = e.to_string();
-                            tracing::error!(error = %msg, "commit failed; the store is now read-only");
-                            fail(&msg);
-                            for u in batch {
-                                let _ = u.done.send(Err(Error::Failed(msg.clone())));
-                            }
+                        if !probe_until_healthy(&mut conn, &rx, &sink) {
+                            break;
                         }
+                        continue;
+                    }
+                    let rv = batch.last().map(|u| u.rv).unwrap_or_default();
+                    let mut events = Vec::new();
+                    let mut acks = Vec::with_capacity(batch.len());
+                    for u in batch {
+                        events.extend(u.events);
+                        acks.push(u.done);
+                    }
+                    sink.committed(events, rv);
+                    for a in acks {
+                        let _ = a.send(Ok(()));
                     }
                 }
                 // All senders are gone: checkpoint so the next start reads one file.
@@ -158,12 +296,48 @@ impl Committer {
     }
 }
 
-fn write_batch(conn: &mut Connection, batch: &[Unit]) -> rusqlite::Result<()> {
+/// While the store is read-only, commits the revision counter every [`PROBE_INTERVAL`] until
+/// one commit succeeds (then tells the sink, and returns true) or the store closes (false).
+/// The probe is a real write through the same connection, so its success means the disk takes
+/// writes again, not merely that a file can be opened.
+fn probe_until_healthy(conn: &mut Connection, rx: &mpsc::Receiver<Unit>, sink: &impl Sink) -> bool {
+    loop {
+        match rx.recv_timeout(PROBE_INTERVAL) {
+            Err(mpsc::RecvTimeoutError::Disconnected) => return false,
+            // Writes are refused while read-only, so nothing is queued; a unit here would be a
+            // bug, and is refused rather than written out of order.
+            Ok(u) => {
+                let _ = u
+                    .done
+                    .send(Err(Error::Failed("the store is read-only".into())));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => match probe(conn, sink.revision()) {
+                Ok(()) => {
+                    tracing::info!("a probe commit succeeded; the store takes writes again");
+                    sink.recovered();
+                    return true;
+                }
+                Err(e) => tracing::debug!(error = %e, "probe commit failed"),
+            },
+        }
+    }
+}
+
+/// A probe commit: records the highest revision handed out, then moves the WAL into the
+/// database and empties it. The checkpoint needs the space the failed writes needed, and once
+/// it passes the next write asks the file system for space again instead of reusing the pages
+/// a failed write had taken, so a disk that is still full fails the probe.
+fn probe(conn: &mut Connection, rv: u64) -> rusqlite::Result<()> {
+    let txn = conn.transaction()?;
+    txn.execute(RECORD_REVISION, params![rv as i64])?;
+    txn.commit()?;
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+}
+
+fn write_batch(conn: &mut Connection, codec: &Codec, batch: &[Unit]) -> Result<()> {
     let txn = conn.transaction()?;
     {
-        let mut put = txn.prepare_cached(
-            "INSERT OR REPLACE INTO objects (grp, resource, namespace, name, data) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?;
+        let mut put = txn.prepare_cached(PUT)?;
         let mut del = txn.prepare_cached(
             "DELETE FROM objects WHERE grp = ?1 AND resource = ?2 AND namespace = ?3 AND name = ?4",
         )?;
@@ -174,15 +348,7 @@ fn write_batch(conn: &mut Connection, batch: &[Unit]) -> rusqlite::Result<()> {
                         group,
                         resource,
                         object,
-                    } => {
-                        put.execute(params![
-                            group,
-                            resource,
-                            object.namespace,
-                            object.name,
-                            &*object.raw
-                        ])?;
-                    }
+                    } => put_row(&mut put, codec, group, resource, object)?,
                     Op::Delete {
                         group,
                         resource,
@@ -201,5 +367,212 @@ fn write_batch(conn: &mut Connection, batch: &[Unit]) -> rusqlite::Result<()> {
             )?;
         }
     }
-    txn.commit()
+    Ok(txn.commit()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use serde_json::json;
+
+    use crate::watch::{EventType, WatchEvent, WatchFilter};
+    use crate::{Error, GroupResource, Options, Store};
+
+    /// Arms (or disarms) a failure of every commit, injected with SQLite triggers through a
+    /// second connection: the real commit path, and its real error handling, see it.
+    fn inject_failure(path: &std::path::Path, armed: bool) {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS fail (x);
+             CREATE TRIGGER IF NOT EXISTS fail_put BEFORE INSERT ON objects
+               WHEN EXISTS (SELECT 1 FROM fail) BEGIN SELECT RAISE(ABORT, 'injected: disk I/O error'); END;
+             CREATE TRIGGER IF NOT EXISTS fail_rv BEFORE UPDATE ON revision
+               WHEN EXISTS (SELECT 1 FROM fail) BEGIN SELECT RAISE(ABORT, 'injected: disk I/O error'); END;
+             DELETE FROM fail;",
+        )
+        .unwrap();
+        if armed {
+            conn.execute("INSERT INTO fail VALUES (1)", []).unwrap();
+        }
+    }
+
+    fn data(store: &Store, name: &str) -> Option<serde_json::Value> {
+        store
+            .get(&GroupResource::new("", "configmaps"), "ns", name)
+            .map(|o| o.value()["data"].clone())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_commit_is_undone_and_the_store_recovers_by_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kgc.db");
+        let store = Store::open_with(Options {
+            path: Some(path.clone()),
+            ..Options::default()
+        })
+        .await
+        .unwrap();
+        let catalog = store.catalog();
+        let ns = catalog.get("", "v1", "namespaces").unwrap().clone();
+        let cm = catalog.get("", "v1", "configmaps").unwrap().clone();
+        store
+            .create(&ns, "", json!({"metadata": {"name": "ns"}}), false)
+            .await
+            .unwrap();
+        let cm0 = json!({"metadata": {"name": "c0"}, "data": {"v": "0"}});
+        store.create(&cm, "ns", cm0, false).await.unwrap();
+        let from = store.revision();
+        let mut watcher = store.watch(
+            WatchFilter::new(GroupResource::new("", "configmaps")),
+            Some(from),
+        );
+
+        inject_failure(&path, true);
+        let update = |v: &'static str| {
+            let (store, cm) = (store.clone(), cm.clone());
+            async move {
+                store
+                    .update(&cm, "ns", "c0", None, false, |mut o| {
+                        o["data"]["v"] = json!(v);
+                        Ok(o)
+                    })
+                    .await
+            }
+        };
+        let create = |name: &'static str| {
+            let (store, cm) = (store.clone(), cm.clone());
+            async move {
+                let body = json!({"metadata": {"name": name}, "data": {"v": name}});
+                store.create(&cm, "ns", body, false).await
+            }
+        };
+        // Several writes at once: the failed batch and whatever queued behind it all fail.
+        let (a, b, c) = tokio::join!(update("1"), create("c1"), update("2"));
+        for r in [a.map(|_| ()), b.map(|_| ()), c.map(|_| ())] {
+            match r {
+                Err(Error::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
+                Err(Error::Api(s)) => panic!("unexpected API error {s:?}"),
+                other => panic!("expected a failed commit, got {other:?}"),
+            }
+        }
+        // Memory holds exactly what is committed; nothing was published.
+        assert_eq!(data(&store, "c0"), Some(json!({"v": "0"})));
+        assert_eq!(data(&store, "c1"), None);
+        assert!(watcher.try_next().is_none());
+        // Read-only, with the reason, until the disk takes writes again.
+        assert!(store.failure().unwrap().contains("injected"));
+        let refused = create("c2").await.unwrap_err();
+        assert!(matches!(refused, Error::Failed(_)), "{refused:?}");
+        let status = refused.status();
+        assert_eq!(
+            (status.code, status.message.as_str()),
+            (
+                500,
+                "the store is read-only after a failed commit: injected: disk I/O error"
+            )
+        );
+
+        inject_failure(&path, false);
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while store.failure().is_some() {
+            assert!(Instant::now() < deadline, "the store did not recover");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        create("c3").await.unwrap();
+        match watcher.next().await {
+            WatchEvent::Event(EventType::Added, o) => assert_eq!(o.name, "c3"),
+            other => panic!("expected ADDED c3, got {other:?}"),
+        }
+        assert!(watcher.try_next().is_none());
+        store.close();
+
+        // What was acknowledged is on disk, and only that.
+        let reopened = Store::open(&path).await.unwrap();
+        assert_eq!(data(&reopened, "c0"), Some(json!({"v": "0"})));
+        assert_eq!(data(&reopened, "c1"), None);
+        assert_eq!(data(&reopened, "c3"), Some(json!({"v": "c3"})));
+        assert!(reopened.revision() > from);
+        reopened.close();
+    }
+
+    fn encryption(providers: &str) -> Option<std::sync::Arc<kgc_encryption::Transformers>> {
+        let yaml = format!(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n{providers}"
+        );
+        let config = kgc_encryption::EncryptionConfig::parse(yaml.as_bytes(), "enc.yaml").unwrap();
+        Some(std::sync::Arc::new(config.transformers().unwrap()))
+    }
+
+    /// The stored bytes of a Secret.
+    fn row(path: &std::path::Path, name: &str) -> Vec<u8> {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.query_row(
+            "SELECT CAST(data AS BLOB) FROM objects WHERE resource = 'secrets' AND name = ?1",
+            [name],
+            |r| r.get(0),
+        )
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn secrets_are_encrypted_on_disk_and_rewritten_with_the_first_key() {
+        const K1: &str =
+            "      - {name: k1, secret: MTExMTExMTExMTExMTExMTExMTExMTExMTExMTExMTE=}\n";
+        const K2: &str =
+            "      - {name: k2, secret: MjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjI=}\n";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kgc.db");
+        let open = |encryption| {
+            Store::open_with(Options {
+                path: Some(path.clone()),
+                encryption,
+                ..Options::default()
+            })
+        };
+        // Before encryption: plain JSON.
+        let store = open(None).await.unwrap();
+        let secrets = store.catalog().get("", "v1", "secrets").unwrap().clone();
+        let body = json!({"metadata": {"name": "s"}, "data": {"k": "c2VjcmV0LXZhbHVl"}});
+        store
+            .create(&secrets, "default", body, false)
+            .await
+            .unwrap();
+        store.close();
+        assert!(row(&path, "s").starts_with(b"{"));
+
+        // Encryption on: the plain Secret is read (identity) and rewritten encrypted.
+        let store = open(encryption(&format!(
+            "  - aesgcm:\n      keys:\n{K1}  - identity: {{}}\n"
+        )))
+        .await
+        .unwrap();
+        store.close();
+        let sealed = row(&path, "s");
+        assert!(sealed.starts_with(b"k8s:enc:aesgcm:v1:k1:"), "{sealed:?}");
+        assert!(!sealed.windows(12).any(|w| w == b"c2VjcmV0LXZh"));
+
+        // Rotation: k2 first, k1 second; the start rewrites with k2, which then reads alone.
+        let rotated = encryption(&format!("  - aesgcm:\n      keys:\n{K2}{K1}"));
+        let store = open(rotated).await.unwrap();
+        store.close();
+        assert!(row(&path, "s").starts_with(b"k8s:enc:aesgcm:v1:k2:"));
+        let store = open(encryption(&format!("  - aesgcm:\n      keys:\n{K2}")))
+            .await
+            .unwrap();
+        let s = store
+            .get(&GroupResource::new("", "secrets"), "default", "s")
+            .unwrap();
+        assert_eq!(s.value()["data"]["k"], "c2VjcmV0LXZhbHVl");
+        store.close();
+
+        // Without the key, the open fails naming the object.
+        let Err(err) = open(encryption(&format!("  - aesgcm:\n      keys:\n{K1}"))).await else {
+            panic!("opened without the key");
+        };
+        assert_eq!(
+            err.to_string(),
+            "unable to transform key \"/registry/secrets/default/s\": no matching key was found for the provided AES transformer"
+        );
+    }
 }

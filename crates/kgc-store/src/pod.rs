@@ -89,7 +89,7 @@ impl Store {
                     let opts = DeleteOptions {
                         grace_period_seconds: Some(0),
                         preconditions: Preconditions {
-                            uid: Some(d.uid),
+                            uid: Some(d.uid.clone()),
                             resource_version: None,
                         },
                         ..DeleteOptions::default()
@@ -100,8 +100,19 @@ impl Store {
                             if s.is(Reason::NotFound) || s.is(Reason::Conflict) => {}
                         Err(e) => {
                             tracing::warn!(pod = %d.name, namespace = %d.namespace, error = %e, "completing pod deletion failed");
-                            if matches!(e, crate::Error::Failed(_) | crate::Error::Closed) {
-                                return;
+                            match e {
+                                crate::Error::Closed => return,
+                                // Read-only after a failed commit: try again once it recovers.
+                                crate::Error::Failed(_) => {
+                                    let later = now
+                                        .checked_add(jiff::SignedDuration::from_secs(1))
+                                        .unwrap_or(now);
+                                    self.inner
+                                        .pods
+                                        .schedule(later, &d.namespace, &d.name, &d.uid);
+                                    tokio::time::sleep(crate::persist::PROBE_INTERVAL).await;
+                                }
+                                _ => {}
                             }
                         }
                     }

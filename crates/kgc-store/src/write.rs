@@ -44,6 +44,43 @@ fn random_suffix() -> String {
         .collect()
 }
 
+/// The longest `generateName` prefix kept: a generated name stays a valid 63-character label
+/// (kubernetes/apiserver `pkg/storage/names/generate.go` `MaxGeneratedNameLength`).
+const MAX_GENERATED_PREFIX: usize = 63 - 5;
+
+/// How many names are tried before giving up (kubernetes/apiserver
+/// `pkg/registry/generic/registry/store.go` `maxNameGenerationCreateAttempts`).
+const NAME_GENERATION_ATTEMPTS: usize = 8;
+
+/// A name from `prefix` (cut to [`MAX_GENERATED_PREFIX`] bytes at a character boundary) and a
+/// random suffix that `free` accepts, trying as many times as upstream's create retries do; the
+/// last name tried when every try collided.
+fn generate_name(prefix: &str, free: impl Fn(&str) -> bool) -> Result<String, String> {
+    let mut cut = prefix.len().min(MAX_GENERATED_PREFIX);
+    while !prefix.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let prefix = &prefix[..cut];
+    let mut last = String::new();
+    for _ in 0..NAME_GENERATION_ATTEMPTS {
+        last = format!("{prefix}{}", random_suffix());
+        if free(&last) {
+            return Ok(last);
+        }
+    }
+    Err(last)
+}
+
+/// The 409 after every generated name collided (apimachinery `NewGenerateNameConflict`).
+fn generate_name_conflict(gr: &kgc_meta::GroupResource, name: &str) -> Status {
+    let mut s = Status::already_exists(gr, name);
+    s.message = format!(
+        "{gr} \"{name}\" already exists, the server was not able to generate a unique name for the object"
+    );
+    s.retry_after_seconds = Some(1);
+    s
+}
+
 fn invalid(info: &ResourceInfo, name: &str, errs: &[kgc_meta::FieldError]) -> Status {
     Status::invalid(&info.group, &info.kind, name, errs)
 }
@@ -110,14 +147,8 @@ impl Store {
             && let Some(prefix) = obj.meta_str("generateName").map(str::to_owned)
             && !prefix.is_empty()
         {
-            // Retry on the rare collision instead of handing the client a 409.
-            let mut name = format!("{prefix}{}", random_suffix());
-            for _ in 0..8 {
-                if st.get(&gr, namespace, &name).is_none() {
-                    break;
-                }
-                name = format!("{prefix}{}", random_suffix());
-            }
+            let name = generate_name(&prefix, |n| st.get(&gr, namespace, n).is_none())
+                .map_err(|last| generate_name_conflict(&gr, &last))?;
             obj.set("name", name);
         }
         let name = obj.name().to_owned();
@@ -152,6 +183,10 @@ impl Store {
         normalize(info, &mut obj);
         if is_crd(&gr) {
             self.prepare_crd(&mut obj, None)?;
+        }
+        let errs = validate_kind(info, &obj, None, None);
+        if !errs.is_empty() {
+            return Err(invalid(info, &name, &errs).into());
         }
         let rv = if dry_run { st.rv } else { st.next_rv() };
         let object = stamp(&mut obj, rv)?;
@@ -284,6 +319,7 @@ impl Store {
             &new["metadata"],
             &current["metadata"],
         ));
+        errs.extend(validate_kind(info, &new, Some(&current), subresource));
         if !errs.is_empty() {
             return Err(invalid(info, name, &errs).into());
         }
@@ -323,13 +359,30 @@ impl Store {
     }
 }
 
+/// The kind's own rules (kgc-validation, upstream's `pkg/apis/*/validation`) for a built-in
+/// object as it would be stored: after defaults and the kind's `PrepareForCreate`, as the
+/// registry's strategy validates it. Custom resources are validated against their schema by the
+/// API server instead.
+fn validate_kind(
+    info: &ResourceInfo,
+    obj: &Value,
+    old: Option<&Value>,
+    subresource: Option<&str>,
+) -> Vec<kgc_meta::FieldError> {
+    if info.custom {
+        return Vec::new();
+    }
+    kgc_validation::validate(&info.group, &info.kind, obj, old, subresource)
+}
+
 fn is_namespace(info: &ResourceInfo) -> bool {
     info.group.is_empty() && info.plural == "namespaces"
 }
 
 /// Which part of the body an update may change: the main resource leaves `status` (when it is a
 /// subresource) and a namespace's `spec.finalizers` alone; `/status` changes only `status`;
-/// `/finalize` only `spec.finalizers`.
+/// `/finalize` only `spec.finalizers`; a CertificateSigningRequest's `/approval` only
+/// `status.conditions`.
 fn shape_for_subresource(
     info: &ResourceInfo,
     subresource: Option<&str>,
@@ -381,6 +434,22 @@ fn shape_for_subresource(
                 out["spec"] = json!({});
             }
             out["spec"]["finalizers"] = fins;
+            if let Some(rv) = new.meta_str("resourceVersion") {
+                out.set("resourceVersion", rv.to_owned());
+            }
+            Ok(out)
+        }
+        // certificates.k8s.io `csrApprovalStrategy`: only the conditions change.
+        Some("approval") if info.group == "certificates.k8s.io" => {
+            let mut out = current.clone();
+            let conditions = new
+                .pointer("/status/conditions")
+                .cloned()
+                .unwrap_or(Value::Null);
+            if !out["status"].is_object() {
+                out["status"] = json!({});
+            }
+            out["status"]["conditions"] = conditions;
             if let Some(rv) = new.meta_str("resourceVersion") {
                 out.set("resourceVersion", rv.to_owned());
             }
@@ -438,10 +507,19 @@ pub fn normalize(info: &ResourceInfo, obj: &mut Value) {
         }
         _ => {}
     }
+    if !info.custom {
+        // Last, as the typed encode that ends kube-apiserver's write: every zero value Go
+        // prints (a ReplicationController's `status.replicas: 0` after its status was reset),
+        // the objects this store writes itself included. The API server has decoded the body
+        // already, so nothing here can fail; the store's own writes are well-typed.
+        let version = kgc_meta::catalog::api_version(&info.group, info.preferred_version());
+        let _ = kgc_proto::typed::decode(&version, &info.kind, obj);
+    }
 }
 
-/// Kind-specific `PrepareForCreate`: clients do not set status through the main resource, and
-/// a new namespace carries the `kubernetes` finalizer that its content deletion removes.
+/// Kind-specific `PrepareForCreate`: clients do not set status through the main resource, a Job
+/// gets its generated selector, and a new namespace carries the `kubernetes` finalizer that its
+/// content deletion removes.
 fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
     if info.has_status() {
         let initial = match (info.group.as_str(), info.plural.as_str()) {
@@ -461,6 +539,9 @@ fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
             }
         }
     }
+    if info.group == "batch" && info.plural == "jobs" {
+        crate::job::generate_selector(obj);
+    }
     if is_namespace(info) {
         if !obj["spec"].is_object() {
             obj["spec"] = json!({});
@@ -473,5 +554,41 @@ fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
             fins.push(crate::namespace::FINALIZER_KUBERNETES.to_owned());
         }
         obj["spec"]["finalizers"] = Value::from(fins);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_names_keep_58_characters_of_the_prefix() {
+        let long = "a".repeat(250);
+        let name = generate_name(&long, |_| true).unwrap();
+        assert_eq!(name.len(), 63);
+        assert!(name.starts_with(&"a".repeat(58)));
+        assert!(name[58..].bytes().all(|b| NAME_ALPHABET.contains(&b)));
+        // A multi-byte character is never cut in half.
+        let name = generate_name(&format!("{}é", "a".repeat(57)), |_| true).unwrap();
+        assert!(name.starts_with(&"a".repeat(57)) && name.len() == 62);
+    }
+
+    #[test]
+    fn generate_name_gives_up_after_upstreams_attempts() {
+        let tries = std::cell::Cell::new(0);
+        let last = generate_name("web-", |_| {
+            tries.set(tries.get() + 1);
+            false
+        })
+        .unwrap_err();
+        assert_eq!(tries.get(), NAME_GENERATION_ATTEMPTS);
+        let s = generate_name_conflict(&kgc_meta::GroupResource::new("", "pods"), &last);
+        assert_eq!(
+            s.message,
+            format!(
+                "pods \"{last}\" already exists, the server was not able to generate a unique name for the object"
+            )
+        );
+        assert_eq!((s.code, s.retry_after_seconds), (409, Some(1)));
     }
 }

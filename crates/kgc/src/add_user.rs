@@ -4,7 +4,9 @@
 //!
 //! The binding is written through the running server when it answers (with the admin
 //! kubeconfig of the data directory), so the server sees it at once; when no server runs, it is
-//! written straight into the stopped server's store, where the server finds it on start.
+//! written straight into the stopped server's store, where the server finds it on start: under
+//! the data directory's lock (so never beside a running server), and with the same encryption
+//! configuration as the server (`--encryption-provider-config`, or the data directory's own).
 
 use std::path::Path;
 
@@ -33,7 +35,11 @@ pub struct Args {
     role: Option<String>,
 }
 
-pub async fn run(args: Args, data_dir: &Path) -> anyhow::Result<()> {
+pub async fn run(
+    args: Args,
+    data_dir: &Path,
+    encryption: &crate::encryption::EncryptionArgs,
+) -> anyhow::Result<()> {
     if args.name.is_empty() || args.name.contains(['/', '%']) || args.name == "." {
         anyhow::bail!(
             "invalid user name {:?}: it must be a valid path segment",
@@ -73,7 +79,7 @@ pub async fn run(args: Args, data_dir: &Path) -> anyhow::Result<()> {
     let cert = client_cert(&ca, &args.name, &groups)?;
     if let Some(role) = &args.role {
         let binding = binding(&args.name, role, args.namespace.as_deref());
-        create_binding(admin, data_dir, binding).await?;
+        create_binding(admin, data_dir, encryption, binding).await?;
     }
     let mut kubeconfig = crate::serve::kubeconfig(&server, Some((&ca_pem, &cert)));
     if let Some(ns) = &args.namespace {
@@ -101,7 +107,12 @@ fn binding(user: &str, role: &str, namespace: Option<&str>) -> Value {
     b
 }
 
-async fn create_binding(admin: Kubeconfig, data_dir: &Path, binding: Value) -> anyhow::Result<()> {
+async fn create_binding(
+    admin: Kubeconfig,
+    data_dir: &Path,
+    encryption: &crate::encryption::EncryptionArgs,
+    binding: Value,
+) -> anyhow::Result<()> {
     let kind = binding["kind"].as_str().unwrap_or_default().to_owned();
     let name = binding["metadata"]["name"]
         .as_str()
@@ -142,13 +153,22 @@ async fn create_binding(admin: Kubeconfig, data_dir: &Path, binding: Value) -> a
         Err(e) => {
             // No server answers: write into the stopped server's store.
             tracing::debug!(error = %e, "the server does not answer; writing the binding offline");
-            offline(data_dir, &binding, &kind, &name, namespace.as_deref()).await
+            offline(
+                data_dir,
+                encryption,
+                &binding,
+                &kind,
+                &name,
+                namespace.as_deref(),
+            )
+            .await
         }
     }
 }
 
 async fn offline(
     data_dir: &Path,
+    encryption: &crate::encryption::EncryptionArgs,
     binding: &Value,
     kind: &str,
     name: &str,
@@ -162,8 +182,10 @@ async fn offline(
             db.display()
         );
     }
+    let _held = crate::data_dir::DataDir::lock(data_dir)?;
     let store = Store::open_with(Options {
         path: Some(db.clone()),
+        encryption: encryption.transformers(data_dir, false)?,
         ..Options::default()
     })
     .await

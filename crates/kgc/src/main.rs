@@ -3,7 +3,9 @@
 
 mod add_user;
 mod controller;
+mod data_dir;
 mod deploy_cmd;
+mod encryption;
 mod gc_cmd;
 mod lifecycle;
 mod node_cmd;
@@ -96,9 +98,21 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-fn main() -> anyhow::Result<()> {
+/// Runs the command; a failure is one line on stderr (`kgc: what failed: why`), never a
+/// backtrace, and exit status 1.
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format);
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kgc: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -19,7 +19,9 @@ pub struct Args {
     /// Address to listen on (HTTPS, with authentication and RBAC, unless --insecure-http).
     #[arg(long, default_value = "127.0.0.1:6443")]
     listen: SocketAddr,
-    /// Where the database and the kubeconfig live [default: $XDG_DATA_HOME/kgc or ~/.local/share/kgc].
+    /// Where the database and the kubeconfig live; one server (or add-user) at a time
+    /// [default: $XDG_DATA_HOME/kgc or ~/.local/share/kgc; with --in-memory, a private
+    /// temporary directory removed on exit].
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
     /// Keep every object in memory only; nothing survives a restart.
@@ -38,10 +40,22 @@ pub struct Args {
     /// How often the garbage collector re-runs discovery to pick up new resource types.
     #[arg(long, default_value = "30s", value_parser = crate::parse_duration)]
     gc_resync: std::time::Duration,
+    /// Reads (GET) served at once; more are refused with 429 (0: no limit). Watches do not count.
+    #[arg(long, default_value_t = kgc_apiserver::inflight::DEFAULT_READ_LIMIT)]
+    max_requests_inflight: usize,
+    /// Writes served at once; more are refused with 429 (0: no limit).
+    #[arg(long, default_value_t = kgc_apiserver::inflight::DEFAULT_MUTATING_LIMIT)]
+    max_mutating_requests_inflight: usize,
+    /// Admission plugins to turn off (comma-separated). kgc enforces
+    /// OwnerReferencesPermissionEnforcement by default, which kube-apiserver leaves off.
+    #[arg(long, value_delimiter = ',', value_parser = [kgc_apiserver::owner_references::PLUGIN])]
+    disable_admission_plugins: Vec<String>,
     #[command(flatten)]
     lifecycle: crate::lifecycle::LifecycleArgs,
     #[command(flatten)]
     security: crate::secure::SecurityArgs,
+    #[command(flatten)]
+    encryption: crate::encryption::EncryptionArgs,
     #[command(subcommand)]
     action: Option<Action>,
 }
@@ -102,6 +116,40 @@ current-context: kgc
     )
 }
 
+/// Below this much free space, a failed start is put down to a full disk: SQLite reports a
+/// full disk as `SQLITE_FULL` only when a write fails, and as an I/O error when its
+/// shared-memory file cannot grow.
+const FULL_DISK_BYTES: u64 = 1 << 20;
+
+/// The one line a start on a full disk fails with, instead of the error chain.
+fn full_disk(data_dir: &Path) -> impl Fn(anyhow::Error) -> anyhow::Error + '_ {
+    move |e| {
+        let said_full = e.chain().any(|c| {
+            c.downcast_ref::<kgc_store::Error>()
+                .is_some_and(kgc_store::Error::is_disk_full)
+                || c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::StorageFull)
+        });
+        if said_full || free_bytes(data_dir).is_some_and(|b| b < FULL_DISK_BYTES) {
+            anyhow::anyhow!(
+                "cannot start: the disk holding the data directory {} is full (no space left on \
+                 device): free some space and start again",
+                data_dir.display()
+            )
+        } else {
+            e
+        }
+    }
+}
+
+/// The space left to unprivileged writers on the file system holding `path` (or its nearest
+/// existing ancestor).
+fn free_bytes(path: &Path) -> Option<u64> {
+    let existing = path.ancestors().find(|p| p.exists())?;
+    let st = rustix::fs::statvfs(existing).ok()?;
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
 /// Writes a file atomically (temporary file, then rename), so readers never see half of it.
 pub(crate) fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
@@ -120,24 +168,47 @@ async fn shutdown_signal() {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
     if let Some(Action::AddUser(a)) = args.action {
-        return crate::add_user::run(a, &data_dir).await;
+        let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
+        return crate::add_user::run(a, &data_dir, &args.encryption).await;
     }
     args.security.check_listen(args.listen)?;
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    // An --in-memory server owns no data directory unless given one: its kubeconfig (for a
+    // throwaway CA) goes to a private temporary directory, never over a durable server's.
+    let scratch = match (&args.data_dir, args.in_memory) {
+        (None, true) => Some(
+            tempfile::Builder::new()
+                .prefix("kgc-in-memory-")
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .tempdir()
+                .context("creating a temporary directory for the --in-memory server")?,
+        ),
+        _ => None,
+    };
+    let data_dir = match (&scratch, args.data_dir) {
+        (Some(t), _) => t.path().to_owned(),
+        (None, Some(d)) => d,
+        (None, None) => default_data_dir(),
+    };
+    let full = full_disk(&data_dir);
+    let _held = crate::data_dir::DataDir::lock(&data_dir).map_err(&full)?;
+    let encryption = args
+        .encryption
+        .transformers(&data_dir, !args.in_memory)
+        .map_err(&full)?;
     let started = std::time::Instant::now();
     let store = Store::open_with(
         Options {
             path: (!args.in_memory).then(|| data_dir.join("kgc.db")),
             watch_log: args.watch_cache_size,
+            encryption: encryption.filter(|_| !args.in_memory),
             ..Options::default()
         }
         .with_clock(args.lifecycle.clock()),
     )
     .await
-    .with_context(|| format!("opening the store in {}", data_dir.display()))?;
+    .with_context(|| format!("opening the store in {}", data_dir.display()))
+    .map_err(&full)?;
     tracing::info!(
         objects = store.len(),
         revision = store.revision(),
@@ -156,14 +227,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     let security = args
         .security
-        .prepare(&data_dir, args.in_memory, args.listen)?;
+        .prepare(&data_dir, args.in_memory, args.listen)
+        .map_err(&full)?;
     let scheme = if security.is_some() { "https" } else { "http" };
     let server_url = format!("{scheme}://{client_host}");
     let kubeconfig_path = data_dir.join("kubeconfig");
-    match &security {
-        None => write_atomic(&kubeconfig_path, &kubeconfig(&server_url, None))?,
-        Some(s) => crate::tls::write_private(&kubeconfig_path, &s.kubeconfig(&server_url))?,
-    }
+    let config = match &security {
+        None => kubeconfig(&server_url, None),
+        Some(s) => s.kubeconfig(&server_url),
+    };
+    crate::tls::write_private(&kubeconfig_path, &config).map_err(&full)?;
 
     let controllers = [
         tokio::spawn(store.clone().run_namespace_controller()),
@@ -171,7 +244,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         tokio::spawn(store.clone().run_crd_controller()),
     ];
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut api = ApiServer::new(store.clone(), client_host.clone(), stop_rx);
+    let mut api = ApiServer::new(store.clone(), client_host.clone(), stop_rx).with_inflight_limits(
+        args.max_requests_inflight,
+        args.max_mutating_requests_inflight,
+    );
+    if !args.disable_admission_plugins.is_empty() {
+        api = api.without_owner_references_enforcement();
+    }
     let mut gc_task = None;
     if !args.disable.iter().any(|d| d == "gc") {
         let gc = GarbageCollector::new(

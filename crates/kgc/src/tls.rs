@@ -65,8 +65,7 @@ impl Pki {
         brought: Option<&BroughtCert>,
     ) -> anyhow::Result<Self> {
         if let Some(dir) = dir {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("creating the PKI directory {}", dir.display()))?;
+            crate::data_dir::private_dir(dir)?;
         }
         let ca = match dir.map(|d| read_pair(d, "ca")).transpose()?.flatten() {
             Some(ca) => ca,

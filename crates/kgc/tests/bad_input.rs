@@ -418,12 +418,13 @@ async fn bodies_over_3_mib_are_rejected_with_413() {
         .await;
     assert_eq!(r.status, 413, "{}", r.text());
     f.intact("a 3 MiB PATCH").await;
-    // Just under the limit is accepted.
+    // Just under the limit is accepted (in a Pod: a ConfigMap may hold 1 MiB only).
     let fits = "y".repeat(3 * 1024 * 1024 - 4096);
-    let body = json!({"metadata": {"name": "fits"}, "data": {"blob": fits}}).to_string();
-    let r =
-        f.s.raw("POST", &f.cms(), Some("application/json"), body)
-            .await;
+    let body = json!({"metadata": {"name": "fits"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "args": [fits]}]}})
+    .to_string();
+    let pods = format!("/api/v1/namespaces/{}/pods", f.ns);
+    let r = f.s.raw("POST", &pods, Some("application/json"), body).await;
     assert_eq!(
         r.status,
         201,
@@ -668,4 +669,357 @@ async fn a_burst_of_garbage_never_takes_the_server_down() {
         }
     }
     f.intact("the burst").await;
+}
+
+/// The server's resident memory, from `/proc` (Linux).
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("reading /proc");
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status");
+    kib * 1024
+}
+
+#[tokio::test]
+async fn duplicate_fields_follow_field_validation() {
+    let f = Fixture::new().await;
+    let body = |name: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"first","name":"{name}"}},"data":{{"k":"1","k":"2"}}}}"#
+        )
+    };
+    // Strict: refused, naming every repeated field.
+    let r =
+        f.s.raw(
+            "POST",
+            &format!("{}?fieldValidation=Strict", f.cms()),
+            Some("application/json"),
+            body("strict"),
+        )
+        .await;
+    assert_status(
+        &r,
+        400,
+        "BadRequest",
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"metadata.name\", duplicate field \"data.k\"",
+    );
+    f.absent("strict").await;
+    f.absent("first").await;
+    // Warn (the default): stored, the last value winning, with one warning per repetition.
+    let r =
+        f.s.raw("POST", &f.cms(), Some("application/json"), body("warned"))
+            .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["data"]["k"], "2");
+    let warnings: Vec<String> = r
+        .headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"duplicate field \\\"metadata.name\\\"\"",
+            "299 - \"duplicate field \\\"data.k\\\"\""
+        ]
+    );
+    // Ignore: stored, silently.
+    let r =
+        f.s.raw(
+            "POST",
+            &format!("{}?fieldValidation=Ignore", f.cms()),
+            Some("application/json"),
+            body("ignored"),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(r.header("warning").is_none());
+    // A merge patch repeating a key under Strict: 422 on `patch`, as upstream's patch handler.
+    let r =
+        f.s.raw(
+            "PATCH",
+            &format!("{}?fieldValidation=Strict", f.keep_path()),
+            Some("application/merge-patch+json"),
+            r#"{"data":{"k":"a","k":"b"}}"#,
+        )
+        .await;
+    let v = r.json();
+    assert_eq!((r.status, &v["reason"]), (422, &json!("Invalid")), "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .ends_with(": strict decoding error: duplicate field \"data.k\""),
+        "{v}"
+    );
+    f.intact("a strict patch with a repeated key").await;
+    // The same in YAML.
+    let r =
+        f.s.raw(
+            "POST",
+            &format!("{}?fieldValidation=Strict", f.cms()),
+            Some("application/yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-dup\ndata:\n  a: '1'\n  a: '2'\n",
+        )
+        .await;
+    assert_status(
+        &r,
+        400,
+        "BadRequest",
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"data.a\"",
+    );
+}
+
+/// A 2 KB JSON patch of twenty `copy` operations would build a ConfigMap of 2^20 times its size;
+/// it is refused before it allocates, and the server does not grow.
+#[tokio::test]
+async fn json_patch_copy_chain_is_refused_before_it_allocates() {
+    let f = Fixture::new().await;
+    let seed = json!({"op": "add", "path": "/data/x", "value": "x".repeat(1500)});
+    let mut ops = vec![seed];
+    for i in 0..20 {
+        ops.push(json!({"op": "copy", "from": "/data", "path": format!("/data/c{i}")}));
+    }
+    let before = rss_bytes(f.s.pid());
+    let r =
+        f.s.raw(
+            "PATCH",
+            &f.keep_path(),
+            Some("application/json-patch+json"),
+            Value::Array(ops).to_string(),
+        )
+        .await;
+    assert_status(
+        &r,
+        422,
+        "Invalid",
+        "the server rejected our request due to an error in our request",
+    );
+    let grown = rss_bytes(f.s.pid()).saturating_sub(before);
+    assert!(grown < 64 << 20, "the server grew by {grown} bytes");
+    f.intact("a copy chain").await;
+}
+
+#[tokio::test]
+async fn json_patch_with_too_many_operations_is_too_large() {
+    let f = Fixture::new().await;
+    let op = json!({"op": "test", "path": "/data/k", "value": "v"});
+    let r =
+        f.s.raw(
+            "PATCH",
+            &f.keep_path(),
+            Some("application/json-patch+json"),
+            Value::Array(vec![op; 10_001]).to_string(),
+        )
+        .await;
+    assert_status(
+        &r,
+        413,
+        "RequestEntityTooLarge",
+        "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001",
+    );
+    f.intact("10,001 operations").await;
+}
+
+/// A patch cannot build an object larger than a request may carry either: two patches of 1.5 MiB
+/// each would otherwise make a 3 MiB Pod.
+#[tokio::test]
+async fn patch_results_are_bounded_by_the_request_limit() {
+    let f = Fixture::new().await;
+    let path = format!("/api/v1/namespaces/{}/pods", f.ns);
+    let half = "h".repeat(1024 * 1024 + 512 * 1024);
+    let container = |arg: &str| json!({"name": "c", "image": "busybox", "args": [arg]});
+    let body = json!({"metadata": {"name": "grow"}, "spec": {"containers": [container(&half)]}});
+    let r =
+        f.s.raw("POST", &path, Some("application/json"), body.to_string())
+            .await;
+    assert_eq!(r.status, 201, "{}", &r.text()[..r.text().len().min(300)]);
+    let patch = json!({"metadata": {"annotations": {"grown": "yes"}},
+        "spec": {"containers": [{"name": "d", "image": "busybox", "args": [half]}]}});
+    let r =
+        f.s.raw(
+            "PATCH",
+            &format!("{path}/grow"),
+            Some("application/strategic-merge-patch+json"),
+            patch.to_string(),
+        )
+        .await;
+    assert_status(
+        &r,
+        413,
+        "RequestEntityTooLarge",
+        "Request entity too large: limit is 3145728",
+    );
+    let r = f.s.raw("GET", &format!("{path}/grow"), None, vec![]).await;
+    assert!(
+        r.json()["metadata"].get("annotations").is_none(),
+        "the refused patch was stored"
+    );
+}
+
+#[tokio::test]
+async fn patch_with_a_protobuf_body_is_unsupported_media_type() {
+    let f = Fixture::new().await;
+    let r =
+        f.s.raw(
+            "PATCH",
+            &f.keep_path(),
+            Some("application/vnd.kubernetes.protobuf"),
+            b"k8s\0\x0a\x00".to_vec(),
+        )
+        .await;
+    assert_status(
+        &r,
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
+    );
+    f.intact("a protobuf patch").await;
+}
+
+#[tokio::test]
+async fn generate_name_prefixes_are_cut_to_58_characters() {
+    let f = Fixture::new().await;
+    let prefix = "g".repeat(100);
+    let body = json!({"metadata": {"generateName": prefix}, "data": {}});
+    let r =
+        f.s.raw("POST", &f.cms(), Some("application/json"), body.to_string())
+            .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let name = r.json()["metadata"]["name"].as_str().unwrap().to_owned();
+    assert_eq!(name.len(), 63, "{name}");
+    assert!(name.starts_with(&"g".repeat(58)), "{name}");
+}
+
+/// Upstream's string parser reads `x in ()` as `x in ("")`: it selects objects whose label `x`
+/// is present and empty.
+#[tokio::test]
+async fn label_selector_in_an_empty_set_means_the_empty_value() {
+    let f = Fixture::new().await;
+    for (name, labels) in [
+        ("empty", json!({"x": ""})),
+        ("set", json!({"x": "1"})),
+        ("none", json!({})),
+    ] {
+        let body = json!({"metadata": {"name": name, "labels": labels}});
+        let r =
+            f.s.raw("POST", &f.cms(), Some("application/json"), body.to_string())
+                .await;
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let names = |r: RawResponse| -> Vec<String> {
+        let v = r.json();
+        v["items"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{v}"))
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let list = |sel: &str| format!("{}?labelSelector={}", f.cms(), sel);
+    let r = f.s.raw("GET", &list("x%20in%20()"), None, vec![]).await;
+    assert_eq!(names(r), ["empty"]);
+    let r = f.s.raw("GET", &list("x%20notin%20()"), None, vec![]).await;
+    assert_eq!(names(r), ["keep", "none", "set"]);
+}
+
+/// `system%3Akgc-colon` names `system:basic-user`: the path is decoded once, before routing,
+/// authorization and storage; an escape that does not decode is a 400.
+#[tokio::test]
+async fn percent_encoded_paths_are_decoded_once() {
+    let s = Server::start().await;
+    let base = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let role = json!({"metadata": {"name": "system:kgc-colon"}, "rules": []});
+    let r = s
+        .raw("POST", base, Some("application/json"), role.to_string())
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = s
+        .raw("GET", &format!("{base}/system%3Akgc-colon"), None, vec![])
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["metadata"]["name"], "system:kgc-colon");
+    let r = s
+        .raw("GET", &format!("{base}/system%253Akgc-colon"), None, vec![])
+        .await;
+    assert_eq!(r.status, 404, "decoded twice: {}", r.text());
+    let r = s
+        .raw("DELETE", &format!("{base}/system%3Anobody"), None, vec![])
+        .await;
+    assert_status(
+        &r,
+        404,
+        "NotFound",
+        "clusterroles.rbac.authorization.k8s.io \"system:nobody\" not found",
+    );
+    let (code, _) = http_get(&format!("{}{base}/a%zz", s.url()));
+    assert_eq!(code, 400);
+}
+
+/// One request over its own connection (`Connection: close`): the status line and headers, and
+/// the body. Plain HTTP, so that no client retries a 429 behind the test's back.
+async fn send(addr: &str, method: &str, path: &str, body: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    conn.write_all(req.as_bytes()).await.unwrap();
+    let mut text = String::new();
+    conn.read_to_string(&mut text).await.unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (head.to_owned(), body.to_owned())
+}
+
+/// Beyond `--max-mutating-requests-inflight` writes in flight, a write is refused at once with
+/// upstream's 429; reads have their own budget, and the place comes back when the held request
+/// is answered.
+#[tokio::test]
+async fn writes_beyond_the_inflight_limit_are_told_to_retry() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = Server::start_with(&["--in-memory", "--max-mutating-requests-inflight=1"]).await;
+    let ns = fresh_namespace(&s.client(), "inflight").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let addr = s.url().trim_start_matches("http://").to_owned();
+    // A POST whose body has not arrived yet holds the only place.
+    let body = json!({"metadata": {"name": "held"}}).to_string();
+    let mut held = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    held.write_all(head.as_bytes()).await.unwrap();
+    let second = json!({"metadata": {"name": "second"}}).to_string();
+    let mut refused = None;
+    for _ in 0..100 {
+        let (head, text) = send(&addr, "POST", &path, &second).await;
+        if head.starts_with("HTTP/1.1 429") {
+            refused = Some((head, text));
+            break;
+        }
+        // The held request had not reached the handler yet: undo and try again.
+        assert!(head.starts_with("HTTP/1.1 201"), "{head}\n{text}");
+        let (head, text) = send(&addr, "DELETE", &format!("{path}/second"), "").await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}\n{text}");
+    }
+    let (head, text) = refused.expect("a second write while the first is held is refused");
+    assert!(
+        head.to_ascii_lowercase().contains("\r\nretry-after: 1"),
+        "{head}"
+    );
+    assert_eq!(text, "Too many requests, please try again later.\n");
+    // Reads are not writes.
+    let (head, _) = send(&addr, "GET", &path, "").await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // Answering the held request frees the place.
+    held.write_all(body.as_bytes()).await.unwrap();
+    let mut answer = vec![0u8; 12];
+    held.read_exact(&mut answer).await.unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 201");
+    let (head, text) = send(&addr, "POST", &path, &second).await;
+    assert!(head.starts_with("HTTP/1.1 201"), "{head}\n{text}");
 }

@@ -68,20 +68,28 @@ const POD: Kind = Kind {
     group: "",
 };
 
-fn body_for(kind: Kind, name: &str, finalizers: &[&str]) -> Value {
+/// A valid object of `kind` in namespace `ns`: workloads restart their pods as their kind
+/// requires (Always, a Job's Never).
+fn body_for(kind: Kind, ns: &str, name: &str, finalizers: &[&str]) -> Value {
     let mut meta = json!({"name": name});
     if !finalizers.is_empty() {
         meta["finalizers"] = json!(finalizers);
     }
+    let restart = if matches!(kind.kind, "Job" | "Pod") {
+        "Never"
+    } else {
+        "Always"
+    };
     let template = json!({
         "metadata": {"labels": {"app": name}},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}
+        "spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": restart}
     });
     let mut o = json!({"kind": kind.kind, "metadata": meta});
     match kind.kind {
         "ConfigMap" => o["data"] = json!({"k": "v"}),
         "Event" => {
-            o["involvedObject"] = json!({"kind": "Pod", "name": "p", "apiVersion": "v1"});
+            o["involvedObject"] =
+                json!({"kind": "Pod", "name": "p", "apiVersion": "v1", "namespace": ns});
             o["reason"] = json!("Test");
             o["message"] = json!("m");
         }
@@ -127,7 +135,7 @@ impl Ctx {
                 "POST",
                 &self.collection(kind),
                 Some("application/json"),
-                body_for(kind, name, finalizers).to_string(),
+                body_for(kind, &self.ns, name, finalizers).to_string(),
             )
             .await;
         assert_eq!(r.status, 201, "creating {} {name}: {}", kind.kind, r.text());
@@ -914,7 +922,7 @@ async fn invalid_delete_options_and_finalizer_combinations() {
             "POST",
             &cx.collection(CONFIGMAP),
             Some("application/json"),
-            body_for(CONFIGMAP, "both", &["orphan", "foregroundDeletion"]).to_string(),
+            body_for(CONFIGMAP, &cx.ns, "both", &["orphan", "foregroundDeletion"]).to_string(),
         )
         .await;
     let v = r.json();

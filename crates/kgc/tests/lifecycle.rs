@@ -203,9 +203,12 @@ async fn ttl_after_finished_deletes_expired_jobs() {
         }
         j
     };
+    // What the Job controller writes (1.32): the interim condition first, then the final one.
     let complete = || {
-        json!({"conditions": [{"type": "Complete", "status": "True",
-        "lastTransitionTime": now()}], "completionTime": now()})
+        json!({"conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": now()},
+            {"type": "Complete", "status": "True", "lastTransitionTime": now()}],
+            "startTime": now(), "completionTime": now()})
     };
     for (name, ttl) in [
         ("now", Some(0)),
@@ -225,8 +228,10 @@ async fn ttl_after_finished_deletes_expired_jobs() {
         )
         .await
         .is_ok();
-    let failed = json!({"conditions": [{"type": "Failed", "status": "True",
-        "lastTransitionTime": now()}]});
+    let failed = json!({"conditions": [
+        {"type": "FailureTarget", "status": "True", "lastTransitionTime": now()},
+        {"type": "Failed", "status": "True", "lastTransitionTime": now()}],
+        "startTime": now()});
     set_status(&api, "now", failed).await;
     let finished = Instant::now();
     set_status(&api, "exact", complete()).await;
@@ -289,20 +294,24 @@ async fn csr_cleaner_removes_stale_requests() {
         json!([{"type": t, "status": "True", "lastUpdateTime": now(),
         "lastTransitionTime": now(), "reason": "Test", "message": "test"}])
     };
-    set_status(&api, "denied", json!({"conditions": condition("Denied")})).await;
-    set_status(
-        &api,
-        "unissued",
-        json!({"conditions": condition("Approved")}),
-    )
-    .await;
+    // Approval and denial go through `/approval`, the certificate through `/status`, as upstream
+    // requires.
+    for (name, verdict) in [
+        ("denied", "Denied"),
+        ("unissued", "Approved"),
+        ("issued", "Approved"),
+    ] {
+        api.patch_subresource(
+            "approval",
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": condition(verdict)}})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("setting the approval of {name}: {e}"));
+    }
     let cert = base64(include_bytes!("../../kgc-lifecycle/src/testdata/valid.pem"));
-    set_status(
-        &api,
-        "issued",
-        json!({"conditions": condition("Approved"), "certificate": cert}),
-    )
-    .await;
+    set_status(&api, "issued", json!({"certificate": cert})).await;
 
     s.restart_with(&["--clock-offset", "2h"]).await;
     let api = csrs(&s.client());
@@ -326,8 +335,15 @@ async fn csr_cleaner_removes_stale_requests() {
     .await;
 }
 
+/// A real PKCS#10 request (upstream validation parses it and checks its signature).
 fn kgc_request() -> String {
-    base64(b"-----BEGIN CERTIFICATE REQUEST-----\nMIGbMEMCAQAwETEPMA0GA1UEAwwGa2djLWUy\n-----END CERTIFICATE REQUEST-----\n")
+    let key = rcgen::KeyPair::generate().expect("a key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "kgc-e2e");
+    let csr = params.serialize_request(&key).expect("a request");
+    base64(csr.pem().expect("PEM").as_bytes())
 }
 
 /// Node leases carry an owner reference to their Node, so deleting the Node removes its lease

@@ -1,6 +1,7 @@
 //! The official Kubernetes Python client (`pip install kubernetes==37.0.2`) against `kgc serve`:
 //! create, list, watch (a stream with a timeout), patch, scale, delete with each propagation
-//! policy and a custom resource through CustomObjectsApi. The script is
+//! policy, a custom resource through CustomObjectsApi, and reading, patching and deleting a
+//! `system:*` ClusterRole (the client percent-encodes the colon). The script is
 //! `tests/python/smoke.py`; it raises on the first failed expectation.
 //!
 //! The server runs as users run it (HTTPS, client-certificate authentication, RBAC), so the client's
@@ -73,6 +74,7 @@ async fn python_client_smoke() {
             "scale subresource",
             "delete: Background, Foreground, Orphan",
             "custom resources",
+            "names with a colon",
             "version and discovery",
             "OK",
         ],

@@ -1300,3 +1300,175 @@ async fn bound_service_account_tokens() {
         "spec.boundObjectRef.kind"
     );
 }
+
+/// OwnerReferencesPermissionEnforcement (on by default in kgc): a namespace `edit` user cannot
+/// make a ConfigMap block the deletion of its Namespace (they cannot update `namespaces/finalizers`),
+/// nor point an owner reference from an object they cannot delete; a plain (non-blocking)
+/// reference to an owner in their namespace is fine; an admin may do all of it; and the plugin
+/// turns off with `--disable-admission-plugins`.
+#[tokio::test]
+async fn owner_references_need_delete_and_blocking_needs_the_owners_finalizers() {
+    let server = Server::start_secure(&[]).await;
+    let ns = support::fresh_namespace(&server.client(), "orpe").await;
+    let editor = client_from(&add_user(&server, "ed", &["-n", &ns, "--role", "edit"])).await;
+    let admin = server.client();
+    let ns_uid = admin_get_uid(&admin, "/api/v1/namespaces", &ns).await;
+    let owner_cm = raw(
+        &admin,
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/configmaps"),
+        Some("application/json"),
+        serde_json::json!({"metadata": {"name": "owner"}}).to_string(),
+    )
+    .await;
+    assert_eq!(owner_cm.status, 201, "{}", owner_cm.text());
+    let owner_uid = owner_cm.json()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cm = |name: &str, owner: serde_json::Value| {
+        serde_json::json!({"metadata": {"name": name, "ownerReferences": [owner]}}).to_string()
+    };
+    let ns_ref = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "name": ns,
+        "uid": ns_uid, "blockOwnerDeletion": true});
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let r = raw(
+        &editor,
+        "POST",
+        &path,
+        Some("application/json"),
+        cm("hostage", ns_ref.clone()),
+    )
+    .await;
+    assert_status(
+        &r,
+        403,
+        "Forbidden",
+        "configmaps \"hostage\" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: , <nil>",
+    );
+    // Not blocking, and the owner in their own namespace: allowed.
+    let plain = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+        "uid": owner_uid});
+    let r = raw(
+        &editor,
+        "POST",
+        &path,
+        Some("application/json"),
+        cm("child", plain.clone()),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    // Blocking an owner whose finalizers the editor may not update (edit has no
+    // configmaps/finalizers): refused on update too, and the object is left as it was.
+    let mut blocking = plain.clone();
+    blocking["blockOwnerDeletion"] = serde_json::json!(true);
+    let r = raw(
+        &editor,
+        "PATCH",
+        &format!("{path}/child"),
+        Some("application/merge-patch+json"),
+        serde_json::json!({"metadata": {"ownerReferences": [blocking]}}).to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    let stored = raw(&admin, "GET", &format!("{path}/child"), None, vec![])
+        .await
+        .json();
+    assert!(
+        stored["metadata"]["ownerReferences"][0]
+            .get("blockOwnerDeletion")
+            .is_none()
+    );
+    // The cluster admin may.
+    let r = raw(
+        &admin,
+        "POST",
+        &path,
+        Some("application/json"),
+        cm("admin-set", ns_ref.clone()),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    // Changing references needs `delete` on the object itself: a viewer-with-update role.
+    let updater = add_user(&server, "up", &["-n", &ns, "--role", "view"]);
+    raw(
+        &admin,
+        "POST",
+        &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles"),
+        Some("application/json"),
+        serde_json::json!({"metadata": {"name": "cm-update"}, "rules": [{"apiGroups": [""],
+            "resources": ["configmaps"], "verbs": ["get", "update", "patch"]}]})
+        .to_string(),
+    )
+    .await;
+    raw(
+        &admin,
+        "POST",
+        &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"),
+        Some("application/json"),
+        serde_json::json!({"metadata": {"name": "cm-update"}, "subjects": [{"kind": "User",
+            "name": "up", "apiGroup": "rbac.authorization.k8s.io"}], "roleRef": {"kind": "Role",
+            "name": "cm-update", "apiGroup": "rbac.authorization.k8s.io"}})
+        .to_string(),
+    )
+    .await;
+    let updater = client_from(&updater).await;
+    support::eventually(
+        "the binding to take effect",
+        std::time::Duration::from_secs(10),
+        || {
+            let updater = updater.clone();
+            let path = format!("{path}/owner");
+            async move {
+                let r = raw(
+                    &updater,
+                    "PATCH",
+                    &path,
+                    Some("application/merge-patch+json"),
+                    r#"{"metadata":{"labels":{"touched":"yes"}}}"#,
+                )
+                .await;
+                r.status == 200
+            }
+        },
+    )
+    .await;
+    let r = raw(
+        &updater,
+        "PATCH",
+        &format!("{path}/owner"),
+        Some("application/merge-patch+json"),
+        serde_json::json!({"metadata": {"ownerReferences": [plain]}}).to_string(),
+    )
+    .await;
+    assert_status(
+        &r,
+        403,
+        "Forbidden",
+        "configmaps \"owner\" is forbidden: cannot set an ownerRef on a resource you can't delete: , <nil>",
+    );
+    // Turned off, the editor's blocking reference is stored.
+    let off =
+        Server::start_secure(&["--disable-admission-plugins=OwnerReferencesPermissionEnforcement"])
+            .await;
+    let ns = support::fresh_namespace(&off.client(), "orpe-off").await;
+    let editor = client_from(&add_user(&off, "ed", &["-n", &ns, "--role", "edit"])).await;
+    let ns_uid = admin_get_uid(&off.client(), "/api/v1/namespaces", &ns).await;
+    let ns_ref = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "name": ns,
+        "uid": ns_uid, "blockOwnerDeletion": true});
+    let r = raw(
+        &editor,
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/configmaps"),
+        Some("application/json"),
+        cm("hostage", ns_ref),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+}
+
+async fn admin_get_uid(admin: &Client, collection: &str, name: &str) -> String {
+    let r = raw(admin, "GET", &format!("{collection}/{name}"), None, vec![]).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()["metadata"]["uid"].as_str().unwrap().to_owned()
+}

@@ -206,6 +206,20 @@ ext.delete_custom_resource_definition("snakes.example.com")
 eventually("the CRD to be deleted", lambda: gone(ext.read_custom_resource_definition, "snakes.example.com"))
 step("custom resources")
 
+# --- names with a colon: the client percent-encodes `:` in paths (`system%3A…`) --------------
+rbac = client.RbacAuthorizationV1Api(api)
+basic = rbac.read_cluster_role("system:basic-user")
+expect(basic.metadata.name == "system:basic-user", f"read system:basic-user: {basic.metadata}")
+role = f"system:kgc-smoke-{NS}"
+rbac.create_cluster_role(client.V1ClusterRole(metadata=client.V1ObjectMeta(name=role), rules=[
+    client.V1PolicyRule(api_groups=[""], resources=["configmaps"], verbs=["get"])]))
+expect(rbac.read_cluster_role(role).metadata.name == role, f"read {role}")
+patched = rbac.patch_cluster_role(role, {"metadata": {"labels": {"smoke": "yes"}}})
+expect(patched.metadata.labels == {"smoke": "yes"}, f"patched {role}: {patched.metadata}")
+rbac.delete_cluster_role(role)
+expect(gone(rbac.read_cluster_role, role), f"{role} must be gone")
+step("names with a colon")
+
 # --- version and discovery (the client asks for /version/, with the slash) -------------------
 groups = [g.name for g in client.ApisApi(api).get_api_versions().groups]
 expect("apps" in groups and "apiextensions.k8s.io" in groups, f"groups: {groups}")

@@ -113,15 +113,22 @@ impl Server {
     /// A fresh server with extra `kgc serve` arguments (`--listen` and `--data-dir` are added).
     /// Pass no `--in-memory` for a durable server.
     pub async fn start_with(args: &[&str]) -> Self {
-        Self::start_inner(args, false).await
+        Self::start_inner(args, false, |_| {}).await
     }
 
-    async fn start_inner(args: &[&str], secure: bool) -> Self {
+    /// Like [`Server::start_with`], with the data directory set up by `prepare` first (a
+    /// size-limited file system mounted on it, the files of an older kgc).
+    pub async fn start_prepared(args: &[&str], prepare: impl FnOnce(&Path)) -> Self {
+        Self::start_inner(args, false, prepare).await
+    }
+
+    async fn start_inner(args: &[&str], secure: bool, prepare: impl FnOnce(&Path)) -> Self {
         let root = tempfile::Builder::new()
             .prefix("kgc-test-")
             .tempdir()
             .expect("creating a temporary directory");
         std::fs::create_dir_all(root.path().join("data")).expect("creating the data dir");
+        prepare(&root.path().join("data"));
         let mut s = Server {
             child: None,
             root,
@@ -813,7 +820,7 @@ impl Server {
     /// `--insecure-http`). Its kubeconfig authenticates as the `system:masters` admin; `args`
     /// are added as in [`Server::start_with`].
     pub async fn start_secure(args: &[&str]) -> Self {
-        Self::start_inner(args, true).await
+        Self::start_inner(args, true, |_| {}).await
     }
 
     /// The root of this server's scratch directory (kubeconfigs, files for `kubectl -f`).

@@ -1,0 +1,171 @@
+//! The data directory of `kgc serve`: one process at a time, readable by its owner only.
+//!
+//! Two servers on one SQLite file would each keep their own state and hand out the same
+//! revisions (split brain), so whatever writes into a data directory first takes an exclusive
+//! lock on `kgc.lock` in it (as etcd locks its data directory), with its PID written inside
+//! for the message the next one prints. The lock is `flock(2)`: the kernel drops it when the
+//! process ends, however it ends, so a restart after `kill -9` is never blocked.
+//!
+//! The directory is 0700 and every file kgc keeps secrets in 0600 (the database and its WAL
+//! and shared memory hold every Secret; the kubeconfig and `pki/` hold keys). A directory left
+//! by an older kgc, which made them 0755/0644, is tightened when it is next opened.
+
+use std::fs::{File, TryLockError};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+use anyhow::Context;
+
+/// The lock file inside the data directory.
+const LOCK_FILE: &str = "kgc.lock";
+
+/// Files directly in the data directory that must be private.
+const PRIVATE_FILES: [&str; 5] = [
+    "kgc.db",
+    "kgc.db-wal",
+    "kgc.db-shm",
+    "kubeconfig",
+    LOCK_FILE,
+];
+
+/// A data directory this process holds; the lock lasts as long as the value.
+pub struct DataDir {
+    _lock: File,
+}
+
+impl DataDir {
+    /// Creates `path` (0700) if needed, tightens what an older kgc left, and takes the lock;
+    /// fails at once, naming the holder, when another process has it.
+    pub fn lock(path: &Path) -> anyhow::Result<Self> {
+        private_dir(path)?;
+        let lock_path = path.join(LOCK_FILE);
+        let mut lock = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&lock_path)
+            .with_context(|| format!("opening {}", lock_path.display()))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = lock.read_to_string(&mut holder);
+                let holder = match holder.trim() {
+                    "" => "another process".to_owned(),
+                    pid => format!("process {pid}"),
+                };
+                anyhow::bail!(
+                    "the data directory {} is in use by {holder} (another kgc serve or add-user): \
+                     stop it, or choose another --data-dir",
+                    path.display()
+                );
+            }
+            Err(TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", lock_path.display()));
+            }
+        }
+        tighten(path)?;
+        lock.set_len(0)
+            .and_then(|()| writeln!(lock, "{}", std::process::id()))
+            .with_context(|| format!("writing {}", lock_path.display()))?;
+        Ok(Self { _lock: lock })
+    }
+}
+
+/// Creates a directory (and its parents) readable by its owner only.
+pub fn private_dir(path: &Path) -> anyhow::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .with_context(|| format!("creating the directory {}", path.display()))
+}
+
+/// Makes the directory 0700 and its private files 0600 (`pki/` too, certificates aside);
+/// logs once what it changed.
+fn tighten(dir: &Path) -> anyhow::Result<()> {
+    let mut changed = Vec::new();
+    let mut set = |path: &Path, mode: u32| -> anyhow::Result<()> {
+        let meta = match std::fs::symlink_metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        if meta.file_type().is_symlink() || meta.permissions().mode() & 0o777 == mode {
+            return Ok(());
+        }
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .with_context(|| format!("making {} private", path.display()))?;
+        changed.push(path.display().to_string());
+        Ok(())
+    };
+    set(dir, 0o700)?;
+    for name in PRIVATE_FILES {
+        set(&dir.join(name), 0o600)?;
+    }
+    let pki = crate::tls::pki_dir(dir);
+    set(&pki, 0o700)?;
+    if let Ok(entries) = std::fs::read_dir(&pki) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "crt") {
+                set(&path, 0o600)?;
+            }
+        }
+    }
+    if !changed.is_empty() {
+        tracing::info!(
+            files = %changed.join(", "),
+            "made the data directory private (files readable by others, as an older kgc left them)"
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_second_holder_is_refused_and_an_old_directory_is_tightened() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("data");
+        std::fs::create_dir_all(dir.join("pki")).unwrap();
+        for (f, m) in [
+            ("kgc.db", 0o644),
+            ("pki/ca.key", 0o644),
+            ("pki/ca.crt", 0o644),
+        ] {
+            std::fs::write(dir.join(f), "x").unwrap();
+            std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(m)).unwrap();
+        }
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let held = DataDir::lock(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join("kgc.db")), 0o600);
+        assert_eq!(mode(&dir.join("pki")), 0o700);
+        assert_eq!(mode(&dir.join("pki/ca.key")), 0o600);
+        assert_eq!(mode(&dir.join("pki/ca.crt")), 0o644);
+        assert_eq!(mode(&dir.join(LOCK_FILE)), 0o600);
+        // flock locks belong to the open file: a second open in this process conflicts too.
+        let err = DataDir::lock(&dir).err().unwrap().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "the data directory {} is in use by process {} (another kgc serve or add-user): \
+                 stop it, or choose another --data-dir",
+                dir.display(),
+                std::process::id()
+            )
+        );
+        drop(held);
+        DataDir::lock(&dir).unwrap();
+    }
+}
