@@ -11,6 +11,7 @@ mod apply;
 pub mod authn;
 pub mod authz;
 mod body;
+mod consistency;
 mod conversion;
 #[cfg(test)]
 mod decoders_fuzz;

@@ -7,13 +7,14 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use kgc_meta::catalog::api_version;
-use kgc_meta::{DeleteOptions, FieldSelector, LabelSelector, ResourceInfo, Status};
-use kgc_store::{Deleted, ListOptions, StoredObject, WatchFilter};
+use kgc_meta::{DeleteOptions, FieldSelector, LabelSelector, Reason, ResourceInfo, Status};
+use kgc_store::{Deleted, ListOptions, ReadFrom, StoredObject, WatchFilter};
 use serde_json::Value;
 
 use crate::ApiServer;
 use crate::admission::{self, FieldValidation, Written};
 use crate::body::{self, ApiError, media_type};
+use crate::consistency::{self, WatchFrom};
 use crate::conversion;
 use crate::request::{Query, RequestInfo, Verb};
 use crate::table::{self, IncludeObject};
@@ -73,9 +74,9 @@ pub async fn serve(
     }
     let table = table_request(headers, query)?;
     match req.verb {
-        Verb::Get => get(api, &info, &req, &ns, &name, table),
-        Verb::List => list(api, &info, &req, query, table),
-        Verb::Watch => watch(api, &info, &req, query, table),
+        Verb::Get => get(api, &info, &req, query, &ns, &name, table).await,
+        Verb::List => list(api, &info, &req, query, table).await,
+        Verb::Watch => watch(api, &info, &req, query, table).await,
         Verb::Create => {
             let mode = FieldValidation::of(query)?;
             let (mut obj, strict) = object_body(&info, &req, headers, body).await?;
@@ -170,14 +171,19 @@ fn table_request(headers: &HeaderMap, query: &Query) -> Result<TableRequest> {
     Ok(Some((version, include)))
 }
 
-fn get(
+/// GET, "not older than" a `resourceVersion` when one is given.
+async fn get(
     api: &ApiServer,
     info: &ResourceInfo,
     req: &RequestInfo,
+    query: &Query,
     ns: &str,
     name: &str,
     table: TableRequest,
 ) -> Result<Response> {
+    if let Some(rv) = consistency::get(query)? {
+        api.store.wait_for_revision(rv).await?;
+    }
     let o = api
         .store
         .get_or_not_found(&info.group_resource(), ns, name)?;
@@ -199,8 +205,8 @@ fn get(
     Ok(object(info, req, StatusCode::OK, &o))
 }
 
-/// Selectors and paging from the query, with selector errors as 400s.
-fn list_options(info: &ResourceInfo, req: &RequestInfo, query: &Query) -> Result<ListOptions> {
+/// The label and field selectors of a LIST or WATCH; errors are 400s.
+fn selectors(info: &ResourceInfo, query: &Query) -> Result<(LabelSelector, FieldSelector)> {
     let labels = LabelSelector::parse(query.get("labelSelector").unwrap_or(""))?;
     let fields = FieldSelector::parse(query.get("fieldSelector").unwrap_or(""))?;
     for r in fields.requirements() {
@@ -210,20 +216,26 @@ fn list_options(info: &ResourceInfo, req: &RequestInfo, query: &Query) -> Result
             );
         }
     }
+    Ok((labels, fields))
+}
+
+/// Selectors, paging and the state to read from the query: selector errors and malformed
+/// revisions or tokens are 400s, invalid combinations upstream's 422s (see [`consistency`]).
+fn list_options(info: &ResourceInfo, req: &RequestInfo, query: &Query) -> Result<ListOptions> {
+    let (labels, fields) = selectors(info, query)?;
     let limit = query.int("limit")?.filter(|l| *l > 0).map(|l| l as usize);
+    let consistency::ListRead { read, ignore_limit } =
+        consistency::list(query, req.namespace.as_deref(), limit.is_some())?;
     Ok(ListOptions {
         namespace: req.namespace.clone(),
         labels,
         fields,
-        limit,
-        continue_token: query
-            .get("continue")
-            .filter(|c| !c.is_empty())
-            .map(str::to_owned),
+        limit: limit.filter(|_| !ignore_limit),
+        read,
     })
 }
 
-fn list(
+async fn list(
     api: &ApiServer,
     info: &ResourceInfo,
     req: &RequestInfo,
@@ -231,7 +243,26 @@ fn list(
     table: TableRequest,
 ) -> Result<Response> {
     let opts = list_options(info, req, query)?;
-    let page = api.store.list(&info.group_resource(), &opts)?;
+    if let Some(rv) = opts.read.needs_revision() {
+        api.store.wait_for_revision(rv).await?;
+    }
+    let page = match api.store.list(&info.group_resource(), &opts) {
+        Ok(page) => page,
+        Err(e) => {
+            let status = e.status();
+            // A continued list whose revision is gone: the Status carries the token that
+            // continues at the latest revision (etcd3 `handleCompactedErrorForPaging`).
+            if let ReadFrom::Continue(token) = &opts.read
+                && status.is(Reason::Expired)
+            {
+                let mut body = status.to_json();
+                body["metadata"]["continue"] =
+                    Value::from(token.at_latest().encode(req.namespace.as_deref()));
+                return Ok(body::json(StatusCode::GONE, &body));
+            }
+            return Err(e.into());
+        }
+    };
     if let Some((version, include)) = table {
         let t = table::table(
             info,
@@ -270,57 +301,61 @@ fn list(
     Ok(body::raw_json(StatusCode::OK, out))
 }
 
-fn watch(
+async fn watch(
     api: &ApiServer,
-    info: &ResourceInfo,
+    info: &Arc<ResourceInfo>,
     req: &RequestInfo,
     query: &Query,
     table: TableRequest,
 ) -> Result<Response> {
-    let opts = list_options(info, req, query)?;
-    let mut fields = opts.fields;
+    let (labels, mut fields) = selectors(info, query)?;
     // `/watch/.../pods/p1` and `GET .../pods/p1?watch=true` watch one object.
     if let Some(name) = &req.name {
         fields = FieldSelector::parse(&format!("metadata.name={name}"))?;
     }
+    let start = consistency::watch(query)?;
     let filter = WatchFilter {
         gr: info.group_resource(),
         namespace: req.namespace.clone(),
-        labels: opts.labels,
+        labels,
         fields,
-    };
-    let send_initial = query.flag("sendInitialEvents");
-    let from = match query.get("resourceVersion").unwrap_or("") {
-        "" | "0" => None,
-        _ if send_initial => None,
-        rv => Some(rv.parse::<u64>().map_err(|_| {
-            Status::bad_request(format!("invalid resourceVersion {rv:?}: not a number"))
-        })?),
     };
     let timeout = match query.int("timeoutSeconds")? {
         Some(s) if s > 0 => Duration::from_secs(s as u64),
         // Upstream picks 30–60 minutes at random so that watches do not all end together.
         _ => Duration::from_secs(1800 + u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * 7),
     };
+    let params = WatchParams {
+        kind: info.kind.clone(),
+        api_version: api_version(&req.group, &req.version),
+        timeout,
+        // The catalog's entry, shared: a watch lives for an hour.
+        info: Arc::clone(info),
+        version: served_version(info, req),
+        table: table.map(|(version, include)| crate::watch::TableParams {
+            info: Arc::clone(info),
+            version,
+            include,
+        }),
+        bookmarks: query.flag("allowWatchBookmarks"),
+        // Upstream sends it only to clients that take bookmarks (cacher
+        // `setInitialEventsEndBookmarkIfRequested`).
+        initial_events_end: start.send_initial_events && query.flag("allowWatchBookmarks"),
+    };
+    // A streaming list not older than a revision the store has not reached: like every error
+    // after the watch is accepted, an ERROR event (cacher `Watch`, `newErrWatcher`).
+    if let Some(rv) = start.wait_for
+        && let Err(status) = api.store.wait_for_revision(rv).await
+    {
+        return Ok(watch::respond_error(&status));
+    }
+    let from = match start.from {
+        WatchFrom::Initial => None,
+        WatchFrom::Now => Some(api.store.revision()),
+        WatchFrom::After(rv) => Some(rv),
+    };
     let watcher = api.store.watch(filter, from);
-    Ok(watch::respond(
-        watcher,
-        WatchParams {
-            kind: info.kind.clone(),
-            api_version: api_version(&req.group, &req.version),
-            timeout,
-            info: Arc::new(info.clone()),
-            version: served_version(info, req),
-            table: table.map(|(version, include)| crate::watch::TableParams {
-                info: Arc::new(info.clone()),
-                version,
-                include,
-            }),
-            bookmarks: query.flag("allowWatchBookmarks"),
-            initial_events_end: send_initial,
-        },
-        api.shutdown.clone(),
-    ))
+    Ok(watch::respond(watcher, params, api.shutdown.clone()))
 }
 
 /// Decodes a create or update body and checks its `apiVersion` and `kind` against the URL,

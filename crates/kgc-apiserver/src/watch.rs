@@ -27,8 +27,8 @@ pub struct WatchParams {
     pub table: Option<TableParams>,
     pub timeout: Duration,
     pub bookmarks: bool,
-    /// `sendInitialEvents=true`: end the initial ADDED events with the
-    /// `k8s.io/initial-events-end` bookmark.
+    /// `sendInitialEvents=true` with `allowWatchBookmarks`: end the initial ADDED events with
+    /// the `k8s.io/initial-events-end` bookmark.
     pub initial_events_end: bool,
 }
 
@@ -98,7 +98,7 @@ impl StreamState {
                     WatchEvent::Expired { requested, oldest } => {
                         self.done = true;
                         let status = Status::expired(format!("too old resource version: {requested} ({oldest})"));
-                        return Some(line(&json!({"type": "ERROR", "object": status.to_json()}).to_string()));
+                        return Some(error_line(&status));
                     }
                     WatchEvent::Closed => return None,
                 },
@@ -133,11 +133,33 @@ fn next_bookmark(now: Instant, deadline: Instant) -> Instant {
     }
 }
 
+/// An `ERROR` event carrying `status`.
+fn error_line(status: &Status) -> Bytes {
+    line(&json!({"type": "ERROR", "object": status.to_json()}).to_string())
+}
+
 fn line(text: &str) -> Bytes {
     let mut s = String::with_capacity(text.len() + 1);
     s.push_str(text);
     s.push('\n');
     Bytes::from(s)
+}
+
+/// A watch that fails once accepted: 200 and a single `ERROR` event, as upstream reports every
+/// error after the request was parsed (`cacher.Watch`, `newErrWatcher`).
+pub fn respond_error(status: &Status) -> Response {
+    watch_response(Body::from(error_line(status)))
+}
+
+/// A 200 JSON watch response with `body`.
+fn watch_response(body: Body) -> Response {
+    let mut resp = Response::new(body);
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
 }
 
 /// Streams a watcher's events until the timeout, an expired cursor, or shutdown.
@@ -162,11 +184,5 @@ pub fn respond(
             .await
             .map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), st))
     });
-    let mut resp = Response::new(Body::from_stream(body));
-    *resp.status_mut() = StatusCode::OK;
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    resp
+    watch_response(Body::from_stream(body))
 }

@@ -9,6 +9,7 @@
 mod http;
 mod server;
 mod stats;
+mod watches;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -28,7 +29,7 @@ use server::{Launch, Server};
 use stats::{Samples, fmt_ms, ms, thousands};
 
 /// Benchmarks `kgc serve`: create throughput, LIST latency, watch delivery latency, memory per
-/// object and restart time.
+/// object, restart time and what open watches cost.
 #[derive(Parser)]
 #[command(name = "kgc-bench")]
 struct Cli {
@@ -50,6 +51,12 @@ struct Cli {
     /// Watch events measured.
     #[arg(long, default_value_t = 2_000)]
     watch_events: usize,
+    /// Watches opened in each watch-memory scenario.
+    #[arg(long, default_value_t = 2_000)]
+    watches: usize,
+    /// ConfigMaps the watches of the watch-memory scenarios watch (about 1 KB each stored).
+    #[arg(long, default_value_t = 3_000)]
+    watch_objects: usize,
     /// Concurrent clients used to load the large store.
     #[arg(long, default_value_t = 64)]
     load_clients: usize,
@@ -102,6 +109,7 @@ enum Which {
     Watch,
     Memory,
     Restart,
+    Watches,
 }
 
 /// One row of the final table.
@@ -871,6 +879,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let (list, memory, restart) = (on(Which::List), on(Which::Memory), on(Which::Restart));
     if list || memory || restart {
         bench.large(list, memory, restart).await?;
+    }
+    if on(Which::Watches) {
+        bench.watches().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",

@@ -209,14 +209,24 @@ impl Server {
 
     /// The resident set size of the server process, in KiB (VmRSS).
     pub fn rss_kib(&self) -> anyhow::Result<u64> {
+        self.status_kib("VmRSS")
+    }
+
+    /// The largest resident set size the server process has had, in KiB (VmHWM).
+    pub fn peak_rss_kib(&self) -> anyhow::Result<u64> {
+        self.status_kib("VmHWM")
+    }
+
+    /// A `kB` figure of `/proc/PID/status`.
+    fn status_kib(&self, field: &str) -> anyhow::Result<u64> {
         let path = PathBuf::from(format!("/proc/{}/status", self.pid));
         let status = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
         status
             .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .context("no VmRSS in /proc/PID/status")
+            .with_context(|| format!("no {field} in /proc/PID/status"))
     }
 
     /// CPU time (user + system) the server process has used so far.

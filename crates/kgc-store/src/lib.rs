@@ -15,9 +15,11 @@
 //! again: nothing unacknowledged stays visible, nothing acknowledged is lost.
 #![forbid(unsafe_code)]
 
+mod continue_token;
 mod controller;
 mod crd;
 mod delete;
+mod history;
 mod job;
 mod namespace;
 mod object;
@@ -35,12 +37,14 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 use kgc_meta::{Catalog, GroupResource, Status};
 use tokio::sync::{oneshot, watch as notify};
 
+pub use continue_token::Continue;
 pub use delete::Deleted;
 pub use object::{StoredObject, field_value, string_map};
-pub use read::{ListOptions, ListResult};
+pub use read::{ListOptions, ListResult, ReadFrom, too_large_resource_version};
 pub use watch::{Event, EventType, WatchEvent, WatchFilter, Watcher};
 pub use write::{Updated, normalize};
 
+use history::History;
 use object::Meta;
 use persist::{Codec, Committer, Op, Unit};
 use watch::EventLog;
@@ -134,6 +138,8 @@ type Objects = BTreeMap<(String, String), Arc<StoredObject>>;
 pub(crate) struct State {
     rv: u64,
     objects: HashMap<GroupResource, Objects>,
+    /// The recent changes, for reads at past revisions.
+    history: History,
     /// Why writes are refused, if they are.
     failed: Option<Failure>,
 }
@@ -247,6 +253,7 @@ impl Store {
         let mut state = State {
             rv: 0,
             objects: HashMap::new(),
+            history: History::new(0, opts.watch_log),
             failed: None,
         };
         let mut conn = None;
@@ -264,6 +271,8 @@ impl Store {
             }
             conn = Some(c);
         }
+        // Nothing before the loaded revision can be read back.
+        state.history = History::new(state.rv, opts.watch_log);
         let (committed, _) = notify::channel(state.rv);
         let log = Arc::new(Mutex::new(EventLog::new(state.rv, opts.watch_log)));
         let store = Store {
@@ -427,13 +436,15 @@ impl Store {
             if crd::is_crd(&c.gr) {
                 self.sync_catalog(&c);
             }
-            events.push(Arc::new(Event {
+            let event = Arc::new(Event {
                 rv: c.object.resource_version,
                 kind: c.kind,
                 gr: c.gr,
                 object: c.object,
                 prev: c.prev,
-            }));
+            });
+            st.history.record(&event);
+            events.push(event);
         }
         if !self.inner.durable {
             self.inner.publish(events, rv);

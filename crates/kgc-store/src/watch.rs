@@ -17,6 +17,8 @@ use kgc_meta::{FieldSelector, GroupResource, LabelSelector};
 use serde_json::Value;
 use tokio::sync::watch as notify;
 
+use crate::Store;
+use crate::history::Key;
 use crate::object::{Meta, StoredObject, field_value};
 
 /// `ADDED`, `MODIFIED` or `DELETED`.
@@ -49,11 +51,10 @@ pub struct Event {
     pub prev: Option<Arc<StoredObject>>,
 }
 
-/// The retained tail of committed events.
+/// A bounded, revision-ordered window of events: the watch log of committed events, and the
+/// store's history of applied ones ([`crate::history`]).
 pub(crate) struct EventLog {
     events: VecDeque<Arc<Event>>,
-    /// Every event with `rv > floor` is in `events`.
-    floor: u64,
     /// The floor the log started from: nothing before it was ever retained.
     start: u64,
     /// Per resource, the revision of its newest event that has left the log.
@@ -65,20 +66,15 @@ impl EventLog {
     pub fn new(floor: u64, capacity: usize) -> Self {
         Self {
             events: VecDeque::new(),
-            floor,
             start: floor,
             dropped: HashMap::new(),
             capacity: capacity.max(1),
         }
     }
 
-    pub fn floor(&self) -> u64 {
-        self.floor
-    }
-
     /// The oldest revision a watch of `gr` can resume from, minus one: every event of `gr`
     /// newer than it is retained.
-    fn floor_of(&self, gr: &GroupResource) -> u64 {
+    pub fn floor_of(&self, gr: &GroupResource) -> u64 {
         self.dropped
             .get(gr)
             .copied()
@@ -88,20 +84,28 @@ impl EventLog {
 
     pub fn append(&mut self, events: impl IntoIterator<Item = Arc<Event>>) {
         for e in events {
-            if self.events.len() == self.capacity
-                && let Some(old) = self.events.pop_front()
-            {
-                self.floor = old.rv;
-                // No allocation once a resource has been seen.
-                match self.dropped.get_mut(&old.gr) {
-                    Some(rv) => *rv = old.rv,
-                    None => {
-                        self.dropped.insert(old.gr.clone(), old.rv);
-                    }
+            self.push(e);
+        }
+    }
+
+    /// Appends one event; returns the oldest one if it had to leave to make room.
+    pub fn push(&mut self, e: Arc<Event>) -> Option<Arc<Event>> {
+        let old = if self.events.len() == self.capacity {
+            self.events.pop_front()
+        } else {
+            None
+        };
+        if let Some(old) = &old {
+            // No allocation once a resource has been seen.
+            match self.dropped.get_mut(&old.gr) {
+                Some(rv) => *rv = old.rv,
+                None => {
+                    self.dropped.insert(old.gr.clone(), old.rv);
                 }
             }
-            self.events.push_back(e);
         }
+        self.events.push_back(e);
+        old
     }
 }
 
@@ -159,7 +163,12 @@ pub enum WatchEvent {
     Closed,
 }
 
-/// A cursor over the event log, with the snapshot a watch without `resourceVersion` starts from.
+/// How many objects of a watch's initial state are read at a time.
+const INITIAL_PAGE: usize = 64;
+
+/// A cursor over the event log. A watch started without a revision first hands out the state at
+/// its starting revision as ADDED events, read a page at a time from the store's objects and
+/// history (see [`crate::history`]): a watcher holds at most a page of it, never a copy.
 pub struct Watcher {
     pub(crate) log: Arc<Mutex<EventLog>>,
     /// Moves when a change to the watched resource commits.
@@ -167,6 +176,20 @@ pub struct Watcher {
     pub(crate) filter: WatchFilter,
     pub(crate) cursor: u64,
     pub(crate) pending: VecDeque<WatchEvent>,
+    /// The initial state still to hand out, if any.
+    pub(crate) initial: Option<InitialState>,
+    /// Set when the history the initial state is read from has gone: the watch is over (the
+    /// client must re-list), however often it is asked again.
+    pub(crate) gone: Option<u64>,
+}
+
+/// Where a watcher is in its initial state (the objects matching at its starting revision).
+pub(crate) struct InitialState {
+    pub store: Store,
+    /// The key of the last object read; `None` before the first page.
+    pub after: Option<Key>,
+    /// How many objects remain, counted when the watch started.
+    pub left: usize,
 }
 
 impl Watcher {
@@ -180,9 +203,10 @@ impl Watcher {
         &self.filter
     }
 
-    /// Events already queued (the initial snapshot of a watch started without a revision).
+    /// Events ready to hand out without waiting: those queued plus what remains of the initial
+    /// state of a watch started without a revision.
     pub fn buffered(&self) -> usize {
-        self.pending.len()
+        self.pending.len() + self.initial.as_ref().map_or(0, |i| i.left)
     }
 
     /// The next matching event, waiting for one if needed.
@@ -191,8 +215,7 @@ impl Watcher {
             if let Some(e) = self.pending.pop_front() {
                 return e;
             }
-            self.committed.borrow_and_update();
-            if let Some(expired) = self.scan() {
+            if let Some(expired) = self.fill() {
                 return expired;
             }
             if !self.pending.is_empty() {
@@ -207,11 +230,57 @@ impl Watcher {
     /// The next matching event if one is already committed, without waiting.
     pub fn try_next(&mut self) -> Option<WatchEvent> {
         if self.pending.is_empty()
-            && let Some(expired) = self.scan()
+            && let Some(expired) = self.fill()
         {
             return Some(expired);
         }
         self.pending.pop_front()
+    }
+
+    /// Queues what comes next: a page of the initial state while it lasts, then the committed
+    /// tail of the log. Returns the 410 of a watch that fell behind.
+    fn fill(&mut self) -> Option<WatchEvent> {
+        if let Some(oldest) = self.gone {
+            return Some(WatchEvent::Expired {
+                requested: self.cursor,
+                oldest,
+            });
+        }
+        let Some(initial) = &mut self.initial else {
+            // Called with nothing queued: an idle watch keeps no room for a page or a burst.
+            if self.pending.capacity() > 8 {
+                self.pending = VecDeque::new();
+            }
+            self.committed.borrow_and_update();
+            return self.scan();
+        };
+        let page = initial.store.state_page(
+            &self.filter,
+            self.cursor,
+            initial.after.as_ref(),
+            INITIAL_PAGE,
+        );
+        match page {
+            Ok(page) => {
+                initial.left = initial.left.saturating_sub(page.len());
+                match page.last() {
+                    Some(o) if page.len() == INITIAL_PAGE => {
+                        initial.after = Some((o.namespace.clone(), o.name.clone()));
+                    }
+                    _ => self.initial = None,
+                }
+                self.pending.extend(
+                    page.into_iter()
+                        .map(|o| WatchEvent::Event(EventType::Added, o)),
+                );
+                None
+            }
+            Err(floor) => {
+                self.initial = None;
+                self.gone = Some(floor + 1);
+                self.fill()
+            }
+        }
     }
 
     /// Moves the cursor over the committed tail, queueing matches.
@@ -291,14 +360,19 @@ mod tests {
             .resource_version
     }
 
-    #[tokio::test]
-    async fn a_quiet_resource_does_not_expire_while_others_are_busy() {
-        let store = Store::open_with(Options {
-            watch_log: 4,
+    /// A store whose watch log and history keep `capacity` changes.
+    async fn store_with_log(capacity: usize) -> Store {
+        Store::open_with(Options {
+            watch_log: capacity,
             ..Options::default()
         })
         .await
-        .unwrap();
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_quiet_resource_does_not_expire_while_others_are_busy() {
+        let store = store_with_log(4).await;
         create(&store, "namespaces", "ns").await;
         let from = create(&store, "configmaps", "c0").await;
         let mut configmaps = store.watch(
@@ -326,5 +400,81 @@ mod tests {
         assert!(
             matches!(old.next().await, WatchEvent::Expired { requested, .. } if requested == from)
         );
+    }
+
+    #[tokio::test]
+    async fn the_initial_state_is_read_a_page_at_a_time_as_it_was_at_the_start() {
+        let store = Store::in_memory().await.unwrap();
+        create(&store, "namespaces", "ns").await;
+        let info = store
+            .catalog()
+            .get("", "v1", "configmaps")
+            .cloned()
+            .unwrap();
+        for i in 0..150 {
+            create(&store, "configmaps", &format!("c{i:03}")).await;
+        }
+        let gr = GroupResource::new("", "configmaps");
+        let start = store.revision();
+        let mut w = store.watch(WatchFilter::new(gr), None);
+        assert_eq!(w.buffered(), 150);
+        // The first event reads one page, not the whole state.
+        let Some(WatchEvent::Event(EventType::Added, first)) = w.try_next() else {
+            panic!("expected the first ADDED");
+        };
+        assert_eq!(first.name, "c000");
+        assert!(w.pending.len() < INITIAL_PAGE, "{}", w.pending.len());
+        assert_eq!(w.buffered(), 149);
+        // Changes made while the initial state is handed out come after it, as events.
+        store
+            .delete(&info, "ns", "c100", &kgc_meta::DeleteOptions::default())
+            .await
+            .unwrap();
+        create(&store, "configmaps", "c050a").await;
+        let mut initial = vec![first];
+        for _ in 0..149 {
+            match w.try_next() {
+                Some(WatchEvent::Event(EventType::Added, o)) => initial.push(o),
+                other => panic!("expected ADDED, got {other:?}"),
+            }
+        }
+        let names: Vec<String> = initial.iter().map(|o| o.name.clone()).collect();
+        let want: Vec<String> = (0..150).map(|i| format!("c{i:03}")).collect();
+        assert_eq!(names, want);
+        assert!(initial.iter().all(|o| o.resource_version <= start));
+        assert_eq!(w.buffered(), 0);
+        assert!(
+            matches!(w.try_next(), Some(WatchEvent::Event(EventType::Deleted, o)) if o.name == "c100")
+        );
+        assert!(
+            matches!(w.try_next(), Some(WatchEvent::Event(EventType::Added, o)) if o.name == "c050a")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_initial_state_whose_history_is_gone_expires_the_watch() {
+        let store = store_with_log(4).await;
+        create(&store, "namespaces", "ns").await;
+        for i in 0..100 {
+            create(&store, "configmaps", &format!("c{i:03}")).await;
+        }
+        let mut w = store.watch(WatchFilter::new(GroupResource::new("", "configmaps")), None);
+        assert!(matches!(
+            w.try_next(),
+            Some(WatchEvent::Event(EventType::Added, _))
+        ));
+        for i in 0..10 {
+            create(&store, "configmaps", &format!("d{i}")).await;
+        }
+        // What is queued is handed out; then the watch is over for good.
+        for _ in 1..INITIAL_PAGE {
+            assert!(matches!(
+                w.try_next(),
+                Some(WatchEvent::Event(EventType::Added, _))
+            ));
+        }
+        for _ in 0..2 {
+            assert!(matches!(w.try_next(), Some(WatchEvent::Expired { .. })));
+        }
     }
 }
