@@ -293,15 +293,6 @@ async fn graph(State(s): State<Arc<Shared>>, Query(q): Query<HashMap<String, Str
     }
 }
 
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("installing the SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-}
-
 /// The lease fields leader election compares, as observed.
 #[derive(Debug, Clone, PartialEq)]
 struct Record {
@@ -638,6 +629,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         })
     };
 
+    let signalled = crate::signals::shutdown()?;
     tracing::info!(listen = %local, %identity, %lease, leader_elect = args.leader_elect, "kgc controller started");
     println!("kgc controller: listening on http://{local}");
     let mut http_stop = stop_rx.clone();
@@ -648,7 +640,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             })
             .await
     });
-    shutdown_signal().await;
+    signalled.await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
     work.await.context("the leader-election task")?;

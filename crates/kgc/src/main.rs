@@ -11,6 +11,7 @@ mod lifecycle;
 mod node_cmd;
 mod secure;
 mod serve;
+mod signals;
 mod tls;
 
 use clap::{Parser, Subcommand};

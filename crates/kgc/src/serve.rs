@@ -158,15 +158,6 @@ pub(crate) fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("installing the SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-}
-
 pub async fn run(args: Args) -> anyhow::Result<()> {
     if let Some(Action::AddUser(a)) = args.action {
         let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
@@ -295,10 +286,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     let app = api.router();
     tracing::info!(listen = %local, kubeconfig = %kubeconfig_path.display(), "serving");
+    let signalled = crate::signals::shutdown()?;
     println!("kgc serve: listening on {server_url}");
     println!("export KUBECONFIG={}", kubeconfig_path.display());
     let stopping = async move {
-        shutdown_signal().await;
+        signalled.await;
         tracing::info!("shutting down");
         // Ends open watches so that connections drain.
         let _ = stop_tx.send(true);
