@@ -1023,3 +1023,45 @@ async fn writes_beyond_the_inflight_limit_are_told_to_retry() {
     let (head, text) = send(&addr, "POST", &path, &second).await;
     assert!(head.starts_with("HTTP/1.1 201"), "{head}\n{text}");
 }
+
+/// Annotations may hold 256 KiB in all (keys and values), as upstream's
+/// `ValidateAnnotationsSize`; a write just under the limit is stored.
+#[tokio::test]
+async fn annotations_over_256_kib_are_unprocessable() {
+    let f = Fixture::new().await;
+    let limit = 256 * 1024;
+    let over = json!({"metadata": {"name": "fat", "annotations": {"a": "x".repeat(limit)}}});
+    let r =
+        f.s.raw("POST", &f.cms(), Some("application/json"), over.to_string())
+            .await;
+    assert_status(
+        &r,
+        422,
+        "Invalid",
+        "ConfigMap \"fat\" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes",
+    );
+    f.absent("fat").await;
+    let under = json!({"metadata": {"name": "fit", "annotations": {"a": "x".repeat(limit - 1)}}});
+    let r =
+        f.s.raw(
+            "POST",
+            &f.cms(),
+            Some("application/json"),
+            under.to_string(),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", &r.text()[..r.text().len().min(300)]);
+    // The same limit on update.
+    let mut fat = f.keep.clone();
+    fat["metadata"]["annotations"] = json!({"b": "y".repeat(limit)});
+    let r =
+        f.s.raw(
+            "PUT",
+            &f.keep_path(),
+            Some("application/json"),
+            fat.to_string(),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", &r.text()[..r.text().len().min(300)]);
+    f.intact("an oversized annotation update").await;
+}
