@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use kgc_meta::validation::go_json;
 use serde_json::Value;
 
-use crate::field::{Errors, child, index};
+use crate::field::{Errors, child, go_struct, index, typed};
 use crate::json::{Json, strings};
 use crate::net::{parse_cidr, validate_cidr};
 use crate::resources::{resource_list, validate_quantity_value};
@@ -79,11 +79,7 @@ fn update(node: &Value, old: &Value, errs: &mut Errors) {
         if seen.contains(&key) {
             errs.duplicate_raw(
                 index("status.addresses", i),
-                format!(
-                    "{{\"Type\":{},\"Address\":{}}}",
-                    go_json(&Value::from(key.0)),
-                    go_json(&Value::from(key.1))
-                ),
+                go_struct(&[("Type", typed(key.0)), ("Address", typed(key.1))]),
             );
         }
         seen.push(key);

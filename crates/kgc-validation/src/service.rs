@@ -8,12 +8,12 @@
 
 use std::collections::BTreeSet;
 
-use kgc_meta::validation::{go_json, is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
+use kgc_meta::validation::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
 use serde_json::{Value, json};
 
 use crate::Op;
 use crate::container::{PROTOCOLS, port_num_errors, validate_port_num_or_name};
-use crate::field::{Errors, child, index};
+use crate::field::{Errors, child, go_struct, index, typed};
 use crate::json::{Json, strings};
 use crate::labels::validate_labels;
 use crate::net::{parse_ip, validate_cidr, validate_ip};
@@ -38,7 +38,7 @@ pub(crate) fn service(obj: &Value, op: Op<'_>, errs: &mut Errors) {
                 if lb(&spec) && lb(old.at("spec")) && lbc != old_lbc {
                     errs.invalid_raw(
                         "spec.loadBalancerClass",
-                        lbc.map_or("null".to_owned(), |c| go_json(&Value::from(c))),
+                        lbc.map_or("null".to_owned(), typed),
                         "may not change once set",
                     );
                 }
@@ -237,10 +237,14 @@ fn validate(spec: &Value, errs: &mut Errors) {
         if !seen.insert((proto, num)) {
             errs.duplicate_raw(
                 index("spec.ports", i),
-                format!(
-                    "{{\"Name\":\"\",\"Protocol\":{},\"AppProtocol\":null,\"Port\":{num},\"TargetPort\":0,\"NodePort\":0}}",
-                    go_json(&Value::from(proto))
-                ),
+                go_struct(&[
+                    ("Name", typed("")),
+                    ("Protocol", typed(proto)),
+                    ("AppProtocol", "null".to_owned()),
+                    ("Port", num.to_string()),
+                    ("TargetPort", "0".to_owned()),
+                    ("NodePort", "0".to_owned()),
+                ]),
             );
         }
     }
@@ -380,7 +384,7 @@ fn cluster_ip_fields(spec: &Value, errs: &mut Errors) {
             errs.not_supported_typed(&p, fam, &["IPv4", "IPv6"]);
         }
         if !seen.insert(*fam) {
-            errs.duplicate_raw(&p, go_json(&Value::from(*fam)));
+            errs.duplicate_raw(&p, typed(fam));
         }
     }
     if let Some(policy) = spec.opt_str("ipFamilyPolicy") {
