@@ -11,10 +11,11 @@ use serde_json::{Map, Value};
 
 use crate::Op;
 use crate::container;
+use crate::diff::forbid_changes;
 use crate::field::{Errors, child, go_struct, index, typed};
 use crate::json::{Json, same};
 use crate::labels::{validate_annotations, validate_labels};
-use crate::net::{parse_ip, validate_ip};
+use crate::net::{is_dual_stack_ips, validate_ip};
 use crate::taint::{validate_only_added, validate_tolerations};
 use crate::volume::validate_volumes;
 
@@ -384,15 +385,14 @@ fn update(new: &Value, old: &Value, errs: &mut Errors) {
             copy_field(m, old_spec, "nodeSelector");
         }
     }
-    if !same(&munged, old_spec) {
-        errs.forbidden(
-            "spec",
-            format!(
-                "pod updates may not change fields other than {UPDATABLE}\n{}",
-                crate::diff::diff("core.PodSpec", old_spec, &munged)
-            ),
-        );
-    }
+    forbid_changes(
+        "spec",
+        &format!("pod updates may not change fields other than {UPDATABLE}"),
+        "core.PodSpec",
+        old_spec,
+        &munged,
+        errs,
+    );
 }
 
 fn copy_field(m: &mut Map<String, Value>, from: &Value, field: &str) {
@@ -524,11 +524,7 @@ fn ips(status: &Value, field: &str, errs: &mut Errors) {
         validate_ip(&index(&path, i), ip, errs);
     }
     if addrs.len() > 1 {
-        let families: Vec<bool> = addrs
-            .iter()
-            .map(|a| parse_ip(a).is_some_and(|ip| ip.is_ipv4()))
-            .collect();
-        if !crate::net::is_dual_stack(&families) {
+        if !is_dual_stack_ips(&addrs) {
             let rendered: Vec<String> = addrs.iter().map(|a| render_ip(a)).collect();
             errs.invalid_raw(
                 &path,

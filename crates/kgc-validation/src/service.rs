@@ -16,7 +16,7 @@ use crate::container::{PROTOCOLS, port_num_errors, validate_port_num_or_name};
 use crate::field::{Errors, child, go_struct, index, typed};
 use crate::json::{Json, strings};
 use crate::labels::validate_labels;
-use crate::net::{parse_ip, validate_cidr, validate_ip};
+use crate::net::{is_dual_stack_ips, parse_ip, validate_cidr, validate_ip};
 
 const TYPES: [&str; 4] = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
 
@@ -414,18 +414,12 @@ fn cluster_ip_fields(spec: &Value, errs: &mut Errors) {
     if bad_ips {
         return;
     }
-    if ips.len() > 1 {
-        let families: Vec<bool> = ips
-            .iter()
-            .map(|ip| parse_ip(ip).is_some_and(|a| a.is_ipv4()))
-            .collect();
-        if !crate::net::is_dual_stack(&families) {
-            errs.invalid_json(
-                "spec.clusterIPs",
-                ips_json,
-                "may specify no more than one IP for each IP family",
-            );
-        }
+    if ips.len() > 1 && !is_dual_stack_ips(&ips) {
+        errs.invalid_json(
+            "spec.clusterIPs",
+            ips_json,
+            "may specify no more than one IP for each IP family",
+        );
     }
     let families = strings(spec, "ipFamilies");
     if !is_headless(spec) {

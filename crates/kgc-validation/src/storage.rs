@@ -10,6 +10,7 @@ use kgc_meta::quantity::{self, Quantity};
 use kgc_meta::validation::{go_json, is_dns1123_subdomain, is_qualified_name};
 use serde_json::{Map, Value};
 
+use crate::diff::forbid_changes;
 use crate::field::{Errors, child, key};
 use crate::json::{Json, same, string_map, strings};
 use crate::labels::validate_selector;
@@ -74,15 +75,14 @@ pub(crate) fn persistent_volume(obj: &Value, old: Option<&Value>, errs: &mut Err
     {
         csi.remove("controllerExpandSecretRef");
     }
-    if !same(&new_sources, &old_sources) {
-        errs.forbidden(
-            "spec.persistentvolumesource",
-            format!(
-                "spec.persistentvolumesource is immutable after creation\n{}",
-                crate::diff::diff("core.PersistentVolumeSource", &old_sources, &new_sources)
-            ),
-        );
-    }
+    forbid_changes(
+        "spec.persistentvolumesource",
+        "spec.persistentvolumesource is immutable after creation",
+        "core.PersistentVolumeSource",
+        &old_sources,
+        &new_sources,
+        errs,
+    );
     errs.immutable(
         "volumeMode",
         spec.at("volumeMode"),
@@ -304,15 +304,14 @@ fn claim_update(obj: &Value, old: &Value, errs: &mut Errors) {
             None => requests.remove("storage"),
         };
     }
-    if !same(&new_clone, &old_clone) {
-        errs.forbidden(
-            "spec",
-            format!(
-                "spec is immutable after creation except resources.requests for bound claims\n{}",
-                crate::diff::diff("core.PersistentVolumeClaimSpec", &old_clone, &new_clone)
-            ),
-        );
-    }
+    forbid_changes(
+        "spec",
+        "spec is immutable after creation except resources.requests for bound claims",
+        "core.PersistentVolumeClaimSpec",
+        &old_clone,
+        &new_clone,
+        errs,
+    );
     let storage = |s: &Value| {
         Quantity::from_json(s.at("resources").at("requests").at("storage")).unwrap_or_default()
     };
