@@ -12,6 +12,7 @@ pub mod defaults;
 pub mod deletion;
 pub mod encoding;
 pub mod object;
+pub mod quantity;
 pub mod schema;
 pub mod selector;
 pub mod status;

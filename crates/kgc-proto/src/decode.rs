@@ -9,12 +9,13 @@
 //!   slices or maps, but never a non-pointer struct; without `omitempty` a nil pointer, slice or
 //!   map prints as `null`.
 
+use kgc_meta::quantity;
 use serde_json::{Map, Value};
 
 use crate::schema::MESSAGES;
 use crate::schema_types::{Elem, Field, Message, Shape};
+use crate::time;
 use crate::wire::{self, WireValue};
-use crate::{quantity, time};
 
 /// Nesting limit for messages. The Kubernetes types are not recursive, so real objects stay far
 /// below it; it only guards the stack against a hostile schema/input combination.

@@ -29,7 +29,6 @@
 
 mod base64;
 mod decode;
-mod quantity;
 #[rustfmt::skip] // generated, one field per line
 mod schema;
 mod schema_types;

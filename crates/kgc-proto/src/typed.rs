@@ -16,7 +16,7 @@
 //!   goes on; an error returned by a type's own `UnmarshalJSON` (a bad time, quantity or
 //!   int-or-string) aborts the decode and wins over an earlier recorded one, as in Go.
 //! - **Types with their own `UnmarshalJSON`**: `metav1.Time`/`MicroTime` (time.rs),
-//!   `resource.Quantity` (quantity.rs), `intstr.IntOrString` (an int32 or a string; Go
+//!   `resource.Quantity` (`kgc_meta::quantity`), `intstr.IntOrString` (an int32 or a string; Go
 //!   decodes the number with a nested `json.Unmarshal`, whose type error gets the same context),
 //!   `[]byte` (standard base64, base64.rs), `RawExtension` and `FieldsV1` (embedded JSON).
 //! - **Normalization**, as the decode→encode round trip prints values: times in UTC
@@ -59,14 +59,15 @@ use std::fmt;
 use std::ops::RangeInclusive;
 use std::sync::OnceLock;
 
+use kgc_meta::quantity;
 use serde_json::{Map, Number, Value};
 
 use crate::schema::{KINDS, MESSAGES};
 use crate::schema_types::{Elem, Field, Message, Shape};
-use crate::{base64, quantity, time};
+use crate::{base64, time};
 
-pub use crate::quantity::QuantityError;
 pub use crate::time::ParseError as TimeError;
+pub use kgc_meta::quantity::QuantityError;
 
 /// Nesting limit for structs. The schema is not recursive, so real objects stay far below it; it
 /// guards the stack regardless.
@@ -644,16 +645,14 @@ impl Walker {
             (Elem::Time | Elem::MicroTime, other) => {
                 return Err(at.type_error(Found::of(other), "string"));
             }
+            // Go parses the raw JSON (`true`, `[…]`, `{…}` are never a quantity); a string
+            // already canonical is left as it is.
             (Elem::Quantity, value) => {
-                let canonical = match &*value {
-                    Value::String(text) => match quantity::from_json_string(text)? {
-                        normalized if normalized == text.as_str() => return Ok(()),
-                        normalized => normalized.into_owned(),
-                    },
-                    Value::Number(n) => quantity::canonical(&n.to_string())?.into_owned(),
-                    // Go parses the raw JSON (`true`, `[…]`, `{…}`): never a quantity.
-                    _ => return Err(QuantityError::Format.into()),
-                };
+                let canonical = quantity::canonical_json(value)?;
+                if value.as_str() == Some(&*canonical) {
+                    return Ok(());
+                }
+                let canonical = canonical.into_owned();
                 *value = Value::String(canonical);
             }
             (Elem::IntOrString, Value::String(_)) => {}

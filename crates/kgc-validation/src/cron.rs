@@ -18,21 +18,20 @@ struct Bounds {
     names: &'static [(&'static str, u32)],
 }
 
-const MINUTES: Bounds = Bounds {
-    min: 0,
-    max: 59,
-    names: &[],
-};
-const HOURS: Bounds = Bounds {
-    min: 0,
-    max: 23,
-    names: &[],
-};
-const DOM: Bounds = Bounds {
-    min: 1,
-    max: 31,
-    names: &[],
-};
+impl Bounds {
+    /// A field written with numbers only.
+    const fn numeric(min: u32, max: u32) -> Bounds {
+        Bounds {
+            min,
+            max,
+            names: &[],
+        }
+    }
+}
+
+const MINUTES: Bounds = Bounds::numeric(0, 59);
+const HOURS: Bounds = Bounds::numeric(0, 23);
+const DOM: Bounds = Bounds::numeric(1, 31);
 const MONTHS: Bounds = Bounds {
     min: 1,
     max: 12,

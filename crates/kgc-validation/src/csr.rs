@@ -10,7 +10,7 @@ use serde_json::Value;
 use x509_parser::prelude::{FromDer, X509CertificationRequest, X509Error};
 
 use crate::Op;
-use crate::field::{Errors, child, index};
+use crate::field::{Errors, child, go_struct, index, typed};
 use crate::json::{Json, strings};
 
 const LEGACY_SIGNER: &str = "kubernetes.io/legacy-unknown";
@@ -301,7 +301,7 @@ fn validate(csr: &Value, opts: &Options, errs: &mut Errors) {
     if !opts.duplicate_usages {
         for (i, u) in usages.iter().enumerate() {
             if usages[..i].contains(u) {
-                errs.duplicate_raw(index("spec.usages", i), go_json(&Value::from(*u)));
+                errs.duplicate_raw(index("spec.usages", i), typed(u));
             }
         }
     }
@@ -363,7 +363,7 @@ fn conditions(csr: &Value, opts: &Options, errs: &mut Errors) {
         }
         if !opts.duplicate_condition_types {
             if seen.contains(&t) {
-                errs.duplicate_raw(child(&p, "type"), go_json(&Value::from(t)));
+                errs.duplicate_raw(child(&p, "type"), typed(t));
             }
             seen.push(t);
         }
@@ -372,15 +372,14 @@ fn conditions(csr: &Value, opts: &Options, errs: &mut Errors) {
         let rendered: Vec<String> = list
             .iter()
             .map(|c| {
-                format!(
-                    "{{\"Type\":{},\"Status\":{},\"Reason\":{},\"Message\":{},\"LastUpdateTime\":{},\"LastTransitionTime\":{}}}",
-                    go_json(&Value::from(c.str_of("type"))),
-                    go_json(&Value::from(c.str_of("status"))),
-                    go_json(&Value::from(c.str_of("reason"))),
-                    go_json(&Value::from(c.str_of("message"))),
-                    go_json(c.at("lastUpdateTime")),
-                    go_json(c.at("lastTransitionTime")),
-                )
+                go_struct(&[
+                    ("Type", typed(c.str_of("type"))),
+                    ("Status", typed(c.str_of("status"))),
+                    ("Reason", typed(c.str_of("reason"))),
+                    ("Message", typed(c.str_of("message"))),
+                    ("LastUpdateTime", go_json(c.at("lastUpdateTime"))),
+                    ("LastTransitionTime", go_json(c.at("lastTransitionTime"))),
+                ])
             })
             .collect();
         errs.invalid_raw(

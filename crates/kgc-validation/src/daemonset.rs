@@ -3,7 +3,6 @@
 //! `ValidateDaemonSetStatusUpdate`, `validateDaemonSetStatus`) and
 //! `pkg/registry/apps/daemonset/strategy.go` (the immutable selector of apps/v1).
 
-use kgc_meta::validation::go_json;
 use serde_json::Value;
 
 use crate::Op;
@@ -13,8 +12,8 @@ use crate::labels::{Selector, is_empty_selector, render_selector, validate_selec
 use crate::pod::validate_template;
 use crate::workload::{
     Rules, always_restart, counters, immutable_selector, int_or_percent_value,
-    not_more_than_100_percent, render_int_or_string, route, surge_and_unavailable,
-    template_matches,
+    not_more_than_100_percent, render_int_or_string, render_strategy, render_surge_and_unavailable,
+    route, surge_and_unavailable, template_matches,
 };
 
 /// A DaemonSet create, update or `status` update.
@@ -102,25 +101,11 @@ fn strategy(s: &Value, path: &str, errs: &mut Errors) {
                 _ => {}
             }
         }
-        t => {
-            let rendered_ru = if ru.is_null() {
-                "null".to_owned()
-            } else {
-                format!(
-                    "{{\"MaxUnavailable\":{},\"MaxSurge\":{}}}",
-                    render_int_or_string(ru.at("maxUnavailable")),
-                    render_int_or_string(ru.at("maxSurge"))
-                )
-            };
-            errs.not_supported_raw(
-                path,
-                format!(
-                    "{{\"Type\":{},\"RollingUpdate\":{rendered_ru}}}",
-                    go_json(&Value::from(t))
-                ),
-                &["RollingUpdate", "OnDelete"],
-            );
-        }
+        _ => errs.not_supported_raw(
+            path,
+            render_strategy(s, render_surge_and_unavailable),
+            &["RollingUpdate", "OnDelete"],
+        ),
     }
 }
 

@@ -4,15 +4,14 @@
 //! `ValidateDeploymentStatusUpdate`) and `pkg/registry/apps/deployment/strategy.go` (the
 //! immutable selector of apps/v1).
 
-use kgc_meta::validation::go_json;
 use serde_json::Value;
 
 use crate::Op;
 use crate::field::{Errors, child};
 use crate::json::Json;
 use crate::workload::{
-    Rules, counters, immutable_selector, int_or_percent_value, not_above,
-    not_more_than_100_percent, ready_and_available, render_int_or_string, route,
+    Rules, counters, immutable_selector, int_or_percent_value, not_more_than_100_percent,
+    render_int_or_string, render_strategy, render_surge_and_unavailable, replica_bounds, route,
     selector_and_template, surge_and_unavailable,
 };
 
@@ -76,27 +75,12 @@ fn strategy(s: &Value, path: &str, errs: &mut Errors) {
             }
             not_more_than_100_percent(mu, &mu_path, errs);
         }
-        t => {
-            // Upstream passes the internal struct, which prints with Go field names.
-            let rendered = format!(
-                "{{\"Type\":{},\"RollingUpdate\":{}}}",
-                go_json(&Value::from(t)),
-                render_rolling_update(ru)
-            );
-            errs.not_supported_raw(path, rendered, &["Recreate", "RollingUpdate"]);
-        }
+        _ => errs.not_supported_raw(
+            path,
+            render_strategy(s, render_surge_and_unavailable),
+            &["Recreate", "RollingUpdate"],
+        ),
     }
-}
-
-fn render_rolling_update(ru: &Value) -> String {
-    if ru.is_null() {
-        return "null".to_owned();
-    }
-    format!(
-        "{{\"MaxUnavailable\":{},\"MaxSurge\":{}}}",
-        render_int_or_string(ru.at("maxUnavailable")),
-        render_int_or_string(ru.at("maxSurge"))
-    )
 }
 
 /// `ValidateDeploymentStatus`.
@@ -114,14 +98,12 @@ fn status(s: &Value, errs: &mut Errors) {
         ],
         errs,
     );
-    not_above(
+    replica_bounds(
         s,
-        "updatedReplicas",
-        "replicas",
-        "cannot be greater than status.replicas",
+        &["updatedReplicas", "readyReplicas", "availableReplicas"],
+        "cannot be greater than readyReplicas",
         errs,
     );
-    ready_and_available(s, "cannot be greater than readyReplicas", errs);
 }
 
 #[cfg(test)]

@@ -7,10 +7,26 @@
 use kgc_meta::validation::go_json;
 use serde_json::Value;
 
+use crate::field::Errors;
 use crate::json::same;
 
+/// Upstream's "may not change" errors: unless `new` is `old` (a `type_name`), a `Forbidden` at
+/// `path` whose detail is `msg`, a newline and the difference.
+pub(crate) fn forbid_changes(
+    path: &str,
+    msg: &str,
+    type_name: &str,
+    old: &Value,
+    new: &Value,
+    errs: &mut Errors,
+) {
+    if !same(old, new) {
+        errs.forbidden(path, format!("{msg}\n{}", diff(type_name, old, new)));
+    }
+}
+
 /// `cmp.Diff`-like lines for the fields of `old` and `new` that differ, inside `type_name{…}`.
-pub(crate) fn diff(type_name: &str, old: &Value, new: &Value) -> String {
+fn diff(type_name: &str, old: &Value, new: &Value) -> String {
     let mut keys: Vec<&String> = old
         .as_object()
         .into_iter()

@@ -7,10 +7,10 @@
 //! events.k8s.io requests, exactly as kube-apiserver reports them. Requests through core/v1
 //! get only the legacy rules; events.k8s.io/v1 adds the strict ones.
 
-use kgc_meta::validation::{go_json, is_dns1123_subdomain, is_qualified_name};
+use kgc_meta::validation::{is_dns1123_subdomain, is_qualified_name};
 use serde_json::Value;
 
-use crate::field::{Errors, IMMUTABLE};
+use crate::field::{Errors, IMMUTABLE, go_struct, typed};
 use crate::json::{Json, same};
 
 const REPORTING_INSTANCE_LIMIT: usize = 128;
@@ -212,11 +212,10 @@ fn strict_update(e: &Event<'_>, old: &Event<'_>, errs: &mut Errors) {
     fixed(errs, "reason", e.reason, old.reason);
     fixed(errs, "message", e.message, old.message);
     if !same(e.source, old.source) {
-        let source = format!(
-            "{{\"Component\":{},\"Host\":{}}}",
-            go_json(&Value::from(e.source.str_of("component"))),
-            go_json(&Value::from(e.source.str_of("host")))
-        );
+        let source = go_struct(&[
+            ("Component", typed(e.source.str_of("component"))),
+            ("Host", typed(e.source.str_of("host"))),
+        ]);
         errs.invalid_raw("source", source, IMMUTABLE);
     }
     errs.immutable("firstTimestamp", e.first_timestamp, old.first_timestamp);

@@ -34,6 +34,17 @@ pub(crate) fn typed(s: &str) -> String {
     go_json(&Value::from(s))
 }
 
+/// An internal Go struct (no JSON tags) as `encoding/json` prints it: `{"Name":value,…}`, the
+/// Go field names in declaration order, each value already rendered. Upstream passes internal
+/// structs (a taint, a strategy, a condition) as the bad value of many errors.
+pub(crate) fn go_struct(fields: &[(&str, String)]) -> String {
+    let fields: Vec<String> = fields
+        .iter()
+        .map(|(name, value)| format!("\"{name}\":{value}"))
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
 /// `apimachineryvalidation.FieldImmutableErrorMsg`.
 pub(crate) const IMMUTABLE: &str = "field is immutable";
 /// `apimachineryvalidation.IsNegativeErrorMsg`.
@@ -91,12 +102,7 @@ impl Errors {
         v: &str,
         detail: impl Into<String>,
     ) {
-        self.raw(
-            FieldErrorKind::Invalid,
-            path.into(),
-            Some(typed(v)),
-            detail.into(),
-        );
+        self.invalid_raw(path, typed(v), detail);
     }
 
     /// `field.Invalid` of an integer (any width, pointer or not: both print bare).
@@ -106,12 +112,7 @@ impl Errors {
         v: i64,
         detail: impl Into<String>,
     ) {
-        self.raw(
-            FieldErrorKind::Invalid,
-            path.into(),
-            Some(v.to_string()),
-            detail.into(),
-        );
+        self.invalid_raw(path, v.to_string(), detail);
     }
 
     /// `field.Invalid` of a value already rendered as upstream prints it.

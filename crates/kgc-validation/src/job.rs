@@ -16,7 +16,7 @@ use kgc_meta::validation::{go_json, is_dns1123_label, is_qualified_name};
 use serde_json::Value;
 
 use crate::Op;
-use crate::field::{Errors, child, index, key};
+use crate::field::{Errors, child, go_struct, index, key, typed};
 use crate::json::{Json, same};
 use crate::labels::{Selector, render_labels, render_selector, validate_required_selector};
 use crate::pod::validate_template;
@@ -709,7 +709,7 @@ fn status_update(job: &Value, old: &Value, errs: &mut Errors) {
             if uid.is_empty() {
                 errs.invalid_typed(p, uid, "must not be empty");
             } else if !seen.insert(uid) {
-                errs.duplicate_raw(p, go_json(&Value::from(uid)));
+                errs.duplicate_raw(p, typed(uid));
             }
         }
     }
@@ -789,11 +789,10 @@ fn status_update(job: &Value, old: &Value, errs: &mut Errors) {
     {
         errs.invalid_raw(
             "status.uncountedTerminatedPods",
-            format!(
-                "{{\"Succeeded\":{},\"Failed\":{}}}",
-                go_json(uncounted.at("succeeded")),
-                go_json(uncounted.at("failed"))
-            ),
+            go_struct(&[
+                ("Succeeded", go_json(uncounted.at("succeeded"))),
+                ("Failed", go_json(uncounted.at("failed"))),
+            ]),
             "uncountedTerminatedPods needs to be empty for finished job",
         );
     }

@@ -8,7 +8,7 @@ use kgc_meta::validation::{
 };
 use serde_json::Value;
 
-use crate::field::{Errors, child, index};
+use crate::field::{Errors, child, index, typed};
 use crate::json::{Json, string_map, strings};
 
 /// `ValidateLabels`: keys are qualified names, values label values; both errors name the map.
@@ -184,12 +184,11 @@ pub(crate) fn render_selector(sel: &Value) -> String {
             let mut s = format!(
                 "{{\"key\":{},\"operator\":{}",
                 go_json(e.at("key")),
-                go_json(&Value::from(e.str_of("operator")))
+                typed(e.str_of("operator"))
             );
             let values = strings(e, "values");
             if !values.is_empty() {
-                let quoted: Vec<String> =
-                    values.iter().map(|v| go_json(&Value::from(*v))).collect();
+                let quoted: Vec<String> = values.iter().map(|v| typed(v)).collect();
                 s.push_str(&format!(",\"values\":[{}]", quoted.join(",")));
             }
             s.push('}');

@@ -80,7 +80,6 @@ mod namespace;
 mod net;
 mod node;
 mod pod;
-mod quantity;
 mod replica_set;
 mod resources;
 mod service;

@@ -48,33 +48,37 @@ pub(crate) fn parse_cidr(s: &str) -> Option<(IpAddr, u8)> {
 
 /// `validation.IsValidIP`.
 pub(crate) fn validate_ip(path: &str, value: &str, errs: &mut Errors) -> bool {
-    if parse_ip(value).is_some() {
-        return true;
-    }
-    errs.invalid(
-        path,
-        value,
-        "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
-    );
-    false
+    const MSG: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
+    valid_or_report(parse_ip(value).is_some(), path, value, MSG, errs)
 }
 
 /// `validation.IsValidCIDR`.
 pub(crate) fn validate_cidr(path: &str, value: &str, errs: &mut Errors) -> bool {
-    if parse_cidr(value).is_some() {
-        return true;
-    }
-    errs.invalid(
-        path,
-        value,
-        "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
-    );
-    false
+    const MSG: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+    valid_or_report(parse_cidr(value).is_some(), path, value, MSG, errs)
 }
 
-/// `netutils.IsDualStackIPs`-style check: exactly one address of each family.
-pub(crate) fn is_dual_stack(families: &[bool]) -> bool {
-    families.len() == 2 && families[0] != families[1]
+fn valid_or_report(valid: bool, path: &str, value: &str, msg: &str, errs: &mut Errors) -> bool {
+    if !valid {
+        errs.invalid(path, value, msg);
+    }
+    valid
+}
+
+/// Exactly one IPv4 and one IPv6 address: `netutils.IsDualStackIPStrings` with the `len > 2`
+/// check its callers add. An address that does not parse counts as IPv6 (it has its own error).
+pub(crate) fn is_dual_stack_ips(ips: &[&str]) -> bool {
+    is_dual_stack(ips, parse_ip)
+}
+
+/// The same of CIDRs (`netutils.IsDualStackCIDRStrings`).
+pub(crate) fn is_dual_stack_cidrs(cidrs: &[&str]) -> bool {
+    is_dual_stack(cidrs, |c| parse_cidr(c).map(|(ip, _)| ip))
+}
+
+fn is_dual_stack(values: &[&str], parse: impl Fn(&str) -> Option<IpAddr>) -> bool {
+    let is_v4 = |v: &str| parse(v).is_some_and(|ip| ip.is_ipv4());
+    matches!(values, [a, b] if is_v4(a) != is_v4(b))
 }
 
 #[cfg(test)]

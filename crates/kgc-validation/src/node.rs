@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use kgc_meta::validation::go_json;
 use serde_json::Value;
 
-use crate::field::{Errors, child, index};
+use crate::field::{Errors, child, go_struct, index, typed};
 use crate::json::{Json, strings};
-use crate::net::{parse_cidr, validate_cidr};
+use crate::net::{is_dual_stack_cidrs, validate_cidr};
 use crate::resources::{resource_list, validate_quantity_value};
 use crate::taint::validate_taints;
 
@@ -41,11 +41,7 @@ fn pod_cidrs(spec: &Value, errs: &mut Errors) {
         valid &= validate_cidr(&index("spec.podCIDRs", i), c, errs);
     }
     if list.len() > 1 {
-        let families: Vec<bool> = list
-            .iter()
-            .map(|c| parse_cidr(c).is_some_and(|(ip, _)| ip.is_ipv4()))
-            .collect();
-        if valid && (!crate::net::is_dual_stack(&families) || list.len() > 2) {
+        if valid && !is_dual_stack_cidrs(&list) {
             let rendered: Vec<Value> = list.iter().map(|c| Value::from(*c)).collect();
             errs.invalid_raw(
                 "spec.podCIDRs",
@@ -79,11 +75,7 @@ fn update(node: &Value, old: &Value, errs: &mut Errors) {
         if seen.contains(&key) {
             errs.duplicate_raw(
                 index("status.addresses", i),
-                format!(
-                    "{{\"Type\":{},\"Address\":{}}}",
-                    go_json(&Value::from(key.0)),
-                    go_json(&Value::from(key.1))
-                ),
+                go_struct(&[("Type", typed(key.0)), ("Address", typed(key.1))]),
             );
         }
         seen.push(key);

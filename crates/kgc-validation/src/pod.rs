@@ -6,15 +6,16 @@
 
 use std::collections::BTreeSet;
 
-use kgc_meta::validation::{go_json, is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
+use kgc_meta::validation::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
 use serde_json::{Map, Value};
 
 use crate::Op;
 use crate::container;
-use crate::field::{Errors, child, index};
+use crate::diff::forbid_changes;
+use crate::field::{Errors, child, go_struct, index, typed};
 use crate::json::{Json, same};
 use crate::labels::{validate_annotations, validate_labels};
-use crate::net::{parse_ip, validate_ip};
+use crate::net::{is_dual_stack_ips, validate_ip};
 use crate::taint::{validate_only_added, validate_tolerations};
 use crate::volume::validate_volumes;
 
@@ -384,15 +385,14 @@ fn update(new: &Value, old: &Value, errs: &mut Errors) {
             copy_field(m, old_spec, "nodeSelector");
         }
     }
-    if !same(&munged, old_spec) {
-        errs.forbidden(
-            "spec",
-            format!(
-                "pod updates may not change fields other than {UPDATABLE}\n{}",
-                crate::diff::diff("core.PodSpec", old_spec, &munged)
-            ),
-        );
-    }
+    forbid_changes(
+        "spec",
+        &format!("pod updates may not change fields other than {UPDATABLE}"),
+        "core.PodSpec",
+        old_spec,
+        &munged,
+        errs,
+    );
 }
 
 fn copy_field(m: &mut Map<String, Value>, from: &Value, field: &str) {
@@ -515,6 +515,8 @@ fn state_transitions(
 
 /// `validatePodIPs` / `validateHostIPs`: valid, at most one per family, no duplicates.
 fn ips(status: &Value, field: &str, errs: &mut Errors) {
+    // The internal `PodIP` / `HostIP`, as `encoding/json` prints it.
+    let render_ip = |ip: &str| go_struct(&[("IP", typed(ip))]);
     let path = child("status", field);
     let list = status.list(field);
     let addrs: Vec<&str> = list.iter().map(|p| p.str_of("ip")).collect();
@@ -522,15 +524,8 @@ fn ips(status: &Value, field: &str, errs: &mut Errors) {
         validate_ip(&index(&path, i), ip, errs);
     }
     if addrs.len() > 1 {
-        let families: Vec<bool> = addrs
-            .iter()
-            .map(|a| parse_ip(a).is_some_and(|ip| ip.is_ipv4()))
-            .collect();
-        if !crate::net::is_dual_stack(&families) {
-            let rendered: Vec<String> = addrs
-                .iter()
-                .map(|a| format!("{{\"IP\":{}}}", go_json(&Value::from(*a))))
-                .collect();
+        if !is_dual_stack_ips(&addrs) {
+            let rendered: Vec<String> = addrs.iter().map(|a| render_ip(a)).collect();
             errs.invalid_raw(
                 &path,
                 format!("[{}]", rendered.join(",")),
@@ -540,10 +535,7 @@ fn ips(status: &Value, field: &str, errs: &mut Errors) {
         let mut seen = BTreeSet::new();
         for (i, a) in addrs.iter().enumerate() {
             if !seen.insert(*a) {
-                errs.duplicate_raw(
-                    index(&path, i),
-                    format!("{{\"IP\":{}}}", go_json(&Value::from(*a))),
-                );
+                errs.duplicate_raw(index(&path, i), render_ip(a));
             }
         }
     }

@@ -13,8 +13,8 @@ use crate::field::Errors;
 use crate::json::Json;
 use crate::labels::Selector;
 use crate::workload::{
-    Rules, counters, immutable_selector, not_above, ready_and_available, route,
-    selector_and_template, template_for_replicas,
+    Rules, counters, immutable_selector, replica_bounds, route, selector_and_template,
+    template_for_replicas,
 };
 
 /// A ReplicaSet create, update or `status` update.
@@ -82,14 +82,12 @@ fn status(s: &Value, errs: &mut Errors) {
         ],
         errs,
     );
-    not_above(
+    replica_bounds(
         s,
-        "fullyLabeledReplicas",
-        "replicas",
-        "cannot be greater than status.replicas",
+        &["fullyLabeledReplicas", "readyReplicas", "availableReplicas"],
+        "cannot be greater than readyReplicas",
         errs,
     );
-    ready_and_available(s, "cannot be greater than readyReplicas", errs);
 }
 
 #[cfg(test)]

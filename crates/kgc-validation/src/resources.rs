@@ -5,12 +5,12 @@
 //! `pkg/apis/core/helper/helpers.go` (`IsStandardResourceName`, `IsExtendedResourceName`,
 //! `IsOvercommitAllowed`, ...).
 
+use kgc_meta::quantity::Quantity;
 use kgc_meta::validation::is_qualified_name;
 use serde_json::Value;
 
 use crate::field::{Errors, NEGATIVE, child, key};
 use crate::json::Json;
-use crate::quantity::Quantity;
 
 const STANDARD_RESOURCES: [&str; 20] = [
     "cpu",
@@ -116,10 +116,10 @@ fn validate_container_resource_name(name: &str, path: &str, errs: &mut Errors) {
 /// `ValidateResourceQuantityValue`: not negative, and whole for integer resources.
 pub(crate) fn validate_quantity_value(name: &str, q: &Quantity, path: &str, errs: &mut Errors) {
     if q.is_negative() {
-        errs.invalid(path, &q.canonical(), NEGATIVE);
+        errs.invalid(path, &q.to_string(), NEGATIVE);
     }
     if is_integer_resource(name) && !q.is_integer() {
-        errs.invalid_typed(path, &q.canonical(), "must be an integer");
+        errs.invalid_typed(path, &q.to_string(), "must be an integer");
     }
 }
 
@@ -128,7 +128,7 @@ pub(crate) fn validate_positive(q: &Quantity, path: &str, errs: &mut Errors) -> 
     if q.is_positive() {
         return true;
     }
-    errs.invalid(path, &q.canonical(), "must be greater than zero");
+    errs.invalid(path, &q.to_string(), "must be greater than zero");
     false
 }
 
@@ -139,7 +139,7 @@ pub(crate) fn resource_list(v: &Value, field: &str) -> Vec<(String, Quantity)> {
         .obj(field)
         .map(|m| {
             m.iter()
-                .filter_map(|(k, q)| Quantity::from_json(q).map(|q| (k.clone(), q)))
+                .filter_map(|(k, q)| Quantity::from_json(q).ok().map(|q| (k.clone(), q)))
                 .collect()
         })
         .unwrap_or_default();
@@ -170,17 +170,14 @@ pub(crate) fn validate_requirements(res: &Value, path: &str, errs: &mut Errors) 
                 if ord.is_ne() && !is_overcommit_allowed(&name) {
                     errs.invalid(
                         &req_path,
-                        &q.canonical(),
-                        format!("must be equal to {name} limit of {}", limit.canonical()),
+                        &q.to_string(),
+                        format!("must be equal to {name} limit of {limit}"),
                     );
                 } else if ord.is_gt() {
                     errs.invalid(
                         &req_path,
-                        &q.canonical(),
-                        format!(
-                            "must be less than or equal to {name} limit of {}",
-                            limit.canonical()
-                        ),
+                        &q.to_string(),
+                        format!("must be less than or equal to {name} limit of {limit}"),
                     );
                 }
             }

@@ -8,15 +8,15 @@
 
 use std::collections::BTreeSet;
 
-use kgc_meta::validation::{go_json, is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
+use kgc_meta::validation::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
 use serde_json::{Value, json};
 
 use crate::Op;
 use crate::container::{PROTOCOLS, port_num_errors, validate_port_num_or_name};
-use crate::field::{Errors, child, index};
+use crate::field::{Errors, child, go_struct, index, typed};
 use crate::json::{Json, strings};
 use crate::labels::validate_labels;
-use crate::net::{parse_ip, validate_cidr, validate_ip};
+use crate::net::{is_dual_stack_ips, parse_ip, validate_cidr, validate_ip};
 
 const TYPES: [&str; 4] = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
 
@@ -38,7 +38,7 @@ pub(crate) fn service(obj: &Value, op: Op<'_>, errs: &mut Errors) {
                 if lb(&spec) && lb(old.at("spec")) && lbc != old_lbc {
                     errs.invalid_raw(
                         "spec.loadBalancerClass",
-                        lbc.map_or("null".to_owned(), |c| go_json(&Value::from(c))),
+                        lbc.map_or("null".to_owned(), typed),
                         "may not change once set",
                     );
                 }
@@ -237,10 +237,14 @@ fn validate(spec: &Value, errs: &mut Errors) {
         if !seen.insert((proto, num)) {
             errs.duplicate_raw(
                 index("spec.ports", i),
-                format!(
-                    "{{\"Name\":\"\",\"Protocol\":{},\"AppProtocol\":null,\"Port\":{num},\"TargetPort\":0,\"NodePort\":0}}",
-                    go_json(&Value::from(proto))
-                ),
+                go_struct(&[
+                    ("Name", typed("")),
+                    ("Protocol", typed(proto)),
+                    ("AppProtocol", "null".to_owned()),
+                    ("Port", num.to_string()),
+                    ("TargetPort", "0".to_owned()),
+                    ("NodePort", "0".to_owned()),
+                ]),
             );
         }
     }
@@ -380,7 +384,7 @@ fn cluster_ip_fields(spec: &Value, errs: &mut Errors) {
             errs.not_supported_typed(&p, fam, &["IPv4", "IPv6"]);
         }
         if !seen.insert(*fam) {
-            errs.duplicate_raw(&p, go_json(&Value::from(*fam)));
+            errs.duplicate_raw(&p, typed(fam));
         }
     }
     if let Some(policy) = spec.opt_str("ipFamilyPolicy") {
@@ -410,18 +414,12 @@ fn cluster_ip_fields(spec: &Value, errs: &mut Errors) {
     if bad_ips {
         return;
     }
-    if ips.len() > 1 {
-        let families: Vec<bool> = ips
-            .iter()
-            .map(|ip| parse_ip(ip).is_some_and(|a| a.is_ipv4()))
-            .collect();
-        if !crate::net::is_dual_stack(&families) {
-            errs.invalid_json(
-                "spec.clusterIPs",
-                ips_json,
-                "may specify no more than one IP for each IP family",
-            );
-        }
+    if ips.len() > 1 && !is_dual_stack_ips(&ips) {
+        errs.invalid_json(
+            "spec.clusterIPs",
+            ips_json,
+            "may specify no more than one IP for each IP family",
+        );
     }
     let families = strings(spec, "ipFamilies");
     if !is_headless(spec) {

@@ -7,16 +7,16 @@
 //! restart policy and deadline: its pod spec is not validated (upstream's TODO: volume mounts may
 //! name `volumeClaimTemplates`).
 
-use kgc_meta::validation::go_json;
 use serde_json::Value;
 
 use crate::Op;
-use crate::field::{Errors, child};
+use crate::field::{Errors, child, go_struct};
 use crate::json::{Json, same};
 use crate::labels::{render_selector, validate_annotations, validate_labels};
 use crate::workload::{
-    Rules, always_restart, counters, int_or_percent_value, not_above, not_more_than_100_percent,
-    positive_int_or_percent, render_int_or_string, required_selector, route, template_matches,
+    Rules, always_restart, counters, int_or_percent_value, not_more_than_100_percent,
+    positive_int_or_percent, render_int_or_string, render_strategy, replica_bounds,
+    required_selector, route, template_matches,
 };
 
 /// A StatefulSet create, update or `status` update.
@@ -87,13 +87,9 @@ fn spec(spec: &Value, errs: &mut Errors) {
                 rolling_update(ru, "spec.updateStrategy.rollingUpdate", errs);
             }
         }
-        t => errs.invalid_raw(
+        _ => errs.invalid_raw(
             "spec.updateStrategy",
-            format!(
-                "{{\"Type\":{},\"RollingUpdate\":{}}}",
-                go_json(&Value::from(t)),
-                render_rolling_update(ru)
-            ),
+            render_strategy(strategy, render_rolling_update),
             "must be 'RollingUpdate' or 'OnDelete'",
         ),
     }
@@ -153,16 +149,17 @@ fn render_rolling_update(ru: &Value) -> String {
     if ru.is_null() {
         return "null".to_owned();
     }
+    // A `*intstr.IntOrString` here, unlike the Deployment's.
     let mu = ru.at("maxUnavailable");
-    format!(
-        "{{\"Partition\":{},\"MaxUnavailable\":{}}}",
-        ru.int_of("partition"),
-        if mu.is_null() {
-            "null".to_owned()
-        } else {
-            render_int_or_string(mu)
-        }
-    )
+    let max_unavailable = if mu.is_null() {
+        "null".to_owned()
+    } else {
+        render_int_or_string(mu)
+    };
+    go_struct(&[
+        ("Partition", ru.int_of("partition").to_string()),
+        ("MaxUnavailable", max_unavailable),
+    ])
 }
 
 /// `ValidateStatefulSetStatus`.
@@ -180,19 +177,14 @@ fn status(s: &Value, errs: &mut Errors) {
         ],
         errs,
     );
-    const MSG: &str = "cannot be greater than status.replicas";
-    for f in [
-        "readyReplicas",
-        "currentReplicas",
-        "updatedReplicas",
-        "availableReplicas",
-    ] {
-        not_above(s, f, "replicas", MSG, errs);
-    }
-    not_above(
+    replica_bounds(
         s,
-        "availableReplicas",
-        "readyReplicas",
+        &[
+            "readyReplicas",
+            "currentReplicas",
+            "updatedReplicas",
+            "availableReplicas",
+        ],
         "cannot be greater than status.readyReplicas",
         errs,
     );

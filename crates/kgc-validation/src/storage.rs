@@ -6,13 +6,14 @@
 //! `ValidateStorageClassUpdate`), with 1.32's default gates (`RecoverVolumeExpansionFailure`
 //! on, `VolumeAttributesClass` off).
 
+use kgc_meta::quantity::{self, Quantity};
 use kgc_meta::validation::{go_json, is_dns1123_subdomain, is_qualified_name};
 use serde_json::{Map, Value};
 
+use crate::diff::forbid_changes;
 use crate::field::{Errors, child, key};
 use crate::json::{Json, same, string_map, strings};
 use crate::labels::validate_selector;
-use crate::quantity::Quantity;
 use crate::resources::{resource_list, validate_positive, validate_quantity_value};
 use crate::volume::{PV_SOURCES, validate_sources};
 
@@ -74,15 +75,14 @@ pub(crate) fn persistent_volume(obj: &Value, old: Option<&Value>, errs: &mut Err
     {
         csi.remove("controllerExpandSecretRef");
     }
-    if !same(&new_sources, &old_sources) {
-        errs.forbidden(
-            "spec.persistentvolumesource",
-            format!(
-                "spec.persistentvolumesource is immutable after creation\n{}",
-                crate::diff::diff("core.PersistentVolumeSource", &old_sources, &new_sources)
-            ),
-        );
-    }
+    forbid_changes(
+        "spec.persistentvolumesource",
+        "spec.persistentvolumesource is immutable after creation",
+        "core.PersistentVolumeSource",
+        &old_sources,
+        &new_sources,
+        errs,
+    );
     errs.immutable(
         "volumeMode",
         spec.at("volumeMode"),
@@ -163,8 +163,8 @@ fn render_resource_list(v: &Value) -> String {
             let canon: Map<String, Value> = m
                 .iter()
                 .map(|(k, q)| {
-                    let shown = Quantity::from_json(q)
-                        .map_or_else(|| q.clone(), |q| Value::from(q.canonical()));
+                    let shown = quantity::canonical_json(q)
+                        .map_or_else(|_| q.clone(), |q| Value::from(q.into_owned()));
                     (k.clone(), shown)
                 })
                 .collect();
@@ -187,14 +187,9 @@ pub(crate) fn claim_spec(spec: &Value, path: &str, errs: &mut Errors) {
     access_modes(spec, &child(path, "accessModes"), errs);
     // Upstream keys the storage request on `resources` directly.
     let storage_path = key(&child(path, "resources"), "storage");
-    match spec
-        .at("resources")
-        .at("requests")
-        .get("storage")
-        .and_then(Quantity::from_json)
-    {
-        None => errs.required(&storage_path, ""),
-        Some(q) => {
+    match Quantity::from_json(spec.at("resources").at("requests").at("storage")) {
+        Err(_) => errs.required(&storage_path, ""),
+        Ok(q) => {
             if validate_positive(&q, &storage_path, errs) {
                 validate_quantity_value("storage", &q, &storage_path, errs);
             }
@@ -309,33 +304,22 @@ fn claim_update(obj: &Value, old: &Value, errs: &mut Errors) {
             None => requests.remove("storage"),
         };
     }
-    if !same(&new_clone, &old_clone) {
-        errs.forbidden(
-            "spec",
-            format!(
-                "spec is immutable after creation except resources.requests for bound claims\n{}",
-                crate::diff::diff("core.PersistentVolumeClaimSpec", &old_clone, &new_clone)
-            ),
-        );
-    }
-    let storage = |s: &Value| {
-        s.at("resources")
-            .at("requests")
-            .get("storage")
-            .and_then(Quantity::from_json)
-    };
-    let (new_size, old_size) = (
-        storage(spec).unwrap_or_else(Quantity::zero),
-        storage(old_spec).unwrap_or_else(Quantity::zero),
+    forbid_changes(
+        "spec",
+        "spec is immutable after creation except resources.requests for bound claims",
+        "core.PersistentVolumeClaimSpec",
+        &old_clone,
+        &new_clone,
+        errs,
     );
-    if new_size.cmp(&old_size).is_lt() {
-        let status_size = old
-            .at("status")
-            .at("capacity")
-            .get("storage")
-            .and_then(Quantity::from_json)
-            .unwrap_or_else(Quantity::zero);
-        if new_size.cmp(&status_size).is_le() {
+    let storage = |s: &Value| {
+        Quantity::from_json(s.at("resources").at("requests").at("storage")).unwrap_or_default()
+    };
+    let (new_size, old_size) = (storage(spec), storage(old_spec));
+    if new_size < old_size {
+        let status_size =
+            Quantity::from_json(old.at("status").at("capacity").at("storage")).unwrap_or_default();
+        if new_size <= status_size {
             errs.forbidden(
                 "spec.resources.requests.storage",
                 "field can not be less than status.capacity",

@@ -5,7 +5,7 @@
 use kgc_meta::validation::{FieldError, FieldErrorKind, go_json, is_label_value};
 use serde_json::Value;
 
-use crate::field::{Errors, child, index};
+use crate::field::{Errors, child, go_struct, index, typed};
 use crate::json::{Json, same};
 use crate::labels::validate_label_name;
 
@@ -24,25 +24,23 @@ fn effect(effect: &str, allow_empty: bool, path: &str, errs: &mut Errors) {
 
 /// A `core.Taint` as `encoding/json` prints the internal struct (Go field names).
 fn render_taint(t: &Value) -> String {
-    format!(
-        "{{\"Key\":{},\"Value\":{},\"Effect\":{},\"TimeAdded\":{}}}",
-        go_json(&Value::from(t.str_of("key"))),
-        go_json(&Value::from(t.str_of("value"))),
-        go_json(&Value::from(t.str_of("effect"))),
-        go_json(t.at("timeAdded")),
-    )
+    go_struct(&[
+        ("Key", typed(t.str_of("key"))),
+        ("Value", typed(t.str_of("value"))),
+        ("Effect", typed(t.str_of("effect"))),
+        ("TimeAdded", go_json(t.at("timeAdded"))),
+    ])
 }
 
 /// A `core.Toleration` as `encoding/json` prints the internal struct.
 fn render_toleration(t: &Value) -> String {
-    format!(
-        "{{\"Key\":{},\"Operator\":{},\"Value\":{},\"Effect\":{},\"TolerationSeconds\":{}}}",
-        go_json(&Value::from(t.str_of("key"))),
-        go_json(&Value::from(t.str_of("operator"))),
-        go_json(&Value::from(t.str_of("value"))),
-        go_json(&Value::from(t.str_of("effect"))),
-        go_json(t.at("tolerationSeconds")),
-    )
+    go_struct(&[
+        ("Key", typed(t.str_of("key"))),
+        ("Operator", typed(t.str_of("operator"))),
+        ("Value", typed(t.str_of("value"))),
+        ("Effect", typed(t.str_of("effect"))),
+        ("TolerationSeconds", go_json(t.at("tolerationSeconds"))),
+    ])
 }
 
 /// `validateNodeTaints`: valid keys, values and effects, unique by key and effect.

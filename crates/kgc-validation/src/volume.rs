@@ -7,13 +7,13 @@
 
 use std::collections::BTreeMap;
 
+use kgc_meta::quantity::Quantity;
 use kgc_meta::validation::{is_dns1123_label, is_dns1123_subdomain};
 use serde_json::Value;
 
 use crate::container::{validate_field_selector, validate_resource_field_selector};
 use crate::field::{Errors, child, index};
 use crate::json::Json;
-use crate::quantity::Quantity;
 
 /// The sources of a pod volume in the order upstream checks them (the first one set wins and
 /// every further one is "more than 1 volume type").
@@ -160,7 +160,7 @@ pub(crate) fn validate_sources(
 
 fn validate_source(src: &str, v: &Value, path: &str, errs: &mut Errors) {
     match src {
-        "emptyDir" if Quantity::from_json(v.at("sizeLimit")).is_some_and(|q| q.is_negative()) => {
+        "emptyDir" if Quantity::from_json(v.at("sizeLimit")).is_ok_and(|q| q.is_negative()) => {
             errs.forbidden(
                 child(path, "sizeLimit"),
                 "SizeLimit field must be a valid resource quantity",

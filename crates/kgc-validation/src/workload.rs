@@ -9,7 +9,7 @@ use kgc_meta::validation::{go_json, regex_error};
 use serde_json::Value;
 
 use crate::Op;
-use crate::field::{Errors, child};
+use crate::field::{Errors, child, go_struct, typed};
 use crate::json::{Json, same};
 use crate::labels::{
     Selector, is_empty_selector, render_labels, render_selector, validate_required_selector,
@@ -153,6 +153,34 @@ pub(crate) fn render_int_or_string(v: &Value) -> String {
     }
 }
 
+/// A strategy (the internal `DeploymentStrategy`, `DaemonSetUpdateStrategy`,
+/// `StatefulSetUpdateStrategy`: a type and a rolling update) as `encoding/json` prints it;
+/// upstream shows it when the type is not supported.
+pub(crate) fn render_strategy(strategy: &Value, rolling_update: fn(&Value) -> String) -> String {
+    go_struct(&[
+        ("Type", typed(strategy.str_of("type"))),
+        (
+            "RollingUpdate",
+            rolling_update(strategy.at("rollingUpdate")),
+        ),
+    ])
+}
+
+/// A `*RollingUpdateDeployment` or `*RollingUpdateDaemonSet` (the same two fields) as
+/// `encoding/json` prints the internal struct.
+pub(crate) fn render_surge_and_unavailable(ru: &Value) -> String {
+    if ru.is_null() {
+        return "null".to_owned();
+    }
+    go_struct(&[
+        (
+            "MaxUnavailable",
+            render_int_or_string(ru.at("maxUnavailable")),
+        ),
+        ("MaxSurge", render_int_or_string(ru.at("maxSurge"))),
+    ])
+}
+
 /// `IsValidPercent`: `[0-9]+%`.
 fn percent_errors(s: &str) -> Vec<String> {
     let digits = s.strip_suffix('%').unwrap_or("");
@@ -227,27 +255,25 @@ pub(crate) fn counters(status: &Value, fields: &[&str], errs: &mut Errors) {
     }
 }
 
-/// `status.<field>` may not exceed `status.<limit>`.
-pub(crate) fn not_above(status: &Value, field: &str, limit: &str, msg: &str, errs: &mut Errors) {
-    let v = status.int_of(field);
-    if v > status.int_of(limit) {
-        errs.invalid_int(child("status", field), v, msg);
+/// The bounds of the replica counters the `Validate*Status` functions check in this order:
+/// each of `within` at most `status.replicas`, then `availableReplicas` at most
+/// `readyReplicas` (`avail_msg` words that per kind).
+pub(crate) fn replica_bounds(status: &Value, within: &[&str], avail_msg: &str, errs: &mut Errors) {
+    let not_above = |field: &str, limit: &str, msg: &str, errs: &mut Errors| {
+        let v = status.int_of(field);
+        if v > status.int_of(limit) {
+            errs.invalid_int(child("status", field), v, msg);
+        }
+    };
+    for field in within {
+        not_above(
+            field,
+            "replicas",
+            "cannot be greater than status.replicas",
+            errs,
+        );
     }
-}
-
-/// `readyReplicas` and `availableReplicas` within `replicas`, and available within ready
-/// (`avail_msg` differs between kinds).
-pub(crate) fn ready_and_available(status: &Value, avail_msg: &str, errs: &mut Errors) {
-    const MSG: &str = "cannot be greater than status.replicas";
-    not_above(status, "readyReplicas", "replicas", MSG, errs);
-    not_above(status, "availableReplicas", "replicas", MSG, errs);
-    not_above(
-        status,
-        "availableReplicas",
-        "readyReplicas",
-        avail_msg,
-        errs,
-    );
+    not_above("availableReplicas", "readyReplicas", avail_msg, errs);
 }
 
 /// `IsDecremented` on `status.collisionCount`.
