@@ -9,7 +9,7 @@
 //! silently keeps the last value, so bodies are decoded here instead, into the same `Value`
 //! (last value wins) plus the list of repeated paths.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -67,12 +67,65 @@ impl Context {
     }
 }
 
-/// Decodes `bytes` as JSON.
+/// Notes where the decoder is, for the paths of repeated keys.
+trait Track {
+    fn enter_key(&self, key: &str);
+    fn enter_index(&self, index: usize);
+    fn leave(&self);
+    /// `key` repeats in the object being decoded.
+    fn duplicate(&self, key: &str);
+}
+
+impl Track for RefCell<Context> {
+    fn enter_key(&self, key: &str) {
+        self.borrow_mut().path.push(Step::Key(key.to_owned()));
+    }
+
+    fn enter_index(&self, index: usize) {
+        self.borrow_mut().path.push(Step::Index(index));
+    }
+
+    fn leave(&self) {
+        self.borrow_mut().path.pop();
+    }
+
+    fn duplicate(&self, key: &str) {
+        self.borrow_mut().record(key);
+    }
+}
+
+/// Tracks nothing, only whether any key repeats: the first pass over a body, which for almost
+/// every body is the only one (paths cost an allocation per key).
+struct Repeats(Cell<bool>);
+
+impl Track for Repeats {
+    fn enter_key(&self, _: &str) {}
+
+    fn enter_index(&self, _: usize) {}
+
+    fn leave(&self) {}
+
+    fn duplicate(&self, _: &str) {
+        self.0.set(true);
+    }
+}
+
+/// Decodes `bytes` as JSON. Bodies without a repeated key are read once, as fast as
+/// `serde_json::Value` reads them; the rare body with one is read again to name its paths.
 pub fn from_json(bytes: &[u8]) -> Result<Decoded, serde_json::Error> {
+    let repeats = Repeats(Cell::new(false));
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = ValueSeed(&repeats).deserialize(&mut de)?;
+    de.end()?;
+    if !repeats.0.get() {
+        return Ok(Decoded {
+            value,
+            duplicates: Vec::new(),
+        });
+    }
     let context = RefCell::new(Context::default());
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = ValueSeed(&context).deserialize(&mut de)?;
-    de.end()?;
     Ok(Decoded {
         value,
         duplicates: context.into_inner().duplicates,
@@ -110,10 +163,17 @@ impl<'de> serde::Deserialize<'de> for YamlValue {
     }
 }
 
-#[derive(Clone, Copy)]
-struct ValueSeed<'c>(&'c RefCell<Context>);
+struct ValueSeed<'c, T>(&'c T);
 
-impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
+impl<T> Clone for ValueSeed<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for ValueSeed<'_, T> {}
+
+impl<'de, T: Track> DeserializeSeed<'de> for ValueSeed<'_, T> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
@@ -121,7 +181,7 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for ValueSeed<'_> {
+impl<'de, T: Track> Visitor<'de> for ValueSeed<'_, T> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -169,9 +229,9 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
         loop {
-            self.0.borrow_mut().path.push(Step::Index(items.len()));
+            self.0.enter_index(items.len());
             let item = seq.next_element_seed(self);
-            self.0.borrow_mut().path.pop();
+            self.0.leave();
             match item? {
                 Some(v) => items.push(v),
                 None => return Ok(Value::Array(items)),
@@ -182,12 +242,18 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key_seed(KeySeed)? {
-            self.0.borrow_mut().path.push(Step::Key(key.clone()));
+            self.0.enter_key(&key);
             let value = map.next_value_seed(self);
-            self.0.borrow_mut().path.pop();
+            self.0.leave();
             let value = value?;
-            if out.insert(key.clone(), value).is_some() {
-                self.0.borrow_mut().record(&key);
+            match out.entry(key) {
+                serde_json::map::Entry::Occupied(mut slot) => {
+                    self.0.duplicate(slot.key());
+                    slot.insert(value);
+                }
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
             }
         }
         Ok(Value::Object(out))

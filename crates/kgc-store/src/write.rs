@@ -181,6 +181,7 @@ impl Store {
         }
         prepare_for_create(info, &mut obj);
         normalize(info, &mut obj);
+        print_as_stored(info, &mut obj);
         if is_crd(&gr) {
             self.prepare_crd(&mut obj, None)?;
         }
@@ -314,6 +315,7 @@ impl Store {
             new.meta_mut().remove("generation");
         }
         normalize(info, &mut new);
+        print_as_stored(info, &mut new);
         let mut errs = validate_object_meta(&new["metadata"], info.namespaced(), info.name_rule);
         errs.extend(validate_object_meta_update(
             &new["metadata"],
@@ -459,11 +461,13 @@ fn shape_for_subresource(
     }
 }
 
-/// What a typed decode and round trip do to every write: API defaults of built-in kinds are
-/// filled in (`kgc_meta::defaults`); empty `labels`, `annotations`, `ownerReferences`,
+/// What defaulting and the version conversion do to every write: API defaults of built-in kinds
+/// are filled in (`kgc_meta::defaults`); empty `labels`, `annotations`, `ownerReferences`,
 /// `finalizers` and `managedFields` are omitted (`omitempty`); a namespace carries the
 /// `kubernetes.io/metadata.name` label; a Secret's write-only `stringData` is merged into `data`,
-/// base64-encoded, as the v1 conversion does.
+/// base64-encoded, as the v1 conversion does. The API server applies it to an admitted object
+/// (which its typed decoding has already printed as Go prints it) to record `managedFields`; the
+/// store applies it again, then the typed printing, to what it stores.
 pub fn normalize(info: &ResourceInfo, obj: &mut Value) {
     if !info.custom {
         kgc_meta::defaults::apply(&info.group, &info.kind, obj);
@@ -507,11 +511,14 @@ pub fn normalize(info: &ResourceInfo, obj: &mut Value) {
         }
         _ => {}
     }
+}
+
+/// The typed encode that ends kube-apiserver's write, last: every zero value Go prints (a
+/// ReplicationController's `status.replicas: 0` after its status was reset), the objects this
+/// store writes itself included. The API server has decoded the body already, so nothing here
+/// can fail; the store's own writes are well-typed.
+fn print_as_stored(info: &ResourceInfo, obj: &mut Value) {
     if !info.custom {
-        // Last, as the typed encode that ends kube-apiserver's write: every zero value Go
-        // prints (a ReplicationController's `status.replicas: 0` after its status was reset),
-        // the objects this store writes itself included. The API server has decoded the body
-        // already, so nothing here can fail; the store's own writes are well-typed.
         let version = kgc_meta::catalog::api_version(&info.group, info.preferred_version());
         let _ = kgc_proto::typed::decode(&version, &info.kind, obj);
     }
