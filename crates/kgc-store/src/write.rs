@@ -389,76 +389,74 @@ fn shape_for_subresource(
     info: &ResourceInfo,
     subresource: Option<&str>,
     current: &Value,
-    mut new: Value,
+    new: Value,
 ) -> Result<Value, Status> {
-    let carry = |to: &mut Value, from: &Value, key: &str| match from.get(key) {
-        Some(v) => {
-            to[key] = v.clone();
-        }
-        None => {
-            if let Some(o) = to.as_object_mut() {
-                o.remove(key);
-            }
-        }
-    };
     match subresource {
         None => {
+            let mut new = new;
             if info.has_status() {
-                carry(&mut new, current, "status");
+                new = only_changes(&new, current, &["status"], None);
             }
             if is_namespace(info) {
-                let fins = current
-                    .pointer("/spec/finalizers")
-                    .cloned()
-                    .unwrap_or(Value::Array(vec![]));
-                if !new["spec"].is_object() {
-                    new["spec"] = json!({});
-                }
-                new["spec"]["finalizers"] = fins;
+                new = only_changes(
+                    &new,
+                    current,
+                    &["spec", "finalizers"],
+                    Some(Value::Array(vec![])),
+                );
             }
             Ok(new)
         }
-        Some("status") if info.has_status() => {
-            let mut out = current.clone();
-            carry(&mut out, &new, "status");
-            if let Some(rv) = new.meta_str("resourceVersion") {
-                out.set("resourceVersion", rv.to_owned());
-            }
-            Ok(out)
-        }
-        Some("finalize") if is_namespace(info) => {
-            let mut out = current.clone();
-            let fins = new
-                .pointer("/spec/finalizers")
-                .cloned()
-                .unwrap_or(Value::Array(vec![]));
-            if !out["spec"].is_object() {
-                out["spec"] = json!({});
-            }
-            out["spec"]["finalizers"] = fins;
-            if let Some(rv) = new.meta_str("resourceVersion") {
-                out.set("resourceVersion", rv.to_owned());
-            }
-            Ok(out)
-        }
+        Some("status") if info.has_status() => Ok(only_changes(current, &new, &["status"], None)),
+        Some("finalize") if is_namespace(info) => Ok(only_changes(
+            current,
+            &new,
+            &["spec", "finalizers"],
+            Some(Value::Array(vec![])),
+        )),
         // certificates.k8s.io `csrApprovalStrategy`: only the conditions change.
-        Some("approval") if info.group == "certificates.k8s.io" => {
-            let mut out = current.clone();
-            let conditions = new
-                .pointer("/status/conditions")
-                .cloned()
-                .unwrap_or(Value::Null);
-            if !out["status"].is_object() {
-                out["status"] = json!({});
-            }
-            out["status"]["conditions"] = conditions;
-            if let Some(rv) = new.meta_str("resourceVersion") {
-                out.set("resourceVersion", rv.to_owned());
-            }
-            Ok(out)
-        }
+        Some("approval") if info.group == "certificates.k8s.io" => Ok(only_changes(
+            current,
+            &new,
+            &["status", "conditions"],
+            Some(Value::Null),
+        )),
         Some(_) => Err(Status::no_such_resource()),
     }
+}
+
+/// `current` with only the field at `path` (keys from the root) taken from `new` (or `absent`
+/// when `new` lacks it; `None` removes the field), and `new`'s resourceVersion, which the update's
+/// precondition has checked already: a subresource write, or (the other way round) a main
+/// resource write that leaves a subresource's part alone.
+fn only_changes(current: &Value, new: &Value, path: &[&str], absent: Option<Value>) -> Value {
+    let mut out = current.clone();
+    let taken = path
+        .iter()
+        .try_fold(new, |v, key| v.get(*key))
+        .cloned()
+        .or(absent);
+    let (last, parents) = path.split_last().expect("a non-empty path");
+    let mut at = &mut out;
+    for key in parents {
+        if !at[*key].is_object() {
+            at[*key] = json!({});
+        }
+        at = &mut at[*key];
+    }
+    match (taken, at.as_object_mut()) {
+        (Some(v), Some(fields)) => {
+            fields.insert((*last).to_owned(), v);
+        }
+        (None, Some(fields)) => {
+            fields.remove(*last);
+        }
+        _ => {}
+    }
+    if let Some(rv) = new.meta_str("resourceVersion") {
+        out.set("resourceVersion", rv.to_owned());
+    }
+    out
 }
 
 /// What defaulting and the version conversion do to every write: API defaults of built-in kinds
