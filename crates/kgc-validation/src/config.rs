@@ -6,7 +6,7 @@
 use kgc_meta::validation::{is_dns1123_subdomain, max_len_error, regex_error};
 use serde_json::Value;
 
-use crate::field::{Errors, key};
+use crate::field::{Errors, Path};
 use crate::json::{Json, same};
 
 /// `core.MaxSecretSize`, which also bounds ConfigMaps.
@@ -85,8 +85,9 @@ pub(crate) fn config_map(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
     }
     let mut total = 0usize;
     let binary = obj.at("binaryData");
+    let data = Path::new("data");
     for (k, v) in sorted_keys(obj, "data") {
-        let p = key("data", &k);
+        let p = data.key(&k);
         errs.invalid_each(&p, &k, is_config_map_key(&k));
         if binary.get(&k).is_some() {
             errs.invalid(&p, &k, "duplicate of key present in binaryData");
@@ -94,7 +95,7 @@ pub(crate) fn config_map(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
         total = total.saturating_add(v.as_str().map_or(0, str::len));
     }
     for (k, v) in sorted_keys(obj, "binaryData") {
-        errs.invalid_each(&key("binaryData", &k), &k, is_config_map_key(&k));
+        errs.invalid_each(&Path::new("binaryData").key(&k), &k, is_config_map_key(&k));
         total = total.saturating_add(decoded_len(&v));
     }
     if total > MAX_SECRET_SIZE {
@@ -132,7 +133,7 @@ pub(crate) fn secret(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
     let data = obj.at("data");
     let mut total = 0usize;
     for (k, v) in sorted_keys(obj, "data") {
-        errs.invalid_each(&key("data", &k), &k, is_config_map_key(&k));
+        errs.invalid_each(&Path::new("data").key(&k), &k, is_config_map_key(&k));
         total = total.saturating_add(decoded_len(&v));
     }
     if total > MAX_SECRET_SIZE {
@@ -147,7 +148,7 @@ pub(crate) fn secret(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
                 .str_of(SA_NAME_KEY)
                 .is_empty() =>
         {
-            errs.required(key("metadata.annotations", SA_NAME_KEY), "");
+            errs.required(Path::new("metadata.annotations").key(SA_NAME_KEY), "");
         }
         t @ ("kubernetes.io/dockercfg" | "kubernetes.io/dockerconfigjson") => {
             let k = if t == "kubernetes.io/dockercfg" {
@@ -156,25 +157,25 @@ pub(crate) fn secret(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
                 ".dockerconfigjson"
             };
             match data.get(k) {
-                None => errs.required(key("data", k), ""),
+                None => errs.required(Path::new("data").key(k), ""),
                 Some(v) => {
                     if let Err(e) = crate::json_syntax::unmarshal_into_map(&decoded(v)) {
-                        errs.invalid(key("data", k), "<secret contents redacted>", e);
+                        errs.invalid(Path::new("data").key(k), "<secret contents redacted>", e);
                     }
                 }
             }
         }
         "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
-            errs.required(key("data", "username"), "");
-            errs.required(key("data", "password"), "");
+            errs.required(Path::new("data").key("username"), "");
+            errs.required(Path::new("data").key("password"), "");
         }
         "kubernetes.io/ssh-auth" if decoded_len(data.at("ssh-privatekey")) == 0 => {
-            errs.required(key("data", "ssh-privatekey"), "");
+            errs.required(Path::new("data").key("ssh-privatekey"), "");
         }
         "kubernetes.io/tls" => {
             for k in ["tls.crt", "tls.key"] {
                 if !has(k) {
-                    errs.required(key("data", k), "");
+                    errs.required(Path::new("data").key(k), "");
                 }
             }
         }
