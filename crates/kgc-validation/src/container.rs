@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::config::is_config_map_key;
 use crate::field::{Errors, Path};
 use crate::json::Json;
+use crate::labels::to_lower;
 use crate::volume::{Volumes, local_descending_path};
 
 /// `supportedPortProtocols`, sorted as `sets.List` returns them.
@@ -71,7 +72,7 @@ pub(crate) fn validate_port_num_or_name(v: &Value, path: &Path<'_>, errs: &mut E
 /// Validates `containers`, `initContainers` and `ephemeralContainers` of a pod spec.
 pub(crate) fn validate_all(
     spec: &Value,
-    vols: &Volumes,
+    vols: &Volumes<'_>,
     grace: Option<i64>,
     path: &Path<'_>,
     errs: &mut Errors,
@@ -79,7 +80,7 @@ pub(crate) fn validate_all(
     let regular = spec.list("containers");
     let cpath = path.child("containers");
     if regular.is_empty() {
-        errs.required(&cpath, "");
+        errs.required(cpath, "");
     } else {
         let mut names = BTreeSet::new();
         for (i, c) in regular.iter().enumerate() {
@@ -145,9 +146,14 @@ pub(crate) fn validate_all(
         }
     }
 
+    let ephemeral = spec.list("ephemeralContainers");
+    if ephemeral.is_empty() {
+        return;
+    }
+    // Ephemeral containers may only target the regular and init containers.
     let others = names.clone();
     let epath = path.child("ephemeralContainers");
-    for (i, c) in spec.list("ephemeralContainers").iter().enumerate() {
+    for (i, c) in ephemeral.iter().enumerate() {
         let p = epath.index(i);
         common(c, vols, &p, errs);
         only_for_pod(c, &p, errs);
@@ -184,10 +190,7 @@ pub(crate) fn validate_all(
             let mp = mounts.index(j);
             for field in ["subPath", "subPathExpr"] {
                 if !m.str_of(field).is_empty() {
-                    errs.forbidden(
-                        mp.child(field),
-                        "cannot be set for an Ephemeral Container",
-                    );
+                    errs.forbidden(mp.child(field), "cannot be set for an Ephemeral Container");
                 }
             }
         }
@@ -207,13 +210,13 @@ pub(crate) fn only_for_pod(c: &Value, path: &Path<'_>, errs: &mut Errors) {
 }
 
 /// `validateContainerCommon`.
-fn common(c: &Value, vols: &Volumes, path: &Path<'_>, errs: &mut Errors) {
+fn common(c: &Value, vols: &Volumes<'_>, path: &Path<'_>, errs: &mut Errors) {
     let name = c.str_of("name");
     let name_path = path.child("name");
     if name.is_empty() {
-        errs.required(&name_path, "");
+        errs.required(name_path, "");
     } else {
-        errs.invalid_each(&name_path, name, is_dns1123_label(name));
+        errs.invalid_each(name_path, name, is_dns1123_label(name));
     }
     if c.str_of("image").is_empty() {
         errs.required(path.child("image"), "");
@@ -245,7 +248,7 @@ fn ports(c: &Value, path: &Path<'_>, errs: &mut Errors) {
         if !name.is_empty() {
             let msgs = port_name_errors(name);
             if !msgs.is_empty() {
-                errs.invalid_each(&p.child("name"), name, msgs);
+                errs.invalid_each(p.child("name"), name, msgs);
             } else if !names.insert(name) {
                 errs.duplicate(p.child("name"), name);
             }
@@ -277,13 +280,12 @@ fn host_port_conflicts(containers: &[Value], path: &Path<'_>, errs: &mut Errors)
             if hp == 0 {
                 continue;
             }
-            let key = format!("{}/{}/{hp}", port.str_of("protocol"), port.str_of("hostIP"));
-            if seen.contains(&key) {
+            let (protocol, ip) = (port.str_of("protocol"), port.str_of("hostIP"));
+            if !seen.insert((protocol, ip, hp)) {
                 let container = path.index(ci);
                 let ports = container.child("ports");
+                let key = format!("{protocol}/{ip}/{hp}");
                 errs.duplicate(ports.index(pi).child("hostPort"), &key);
-            } else {
-                seen.insert(key);
             }
         }
     }
@@ -312,7 +314,7 @@ fn env(c: &Value, path: &Path<'_>, errs: &mut Errors) {
         if name.is_empty() {
             errs.required(p.child("name"), "");
         }
-        errs.invalid_each(&p.child("name"), name, env_var_name_errors(name));
+        errs.invalid_each(p.child("name"), name, env_var_name_errors(name));
         if ev.has("valueFrom") {
             value_from(ev, &p.child("valueFrom"), errs);
         }
@@ -380,17 +382,22 @@ fn value_from(ev: &Value, path: &Path<'_>, errs: &mut Errors) {
 /// `validateConfigMapKeySelector` / `validateSecretKeySelector`.
 fn key_selector(s: &Value, path: &Path<'_>, errs: &mut Errors) {
     let name = s.str_of("name");
-    errs.invalid_each(&path.child("name"), name, crate::config::name_errors(name));
+    errs.invalid_each(path.child("name"), name, crate::config::name_errors(name));
     let k = s.str_of("key");
     if k.is_empty() {
         errs.required(path.child("key"), "");
     } else {
-        errs.invalid_each(&path.child("key"), k, is_config_map_key(k));
+        errs.invalid_each(path.child("key"), k, is_config_map_key(k));
     }
 }
 
 /// `validateObjectFieldSelector` against the downward-API paths allowed where it appears.
-pub(crate) fn validate_field_selector(fs: &Value, allowed: &[&str], path: &Path<'_>, errs: &mut Errors) {
+pub(crate) fn validate_field_selector(
+    fs: &Value,
+    allowed: &[&str],
+    path: &Path<'_>,
+    errs: &mut Errors,
+) {
     let version = fs.str_of("apiVersion");
     if version.is_empty() {
         errs.required(path.child("apiVersion"), "");
@@ -411,11 +418,8 @@ pub(crate) fn validate_field_selector(fs: &Value, allowed: &[&str], path: &Path<
     }
     match split_subscript(field_path) {
         Some(("metadata.annotations", sub)) => {
-            errs.invalid_each(
-                path,
-                &sub.to_lowercase(),
-                is_qualified_name(&sub.to_lowercase()),
-            );
+            let sub = to_lower(sub);
+            errs.invalid_each(path, &sub, is_qualified_name(&sub));
         }
         Some(("metadata.labels", sub)) => errs.invalid_each(path, sub, is_qualified_name(sub)),
         Some((p, _)) => errs.invalid(path, p, "does not support subscript"),
@@ -500,7 +504,7 @@ fn env_from(c: &Value, path: &Path<'_>, errs: &mut Errors) {
         let p = path.index(i);
         let prefix = ev.str_of("prefix");
         if !prefix.is_empty() {
-            errs.invalid_each(&p.child("prefix"), prefix, env_var_name_errors(prefix));
+            errs.invalid_each(p.child("prefix"), prefix, env_var_name_errors(prefix));
         }
         let mut sources = 0;
         for kind in ["configMapRef", "secretRef"] {
@@ -514,7 +518,7 @@ fn env_from(c: &Value, path: &Path<'_>, errs: &mut Errors) {
             if name.is_empty() {
                 errs.required(np, "");
             } else {
-                errs.invalid_each(&np, name, crate::config::name_errors(name));
+                errs.invalid_each(np, name, crate::config::name_errors(name));
             }
         }
         if sources == 0 {
@@ -534,7 +538,7 @@ fn env_from(c: &Value, path: &Path<'_>, errs: &mut Errors) {
 }
 
 /// `ValidateVolumeMounts`.
-fn volume_mounts(c: &Value, vols: &Volumes, path: &Path<'_>, errs: &mut Errors) {
+fn volume_mounts(c: &Value, vols: &Volumes<'_>, path: &Path<'_>, errs: &mut Errors) {
     let devices = c.list("volumeDevices");
     let privileged = c.at("securityContext").opt_bool("privileged") == Some(true);
     let mut mount_points = BTreeSet::new();
@@ -589,11 +593,11 @@ fn volume_mounts(c: &Value, vols: &Volumes, path: &Path<'_>, errs: &mut Errors) 
             let pp = path.child("mountPropagation");
             const MODES: [&str; 3] = ["Bidirectional", "HostToContainer", "None"];
             if !MODES.contains(&mode) {
-                errs.not_supported_typed(&pp, mode, &MODES);
+                errs.not_supported_typed(pp, mode, &MODES);
             }
             if mode == "Bidirectional" && !privileged {
                 errs.forbidden(
-                    &pp,
+                    pp,
                     "Bidirectional mount propagation is available only to privileged containers",
                 );
             }
@@ -604,17 +608,17 @@ fn volume_mounts(c: &Value, vols: &Volumes, path: &Path<'_>, errs: &mut Errors) 
                 "Disabled" => {}
                 "IfPossible" | "Enabled" => {
                     if m.opt_bool("readOnly") != Some(true) {
-                        errs.forbidden(&rp, "may only be specified when readOnly is true");
+                        errs.forbidden(rp, "may only be specified when readOnly is true");
                     }
                     if propagation.is_some_and(|p| p != "None") {
                         errs.forbidden(
-                            &rp,
+                            rp,
                             "may only be specified when mountPropagation is None or not specified",
                         );
                     }
                 }
                 other => {
-                    errs.not_supported_typed(&rp, other, &["Disabled", "IfPossible", "Enabled"])
+                    errs.not_supported_typed(rp, other, &["Disabled", "IfPossible", "Enabled"])
                 }
             }
         }
@@ -622,7 +626,7 @@ fn volume_mounts(c: &Value, vols: &Volumes, path: &Path<'_>, errs: &mut Errors) 
 }
 
 /// `ValidateVolumeDevices`: block devices come from claims.
-fn volume_devices(c: &Value, vols: &Volumes, path: &Path<'_>, errs: &mut Errors) {
+fn volume_devices(c: &Value, vols: &Volumes<'_>, path: &Path<'_>, errs: &mut Errors) {
     let mounts = c.list("volumeMounts");
     let mut device_paths = BTreeSet::new();
     let mut device_names = BTreeSet::new();
@@ -658,11 +662,7 @@ fn volume_devices(c: &Value, vols: &Volumes, path: &Path<'_>, errs: &mut Errors)
                 "can not contain backsteps ('..')",
             );
         } else if !dev_path.starts_with('/') && !dev_path.is_empty() {
-            errs.invalid(
-                p.child("devicePath"),
-                dev_path,
-                "must be an absolute path",
-            );
+            errs.invalid(p.child("devicePath"), dev_path, "must be an absolute path");
         }
         if mounts.iter().any(|m| m.str_of("mountPath") == dev_path) {
             errs.invalid(
@@ -807,7 +807,7 @@ fn handler(h: &Value, kinds: &[&str], grace: Option<i64>, path: &Path<'_>, errs:
                     && (secs <= 0 || secs > g)
                 {
                     errs.invalid_int(
-                        &p,
+                        p,
                         secs,
                         format!(
                             "must be greater than 0 and less than terminationGracePeriodSeconds ({g}). Enable AllowPodLifecycleSleepActionZeroValue feature gate for zero sleep."

@@ -71,7 +71,11 @@ fn spec(spec: &Value, errs: &mut Errors) {
         );
     }
     errs.nonnegative("spec.minReadySeconds", spec.int_of("minReadySeconds"));
-    strategy(spec.at("updateStrategy"), &Path::new("spec.updateStrategy"), errs);
+    strategy(
+        spec.at("updateStrategy"),
+        &Path::new("spec.updateStrategy"),
+        errs,
+    );
     if let Some(limit) = spec.opt_int("revisionHistoryLimit") {
         errs.nonnegative("spec.revisionHistoryLimit", limit);
     }
@@ -93,11 +97,11 @@ fn strategy(s: &Value, path: &Path<'_>, errs: &mut Errors) {
             not_more_than_100_percent(ms, &ms_path, errs);
             match (int_or_percent_value(mu) != 0, int_or_percent_value(ms) != 0) {
                 (true, true) => errs.invalid_raw(
-                    &ms_path,
+                    ms_path,
                     render_int_or_string(ms),
                     "may not be set when maxUnavailable is non-zero",
                 ),
-                (false, false) => errs.required(&mu_path, "cannot be 0 when maxSurge is 0"),
+                (false, false) => errs.required(mu_path, "cannot be 0 when maxSurge is 0"),
                 _ => {}
             }
         }

@@ -68,7 +68,7 @@ fn strategy(s: &Value, path: &Path<'_>, errs: &mut Errors) {
             let [(mu, mu_path), (ms, _)] = surge_and_unavailable(ru, &rp, errs);
             if int_or_percent_value(mu) == 0 && int_or_percent_value(ms) == 0 {
                 errs.invalid_raw(
-                    &mu_path,
+                    mu_path,
                     render_int_or_string(mu),
                     "may not be 0 when `maxSurge` is 0",
                 );

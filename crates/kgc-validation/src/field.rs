@@ -177,7 +177,12 @@ impl Errors {
     }
 
     /// `field.Invalid` of a plain Go `string`.
-    pub(crate) fn invalid<'p>(&mut self, path: impl Into<Path<'p>>, v: &str, detail: impl Into<String>) {
+    pub(crate) fn invalid<'p>(
+        &mut self,
+        path: impl Into<Path<'p>>,
+        v: &str,
+        detail: impl Into<String>,
+    ) {
         self.0.push(FieldError::invalid(at(path), v, detail));
     }
 
@@ -227,13 +232,23 @@ impl Errors {
     }
 
     /// `field.Invalid(path, field.OmitValueType{}, detail)`: no value shown.
-    pub(crate) fn invalid_omit<'p>(&mut self, path: impl Into<Path<'p>>, detail: impl Into<String>) {
+    pub(crate) fn invalid_omit<'p>(
+        &mut self,
+        path: impl Into<Path<'p>>,
+        detail: impl Into<String>,
+    ) {
         self.raw(FieldErrorKind::Invalid, at(path), None, detail.into());
     }
 
     /// `field.NotSupported` of a plain Go `string`.
-    pub(crate) fn not_supported<'p>(&mut self, path: impl Into<Path<'p>>, v: &str, supported: &[&str]) {
-        self.0.push(FieldError::not_supported(at(path), v, supported));
+    pub(crate) fn not_supported<'p>(
+        &mut self,
+        path: impl Into<Path<'p>>,
+        v: &str,
+        supported: &[&str],
+    ) {
+        self.0
+            .push(FieldError::not_supported(at(path), v, supported));
     }
 
     /// `field.NotSupported` of a named string type or pointer (rendered through JSON).
@@ -313,7 +328,12 @@ impl Errors {
     }
 
     /// Messages from a `[]string`-returning upstream check, each as `field.Invalid` of `v`.
-    pub(crate) fn invalid_each<'p>(&mut self, path: impl Into<Path<'p>>, v: &str, msgs: Vec<String>) {
+    pub(crate) fn invalid_each<'p>(
+        &mut self,
+        path: impl Into<Path<'p>>,
+        v: &str,
+        msgs: Vec<String>,
+    ) {
         let path = path.into();
         for m in msgs {
             self.invalid(path, v, m);

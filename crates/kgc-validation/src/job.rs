@@ -259,10 +259,7 @@ fn indexed_limits(
     errs: &mut Errors,
 ) {
     if completions.is_none() {
-        errs.required(
-            path.child("completions"),
-            "when completion mode is Indexed",
-        );
+        errs.required(path.child("completions"), "when completion mode is Indexed");
     }
     if let Some(p) = parallelism.filter(|p| *p > MAX_PARALLELISM_INDEXED) {
         errs.invalid_int(
@@ -323,7 +320,7 @@ fn pod_failure_policy(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
     let rules = spec.at("podFailurePolicy").list("rules");
     let rules_path = path.child("rules");
     if rules.len() > 20 {
-        errs.too_many(&rules_path, rules.len(), 20);
+        errs.too_many(rules_path, rules.len(), 20);
     }
     let pod = spec.at("template").at("spec");
     let containers: BTreeSet<&str> = pod
@@ -359,12 +356,12 @@ fn pod_failure_policy(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
         if !on_conditions.is_empty() {
             let cp = rp.child("onPodConditions");
             if on_conditions.len() > 20 {
-                errs.too_many(&cp, on_conditions.len(), 20);
+                errs.too_many(cp, on_conditions.len(), 20);
             }
             for (j, pattern) in on_conditions.iter().enumerate() {
                 let pp = cp.index(j);
                 let t = pattern.str_of("type");
-                errs.invalid_each(&pp.child("type"), t, is_qualified_name(t));
+                errs.invalid_each(pp.child("type"), t, is_qualified_name(t));
                 match pattern.str_of("status") {
                     "" => errs.required(
                         pp.child("status"),
@@ -416,22 +413,22 @@ fn on_exit_codes(req: &Value, containers: &BTreeSet<&str>, path: &Path<'_>, errs
         .map(|v| v.as_i64().unwrap_or(0))
         .collect();
     if values.is_empty() {
-        errs.invalid_json(&vp, req.at("values"), "at least one value is required");
+        errs.invalid_json(vp, req.at("values"), "at least one value is required");
     } else if values.len() > 255 {
-        errs.too_many(&vp, values.len(), 255);
+        errs.too_many(vp, values.len(), 255);
     }
     let mut seen = BTreeSet::new();
     for (j, v) in values.iter().enumerate() {
         let p = vp.index(j);
         if op == "In" && *v == 0 {
-            errs.invalid_int(&p, 0, "must not be 0 for the In operator");
+            errs.invalid_int(p, 0, "must not be 0 for the In operator");
         }
         if !seen.insert(*v) {
-            errs.duplicate_raw(&p, v.to_string());
+            errs.duplicate_raw(p, v.to_string());
         }
     }
     if values.windows(2).any(|w| w[0] > w[1]) {
-        errs.invalid_json(&vp, req.at("values"), "must be ordered");
+        errs.invalid_json(vp, req.at("values"), "must be ordered");
     }
 }
 
@@ -441,12 +438,12 @@ fn success_policy(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
     let rules_path = path.child("rules");
     if rules.is_empty() {
         errs.required(
-            &rules_path,
+            rules_path,
             "at least one rules must be specified when the successPolicy is specified",
         );
     }
     if rules.len() > 20 {
-        errs.too_many(&rules_path, rules.len(), 20);
+        errs.too_many(rules_path, rules.len(), 20);
     }
     let completions = spec.int_of("completions");
     for (i, rule) in rules.iter().enumerate() {
@@ -457,7 +454,7 @@ fn success_policy(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
         );
         if count.is_none() && indexes.is_none() {
             errs.required(
-                &rp,
+                rp,
                 "at least one of succeededCount or succeededIndexes must be specified",
             );
         }
@@ -465,26 +462,26 @@ fn success_policy(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
         if let Some(ix) = indexes {
             let ip = rp.child("succeededIndexes");
             if ix.len() > 64 * 1024 {
-                errs.too_long(&ip, 64 * 1024);
+                errs.too_long(ip, 64 * 1024);
             }
             match indexes_format(ix, completions) {
                 Ok(t) => total = t,
-                Err(e) => errs.invalid(&ip, ix, format!("error parsing succeededIndexes: {e}")),
+                Err(e) => errs.invalid(ip, ix, format!("error parsing succeededIndexes: {e}")),
             }
         }
         if let Some(c) = count {
             let cp = rp.child("succeededCount");
-            errs.nonnegative(&cp, c);
+            errs.nonnegative(cp, c);
             if c > completions {
                 errs.invalid_int(
-                    &cp,
+                    cp,
                     c,
                     format!("must be less than or equal to {completions} (the number of specified completions)"),
                 );
             }
             if indexes.is_some() && c > total {
                 errs.invalid_int(
-                    &cp,
+                    cp,
                     c,
                     format!("must be less than or equal to {total} (the number of indexes in the specified succeededIndexes field)"),
                 );
@@ -647,7 +644,11 @@ fn spec_update(spec: &Value, old: &Value, old_job: &Value, errs: &mut Errors) {
         "managedBy",
         "successPolicy",
     ] {
-        errs.immutable(Path::new("spec").child(field), spec.at(field), old.at(field));
+        errs.immutable(
+            Path::new("spec").child(field),
+            spec.at(field),
+            old.at(field),
+        );
     }
 }
 

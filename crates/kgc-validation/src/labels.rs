@@ -3,6 +3,8 @@
 //! (`ValidateLabels`, `ValidateLabelSelector`), `pkg/api/validation/objectmeta.go`
 //! (`ValidateAnnotations`) and `metav1.LabelSelectorAsSelector` for matching.
 
+use std::borrow::Cow;
+
 use kgc_meta::validation::{
     TOTAL_ANNOTATION_SIZE_LIMIT, go_json, is_label_value, is_qualified_name,
 };
@@ -24,11 +26,21 @@ pub(crate) fn validate_labels(v: &Value, key: &str, path: &Path<'_>, errs: &mut 
 pub(crate) fn validate_annotations(v: &Value, key: &str, path: &Path<'_>, errs: &mut Errors) {
     let mut total = 0usize;
     for (k, val) in string_map(v, key) {
-        errs.invalid_each(path, k, is_qualified_name(&k.to_lowercase()));
+        errs.invalid_each(path, k, is_qualified_name(&to_lower(k)));
         total = total.saturating_add(k.len() + val.len());
     }
     if total > TOTAL_ANNOTATION_SIZE_LIMIT {
         errs.too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT);
+    }
+}
+
+/// `strings.ToLower` for the case-insensitive checks (annotation keys, provisioner and driver
+/// names), copying only when there is something to lower.
+pub(crate) fn to_lower(s: &str) -> Cow<'_, str> {
+    if s.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
+        Cow::Owned(s.to_lowercase())
+    } else {
+        Cow::Borrowed(s)
     }
 }
 
@@ -63,10 +75,10 @@ pub(crate) fn validate_selector(
             op => errs.invalid_typed(p.child("operator"), op, "not a valid selector operator"),
         }
         let k = e.str_of("key");
-        errs.invalid_each(&p.child("key"), k, is_qualified_name(k));
+        errs.invalid_each(p.child("key"), k, is_qualified_name(k));
         if !allow_invalid_values {
             for (j, val) in values.iter().enumerate() {
-                errs.invalid_each(&p.child("values").index(j), val, is_label_value(val));
+                errs.invalid_each(p.child("values").index(j), val, is_label_value(val));
             }
         }
     }

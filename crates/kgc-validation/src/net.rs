@@ -58,7 +58,13 @@ pub(crate) fn validate_cidr(path: &Path<'_>, value: &str, errs: &mut Errors) -> 
     valid_or_report(parse_cidr(value).is_some(), path, value, MSG, errs)
 }
 
-fn valid_or_report(valid: bool, path: &Path<'_>, value: &str, msg: &str, errs: &mut Errors) -> bool {
+fn valid_or_report(
+    valid: bool,
+    path: &Path<'_>,
+    value: &str,
+    msg: &str,
+    errs: &mut Errors,
+) -> bool {
     if !valid {
         errs.invalid(path, value, msg);
     }

@@ -62,7 +62,12 @@ fn pod_cidrs(spec: &Value, errs: &mut Errors) {
 fn resources(status: &Value, errs: &mut Errors) {
     for field in ["capacity", "allocatable"] {
         for (name, q) in resource_list(status, field) {
-            validate_quantity_value(&name, &q, &Path::new("status").child(field).child(&name), errs);
+            validate_quantity_value(
+                name,
+                &q,
+                &Path::new("status").child(field).child(name),
+                errs,
+            );
         }
     }
 }

@@ -54,7 +54,7 @@ pub(crate) fn validate_spec(
     for (i, gate) in spec.list("readinessGates").iter().enumerate() {
         let t = gate.str_of("conditionType");
         errs.invalid_each(
-            &path.child("readinessGates").index(i).child("conditionType"),
+            path.child("readinessGates").index(i).child("conditionType"),
             t,
             is_qualified_name(t),
         );
@@ -64,15 +64,15 @@ pub(crate) fn validate_spec(
     for (i, gate) in spec.list("schedulingGates").iter().enumerate() {
         let p = gates_path.index(i);
         let name = gate.str_of("name");
-        errs.invalid_each(&p, name, is_qualified_name(name));
+        errs.invalid_each(p, name, is_qualified_name(name));
         if !gates.insert(name) {
-            errs.duplicate(&p, name);
+            errs.duplicate(p, name);
         }
     }
     for field in ["serviceAccountName", "nodeName"] {
         let v = spec.str_of(field);
         if !v.is_empty() {
-            errs.invalid_each(&path.child(field), v, is_dns1123_subdomain(v));
+            errs.invalid_each(path.child(field), v, is_dns1123_subdomain(v));
         }
     }
     if let Some(ads) = spec.opt_int("activeDeadlineSeconds")
@@ -87,7 +87,7 @@ pub(crate) fn validate_spec(
     for field in ["hostname", "subdomain"] {
         let v = spec.str_of(field);
         if !v.is_empty() {
-            errs.invalid_each(&path.child(field), v, is_dns1123_label(v));
+            errs.invalid_each(path.child(field), v, is_dns1123_label(v));
         }
     }
     validate_tolerations(spec.list("tolerations"), &path.child("tolerations"), errs);
@@ -97,27 +97,19 @@ pub(crate) fn validate_spec(
         validate_ip(&p.child("ip"), alias.str_of("ip"), errs);
         for (j, h) in alias.list("hostnames").iter().enumerate() {
             let h = h.as_str().unwrap_or_default();
-            errs.invalid_each(
-                &p.child("hostnames").index(j),
-                h,
-                is_dns1123_subdomain(h),
-            );
+            errs.invalid_each(p.child("hostnames").index(j), h, is_dns1123_subdomain(h));
         }
     }
     let pcn = spec.str_of("priorityClassName");
     if !pcn.is_empty() {
         errs.invalid_each(
-            &path.child("priorityClassName"),
+            path.child("priorityClassName"),
             pcn,
             is_dns1123_subdomain(pcn),
         );
     }
     if let Some(rc) = spec.opt_str("runtimeClassName") {
-        errs.invalid_each(
-            &path.child("runtimeClassName"),
-            rc,
-            is_dns1123_subdomain(rc),
-        );
+        errs.invalid_each(path.child("runtimeClassName"), rc, is_dns1123_subdomain(rc));
     }
     if let Some(pp) = spec.opt_str("preemptionPolicy")
         && !matches!(pp, "PreemptLowerPriority" | "Never")
@@ -194,7 +186,12 @@ fn dns_config(spec: &Value, policy: &str, path: &Path<'_>, errs: &mut Errors) {
             "must not have more than 32 search paths",
         );
     }
-    if searches.join(" ").len() > 2048 {
+    let joined_len = searches
+        .iter()
+        .map(|s| s.len() + 1)
+        .sum::<usize>()
+        .saturating_sub(1);
+    if joined_len > 2048 {
         errs.invalid_json(
             path.child("searches"),
             cfg.at("searches"),
@@ -206,11 +203,7 @@ fn dns_config(spec: &Value, policy: &str, path: &Path<'_>, errs: &mut Errors) {
             continue;
         }
         let s = s.strip_suffix('.').unwrap_or(s);
-        errs.invalid_each(
-            &path.child("searches").index(i),
-            s,
-            is_dns1123_subdomain(s),
-        );
+        errs.invalid_each(path.child("searches").index(i), s, is_dns1123_subdomain(s));
     }
     for (i, o) in cfg.list("options").iter().enumerate() {
         if o.str_of("name").is_empty() {
@@ -318,10 +311,10 @@ fn update(new: &Value, old: &Value, errs: &mut Errors) {
             let container = p.index(i);
             let ip = container.child("image");
             if image.is_empty() {
-                errs.required(&ip, "");
+                errs.required(ip, "");
             }
             if image.trim() != image {
-                errs.invalid(&ip, image, "must not have leading or trailing whitespace");
+                errs.invalid(ip, image, "must not have leading or trailing whitespace");
             }
         }
     }
@@ -435,7 +428,7 @@ fn status_update(new: &Value, old: &Value, errs: &mut Errors) {
         if !SYSTEM.contains(&t) {
             // Upstream builds this path from `metadata`.
             errs.invalid_each(
-                &Path::new("metadata.conditions").index(i).child("Type"),
+                Path::new("metadata.conditions").index(i).child("Type"),
                 t,
                 is_qualified_name(t),
             );
@@ -537,7 +530,7 @@ fn ips(status: &Value, field: &str, errs: &mut Errors) {
         if !is_dual_stack_ips(&addrs) {
             let rendered: Vec<String> = addrs.iter().map(|a| render_ip(a)).collect();
             errs.invalid_raw(
-                &path,
+                path,
                 format!("[{}]", rendered.join(",")),
                 "may specify no more than one IP for each IP family",
             );

@@ -114,7 +114,12 @@ fn validate_container_resource_name(name: &str, path: &Path<'_>, errs: &mut Erro
 }
 
 /// `ValidateResourceQuantityValue`: not negative, and whole for integer resources.
-pub(crate) fn validate_quantity_value(name: &str, q: &Quantity, path: &Path<'_>, errs: &mut Errors) {
+pub(crate) fn validate_quantity_value(
+    name: &str,
+    q: &Quantity,
+    path: &Path<'_>,
+    errs: &mut Errors,
+) {
     if q.is_negative() {
         errs.invalid(path, &q.to_string(), NEGATIVE);
     }
@@ -134,16 +139,16 @@ pub(crate) fn validate_positive(q: &Quantity, path: &Path<'_>, errs: &mut Errors
 
 /// A resource list as sorted `(name, quantity)` pairs; unparsable quantities are skipped (the
 /// typed decode reports them).
-pub(crate) fn resource_list(v: &Value, field: &str) -> Vec<(String, Quantity)> {
-    let mut out: Vec<(String, Quantity)> = v
+pub(crate) fn resource_list<'a>(v: &'a Value, field: &str) -> Vec<(&'a str, Quantity)> {
+    let mut out: Vec<(&str, Quantity)> = v
         .obj(field)
         .map(|m| {
             m.iter()
-                .filter_map(|(k, q)| Quantity::from_json(q).ok().map(|q| (k.clone(), q)))
+                .filter_map(|(k, q)| Quantity::from_json(q).ok().map(|q| (k.as_str(), q)))
                 .collect()
         })
         .unwrap_or_default();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.sort_by(|a, b| a.0.cmp(b.0));
     out
 }
 
@@ -158,39 +163,39 @@ pub(crate) fn validate_requirements(res: &Value, path: &Path<'_>, errs: &mut Err
         validate_container_resource_name(name, &p, errs);
         validate_quantity_value(name, q, &p, errs);
         hugepages |= is_hugepages(name);
-        lim_cpu_mem |= matches!(name.as_str(), "cpu" | "memory");
+        lim_cpu_mem |= matches!(*name, "cpu" | "memory");
     }
     for (name, q) in resource_list(res, "requests") {
-        let p = req_path.key(&name);
-        validate_container_resource_name(&name, &p, errs);
-        validate_quantity_value(&name, &q, &p, errs);
+        let p = req_path.key(name);
+        validate_container_resource_name(name, &p, errs);
+        validate_quantity_value(name, &q, &p, errs);
         match limits.iter().find(|(n, _)| *n == name) {
             Some((_, limit)) => {
                 let ord = q.cmp(limit);
-                if ord.is_ne() && !is_overcommit_allowed(&name) {
+                if ord.is_ne() && !is_overcommit_allowed(name) {
                     errs.invalid(
-                        &req_path,
+                        req_path,
                         &q.to_string(),
                         format!("must be equal to {name} limit of {limit}"),
                     );
                 } else if ord.is_gt() {
                     errs.invalid(
-                        &req_path,
+                        req_path,
                         &q.to_string(),
                         format!("must be less than or equal to {name} limit of {limit}"),
                     );
                 }
             }
-            None if !is_overcommit_allowed(&name) => {
+            None if !is_overcommit_allowed(name) => {
                 errs.required(
-                    &lim_path,
+                    lim_path,
                     "Limit must be set for non overcommitable resources",
                 );
             }
             None => {}
         }
-        hugepages |= is_hugepages(&name);
-        req_cpu_mem |= matches!(name.as_str(), "cpu" | "memory");
+        hugepages |= is_hugepages(name);
+        req_cpu_mem |= matches!(name, "cpu" | "memory");
     }
     if hugepages && !lim_cpu_mem && !req_cpu_mem {
         errs.forbidden(path, "HugePages require cpu or memory");

@@ -6,6 +6,7 @@
 //! `pkg/registry/core/service/strategy.go` (`normalizeClusterIPs`, `patchAllocatedValues`), which
 //! upstream applies before validating and which decide what the rules see.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use kgc_meta::validation::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
@@ -51,12 +52,15 @@ pub(crate) fn service(obj: &Value, op: Op<'_>, errs: &mut Errors) {
 /// The spec as upstream's registry hands it to validation: on create `clusterIPs` is derived
 /// from `clusterIP`; on update the allocated values the request left out are kept
 /// (`patchAllocatedValues`) and the two IP fields are reconciled (`normalizeClusterIPs`).
-fn prepared_spec(spec: &Value, old: Option<&Value>) -> Value {
-    let mut new = spec.clone();
-    let ip = |s: &Value| s.str_of("clusterIP").to_owned();
+/// The spec is copied only when one of these changes it.
+fn prepared_spec<'a>(spec: &'a Value, old: Option<&Value>) -> Cow<'a, Value> {
+    fn ip(s: &Value) -> &str {
+        s.str_of("clusterIP")
+    }
+    let mut new = Cow::Borrowed(spec);
     let ips = |s: &Value| s.at("clusterIPs").clone();
-    let set = |s: &mut Value, k: &str, v: Value| {
-        if let Some(m) = s.as_object_mut() {
+    let set = |s: &mut Cow<'_, Value>, k: &str, v: Value| {
+        if let Some(m) = s.to_mut().as_object_mut() {
             m.insert(k.to_owned(), v);
         }
     };
@@ -90,7 +94,7 @@ fn prepared_spec(spec: &Value, old: Option<&Value>) -> Value {
     {
         set(&mut new, "clusterIPs", ips(old));
     }
-    if ip(old) != ip(&new) && crate::json::same(&ips(&new), &ips(old)) {
+    if ip(old) != ip(&new) && crate::json::same(new.at("clusterIPs"), old.at("clusterIPs")) {
         let v = if ip(&new).is_empty() {
             Value::Null
         } else {
@@ -229,7 +233,10 @@ fn validate(spec: &Value, errs: &mut Errors) {
     for (i, p) in ports.iter().enumerate() {
         let np = p.int_of("nodePort");
         if np != 0 && !node_ports.insert((p.str_of("protocol"), np)) {
-            errs.duplicate_raw(Path::new("spec.ports").index(i).child("nodePort"), np.to_string());
+            errs.duplicate_raw(
+                Path::new("spec.ports").index(i).child("nodePort"),
+                np.to_string(),
+            );
         }
     }
     let mut seen = BTreeSet::new();
@@ -283,10 +290,10 @@ fn validate(spec: &Value, errs: &mut Errors) {
 }
 
 /// `validateServicePort`.
-fn port(
-    p: &Value,
+fn port<'a>(
+    p: &'a Value,
     require_name: bool,
-    names: &mut BTreeSet<String>,
+    names: &mut BTreeSet<&'a str>,
     path: &Path<'_>,
     errs: &mut Errors,
 ) {
@@ -294,8 +301,8 @@ fn port(
     if require_name && name.is_empty() {
         errs.required(path.child("name"), "");
     } else if !name.is_empty() {
-        errs.invalid_each(&path.child("name"), name, is_dns1123_label(name));
-        if !names.insert(name.to_owned()) {
+        errs.invalid_each(path.child("name"), name, is_dns1123_label(name));
+        if !names.insert(name) {
             errs.duplicate(path.child("name"), name);
         }
     }
@@ -306,7 +313,7 @@ fn port(
     errs.one_of(path.child("protocol"), p.str_of("protocol"), &PROTOCOLS);
     validate_port_num_or_name(p.at("targetPort"), &path.child("targetPort"), errs);
     if let Some(ap) = p.opt_str("appProtocol") {
-        errs.invalid_each(&path.child("appProtocol"), ap, is_qualified_name(ap));
+        errs.invalid_each(path.child("appProtocol"), ap, is_qualified_name(ap));
     }
 }
 
@@ -383,10 +390,10 @@ fn cluster_ip_fields(spec: &Value, errs: &mut Errors) {
     for (i, fam) in strings(spec, "ipFamilies").iter().enumerate() {
         let p = families.index(i);
         if !matches!(*fam, "IPv4" | "IPv6") {
-            errs.not_supported_typed(&p, fam, &["IPv4", "IPv6"]);
+            errs.not_supported_typed(p, fam, &["IPv4", "IPv6"]);
         }
         if !seen.insert(*fam) {
-            errs.duplicate_raw(&p, typed(fam));
+            errs.duplicate_raw(p, typed(fam));
         }
     }
     if let Some(policy) = spec.opt_str("ipFamilyPolicy") {
@@ -549,7 +556,7 @@ fn status(s: &Value, errs: &mut Errors) {
         }
         let host = ing.str_of("hostname");
         if !host.is_empty() {
-            errs.invalid_each(&p.child("hostname"), host, is_dns1123_subdomain(host));
+            errs.invalid_each(p.child("hostname"), host, is_dns1123_subdomain(host));
             if parse_ip(host).is_some() {
                 errs.invalid(
                     p.child("hostname"),

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::Op;
 use crate::field::{Errors, Path, go_struct};
-use crate::json::{Json, same};
+use crate::json::{Json, same_except};
 use crate::labels::{render_selector, validate_annotations, validate_labels};
 use crate::workload::{
     Rules, always_restart, counters, int_or_percent_value, not_more_than_100_percent,
@@ -41,16 +41,7 @@ const MUTABLE: [&str; 7] = [
 ];
 
 fn only_mutable_fields_changed(spec: &Value, old: &Value, errs: &mut Errors) {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(m) = v.as_object_mut() {
-            for f in MUTABLE {
-                m.remove(f);
-            }
-        }
-        v
-    };
-    if !same(&strip(spec), &strip(old)) {
+    if !same_except(spec, old, &MUTABLE) {
         errs.forbidden(
             "spec",
             "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
@@ -117,7 +108,12 @@ fn spec(spec: &Value, errs: &mut Errors) {
             template_matches(&sel, template, &Path::new("spec.template"), errs);
             let meta = template.at("metadata");
             validate_labels(meta, "labels", &Path::new("spec.template.labels"), errs);
-            validate_annotations(meta, "annotations", &Path::new("spec.template.annotations"), errs);
+            validate_annotations(
+                meta,
+                "annotations",
+                &Path::new("spec.template.annotations"),
+                errs,
+            );
         }
         None => errs.invalid_raw("spec.selector", render_selector(spec.at("selector")), ""),
     }
@@ -138,7 +134,7 @@ fn rolling_update(ru: &Value, path: &Path<'_>, errs: &mut Errors) {
         let p = path.child("maxUnavailable");
         positive_int_or_percent(mu, &p, errs);
         if int_or_percent_value(mu) == 0 {
-            errs.invalid_raw(&p, render_int_or_string(mu), "cannot be 0");
+            errs.invalid_raw(p, render_int_or_string(mu), "cannot be 0");
         }
         not_more_than_100_percent(mu, &p, errs);
     }

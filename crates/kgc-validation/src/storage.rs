@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use crate::diff::forbid_changes;
 use crate::field::{Errors, Path};
 use crate::json::{Json, same, string_map, strings};
-use crate::labels::validate_selector;
+use crate::labels::{to_lower, validate_selector};
 use crate::resources::{resource_list, validate_positive, validate_quantity_value};
 use crate::volume::{PV_SOURCES, validate_sources};
 
@@ -117,7 +117,7 @@ fn pv_spec(spec: &Value, errs: &mut Errors) {
     }
     let capacity_path = Path::new("spec.capacity");
     for (name, q) in resource_list(spec, "capacity") {
-        let p = capacity_path.key(&name);
+        let p = capacity_path.key(name);
         validate_positive(&q, &p, errs);
     }
     let class = spec.str_of("storageClassName");
@@ -190,7 +190,7 @@ pub(crate) fn claim_spec(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
     let resources = path.child("resources");
     let storage_path = resources.key("storage");
     match Quantity::from_json(spec.at("resources").at("requests").at("storage")) {
-        Err(_) => errs.required(&storage_path, ""),
+        Err(_) => errs.required(storage_path, ""),
         Ok(q) => {
             if validate_positive(&q, &storage_path, errs) {
                 validate_quantity_value("storage", &q, &storage_path, errs);
@@ -201,7 +201,7 @@ pub(crate) fn claim_spec(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
         && !class.is_empty()
     {
         errs.invalid_each(
-            &path.child("storageClassName"),
+            path.child("storageClassName"),
             class,
             is_dns1123_subdomain(class),
         );
@@ -223,7 +223,7 @@ pub(crate) fn claim_spec(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
             && ds.str_of("kind") != "PersistentVolumeClaim"
         {
             errs.invalid(
-                &p,
+                p,
                 ds.str_of("kind"),
                 "must be 'PersistentVolumeClaim' when referencing the default apiGroup",
             );
@@ -362,11 +362,8 @@ pub(crate) fn storage_class(obj: &Value, old: Option<&Value>, errs: &mut Errors)
     if provisioner.is_empty() {
         errs.required("provisioner", "");
     } else {
-        errs.invalid_each(
-            "provisioner",
-            &provisioner.to_lowercase(),
-            is_qualified_name(&provisioner.to_lowercase()),
-        );
+        let provisioner = to_lower(provisioner);
+        errs.invalid_each("provisioner", &provisioner, is_qualified_name(&provisioner));
     }
     let params = string_map(obj, "parameters");
     if params.len() > 512 {

@@ -6,7 +6,7 @@ use kgc_meta::validation::{FieldError, FieldErrorKind, go_json, is_label_value};
 use serde_json::Value;
 
 use crate::field::{Errors, Path, go_struct, typed};
-use crate::json::{Json, same};
+use crate::json::{Json, same_except};
 use crate::labels::validate_label_name;
 
 const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
@@ -122,17 +122,17 @@ pub(crate) fn validate_tolerations(tolerations: &[Value], path: &Path<'_>, errs:
 
 /// `validateOnlyAddedTolerations`: every old toleration must still be there (only its
 /// `tolerationSeconds` may change); then the new list is validated.
-pub(crate) fn validate_only_added(new: &[Value], old: &[Value], path: &Path<'_>, errs: &mut Errors) {
-    let without_seconds = |t: &Value| {
-        let mut t = t.clone();
-        if let Some(m) = t.as_object_mut() {
-            m.remove("tolerationSeconds");
-        }
-        t
-    };
+pub(crate) fn validate_only_added(
+    new: &[Value],
+    old: &[Value],
+    path: &Path<'_>,
+    errs: &mut Errors,
+) {
     for o in old {
-        let o = without_seconds(o);
-        if !new.iter().any(|n| same(&without_seconds(n), &o)) {
+        if !new
+            .iter()
+            .any(|n| same_except(n, o, &["tolerationSeconds"]))
+        {
             errs.forbidden(
                 path,
                 "existing toleration can not be modified except its tolerationSeconds",
@@ -160,7 +160,11 @@ mod tests {
             {"key": "k", "operator": "Greater", "effect": "Never"},
         ]);
         assert_eq!(
-            run(|e| validate_tolerations(t.as_array().unwrap_or(&vec![]), &Path::new("spec.tolerations"), e)),
+            run(|e| validate_tolerations(
+                t.as_array().unwrap_or(&vec![]),
+                &Path::new("spec.tolerations"),
+                e
+            )),
             vec![
                 "spec.tolerations[1].operator: Invalid value: \"Equal\": operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
                 "spec.tolerations[2].operator: Invalid value: {\"Key\":\"k\",\"Operator\":\"Exists\",\"Value\":\"v\",\"Effect\":\"\",\"TolerationSeconds\":null}: value must be empty when `operator` is 'Exists'",
@@ -180,7 +184,11 @@ mod tests {
             {"key": "b", "effect": ""},
         ]);
         assert_eq!(
-            run(|e| validate_taints(t.as_array().unwrap_or(&vec![]), &Path::new("metadata.taints"), e)),
+            run(|e| validate_taints(
+                t.as_array().unwrap_or(&vec![]),
+                &Path::new("metadata.taints"),
+                e
+            )),
             vec![
                 "metadata.taints[1]: Duplicate value: {\"Key\":\"a\",\"Value\":\"2\",\"Effect\":\"NoSchedule\",\"TimeAdded\":null}: taints must be unique by key and effect pair",
                 "metadata.taints[2].effect: Required value",
@@ -195,11 +203,21 @@ mod tests {
         let new_bad = json!([{"key": "x", "operator": "Exists"}]);
         let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
         assert!(
-            run(|e| validate_only_added(&list(&new_ok), &list(&old), &Path::new("spec.tolerations"), e))
-                .is_empty()
+            run(|e| validate_only_added(
+                &list(&new_ok),
+                &list(&old),
+                &Path::new("spec.tolerations"),
+                e
+            ))
+            .is_empty()
         );
         assert_eq!(
-            run(|e| validate_only_added(&list(&new_bad), &list(&old), &Path::new("spec.tolerations"), e)),
+            run(|e| validate_only_added(
+                &list(&new_bad),
+                &list(&old),
+                &Path::new("spec.tolerations"),
+                e
+            )),
             vec![
                 "spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds"
             ]

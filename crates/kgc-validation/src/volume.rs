@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::container::{validate_field_selector, validate_resource_field_selector};
 use crate::field::{Errors, Path};
 use crate::json::Json;
+use crate::labels::to_lower;
 
 /// The sources of a pod volume in the order upstream checks them (the first one set wins and
 /// every further one is "more than 1 volume type").
@@ -80,23 +81,26 @@ const FILE_MODE: &str = "must be a number between 0 and 0777 (octal), both inclu
 
 /// The valid volumes of a pod by name, with the source each uses (mounts and devices refer to
 /// them).
-pub(crate) type Volumes = BTreeMap<String, &'static str>;
+pub(crate) type Volumes<'a> = BTreeMap<&'a str, &'static str>;
 
 /// `ValidateVolumes`: names unique DNS labels, exactly one valid source each.
-pub(crate) fn validate_volumes(
-    spec: &Value,
+pub(crate) fn validate_volumes<'a>(
+    spec: &'a Value,
     pod_name: &str,
     path: &Path<'_>,
     errs: &mut Errors,
-) -> Volumes {
+) -> Volumes<'a> {
     let vols = spec.list("volumes");
-    let created_claims: Vec<String> = if pod_name.is_empty() {
-        Vec::new()
-    } else {
-        vols.iter()
-            .filter(|v| v.has("ephemeral"))
-            .map(|v| format!("{pod_name}-{}", v.str_of("name")))
-            .collect()
+    // The claim a pod's ephemeral volume creates is named `<pod name>-<volume name>`.
+    let created_by_ephemeral = |claim: &str| {
+        !pod_name.is_empty()
+            && claim
+                .strip_prefix(pod_name)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|name| {
+                    vols.iter()
+                        .any(|v| v.has("ephemeral") && v.str_of("name") == name)
+                })
     };
     let mut names = Volumes::new();
     for (i, vol) in vols.iter().enumerate() {
@@ -106,22 +110,22 @@ pub(crate) fn validate_volumes(
         let source = validate_sources(vol, &POD_SOURCES, &p, &mut el);
         let name_path = p.child("name");
         if name.is_empty() {
-            el.required(&name_path, "");
+            el.required(name_path, "");
         } else {
-            el.invalid_each(&name_path, name, is_dns1123_label(name));
+            el.invalid_each(name_path, name, is_dns1123_label(name));
         }
         if names.contains_key(name) {
-            el.duplicate(&name_path, name);
+            el.duplicate(name_path, name);
         }
         if el.len() == 0 {
             if let Some(source) = source {
-                names.insert(name.to_owned(), source);
+                names.insert(name, source);
             }
         } else {
             errs.extend(el);
         }
         let claim = vol.at("persistentVolumeClaim").str_of("claimName");
-        if vol.has("persistentVolumeClaim") && created_claims.iter().any(|c| c == claim) {
+        if vol.has("persistentVolumeClaim") && created_by_ephemeral(claim) {
             errs.invalid(
                 p.child("persistentVolumeClaim").child("claimName"),
                 claim,
@@ -270,7 +274,7 @@ pub(crate) fn csi_driver_name(driver: &str, path: &Path<'_>, errs: &mut Errors) 
     if driver.len() > 63 {
         errs.too_long(path, 63);
     }
-    errs.invalid_each(path, driver, is_dns1123_subdomain(&driver.to_lowercase()));
+    errs.invalid_each(path, driver, is_dns1123_subdomain(&to_lower(driver)));
 }
 
 fn mode(v: &Value, field: &str, path: &Path<'_>, errs: &mut Errors) {
@@ -340,17 +344,17 @@ const VOLUME_FIELD_PATHS: [&str; 5] = [
     "metadata.uid",
 ];
 
-fn projected(v: &Value, path: &Path<'_>, errs: &mut Errors) {
+fn projected<'a>(v: &'a Value, path: &Path<'_>, errs: &mut Errors) {
     mode(v, "defaultMode", path, errs);
-    let mut all_paths: Vec<String> = Vec::new();
-    let mut claim_path = |target: &str, shown: &str, errs: &mut Errors| {
+    let mut all_paths: Vec<&str> = Vec::new();
+    let mut claim_path = |target: &'a str, shown: &str, errs: &mut Errors| {
         if target.is_empty() {
             return;
         }
-        if all_paths.iter().any(|p| p == target) {
+        if all_paths.contains(&target) {
             errs.invalid(path, shown, "conflicting duplicate paths");
         } else {
-            all_paths.push(target.to_owned());
+            all_paths.push(target);
         }
     };
     let sources = path.child("sources");
@@ -414,11 +418,7 @@ fn projected(v: &Value, path: &Path<'_>, errs: &mut Errors) {
 
 /// `validatePathNoBacksteps`.
 pub(crate) fn no_backsteps(target: &str, path: &Path<'_>, errs: &mut Errors) {
-    if target
-        .replace('\\', "/")
-        .split('/')
-        .any(|part| part == "..")
-    {
+    if target.split(['/', '\\']).any(|part| part == "..") {
         errs.invalid(path, target, "must not contain '..'");
     }
 }

@@ -68,7 +68,7 @@ pub(crate) fn required_selector<'a>(
     let sp = path.child("selector");
     if validate_required_selector(sel, &sp, errs) && is_empty_selector(sel) {
         errs.invalid_raw(
-            &sp,
+            sp,
             render_selector(sel),
             format!("empty selector is invalid for {kind_word}"),
         );
