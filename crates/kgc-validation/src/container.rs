@@ -79,10 +79,12 @@ pub(crate) fn validate_all(
 ) {
     let regular = spec.list("containers");
     let cpath = path.child("containers");
+    // The names seen so far: init containers may not reuse a regular container's name,
+    // ephemeral containers any other container's.
+    let mut names = BTreeSet::new();
     if regular.is_empty() {
         errs.required(cpath, "");
     } else {
-        let mut names = BTreeSet::new();
         for (i, c) in regular.iter().enumerate() {
             let p = cpath.index(i);
             common(c, vols, &p, errs);
@@ -101,7 +103,6 @@ pub(crate) fn validate_all(
         host_port_conflicts(regular, &cpath, errs);
     }
 
-    let mut names: BTreeSet<&str> = regular.iter().map(|c| c.str_of("name")).collect();
     let ipath = path.child("initContainers");
     for (i, c) in spec.list("initContainers").iter().enumerate() {
         let p = ipath.index(i);

@@ -6,21 +6,23 @@
 //! structs) as its `encoding/json` encoding. The helpers here take the value in the shape upstream
 //! passes it, so call sites read like the Go they follow.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use kgc_meta::validation::{FieldError, FieldErrorKind, go_json};
 use serde_json::Value;
 
-/// `field.Path`: where in the object an error is, built as validation descends and rendered
-/// only when an error is recorded. Nearly every write is valid, so a path costs nothing but a
-/// few words on the stack: each step borrows its parent and names one field, index or key, as
-/// upstream's linked `*field.Path` does.
+/// `field.Path` (kubernetes/apimachinery `pkg/util/validation/field/path.go`): where in the
+/// object an error is, built as validation descends and rendered only when an error is
+/// recorded. Nearly every write is valid, so a path costs nothing but a few words on the stack:
+/// each step borrows its parent and names one field, index or key, as upstream's linked
+/// `*field.Path` does.
 #[derive(Clone, Copy)]
 pub(crate) struct Path<'a> {
     parent: Option<&'a Path<'a>>,
     step: Step<'a>,
 }
 
+/// One step of a [`Path`] below its parent.
 #[derive(Clone, Copy)]
 enum Step<'a> {
     /// A root (`field.NewPath`) or a field name (`Child`).
@@ -64,6 +66,7 @@ impl<'a> Path<'a> {
         }
     }
 
+    /// Appends the path to `out`: parents first, a dot before a name unless nothing precedes it.
     fn render(&self, out: &mut String) {
         if let Some(parent) = self.parent {
             parent.render(out);
@@ -76,9 +79,8 @@ impl<'a> Path<'a> {
                 out.push_str(name);
             }
             Step::Index(i) => {
-                out.push('[');
-                out.push_str(&i.to_string());
-                out.push(']');
+                // Writing to a `String` cannot fail.
+                let _ = write!(out, "[{i}]");
             }
             Step::Key(k) => {
                 out.push('[');
@@ -97,12 +99,14 @@ impl fmt::Display for Path<'_> {
     }
 }
 
+/// A literal path (`"spec.selector"`) is a root, so error sites can name fixed fields plainly.
 impl<'a> From<&'a str> for Path<'a> {
     fn from(root: &'a str) -> Self {
         Path::new(root)
     }
 }
 
+/// The recording methods take a path by value or by reference alike.
 impl<'a> From<&Path<'a>> for Path<'a> {
     fn from(p: &Path<'a>) -> Self {
         *p
@@ -338,5 +342,30 @@ impl Errors {
         for m in msgs {
             self.invalid(path, v, m);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Paths render as `field.Path.String` does, and only when asked.
+    #[test]
+    fn paths_render_like_upstream() {
+        let spec = Path::new("spec");
+        let containers = spec.child("containers");
+        let c = containers.index(0);
+        assert_eq!(c.child("name").to_string(), "spec.containers[0].name");
+        let resources = c.child("resources");
+        let limits = resources.child("limits");
+        assert_eq!(
+            limits.key("cpu").to_string(),
+            "spec.containers[0].resources.limits[cpu]"
+        );
+        let root = Path::new("");
+        assert_eq!(root.child("type").to_string(), "type");
+        let second = root.index(2);
+        assert_eq!(second.child("a").to_string(), "[2].a");
+        assert_eq!(Path::new("[]").to_string(), "[]");
     }
 }
