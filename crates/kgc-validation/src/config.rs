@@ -6,7 +6,7 @@
 use kgc_meta::validation::{is_dns1123_subdomain, max_len_error, regex_error};
 use serde_json::Value;
 
-use crate::field::{Errors, key};
+use crate::field::{Errors, Path};
 use crate::json::{Json, same};
 
 /// `core.MaxSecretSize`, which also bounds ConfigMaps.
@@ -69,12 +69,13 @@ fn decoded(v: &Value) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-fn sorted_keys(v: &Value, field: &str) -> Vec<(String, Value)> {
-    let mut out: Vec<(String, Value)> = v
+/// The entries of a map field by key, borrowed.
+fn sorted_keys<'a>(v: &'a Value, field: &str) -> Vec<(&'a str, &'a Value)> {
+    let mut out: Vec<(&str, &Value)> = v
         .obj(field)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .map(|m| m.iter().map(|(k, v)| (k.as_str(), v)).collect())
         .unwrap_or_default();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.sort_by(|a, b| a.0.cmp(b.0));
     out
 }
 
@@ -85,17 +86,19 @@ pub(crate) fn config_map(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
     }
     let mut total = 0usize;
     let binary = obj.at("binaryData");
+    let data = Path::new("data");
     for (k, v) in sorted_keys(obj, "data") {
-        let p = key("data", &k);
-        errs.invalid_each(&p, &k, is_config_map_key(&k));
-        if binary.get(&k).is_some() {
-            errs.invalid(&p, &k, "duplicate of key present in binaryData");
+        let p = data.key(k);
+        errs.invalid_each(p, k, is_config_map_key(k));
+        if binary.get(k).is_some() {
+            errs.invalid(p, k, "duplicate of key present in binaryData");
         }
         total = total.saturating_add(v.as_str().map_or(0, str::len));
     }
+    let binary_path = Path::new("binaryData");
     for (k, v) in sorted_keys(obj, "binaryData") {
-        errs.invalid_each(&key("binaryData", &k), &k, is_config_map_key(&k));
-        total = total.saturating_add(decoded_len(&v));
+        errs.invalid_each(binary_path.key(k), k, is_config_map_key(k));
+        total = total.saturating_add(decoded_len(v));
     }
     if total > MAX_SECRET_SIZE {
         // Upstream passes the empty path (the whole object), which prints as `[]`.
@@ -131,9 +134,10 @@ pub(crate) fn secret(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
     }
     let data = obj.at("data");
     let mut total = 0usize;
+    let data_path = Path::new("data");
     for (k, v) in sorted_keys(obj, "data") {
-        errs.invalid_each(&key("data", &k), &k, is_config_map_key(&k));
-        total = total.saturating_add(decoded_len(&v));
+        errs.invalid_each(data_path.key(k), k, is_config_map_key(k));
+        total = total.saturating_add(decoded_len(v));
     }
     if total > MAX_SECRET_SIZE {
         errs.too_long("data", MAX_SECRET_SIZE);
@@ -147,7 +151,7 @@ pub(crate) fn secret(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
                 .str_of(SA_NAME_KEY)
                 .is_empty() =>
         {
-            errs.required(key("metadata.annotations", SA_NAME_KEY), "");
+            errs.required(Path::new("metadata.annotations").key(SA_NAME_KEY), "");
         }
         t @ ("kubernetes.io/dockercfg" | "kubernetes.io/dockerconfigjson") => {
             let k = if t == "kubernetes.io/dockercfg" {
@@ -156,25 +160,25 @@ pub(crate) fn secret(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
                 ".dockerconfigjson"
             };
             match data.get(k) {
-                None => errs.required(key("data", k), ""),
+                None => errs.required(data_path.key(k), ""),
                 Some(v) => {
                     if let Err(e) = crate::json_syntax::unmarshal_into_map(&decoded(v)) {
-                        errs.invalid(key("data", k), "<secret contents redacted>", e);
+                        errs.invalid(data_path.key(k), "<secret contents redacted>", e);
                     }
                 }
             }
         }
         "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
-            errs.required(key("data", "username"), "");
-            errs.required(key("data", "password"), "");
+            errs.required(data_path.key("username"), "");
+            errs.required(data_path.key("password"), "");
         }
         "kubernetes.io/ssh-auth" if decoded_len(data.at("ssh-privatekey")) == 0 => {
-            errs.required(key("data", "ssh-privatekey"), "");
+            errs.required(data_path.key("ssh-privatekey"), "");
         }
         "kubernetes.io/tls" => {
             for k in ["tls.crt", "tls.key"] {
                 if !has(k) {
-                    errs.required(key("data", k), "");
+                    errs.required(data_path.key(k), "");
                 }
             }
         }

@@ -12,8 +12,9 @@ use kgc_meta::validation::{is_dns1123_label, is_qualified_name, max_len_error, r
 use serde_json::Value;
 
 use crate::config::is_config_map_key;
-use crate::field::{Errors, child, index};
+use crate::field::{Errors, Path};
 use crate::json::Json;
+use crate::labels::to_lower;
 use crate::volume::{Volumes, local_descending_path};
 
 /// `supportedPortProtocols`, sorted as `sets.List` returns them.
@@ -56,7 +57,7 @@ pub(crate) fn port_name_errors(port: &str) -> Vec<String> {
 }
 
 /// `ValidatePortNumOrName` of an `IntOrString`.
-pub(crate) fn validate_port_num_or_name(v: &Value, path: &str, errs: &mut Errors) {
+pub(crate) fn validate_port_num_or_name(v: &Value, path: &Path<'_>, errs: &mut Errors) {
     match v {
         Value::String(s) => errs.invalid_each(path, s, port_name_errors(s)),
         other => {
@@ -71,28 +72,30 @@ pub(crate) fn validate_port_num_or_name(v: &Value, path: &str, errs: &mut Errors
 /// Validates `containers`, `initContainers` and `ephemeralContainers` of a pod spec.
 pub(crate) fn validate_all(
     spec: &Value,
-    vols: &Volumes,
+    vols: &Volumes<'_>,
     grace: Option<i64>,
-    path: &str,
+    path: &Path<'_>,
     errs: &mut Errors,
 ) {
     let regular = spec.list("containers");
-    let cpath = child(path, "containers");
+    let cpath = path.child("containers");
+    // The names seen so far: init containers may not reuse a regular container's name,
+    // ephemeral containers any other container's.
+    let mut names = BTreeSet::new();
     if regular.is_empty() {
-        errs.required(&cpath, "");
+        errs.required(cpath, "");
     } else {
-        let mut names = BTreeSet::new();
         for (i, c) in regular.iter().enumerate() {
-            let p = index(&cpath, i);
+            let p = cpath.index(i);
             common(c, vols, &p, errs);
             let name = c.str_of("name");
             if !names.insert(name) {
-                errs.duplicate(child(&p, "name"), name);
+                errs.duplicate(p.child("name"), name);
             }
             lifecycle_and_probes(c, grace, &p, errs);
             if c.has("restartPolicy") {
                 errs.forbidden(
-                    child(&p, "restartPolicy"),
+                    p.child("restartPolicy"),
                     "may not be set for non-init containers",
                 );
             }
@@ -100,22 +103,21 @@ pub(crate) fn validate_all(
         host_port_conflicts(regular, &cpath, errs);
     }
 
-    let mut names: BTreeSet<&str> = regular.iter().map(|c| c.str_of("name")).collect();
-    let ipath = child(path, "initContainers");
+    let ipath = path.child("initContainers");
     for (i, c) in spec.list("initContainers").iter().enumerate() {
-        let p = index(&ipath, i);
+        let p = ipath.index(i);
         common(c, vols, &p, errs);
         let restart_always = match c.opt_str("restartPolicy") {
             Some("Always") => true,
             Some(other) => {
-                errs.not_supported_typed(child(&p, "restartPolicy"), other, &["Always"]);
+                errs.not_supported_typed(p.child("restartPolicy"), other, &["Always"]);
                 false
             }
             None => false,
         };
         let name = c.str_of("name");
         if names.contains(name) {
-            errs.duplicate(child(&p, "name"), name);
+            errs.duplicate(p.child("name"), name);
         } else if !name.is_empty() {
             names.insert(name);
         }
@@ -132,32 +134,37 @@ pub(crate) fn validate_all(
                 ("startupProbe", NEEDS_ALWAYS),
             ] {
                 if c.has(field) {
-                    errs.forbidden(child(&p, field), msg);
+                    errs.forbidden(p.child(field), msg);
                 }
             }
         }
         if !c.list("resizePolicy").is_empty() {
             errs.invalid_json(
-                child(&p, "resizePolicy"),
+                p.child("resizePolicy"),
                 c.at("resizePolicy"),
                 "must not be set for init containers",
             );
         }
     }
 
+    let ephemeral = spec.list("ephemeralContainers");
+    if ephemeral.is_empty() {
+        return;
+    }
+    // Ephemeral containers may only target the regular and init containers.
     let others = names.clone();
-    let epath = child(path, "ephemeralContainers");
-    for (i, c) in spec.list("ephemeralContainers").iter().enumerate() {
-        let p = index(&epath, i);
+    let epath = path.child("ephemeralContainers");
+    for (i, c) in ephemeral.iter().enumerate() {
+        let p = epath.index(i);
         common(c, vols, &p, errs);
         only_for_pod(c, &p, errs);
         let name = c.str_of("name");
         if !names.insert(name) {
-            errs.duplicate(child(&p, "name"), name);
+            errs.duplicate(p.child("name"), name);
         }
         let target = c.str_of("targetContainerName");
         if !target.is_empty() && !others.contains(target) {
-            errs.not_found(child(&p, "targetContainerName"), target);
+            errs.not_found(p.child("targetContainerName"), target);
         }
         for field in [
             "ports",
@@ -176,17 +183,15 @@ pub(crate) fn validate_all(
                 _ => true,
             };
             if set {
-                errs.forbidden(child(&p, field), "cannot be set for an Ephemeral Container");
+                errs.forbidden(p.child(field), "cannot be set for an Ephemeral Container");
             }
         }
+        let mounts = p.child("volumeMounts");
         for (j, m) in c.list("volumeMounts").iter().enumerate() {
-            let mp = index(&child(&p, "volumeMounts"), j);
+            let mp = mounts.index(j);
             for field in ["subPath", "subPathExpr"] {
                 if !m.str_of(field).is_empty() {
-                    errs.forbidden(
-                        child(&mp, field),
-                        "cannot be set for an Ephemeral Container",
-                    );
+                    errs.forbidden(mp.child(field), "cannot be set for an Ephemeral Container");
                 }
             }
         }
@@ -194,11 +199,11 @@ pub(crate) fn validate_all(
 }
 
 /// `validateContainersOnlyForPod`: pods (not templates) may not pad images with spaces.
-pub(crate) fn only_for_pod(c: &Value, path: &str, errs: &mut Errors) {
+pub(crate) fn only_for_pod(c: &Value, path: &Path<'_>, errs: &mut Errors) {
     let image = c.str_of("image");
     if image.trim() != image {
         errs.invalid(
-            child(path, "image"),
+            path.child("image"),
             image,
             "must not have leading or trailing whitespace",
         );
@@ -206,69 +211,69 @@ pub(crate) fn only_for_pod(c: &Value, path: &str, errs: &mut Errors) {
 }
 
 /// `validateContainerCommon`.
-fn common(c: &Value, vols: &Volumes, path: &str, errs: &mut Errors) {
+fn common(c: &Value, vols: &Volumes<'_>, path: &Path<'_>, errs: &mut Errors) {
     let name = c.str_of("name");
-    let name_path = child(path, "name");
+    let name_path = path.child("name");
     if name.is_empty() {
-        errs.required(&name_path, "");
+        errs.required(name_path, "");
     } else {
-        errs.invalid_each(&name_path, name, is_dns1123_label(name));
+        errs.invalid_each(name_path, name, is_dns1123_label(name));
     }
     if c.str_of("image").is_empty() {
-        errs.required(child(path, "image"), "");
+        errs.required(path.child("image"), "");
     }
     errs.one_of(
-        child(path, "terminationMessagePolicy"),
+        path.child("terminationMessagePolicy"),
         c.str_of("terminationMessagePolicy"),
         &["File", "FallbackToLogsOnError"],
     );
-    ports(c, &child(path, "ports"), errs);
-    env(c, &child(path, "env"), errs);
-    env_from(c, &child(path, "envFrom"), errs);
-    volume_mounts(c, vols, &child(path, "volumeMounts"), errs);
-    volume_devices(c, vols, &child(path, "volumeDevices"), errs);
+    ports(c, &path.child("ports"), errs);
+    env(c, &path.child("env"), errs);
+    env_from(c, &path.child("envFrom"), errs);
+    volume_mounts(c, vols, &path.child("volumeMounts"), errs);
+    volume_devices(c, vols, &path.child("volumeDevices"), errs);
     errs.one_of(
-        child(path, "imagePullPolicy"),
+        path.child("imagePullPolicy"),
         c.str_of("imagePullPolicy"),
         &["Always", "IfNotPresent", "Never"],
     );
-    crate::resources::validate_requirements(c.at("resources"), &child(path, "resources"), errs);
+    crate::resources::validate_requirements(c.at("resources"), &path.child("resources"), errs);
 }
 
 /// `validateContainerPorts`.
-fn ports(c: &Value, path: &str, errs: &mut Errors) {
+fn ports(c: &Value, path: &Path<'_>, errs: &mut Errors) {
     let mut names = BTreeSet::new();
     for (i, port) in c.list("ports").iter().enumerate() {
-        let p = index(path, i);
+        let p = path.index(i);
         let name = port.str_of("name");
         if !name.is_empty() {
             let msgs = port_name_errors(name);
             if !msgs.is_empty() {
-                errs.invalid_each(&child(&p, "name"), name, msgs);
+                errs.invalid_each(p.child("name"), name, msgs);
             } else if !names.insert(name) {
-                errs.duplicate(child(&p, "name"), name);
+                errs.duplicate(p.child("name"), name);
             }
         }
         let cp = port.int_of("containerPort");
         if cp == 0 {
-            errs.required(child(&p, "containerPort"), "");
+            errs.required(p.child("containerPort"), "");
         } else {
             for m in port_num_errors(cp) {
-                errs.invalid_int(child(&p, "containerPort"), cp, m);
+                errs.invalid_int(p.child("containerPort"), cp, m);
             }
         }
         let hp = port.int_of("hostPort");
         if hp != 0 {
             for m in port_num_errors(hp) {
-                errs.invalid_int(child(&p, "hostPort"), hp, m);
+                errs.invalid_int(p.child("hostPort"), hp, m);
             }
         }
-        errs.one_of(child(&p, "protocol"), port.str_of("protocol"), &PROTOCOLS);
+        errs.one_of(p.child("protocol"), port.str_of("protocol"), &PROTOCOLS);
     }
 }
 
 /// `checkHostPortConflicts`: a protocol/hostIP/hostPort triple may be used once.
-fn host_port_conflicts(containers: &[Value], path: &str, errs: &mut Errors) {
+fn host_port_conflicts(containers: &[Value], path: &Path<'_>, errs: &mut Errors) {
     let mut seen = BTreeSet::new();
     for (ci, c) in containers.iter().enumerate() {
         for (pi, port) in c.list("ports").iter().enumerate() {
@@ -276,12 +281,12 @@ fn host_port_conflicts(containers: &[Value], path: &str, errs: &mut Errors) {
             if hp == 0 {
                 continue;
             }
-            let key = format!("{}/{}/{hp}", port.str_of("protocol"), port.str_of("hostIP"));
-            if seen.contains(&key) {
-                let p = index(&child(&index(path, ci), "ports"), pi);
-                errs.duplicate(child(&p, "hostPort"), &key);
-            } else {
-                seen.insert(key);
+            let (protocol, ip) = (port.str_of("protocol"), port.str_of("hostIP"));
+            if !seen.insert((protocol, ip, hp)) {
+                let container = path.index(ci);
+                let ports = container.child("ports");
+                let key = format!("{protocol}/{ip}/{hp}");
+                errs.duplicate(ports.index(pi).child("hostPort"), &key);
             }
         }
     }
@@ -303,16 +308,16 @@ fn env_var_name_errors(name: &str) -> Vec<String> {
 }
 
 /// `ValidateEnv`.
-fn env(c: &Value, path: &str, errs: &mut Errors) {
+fn env(c: &Value, path: &Path<'_>, errs: &mut Errors) {
     for (i, ev) in c.list("env").iter().enumerate() {
-        let p = index(path, i);
+        let p = path.index(i);
         let name = ev.str_of("name");
         if name.is_empty() {
-            errs.required(child(&p, "name"), "");
+            errs.required(p.child("name"), "");
         }
-        errs.invalid_each(&child(&p, "name"), name, env_var_name_errors(name));
+        errs.invalid_each(p.child("name"), name, env_var_name_errors(name));
         if ev.has("valueFrom") {
-            value_from(ev, &child(&p, "valueFrom"), errs);
+            value_from(ev, &p.child("valueFrom"), errs);
         }
     }
 }
@@ -331,7 +336,7 @@ const ENV_FIELD_PATHS: [&str; 9] = [
 ];
 
 /// `validateEnvVarValueFrom`.
-fn value_from(ev: &Value, path: &str, errs: &mut Errors) {
+fn value_from(ev: &Value, path: &Path<'_>, errs: &mut Errors) {
     let vf = ev.at("valueFrom");
     let mut sources = 0;
     if vf.has("fieldRef") {
@@ -339,7 +344,7 @@ fn value_from(ev: &Value, path: &str, errs: &mut Errors) {
         validate_field_selector(
             vf.at("fieldRef"),
             &ENV_FIELD_PATHS,
-            &child(path, "fieldRef"),
+            &path.child("fieldRef"),
             errs,
         );
     }
@@ -347,7 +352,7 @@ fn value_from(ev: &Value, path: &str, errs: &mut Errors) {
         sources += 1;
         validate_resource_field_selector(
             vf.at("resourceFieldRef"),
-            &child(path, "resourceFieldRef"),
+            &path.child("resourceFieldRef"),
             false,
             errs,
         );
@@ -355,7 +360,7 @@ fn value_from(ev: &Value, path: &str, errs: &mut Errors) {
     for kind in ["configMapKeyRef", "secretKeyRef"] {
         if vf.has(kind) {
             sources += 1;
-            key_selector(vf.at(kind), &child(path, kind), errs);
+            key_selector(vf.at(kind), &path.child(kind), errs);
         }
     }
     if sources == 0 {
@@ -376,32 +381,37 @@ fn value_from(ev: &Value, path: &str, errs: &mut Errors) {
 }
 
 /// `validateConfigMapKeySelector` / `validateSecretKeySelector`.
-fn key_selector(s: &Value, path: &str, errs: &mut Errors) {
+fn key_selector(s: &Value, path: &Path<'_>, errs: &mut Errors) {
     let name = s.str_of("name");
-    errs.invalid_each(&child(path, "name"), name, crate::config::name_errors(name));
+    errs.invalid_each(path.child("name"), name, crate::config::name_errors(name));
     let k = s.str_of("key");
     if k.is_empty() {
-        errs.required(child(path, "key"), "");
+        errs.required(path.child("key"), "");
     } else {
-        errs.invalid_each(&child(path, "key"), k, is_config_map_key(k));
+        errs.invalid_each(path.child("key"), k, is_config_map_key(k));
     }
 }
 
 /// `validateObjectFieldSelector` against the downward-API paths allowed where it appears.
-pub(crate) fn validate_field_selector(fs: &Value, allowed: &[&str], path: &str, errs: &mut Errors) {
+pub(crate) fn validate_field_selector(
+    fs: &Value,
+    allowed: &[&str],
+    path: &Path<'_>,
+    errs: &mut Errors,
+) {
     let version = fs.str_of("apiVersion");
     if version.is_empty() {
-        errs.required(child(path, "apiVersion"), "");
+        errs.required(path.child("apiVersion"), "");
         return;
     }
     let field_path = fs.str_of("fieldPath");
     if field_path.is_empty() {
-        errs.required(child(path, "fieldPath"), "");
+        errs.required(path.child("fieldPath"), "");
         return;
     }
     if let Err(e) = convert_downward_api_field(version, field_path) {
         errs.invalid(
-            child(path, "fieldPath"),
+            path.child("fieldPath"),
             field_path,
             format!("error converting fieldPath: {e}"),
         );
@@ -409,16 +419,13 @@ pub(crate) fn validate_field_selector(fs: &Value, allowed: &[&str], path: &str, 
     }
     match split_subscript(field_path) {
         Some(("metadata.annotations", sub)) => {
-            errs.invalid_each(
-                path,
-                &sub.to_lowercase(),
-                is_qualified_name(&sub.to_lowercase()),
-            );
+            let sub = to_lower(sub);
+            errs.invalid_each(path, &sub, is_qualified_name(&sub));
         }
         Some(("metadata.labels", sub)) => errs.invalid_each(path, sub, is_qualified_name(sub)),
         Some((p, _)) => errs.invalid(path, p, "does not support subscript"),
         None if !allowed.contains(&field_path) => {
-            errs.not_supported(child(path, "fieldPath"), field_path, allowed);
+            errs.not_supported(path.child("fieldPath"), field_path, allowed);
         }
         None => {}
     }
@@ -475,30 +482,30 @@ const RESOURCE_FIELD_PATHS: [&str; 6] = [
 /// its container).
 pub(crate) fn validate_resource_field_selector(
     fs: &Value,
-    path: &str,
+    path: &Path<'_>,
     volume: bool,
     errs: &mut Errors,
 ) {
     let resource = fs.str_of("resource");
     if volume && fs.str_of("containerName").is_empty() {
-        errs.required(child(path, "containerName"), "");
+        errs.required(path.child("containerName"), "");
     } else if resource.is_empty() {
-        errs.required(child(path, "resource"), "");
+        errs.required(path.child("resource"), "");
     } else if !RESOURCE_FIELD_PATHS.contains(&resource)
         && !resource.starts_with("limits.hugepages-")
         && !resource.starts_with("requests.hugepages-")
     {
-        errs.not_supported(child(path, "resource"), resource, &RESOURCE_FIELD_PATHS);
+        errs.not_supported(path.child("resource"), resource, &RESOURCE_FIELD_PATHS);
     }
 }
 
 /// `ValidateEnvFrom`.
-fn env_from(c: &Value, path: &str, errs: &mut Errors) {
+fn env_from(c: &Value, path: &Path<'_>, errs: &mut Errors) {
     for (i, ev) in c.list("envFrom").iter().enumerate() {
-        let p = index(path, i);
+        let p = path.index(i);
         let prefix = ev.str_of("prefix");
         if !prefix.is_empty() {
-            errs.invalid_each(&child(&p, "prefix"), prefix, env_var_name_errors(prefix));
+            errs.invalid_each(p.child("prefix"), prefix, env_var_name_errors(prefix));
         }
         let mut sources = 0;
         for kind in ["configMapRef", "secretRef"] {
@@ -507,11 +514,12 @@ fn env_from(c: &Value, path: &str, errs: &mut Errors) {
             }
             sources += 1;
             let name = ev.at(kind).str_of("name");
-            let np = child(&child(&p, kind), "name");
+            let source = p.child(kind);
+            let np = source.child("name");
             if name.is_empty() {
                 errs.required(np, "");
             } else {
-                errs.invalid_each(&np, name, crate::config::name_errors(name));
+                errs.invalid_each(np, name, crate::config::name_errors(name));
             }
         }
         if sources == 0 {
@@ -531,36 +539,36 @@ fn env_from(c: &Value, path: &str, errs: &mut Errors) {
 }
 
 /// `ValidateVolumeMounts`.
-fn volume_mounts(c: &Value, vols: &Volumes, path: &str, errs: &mut Errors) {
+fn volume_mounts(c: &Value, vols: &Volumes<'_>, path: &Path<'_>, errs: &mut Errors) {
     let devices = c.list("volumeDevices");
     let privileged = c.at("securityContext").opt_bool("privileged") == Some(true);
     let mut mount_points = BTreeSet::new();
     for (i, m) in c.list("volumeMounts").iter().enumerate() {
-        let p = index(path, i);
+        let p = path.index(i);
         let name = m.str_of("name");
         if name.is_empty() {
-            errs.required(child(&p, "name"), "");
+            errs.required(p.child("name"), "");
         }
         if !vols.contains_key(name) {
-            errs.not_found(child(&p, "name"), name);
+            errs.not_found(p.child("name"), name);
         }
         let mount_path = m.str_of("mountPath");
         if mount_path.is_empty() {
-            errs.required(child(&p, "mountPath"), "");
+            errs.required(p.child("mountPath"), "");
         }
         if !mount_points.insert(mount_path) {
-            errs.invalid(child(&p, "mountPath"), mount_path, "must be unique");
+            errs.invalid(p.child("mountPath"), mount_path, "must be unique");
         }
         if devices.iter().any(|d| d.str_of("name") == name) {
             errs.invalid(
-                child(&p, "name"),
+                p.child("name"),
                 name,
                 "must not already exist in volumeDevices",
             );
         }
         if devices.iter().any(|d| d.str_of("devicePath") == mount_path) {
             errs.invalid(
-                child(&p, "mountPath"),
+                p.child("mountPath"),
                 mount_path,
                 "must not already exist as a path in volumeDevices",
             );
@@ -568,50 +576,50 @@ fn volume_mounts(c: &Value, vols: &Volumes, path: &str, errs: &mut Errors) {
         // Upstream names these two without the mount's index.
         let sub_path = m.str_of("subPath");
         if !sub_path.is_empty() {
-            local_descending_path(sub_path, &child(path, "subPath"), errs);
+            local_descending_path(sub_path, &path.child("subPath"), errs);
         }
         let expr = m.str_of("subPathExpr");
         if !expr.is_empty() {
             if !sub_path.is_empty() {
                 errs.invalid(
-                    child(&p, "subPathExpr"),
+                    p.child("subPathExpr"),
                     expr,
                     "subPathExpr and subPath are mutually exclusive",
                 );
             }
-            local_descending_path(expr, &child(path, "subPathExpr"), errs);
+            local_descending_path(expr, &path.child("subPathExpr"), errs);
         }
         let propagation = m.opt_str("mountPropagation");
         if let Some(mode) = propagation {
-            let pp = child(path, "mountPropagation");
+            let pp = path.child("mountPropagation");
             const MODES: [&str; 3] = ["Bidirectional", "HostToContainer", "None"];
             if !MODES.contains(&mode) {
-                errs.not_supported_typed(&pp, mode, &MODES);
+                errs.not_supported_typed(pp, mode, &MODES);
             }
             if mode == "Bidirectional" && !privileged {
                 errs.forbidden(
-                    &pp,
+                    pp,
                     "Bidirectional mount propagation is available only to privileged containers",
                 );
             }
         }
         if let Some(rro) = m.opt_str("recursiveReadOnly") {
-            let rp = child(path, "recursiveReadOnly");
+            let rp = path.child("recursiveReadOnly");
             match rro {
                 "Disabled" => {}
                 "IfPossible" | "Enabled" => {
                     if m.opt_bool("readOnly") != Some(true) {
-                        errs.forbidden(&rp, "may only be specified when readOnly is true");
+                        errs.forbidden(rp, "may only be specified when readOnly is true");
                     }
                     if propagation.is_some_and(|p| p != "None") {
                         errs.forbidden(
-                            &rp,
+                            rp,
                             "may only be specified when mountPropagation is None or not specified",
                         );
                     }
                 }
                 other => {
-                    errs.not_supported_typed(&rp, other, &["Disabled", "IfPossible", "Enabled"])
+                    errs.not_supported_typed(rp, other, &["Disabled", "IfPossible", "Enabled"])
                 }
             }
         }
@@ -619,51 +627,47 @@ fn volume_mounts(c: &Value, vols: &Volumes, path: &str, errs: &mut Errors) {
 }
 
 /// `ValidateVolumeDevices`: block devices come from claims.
-fn volume_devices(c: &Value, vols: &Volumes, path: &str, errs: &mut Errors) {
+fn volume_devices(c: &Value, vols: &Volumes<'_>, path: &Path<'_>, errs: &mut Errors) {
     let mounts = c.list("volumeMounts");
     let mut device_paths = BTreeSet::new();
     let mut device_names = BTreeSet::new();
     for (i, d) in c.list("volumeDevices").iter().enumerate() {
-        let p = index(path, i);
+        let p = path.index(i);
         let name = d.str_of("name");
         let dev_path = d.str_of("devicePath");
         if name.is_empty() {
-            errs.required(child(&p, "name"), "");
+            errs.required(p.child("name"), "");
         }
         if !device_names.insert(name) {
-            errs.invalid(child(&p, "name"), name, "must be unique");
+            errs.invalid(p.child("name"), name, "must be unique");
         }
         match vols.get(name) {
             Some(&"persistentVolumeClaim" | &"ephemeral") => {}
             Some(_) => errs.invalid(
-                child(&p, "name"),
+                p.child("name"),
                 name,
                 "can only use volume source type of PersistentVolumeClaim or Ephemeral for block mode",
             ),
-            None => errs.not_found(child(&p, "name"), name),
+            None => errs.not_found(p.child("name"), name),
         }
         if dev_path.is_empty() {
-            errs.required(child(&p, "devicePath"), "");
+            errs.required(p.child("devicePath"), "");
         }
         if !device_paths.insert(dev_path) {
-            errs.invalid(child(&p, "devicePath"), dev_path, "must be unique");
+            errs.invalid(p.child("devicePath"), dev_path, "must be unique");
         }
         if !dev_path.is_empty() && dev_path.split('/').any(|s| s == "..") {
             errs.invalid(
-                child(&p, "devicePath"),
+                p.child("devicePath"),
                 dev_path,
                 "can not contain backsteps ('..')",
             );
         } else if !dev_path.starts_with('/') && !dev_path.is_empty() {
-            errs.invalid(
-                child(&p, "devicePath"),
-                dev_path,
-                "must be an absolute path",
-            );
+            errs.invalid(p.child("devicePath"), dev_path, "must be an absolute path");
         }
         if mounts.iter().any(|m| m.str_of("mountPath") == dev_path) {
             errs.invalid(
-                child(&p, "devicePath"),
+                p.child("devicePath"),
                 dev_path,
                 "must not already exist as a path in volumeMounts",
             );
@@ -672,17 +676,17 @@ fn volume_devices(c: &Value, vols: &Volumes, path: &str, errs: &mut Errors) {
 }
 
 /// Lifecycle hooks and probes, which regular and restartable init containers may have.
-fn lifecycle_and_probes(c: &Value, grace: Option<i64>, path: &str, errs: &mut Errors) {
+fn lifecycle_and_probes(c: &Value, grace: Option<i64>, path: &Path<'_>, errs: &mut Errors) {
     if c.has("lifecycle") {
         let lc = c.at("lifecycle");
-        let lp = child(path, "lifecycle");
+        let lp = path.child("lifecycle");
         for hook in ["postStart", "preStop"] {
             if lc.has(hook) {
                 handler(
                     lc.at(hook),
                     LIFECYCLE_HANDLERS,
                     grace,
-                    &child(&lp, hook),
+                    &lp.child(hook),
                     errs,
                 );
             }
@@ -694,7 +698,7 @@ fn lifecycle_and_probes(c: &Value, grace: Option<i64>, path: &str, errs: &mut Er
         ("startupProbe", ProbeKind::Startup),
     ] {
         if c.has(field) {
-            probe(c.at(field), kind, grace, &child(path, field), errs);
+            probe(c.at(field), kind, grace, &path.child(field), errs);
         }
     }
 }
@@ -711,7 +715,7 @@ const LIFECYCLE_HANDLERS: &[&str] = &["exec", "httpGet", "tcpSocket", "sleep"];
 
 /// `validateProbe` plus the per-kind rules of `validateLivenessProbe`,
 /// `validateReadinessProbe` and `validateStartupProbe`.
-fn probe(pr: &Value, kind: ProbeKind, grace: Option<i64>, path: &str, errs: &mut Errors) {
+fn probe(pr: &Value, kind: ProbeKind, grace: Option<i64>, path: &Path<'_>, errs: &mut Errors) {
     handler(pr, PROBE_HANDLERS, grace, path, errs);
     for field in [
         "initialDelaySeconds",
@@ -720,13 +724,13 @@ fn probe(pr: &Value, kind: ProbeKind, grace: Option<i64>, path: &str, errs: &mut
         "successThreshold",
         "failureThreshold",
     ] {
-        errs.nonnegative(child(path, field), pr.int_of(field));
+        errs.nonnegative(path.child(field), pr.int_of(field));
     }
     if let Some(t) = pr.opt_int("terminationGracePeriodSeconds")
         && t <= 0
     {
         errs.invalid_int(
-            child(path, "terminationGracePeriodSeconds"),
+            path.child("terminationGracePeriodSeconds"),
             t,
             "must be greater than 0",
         );
@@ -735,13 +739,13 @@ fn probe(pr: &Value, kind: ProbeKind, grace: Option<i64>, path: &str, errs: &mut
         ProbeKind::Liveness | ProbeKind::Startup => {
             let s = pr.int_of("successThreshold");
             if s != 1 {
-                errs.invalid_int(child(path, "successThreshold"), s, "must be 1");
+                errs.invalid_int(path.child("successThreshold"), s, "must be 1");
             }
         }
         ProbeKind::Readiness => {
             if let Some(t) = pr.opt_int("terminationGracePeriodSeconds") {
                 errs.invalid_int(
-                    child(path, "terminationGracePeriodSeconds"),
+                    path.child("terminationGracePeriodSeconds"),
                     t,
                     "must not be set for readinessProbes",
                 );
@@ -751,13 +755,13 @@ fn probe(pr: &Value, kind: ProbeKind, grace: Option<i64>, path: &str, errs: &mut
 }
 
 /// `validateHandler`: exactly one handler type, each valid.
-fn handler(h: &Value, kinds: &[&str], grace: Option<i64>, path: &str, errs: &mut Errors) {
+fn handler(h: &Value, kinds: &[&str], grace: Option<i64>, path: &Path<'_>, errs: &mut Errors) {
     let mut found = false;
     for kind in kinds {
         if !h.has(kind) {
             continue;
         }
-        let p = child(path, kind);
+        let p = path.child(kind);
         if found {
             errs.forbidden(p, "may not specify more than 1 handler type");
             continue;
@@ -766,13 +770,13 @@ fn handler(h: &Value, kinds: &[&str], grace: Option<i64>, path: &str, errs: &mut
         let v = h.at(kind);
         match *kind {
             "exec" if v.list("command").is_empty() => {
-                errs.required(child(&p, "command"), "");
+                errs.required(p.child("command"), "");
             }
             "httpGet" => {
-                validate_port_num_or_name(v.at("port"), &child(&p, "port"), errs);
+                validate_port_num_or_name(v.at("port"), &p.child("port"), errs);
                 let scheme = v.str_of("scheme");
                 if !matches!(scheme, "HTTP" | "HTTPS") {
-                    errs.not_supported_typed(child(&p, "scheme"), scheme, &["HTTP", "HTTPS"]);
+                    errs.not_supported_typed(p.child("scheme"), scheme, &["HTTP", "HTTPS"]);
                 }
                 for header in v.list("httpHeaders") {
                     let name = header.str_of("name");
@@ -780,7 +784,7 @@ fn handler(h: &Value, kinds: &[&str], grace: Option<i64>, path: &str, errs: &mut
                         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
                     if !valid {
                         errs.invalid(
-                            child(&p, "httpHeaders"),
+                            p.child("httpHeaders"),
                             name,
                             regex_error(
                                 "a valid HTTP header must consist of alphanumeric characters or '-'",
@@ -791,11 +795,11 @@ fn handler(h: &Value, kinds: &[&str], grace: Option<i64>, path: &str, errs: &mut
                     }
                 }
             }
-            "tcpSocket" => validate_port_num_or_name(v.at("port"), &child(&p, "port"), errs),
+            "tcpSocket" => validate_port_num_or_name(v.at("port"), &p.child("port"), errs),
             "grpc" => {
                 let port = v.int_of("port");
                 for m in port_num_errors(port) {
-                    errs.invalid_int(child(&p, "port"), port, m);
+                    errs.invalid_int(p.child("port"), port, m);
                 }
             }
             "sleep" => {
@@ -804,7 +808,7 @@ fn handler(h: &Value, kinds: &[&str], grace: Option<i64>, path: &str, errs: &mut
                     && (secs <= 0 || secs > g)
                 {
                     errs.invalid_int(
-                        &p,
+                        p,
                         secs,
                         format!(
                             "must be greater than 0 and less than terminationGracePeriodSeconds ({g}). Enable AllowPodLifecycleSleepActionZeroValue feature gate for zero sleep."
@@ -827,8 +831,8 @@ mod tests {
 
     fn run(spec: Value) -> Vec<String> {
         crate::testutil::messages(|e| {
-            let vols = crate::volume::validate_volumes(&spec, "", "spec.volumes", e);
-            validate_all(&spec, &vols, Some(30), "spec", e);
+            let vols = crate::volume::validate_volumes(&spec, "", &Path::new("spec.volumes"), e);
+            validate_all(&spec, &vols, Some(30), &Path::new("spec"), e);
         })
     }
 

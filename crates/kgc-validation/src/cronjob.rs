@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::cron::{load_location, parse_standard};
-use crate::field::Errors;
+use crate::field::{Errors, Path};
 use crate::job::validate_job_spec;
 use crate::json::Json;
 use crate::labels::render_selector;
@@ -67,7 +67,7 @@ fn spec(spec: &Value, old: Option<&Value>, errs: &mut Errors) {
         &["Allow", "Forbid", "Replace"],
     );
     let template = spec.at("jobTemplate").at("spec");
-    validate_job_spec(template, "spec.jobTemplate.spec", errs);
+    validate_job_spec(template, &Path::new("spec.jobTemplate.spec"), errs);
     let sel = template.at("selector");
     if !sel.is_null() {
         errs.invalid_raw(
@@ -85,7 +85,7 @@ fn spec(spec: &Value, old: Option<&Value>, errs: &mut Errors) {
     }
     for field in ["successfulJobsHistoryLimit", "failedJobsHistoryLimit"] {
         if let Some(n) = spec.opt_int(field) {
-            errs.nonnegative(format!("spec.{field}"), n);
+            errs.nonnegative(Path::new("spec").child(field), n);
         }
     }
 }

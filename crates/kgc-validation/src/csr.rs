@@ -10,7 +10,7 @@ use serde_json::Value;
 use x509_parser::prelude::{FromDer, X509CertificationRequest, X509Error};
 
 use crate::Op;
-use crate::field::{Errors, child, go_struct, index, typed};
+use crate::field::{Errors, Path, go_struct, typed};
 use crate::json::{Json, strings};
 
 const LEGACY_SIGNER: &str = "kubernetes.io/legacy-unknown";
@@ -294,14 +294,14 @@ fn validate(csr: &Value, opts: &Options, errs: &mut Errors) {
     if !opts.unknown_usages {
         for (i, u) in usages.iter().enumerate() {
             if !USAGES.contains(u) {
-                errs.not_supported_typed(index("spec.usages", i), u, &USAGES);
+                errs.not_supported_typed(Path::new("spec.usages").index(i), u, &USAGES);
             }
         }
     }
     if !opts.duplicate_usages {
         for (i, u) in usages.iter().enumerate() {
             if usages[..i].contains(u) {
-                errs.duplicate_raw(index("spec.usages", i), typed(u));
+                errs.duplicate_raw(Path::new("spec.usages").index(i), typed(u));
             }
         }
     }
@@ -334,18 +334,18 @@ fn validate(csr: &Value, opts: &Options, errs: &mut Errors) {
 
 /// `validateConditions`.
 fn conditions(csr: &Value, opts: &Options, errs: &mut Errors) {
-    let path = "status.conditions";
+    let path = Path::new("status.conditions");
     let list = csr.at("status").list("conditions");
     let (mut approved, mut denied) = (false, false);
     let mut seen = Vec::new();
     for (i, c) in list.iter().enumerate() {
-        let p = index(path, i);
+        let p = path.index(i);
         let (t, status) = (c.str_of("type"), c.str_of("status"));
         if !opts.empty_condition_type && t.is_empty() {
-            errs.required(child(&p, "type"), "");
+            errs.required(p.child("type"), "");
         }
         if !matches!(status, "True" | "False" | "Unknown") {
-            errs.not_supported_typed(child(&p, "status"), status, &["False", "True", "Unknown"]);
+            errs.not_supported_typed(p.child("status"), status, &["False", "True", "Unknown"]);
         }
         if !opts.approved_and_denied {
             for (kind, flag) in [("Approved", &mut approved), ("Denied", &mut denied)] {
@@ -353,7 +353,7 @@ fn conditions(csr: &Value, opts: &Options, errs: &mut Errors) {
                     *flag = true;
                     if status != "True" {
                         errs.invalid_typed(
-                            child(&p, "status"),
+                            p.child("status"),
                             status,
                             format!("{kind} condition may only have status=True"),
                         );
@@ -363,7 +363,7 @@ fn conditions(csr: &Value, opts: &Options, errs: &mut Errors) {
         }
         if !opts.duplicate_condition_types {
             if seen.contains(&t) {
-                errs.duplicate_raw(child(&p, "type"), typed(t));
+                errs.duplicate_raw(p.child("type"), typed(t));
             }
             seen.push(t);
         }

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::Op;
-use crate::field::{Errors, child};
+use crate::field::{Errors, Path};
 use crate::json::Json;
 use crate::labels::{Selector, is_empty_selector, render_selector, validate_selector};
 use crate::pod::validate_template;
@@ -48,11 +48,11 @@ fn status(s: &Value, errs: &mut Errors) {
 /// `ValidateDaemonSetSpec`.
 fn spec(spec: &Value, errs: &mut Errors) {
     let sel = spec.at("selector");
-    validate_selector(sel, false, "spec.selector", errs);
+    validate_selector(sel, false, &Path::new("spec.selector"), errs);
     let template = spec.at("template");
     // A nil selector selects nothing, so an absent one fails the match.
     if let Some(selector) = Selector::from_json(sel) {
-        template_matches(&selector, template, "spec.template", errs);
+        template_matches(&selector, template, &Path::new("spec.template"), errs);
     }
     if !sel.is_null() && is_empty_selector(sel) {
         errs.invalid_raw(
@@ -61,8 +61,8 @@ fn spec(spec: &Value, errs: &mut Errors) {
             "empty selector is invalid for daemonset",
         );
     }
-    validate_template(template, "spec.template", errs);
-    always_restart(template, "spec.template", errs);
+    validate_template(template, &Path::new("spec.template"), errs);
+    always_restart(template, &Path::new("spec.template"), errs);
     if let Some(d) = template.at("spec").opt_int("activeDeadlineSeconds") {
         errs.invalid_int(
             "spec.template.spec.activeDeadlineSeconds",
@@ -71,19 +71,23 @@ fn spec(spec: &Value, errs: &mut Errors) {
         );
     }
     errs.nonnegative("spec.minReadySeconds", spec.int_of("minReadySeconds"));
-    strategy(spec.at("updateStrategy"), "spec.updateStrategy", errs);
+    strategy(
+        spec.at("updateStrategy"),
+        &Path::new("spec.updateStrategy"),
+        errs,
+    );
     if let Some(limit) = spec.opt_int("revisionHistoryLimit") {
         errs.nonnegative("spec.revisionHistoryLimit", limit);
     }
 }
 
 /// `ValidateDaemonSetUpdateStrategy` and `ValidateRollingUpdateDaemonSet`.
-fn strategy(s: &Value, path: &str, errs: &mut Errors) {
+fn strategy(s: &Value, path: &Path<'_>, errs: &mut Errors) {
     let ru = s.at("rollingUpdate");
     match s.str_of("type") {
         "OnDelete" => {}
         "RollingUpdate" => {
-            let rp = child(path, "rollingUpdate");
+            let rp = path.child("rollingUpdate");
             if ru.is_null() {
                 errs.required(rp, "");
                 return;
@@ -93,11 +97,11 @@ fn strategy(s: &Value, path: &str, errs: &mut Errors) {
             not_more_than_100_percent(ms, &ms_path, errs);
             match (int_or_percent_value(mu) != 0, int_or_percent_value(ms) != 0) {
                 (true, true) => errs.invalid_raw(
-                    &ms_path,
+                    ms_path,
                     render_int_or_string(ms),
                     "may not be set when maxUnavailable is non-zero",
                 ),
-                (false, false) => errs.required(&mu_path, "cannot be 0 when maxSurge is 0"),
+                (false, false) => errs.required(mu_path, "cannot be 0 when maxSurge is 0"),
                 _ => {}
             }
         }

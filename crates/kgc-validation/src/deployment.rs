@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::Op;
-use crate::field::{Errors, child};
+use crate::field::{Errors, Path};
 use crate::json::Json;
 use crate::workload::{
     Rules, counters, immutable_selector, int_or_percent_value, not_more_than_100_percent,
@@ -29,7 +29,7 @@ pub(crate) fn deployment(obj: &Value, op: Op<'_>, errs: &mut Errors) {
 fn spec(spec: &Value, errs: &mut Errors) {
     errs.nonnegative("spec.replicas", spec.int_of("replicas"));
     selector_and_template(spec, errs);
-    strategy(spec.at("strategy"), "spec.strategy", errs);
+    strategy(spec.at("strategy"), &Path::new("spec.strategy"), errs);
     let min_ready = spec.int_of("minReadySeconds");
     errs.nonnegative("spec.minReadySeconds", min_ready);
     if let Some(limit) = spec.opt_int("revisionHistoryLimit") {
@@ -48,19 +48,19 @@ fn spec(spec: &Value, errs: &mut Errors) {
 }
 
 /// `ValidateDeploymentStrategy`.
-fn strategy(s: &Value, path: &str, errs: &mut Errors) {
+fn strategy(s: &Value, path: &Path<'_>, errs: &mut Errors) {
     let ru = s.at("rollingUpdate");
     match s.str_of("type") {
         "Recreate" => {
             if !ru.is_null() {
                 errs.forbidden(
-                    child(path, "rollingUpdate"),
+                    path.child("rollingUpdate"),
                     "may not be specified when strategy `type` is 'Recreate'",
                 );
             }
         }
         "RollingUpdate" => {
-            let rp = child(path, "rollingUpdate");
+            let rp = path.child("rollingUpdate");
             if ru.is_null() {
                 errs.required(rp, "this should be defaulted and never be nil");
                 return;
@@ -68,7 +68,7 @@ fn strategy(s: &Value, path: &str, errs: &mut Errors) {
             let [(mu, mu_path), (ms, _)] = surge_and_unavailable(ru, &rp, errs);
             if int_or_percent_value(mu) == 0 && int_or_percent_value(ms) == 0 {
                 errs.invalid_raw(
-                    &mu_path,
+                    mu_path,
                     render_int_or_string(mu),
                     "may not be 0 when `maxSurge` is 0",
                 );

@@ -4,6 +4,8 @@
 //! names) so the message stays informative and its first line — the part clients match — stays
 //! upstream's.
 
+use std::fmt;
+
 use kgc_meta::validation::go_json;
 use serde_json::Value;
 
@@ -11,10 +13,10 @@ use crate::field::Errors;
 use crate::json::same;
 
 /// Upstream's "may not change" errors: unless `new` is `old` (a `type_name`), a `Forbidden` at
-/// `path` whose detail is `msg`, a newline and the difference.
+/// `path` whose detail is `msg`, a newline and the difference (`msg` is formatted only then).
 pub(crate) fn forbid_changes(
     path: &str,
-    msg: &str,
+    msg: impl fmt::Display,
     type_name: &str,
     old: &Value,
     new: &Value,

@@ -16,7 +16,7 @@ use kgc_meta::validation::{go_json, is_dns1123_label, is_qualified_name};
 use serde_json::Value;
 
 use crate::Op;
-use crate::field::{Errors, child, go_struct, index, key, typed};
+use crate::field::{Errors, Path, go_struct, typed};
 use crate::json::{Json, same};
 use crate::labels::{Selector, render_labels, render_selector, validate_required_selector};
 use crate::pod::validate_template;
@@ -32,7 +32,7 @@ pub(crate) fn job(obj: &Value, op: Op<'_>, errs: &mut Errors) {
     match op {
         Op::Create => {
             generated_selector(obj, errs);
-            job_spec(obj.at("spec"), "spec", errs);
+            job_spec(obj.at("spec"), &Path::new("spec"), errs);
             let spec = obj.at("spec");
             if spec.str_of("completionMode") == "Indexed"
                 && let Some(c) = spec.opt_int("completions").filter(|c| *c > 0)
@@ -72,7 +72,8 @@ fn generated_selector(obj: &Value, errs: &mut Errors) {
         ("batch.kubernetes.io/controller-uid", uid),
         ("batch.kubernetes.io/job-name", name),
     ] {
-        let p = key("spec.template.metadata.labels", label);
+        let labels = Path::new("spec.template.metadata.labels");
+        let p = labels.key(label);
         match template_meta
             .at("labels")
             .get(label)
@@ -105,15 +106,15 @@ fn generated_selector(obj: &Value, errs: &mut Errors) {
 }
 
 /// `ValidateJobSpec`: the shared spec rules plus the selector.
-fn job_spec(spec: &Value, path: &str, errs: &mut Errors) {
+fn job_spec(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
     validate_job_spec(spec, path, errs);
     let sel = spec.at("selector");
-    validate_required_selector(sel, &child(path, "selector"), errs);
+    validate_required_selector(sel, &path.child("selector"), errs);
     if let Some(selector) = Selector::from_json(sel)
         && !selector.matches(spec.at("template").at("metadata"), "labels")
     {
         errs.invalid_raw(
-            format!("{path}.template.metadata.labels"),
+            path.child("template").child("metadata").child("labels"),
             render_labels(spec.at("template").at("metadata"), "labels"),
             "`selector` does not match template `labels`",
         );
@@ -121,7 +122,7 @@ fn job_spec(spec: &Value, path: &str, errs: &mut Errors) {
 }
 
 /// `validateJobSpec`, which CronJob job templates share.
-pub(crate) fn validate_job_spec(spec: &Value, path: &str, errs: &mut Errors) {
+pub(crate) fn validate_job_spec(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
     for field in [
         "parallelism",
         "completions",
@@ -132,7 +133,7 @@ pub(crate) fn validate_job_spec(spec: &Value, path: &str, errs: &mut Errors) {
         "maxFailedIndexes",
     ] {
         if let Some(n) = spec.opt_int(field) {
-            errs.nonnegative(child(path, field), n);
+            errs.nonnegative(path.child(field), n);
         }
     }
     let max_failed = spec.opt_int("maxFailedIndexes");
@@ -141,18 +142,18 @@ pub(crate) fn validate_job_spec(spec: &Value, path: &str, errs: &mut Errors) {
     let parallelism = spec.opt_int("parallelism");
     if max_failed.is_some() && per_index.is_none() {
         errs.required(
-            child(path, "backoffLimitPerIndex"),
+            path.child("backoffLimitPerIndex"),
             "when maxFailedIndexes is specified",
         );
     }
     if let Some(m) = spec.opt_str("managedBy") {
-        managed_by(m, &child(path, "managedBy"), errs);
+        managed_by(m, &path.child("managedBy"), errs);
     }
     let mode = spec.opt_str("completionMode");
     if let Some(mode) = mode {
         if !matches!(mode, "NonIndexed" | "Indexed") {
             errs.not_supported_typed(
-                child(path, "completionMode"),
+                path.child("completionMode"),
                 mode,
                 &["NonIndexed", "Indexed"],
             );
@@ -164,35 +165,35 @@ pub(crate) fn validate_job_spec(spec: &Value, path: &str, errs: &mut Errors) {
     if mode.is_none_or(|m| m == "NonIndexed") {
         if let Some(n) = per_index {
             errs.invalid_int(
-                child(path, "backoffLimitPerIndex"),
+                path.child("backoffLimitPerIndex"),
                 n,
                 "requires indexed completion mode",
             );
         }
         if let Some(n) = max_failed {
             errs.invalid_int(
-                child(path, "maxFailedIndexes"),
+                path.child("maxFailedIndexes"),
                 n,
                 "requires indexed completion mode",
             );
         }
     }
     if spec.has("podFailurePolicy") {
-        pod_failure_policy(spec, &child(path, "podFailurePolicy"), errs);
+        pod_failure_policy(spec, &path.child("podFailurePolicy"), errs);
     }
     if spec.has("successPolicy") {
         if mode != Some("Indexed") {
             errs.invalid_json(
-                child(path, "successPolicy"),
+                path.child("successPolicy"),
                 spec.at("successPolicy"),
                 "requires indexed completion mode",
             );
         } else {
-            success_policy(spec, &child(path, "successPolicy"), errs);
+            success_policy(spec, &path.child("successPolicy"), errs);
         }
     }
     if let Some(policy) = spec.opt_str("podReplacementPolicy") {
-        let p = child(path, "podReplacementPolicy");
+        let p = path.child("podReplacementPolicy");
         if spec.has("podFailurePolicy") {
             if policy != "Failed" {
                 errs.not_supported_typed(p, policy, &["Failed"]);
@@ -201,10 +202,11 @@ pub(crate) fn validate_job_spec(spec: &Value, path: &str, errs: &mut Errors) {
             errs.not_supported_typed(p, policy, &["Failed", "TerminatingOrFailed"]);
         }
     }
-    let template_path = child(path, "template");
+    let template_path = path.child("template");
     validate_template(spec.at("template"), &template_path, errs);
     let restart = spec.at("template").at("spec").str_of("restartPolicy");
-    let rp = child(&child(&template_path, "spec"), "restartPolicy");
+    let template_spec = template_path.child("spec");
+    let rp = template_spec.child("restartPolicy");
     match restart {
         "Always" | "" => errs.required(rp, "valid values: \"OnFailure\", \"Never\""),
         "OnFailure" | "Never" => {
@@ -221,7 +223,7 @@ pub(crate) fn validate_job_spec(spec: &Value, path: &str, errs: &mut Errors) {
 }
 
 /// `IsDomainPrefixedPath` plus the length limit of `managedBy`.
-fn managed_by(m: &str, path: &str, errs: &mut Errors) {
+fn managed_by(m: &str, path: &Path<'_>, errs: &mut Errors) {
     match m.split_once('/') {
         Some((host, rest)) => {
             let host_errs = kgc_meta::validation::is_dns1123_subdomain(host);
@@ -253,18 +255,15 @@ fn indexed_limits(
     parallelism: Option<i64>,
     max_failed: Option<i64>,
     per_index: Option<i64>,
-    path: &str,
+    path: &Path<'_>,
     errs: &mut Errors,
 ) {
     if completions.is_none() {
-        errs.required(
-            child(path, "completions"),
-            "when completion mode is Indexed",
-        );
+        errs.required(path.child("completions"), "when completion mode is Indexed");
     }
     if let Some(p) = parallelism.filter(|p| *p > MAX_PARALLELISM_INDEXED) {
         errs.invalid_int(
-            child(path, "parallelism"),
+            path.child("parallelism"),
             p,
             format!("must be less than or equal to {MAX_PARALLELISM_INDEXED} when completion mode is Indexed"),
         );
@@ -273,14 +272,14 @@ fn indexed_limits(
         && m > c
     {
         errs.invalid_int(
-            child(path, "maxFailedIndexes"),
+            path.child("maxFailedIndexes"),
             m,
             "must be less than or equal to completions",
         );
     }
     if let Some(m) = max_failed.filter(|m| *m > MAX_FAILED_INDEXES) {
         errs.invalid_int(
-            child(path, "maxFailedIndexes"),
+            path.child("maxFailedIndexes"),
             m,
             format!("must be less than or equal to {MAX_FAILED_INDEXES}"),
         );
@@ -288,7 +287,7 @@ fn indexed_limits(
     if completions.is_some_and(|c| c > COMPLETIONS_SOFT_LIMIT) && per_index.is_some() {
         if max_failed.is_none() {
             errs.required(
-                child(path, "maxFailedIndexes"),
+                path.child("maxFailedIndexes"),
                 format!("must be specified when completions is above {COMPLETIONS_SOFT_LIMIT}"),
             );
         }
@@ -297,7 +296,7 @@ fn indexed_limits(
         );
         if let Some(p) = parallelism.filter(|p| *p > PARALLELISM_LIMIT_HIGH_COMPLETIONS) {
             errs.invalid_int(
-                child(path, "parallelism"),
+                path.child("parallelism"),
                 p,
                 format!(
                     "must be less than or equal to {PARALLELISM_LIMIT_HIGH_COMPLETIONS} {high}"
@@ -306,7 +305,7 @@ fn indexed_limits(
         }
         if let Some(m) = max_failed.filter(|m| *m > MAX_FAILED_INDEXES_HIGH_COMPLETIONS) {
             errs.invalid_int(
-                child(path, "maxFailedIndexes"),
+                path.child("maxFailedIndexes"),
                 m,
                 format!(
                     "must be less than or equal to {MAX_FAILED_INDEXES_HIGH_COMPLETIONS} {high}"
@@ -317,11 +316,11 @@ fn indexed_limits(
 }
 
 /// `validatePodFailurePolicy` and its rules.
-fn pod_failure_policy(spec: &Value, path: &str, errs: &mut Errors) {
+fn pod_failure_policy(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
     let rules = spec.at("podFailurePolicy").list("rules");
-    let rules_path = child(path, "rules");
+    let rules_path = path.child("rules");
     if rules.len() > 20 {
-        errs.too_many(&rules_path, rules.len(), 20);
+        errs.too_many(rules_path, rules.len(), 20);
     }
     let pod = spec.at("template").at("spec");
     let containers: BTreeSet<&str> = pod
@@ -332,8 +331,8 @@ fn pod_failure_policy(spec: &Value, path: &str, errs: &mut Errors) {
         .collect();
     const ACTIONS: [&str; 4] = ["Count", "FailIndex", "FailJob", "Ignore"];
     for (i, rule) in rules.iter().enumerate() {
-        let rp = index(&rules_path, i);
-        let ap = child(&rp, "action");
+        let rp = rules_path.index(i);
+        let ap = rp.child("action");
         match rule.str_of("action") {
             "" => errs.required(
                 ap,
@@ -352,25 +351,25 @@ fn pod_failure_policy(spec: &Value, path: &str, errs: &mut Errors) {
         let on_exit = rule.at("onExitCodes");
         let on_conditions = rule.list("onPodConditions");
         if !on_exit.is_null() {
-            on_exit_codes(on_exit, &containers, &child(&rp, "onExitCodes"), errs);
+            on_exit_codes(on_exit, &containers, &rp.child("onExitCodes"), errs);
         }
         if !on_conditions.is_empty() {
-            let cp = child(&rp, "onPodConditions");
+            let cp = rp.child("onPodConditions");
             if on_conditions.len() > 20 {
-                errs.too_many(&cp, on_conditions.len(), 20);
+                errs.too_many(cp, on_conditions.len(), 20);
             }
             for (j, pattern) in on_conditions.iter().enumerate() {
-                let pp = index(&cp, j);
+                let pp = cp.index(j);
                 let t = pattern.str_of("type");
-                errs.invalid_each(&child(&pp, "type"), t, is_qualified_name(t));
+                errs.invalid_each(pp.child("type"), t, is_qualified_name(t));
                 match pattern.str_of("status") {
                     "" => errs.required(
-                        child(&pp, "status"),
+                        pp.child("status"),
                         "valid values: [\"False\" \"True\" \"Unknown\"]",
                     ),
                     "True" | "False" | "Unknown" => {}
                     s => errs.not_supported_typed(
-                        child(&pp, "status"),
+                        pp.child("status"),
                         s,
                         &["False", "True", "Unknown"],
                     ),
@@ -391,98 +390,98 @@ fn pod_failure_policy(spec: &Value, path: &str, errs: &mut Errors) {
     }
 }
 
-fn on_exit_codes(req: &Value, containers: &BTreeSet<&str>, path: &str, errs: &mut Errors) {
+fn on_exit_codes(req: &Value, containers: &BTreeSet<&str>, path: &Path<'_>, errs: &mut Errors) {
     let op = req.str_of("operator");
     match op {
-        "" => errs.required(child(path, "operator"), "valid values: [\"In\" \"NotIn\"]"),
+        "" => errs.required(path.child("operator"), "valid values: [\"In\" \"NotIn\"]"),
         "In" | "NotIn" => {}
-        other => errs.not_supported_typed(child(path, "operator"), other, &["In", "NotIn"]),
+        other => errs.not_supported_typed(path.child("operator"), other, &["In", "NotIn"]),
     }
     if let Some(name) = req.opt_str("containerName")
         && !containers.contains(name)
     {
         errs.invalid(
-            child(path, "containerName"),
+            path.child("containerName"),
             name,
             "must be one of the container or initContainer names in the pod template",
         );
     }
-    let vp = child(path, "values");
+    let vp = path.child("values");
     let values: Vec<i64> = req
         .list("values")
         .iter()
         .map(|v| v.as_i64().unwrap_or(0))
         .collect();
     if values.is_empty() {
-        errs.invalid_json(&vp, req.at("values"), "at least one value is required");
+        errs.invalid_json(vp, req.at("values"), "at least one value is required");
     } else if values.len() > 255 {
-        errs.too_many(&vp, values.len(), 255);
+        errs.too_many(vp, values.len(), 255);
     }
     let mut seen = BTreeSet::new();
     for (j, v) in values.iter().enumerate() {
-        let p = index(&vp, j);
+        let p = vp.index(j);
         if op == "In" && *v == 0 {
-            errs.invalid_int(&p, 0, "must not be 0 for the In operator");
+            errs.invalid_int(p, 0, "must not be 0 for the In operator");
         }
         if !seen.insert(*v) {
-            errs.duplicate_raw(&p, v.to_string());
+            errs.duplicate_raw(p, v.to_string());
         }
     }
     if values.windows(2).any(|w| w[0] > w[1]) {
-        errs.invalid_json(&vp, req.at("values"), "must be ordered");
+        errs.invalid_json(vp, req.at("values"), "must be ordered");
     }
 }
 
 /// `validateSuccessPolicy` and its rules.
-fn success_policy(spec: &Value, path: &str, errs: &mut Errors) {
+fn success_policy(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
     let rules = spec.at("successPolicy").list("rules");
-    let rules_path = child(path, "rules");
+    let rules_path = path.child("rules");
     if rules.is_empty() {
         errs.required(
-            &rules_path,
+            rules_path,
             "at least one rules must be specified when the successPolicy is specified",
         );
     }
     if rules.len() > 20 {
-        errs.too_many(&rules_path, rules.len(), 20);
+        errs.too_many(rules_path, rules.len(), 20);
     }
     let completions = spec.int_of("completions");
     for (i, rule) in rules.iter().enumerate() {
-        let rp = index(&rules_path, i);
+        let rp = rules_path.index(i);
         let (count, indexes) = (
             rule.opt_int("succeededCount"),
             rule.opt_str("succeededIndexes"),
         );
         if count.is_none() && indexes.is_none() {
             errs.required(
-                &rp,
+                rp,
                 "at least one of succeededCount or succeededIndexes must be specified",
             );
         }
         let mut total = 0;
         if let Some(ix) = indexes {
-            let ip = child(&rp, "succeededIndexes");
+            let ip = rp.child("succeededIndexes");
             if ix.len() > 64 * 1024 {
-                errs.too_long(&ip, 64 * 1024);
+                errs.too_long(ip, 64 * 1024);
             }
             match indexes_format(ix, completions) {
                 Ok(t) => total = t,
-                Err(e) => errs.invalid(&ip, ix, format!("error parsing succeededIndexes: {e}")),
+                Err(e) => errs.invalid(ip, ix, format!("error parsing succeededIndexes: {e}")),
             }
         }
         if let Some(c) = count {
-            let cp = child(&rp, "succeededCount");
-            errs.nonnegative(&cp, c);
+            let cp = rp.child("succeededCount");
+            errs.nonnegative(cp, c);
             if c > completions {
                 errs.invalid_int(
-                    &cp,
+                    cp,
                     c,
                     format!("must be less than or equal to {completions} (the number of specified completions)"),
                 );
             }
             if indexes.is_some() && c > total {
                 errs.invalid_int(
-                    &cp,
+                    cp,
                     c,
                     format!("must be less than or equal to {total} (the number of indexes in the specified succeededIndexes field)"),
                 );
@@ -579,7 +578,7 @@ fn overlap(completed: &str, failed: &str, completions: i64) -> Option<String> {
 
 /// `ValidateJobSpecUpdate` with `validatePodTemplateUpdate` and `validateCompletions`.
 fn spec_update(spec: &Value, old: &Value, old_job: &Value, errs: &mut Errors) {
-    job_spec(spec, "spec", errs);
+    job_spec(spec, &Path::new("spec"), errs);
     let (c, oc) = (spec.at("completions"), old.at("completions"));
     if spec.str_of("completionMode") == "Indexed" {
         if !same(c, oc)
@@ -645,7 +644,11 @@ fn spec_update(spec: &Value, old: &Value, old_job: &Value, errs: &mut Errors) {
         "managedBy",
         "successPolicy",
     ] {
-        errs.immutable(child("spec", field), spec.at(field), old.at(field));
+        errs.immutable(
+            Path::new("spec").child(field),
+            spec.at(field),
+            old.at(field),
+        );
     }
 }
 
@@ -697,15 +700,17 @@ fn status_update(job: &Value, old: &Value, errs: &mut Errors) {
 
     for f in ["active", "succeeded", "failed", "ready", "terminating"] {
         if let Some(n) = s.opt_int(f) {
-            errs.nonnegative(child("status", f), n);
+            errs.nonnegative(Path::new("status").child(f), n);
         }
     }
     let uncounted = s.at("uncountedTerminatedPods");
     let mut seen = BTreeSet::new();
+    let uncounted_path = Path::new("status.uncountedTerminatedPods");
     for kind in ["succeeded", "failed"] {
+        let kind_path = uncounted_path.child(kind);
         for (i, uid) in uncounted.list(kind).iter().enumerate() {
             let uid = uid.as_str().unwrap_or_default();
-            let p = index(&child("status.uncountedTerminatedPods", kind), i);
+            let p = kind_path.index(i);
             if uid.is_empty() {
                 errs.invalid_typed(p, uid, "must not be empty");
             } else if !seen.insert(uid) {

@@ -122,6 +122,26 @@ pub(crate) fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// [`same`] with the fields in `skip` of either object left out (the fields an update may
+/// change), without copying the objects to remove them.
+pub(crate) fn same_except(a: &Value, b: &Value, skip: &[&str]) -> bool {
+    let kept = |(k, _): &(&String, &Value)| !skip.contains(&k.as_str());
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.iter()
+                .filter(kept)
+                .all(|(k, v)| same(v, y.get(k).unwrap_or(&NULL)))
+                && y.iter()
+                    .filter(kept)
+                    .all(|(k, v)| x.contains_key(k) || is_zero(v))
+        }
+        (Value::Object(x), other) | (other, Value::Object(x)) => {
+            x.iter().filter(kept).all(|(_, v)| is_zero(v)) && is_zero(other)
+        }
+        _ => same(a, b),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +155,29 @@ mod tests {
         assert!(!same(&json!({"a": 1}), &json!({})));
         assert!(!same(&json!({}), &json!({"a": "x"})));
         assert!(!same(&json!([1]), &json!([1, 2])));
+    }
+
+    #[test]
+    fn same_except_ignores_the_skipped_fields() {
+        let skip = ["replicas"];
+        assert!(same_except(
+            &json!({"replicas": 1, "a": 1}),
+            &json!({"replicas": 2, "a": 1}),
+            &skip
+        ));
+        assert!(same_except(&json!({"replicas": 1}), &json!({}), &skip));
+        assert!(same_except(
+            &json!({"replicas": 1, "a": ""}),
+            &Value::Null,
+            &skip
+        ));
+        assert!(!same_except(
+            &json!({"replicas": 1, "a": 1}),
+            &json!({"a": 2}),
+            &skip
+        ));
+        assert!(!same_except(&json!({"a": 1}), &json!({}), &skip));
+        assert!(!same_except(&Value::Null, &json!({"a": 1}), &skip));
     }
 
     #[test]

@@ -3,16 +3,18 @@
 //! (`ValidateLabels`, `ValidateLabelSelector`), `pkg/api/validation/objectmeta.go`
 //! (`ValidateAnnotations`) and `metav1.LabelSelectorAsSelector` for matching.
 
+use std::borrow::Cow;
+
 use kgc_meta::validation::{
     TOTAL_ANNOTATION_SIZE_LIMIT, go_json, is_label_value, is_qualified_name,
 };
 use serde_json::Value;
 
-use crate::field::{Errors, child, index, typed};
+use crate::field::{Errors, Path, typed};
 use crate::json::{Json, string_map, strings};
 
 /// `ValidateLabels`: keys are qualified names, values label values; both errors name the map.
-pub(crate) fn validate_labels(v: &Value, key: &str, path: &str, errs: &mut Errors) {
+pub(crate) fn validate_labels(v: &Value, key: &str, path: &Path<'_>, errs: &mut Errors) {
     for (k, val) in string_map(v, key) {
         errs.invalid_each(path, k, is_qualified_name(k));
         errs.invalid_each(path, val, is_label_value(val));
@@ -21,14 +23,24 @@ pub(crate) fn validate_labels(v: &Value, key: &str, path: &str, errs: &mut Error
 
 /// `ValidateAnnotations`: keys are qualified names (case-insensitively) and the total size is
 /// bounded.
-pub(crate) fn validate_annotations(v: &Value, key: &str, path: &str, errs: &mut Errors) {
+pub(crate) fn validate_annotations(v: &Value, key: &str, path: &Path<'_>, errs: &mut Errors) {
     let mut total = 0usize;
     for (k, val) in string_map(v, key) {
-        errs.invalid_each(path, k, is_qualified_name(&k.to_lowercase()));
+        errs.invalid_each(path, k, is_qualified_name(&to_lower(k)));
         total = total.saturating_add(k.len() + val.len());
     }
     if total > TOTAL_ANNOTATION_SIZE_LIMIT {
         errs.too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT);
+    }
+}
+
+/// `strings.ToLower` for the case-insensitive checks (annotation keys, provisioner and driver
+/// names), copying only when there is something to lower.
+pub(crate) fn to_lower(s: &str) -> Cow<'_, str> {
+    if s.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
+        Cow::Owned(s.to_lowercase())
+    } else {
+        Cow::Borrowed(s)
     }
 }
 
@@ -39,34 +51,34 @@ const OPERATORS: [&str; 4] = ["In", "NotIn", "Exists", "DoesNotExist"];
 pub(crate) fn validate_selector(
     sel: &Value,
     allow_invalid_values: bool,
-    path: &str,
+    path: &Path<'_>,
     errs: &mut Errors,
 ) {
     if sel.is_null() {
         return;
     }
-    validate_labels(sel, "matchLabels", &child(path, "matchLabels"), errs);
-    let exprs = child(path, "matchExpressions");
+    validate_labels(sel, "matchLabels", &path.child("matchLabels"), errs);
+    let exprs = path.child("matchExpressions");
     for (i, e) in sel.list("matchExpressions").iter().enumerate() {
-        let p = index(&exprs, i);
+        let p = exprs.index(i);
         let values = strings(e, "values");
         match e.str_of("operator") {
             "In" | "NotIn" if values.is_empty() => errs.required(
-                child(&p, "values"),
+                p.child("values"),
                 "must be specified when `operator` is 'In' or 'NotIn'",
             ),
             "Exists" | "DoesNotExist" if !values.is_empty() => errs.forbidden(
-                child(&p, "values"),
+                p.child("values"),
                 "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
             ),
             op if OPERATORS.contains(&op) => {}
-            op => errs.invalid_typed(child(&p, "operator"), op, "not a valid selector operator"),
+            op => errs.invalid_typed(p.child("operator"), op, "not a valid selector operator"),
         }
         let k = e.str_of("key");
-        errs.invalid_each(&child(&p, "key"), k, is_qualified_name(k));
+        errs.invalid_each(p.child("key"), k, is_qualified_name(k));
         if !allow_invalid_values {
             for (j, val) in values.iter().enumerate() {
-                errs.invalid_each(&index(&child(&p, "values"), j), val, is_label_value(val));
+                errs.invalid_each(p.child("values").index(j), val, is_label_value(val));
             }
         }
     }
@@ -74,7 +86,7 @@ pub(crate) fn validate_selector(
 
 /// A selector that must be set: `Required` when it is not, else validated. Returns whether
 /// it is set.
-pub(crate) fn validate_required_selector(sel: &Value, path: &str, errs: &mut Errors) -> bool {
+pub(crate) fn validate_required_selector(sel: &Value, path: &Path<'_>, errs: &mut Errors) -> bool {
     if sel.is_null() {
         errs.required(path, "");
         return false;
@@ -210,7 +222,7 @@ pub(crate) fn render_labels(v: &Value, key: &str) -> String {
 }
 
 /// Upstream checks `ValidateLabelName` on a single key with its own path.
-pub(crate) fn validate_label_name(k: &str, path: &str, errs: &mut Errors) {
+pub(crate) fn validate_label_name(k: &str, path: &Path<'_>, errs: &mut Errors) {
     errs.invalid_each(path, k, is_qualified_name(k));
 }
 
@@ -229,7 +241,7 @@ mod tests {
             {"key": "d", "operator": "In", "values": ["bad value"]},
         ]});
         assert_eq!(
-            msgs(|e| validate_selector(&sel, false, "spec.selector", e)),
+            msgs(|e| validate_selector(&sel, false, &Path::new("spec.selector"), e)),
             vec![
                 "spec.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
                 "spec.selector.matchExpressions[1].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
@@ -237,7 +249,7 @@ mod tests {
                 "spec.selector.matchExpressions[3].values[0]: Invalid value: \"bad value\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
             ]
         );
-        assert!(msgs(|e| validate_selector(&sel, true, "s", e)).len() == 3);
+        assert!(msgs(|e| validate_selector(&sel, true, &Path::new("s"), e)).len() == 3);
     }
 
     #[test]

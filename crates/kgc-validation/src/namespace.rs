@@ -6,11 +6,11 @@ use kgc_meta::validation::is_qualified_name;
 use serde_json::Value;
 
 use crate::Op;
-use crate::field::{Errors, index};
+use crate::field::{Errors, Path};
 use crate::json::{Json, strings};
 
 /// `validateFinalizerName`: a qualified name, and unprefixed names must be standard ones.
-fn finalizer_name(name: &str, path: &str, errs: &mut Errors) {
+fn finalizer_name(name: &str, path: &Path<'_>, errs: &mut Errors) {
     errs.invalid_each(path, name, is_qualified_name(name));
     if !name.contains('/') && !matches!(name, "kubernetes" | "orphan" | "foregroundDeletion") {
         errs.invalid(
@@ -45,14 +45,14 @@ pub(crate) fn namespace(obj: &Value, op: Op<'_>, errs: &mut Errors) {
         }
         Op::Subresource("finalize", _) => {
             for (i, f) in finalizers.iter().enumerate() {
-                finalizer_name(f, &index("spec.finalizers", i), errs);
+                finalizer_name(f, &Path::new("spec.finalizers").index(i), errs);
             }
         }
         // A plain update keeps the stored spec and status (the strategy copies them), so only
         // a create checks the finalizer names, reported on the list as upstream does.
         Op::Create => {
             for f in finalizers {
-                finalizer_name(f, "spec.finalizers", errs);
+                finalizer_name(f, &Path::new("spec.finalizers"), errs);
             }
         }
         _ => {}

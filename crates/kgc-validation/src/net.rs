@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::field::Errors;
+use crate::field::{Errors, Path};
 
 /// `netutils.ParseIPSloppy`.
 pub(crate) fn parse_ip(s: &str) -> Option<IpAddr> {
@@ -47,18 +47,24 @@ pub(crate) fn parse_cidr(s: &str) -> Option<(IpAddr, u8)> {
 }
 
 /// `validation.IsValidIP`.
-pub(crate) fn validate_ip(path: &str, value: &str, errs: &mut Errors) -> bool {
+pub(crate) fn validate_ip(path: &Path<'_>, value: &str, errs: &mut Errors) -> bool {
     const MSG: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
     valid_or_report(parse_ip(value).is_some(), path, value, MSG, errs)
 }
 
 /// `validation.IsValidCIDR`.
-pub(crate) fn validate_cidr(path: &str, value: &str, errs: &mut Errors) -> bool {
+pub(crate) fn validate_cidr(path: &Path<'_>, value: &str, errs: &mut Errors) -> bool {
     const MSG: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
     valid_or_report(parse_cidr(value).is_some(), path, value, MSG, errs)
 }
 
-fn valid_or_report(valid: bool, path: &str, value: &str, msg: &str, errs: &mut Errors) -> bool {
+fn valid_or_report(
+    valid: bool,
+    path: &Path<'_>,
+    value: &str,
+    msg: &str,
+    errs: &mut Errors,
+) -> bool {
     if !valid {
         errs.invalid(path, value, msg);
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use kgc_meta::validation::go_json;
 use serde_json::Value;
 
-use crate::field::{Errors, child, go_struct, index, typed};
+use crate::field::{Errors, Path, go_struct, typed};
 use crate::json::{Json, strings};
 use crate::net::{is_dual_stack_cidrs, validate_cidr};
 use crate::resources::{resource_list, validate_quantity_value};
@@ -16,7 +16,7 @@ use crate::taint::validate_taints;
 pub(crate) fn node(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
     let spec = obj.at("spec");
     // Upstream builds this path from `metadata`.
-    validate_taints(spec.list("taints"), "metadata.taints", errs);
+    validate_taints(spec.list("taints"), &Path::new("metadata.taints"), errs);
     resources(obj.at("status"), errs);
     match old {
         None => pod_cidrs(spec, errs),
@@ -38,7 +38,7 @@ fn pod_cidrs(spec: &Value, errs: &mut Errors) {
     let list = cidrs(spec);
     let mut valid = true;
     for (i, c) in list.iter().enumerate() {
-        valid &= validate_cidr(&index("spec.podCIDRs", i), c, errs);
+        valid &= validate_cidr(&Path::new("spec.podCIDRs").index(i), c, errs);
     }
     if list.len() > 1 {
         if valid && !is_dual_stack_cidrs(&list) {
@@ -52,7 +52,7 @@ fn pod_cidrs(spec: &Value, errs: &mut Errors) {
         let mut seen = BTreeSet::new();
         for (i, c) in list.iter().enumerate() {
             if !seen.insert(*c) {
-                errs.duplicate(index("spec.podCIDRs", i), c);
+                errs.duplicate(Path::new("spec.podCIDRs").index(i), c);
             }
         }
     }
@@ -62,7 +62,12 @@ fn pod_cidrs(spec: &Value, errs: &mut Errors) {
 fn resources(status: &Value, errs: &mut Errors) {
     for field in ["capacity", "allocatable"] {
         for (name, q) in resource_list(status, field) {
-            validate_quantity_value(&name, &q, &child(&child("status", field), &name), errs);
+            validate_quantity_value(
+                name,
+                &q,
+                &Path::new("status").child(field).child(name),
+                errs,
+            );
         }
     }
 }
@@ -74,7 +79,7 @@ fn update(node: &Value, old: &Value, errs: &mut Errors) {
         let key = (a.str_of("type"), a.str_of("address"));
         if seen.contains(&key) {
             errs.duplicate_raw(
-                index("status.addresses", i),
+                Path::new("status.addresses").index(i),
                 go_struct(&[("Type", typed(key.0)), ("Address", typed(key.1))]),
             );
         }

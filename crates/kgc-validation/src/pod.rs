@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use crate::Op;
 use crate::container;
 use crate::diff::forbid_changes;
-use crate::field::{Errors, child, go_struct, index, typed};
+use crate::field::{Errors, Path, go_struct, typed};
 use crate::json::{Json, same};
 use crate::labels::{validate_annotations, validate_labels};
 use crate::net::{is_dual_stack_ips, validate_ip};
@@ -31,54 +31,55 @@ pub(crate) fn validate_spec(
     spec: &Value,
     pod_name: &str,
     owner: Owner,
-    path: &str,
+    path: &Path<'_>,
     errs: &mut Errors,
 ) {
-    let vols = validate_volumes(spec, pod_name, &child(path, "volumes"), errs);
+    let vols = validate_volumes(spec, pod_name, &path.child("volumes"), errs);
     let grace = spec.opt_int("terminationGracePeriodSeconds");
     container::validate_all(spec, &vols, grace, path, errs);
     host_network_ports(spec, owner, path, errs);
     errs.one_of(
-        child(path, "restartPolicy"),
+        path.child("restartPolicy"),
         spec.str_of("restartPolicy"),
         &["Always", "OnFailure", "Never"],
     );
     let dns_policy = spec.str_of("dnsPolicy");
     errs.one_of(
-        child(path, "dnsPolicy"),
+        path.child("dnsPolicy"),
         dns_policy,
         &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
     );
-    validate_labels(spec, "nodeSelector", &child(path, "nodeSelector"), errs);
-    dns_config(spec, dns_policy, &child(path, "dnsConfig"), errs);
+    validate_labels(spec, "nodeSelector", &path.child("nodeSelector"), errs);
+    dns_config(spec, dns_policy, &path.child("dnsConfig"), errs);
     for (i, gate) in spec.list("readinessGates").iter().enumerate() {
         let t = gate.str_of("conditionType");
         errs.invalid_each(
-            &child(&index(&child(path, "readinessGates"), i), "conditionType"),
+            path.child("readinessGates").index(i).child("conditionType"),
             t,
             is_qualified_name(t),
         );
     }
     let mut gates = BTreeSet::new();
+    let gates_path = path.child("schedulingGates");
     for (i, gate) in spec.list("schedulingGates").iter().enumerate() {
-        let p = index(&child(path, "schedulingGates"), i);
+        let p = gates_path.index(i);
         let name = gate.str_of("name");
-        errs.invalid_each(&p, name, is_qualified_name(name));
+        errs.invalid_each(p, name, is_qualified_name(name));
         if !gates.insert(name) {
-            errs.duplicate(&p, name);
+            errs.duplicate(p, name);
         }
     }
     for field in ["serviceAccountName", "nodeName"] {
         let v = spec.str_of(field);
         if !v.is_empty() {
-            errs.invalid_each(&child(path, field), v, is_dns1123_subdomain(v));
+            errs.invalid_each(path.child(field), v, is_dns1123_subdomain(v));
         }
     }
     if let Some(ads) = spec.opt_int("activeDeadlineSeconds")
         && !(1..=i64::from(i32::MAX)).contains(&ads)
     {
         errs.invalid_int(
-            child(path, "activeDeadlineSeconds"),
+            path.child("activeDeadlineSeconds"),
             ads,
             "must be between 1 and 2147483647, inclusive",
         );
@@ -86,42 +87,35 @@ pub(crate) fn validate_spec(
     for field in ["hostname", "subdomain"] {
         let v = spec.str_of(field);
         if !v.is_empty() {
-            errs.invalid_each(&child(path, field), v, is_dns1123_label(v));
+            errs.invalid_each(path.child(field), v, is_dns1123_label(v));
         }
     }
-    validate_tolerations(spec.list("tolerations"), &child(path, "tolerations"), errs);
+    validate_tolerations(spec.list("tolerations"), &path.child("tolerations"), errs);
+    let aliases = path.child("hostAliases");
     for (i, alias) in spec.list("hostAliases").iter().enumerate() {
-        let p = index(&child(path, "hostAliases"), i);
-        validate_ip(&child(&p, "ip"), alias.str_of("ip"), errs);
+        let p = aliases.index(i);
+        validate_ip(&p.child("ip"), alias.str_of("ip"), errs);
         for (j, h) in alias.list("hostnames").iter().enumerate() {
             let h = h.as_str().unwrap_or_default();
-            errs.invalid_each(
-                &index(&child(&p, "hostnames"), j),
-                h,
-                is_dns1123_subdomain(h),
-            );
+            errs.invalid_each(p.child("hostnames").index(j), h, is_dns1123_subdomain(h));
         }
     }
     let pcn = spec.str_of("priorityClassName");
     if !pcn.is_empty() {
         errs.invalid_each(
-            &child(path, "priorityClassName"),
+            path.child("priorityClassName"),
             pcn,
             is_dns1123_subdomain(pcn),
         );
     }
     if let Some(rc) = spec.opt_str("runtimeClassName") {
-        errs.invalid_each(
-            &child(path, "runtimeClassName"),
-            rc,
-            is_dns1123_subdomain(rc),
-        );
+        errs.invalid_each(path.child("runtimeClassName"), rc, is_dns1123_subdomain(rc));
     }
     if let Some(pp) = spec.opt_str("preemptionPolicy")
         && !matches!(pp, "PreemptLowerPriority" | "Never")
     {
         errs.not_supported_typed(
-            child(path, "preemptionPolicy"),
+            path.child("preemptionPolicy"),
             pp,
             &["PreemptLowerPriority", "Never"],
         );
@@ -129,17 +123,19 @@ pub(crate) fn validate_spec(
 }
 
 /// `validatePodHostNetworkDeps`: with `hostNetwork`, host ports equal container ports.
-fn host_network_ports(spec: &Value, owner: Owner, path: &str, errs: &mut Errors) {
+fn host_network_ports(spec: &Value, owner: Owner, path: &Path<'_>, errs: &mut Errors) {
     if spec.opt_bool("hostNetwork") != Some(true) {
         return;
     }
+    let containers = path.child("containers");
     for (i, c) in spec.list("containers").iter().enumerate() {
-        let ports = child(&index(&child(path, "containers"), i), "ports");
+        let container = containers.index(i);
+        let ports = container.child("ports");
         for (j, port) in c.list("ports").iter().enumerate() {
             let (hp, cp) = (port.int_of("hostPort"), port.int_of("containerPort"));
             if hp != cp && (owner == Owner::Pod || hp != 0) {
                 errs.invalid_int(
-                    child(&index(&ports, j), "containerPort"),
+                    ports.index(j).child("containerPort"),
                     cp,
                     "must match `hostPort` when `hostNetwork` is true",
                 );
@@ -149,7 +145,7 @@ fn host_network_ports(spec: &Value, owner: Owner, path: &str, errs: &mut Errors)
 }
 
 /// `validatePodDNSConfig`.
-fn dns_config(spec: &Value, policy: &str, path: &str, errs: &mut Errors) {
+fn dns_config(spec: &Value, policy: &str, path: &Path<'_>, errs: &mut Errors) {
     let cfg = spec.at("dnsConfig");
     if policy == "None" {
         if cfg.is_null() {
@@ -158,7 +154,7 @@ fn dns_config(spec: &Value, policy: &str, path: &str, errs: &mut Errors) {
         }
         if cfg.list("nameservers").is_empty() {
             errs.required(
-                child(path, "nameservers"),
+                path.child("nameservers"),
                 "must provide at least one DNS nameserver when `dnsPolicy` is None",
             );
             return;
@@ -170,14 +166,14 @@ fn dns_config(spec: &Value, policy: &str, path: &str, errs: &mut Errors) {
     let ns = cfg.list("nameservers");
     if ns.len() > 3 {
         errs.invalid_json(
-            child(path, "nameservers"),
+            path.child("nameservers"),
             cfg.at("nameservers"),
             "must not have more than 3 nameservers",
         );
     }
     for (i, n) in ns.iter().enumerate() {
         validate_ip(
-            &index(&child(path, "nameservers"), i),
+            &path.child("nameservers").index(i),
             n.as_str().unwrap_or_default(),
             errs,
         );
@@ -185,14 +181,19 @@ fn dns_config(spec: &Value, policy: &str, path: &str, errs: &mut Errors) {
     let searches: Vec<&str> = crate::json::strings(cfg, "searches");
     if searches.len() > 32 {
         errs.invalid_json(
-            child(path, "searches"),
+            path.child("searches"),
             cfg.at("searches"),
             "must not have more than 32 search paths",
         );
     }
-    if searches.join(" ").len() > 2048 {
+    let joined_len = searches
+        .iter()
+        .map(|s| s.len() + 1)
+        .sum::<usize>()
+        .saturating_sub(1);
+    if joined_len > 2048 {
         errs.invalid_json(
-            child(path, "searches"),
+            path.child("searches"),
             cfg.at("searches"),
             "must not have more than 2048 characters (including spaces) in the search list",
         );
@@ -202,30 +203,26 @@ fn dns_config(spec: &Value, policy: &str, path: &str, errs: &mut Errors) {
             continue;
         }
         let s = s.strip_suffix('.').unwrap_or(s);
-        errs.invalid_each(
-            &index(&child(path, "searches"), i),
-            s,
-            is_dns1123_subdomain(s),
-        );
+        errs.invalid_each(path.child("searches").index(i), s, is_dns1123_subdomain(s));
     }
     for (i, o) in cfg.list("options").iter().enumerate() {
         if o.str_of("name").is_empty() {
-            errs.required(index(&child(path, "options"), i), "must not be empty");
+            errs.required(path.child("options").index(i), "must not be empty");
         }
     }
 }
 
 /// `ValidatePodTemplateSpec` of the template at `path` (labels and annotations are reported
 /// under `<path>.labels`, as upstream does).
-pub(crate) fn validate_template(template: &Value, path: &str, errs: &mut Errors) {
+pub(crate) fn validate_template(template: &Value, path: &Path<'_>, errs: &mut Errors) {
     let meta = template.at("metadata");
-    validate_labels(meta, "labels", &child(path, "labels"), errs);
-    validate_annotations(meta, "annotations", &child(path, "annotations"), errs);
-    let spec_path = child(path, "spec");
+    validate_labels(meta, "labels", &path.child("labels"), errs);
+    validate_annotations(meta, "annotations", &path.child("annotations"), errs);
+    let spec_path = path.child("spec");
     validate_spec(template.at("spec"), "", Owner::Template, &spec_path, errs);
     if !template.at("spec").list("ephemeralContainers").is_empty() {
         errs.forbidden(
-            child(&spec_path, "ephemeralContainers"),
+            spec_path.child("ephemeralContainers"),
             "ephemeral containers not allowed in pod template",
         );
     }
@@ -233,7 +230,7 @@ pub(crate) fn validate_template(template: &Value, path: &str, errs: &mut Errors)
 
 /// A core `PodTemplate` (`ValidatePodTemplate`, `ValidatePodTemplateUpdate`).
 pub(crate) fn pod_template(obj: &Value, errs: &mut Errors) {
-    validate_template(obj.at("template"), "template", errs);
+    validate_template(obj.at("template"), &Path::new("template"), errs);
 }
 
 /// `validatePodMetadataAndSpec` (what create and update share).
@@ -243,17 +240,20 @@ fn metadata_and_spec(pod: &Value, errs: &mut Errors) {
         spec,
         pod.at("metadata").str_of("name"),
         Owner::Pod,
-        "spec",
+        &Path::new("spec"),
         errs,
     );
     if spec.str_of("serviceAccountName").is_empty() {
         for (vi, vol) in spec.list("volumes").iter().enumerate() {
             for (si, src) in vol.at("projected").list("sources").iter().enumerate() {
                 if src.has("serviceAccountToken") {
-                    let p =
-                        format!("spec.volumes[{vi}].projected.sources[{si}].serviceAccountToken");
                     errs.forbidden(
-                        p,
+                        Path::new("spec.volumes")
+                            .index(vi)
+                            .child("projected")
+                            .child("sources")
+                            .index(si)
+                            .child("serviceAccountToken"),
                         "must not be specified when serviceAccountName is not set",
                     );
                 }
@@ -262,7 +262,7 @@ fn metadata_and_spec(pod: &Value, errs: &mut Errors) {
     }
     for field in ["containers", "initContainers"] {
         for (i, c) in spec.list(field).iter().enumerate() {
-            container::only_for_pod(c, &index(&child("spec", field), i), errs);
+            container::only_for_pod(c, &Path::new("spec").child(field).index(i), errs);
         }
     }
 }
@@ -298,21 +298,23 @@ const UPDATABLE: &str = "`spec.containers[*].image`,`spec.initContainers[*].imag
 fn update(new: &Value, old: &Value, errs: &mut Errors) {
     metadata_and_spec(new, errs);
     let (spec, old_spec) = (new.at("spec"), old.at("spec"));
+    let spec_path = Path::new("spec");
     for field in ["containers", "initContainers"] {
         let (n, o) = (spec.list(field), old_spec.list(field));
-        let p = child("spec", field);
+        let p = spec_path.child(field);
         if n.len() != o.len() {
             errs.forbidden(p, "pod updates may not add or remove containers");
             return;
         }
         for (i, c) in n.iter().enumerate() {
             let image = c.str_of("image");
-            let ip = child(&index(&p, i), "image");
+            let container = p.index(i);
+            let ip = container.child("image");
             if image.is_empty() {
-                errs.required(&ip, "");
+                errs.required(ip, "");
             }
             if image.trim() != image {
-                errs.invalid(&ip, image, "must not have leading or trailing whitespace");
+                errs.invalid(ip, image, "must not have leading or trailing whitespace");
             }
         }
     }
@@ -339,7 +341,7 @@ fn update(new: &Value, old: &Value, errs: &mut Errors) {
     validate_only_added(
         spec.list("tolerations"),
         old_spec.list("tolerations"),
-        "spec.tolerations",
+        &Path::new("spec.tolerations"),
         errs,
     );
     let old_gates: Vec<&str> = old_spec
@@ -387,7 +389,7 @@ fn update(new: &Value, old: &Value, errs: &mut Errors) {
     }
     forbid_changes(
         "spec",
-        &format!("pod updates may not change fields other than {UPDATABLE}"),
+        format_args!("pod updates may not change fields other than {UPDATABLE}"),
         "core.PodSpec",
         old_spec,
         &munged,
@@ -426,7 +428,7 @@ fn status_update(new: &Value, old: &Value, errs: &mut Errors) {
         if !SYSTEM.contains(&t) {
             // Upstream builds this path from `metadata`.
             errs.invalid_each(
-                &format!("metadata.conditions[{i}].Type"),
+                Path::new("metadata.conditions").index(i).child("Type"),
                 t,
                 is_qualified_name(t),
             );
@@ -505,7 +507,7 @@ fn state_transitions(
         for n in new {
             if n.str_of("name") == o.str_of("name") && n.at("state").at("terminated").is_null() {
                 errs.forbidden(
-                    index(&child("status", field), i),
+                    Path::new("status").child(field).index(i),
                     "may not be transitioned to non-terminated state",
                 );
             }
@@ -517,17 +519,18 @@ fn state_transitions(
 fn ips(status: &Value, field: &str, errs: &mut Errors) {
     // The internal `PodIP` / `HostIP`, as `encoding/json` prints it.
     let render_ip = |ip: &str| go_struct(&[("IP", typed(ip))]);
-    let path = child("status", field);
+    let status_path = Path::new("status");
+    let path = status_path.child(field);
     let list = status.list(field);
     let addrs: Vec<&str> = list.iter().map(|p| p.str_of("ip")).collect();
     for (i, ip) in addrs.iter().enumerate() {
-        validate_ip(&index(&path, i), ip, errs);
+        validate_ip(&path.index(i), ip, errs);
     }
     if addrs.len() > 1 {
         if !is_dual_stack_ips(&addrs) {
             let rendered: Vec<String> = addrs.iter().map(|a| render_ip(a)).collect();
             errs.invalid_raw(
-                &path,
+                path,
                 format!("[{}]", rendered.join(",")),
                 "may specify no more than one IP for each IP family",
             );
@@ -535,7 +538,7 @@ fn ips(status: &Value, field: &str, errs: &mut Errors) {
         let mut seen = BTreeSet::new();
         for (i, a) in addrs.iter().enumerate() {
             if !seen.insert(*a) {
-                errs.duplicate_raw(index(&path, i), render_ip(a));
+                errs.duplicate_raw(path.index(i), render_ip(a));
             }
         }
     }
@@ -710,7 +713,7 @@ mod tests {
         let mut e = Errors::default();
         validate_template(
             &json!({"metadata": {"labels": {"a b": "x"}}, "spec": with(good_spec(), json!({"ephemeralContainers": [{"name": "e", "image": "i", "imagePullPolicy": "Always", "terminationMessagePolicy": "File"}]}))}),
-            "spec.template",
+            &Path::new("spec.template"),
             &mut e,
         );
         let got: Vec<String> = e.into_vec().iter().map(ToString::to_string).collect();

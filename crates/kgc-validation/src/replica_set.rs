@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use crate::Op;
-use crate::field::Errors;
+use crate::field::{Errors, Path};
 use crate::json::Json;
 use crate::labels::Selector;
 use crate::workload::{
@@ -63,7 +63,7 @@ fn controller_spec(spec: &Value, errs: &mut Errors) {
             &selector,
             template,
             "ReplicationController",
-            "spec.template",
+            &Path::new("spec.template"),
             errs,
         );
     }

@@ -9,7 +9,7 @@ use kgc_meta::quantity::Quantity;
 use kgc_meta::validation::is_qualified_name;
 use serde_json::Value;
 
-use crate::field::{Errors, NEGATIVE, child, key};
+use crate::field::{Errors, NEGATIVE, Path};
 use crate::json::Json;
 
 const STANDARD_RESOURCES: [&str; 20] = [
@@ -83,7 +83,7 @@ fn is_integer_resource(name: &str) -> bool {
 }
 
 /// `validateResourceName`.
-fn validate_resource_name(name: &str, path: &str, errs: &mut Errors) -> bool {
+fn validate_resource_name(name: &str, path: &Path<'_>, errs: &mut Errors) -> bool {
     let before = errs.len();
     for m in is_qualified_name(name) {
         errs.invalid_typed(path, name, m);
@@ -102,7 +102,7 @@ fn validate_resource_name(name: &str, path: &str, errs: &mut Errors) -> bool {
 }
 
 /// `validateContainerResourceName`.
-fn validate_container_resource_name(name: &str, path: &str, errs: &mut Errors) {
+fn validate_container_resource_name(name: &str, path: &Path<'_>, errs: &mut Errors) {
     validate_resource_name(name, path, errs);
     if !name.contains('/') {
         if !is_standard_container_resource(name) {
@@ -114,7 +114,12 @@ fn validate_container_resource_name(name: &str, path: &str, errs: &mut Errors) {
 }
 
 /// `ValidateResourceQuantityValue`: not negative, and whole for integer resources.
-pub(crate) fn validate_quantity_value(name: &str, q: &Quantity, path: &str, errs: &mut Errors) {
+pub(crate) fn validate_quantity_value(
+    name: &str,
+    q: &Quantity,
+    path: &Path<'_>,
+    errs: &mut Errors,
+) {
     if q.is_negative() {
         errs.invalid(path, &q.to_string(), NEGATIVE);
     }
@@ -124,7 +129,7 @@ pub(crate) fn validate_quantity_value(name: &str, q: &Quantity, path: &str, errs
 }
 
 /// `ValidatePositiveQuantityValue`.
-pub(crate) fn validate_positive(q: &Quantity, path: &str, errs: &mut Errors) -> bool {
+pub(crate) fn validate_positive(q: &Quantity, path: &Path<'_>, errs: &mut Errors) -> bool {
     if q.is_positive() {
         return true;
     }
@@ -134,63 +139,63 @@ pub(crate) fn validate_positive(q: &Quantity, path: &str, errs: &mut Errors) -> 
 
 /// A resource list as sorted `(name, quantity)` pairs; unparsable quantities are skipped (the
 /// typed decode reports them).
-pub(crate) fn resource_list(v: &Value, field: &str) -> Vec<(String, Quantity)> {
-    let mut out: Vec<(String, Quantity)> = v
+pub(crate) fn resource_list<'a>(v: &'a Value, field: &str) -> Vec<(&'a str, Quantity)> {
+    let mut out: Vec<(&str, Quantity)> = v
         .obj(field)
         .map(|m| {
             m.iter()
-                .filter_map(|(k, q)| Quantity::from_json(q).ok().map(|q| (k.clone(), q)))
+                .filter_map(|(k, q)| Quantity::from_json(q).ok().map(|q| (k.as_str(), q)))
                 .collect()
         })
         .unwrap_or_default();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.sort_by(|a, b| a.0.cmp(b.0));
     out
 }
 
 /// `ValidateResourceRequirements` of a container's `resources`.
-pub(crate) fn validate_requirements(res: &Value, path: &str, errs: &mut Errors) {
-    let lim_path = child(path, "limits");
-    let req_path = child(path, "requests");
+pub(crate) fn validate_requirements(res: &Value, path: &Path<'_>, errs: &mut Errors) {
+    let lim_path = path.child("limits");
+    let req_path = path.child("requests");
     let limits = resource_list(res, "limits");
     let (mut lim_cpu_mem, mut req_cpu_mem, mut hugepages) = (false, false, false);
     for (name, q) in &limits {
-        let p = key(&lim_path, name);
+        let p = lim_path.key(name);
         validate_container_resource_name(name, &p, errs);
         validate_quantity_value(name, q, &p, errs);
         hugepages |= is_hugepages(name);
-        lim_cpu_mem |= matches!(name.as_str(), "cpu" | "memory");
+        lim_cpu_mem |= matches!(*name, "cpu" | "memory");
     }
     for (name, q) in resource_list(res, "requests") {
-        let p = key(&req_path, &name);
-        validate_container_resource_name(&name, &p, errs);
-        validate_quantity_value(&name, &q, &p, errs);
+        let p = req_path.key(name);
+        validate_container_resource_name(name, &p, errs);
+        validate_quantity_value(name, &q, &p, errs);
         match limits.iter().find(|(n, _)| *n == name) {
             Some((_, limit)) => {
                 let ord = q.cmp(limit);
-                if ord.is_ne() && !is_overcommit_allowed(&name) {
+                if ord.is_ne() && !is_overcommit_allowed(name) {
                     errs.invalid(
-                        &req_path,
+                        req_path,
                         &q.to_string(),
                         format!("must be equal to {name} limit of {limit}"),
                     );
                 } else if ord.is_gt() {
                     errs.invalid(
-                        &req_path,
+                        req_path,
                         &q.to_string(),
                         format!("must be less than or equal to {name} limit of {limit}"),
                     );
                 }
             }
-            None if !is_overcommit_allowed(&name) => {
+            None if !is_overcommit_allowed(name) => {
                 errs.required(
-                    &lim_path,
+                    lim_path,
                     "Limit must be set for non overcommitable resources",
                 );
             }
             None => {}
         }
-        hugepages |= is_hugepages(&name);
-        req_cpu_mem |= matches!(name.as_str(), "cpu" | "memory");
+        hugepages |= is_hugepages(name);
+        req_cpu_mem |= matches!(name, "cpu" | "memory");
     }
     if hugepages && !lim_cpu_mem && !req_cpu_mem {
         errs.forbidden(path, "HugePages require cpu or memory");
@@ -204,7 +209,7 @@ mod tests {
 
     fn run(res: Value) -> Vec<String> {
         crate::testutil::messages(|e| {
-            validate_requirements(&res, "spec.containers[0].resources", e)
+            validate_requirements(&res, &Path::new("spec.containers[0].resources"), e)
         })
     }
 

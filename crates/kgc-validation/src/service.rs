@@ -6,6 +6,7 @@
 //! `pkg/registry/core/service/strategy.go` (`normalizeClusterIPs`, `patchAllocatedValues`), which
 //! upstream applies before validating and which decide what the rules see.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use kgc_meta::validation::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::Op;
 use crate::container::{PROTOCOLS, port_num_errors, validate_port_num_or_name};
-use crate::field::{Errors, child, go_struct, index, typed};
+use crate::field::{Errors, Path, go_struct, typed};
 use crate::json::{Json, strings};
 use crate::labels::validate_labels;
 use crate::net::{is_dual_stack_ips, parse_ip, validate_cidr, validate_ip};
@@ -51,12 +52,15 @@ pub(crate) fn service(obj: &Value, op: Op<'_>, errs: &mut Errors) {
 /// The spec as upstream's registry hands it to validation: on create `clusterIPs` is derived
 /// from `clusterIP`; on update the allocated values the request left out are kept
 /// (`patchAllocatedValues`) and the two IP fields are reconciled (`normalizeClusterIPs`).
-fn prepared_spec(spec: &Value, old: Option<&Value>) -> Value {
-    let mut new = spec.clone();
-    let ip = |s: &Value| s.str_of("clusterIP").to_owned();
+/// The spec is copied only when one of these changes it.
+fn prepared_spec<'a>(spec: &'a Value, old: Option<&Value>) -> Cow<'a, Value> {
+    fn ip(s: &Value) -> &str {
+        s.str_of("clusterIP")
+    }
+    let mut new = Cow::Borrowed(spec);
     let ips = |s: &Value| s.at("clusterIPs").clone();
-    let set = |s: &mut Value, k: &str, v: Value| {
-        if let Some(m) = s.as_object_mut() {
+    let set = |s: &mut Cow<'_, Value>, k: &str, v: Value| {
+        if let Some(m) = s.to_mut().as_object_mut() {
             m.insert(k.to_owned(), v);
         }
     };
@@ -90,7 +94,7 @@ fn prepared_spec(spec: &Value, old: Option<&Value>) -> Value {
     {
         set(&mut new, "clusterIPs", ips(old));
     }
-    if ip(old) != ip(&new) && crate::json::same(&ips(&new), &ips(old)) {
+    if ip(old) != ip(&new) && crate::json::same(new.at("clusterIPs"), old.at("clusterIPs")) {
         let v = if ip(&new).is_empty() {
             Value::Null
         } else {
@@ -137,7 +141,7 @@ fn validate(spec: &Value, errs: &mut Errors) {
             for (i, p) in ports.iter().enumerate() {
                 if p.int_of("port") == 10250 {
                     errs.invalid_int(
-                        index("spec.ports", i),
+                        Path::new("spec.ports").index(i),
                         10250,
                         "may not expose port 10250 externally since it is used by kubelet",
                     );
@@ -186,12 +190,12 @@ fn validate(spec: &Value, errs: &mut Errors) {
             p,
             ports.len() > 1,
             &mut names,
-            &index("spec.ports", i),
+            &Path::new("spec.ports").index(i),
             errs,
         );
     }
     if spec.has("selector") {
-        validate_labels(spec, "selector", "spec.selector", errs);
+        validate_labels(spec, "selector", &Path::new("spec.selector"), errs);
     }
     match spec.str_of("sessionAffinity") {
         "" => errs.required("spec.sessionAffinity", ""),
@@ -207,8 +211,9 @@ fn validate(spec: &Value, errs: &mut Errors) {
         other => errs.not_supported_typed("spec.sessionAffinity", other, &["ClientIP", "None"]),
     }
     cluster_ip_fields(spec, errs);
+    let external_ips = Path::new("spec.externalIPs");
     for (i, ip) in strings(spec, "externalIPs").iter().enumerate() {
-        let p = index("spec.externalIPs", i);
+        let p = external_ips.index(i);
         if validate_ip(&p, ip, errs) {
             non_special_ip(ip, &p, errs);
         }
@@ -218,7 +223,7 @@ fn validate(spec: &Value, errs: &mut Errors) {
         for (i, p) in ports.iter().enumerate() {
             if p.int_of("nodePort") != 0 {
                 errs.forbidden(
-                    child(&index("spec.ports", i), "nodePort"),
+                    Path::new("spec.ports").index(i).child("nodePort"),
                     "may not be used when `type` is 'ClusterIP'",
                 );
             }
@@ -228,7 +233,10 @@ fn validate(spec: &Value, errs: &mut Errors) {
     for (i, p) in ports.iter().enumerate() {
         let np = p.int_of("nodePort");
         if np != 0 && !node_ports.insert((p.str_of("protocol"), np)) {
-            errs.duplicate_raw(child(&index("spec.ports", i), "nodePort"), np.to_string());
+            errs.duplicate_raw(
+                Path::new("spec.ports").index(i).child("nodePort"),
+                np.to_string(),
+            );
         }
     }
     let mut seen = BTreeSet::new();
@@ -236,7 +244,7 @@ fn validate(spec: &Value, errs: &mut Errors) {
         let (proto, num) = (p.str_of("protocol"), p.int_of("port"));
         if !seen.insert((proto, num)) {
             errs.duplicate_raw(
-                index("spec.ports", i),
+                Path::new("spec.ports").index(i),
                 go_struct(&[
                     ("Name", typed("")),
                     ("Protocol", typed(proto)),
@@ -251,12 +259,12 @@ fn validate(spec: &Value, errs: &mut Errors) {
     let ranges = strings(spec, "loadBalancerSourceRanges");
     if !ranges.is_empty() {
         // Upstream capitalises this path.
-        let p = "spec.LoadBalancerSourceRanges";
+        let p = Path::new("spec.LoadBalancerSourceRanges");
         if ty != "LoadBalancer" {
             errs.forbidden(p, "may only be used when `type` is 'LoadBalancer'");
         }
         for (i, r) in ranges.iter().enumerate() {
-            validate_cidr(&index(p, i), r.trim(), errs);
+            validate_cidr(&p.index(i), r.trim(), errs);
         }
     }
     if spec.has("allocateLoadBalancerNodePorts") && ty != "LoadBalancer" {
@@ -282,46 +290,46 @@ fn validate(spec: &Value, errs: &mut Errors) {
 }
 
 /// `validateServicePort`.
-fn port(
-    p: &Value,
+fn port<'a>(
+    p: &'a Value,
     require_name: bool,
-    names: &mut BTreeSet<String>,
-    path: &str,
+    names: &mut BTreeSet<&'a str>,
+    path: &Path<'_>,
     errs: &mut Errors,
 ) {
     let name = p.str_of("name");
     if require_name && name.is_empty() {
-        errs.required(child(path, "name"), "");
+        errs.required(path.child("name"), "");
     } else if !name.is_empty() {
-        errs.invalid_each(&child(path, "name"), name, is_dns1123_label(name));
-        if !names.insert(name.to_owned()) {
-            errs.duplicate(child(path, "name"), name);
+        errs.invalid_each(path.child("name"), name, is_dns1123_label(name));
+        if !names.insert(name) {
+            errs.duplicate(path.child("name"), name);
         }
     }
     let num = p.int_of("port");
     for m in port_num_errors(num) {
-        errs.invalid_int(child(path, "port"), num, m);
+        errs.invalid_int(path.child("port"), num, m);
     }
-    errs.one_of(child(path, "protocol"), p.str_of("protocol"), &PROTOCOLS);
-    validate_port_num_or_name(p.at("targetPort"), &child(path, "targetPort"), errs);
+    errs.one_of(path.child("protocol"), p.str_of("protocol"), &PROTOCOLS);
+    validate_port_num_or_name(p.at("targetPort"), &path.child("targetPort"), errs);
     if let Some(ap) = p.opt_str("appProtocol") {
-        errs.invalid_each(&child(path, "appProtocol"), ap, is_qualified_name(ap));
+        errs.invalid_each(path.child("appProtocol"), ap, is_qualified_name(ap));
     }
 }
 
 /// `validateClientIPAffinityConfig`.
 fn client_ip_affinity(cfg: &Value, errs: &mut Errors) {
     const WHEN: &str = "when session affinity type is ClientIP";
-    let p = "spec.sessionAffinityConfig";
+    let p = Path::new("spec.sessionAffinityConfig");
     if cfg.is_null() {
         errs.required(p, WHEN);
     } else if !cfg.has("clientIP") {
-        errs.required(format!("{p}.clientIP"), WHEN);
+        errs.required(p.child("clientIP"), WHEN);
     } else {
         match cfg.at("clientIP").opt_int("timeoutSeconds") {
-            None => errs.required(format!("{p}.clientIP.timeoutSeconds"), WHEN),
+            None => errs.required(p.child("clientIP").child("timeoutSeconds"), WHEN),
             Some(t) if t <= 0 || t > 86400 => errs.invalid_int(
-                format!("{p}.clientIP.timeoutSeconds"),
+                p.child("clientIP").child("timeoutSeconds"),
                 t,
                 "must be greater than 0 and less than 86400",
             ),
@@ -331,7 +339,7 @@ fn client_ip_affinity(cfg: &Value, errs: &mut Errors) {
 }
 
 /// `ValidateNonSpecialIP`.
-fn non_special_ip(ip: &str, path: &str, errs: &mut Errors) {
+fn non_special_ip(ip: &str, path: &Path<'_>, errs: &mut Errors) {
     let Some(addr) = parse_ip(ip) else {
         return;
     };
@@ -378,13 +386,14 @@ fn cluster_ip_fields(spec: &Value, errs: &mut Errors) {
         );
     }
     let mut seen = BTreeSet::new();
+    let families = Path::new("spec.ipFamilies");
     for (i, fam) in strings(spec, "ipFamilies").iter().enumerate() {
-        let p = index("spec.ipFamilies", i);
+        let p = families.index(i);
         if !matches!(*fam, "IPv4" | "IPv6") {
-            errs.not_supported_typed(&p, fam, &["IPv4", "IPv6"]);
+            errs.not_supported_typed(p, fam, &["IPv4", "IPv6"]);
         }
         if !seen.insert(*fam) {
-            errs.duplicate_raw(&p, typed(fam));
+            errs.duplicate_raw(p, typed(fam));
         }
     }
     if let Some(policy) = spec.opt_str("ipFamilyPolicy") {
@@ -406,7 +415,7 @@ fn cluster_ip_fields(spec: &Value, errs: &mut Errors) {
             }
             continue;
         }
-        bad_ips |= !validate_ip(&index("spec.clusterIPs", i), ip, errs);
+        bad_ips |= !validate_ip(&Path::new("spec.clusterIPs").index(i), ip, errs);
     }
     if ips.len() > 2 {
         errs.invalid_json("spec.clusterIPs", ips_json, "may only hold up to 2 values");
@@ -427,14 +436,14 @@ fn cluster_ip_fields(spec: &Value, errs: &mut Errors) {
             let v6 = parse_ip(ip).is_some_and(|a| a.is_ipv6());
             if *fam == "IPv4" && v6 {
                 errs.invalid(
-                    index("spec.clusterIPs", i),
+                    Path::new("spec.clusterIPs").index(i),
                     ip,
                     format!("expected an IPv4 value as indicated by `ipFamilies[{i}]`"),
                 );
             }
             if *fam == "IPv6" && !v6 {
                 errs.invalid(
-                    index("spec.clusterIPs", i),
+                    Path::new("spec.clusterIPs").index(i),
                     ip,
                     format!("expected an IPv6 value as indicated by `ipFamilies[{i}]`"),
                 );
@@ -510,7 +519,7 @@ fn upgrade_downgrade_cluster_ips(spec: &Value, old: &Value, errs: &mut Errors) {
     if new_ips.len() == old_ips.len() {
         for (i, (n, o)) in new_ips.iter().zip(&old_ips).enumerate() {
             if n != o {
-                errs.invalid_json(index("spec.clusterIPs", i), shown, CHANGED);
+                errs.invalid_json(Path::new("spec.clusterIPs").index(i), shown, CHANGED);
             }
         }
     } else if old_ips.len() > new_ips.len() {
@@ -538,18 +547,19 @@ fn upgrade_downgrade_cluster_ips(spec: &Value, old: &Value, errs: &mut Errors) {
 
 /// `ValidateServiceStatusUpdate` → `ValidateLoadBalancerStatus`.
 fn status(s: &Value, errs: &mut Errors) {
+    let ingress = Path::new("status.loadBalancer.ingress");
     for (i, ing) in s.at("loadBalancer").list("ingress").iter().enumerate() {
-        let p = index("status.loadBalancer.ingress", i);
+        let p = ingress.index(i);
         let ip = ing.str_of("ip");
         if !ip.is_empty() {
-            validate_ip(&child(&p, "ip"), ip, errs);
+            validate_ip(&p.child("ip"), ip, errs);
         }
         let host = ing.str_of("hostname");
         if !host.is_empty() {
-            errs.invalid_each(&child(&p, "hostname"), host, is_dns1123_subdomain(host));
+            errs.invalid_each(p.child("hostname"), host, is_dns1123_subdomain(host));
             if parse_ip(host).is_some() {
                 errs.invalid(
-                    child(&p, "hostname"),
+                    p.child("hostname"),
                     host,
                     "must be a DNS name, not an IP address",
                 );
@@ -557,12 +567,12 @@ fn status(s: &Value, errs: &mut Errors) {
         }
         if let Some(mode) = ing.opt_str("ipMode") {
             if ip.is_empty() {
-                errs.forbidden(child(&p, "ipMode"), "may not be specified when `ip` is not");
+                errs.forbidden(p.child("ipMode"), "may not be specified when `ip` is not");
             } else if !matches!(mode, "VIP" | "Proxy") {
-                errs.not_supported_typed(child(&p, "ipMode"), mode, &["Proxy", "VIP"]);
+                errs.not_supported_typed(p.child("ipMode"), mode, &["Proxy", "VIP"]);
             }
         } else if !ip.is_empty() {
-            errs.required(child(&p, "ipMode"), "must be specified when `ip` is set");
+            errs.required(p.child("ipMode"), "must be specified when `ip` is set");
         }
     }
 }

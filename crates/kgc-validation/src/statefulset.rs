@@ -10,8 +10,8 @@
 use serde_json::Value;
 
 use crate::Op;
-use crate::field::{Errors, child, go_struct};
-use crate::json::{Json, same};
+use crate::field::{Errors, Path, go_struct};
+use crate::json::{Json, same_except};
 use crate::labels::{render_selector, validate_annotations, validate_labels};
 use crate::workload::{
     Rules, always_restart, counters, int_or_percent_value, not_more_than_100_percent,
@@ -41,16 +41,7 @@ const MUTABLE: [&str; 7] = [
 ];
 
 fn only_mutable_fields_changed(spec: &Value, old: &Value, errs: &mut Errors) {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(m) = v.as_object_mut() {
-            for f in MUTABLE {
-                m.remove(f);
-            }
-        }
-        v
-    };
-    if !same(&strip(spec), &strip(old)) {
+    if !same_except(spec, old, &MUTABLE) {
         errs.forbidden(
             "spec",
             "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
@@ -84,7 +75,7 @@ fn spec(spec: &Value, errs: &mut Errors) {
         }
         "RollingUpdate" => {
             if !ru.is_null() {
-                rolling_update(ru, "spec.updateStrategy.rollingUpdate", errs);
+                rolling_update(ru, &Path::new("spec.updateStrategy.rollingUpdate"), errs);
             }
         }
         _ => errs.invalid_raw(
@@ -99,7 +90,7 @@ fn spec(spec: &Value, errs: &mut Errors) {
             let v = policy.str_of(field);
             if !matches!(v, "Retain" | "Delete") {
                 errs.not_supported_typed(
-                    child("spec.persistentVolumeClaimRetentionPolicy", field),
+                    Path::new("spec.persistentVolumeClaimRetentionPolicy").child(field),
                     v,
                     &["Retain", "Delete"],
                 );
@@ -112,16 +103,21 @@ fn spec(spec: &Value, errs: &mut Errors) {
         errs.nonnegative("spec.ordinals.start", spec.at("ordinals").int_of("start"));
     }
     let template = spec.at("template");
-    match required_selector(spec, "statefulset", "spec", errs) {
+    match required_selector(spec, "statefulset", &Path::new("spec"), errs) {
         Some(sel) => {
-            template_matches(&sel, template, "spec.template", errs);
+            template_matches(&sel, template, &Path::new("spec.template"), errs);
             let meta = template.at("metadata");
-            validate_labels(meta, "labels", "spec.template.labels", errs);
-            validate_annotations(meta, "annotations", "spec.template.annotations", errs);
+            validate_labels(meta, "labels", &Path::new("spec.template.labels"), errs);
+            validate_annotations(
+                meta,
+                "annotations",
+                &Path::new("spec.template.annotations"),
+                errs,
+            );
         }
         None => errs.invalid_raw("spec.selector", render_selector(spec.at("selector")), ""),
     }
-    always_restart(template, "spec.template", errs);
+    always_restart(template, &Path::new("spec.template"), errs);
     if template.at("spec").has("activeDeadlineSeconds") {
         errs.forbidden(
             "spec.template.spec.activeDeadlineSeconds",
@@ -131,14 +127,14 @@ fn spec(spec: &Value, errs: &mut Errors) {
 }
 
 /// `validateRollingUpdateStatefulSet`.
-fn rolling_update(ru: &Value, path: &str, errs: &mut Errors) {
-    errs.nonnegative(child(path, "partition"), ru.int_of("partition"));
+fn rolling_update(ru: &Value, path: &Path<'_>, errs: &mut Errors) {
+    errs.nonnegative(path.child("partition"), ru.int_of("partition"));
     let mu = ru.at("maxUnavailable");
     if !mu.is_null() {
-        let p = child(path, "maxUnavailable");
+        let p = path.child("maxUnavailable");
         positive_int_or_percent(mu, &p, errs);
         if int_or_percent_value(mu) == 0 {
-            errs.invalid_raw(&p, render_int_or_string(mu), "cannot be 0");
+            errs.invalid_raw(p, render_int_or_string(mu), "cannot be 0");
         }
         not_more_than_100_percent(mu, &p, errs);
     }

@@ -11,9 +11,9 @@ use kgc_meta::validation::{go_json, is_dns1123_subdomain, is_qualified_name};
 use serde_json::{Map, Value};
 
 use crate::diff::forbid_changes;
-use crate::field::{Errors, child, key};
+use crate::field::{Errors, Path};
 use crate::json::{Json, same, string_map, strings};
-use crate::labels::validate_selector;
+use crate::labels::{to_lower, validate_selector};
 use crate::resources::{resource_list, validate_positive, validate_quantity_value};
 use crate::volume::{PV_SOURCES, validate_sources};
 
@@ -27,7 +27,7 @@ const ACCESS_MODES: [&str; 4] = [
 const VOLUME_MODES: [&str; 2] = ["Block", "Filesystem"];
 
 /// Access modes: known values, and `ReadWriteOncePod` alone.
-fn access_modes(spec: &Value, path: &str, errs: &mut Errors) {
+fn access_modes(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
     let (mut once_pod, mut other) = (false, false);
     for mode in strings(spec, "accessModes") {
         if !ACCESS_MODES.contains(&mode) {
@@ -43,7 +43,7 @@ fn access_modes(spec: &Value, path: &str, errs: &mut Errors) {
     }
 }
 
-fn volume_mode(spec: &Value, path: &str, errs: &mut Errors) {
+fn volume_mode(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
     if let Some(m) = spec.opt_str("volumeMode")
         && !VOLUME_MODES.contains(&m)
     {
@@ -102,7 +102,7 @@ fn pv_spec(spec: &Value, errs: &mut Errors) {
     if spec.list("accessModes").is_empty() {
         errs.required("spec.accessModes", "");
     }
-    access_modes(spec, "spec.accessModes", errs);
+    access_modes(spec, &Path::new("spec.accessModes"), errs);
     let capacity = spec.at("capacity");
     let cap = spec.obj("capacity");
     if cap.is_none_or(|m| m.is_empty()) {
@@ -115,15 +115,16 @@ fn pv_spec(spec: &Value, errs: &mut Errors) {
             &["storage"],
         );
     }
+    let capacity_path = Path::new("spec.capacity");
     for (name, q) in resource_list(spec, "capacity") {
-        let p = key("spec.capacity", &name);
+        let p = capacity_path.key(name);
         validate_positive(&q, &p, errs);
     }
     let class = spec.str_of("storageClassName");
     if !class.is_empty() {
         errs.invalid_each("spec.storageClassName", class, is_dns1123_subdomain(class));
     }
-    volume_mode(spec, "spec.volumeMode", errs);
+    volume_mode(spec, &Path::new("spec.volumeMode"), errs);
     let reclaim = spec.str_of("persistentVolumeReclaimPolicy");
     if !reclaim.is_empty() && !matches!(reclaim, "Delete" | "Recycle" | "Retain") {
         errs.not_supported_typed(
@@ -132,7 +133,7 @@ fn pv_spec(spec: &Value, errs: &mut Errors) {
             &["Delete", "Recycle", "Retain"],
         );
     }
-    let source = validate_sources(spec, &PV_SOURCES, "spec", errs);
+    let source = validate_sources(spec, &PV_SOURCES, &Path::new("spec"), errs);
     match source {
         Some("local") if !spec.has("nodeAffinity") => {
             errs.required("spec.nodeAffinity", "Local volume requires node affinity");
@@ -174,21 +175,22 @@ fn render_resource_list(v: &Value) -> String {
 }
 
 /// `ValidatePersistentVolumeClaimSpec` (also run on ephemeral volume claim templates).
-pub(crate) fn claim_spec(spec: &Value, path: &str, errs: &mut Errors) {
+pub(crate) fn claim_spec(spec: &Value, path: &Path<'_>, errs: &mut Errors) {
     if spec.list("accessModes").is_empty() {
         errs.required(
-            child(path, "accessModes"),
+            path.child("accessModes"),
             "at least 1 access mode is required",
         );
     }
     if spec.has("selector") {
-        validate_selector(spec.at("selector"), false, &child(path, "selector"), errs);
+        validate_selector(spec.at("selector"), false, &path.child("selector"), errs);
     }
-    access_modes(spec, &child(path, "accessModes"), errs);
+    access_modes(spec, &path.child("accessModes"), errs);
     // Upstream keys the storage request on `resources` directly.
-    let storage_path = key(&child(path, "resources"), "storage");
+    let resources = path.child("resources");
+    let storage_path = resources.key("storage");
     match Quantity::from_json(spec.at("resources").at("requests").at("storage")) {
-        Err(_) => errs.required(&storage_path, ""),
+        Err(_) => errs.required(storage_path, ""),
         Ok(q) => {
             if validate_positive(&q, &storage_path, errs) {
                 validate_quantity_value("storage", &q, &storage_path, errs);
@@ -199,29 +201,29 @@ pub(crate) fn claim_spec(spec: &Value, path: &str, errs: &mut Errors) {
         && !class.is_empty()
     {
         errs.invalid_each(
-            &child(path, "storageClassName"),
+            path.child("storageClassName"),
             class,
             is_dns1123_subdomain(class),
         );
     }
-    volume_mode(spec, &child(path, "volumeMode"), errs);
+    volume_mode(spec, &path.child("volumeMode"), errs);
     for field in ["dataSource", "dataSourceRef"] {
         let ds = spec.at(field);
         if ds.is_null() {
             continue;
         }
-        let p = child(path, field);
+        let p = path.child(field);
         if ds.str_of("name").is_empty() {
-            errs.required(child(&p, "name"), "");
+            errs.required(p.child("name"), "");
         }
         if ds.str_of("kind").is_empty() {
-            errs.required(child(&p, "kind"), "");
+            errs.required(p.child("kind"), "");
         }
         if ds.opt_str("apiGroup").unwrap_or_default().is_empty()
             && ds.str_of("kind") != "PersistentVolumeClaim"
         {
             errs.invalid(
-                &p,
+                p,
                 ds.str_of("kind"),
                 "must be 'PersistentVolumeClaim' when referencing the default apiGroup",
             );
@@ -232,7 +234,7 @@ pub(crate) fn claim_spec(spec: &Value, path: &str, errs: &mut Errors) {
         if !ds.is_null() {
             errs.invalid(
                 path,
-                &child(path, "dataSource"),
+                &path.child("dataSource").to_string(),
                 "may not be specified when dataSourceRef.namespace is specified",
             );
         }
@@ -241,14 +243,18 @@ pub(crate) fn claim_spec(spec: &Value, path: &str, errs: &mut Errors) {
             .iter()
             .all(|f| ds.str_of(f) == dsr.str_of(f));
         if !same_ref {
-            errs.invalid(path, &child(path, "dataSource"), "must match dataSourceRef");
+            errs.invalid(
+                path,
+                &path.child("dataSource").to_string(),
+                "must match dataSourceRef",
+            );
         }
     }
 }
 
 /// A PersistentVolumeClaim create or update (`status` updates are not covered).
 pub(crate) fn persistent_volume_claim(obj: &Value, old: Option<&Value>, errs: &mut Errors) {
-    claim_spec(obj.at("spec"), "spec", errs);
+    claim_spec(obj.at("spec"), &Path::new("spec"), errs);
     if let Some(old) = old {
         claim_update(obj, old, errs);
     }
@@ -286,7 +292,7 @@ fn claim_update(obj: &Value, old: &Value, errs: &mut Errors) {
         let new_annotation = obj.at("metadata").at("annotations").opt_str(beta);
         if new_annotation != old_annotation {
             errs.invalid(
-                format!("metadata.annotations.{beta}"),
+                Path::new("metadata.annotations").child(beta),
                 new_annotation.unwrap_or_default(),
                 crate::field::IMMUTABLE,
             );
@@ -356,11 +362,8 @@ pub(crate) fn storage_class(obj: &Value, old: Option<&Value>, errs: &mut Errors)
     if provisioner.is_empty() {
         errs.required("provisioner", "");
     } else {
-        errs.invalid_each(
-            "provisioner",
-            &provisioner.to_lowercase(),
-            is_qualified_name(&provisioner.to_lowercase()),
-        );
+        let provisioner = to_lower(provisioner);
+        errs.invalid_each("provisioner", &provisioner, is_qualified_name(&provisioner));
     }
     let params = string_map(obj, "parameters");
     if params.len() > 512 {

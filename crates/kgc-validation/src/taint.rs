@@ -5,14 +5,14 @@
 use kgc_meta::validation::{FieldError, FieldErrorKind, go_json, is_label_value};
 use serde_json::Value;
 
-use crate::field::{Errors, child, go_struct, index, typed};
-use crate::json::{Json, same};
+use crate::field::{Errors, Path, go_struct, typed};
+use crate::json::{Json, same_except};
 use crate::labels::validate_label_name;
 
 const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
 /// `validateTaintEffect`.
-fn effect(effect: &str, allow_empty: bool, path: &str, errs: &mut Errors) {
+fn effect(effect: &str, allow_empty: bool, path: &Path<'_>, errs: &mut Errors) {
     if effect.is_empty() && !allow_empty {
         errs.required(path, "");
         return;
@@ -44,22 +44,22 @@ fn render_toleration(t: &Value) -> String {
 }
 
 /// `validateNodeTaints`: valid keys, values and effects, unique by key and effect.
-pub(crate) fn validate_taints(taints: &[Value], path: &str, errs: &mut Errors) {
+pub(crate) fn validate_taints(taints: &[Value], path: &Path<'_>, errs: &mut Errors) {
     let mut seen: Vec<(&str, &str)> = Vec::new();
     for (i, t) in taints.iter().enumerate() {
-        let p = index(path, i);
-        validate_label_name(t.str_of("key"), &child(&p, "key"), errs);
+        let p = path.index(i);
+        validate_label_name(t.str_of("key"), &p.child("key"), errs);
         let value = t.str_of("value");
         let msgs = is_label_value(value);
         if !msgs.is_empty() {
-            errs.invalid(child(&p, "value"), value, msgs.join(";"));
+            errs.invalid(p.child("value"), value, msgs.join(";"));
         }
-        effect(t.str_of("effect"), false, &child(&p, "effect"), errs);
+        effect(t.str_of("effect"), false, &p.child("effect"), errs);
         let pair = (t.str_of("key"), t.str_of("effect"));
         if seen.contains(&pair) {
             errs.push(FieldError {
                 kind: FieldErrorKind::Duplicate,
-                field: p,
+                field: p.to_string(),
                 value: Some(render_taint(t)),
                 detail: "taints must be unique by key and effect pair".to_owned(),
             });
@@ -70,9 +70,9 @@ pub(crate) fn validate_taints(taints: &[Value], path: &str, errs: &mut Errors) {
 }
 
 /// `ValidateTolerations`.
-pub(crate) fn validate_tolerations(tolerations: &[Value], path: &str, errs: &mut Errors) {
+pub(crate) fn validate_tolerations(tolerations: &[Value], path: &Path<'_>, errs: &mut Errors) {
     for (i, t) in tolerations.iter().enumerate() {
-        let p = index(path, i);
+        let p = path.index(i);
         let (key, op, value, eff) = (
             t.str_of("key"),
             t.str_of("operator"),
@@ -80,18 +80,18 @@ pub(crate) fn validate_tolerations(tolerations: &[Value], path: &str, errs: &mut
             t.str_of("effect"),
         );
         if !key.is_empty() {
-            validate_label_name(key, &child(&p, "key"), errs);
+            validate_label_name(key, &p.child("key"), errs);
         }
         if key.is_empty() && op != "Exists" {
             errs.invalid_typed(
-                child(&p, "operator"),
+                p.child("operator"),
                 op,
                 "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
             );
         }
         if t.has("tolerationSeconds") && eff != "NoExecute" {
             errs.invalid_typed(
-                child(&p, "effect"),
+                p.child("effect"),
                 eff,
                 "effect must be 'NoExecute' when `tolerationSeconds` is set",
             );
@@ -100,39 +100,39 @@ pub(crate) fn validate_tolerations(tolerations: &[Value], path: &str, errs: &mut
             "Equal" | "" => {
                 let msgs = is_label_value(value);
                 if !msgs.is_empty() {
-                    errs.invalid(child(&p, "operator"), value, msgs.join(";"));
+                    errs.invalid(p.child("operator"), value, msgs.join(";"));
                 }
             }
             "Exists" => {
                 if !value.is_empty() {
                     errs.invalid_raw(
-                        child(&p, "operator"),
+                        p.child("operator"),
                         render_toleration(t),
                         "value must be empty when `operator` is 'Exists'",
                     );
                 }
             }
-            other => errs.not_supported_typed(child(&p, "operator"), other, &["Equal", "Exists"]),
+            other => errs.not_supported_typed(p.child("operator"), other, &["Equal", "Exists"]),
         }
         if !eff.is_empty() {
-            effect(eff, true, &child(&p, "effect"), errs);
+            effect(eff, true, &p.child("effect"), errs);
         }
     }
 }
 
 /// `validateOnlyAddedTolerations`: every old toleration must still be there (only its
 /// `tolerationSeconds` may change); then the new list is validated.
-pub(crate) fn validate_only_added(new: &[Value], old: &[Value], path: &str, errs: &mut Errors) {
-    let without_seconds = |t: &Value| {
-        let mut t = t.clone();
-        if let Some(m) = t.as_object_mut() {
-            m.remove("tolerationSeconds");
-        }
-        t
-    };
+pub(crate) fn validate_only_added(
+    new: &[Value],
+    old: &[Value],
+    path: &Path<'_>,
+    errs: &mut Errors,
+) {
     for o in old {
-        let o = without_seconds(o);
-        if !new.iter().any(|n| same(&without_seconds(n), &o)) {
+        if !new
+            .iter()
+            .any(|n| same_except(n, o, &["tolerationSeconds"]))
+        {
             errs.forbidden(
                 path,
                 "existing toleration can not be modified except its tolerationSeconds",
@@ -160,7 +160,11 @@ mod tests {
             {"key": "k", "operator": "Greater", "effect": "Never"},
         ]);
         assert_eq!(
-            run(|e| validate_tolerations(t.as_array().unwrap_or(&vec![]), "spec.tolerations", e)),
+            run(|e| validate_tolerations(
+                t.as_array().unwrap_or(&vec![]),
+                &Path::new("spec.tolerations"),
+                e
+            )),
             vec![
                 "spec.tolerations[1].operator: Invalid value: \"Equal\": operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
                 "spec.tolerations[2].operator: Invalid value: {\"Key\":\"k\",\"Operator\":\"Exists\",\"Value\":\"v\",\"Effect\":\"\",\"TolerationSeconds\":null}: value must be empty when `operator` is 'Exists'",
@@ -180,7 +184,11 @@ mod tests {
             {"key": "b", "effect": ""},
         ]);
         assert_eq!(
-            run(|e| validate_taints(t.as_array().unwrap_or(&vec![]), "metadata.taints", e)),
+            run(|e| validate_taints(
+                t.as_array().unwrap_or(&vec![]),
+                &Path::new("metadata.taints"),
+                e
+            )),
             vec![
                 "metadata.taints[1]: Duplicate value: {\"Key\":\"a\",\"Value\":\"2\",\"Effect\":\"NoSchedule\",\"TimeAdded\":null}: taints must be unique by key and effect pair",
                 "metadata.taints[2].effect: Required value",
@@ -195,11 +203,21 @@ mod tests {
         let new_bad = json!([{"key": "x", "operator": "Exists"}]);
         let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
         assert!(
-            run(|e| validate_only_added(&list(&new_ok), &list(&old), "spec.tolerations", e))
-                .is_empty()
+            run(|e| validate_only_added(
+                &list(&new_ok),
+                &list(&old),
+                &Path::new("spec.tolerations"),
+                e
+            ))
+            .is_empty()
         );
         assert_eq!(
-            run(|e| validate_only_added(&list(&new_bad), &list(&old), "spec.tolerations", e)),
+            run(|e| validate_only_added(
+                &list(&new_bad),
+                &list(&old),
+                &Path::new("spec.tolerations"),
+                e
+            )),
             vec![
                 "spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds"
             ]

@@ -12,8 +12,9 @@ use kgc_meta::validation::{is_dns1123_label, is_dns1123_subdomain};
 use serde_json::Value;
 
 use crate::container::{validate_field_selector, validate_resource_field_selector};
-use crate::field::{Errors, child, index};
+use crate::field::{Errors, Path};
 use crate::json::Json;
+use crate::labels::to_lower;
 
 /// The sources of a pod volume in the order upstream checks them (the first one set wins and
 /// every further one is "more than 1 volume type").
@@ -80,50 +81,53 @@ const FILE_MODE: &str = "must be a number between 0 and 0777 (octal), both inclu
 
 /// The valid volumes of a pod by name, with the source each uses (mounts and devices refer to
 /// them).
-pub(crate) type Volumes = BTreeMap<String, &'static str>;
+pub(crate) type Volumes<'a> = BTreeMap<&'a str, &'static str>;
 
 /// `ValidateVolumes`: names unique DNS labels, exactly one valid source each.
-pub(crate) fn validate_volumes(
-    spec: &Value,
+pub(crate) fn validate_volumes<'a>(
+    spec: &'a Value,
     pod_name: &str,
-    path: &str,
+    path: &Path<'_>,
     errs: &mut Errors,
-) -> Volumes {
+) -> Volumes<'a> {
     let vols = spec.list("volumes");
-    let created_claims: Vec<String> = if pod_name.is_empty() {
-        Vec::new()
-    } else {
-        vols.iter()
-            .filter(|v| v.has("ephemeral"))
-            .map(|v| format!("{pod_name}-{}", v.str_of("name")))
-            .collect()
+    // The claim a pod's ephemeral volume creates is named `<pod name>-<volume name>`.
+    let created_by_ephemeral = |claim: &str| {
+        !pod_name.is_empty()
+            && claim
+                .strip_prefix(pod_name)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|name| {
+                    vols.iter()
+                        .any(|v| v.has("ephemeral") && v.str_of("name") == name)
+                })
     };
     let mut names = Volumes::new();
     for (i, vol) in vols.iter().enumerate() {
-        let p = index(path, i);
+        let p = path.index(i);
         let name = vol.str_of("name");
         let mut el = Errors::default();
         let source = validate_sources(vol, &POD_SOURCES, &p, &mut el);
-        let name_path = child(&p, "name");
+        let name_path = p.child("name");
         if name.is_empty() {
-            el.required(&name_path, "");
+            el.required(name_path, "");
         } else {
-            el.invalid_each(&name_path, name, is_dns1123_label(name));
+            el.invalid_each(name_path, name, is_dns1123_label(name));
         }
         if names.contains_key(name) {
-            el.duplicate(&name_path, name);
+            el.duplicate(name_path, name);
         }
         if el.len() == 0 {
             if let Some(source) = source {
-                names.insert(name.to_owned(), source);
+                names.insert(name, source);
             }
         } else {
             errs.extend(el);
         }
         let claim = vol.at("persistentVolumeClaim").str_of("claimName");
-        if vol.has("persistentVolumeClaim") && created_claims.iter().any(|c| c == claim) {
+        if vol.has("persistentVolumeClaim") && created_by_ephemeral(claim) {
             errs.invalid(
-                child(&child(&p, "persistentVolumeClaim"), "claimName"),
+                p.child("persistentVolumeClaim").child("claimName"),
                 claim,
                 "must not reference a PVC that gets created for an ephemeral volume",
             );
@@ -136,7 +140,7 @@ pub(crate) fn validate_volumes(
 pub(crate) fn validate_sources(
     vol: &Value,
     sources: &[&'static str],
-    path: &str,
+    path: &Path<'_>,
     errs: &mut Errors,
 ) -> Option<&'static str> {
     let mut found = None;
@@ -144,7 +148,7 @@ pub(crate) fn validate_sources(
         if !vol.has(src) {
             continue;
         }
-        let p = child(path, src);
+        let p = path.child(src);
         if found.is_some() {
             errs.forbidden(p, "may not specify more than 1 volume type");
             continue;
@@ -158,93 +162,93 @@ pub(crate) fn validate_sources(
     found
 }
 
-fn validate_source(src: &str, v: &Value, path: &str, errs: &mut Errors) {
+fn validate_source(src: &str, v: &Value, path: &Path<'_>, errs: &mut Errors) {
     match src {
         "emptyDir" if Quantity::from_json(v.at("sizeLimit")).is_ok_and(|q| q.is_negative()) => {
             errs.forbidden(
-                child(path, "sizeLimit"),
+                path.child("sizeLimit"),
                 "SizeLimit field must be a valid resource quantity",
             );
         }
         "hostPath" => host_path(v, path, errs),
         "gitRepo" => {
             if v.str_of("repository").is_empty() {
-                errs.required(child(path, "repository"), "");
+                errs.required(path.child("repository"), "");
             }
-            local_descending_path(v.str_of("directory"), &child(path, "directory"), errs);
+            local_descending_path(v.str_of("directory"), &path.child("directory"), errs);
         }
         "secret" => {
             if v.str_of("secretName").is_empty() {
-                errs.required(child(path, "secretName"), "");
+                errs.required(path.child("secretName"), "");
             }
             mode(v, "defaultMode", path, errs);
             key_to_paths(v, path, errs);
         }
         "configMap" => {
             if v.str_of("name").is_empty() {
-                errs.required(child(path, "name"), "");
+                errs.required(path.child("name"), "");
             }
             mode(v, "defaultMode", path, errs);
             key_to_paths(v, path, errs);
         }
         "persistentVolumeClaim" if v.str_of("claimName").is_empty() => {
-            errs.required(child(path, "claimName"), "");
+            errs.required(path.child("claimName"), "");
         }
         "nfs" => {
             if v.str_of("server").is_empty() {
-                errs.required(child(path, "server"), "");
+                errs.required(path.child("server"), "");
             }
             let p = v.str_of("path");
             if p.is_empty() {
-                errs.required(child(path, "path"), "");
+                errs.required(path.child("path"), "");
             } else if !p.starts_with('/') {
-                errs.invalid(child(path, "path"), p, "must be an absolute path");
+                errs.invalid(path.child("path"), p, "must be an absolute path");
             }
         }
         "downwardAPI" => {
             mode(v, "defaultMode", path, errs);
             for (i, file) in v.list("items").iter().enumerate() {
-                downward_api_file(file, &index(&child(path, "items"), i), errs);
+                downward_api_file(file, &path.child("items").index(i), errs);
             }
         }
         "projected" => projected(v, path, errs),
-        "csi" => csi_driver_name(v.str_of("driver"), &child(path, "driver"), errs),
+        "csi" => csi_driver_name(v.str_of("driver"), &path.child("driver"), errs),
         "ephemeral" => {
             let t = v.at("volumeClaimTemplate");
-            let p = child(path, "volumeClaimTemplate");
+            let p = path.child("volumeClaimTemplate");
             if t.is_null() {
                 errs.required(p, "");
             } else {
                 let meta = t.at("metadata");
-                let mp = child(&p, "metadata");
+                let mp = p.child("metadata");
                 crate::labels::validate_annotations(
                     meta,
                     "annotations",
-                    &child(&mp, "annotations"),
+                    &mp.child("annotations"),
                     errs,
                 );
-                crate::labels::validate_labels(meta, "labels", &child(&mp, "labels"), errs);
-                crate::storage::claim_spec(t.at("spec"), &child(&p, "spec"), errs);
+                crate::labels::validate_labels(meta, "labels", &mp.child("labels"), errs);
+                crate::storage::claim_spec(t.at("spec"), &p.child("spec"), errs);
             }
         }
         "local" => {
             let p = v.str_of("path");
             if p.is_empty() {
-                errs.required(child(path, "path"), "");
+                errs.required(path.child("path"), "");
             }
-            no_backsteps(p, &child(path, "path"), errs);
+            no_backsteps(p, &path.child("path"), errs);
         }
         _ => {}
     }
 }
 
-fn host_path(v: &Value, path: &str, errs: &mut Errors) {
+fn host_path(v: &Value, path: &Path<'_>, errs: &mut Errors) {
     let p = v.str_of("path");
     if p.is_empty() {
-        errs.required(child(path, "path"), "");
+        errs.required(path.child("path"), "");
         return;
     }
-    no_backsteps(p, &child(path, "path"), errs);
+    no_backsteps(p, &path.child("path"), errs);
     if let Some(t) = v.opt_str("type") {
         const TYPES: [&str; 8] = [
             "",
@@ -257,57 +261,58 @@ fn host_path(v: &Value, path: &str, errs: &mut Errors) {
             "Socket",
         ];
         if !TYPES.contains(&t) {
-            errs.not_supported_typed(child(path, "type"), t, &TYPES);
+            errs.not_supported_typed(path.child("type"), t, &TYPES);
         }
     }
 }
 
 /// `ValidateCSIDriverName`.
-pub(crate) fn csi_driver_name(driver: &str, path: &str, errs: &mut Errors) {
+pub(crate) fn csi_driver_name(driver: &str, path: &Path<'_>, errs: &mut Errors) {
     if driver.is_empty() {
         errs.required(path, "");
     }
     if driver.len() > 63 {
         errs.too_long(path, 63);
     }
-    errs.invalid_each(path, driver, is_dns1123_subdomain(&driver.to_lowercase()));
+    errs.invalid_each(path, driver, is_dns1123_subdomain(&to_lower(driver)));
 }
 
-fn mode(v: &Value, field: &str, path: &str, errs: &mut Errors) {
+fn mode(v: &Value, field: &str, path: &Path<'_>, errs: &mut Errors) {
     if let Some(m) = v.opt_int(field)
         && !(0..=0o777).contains(&m)
     {
-        errs.invalid_int(child(path, field), m, FILE_MODE);
+        errs.invalid_int(path.child(field), m, FILE_MODE);
     }
 }
 
 /// `validateKeyToPath` for each of `items`.
-fn key_to_paths(v: &Value, path: &str, errs: &mut Errors) {
+fn key_to_paths(v: &Value, path: &Path<'_>, errs: &mut Errors) {
+    let items = path.child("items");
     for (i, kp) in v.list("items").iter().enumerate() {
-        let p = index(&child(path, "items"), i);
+        let p = items.index(i);
         if kp.str_of("key").is_empty() {
-            errs.required(child(&p, "key"), "");
+            errs.required(p.child("key"), "");
         }
         let target = kp.str_of("path");
         if target.is_empty() {
-            errs.required(child(&p, "path"), "");
+            errs.required(p.child("path"), "");
         }
-        local_non_reserved_path(target, &child(&p, "path"), errs);
+        local_non_reserved_path(target, &p.child("path"), errs);
         mode(kp, "mode", &p, errs);
     }
 }
 
-fn downward_api_file(file: &Value, path: &str, errs: &mut Errors) {
+fn downward_api_file(file: &Value, path: &Path<'_>, errs: &mut Errors) {
     let target = file.str_of("path");
     if target.is_empty() {
-        errs.required(child(path, "path"), "");
+        errs.required(path.child("path"), "");
     }
-    local_non_reserved_path(target, &child(path, "path"), errs);
+    local_non_reserved_path(target, &path.child("path"), errs);
     if file.has("fieldRef") {
         validate_field_selector(
             file.at("fieldRef"),
             &VOLUME_FIELD_PATHS,
-            &child(path, "fieldRef"),
+            &path.child("fieldRef"),
             errs,
         );
         if file.has("resourceFieldRef") {
@@ -320,7 +325,7 @@ fn downward_api_file(file: &Value, path: &str, errs: &mut Errors) {
     } else if file.has("resourceFieldRef") {
         validate_resource_field_selector(
             file.at("resourceFieldRef"),
-            &child(path, "resourceFieldRef"),
+            &path.child("resourceFieldRef"),
             true,
             errs,
         );
@@ -339,21 +344,22 @@ const VOLUME_FIELD_PATHS: [&str; 5] = [
     "metadata.uid",
 ];
 
-fn projected(v: &Value, path: &str, errs: &mut Errors) {
+fn projected<'a>(v: &'a Value, path: &Path<'_>, errs: &mut Errors) {
     mode(v, "defaultMode", path, errs);
-    let mut all_paths: Vec<String> = Vec::new();
-    let mut claim_path = |target: &str, shown: &str, errs: &mut Errors| {
+    let mut all_paths: Vec<&str> = Vec::new();
+    let mut claim_path = |target: &'a str, shown: &str, errs: &mut Errors| {
         if target.is_empty() {
             return;
         }
-        if all_paths.iter().any(|p| p == target) {
+        if all_paths.contains(&target) {
             errs.invalid(path, shown, "conflicting duplicate paths");
         } else {
-            all_paths.push(target.to_owned());
+            all_paths.push(target);
         }
     };
+    let sources = path.child("sources");
     for (i, src) in v.list("sources").iter().enumerate() {
-        let sp = index(&child(path, "sources"), i);
+        let sp = sources.index(i);
         let mut count = 0;
         for kind in ["secret", "configMap"] {
             if !src.has(kind) {
@@ -361,9 +367,9 @@ fn projected(v: &Value, path: &str, errs: &mut Errors) {
             }
             count += 1;
             let s = src.at(kind);
-            let pp = child(&sp, kind);
+            let pp = sp.child(kind);
             if s.str_of("name").is_empty() {
-                errs.required(child(&pp, "name"), "");
+                errs.required(pp.child("name"), "");
             }
             key_to_paths(s, &pp, errs);
             for item in s.list("items") {
@@ -372,7 +378,7 @@ fn projected(v: &Value, path: &str, errs: &mut Errors) {
         }
         if src.has("downwardAPI") {
             count += 1;
-            let pp = child(&sp, "downwardAPI");
+            let pp = sp.child("downwardAPI");
             for file in src.at("downwardAPI").list("items") {
                 downward_api_file(file, &pp, errs);
                 claim_path(file.str_of("path"), file.str_of("path"), errs);
@@ -381,24 +387,24 @@ fn projected(v: &Value, path: &str, errs: &mut Errors) {
         if src.has("serviceAccountToken") {
             count += 1;
             let t = src.at("serviceAccountToken");
-            let pp = child(&sp, "serviceAccountToken");
+            let pp = sp.child("serviceAccountToken");
             let exp = t.int_of("expirationSeconds");
             if exp < 600 {
                 errs.invalid_int(
-                    child(&pp, "expirationSeconds"),
+                    pp.child("expirationSeconds"),
                     exp,
                     "may not specify a duration less than 10 minutes",
                 );
             }
             if exp > 1 << 32 {
                 errs.invalid_int(
-                    child(&pp, "expirationSeconds"),
+                    pp.child("expirationSeconds"),
                     exp,
                     "may not specify a duration larger than 2^32 seconds",
                 );
             }
             if t.str_of("path").is_empty() {
-                errs.required(child(path, "path"), "");
+                errs.required(path.child("path"), "");
             }
         }
         if src.has("clusterTrustBundle") {
@@ -411,18 +417,14 @@ fn projected(v: &Value, path: &str, errs: &mut Errors) {
 }
 
 /// `validatePathNoBacksteps`.
-pub(crate) fn no_backsteps(target: &str, path: &str, errs: &mut Errors) {
-    if target
-        .replace('\\', "/")
-        .split('/')
-        .any(|part| part == "..")
-    {
+pub(crate) fn no_backsteps(target: &str, path: &Path<'_>, errs: &mut Errors) {
+    if target.split(['/', '\\']).any(|part| part == "..") {
         errs.invalid(path, target, "must not contain '..'");
     }
 }
 
 /// `validateLocalDescendingPath`.
-pub(crate) fn local_descending_path(target: &str, path: &str, errs: &mut Errors) {
+pub(crate) fn local_descending_path(target: &str, path: &Path<'_>, errs: &mut Errors) {
     if target.starts_with('/') {
         errs.invalid(path, target, "must be a relative path");
     }
@@ -430,7 +432,7 @@ pub(crate) fn local_descending_path(target: &str, path: &str, errs: &mut Errors)
 }
 
 /// `ValidateLocalNonReservedPath`.
-fn local_non_reserved_path(target: &str, path: &str, errs: &mut Errors) {
+fn local_non_reserved_path(target: &str, path: &Path<'_>, errs: &mut Errors) {
     local_descending_path(target, path, errs);
     if target.starts_with("..") && !target.starts_with("../") {
         errs.invalid(path, target, "must not start with '..'");
@@ -444,7 +446,7 @@ mod tests {
 
     fn run(spec: Value) -> Vec<String> {
         crate::testutil::messages(|e| {
-            validate_volumes(&spec, "pod", "spec.volumes", e);
+            validate_volumes(&spec, "pod", &Path::new("spec.volumes"), e);
         })
     }
 

@@ -9,7 +9,7 @@ use kgc_meta::validation::{go_json, regex_error};
 use serde_json::Value;
 
 use crate::Op;
-use crate::field::{Errors, child, go_struct, typed};
+use crate::field::{Errors, Path, go_struct, typed};
 use crate::json::{Json, same};
 use crate::labels::{
     Selector, is_empty_selector, render_labels, render_selector, validate_required_selector,
@@ -61,14 +61,14 @@ pub(crate) fn immutable_selector(spec: &Value, old: &Value, errs: &mut Errors) {
 pub(crate) fn required_selector<'a>(
     spec: &'a Value,
     kind_word: &str,
-    path: &str,
+    path: &Path<'_>,
     errs: &mut Errors,
 ) -> Option<Selector<'a>> {
     let sel = spec.at("selector");
-    let sp = child(path, "selector");
+    let sp = path.child("selector");
     if validate_required_selector(sel, &sp, errs) && is_empty_selector(sel) {
         errs.invalid_raw(
-            &sp,
+            sp,
             render_selector(sel),
             format!("empty selector is invalid for {kind_word}"),
         );
@@ -79,12 +79,12 @@ pub(crate) fn required_selector<'a>(
 /// The selector and template rules Deployments and ReplicaSets share (upstream's empty-selector
 /// message says "deployment" for both).
 pub(crate) fn selector_and_template(spec: &Value, errs: &mut Errors) {
-    match required_selector(spec, "deployment", "spec", errs) {
+    match required_selector(spec, "deployment", &Path::new("spec"), errs) {
         Some(sel) => template_for_replicas(
             &sel,
             spec.at("template"),
             "ReplicaSet",
-            "spec.template",
+            &Path::new("spec.template"),
             errs,
         ),
         None => errs.invalid_raw(
@@ -99,13 +99,13 @@ pub(crate) fn selector_and_template(spec: &Value, errs: &mut Errors) {
 pub(crate) fn template_matches(
     selector: &Selector<'_>,
     template: &Value,
-    path: &str,
+    path: &Path<'_>,
     errs: &mut Errors,
 ) {
     let meta = template.at("metadata");
     if !selector.is_everything() && !selector.matches(meta, "labels") {
         errs.invalid_raw(
-            child(&child(path, "metadata"), "labels"),
+            path.child("metadata").child("labels"),
             render_labels(meta, "labels"),
             "`selector` does not match template `labels`",
         );
@@ -119,7 +119,7 @@ pub(crate) fn template_for_replicas(
     selector: &Selector<'_>,
     template: &Value,
     owner: &str,
-    path: &str,
+    path: &Path<'_>,
     errs: &mut Errors,
 ) {
     template_matches(selector, template, path, errs);
@@ -127,18 +127,18 @@ pub(crate) fn template_for_replicas(
     always_restart(template, path, errs);
     if template.at("spec").has("activeDeadlineSeconds") {
         errs.forbidden(
-            child(&child(path, "spec"), "activeDeadlineSeconds"),
+            path.child("spec").child("activeDeadlineSeconds"),
             format!("activeDeadlineSeconds in {owner} is not Supported"),
         );
     }
 }
 
 /// Long-running pods must restart `Always`.
-pub(crate) fn always_restart(template: &Value, path: &str, errs: &mut Errors) {
+pub(crate) fn always_restart(template: &Value, path: &Path<'_>, errs: &mut Errors) {
     let policy = template.at("spec").str_of("restartPolicy");
     if policy != "Always" {
         errs.not_supported_typed(
-            child(&child(path, "spec"), "restartPolicy"),
+            path.child("spec").child("restartPolicy"),
             policy,
             &["Always"],
         );
@@ -214,7 +214,7 @@ pub(crate) fn int_or_percent_value(v: &Value) -> i64 {
 }
 
 /// `ValidatePositiveIntOrPercent`.
-pub(crate) fn positive_int_or_percent(v: &Value, path: &str, errs: &mut Errors) {
+pub(crate) fn positive_int_or_percent(v: &Value, path: &Path<'_>, errs: &mut Errors) {
     match v {
         Value::String(s) => {
             for m in percent_errors(s) {
@@ -227,12 +227,12 @@ pub(crate) fn positive_int_or_percent(v: &Value, path: &str, errs: &mut Errors) 
 
 /// `maxUnavailable` and `maxSurge` of a rolling update, each checked as a non-negative
 /// integer or percentage; returns them with their paths.
-pub(crate) fn surge_and_unavailable<'a>(
+pub(crate) fn surge_and_unavailable<'a, 'p>(
     ru: &'a Value,
-    path: &str,
+    path: &'p Path<'_>,
     errs: &mut Errors,
-) -> [(&'a Value, String); 2] {
-    let fields = ["maxUnavailable", "maxSurge"].map(|f| (ru.at(f), child(path, f)));
+) -> [(&'a Value, Path<'p>); 2] {
+    let fields = ["maxUnavailable", "maxSurge"].map(|f| (ru.at(f), path.child(f)));
     for (v, p) in &fields {
         positive_int_or_percent(v, p, errs);
     }
@@ -240,7 +240,7 @@ pub(crate) fn surge_and_unavailable<'a>(
 }
 
 /// `IsNotMoreThan100Percent`.
-pub(crate) fn not_more_than_100_percent(v: &Value, path: &str, errs: &mut Errors) {
+pub(crate) fn not_more_than_100_percent(v: &Value, path: &Path<'_>, errs: &mut Errors) {
     if percent_value(v).is_some_and(|p| p > 100) {
         errs.invalid_raw(path, go_json(v), "must not be greater than 100%");
     }
@@ -250,7 +250,7 @@ pub(crate) fn not_more_than_100_percent(v: &Value, path: &str, errs: &mut Errors
 pub(crate) fn counters(status: &Value, fields: &[&str], errs: &mut Errors) {
     for f in fields {
         if let Some(n) = status.opt_int(f) {
-            errs.nonnegative(child("status", f), n);
+            errs.nonnegative(Path::new("status").child(f), n);
         }
     }
 }
@@ -262,7 +262,7 @@ pub(crate) fn replica_bounds(status: &Value, within: &[&str], avail_msg: &str, e
     let not_above = |field: &str, limit: &str, msg: &str, errs: &mut Errors| {
         let v = status.int_of(field);
         if v > status.int_of(limit) {
-            errs.invalid_int(child("status", field), v, msg);
+            errs.invalid_int(Path::new("status").child(field), v, msg);
         }
     };
     for field in within {
@@ -308,9 +308,9 @@ mod tests {
         assert_eq!(int_or_percent_value(&json!("7")), 7);
         assert_eq!(int_or_percent_value(&json!("x%")), 0);
         let mut e = Errors::default();
-        positive_int_or_percent(&json!("x%"), "p", &mut e);
-        positive_int_or_percent(&json!(-1), "q", &mut e);
-        not_more_than_100_percent(&json!("101%"), "r", &mut e);
+        positive_int_or_percent(&json!("x%"), &Path::new("p"), &mut e);
+        positive_int_or_percent(&json!(-1), &Path::new("q"), &mut e);
+        not_more_than_100_percent(&json!("101%"), &Path::new("r"), &mut e);
         let got: Vec<String> = e.into_vec().iter().map(ToString::to_string).collect();
         assert_eq!(
             got,
