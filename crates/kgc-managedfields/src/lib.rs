@@ -88,6 +88,14 @@ impl FieldSet {
     /// `metadata` the node itself, `name`, `namespace`, `creationTimestamp`, `selfLink`, `uid`,
     /// `clusterName`, `generation`, `managedFields` and `resourceVersion`.
     pub fn never_owned() -> FieldSet {
+        never_owned().clone()
+    }
+}
+
+/// [`FieldSet::never_owned`], built once.
+fn never_owned() -> &'static FieldSet {
+    static NEVER_OWNED: std::sync::OnceLock<FieldSet> = std::sync::OnceLock::new();
+    NEVER_OWNED.get_or_init(|| {
         let mut s = FieldSet::new();
         s.insert(&[PathElement::field("apiVersion")]);
         s.insert(&[PathElement::field("kind")]);
@@ -106,7 +114,7 @@ impl FieldSet {
             s.insert(&[PathElement::field("metadata"), PathElement::field(f)]);
         }
         s
-    }
+    })
 }
 
 /// Server-side apply.
@@ -260,16 +268,18 @@ pub fn update(
         ));
     }
     let mut new_obj = new.clone();
-    let mut old_obj = match old {
-        Some(v @ Value::Object(_)) => v.clone(),
+    let empty = Value::Object(Map::new());
+    // The old object is compared as it is: comparisons skip `metadata.managedFields`.
+    let old_obj = match old {
+        Some(v @ Value::Object(_)) => v,
         Some(_) => {
             return Err(Error::Invalid(
                 "the old object must be a JSON object".into(),
             ));
         }
-        None => Value::Object(Map::new()),
+        None => &empty,
     };
-    let stored = || Managers::decode(managed_fields_of(&old_obj)).unwrap_or_default();
+    let stored = || Managers::decode(managed_fields_of(old_obj)).unwrap_or_default();
     let mut managers = if !manager.subresource.is_empty() {
         stored()
     } else {
@@ -284,7 +294,6 @@ pub fn update(
         }
     };
     remove_managed_fields(&mut new_obj);
-    remove_managed_fields(&mut old_obj);
     if managers.is_empty() && old.is_some() {
         return Ok(new_obj);
     }
@@ -296,7 +305,7 @@ pub fn update(
         manager.subresource,
     );
     record_update(
-        &old_obj,
+        old_obj,
         &new_obj,
         &mut managers,
         &key,
@@ -393,10 +402,9 @@ fn apply_core(
     }
     typed::drop_applied_nulls(&mut merged, config, schema);
 
-    let never = FieldSet::never_owned();
     let changed = !values_equal(live, &merged);
     if let Some(e) = managers.map.get_mut(key) {
-        e.set = e.set.difference(&never);
+        e.set.difference_in_place(never_owned());
         if e.set.is_empty() {
             managers.map.remove(key);
         } else if changed || e.time.is_none() {
@@ -422,12 +430,10 @@ fn record_update(
         Ok(cmp) => cmp,
         Err(_) => unreachable!("a forced update has no conflicts"),
     };
-    let set = cmp
-        .modified
-        .union(&cmp.added)
-        .difference(&cmp.removed)
-        .recursive_difference(ignored)
-        .difference(&FieldSet::never_owned());
+    // (modified ∪ added) − removed − never owned; the comparison already excludes `ignored`.
+    let mut set = cmp.modified.union_owned(cmp.added);
+    set.difference_in_place(&cmp.removed);
+    set.difference_in_place(never_owned());
     if set.is_empty() {
         return Ok(());
     }
@@ -436,7 +442,7 @@ fn record_update(
         api_version: String::new(),
         time: None,
     });
-    entry.set = set.union(&entry.set);
+    entry.set = set.union_owned(std::mem::take(&mut entry.set));
     entry.api_version = manager.api_version.to_string();
     entry.time = Some(manager.time.to_string());
     Ok(())
@@ -456,42 +462,40 @@ fn resolve_ownership(
     schema: &dyn Schema,
     ignored: &FieldSet,
 ) -> Result<Result<typed::Comparison, Vec<RawConflict>>, Error> {
-    let cmp = typed::compare(old, new, applying, schema)?.exclude(ignored);
-    let changed = cmp.modified.union(&cmp.added);
-    let mut conflicts = Vec::new();
-    let mut taken = Vec::new();
-    let mut others: Vec<(&ManagerKey, &Entry)> = managers
-        .map
-        .iter()
-        .filter(|(k, _)| Some(*k) != workflow)
-        .collect();
-    others.sort_by_cached_key(|(k, _)| k.identifier());
-    for (k, e) in others {
-        let c = e.set.intersection(&changed);
-        if c.is_empty() {
-            continue;
+    let mut cmp = typed::compare(old, new, applying, schema)?;
+    cmp.exclude(ignored);
+    let is_other = |k: &ManagerKey| Some(k) != workflow;
+    if managers.map.keys().any(is_other) {
+        let changed = cmp.modified.union(&cmp.added);
+        if !force {
+            let mut others: Vec<(&ManagerKey, &Entry)> =
+                managers.map.iter().filter(|(k, _)| is_other(k)).collect();
+            others.sort_by_cached_key(|(k, _)| k.identifier());
+            let mut conflicts = Vec::new();
+            for (k, e) in others {
+                for path in e.set.intersection(&changed).paths() {
+                    conflicts.push(RawConflict {
+                        key: k.clone(),
+                        api_version: e.api_version.clone(),
+                        path,
+                    });
+                }
+            }
+            if !conflicts.is_empty() {
+                return Ok(Err(conflicts));
+            }
         }
-        for path in c.paths() {
-            conflicts.push(RawConflict {
-                key: k.clone(),
-                api_version: e.api_version.clone(),
-                path,
-            });
-        }
-        taken.push((k.clone(), c));
-    }
-    if !force && !conflicts.is_empty() {
-        return Ok(Err(conflicts));
-    }
-    for (k, c) in taken {
-        if let Some(e) = managers.map.get_mut(&k) {
-            e.set = e.set.difference(&c);
+        // Each loses what it shared with the change (its intersection with `changed`).
+        for (k, e) in managers.map.iter_mut() {
+            if is_other(k) {
+                e.set.difference_in_place(&changed);
+            }
         }
     }
     if !cmp.removed.is_empty() {
         for (k, e) in managers.map.iter_mut() {
-            if Some(k) != workflow {
-                e.set = e.set.difference(&cmp.removed);
+            if is_other(k) {
+                e.set.difference_in_place(&cmp.removed);
             }
         }
     }

@@ -4,7 +4,7 @@
 use crate::fieldpath::values_equal;
 use crate::{Error, FieldSet, ListType, PathElement, Schema};
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug)]
 enum Assoc {
@@ -144,14 +144,11 @@ fn tfs<'a>(
                 let kind = classify(child, spath, schema);
                 let pe = PathElement::Field(k.clone());
                 if matches!(kind, Node::Leaf) {
-                    node.insert_member(pe);
+                    node.put(pe, true, FieldSet::new());
                 } else {
                     let mut sub = FieldSet::new();
                     tfs(child, &mut sub, spath, schema, strict, all)?;
-                    if all {
-                        node.insert_member(pe.clone());
-                    }
-                    node.insert_child(pe, sub);
+                    node.put(pe, all, sub);
                 }
                 spath.pop();
             }
@@ -170,14 +167,11 @@ fn tfs<'a>(
                         display_spath(spath)
                     )));
                 }
-                node.insert_member(pe.clone());
+                let mut sub = FieldSet::new();
                 if !duplicated {
-                    let mut sub = FieldSet::new();
                     tfs(item, &mut sub, spath, schema, strict, all)?;
-                    if !sub.is_empty() {
-                        node.insert_child(pe.clone(), sub);
-                    }
                 }
+                node.put(pe.clone(), true, sub);
             }
         }
     }
@@ -424,27 +418,61 @@ fn drop_nulls(merged: &mut Value, config: &Value, spath: &mut Vec<String>, schem
 // ---------------------------------------------------------------------------------------------
 // Compare
 
-/// What changed between two objects (`typed.Comparison`).
+/// What changed between two objects (`typed.Comparison`); while comparing, what changed below
+/// one node, as paths relative to it.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Comparison {
     pub(crate) added: FieldSet,
     pub(crate) modified: FieldSet,
     pub(crate) removed: FieldSet,
-    /// A `null` leaf compares equal to an absent one (an applied `null` where nothing is set
-    /// changes nothing).
-    null_is_absent: bool,
+}
+
+/// How a node itself changed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Added,
+    Modified,
+    Removed,
 }
 
 impl Comparison {
-    pub(crate) fn exclude(&self, ignored: &FieldSet) -> Comparison {
+    /// Drops every change at or below a member of `ignored`.
+    pub(crate) fn exclude(&mut self, ignored: &FieldSet) {
         if ignored.is_empty() {
-            return self.clone();
+            return;
         }
-        Comparison {
-            added: self.added.recursive_difference(ignored),
-            modified: self.modified.recursive_difference(ignored),
-            removed: self.removed.recursive_difference(ignored),
-            null_is_absent: self.null_is_absent,
+        for set in [&mut self.added, &mut self.modified, &mut self.removed] {
+            set.recursive_difference_in_place(ignored);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
+    }
+
+    /// Records the child `pe`: its own change and the changes below it.
+    fn put(&mut self, pe: PathElement, own: Option<Change>, below: Comparison) {
+        let parts = [
+            (&mut self.added, Change::Added, below.added),
+            (&mut self.modified, Change::Modified, below.modified),
+            (&mut self.removed, Change::Removed, below.removed),
+        ];
+        let mut uses = parts
+            .iter()
+            .filter(|(_, change, children)| own == Some(*change) || !children.is_empty())
+            .count();
+        let mut pe = Some(pe);
+        for (set, change, children) in parts {
+            let member = own == Some(change);
+            if !member && children.is_empty() {
+                continue;
+            }
+            uses -= 1;
+            // The element is moved into the last set that needs it.
+            let element = if uses == 0 { pe.take() } else { pe.clone() };
+            if let Some(element) = element {
+                set.put(element, member, children);
+            }
         }
     }
 }
@@ -452,110 +480,132 @@ impl Comparison {
 /// Compares `lhs` (old) with `rhs` (new). Leaves that appear are added, leaves that disappear
 /// removed, leaves that differ modified; objects and list items that appear or disappear whole
 /// are themselves added or removed. With `null_is_absent`, a `null` leaf on one side and nothing
-/// on the other is no change.
-pub(crate) fn compare(
-    lhs: &Value,
-    rhs: &Value,
+/// on the other is no change. `metadata.managedFields` is not compared: it is never part of
+/// the objects upstream compares.
+pub(crate) fn compare<'a>(
+    lhs: &'a Value,
+    rhs: &'a Value,
     null_is_absent: bool,
     schema: &dyn Schema,
 ) -> Result<Comparison, Error> {
-    let mut c = Comparison {
-        null_is_absent,
-        ..Comparison::default()
+    let metadata = |v: &'a Value| match v.get("metadata") {
+        Some(Value::Object(m)) => Some(m),
+        _ => None,
     };
-    let mut path = Vec::new();
+    let cx = Cx {
+        schema,
+        null_is_absent,
+        metadata: [metadata(lhs), metadata(rhs)],
+    };
+    let mut c = Comparison::default();
     let mut spath = Vec::new();
-    cmp(Some(lhs), Some(rhs), &mut path, &mut spath, &mut c, schema)?;
+    cmp(Some(lhs), Some(rhs), &mut spath, &cx, &mut c)?;
     Ok(c)
 }
 
-fn leaf_rule(l: Option<&Value>, r: Option<&Value>, path: &[PathElement], c: &mut Comparison) {
-    match (l, r) {
-        (None, Some(Value::Null)) | (Some(Value::Null), None) if c.null_is_absent => {}
-        (None, Some(_)) => c.added.insert(path),
-        (Some(_), None) => c.removed.insert(path),
-        (Some(a), Some(b)) if !values_equal(a, b) => c.modified.insert(path),
-        _ => {}
+/// What stays the same during one comparison.
+struct Cx<'s> {
+    schema: &'s dyn Schema,
+    null_is_absent: bool,
+    /// The `metadata` maps of the two objects, whose `managedFields` are skipped.
+    metadata: [Option<&'s Map<String, Value>>; 2],
+}
+
+impl Cx<'_> {
+    /// The value of `k` in `m`, unless it is the skipped `metadata.managedFields`.
+    fn field<'a>(&self, m: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
+        if k == "managedFields" && self.is_metadata(m) {
+            return None;
+        }
+        m.get(k)
+    }
+
+    fn is_metadata(&self, m: &Map<String, Value>) -> bool {
+        self.metadata
+            .iter()
+            .any(|p| p.is_some_and(|p| std::ptr::eq(p, m)))
     }
 }
 
+fn leaf_rule(l: Option<&Value>, r: Option<&Value>, null_is_absent: bool) -> Option<Change> {
+    match (l, r) {
+        (None, Some(Value::Null)) | (Some(Value::Null), None) if null_is_absent => None,
+        (None, Some(_)) => Some(Change::Added),
+        (Some(_), None) => Some(Change::Removed),
+        (Some(a), Some(b)) if !values_equal(a, b) => Some(Change::Modified),
+        _ => None,
+    }
+}
+
+/// Compares one node: records the changes below it in `below` and returns its own.
 fn cmp<'a>(
     l: Option<&'a Value>,
     r: Option<&'a Value>,
-    path: &mut Vec<PathElement>,
     spath: &mut Vec<&'a str>,
-    c: &mut Comparison,
-    schema: &dyn Schema,
-) -> Result<(), Error> {
-    let nl = l.map(|v| classify(v, spath, schema));
-    let nr = r.map(|v| classify(v, spath, schema));
-    match (nl, nr) {
-        (None, None) => {}
+    cx: &Cx,
+    below: &mut Comparison,
+) -> Result<Option<Change>, Error> {
+    let nl = l.map(|v| classify(v, spath, cx.schema));
+    let nr = r.map(|v| classify(v, spath, cx.schema));
+    Ok(match (nl, nr) {
+        (None, None) => None,
         (Some(Node::Map(lm)), Some(Node::Map(rm))) => {
             if lm.is_empty() && rm.is_empty() {
-                leaf_rule(l, r, path, c);
+                leaf_rule(l, r, cx.null_is_absent)
             } else {
-                cmp_children(
-                    Some(Node::Map(lm)),
-                    Some(Node::Map(rm)),
-                    path,
-                    spath,
-                    c,
-                    schema,
-                )?;
+                cmp_children(Some(Node::Map(lm)), Some(Node::Map(rm)), spath, cx, below)?;
+                None
             }
         }
         (Some(Node::List(ll, la)), Some(Node::List(rl, ra))) => {
             if ll.is_empty() && rl.is_empty() {
-                leaf_rule(l, r, path, c);
+                leaf_rule(l, r, cx.null_is_absent)
             } else {
                 cmp_children(
                     Some(Node::List(ll, la)),
                     Some(Node::List(rl, ra)),
-                    path,
                     spath,
-                    c,
-                    schema,
+                    cx,
+                    below,
                 )?;
+                None
             }
         }
         (Some(Node::Leaf), None)
         | (None, Some(Node::Leaf))
-        | (Some(Node::Leaf), Some(Node::Leaf)) => leaf_rule(l, r, path, c),
+        | (Some(Node::Leaf), Some(Node::Leaf)) => leaf_rule(l, r, cx.null_is_absent),
         (Some(node), None) => {
             if !node.is_empty_container() {
-                cmp_children(Some(node), None, path, spath, c, schema)?;
+                cmp_children(Some(node), None, spath, cx, below)?;
             }
-            c.removed.insert(path);
+            Some(Change::Removed)
         }
         (None, Some(node)) => {
             if !node.is_empty_container() {
-                cmp_children(None, Some(node), path, spath, c, schema)?;
+                cmp_children(None, Some(node), spath, cx, below)?;
             }
-            c.added.insert(path);
+            Some(Change::Added)
         }
         (Some(ln), Some(rn)) => {
             // Different kinds: the value changed; what was below the old one went away and what
             // is below the new one arrived.
-            c.modified.insert(path);
             if !matches!(ln, Node::Leaf) {
-                cmp_children(Some(ln), None, path, spath, c, schema)?;
+                cmp_children(Some(ln), None, spath, cx, below)?;
             }
             if !matches!(rn, Node::Leaf) {
-                cmp_children(None, Some(rn), path, spath, c, schema)?;
+                cmp_children(None, Some(rn), spath, cx, below)?;
             }
+            Some(Change::Modified)
         }
-    }
-    Ok(())
+    })
 }
 
 fn cmp_children<'a>(
     l: Option<Node<'a>>,
     r: Option<Node<'a>>,
-    path: &mut Vec<PathElement>,
     spath: &mut Vec<&'a str>,
-    c: &mut Comparison,
-    schema: &dyn Schema,
+    cx: &Cx,
+    below: &mut Comparison,
 ) -> Result<(), Error> {
     let is_map = matches!(l, Some(Node::Map(_))) || matches!(r, Some(Node::Map(_)));
     if is_map {
@@ -567,64 +617,114 @@ fn cmp_children<'a>(
             Some(Node::Map(m)) => Some(m),
             _ => None,
         };
-        let mut keys: Vec<&'a String> = Vec::new();
+        // The old object's fields first, then the new object's other ones.
         if let Some(lm) = lm {
-            keys.extend(lm.keys());
+            for k in lm.keys() {
+                let lv = cx.field(lm, k);
+                if lv.is_some() {
+                    cmp_field(k, lv, rm.and_then(|m| cx.field(m, k)), spath, cx, below)?;
+                }
+            }
         }
         if let Some(rm) = rm {
-            keys.extend(
-                rm.keys()
-                    .filter(|k| !lm.is_some_and(|lm| lm.contains_key(*k))),
-            );
-        }
-        for k in keys {
-            path.push(PathElement::Field(k.clone()));
-            spath.push(k);
-            cmp(
-                lm.and_then(|m| m.get(k)),
-                rm.and_then(|m| m.get(k)),
-                path,
-                spath,
-                c,
-                schema,
-            )?;
-            spath.pop();
-            path.pop();
+            for k in rm.keys() {
+                let rv = cx.field(rm, k);
+                if rv.is_some() && lm.and_then(|m| cx.field(m, k)).is_none() {
+                    cmp_field(k, None, rv, spath, cx, below)?;
+                }
+            }
         }
         return Ok(());
     }
-    let index =
-        |node: &Option<Node<'a>>, spath: &[&str]| -> Result<Vec<(PathElement, &'a Value)>, Error> {
-            let mut out = Vec::new();
-            if let Some(Node::List(items, assoc)) = node {
-                let mut seen = BTreeSet::new();
-                for item in *items {
-                    let pe = item_pe(item, assoc, spath, schema)?;
-                    if seen.insert(pe.clone()) {
-                        out.push((pe, item));
-                    }
-                }
-            }
-            Ok(out)
-        };
-    let litems = index(&l, spath)?;
-    let ritems = index(&r, spath)?;
-    let rmap: BTreeMap<&PathElement, &'a Value> = ritems.iter().map(|(p, v)| (p, *v)).collect();
-    let lset: BTreeSet<&PathElement> = litems.iter().map(|(p, _)| p).collect();
-    for (pe, item) in &litems {
-        path.push(pe.clone());
-        cmp(Some(item), rmap.get(pe).copied(), path, spath, c, schema)?;
-        path.pop();
-    }
-    for (pe, item) in &ritems {
-        if lset.contains(pe) {
-            continue;
+    let litems = ListIndex::new(l.as_ref(), spath, cx.schema)?;
+    let ritems = ListIndex::new(r.as_ref(), spath, cx.schema)?;
+    let r_only: Vec<bool> = ritems
+        .items
+        .iter()
+        .map(|(pe, _)| litems.get(pe).is_none())
+        .collect();
+    for (pe, item) in litems.items {
+        let mut sub = Comparison::default();
+        let own = cmp(Some(item), ritems.get(&pe), spath, cx, &mut sub)?;
+        if own.is_some() || !sub.is_empty() {
+            below.put(pe, own, sub);
         }
-        path.push(pe.clone());
-        cmp(None, Some(item), path, spath, c, schema)?;
-        path.pop();
+    }
+    for ((pe, item), r_only) in ritems.items.into_iter().zip(r_only) {
+        if r_only {
+            let mut sub = Comparison::default();
+            let own = cmp(None, Some(item), spath, cx, &mut sub)?;
+            if own.is_some() || !sub.is_empty() {
+                below.put(pe, own, sub);
+            }
+        }
     }
     Ok(())
+}
+
+fn cmp_field<'a>(
+    k: &'a str,
+    l: Option<&'a Value>,
+    r: Option<&'a Value>,
+    spath: &mut Vec<&'a str>,
+    cx: &Cx,
+    below: &mut Comparison,
+) -> Result<(), Error> {
+    spath.push(k);
+    let mut sub = Comparison::default();
+    let own = cmp(l, r, spath, cx, &mut sub)?;
+    spath.pop();
+    if own.is_some() || !sub.is_empty() {
+        below.put(PathElement::field(k), own, sub);
+    }
+    Ok(())
+}
+
+/// The items of a list by path element: the first of each element, in list order, with a
+/// sorted index to look elements up.
+struct ListIndex<'a> {
+    items: Vec<(PathElement, &'a Value)>,
+    sorted: Vec<usize>,
+}
+
+impl<'a> ListIndex<'a> {
+    fn new(node: Option<&Node<'a>>, spath: &[&str], schema: &dyn Schema) -> Result<Self, Error> {
+        let Some(Node::List(items, assoc)) = node else {
+            return Ok(ListIndex {
+                items: Vec::new(),
+                sorted: Vec::new(),
+            });
+        };
+        let mut all = Vec::with_capacity(items.len());
+        for item in *items {
+            all.push((item_pe(item, assoc, spath, schema)?, item));
+        }
+        // Later duplicates of an element are dropped (a stable sort keeps the first one first).
+        let mut order: Vec<usize> = (0..all.len()).collect();
+        order.sort_by(|&a, &b| all[a].0.cmp(&all[b].0));
+        let mut first = vec![true; all.len()];
+        for w in order.windows(2) {
+            if all[w[0]].0 == all[w[1]].0 {
+                first[w[1]] = false;
+            }
+        }
+        let items: Vec<(PathElement, &'a Value)> = all
+            .into_iter()
+            .zip(first)
+            .filter_map(|(item, first)| first.then_some(item))
+            .collect();
+        let mut sorted: Vec<usize> = (0..items.len()).collect();
+        sorted.sort_by(|&a, &b| items[a].0.cmp(&items[b].0));
+        Ok(ListIndex { items, sorted })
+    }
+
+    fn get(&self, pe: &PathElement) -> Option<&'a Value> {
+        let i = self
+            .sorted
+            .binary_search_by(|&i| self.items[i].0.cmp(pe))
+            .ok()?;
+        Some(self.items[self.sorted[i]].1)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
