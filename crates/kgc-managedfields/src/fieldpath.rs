@@ -381,6 +381,11 @@ impl FieldSet {
         self.nodes.is_empty()
     }
 
+    /// Makes room for `n` more elements at this level.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.nodes.reserve(n);
+    }
+
     /// The position of `pe`, or where it would go. Sets are mostly built in order, so the end
     /// is tried first.
     fn find(&self, pe: &PathElement) -> Result<usize, usize> {
@@ -478,6 +483,12 @@ impl FieldSet {
 
     /// [`FieldSet::union`] of two sets the caller gives away (no copy).
     pub(crate) fn union_owned(self, other: FieldSet) -> FieldSet {
+        if other.is_empty() {
+            return self;
+        }
+        if self.is_empty() {
+            return other;
+        }
         let (mut big, small) = if self.len() >= other.len() {
             (self, other)
         } else {
@@ -722,11 +733,11 @@ fn read_node(map: &Map<String, Value>) -> Result<(Option<FieldSet>, bool), Error
             )));
         };
         let (grandchildren, child_is_member) = read_node(child_map)?;
-        children.get_or_insert_with(FieldSet::new).put(
-            pe,
-            child_is_member,
-            grandchildren.unwrap_or_default(),
-        );
+        children
+            .get_or_insert_with(|| FieldSet {
+                nodes: Vec::with_capacity(map.len()),
+            })
+            .put(pe, child_is_member, grandchildren.unwrap_or_default());
     }
     if children.is_none() {
         is_member = true;

@@ -262,12 +262,55 @@ pub fn update(
     manager: &Manager,
     schema: &dyn Schema,
 ) -> Result<Value, Error> {
+    let mut new = new.clone();
+    track_update(old, &mut new, manager, schema)?;
+    Ok(new)
+}
+
+/// [`update`], falling back on error to `new` with the stored managedFields of `old` (upstream's
+/// `UpdateNoErrors`), so a write never fails because of field tracking.
+pub fn update_or_keep(
+    old: Option<&Value>,
+    new: &Value,
+    manager: &Manager,
+    schema: &dyn Schema,
+) -> Value {
+    update_or_keep_owned(old, new.clone(), manager, schema)
+}
+
+/// [`update_or_keep`] for a caller that owns `new`: the object is updated in place instead of
+/// copied.
+pub fn update_or_keep_owned(
+    old: Option<&Value>,
+    mut new: Value,
+    manager: &Manager,
+    schema: &dyn Schema,
+) -> Value {
+    if track_update(old, &mut new, manager, schema).is_err() {
+        remove_managed_fields(&mut new);
+        if let (Some(stored), Some(Value::Object(meta))) = (
+            old.and_then(managed_fields_of).cloned(),
+            new.get_mut("metadata"),
+        ) {
+            meta.insert("managedFields".into(), stored);
+        }
+    }
+    new
+}
+
+/// [`update`] in place: `new`'s managedFields are replaced by the tracked ones. On error `new`
+/// is unchanged, except that its managedFields may be gone.
+fn track_update(
+    old: Option<&Value>,
+    new: &mut Value,
+    manager: &Manager,
+    schema: &dyn Schema,
+) -> Result<(), Error> {
     if !new.is_object() {
         return Err(Error::Invalid(
             "the new object must be a JSON object".into(),
         ));
     }
-    let mut new_obj = new.clone();
     let empty = Value::Object(Map::new());
     // The old object is compared as it is: comparisons skip `metadata.managedFields`.
     let old_obj = match old {
@@ -283,7 +326,7 @@ pub fn update(
     let mut managers = if !manager.subresource.is_empty() {
         stored()
     } else {
-        let sent = managed_fields_of(&new_obj);
+        let sent = managed_fields_of(new);
         if is_reset(sent) {
             Managers::default()
         } else {
@@ -293,9 +336,9 @@ pub fn update(
             }
         }
     };
-    remove_managed_fields(&mut new_obj);
+    remove_managed_fields(new);
     if managers.is_empty() && old.is_some() {
-        return Ok(new_obj);
+        return Ok(());
     }
     let ignored = schema.reset_fields(manager.subresource);
     let key = ManagerKey::new(
@@ -304,42 +347,10 @@ pub fn update(
         manager.api_version,
         manager.subresource,
     );
-    record_update(
-        old_obj,
-        &new_obj,
-        &mut managers,
-        &key,
-        manager,
-        schema,
-        &ignored,
-    )?;
+    record_update(old_obj, new, &mut managers, &key, manager, schema, &ignored)?;
     managers.cap_update_managers(MAX_UPDATE_MANAGERS);
-    managers.write_to(&mut new_obj);
-    Ok(new_obj)
-}
-
-/// [`update`], falling back on error to `new` with the stored managedFields of `old` (upstream's
-/// `UpdateNoErrors`), so a write never fails because of field tracking.
-pub fn update_or_keep(
-    old: Option<&Value>,
-    new: &Value,
-    manager: &Manager,
-    schema: &dyn Schema,
-) -> Value {
-    match update(old, new, manager, schema) {
-        Ok(v) => v,
-        Err(_) => {
-            let mut v = new.clone();
-            remove_managed_fields(&mut v);
-            if let (Some(stored), Some(Value::Object(meta))) = (
-                old.and_then(managed_fields_of).cloned(),
-                v.get_mut("metadata"),
-            ) {
-                meta.insert("managedFields".into(), stored);
-            }
-            v
-        }
-    }
+    managers.write_to(new);
+    Ok(())
 }
 
 /// A conflict before it is made printable.

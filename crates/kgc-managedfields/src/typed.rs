@@ -452,17 +452,24 @@ impl Comparison {
 
     /// Records the child `pe`: its own change and the changes below it.
     fn put(&mut self, pe: PathElement, own: Option<Change>, below: Comparison) {
+        if below.is_empty() {
+            // A leaf (or an emptied container): one set, nothing below.
+            if let Some(change) = own {
+                self.set_mut(change).put(pe, true, FieldSet::new());
+            }
+            return;
+        }
         let parts = [
-            (&mut self.added, Change::Added, below.added),
-            (&mut self.modified, Change::Modified, below.modified),
-            (&mut self.removed, Change::Removed, below.removed),
+            (Change::Added, below.added),
+            (Change::Modified, below.modified),
+            (Change::Removed, below.removed),
         ];
         let mut uses = parts
             .iter()
-            .filter(|(_, change, children)| own == Some(*change) || !children.is_empty())
+            .filter(|(change, children)| own == Some(*change) || !children.is_empty())
             .count();
         let mut pe = Some(pe);
-        for (set, change, children) in parts {
+        for (change, children) in parts {
             let member = own == Some(change);
             if !member && children.is_empty() {
                 continue;
@@ -471,8 +478,16 @@ impl Comparison {
             // The element is moved into the last set that needs it.
             let element = if uses == 0 { pe.take() } else { pe.clone() };
             if let Some(element) = element {
-                set.put(element, member, children);
+                self.set_mut(change).put(element, member, children);
             }
+        }
+    }
+
+    fn set_mut(&mut self, change: Change) -> &mut FieldSet {
+        match change {
+            Change::Added => &mut self.added,
+            Change::Modified => &mut self.modified,
+            Change::Removed => &mut self.removed,
         }
     }
 }
@@ -514,16 +529,18 @@ struct Cx<'s> {
 impl Cx<'_> {
     /// The value of `k` in `m`, unless it is the skipped `metadata.managedFields`.
     fn field<'a>(&self, m: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
-        if k == "managedFields" && self.is_metadata(m) {
+        if self.hides_in(m) == Some(k) {
             return None;
         }
         m.get(k)
     }
 
-    fn is_metadata(&self, m: &Map<String, Value>) -> bool {
+    /// The field of `m` that is skipped: `managedFields` when `m` is an object's `metadata`.
+    fn hides_in(&self, m: &Map<String, Value>) -> Option<&'static str> {
         self.metadata
             .iter()
             .any(|p| p.is_some_and(|p| std::ptr::eq(p, m)))
+            .then_some("managedFields")
     }
 }
 
@@ -617,46 +634,47 @@ fn cmp_children<'a>(
             Some(Node::Map(m)) => Some(m),
             _ => None,
         };
+        // A side that is gone or new whole puts all its fields in one set.
+        match (lm, rm) {
+            (Some(lm), None) => below.removed.reserve(lm.len()),
+            (None, Some(rm)) => below.added.reserve(rm.len()),
+            _ => {}
+        }
         // The old object's fields first, then the new object's other ones.
         if let Some(lm) = lm {
-            for k in lm.keys() {
-                let lv = cx.field(lm, k);
-                if lv.is_some() {
-                    cmp_field(k, lv, rm.and_then(|m| cx.field(m, k)), spath, cx, below)?;
+            let hidden = cx.hides_in(lm);
+            for (k, lv) in lm {
+                if hidden != Some(k) {
+                    let rv = rm.and_then(|m| cx.field(m, k));
+                    cmp_field(k, Some(lv), rv, spath, cx, below)?;
                 }
             }
         }
         if let Some(rm) = rm {
-            for k in rm.keys() {
-                let rv = cx.field(rm, k);
-                if rv.is_some() && lm.and_then(|m| cx.field(m, k)).is_none() {
-                    cmp_field(k, None, rv, spath, cx, below)?;
+            let hidden = cx.hides_in(rm);
+            for (k, rv) in rm {
+                if hidden != Some(k) && lm.and_then(|m| cx.field(m, k)).is_none() {
+                    cmp_field(k, None, Some(rv), spath, cx, below)?;
                 }
             }
         }
         return Ok(());
     }
     let litems = ListIndex::new(l.as_ref(), spath, cx.schema)?;
-    let ritems = ListIndex::new(r.as_ref(), spath, cx.schema)?;
-    let r_only: Vec<bool> = ritems
-        .items
-        .iter()
-        .map(|(pe, _)| litems.get(pe).is_none())
-        .collect();
-    for (pe, item) in litems.items {
-        let mut sub = Comparison::default();
-        let own = cmp(Some(item), ritems.get(&pe), spath, cx, &mut sub)?;
-        if own.is_some() || !sub.is_empty() {
-            below.put(pe, own, sub);
+    let mut ritems = ListIndex::new(r.as_ref(), spath, cx.schema)?;
+    // The old list's items first (with their new version), then the new list's other ones.
+    for (pe, _, first) in &mut ritems.items {
+        *first = *first && litems.get(pe).is_none();
+    }
+    for (pe, item, first) in litems.items {
+        if first {
+            let r = ritems.get(&pe);
+            cmp_child(|| pe, Some(item), r, spath, cx, below)?;
         }
     }
-    for ((pe, item), r_only) in ritems.items.into_iter().zip(r_only) {
-        if r_only {
-            let mut sub = Comparison::default();
-            let own = cmp(None, Some(item), spath, cx, &mut sub)?;
-            if own.is_some() || !sub.is_empty() {
-                below.put(pe, own, sub);
-            }
+    for (pe, item, first) in ritems.items {
+        if first {
+            cmp_child(|| pe, None, Some(item), spath, cx, below)?;
         }
     }
     Ok(())
@@ -671,51 +689,65 @@ fn cmp_field<'a>(
     below: &mut Comparison,
 ) -> Result<(), Error> {
     spath.push(k);
+    cmp_child(|| PathElement::field(k), l, r, spath, cx, below)?;
+    spath.pop();
+    Ok(())
+}
+
+/// Compares the child `pe` (made only when something changed) and records it in `below`.
+fn cmp_child<'a>(
+    pe: impl FnOnce() -> PathElement,
+    l: Option<&'a Value>,
+    r: Option<&'a Value>,
+    spath: &mut Vec<&'a str>,
+    cx: &Cx,
+    below: &mut Comparison,
+) -> Result<(), Error> {
     let mut sub = Comparison::default();
     let own = cmp(l, r, spath, cx, &mut sub)?;
-    spath.pop();
     if own.is_some() || !sub.is_empty() {
-        below.put(PathElement::field(k), own, sub);
+        below.put(pe(), own, sub);
     }
     Ok(())
 }
 
-/// The items of a list by path element: the first of each element, in list order, with a
-/// sorted index to look elements up.
+/// The items of a list by path element, with a sorted index to look elements up. Only the
+/// first item of an element counts: later duplicates are skipped.
 struct ListIndex<'a> {
-    items: Vec<(PathElement, &'a Value)>,
+    /// In list order: the element, the item, and whether it is the first of its element.
+    items: Vec<(PathElement, &'a Value, bool)>,
+    /// Positions of the first items, sorted by element.
     sorted: Vec<usize>,
 }
 
 impl<'a> ListIndex<'a> {
     fn new(node: Option<&Node<'a>>, spath: &[&str], schema: &dyn Schema) -> Result<Self, Error> {
-        let Some(Node::List(items, assoc)) = node else {
-            return Ok(ListIndex {
-                items: Vec::new(),
-                sorted: Vec::new(),
-            });
+        let mut index = ListIndex {
+            items: Vec::new(),
+            sorted: Vec::new(),
         };
-        let mut all = Vec::with_capacity(items.len());
+        let Some(Node::List(items, assoc)) = node else {
+            return Ok(index);
+        };
+        index.items.reserve(items.len());
         for item in *items {
-            all.push((item_pe(item, assoc, spath, schema)?, item));
+            index
+                .items
+                .push((item_pe(item, assoc, spath, schema)?, item, true));
         }
-        // Later duplicates of an element are dropped (a stable sort keeps the first one first).
-        let mut order: Vec<usize> = (0..all.len()).collect();
-        order.sort_by(|&a, &b| all[a].0.cmp(&all[b].0));
-        let mut first = vec![true; all.len()];
-        for w in order.windows(2) {
-            if all[w[0]].0 == all[w[1]].0 {
-                first[w[1]] = false;
+        // A stable sort keeps equal elements in list order: all but the first are duplicates.
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by(|&a, &b| index.items[a].0.cmp(&index.items[b].0));
+        let mut last: Option<usize> = None;
+        for i in order {
+            if last.is_some_and(|l| index.items[l].0 == index.items[i].0) {
+                index.items[i].2 = false;
+            } else {
+                index.sorted.push(i);
+                last = Some(i);
             }
         }
-        let items: Vec<(PathElement, &'a Value)> = all
-            .into_iter()
-            .zip(first)
-            .filter_map(|(item, first)| first.then_some(item))
-            .collect();
-        let mut sorted: Vec<usize> = (0..items.len()).collect();
-        sorted.sort_by(|&a, &b| items[a].0.cmp(&items[b].0));
-        Ok(ListIndex { items, sorted })
+        Ok(index)
     }
 
     fn get(&self, pe: &PathElement) -> Option<&'a Value> {
