@@ -436,27 +436,35 @@ impl FieldSet {
         }
     }
 
-    /// Adds `pe` (as a member when `member`) with the paths `children` below it; nothing when
-    /// neither.
-    pub(crate) fn put(&mut self, pe: PathElement, member: bool, children: FieldSet) {
-        if !member && children.is_empty() {
+    /// Appends `pe` (as a member when `member`) with the paths `children` below it; nothing
+    /// when neither. Elements may come in any order and more than once: a level built this way
+    /// is put in order by [`FieldSet::sort`] once it is complete, which keeps building it
+    /// linear whatever the order of the input (a list's items, a map's keys).
+    pub(crate) fn push(&mut self, pe: PathElement, member: bool, children: FieldSet) {
+        if member || !children.is_empty() {
+            self.nodes.push(Node {
+                pe,
+                member,
+                children,
+            });
+        }
+    }
+
+    /// Orders a level built with [`FieldSet::push`] and merges its repeated elements (the first
+    /// one's element is kept). The levels below must be in order already.
+    pub(crate) fn sort(&mut self) {
+        if self.nodes.is_sorted_by(|a, b| a.pe < b.pe) {
             return;
         }
-        match self.find(&pe) {
-            Ok(i) => {
-                let node = &mut self.nodes[i];
-                node.member |= member;
-                node.children.absorb(children);
+        self.nodes.sort_by(|a, b| a.pe.cmp(&b.pe));
+        self.nodes.dedup_by(|later, first| {
+            let same = later.pe == first.pe;
+            if same {
+                first.member |= later.member;
+                first.children.absorb(std::mem::take(&mut later.children));
             }
-            Err(i) => self.nodes.insert(
-                i,
-                Node {
-                    pe,
-                    member,
-                    children,
-                },
-            ),
-        }
+            same
+        });
     }
 
     pub(crate) fn has_member(&self, pe: &PathElement) -> bool {
@@ -737,10 +745,12 @@ fn read_node(map: &Map<String, Value>) -> Result<(Option<FieldSet>, bool), Error
             .get_or_insert_with(|| FieldSet {
                 nodes: Vec::with_capacity(map.len()),
             })
-            .put(pe, child_is_member, grandchildren.unwrap_or_default());
+            .push(pe, child_is_member, grandchildren.unwrap_or_default());
     }
-    if children.is_none() {
-        is_member = true;
+    match &mut children {
+        // Keys are in text order, which is not the elements' order (`i:10` and `i:9`).
+        Some(c) => c.sort(),
+        None => is_member = true,
     }
     Ok((children, is_member))
 }

@@ -144,11 +144,11 @@ fn tfs<'a>(
                 let kind = classify(child, spath, schema);
                 let pe = PathElement::Field(k.clone());
                 if matches!(kind, Node::Leaf) {
-                    node.put(pe, true, FieldSet::new());
+                    node.push(pe, true, FieldSet::new());
                 } else {
                     let mut sub = FieldSet::new();
                     tfs(child, &mut sub, spath, schema, strict, all)?;
-                    node.put(pe, all, sub);
+                    node.push(pe, all, sub);
                 }
                 spath.pop();
             }
@@ -171,10 +171,11 @@ fn tfs<'a>(
                 if !duplicated {
                     tfs(item, &mut sub, spath, schema, strict, all)?;
                 }
-                node.put(pe.clone(), true, sub);
+                node.push(pe.clone(), true, sub);
             }
         }
     }
+    node.sort();
     Ok(())
 }
 
@@ -450,12 +451,13 @@ impl Comparison {
         self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
     }
 
-    /// Records the child `pe`: its own change and the changes below it.
+    /// Records the child `pe`: its own change and the changes below it. The levels are put in
+    /// order by [`Comparison::sort`] once every child is recorded.
     fn put(&mut self, pe: PathElement, own: Option<Change>, below: Comparison) {
         if below.is_empty() {
             // A leaf (or an emptied container): one set, nothing below.
             if let Some(change) = own {
-                self.set_mut(change).put(pe, true, FieldSet::new());
+                self.set_mut(change).push(pe, true, FieldSet::new());
             }
             return;
         }
@@ -478,8 +480,14 @@ impl Comparison {
             // The element is moved into the last set that needs it.
             let element = if uses == 0 { pe.take() } else { pe.clone() };
             if let Some(element) = element {
-                self.set_mut(change).put(element, member, children);
+                self.set_mut(change).push(element, member, children);
             }
+        }
+    }
+
+    fn sort(&mut self) {
+        for set in [&mut self.added, &mut self.modified, &mut self.removed] {
+            set.sort();
         }
     }
 
@@ -515,6 +523,7 @@ pub(crate) fn compare<'a>(
     let mut c = Comparison::default();
     let mut spath = Vec::new();
     cmp(Some(lhs), Some(rhs), &mut spath, &cx, &mut c)?;
+    c.sort();
     Ok(c)
 }
 
@@ -646,7 +655,7 @@ fn cmp_children<'a>(
             for (k, lv) in lm {
                 if hidden != Some(k) {
                     let rv = rm.and_then(|m| cx.field(m, k));
-                    cmp_field(k, Some(lv), rv, spath, cx, below)?;
+                    cmp_child(Child::Field(k), Some(lv), rv, spath, cx, below)?;
                 }
             }
         }
@@ -654,7 +663,7 @@ fn cmp_children<'a>(
             let hidden = cx.hides_in(rm);
             for (k, rv) in rm {
                 if hidden != Some(k) && lm.and_then(|m| cx.field(m, k)).is_none() {
-                    cmp_field(k, None, Some(rv), spath, cx, below)?;
+                    cmp_child(Child::Field(k), None, Some(rv), spath, cx, below)?;
                 }
             }
         }
@@ -669,34 +678,28 @@ fn cmp_children<'a>(
     for (pe, item, first) in litems.items {
         if first {
             let r = ritems.get(&pe);
-            cmp_child(|| pe, Some(item), r, spath, cx, below)?;
+            cmp_child(Child::Item(pe), Some(item), r, spath, cx, below)?;
         }
     }
     for (pe, item, first) in ritems.items {
         if first {
-            cmp_child(|| pe, None, Some(item), spath, cx, below)?;
+            cmp_child(Child::Item(pe), None, Some(item), spath, cx, below)?;
         }
     }
     Ok(())
 }
 
-fn cmp_field<'a>(
-    k: &'a str,
-    l: Option<&'a Value>,
-    r: Option<&'a Value>,
-    spath: &mut Vec<&'a str>,
-    cx: &Cx,
-    below: &mut Comparison,
-) -> Result<(), Error> {
-    spath.push(k);
-    cmp_child(|| PathElement::field(k), l, r, spath, cx, below)?;
-    spath.pop();
-    Ok(())
+/// A child of a compared node.
+enum Child<'a> {
+    /// An object field: a step of the schema path; its element is made only when it changed.
+    Field(&'a str),
+    /// A list item.
+    Item(PathElement),
 }
 
-/// Compares the child `pe` (made only when something changed) and records it in `below`.
+/// Compares one child and records its changes in `below`.
 fn cmp_child<'a>(
-    pe: impl FnOnce() -> PathElement,
+    child: Child<'a>,
     l: Option<&'a Value>,
     r: Option<&'a Value>,
     spath: &mut Vec<&'a str>,
@@ -704,9 +707,22 @@ fn cmp_child<'a>(
     below: &mut Comparison,
 ) -> Result<(), Error> {
     let mut sub = Comparison::default();
-    let own = cmp(l, r, spath, cx, &mut sub)?;
+    let own = match child {
+        Child::Field(k) => {
+            spath.push(k);
+            let own = cmp(l, r, spath, cx, &mut sub)?;
+            spath.pop();
+            own
+        }
+        Child::Item(_) => cmp(l, r, spath, cx, &mut sub)?,
+    };
+    sub.sort();
     if own.is_some() || !sub.is_empty() {
-        below.put(pe(), own, sub);
+        let pe = match child {
+            Child::Field(k) => PathElement::field(k),
+            Child::Item(pe) => pe,
+        };
+        below.put(pe, own, sub);
     }
     Ok(())
 }
