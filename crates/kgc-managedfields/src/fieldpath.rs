@@ -840,6 +840,30 @@ mod tests {
     }
 
     #[test]
+    fn keys_out_of_element_order_are_ordered_and_merged() {
+        // Text order puts i:10 before i:9 and v:-1 before v:-3; the same element twice merges.
+        let v = json!({"i:10": {}, "i:9": {"f:a": {}}, "v:-1": {}, "v:-3": {},
+                       "k:{\"b\":1,\"a\":2}": {"f:x": {}}, "k:{\"a\":2,\"b\":1}": {".": {}, "f:y": {}}});
+        let set = FieldSet::from_fields_v1(&v).unwrap();
+        assert_eq!(
+            set.paths().iter().map(Path::to_string).collect::<Vec<_>>(),
+            [
+                "[a=2,b=1]",
+                "[=-3]",
+                "[=-1]",
+                "[10]",
+                "[a=2,b=1].x",
+                "[a=2,b=1].y",
+                "[9].a"
+            ]
+        );
+        assert_eq!(
+            set.to_fields_v1_string(),
+            r#"{"k:{\"a\":2,\"b\":1}":{"f:x":{},"f:y":{},".":{}},"v:-3":{},"v:-1":{},"i:9":{"f:a":{}},"i:10":{}}"#
+        );
+    }
+
+    #[test]
     fn rejects_malformed_keys_and_skips_unknown_ones() {
         assert!(FieldSet::from_fields_v1(&json!({"x": {}})).is_err());
         assert!(FieldSet::from_fields_v1(&json!({"fo": {}})).is_err());
