@@ -621,7 +621,7 @@ impl Tracking {
     fn record(&self, old: Option<&Value>, new: &Value) -> Value {
         let mut new = new.clone();
         kgc_store::normalize(&self.info, &mut new);
-        kgc_managedfields::update_or_keep(old, &new, &self.manager(), &self.schema)
+        kgc_managedfields::update_or_keep_owned(old, new, &self.manager(), &self.schema)
     }
 }
 

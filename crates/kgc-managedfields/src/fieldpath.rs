@@ -5,8 +5,8 @@
 use crate::Error;
 use crate::gojson;
 use serde_json::{Map, Number, Value};
+use std::borrow::Borrow;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// One step from a value to one of its children.
@@ -50,7 +50,12 @@ impl PathElement {
     /// The `FieldsV1` key for this element (`f:name`, `k:{"name":"c"}`, `v:"x"`, `i:0`).
     pub fn to_fields_v1_key(&self) -> String {
         match self {
-            PathElement::Field(name) => format!("f:{name}"),
+            PathElement::Field(name) => {
+                let mut out = String::with_capacity(name.len() + 2);
+                out.push_str("f:");
+                out.push_str(name);
+                out
+            }
             PathElement::Key(fields) => {
                 let mut out = String::from("k:{");
                 for (i, (name, value)) in fields.iter().enumerate() {
@@ -294,11 +299,75 @@ impl fmt::Display for Path {
 /// members. Both can hold at once (`"."` in `FieldsV1`). Set operations are on member paths:
 /// [`FieldSet::difference`] removes exact paths only, [`FieldSet::recursive_difference`] removes
 /// whole subtrees.
+///
+/// Each level is one vector sorted by element (upstream keeps sorted slices too,
+/// `PathElementSet` and `SetNodeMap`): every write builds, combines and drops sets, and a level
+/// then costs one allocation, not the nodes of two B-trees.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FieldSet {
-    members: BTreeSet<PathElement>,
-    /// Never holds an empty set.
-    children: BTreeMap<PathElement, FieldSet>,
+    /// Sorted by element, without duplicates; every node is a member or has children.
+    nodes: Vec<Node>,
+}
+
+/// One element of a level: a member, the parent of members, or both.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Node {
+    pe: PathElement,
+    member: bool,
+    children: FieldSet,
+}
+
+impl Node {
+    fn is_empty(&self) -> bool {
+        !self.member && self.children.is_empty()
+    }
+}
+
+/// Where an element of two sorted levels walked side by side is.
+enum Pair<A, B> {
+    Left(A),
+    Right(B),
+    Both(A, B),
+}
+
+/// The nodes of two levels, merged in element order.
+struct Join<I: Iterator, J: Iterator> {
+    left: std::iter::Peekable<I>,
+    right: std::iter::Peekable<J>,
+}
+
+fn join<A: Borrow<Node>, B: Borrow<Node>>(
+    left: impl IntoIterator<Item = A>,
+    right: impl IntoIterator<Item = B>,
+) -> Join<impl Iterator<Item = A>, impl Iterator<Item = B>> {
+    Join {
+        left: left.into_iter().peekable(),
+        right: right.into_iter().peekable(),
+    }
+}
+
+impl<I, J> Iterator for Join<I, J>
+where
+    I: Iterator,
+    J: Iterator,
+    I::Item: Borrow<Node>,
+    J::Item: Borrow<Node>,
+{
+    type Item = Pair<I::Item, J::Item>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let order = match (self.left.peek(), self.right.peek()) {
+            (None, None) => return None,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(l), Some(r)) => l.borrow().pe.cmp(&r.borrow().pe),
+        };
+        Some(match order {
+            Ordering::Less => Pair::Left(self.left.next()?),
+            Ordering::Greater => Pair::Right(self.right.next()?),
+            Ordering::Equal => Pair::Both(self.left.next()?, self.right.next()?),
+        })
+    }
 }
 
 impl FieldSet {
@@ -309,24 +378,52 @@ impl FieldSet {
 
     /// True when no path is a member.
     pub fn is_empty(&self) -> bool {
-        self.members.is_empty() && self.children.is_empty()
+        self.nodes.is_empty()
+    }
+
+    /// Makes room for `n` more elements at this level.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.nodes.reserve(n);
+    }
+
+    /// The position of `pe`, or where it would go. Sets are mostly built in order, so the end
+    /// is tried first.
+    fn find(&self, pe: &PathElement) -> Result<usize, usize> {
+        match self.nodes.last() {
+            None => Err(0),
+            Some(last) if last.pe < *pe => Err(self.nodes.len()),
+            Some(_) => self.nodes.binary_search_by(|n| n.pe.cmp(pe)),
+        }
+    }
+
+    fn get(&self, pe: &PathElement) -> Option<&Node> {
+        self.find(pe).ok().map(|i| &self.nodes[i])
     }
 
     /// Adds `path` (ignored when empty: the root is never a member).
     pub fn insert(&mut self, path: &[PathElement]) {
-        match path {
-            [] => {}
-            [pe] => {
-                self.members.insert(pe.clone());
+        let Some((pe, rest)) = path.split_first() else {
+            return;
+        };
+        let i = match self.find(pe) {
+            Ok(i) => i,
+            Err(i) => {
+                self.nodes.insert(
+                    i,
+                    Node {
+                        pe: pe.clone(),
+                        member: false,
+                        children: FieldSet::new(),
+                    },
+                );
+                i
             }
-            [pe, rest @ ..] => match self.children.get_mut(pe) {
-                Some(child) => child.insert(rest),
-                None => {
-                    let mut child = FieldSet::new();
-                    child.insert(rest);
-                    self.children.insert(pe.clone(), child);
-                }
-            },
+        };
+        let node = &mut self.nodes[i];
+        if rest.is_empty() {
+            node.member = true;
+        } else {
+            node.children.insert(rest);
         }
     }
 
@@ -334,29 +431,49 @@ impl FieldSet {
     pub fn has(&self, path: &[PathElement]) -> bool {
         match path {
             [] => false,
-            [pe] => self.members.contains(pe),
-            [pe, rest @ ..] => self.children.get(pe).is_some_and(|c| c.has(rest)),
+            [pe] => self.has_member(pe),
+            [pe, rest @ ..] => self.with_prefix(pe).is_some_and(|c| c.has(rest)),
         }
     }
 
-    pub(crate) fn insert_member(&mut self, pe: PathElement) {
-        self.members.insert(pe);
+    /// Appends `pe` (as a member when `member`) with the paths `children` below it; nothing
+    /// when neither. Elements may come in any order and more than once: a level built this way
+    /// is put in order by [`FieldSet::sort`] once it is complete, which keeps building it
+    /// linear whatever the order of the input (a list's items, a map's keys).
+    pub(crate) fn push(&mut self, pe: PathElement, member: bool, children: FieldSet) {
+        if member || !children.is_empty() {
+            self.nodes.push(Node {
+                pe,
+                member,
+                children,
+            });
+        }
     }
 
-    /// Adds `child` below `pe` (nothing when empty). `pe` must not have children yet.
-    pub(crate) fn insert_child(&mut self, pe: PathElement, child: FieldSet) {
-        if !child.is_empty() {
-            self.children.insert(pe, child);
+    /// Orders a level built with [`FieldSet::push`] and merges its repeated elements (the first
+    /// one's element is kept). The levels below must be in order already.
+    pub(crate) fn sort(&mut self) {
+        if self.nodes.is_sorted_by(|a, b| a.pe < b.pe) {
+            return;
         }
+        self.nodes.sort_by(|a, b| a.pe.cmp(&b.pe));
+        self.nodes.dedup_by(|later, first| {
+            let same = later.pe == first.pe;
+            if same {
+                first.member |= later.member;
+                first.children.absorb(std::mem::take(&mut later.children));
+            }
+            same
+        });
     }
 
     pub(crate) fn has_member(&self, pe: &PathElement) -> bool {
-        self.members.contains(pe)
+        self.get(pe).is_some_and(|n| n.member)
     }
 
     /// The subset below `pe`, with `pe` stripped from the paths.
     pub fn with_prefix(&self, pe: &PathElement) -> Option<&FieldSet> {
-        self.children.get(pe)
+        self.get(pe).map(|n| &n.children).filter(|c| !c.is_empty())
     }
 
     /// Paths in either set.
@@ -372,99 +489,154 @@ impl FieldSet {
         out
     }
 
-    pub(crate) fn union_in_place(&mut self, other: &FieldSet) {
-        for pe in &other.members {
-            if !self.members.contains(pe) {
-                self.members.insert(pe.clone());
-            }
+    /// [`FieldSet::union`] of two sets the caller gives away (no copy).
+    pub(crate) fn union_owned(self, other: FieldSet) -> FieldSet {
+        if other.is_empty() {
+            return self;
         }
-        for (pe, child) in &other.children {
-            match self.children.get_mut(pe) {
-                Some(mine) => mine.union_in_place(child),
-                None => {
-                    self.children.insert(pe.clone(), child.clone());
+        if self.is_empty() {
+            return other;
+        }
+        let (mut big, small) = if self.len() >= other.len() {
+            (self, other)
+        } else {
+            (other, self)
+        };
+        big.absorb(small);
+        big
+    }
+
+    /// Adds the paths of `other`; where both have an element, this set's is kept.
+    pub(crate) fn union_in_place(&mut self, other: &FieldSet) {
+        if other.is_empty() {
+            return;
+        }
+        if self.is_empty() {
+            self.clone_from(other);
+            return;
+        }
+        let mine = std::mem::take(&mut self.nodes);
+        self.nodes.reserve(mine.len() + other.nodes.len());
+        for pair in join(mine, &other.nodes) {
+            self.nodes.push(match pair {
+                Pair::Left(n) => n,
+                Pair::Right(n) => n.clone(),
+                Pair::Both(mut n, o) => {
+                    n.member |= o.member;
+                    n.children.union_in_place(&o.children);
+                    n
                 }
-            }
+            });
         }
     }
 
     /// [`FieldSet::union_in_place`] that moves `other`'s nodes instead of copying them.
     pub(crate) fn absorb(&mut self, other: FieldSet) {
-        self.members.extend(other.members);
-        for (pe, child) in other.children {
-            match self.children.get_mut(&pe) {
-                Some(mine) => mine.absorb(child),
-                None => {
-                    self.children.insert(pe, child);
+        if other.is_empty() {
+            return;
+        }
+        if self.is_empty() {
+            *self = other;
+            return;
+        }
+        let mine = std::mem::take(&mut self.nodes);
+        self.nodes.reserve(mine.len() + other.nodes.len());
+        for pair in join(mine, other.nodes) {
+            self.nodes.push(match pair {
+                Pair::Left(n) | Pair::Right(n) => n,
+                Pair::Both(mut n, o) => {
+                    n.member |= o.member;
+                    n.children.absorb(o.children);
+                    n
                 }
-            }
+            });
         }
     }
 
     /// Paths in both sets.
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
-        let members = self.members.intersection(&other.members).cloned().collect();
-        let mut children = BTreeMap::new();
-        for (pe, child) in &self.children {
-            if let Some(theirs) = other.children.get(pe) {
-                let both = child.intersection(theirs);
-                if !both.is_empty() {
-                    children.insert(pe.clone(), both);
+        let mut out = FieldSet::new();
+        for pair in join(&self.nodes, &other.nodes) {
+            if let Pair::Both(n, o) = pair {
+                let children = n.children.intersection(&o.children);
+                let member = n.member && o.member;
+                if member || !children.is_empty() {
+                    out.nodes.push(Node {
+                        pe: n.pe.clone(),
+                        member,
+                        children,
+                    });
                 }
             }
         }
-        FieldSet { members, children }
+        out
     }
 
     /// Paths of `self` that are not paths of `other` (exact paths: a member of `other` does not
     /// remove the paths below it).
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
-        let members = self.members.difference(&other.members).cloned().collect();
-        let mut children = BTreeMap::new();
-        for (pe, child) in &self.children {
-            let rest = match other.children.get(pe) {
-                Some(theirs) => child.difference(theirs),
-                None => child.clone(),
-            };
-            if !rest.is_empty() {
-                children.insert(pe.clone(), rest);
-            }
-        }
-        FieldSet { members, children }
+        let mut out = self.clone();
+        out.difference_in_place(other);
+        out
+    }
+
+    /// [`FieldSet::difference`] in place: only the nodes `other` reaches are visited.
+    pub(crate) fn difference_in_place(&mut self, other: &FieldSet) {
+        self.remove(other, false);
     }
 
     /// Like [`FieldSet::difference`], but a member of `other` also removes every path below it.
     pub fn recursive_difference(&self, other: &FieldSet) -> FieldSet {
-        let members = self.members.difference(&other.members).cloned().collect();
-        let mut children = BTreeMap::new();
-        for (pe, child) in &self.children {
-            if other.members.contains(pe) {
-                continue;
-            }
-            let rest = match other.children.get(pe) {
-                Some(theirs) => child.recursive_difference(theirs),
-                None => child.clone(),
-            };
-            if !rest.is_empty() {
-                children.insert(pe.clone(), rest);
-            }
+        let mut out = self.clone();
+        out.recursive_difference_in_place(other);
+        out
+    }
+
+    /// [`FieldSet::recursive_difference`] in place.
+    pub(crate) fn recursive_difference_in_place(&mut self, other: &FieldSet) {
+        self.remove(other, true);
+    }
+
+    fn remove(&mut self, other: &FieldSet, subtrees: bool) {
+        if self.is_empty() {
+            return;
         }
-        FieldSet { members, children }
+        let mut emptied = false;
+        for o in &other.nodes {
+            let Ok(i) = self.find(&o.pe) else {
+                continue;
+            };
+            let n = &mut self.nodes[i];
+            if o.member {
+                n.member = false;
+                if subtrees {
+                    n.children = FieldSet::new();
+                }
+            }
+            n.children.remove(&o.children, subtrees);
+            emptied |= n.is_empty();
+        }
+        if emptied {
+            self.nodes.retain(|n| !n.is_empty());
+        }
     }
 
     /// Adds as members the object fields that only have members below them (upstream's
     /// `EnsureNamedFieldsAreMembers`, with every object treated as a struct). Pruning uses it so
     /// that a field is removed whole once nothing below it is owned.
     pub(crate) fn with_named_fields_as_members(&self) -> FieldSet {
-        let mut members = self.members.clone();
-        let mut children = BTreeMap::new();
-        for (pe, child) in &self.children {
-            if matches!(pe, PathElement::Field(_)) {
-                members.insert(pe.clone());
+        let mut out = self.clone();
+        out.name_fields_as_members();
+        out
+    }
+
+    fn name_fields_as_members(&mut self) {
+        for n in &mut self.nodes {
+            if !n.children.is_empty() {
+                n.member |= matches!(n.pe, PathElement::Field(_));
+                n.children.name_fields_as_members();
             }
-            children.insert(pe.clone(), child.with_named_fields_as_members());
         }
-        FieldSet { members, children }
     }
 
     /// Every member path, in upstream's iteration order (at each level the members, then the
@@ -477,21 +649,24 @@ impl FieldSet {
     }
 
     fn collect_paths(&self, prefix: &mut Vec<PathElement>, out: &mut Vec<Path>) {
-        for pe in &self.members {
-            prefix.push(pe.clone());
+        for n in self.nodes.iter().filter(|n| n.member) {
+            prefix.push(n.pe.clone());
             out.push(Path(prefix.clone()));
             prefix.pop();
         }
-        for (pe, child) in &self.children {
-            prefix.push(pe.clone());
-            child.collect_paths(prefix, out);
+        for n in self.nodes.iter().filter(|n| !n.children.is_empty()) {
+            prefix.push(n.pe.clone());
+            n.children.collect_paths(prefix, out);
             prefix.pop();
         }
     }
 
     /// Number of member paths.
     pub fn len(&self) -> usize {
-        self.members.len() + self.children.values().map(FieldSet::len).sum::<usize>()
+        self.nodes
+            .iter()
+            .map(|n| usize::from(n.member) + n.children.len())
+            .sum()
     }
 
     /// Parses the `fieldsV1` of a managedFields entry.
@@ -511,12 +686,11 @@ impl FieldSet {
 
     fn node_to_map(&self, include_self: bool) -> Map<String, Value> {
         let mut map = Map::new();
-        for (pe, in_members, child) in self.merged_entries() {
-            let v = match child {
-                Some(c) => Value::Object(c.node_to_map(in_members)),
-                None => Value::Object(Map::new()),
-            };
-            map.insert(pe.to_fields_v1_key(), v);
+        for n in &self.nodes {
+            map.insert(
+                n.pe.to_fields_v1_key(),
+                Value::Object(n.children.node_to_map(n.member)),
+            );
         }
         if include_self && !map.is_empty() {
             map.insert(".".into(), Value::Object(Map::new()));
@@ -533,59 +707,18 @@ impl FieldSet {
 
     fn write_node(&self, out: &mut String, include_self: bool) {
         out.push('{');
-        let mut first = true;
-        for (pe, in_members, child) in self.merged_entries() {
-            if !first {
+        for (i, n) in self.nodes.iter().enumerate() {
+            if i > 0 {
                 out.push(',');
             }
-            first = false;
-            gojson::encode_str(out, &pe.to_fields_v1_key());
+            gojson::encode_str(out, &n.pe.to_fields_v1_key());
             out.push(':');
-            match child {
-                Some(c) => c.write_node(out, in_members),
-                None => out.push_str("{}"),
-            }
+            n.children.write_node(out, n.member);
         }
-        if include_self && !first {
+        if include_self && !self.nodes.is_empty() {
             out.push_str(",\".\":{}");
         }
         out.push('}');
-    }
-
-    /// Members and children merged in order: (element, is a member, children if any).
-    fn merged_entries(&self) -> Vec<(&PathElement, bool, Option<&FieldSet>)> {
-        let mut out: Vec<(&PathElement, bool, Option<&FieldSet>)> = Vec::new();
-        let mut members = self.members.iter().peekable();
-        let mut children = self.children.iter().peekable();
-        loop {
-            match (members.peek(), children.peek()) {
-                (Some(m), Some((c, set))) => match (*m).cmp(c) {
-                    Ordering::Less => {
-                        out.push((m, true, None));
-                        members.next();
-                    }
-                    Ordering::Greater => {
-                        out.push((c, false, Some(set)));
-                        children.next();
-                    }
-                    Ordering::Equal => {
-                        out.push((c, true, Some(set)));
-                        members.next();
-                        children.next();
-                    }
-                },
-                (Some(m), None) => {
-                    out.push((m, true, None));
-                    members.next();
-                }
-                (None, Some((c, set))) => {
-                    out.push((c, false, Some(set)));
-                    children.next();
-                }
-                (None, None) => break,
-            }
-        }
-        out
     }
 }
 
@@ -608,21 +741,16 @@ fn read_node(map: &Map<String, Value>) -> Result<(Option<FieldSet>, bool), Error
             )));
         };
         let (grandchildren, child_is_member) = read_node(child_map)?;
-        let node = children.get_or_insert_with(FieldSet::new);
-        if child_is_member {
-            node.members.insert(pe.clone());
-        }
-        if let Some(g) = grandchildren {
-            match node.children.get_mut(&pe) {
-                Some(existing) => existing.absorb(g),
-                None => {
-                    node.children.insert(pe, g);
-                }
-            }
-        }
+        children
+            .get_or_insert_with(|| FieldSet {
+                nodes: Vec::with_capacity(map.len()),
+            })
+            .push(pe, child_is_member, grandchildren.unwrap_or_default());
     }
-    if children.is_none() {
-        is_member = true;
+    match &mut children {
+        // Keys are in text order, which is not the elements' order (`i:10` and `i:9`).
+        Some(c) => c.sort(),
+        None => is_member = true,
     }
     Ok((children, is_member))
 }
@@ -709,6 +837,30 @@ mod tests {
         let named = a.with_named_fields_as_members();
         assert!(named.has(&[f("b")]));
         assert!(a.difference(&a).is_empty());
+    }
+
+    #[test]
+    fn keys_out_of_element_order_are_ordered_and_merged() {
+        // Text order puts i:10 before i:9 and v:-1 before v:-3; the same element twice merges.
+        let v = json!({"i:10": {}, "i:9": {"f:a": {}}, "v:-1": {}, "v:-3": {},
+                       "k:{\"b\":1,\"a\":2}": {"f:x": {}}, "k:{\"a\":2,\"b\":1}": {".": {}, "f:y": {}}});
+        let set = FieldSet::from_fields_v1(&v).unwrap();
+        assert_eq!(
+            set.paths().iter().map(Path::to_string).collect::<Vec<_>>(),
+            [
+                "[a=2,b=1]",
+                "[=-3]",
+                "[=-1]",
+                "[10]",
+                "[a=2,b=1].x",
+                "[a=2,b=1].y",
+                "[9].a"
+            ]
+        );
+        assert_eq!(
+            set.to_fields_v1_string(),
+            r#"{"k:{\"a\":2,\"b\":1}":{"f:x":{},"f:y":{},".":{}},"v:-3":{},"v:-1":{},"i:9":{"f:a":{}},"i:10":{}}"#
+        );
     }
 
     #[test]

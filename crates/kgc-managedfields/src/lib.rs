@@ -88,6 +88,14 @@ impl FieldSet {
     /// `metadata` the node itself, `name`, `namespace`, `creationTimestamp`, `selfLink`, `uid`,
     /// `clusterName`, `generation`, `managedFields` and `resourceVersion`.
     pub fn never_owned() -> FieldSet {
+        never_owned().clone()
+    }
+}
+
+/// [`FieldSet::never_owned`], built once.
+fn never_owned() -> &'static FieldSet {
+    static NEVER_OWNED: std::sync::OnceLock<FieldSet> = std::sync::OnceLock::new();
+    NEVER_OWNED.get_or_init(|| {
         let mut s = FieldSet::new();
         s.insert(&[PathElement::field("apiVersion")]);
         s.insert(&[PathElement::field("kind")]);
@@ -106,7 +114,7 @@ impl FieldSet {
             s.insert(&[PathElement::field("metadata"), PathElement::field(f)]);
         }
         s
-    }
+    })
 }
 
 /// Server-side apply.
@@ -254,59 +262,9 @@ pub fn update(
     manager: &Manager,
     schema: &dyn Schema,
 ) -> Result<Value, Error> {
-    if !new.is_object() {
-        return Err(Error::Invalid(
-            "the new object must be a JSON object".into(),
-        ));
-    }
-    let mut new_obj = new.clone();
-    let mut old_obj = match old {
-        Some(v @ Value::Object(_)) => v.clone(),
-        Some(_) => {
-            return Err(Error::Invalid(
-                "the old object must be a JSON object".into(),
-            ));
-        }
-        None => Value::Object(Map::new()),
-    };
-    let stored = || Managers::decode(managed_fields_of(&old_obj)).unwrap_or_default();
-    let mut managers = if !manager.subresource.is_empty() {
-        stored()
-    } else {
-        let sent = managed_fields_of(&new_obj);
-        if is_reset(sent) {
-            Managers::default()
-        } else {
-            match Managers::decode(sent) {
-                Ok(m) if !m.is_empty() => m,
-                _ => stored(),
-            }
-        }
-    };
-    remove_managed_fields(&mut new_obj);
-    remove_managed_fields(&mut old_obj);
-    if managers.is_empty() && old.is_some() {
-        return Ok(new_obj);
-    }
-    let ignored = schema.reset_fields(manager.subresource);
-    let key = ManagerKey::new(
-        manager.name,
-        Operation::Update,
-        manager.api_version,
-        manager.subresource,
-    );
-    record_update(
-        &old_obj,
-        &new_obj,
-        &mut managers,
-        &key,
-        manager,
-        schema,
-        &ignored,
-    )?;
-    managers.cap_update_managers(MAX_UPDATE_MANAGERS);
-    managers.write_to(&mut new_obj);
-    Ok(new_obj)
+    let mut new = new.clone();
+    track_update(old, &mut new, manager, schema)?;
+    Ok(new)
 }
 
 /// [`update`], falling back on error to `new` with the stored managedFields of `old` (upstream's
@@ -317,20 +275,82 @@ pub fn update_or_keep(
     manager: &Manager,
     schema: &dyn Schema,
 ) -> Value {
-    match update(old, new, manager, schema) {
-        Ok(v) => v,
-        Err(_) => {
-            let mut v = new.clone();
-            remove_managed_fields(&mut v);
-            if let (Some(stored), Some(Value::Object(meta))) = (
-                old.and_then(managed_fields_of).cloned(),
-                v.get_mut("metadata"),
-            ) {
-                meta.insert("managedFields".into(), stored);
-            }
-            v
+    update_or_keep_owned(old, new.clone(), manager, schema)
+}
+
+/// [`update_or_keep`] for a caller that owns `new`: the object is updated in place instead of
+/// copied.
+pub fn update_or_keep_owned(
+    old: Option<&Value>,
+    mut new: Value,
+    manager: &Manager,
+    schema: &dyn Schema,
+) -> Value {
+    if track_update(old, &mut new, manager, schema).is_err() {
+        remove_managed_fields(&mut new);
+        if let (Some(stored), Some(Value::Object(meta))) = (
+            old.and_then(managed_fields_of).cloned(),
+            new.get_mut("metadata"),
+        ) {
+            meta.insert("managedFields".into(), stored);
         }
     }
+    new
+}
+
+/// [`update`] in place: `new`'s managedFields are replaced by the tracked ones. On error `new`
+/// is unchanged, except that its managedFields may be gone.
+fn track_update(
+    old: Option<&Value>,
+    new: &mut Value,
+    manager: &Manager,
+    schema: &dyn Schema,
+) -> Result<(), Error> {
+    if !new.is_object() {
+        return Err(Error::Invalid(
+            "the new object must be a JSON object".into(),
+        ));
+    }
+    let empty = Value::Object(Map::new());
+    // The old object is compared as it is: comparisons skip `metadata.managedFields`.
+    let old_obj = match old {
+        Some(v @ Value::Object(_)) => v,
+        Some(_) => {
+            return Err(Error::Invalid(
+                "the old object must be a JSON object".into(),
+            ));
+        }
+        None => &empty,
+    };
+    let stored = || Managers::decode(managed_fields_of(old_obj)).unwrap_or_default();
+    let mut managers = if !manager.subresource.is_empty() {
+        stored()
+    } else {
+        let sent = managed_fields_of(new);
+        if is_reset(sent) {
+            Managers::default()
+        } else {
+            match Managers::decode(sent) {
+                Ok(m) if !m.is_empty() => m,
+                _ => stored(),
+            }
+        }
+    };
+    remove_managed_fields(new);
+    if managers.is_empty() && old.is_some() {
+        return Ok(());
+    }
+    let ignored = schema.reset_fields(manager.subresource);
+    let key = ManagerKey::new(
+        manager.name,
+        Operation::Update,
+        manager.api_version,
+        manager.subresource,
+    );
+    record_update(old_obj, new, &mut managers, &key, manager, schema, &ignored)?;
+    managers.cap_update_managers(MAX_UPDATE_MANAGERS);
+    managers.write_to(new);
+    Ok(())
 }
 
 /// A conflict before it is made printable.
@@ -393,10 +413,9 @@ fn apply_core(
     }
     typed::drop_applied_nulls(&mut merged, config, schema);
 
-    let never = FieldSet::never_owned();
     let changed = !values_equal(live, &merged);
     if let Some(e) = managers.map.get_mut(key) {
-        e.set = e.set.difference(&never);
+        e.set.difference_in_place(never_owned());
         if e.set.is_empty() {
             managers.map.remove(key);
         } else if changed || e.time.is_none() {
@@ -422,12 +441,10 @@ fn record_update(
         Ok(cmp) => cmp,
         Err(_) => unreachable!("a forced update has no conflicts"),
     };
-    let set = cmp
-        .modified
-        .union(&cmp.added)
-        .difference(&cmp.removed)
-        .recursive_difference(ignored)
-        .difference(&FieldSet::never_owned());
+    // (modified ∪ added) − removed − never owned; the comparison already excludes `ignored`.
+    let mut set = cmp.modified.union_owned(cmp.added);
+    set.difference_in_place(&cmp.removed);
+    set.difference_in_place(never_owned());
     if set.is_empty() {
         return Ok(());
     }
@@ -436,7 +453,7 @@ fn record_update(
         api_version: String::new(),
         time: None,
     });
-    entry.set = set.union(&entry.set);
+    entry.set = set.union_owned(std::mem::take(&mut entry.set));
     entry.api_version = manager.api_version.to_string();
     entry.time = Some(manager.time.to_string());
     Ok(())
@@ -456,42 +473,40 @@ fn resolve_ownership(
     schema: &dyn Schema,
     ignored: &FieldSet,
 ) -> Result<Result<typed::Comparison, Vec<RawConflict>>, Error> {
-    let cmp = typed::compare(old, new, applying, schema)?.exclude(ignored);
-    let changed = cmp.modified.union(&cmp.added);
-    let mut conflicts = Vec::new();
-    let mut taken = Vec::new();
-    let mut others: Vec<(&ManagerKey, &Entry)> = managers
-        .map
-        .iter()
-        .filter(|(k, _)| Some(*k) != workflow)
-        .collect();
-    others.sort_by_cached_key(|(k, _)| k.identifier());
-    for (k, e) in others {
-        let c = e.set.intersection(&changed);
-        if c.is_empty() {
-            continue;
+    let mut cmp = typed::compare(old, new, applying, schema)?;
+    cmp.exclude(ignored);
+    let is_other = |k: &ManagerKey| Some(k) != workflow;
+    if managers.map.keys().any(is_other) {
+        let changed = cmp.modified.union(&cmp.added);
+        if !force {
+            let mut others: Vec<(&ManagerKey, &Entry)> =
+                managers.map.iter().filter(|(k, _)| is_other(k)).collect();
+            others.sort_by_cached_key(|(k, _)| k.identifier());
+            let mut conflicts = Vec::new();
+            for (k, e) in others {
+                for path in e.set.intersection(&changed).paths() {
+                    conflicts.push(RawConflict {
+                        key: k.clone(),
+                        api_version: e.api_version.clone(),
+                        path,
+                    });
+                }
+            }
+            if !conflicts.is_empty() {
+                return Ok(Err(conflicts));
+            }
         }
-        for path in c.paths() {
-            conflicts.push(RawConflict {
-                key: k.clone(),
-                api_version: e.api_version.clone(),
-                path,
-            });
-        }
-        taken.push((k.clone(), c));
-    }
-    if !force && !conflicts.is_empty() {
-        return Ok(Err(conflicts));
-    }
-    for (k, c) in taken {
-        if let Some(e) = managers.map.get_mut(&k) {
-            e.set = e.set.difference(&c);
+        // Each loses what it shared with the change (its intersection with `changed`).
+        for (k, e) in managers.map.iter_mut() {
+            if is_other(k) {
+                e.set.difference_in_place(&changed);
+            }
         }
     }
     if !cmp.removed.is_empty() {
         for (k, e) in managers.map.iter_mut() {
-            if Some(k) != workflow {
-                e.set = e.set.difference(&cmp.removed);
+            if is_other(k) {
+                e.set.difference_in_place(&cmp.removed);
             }
         }
     }

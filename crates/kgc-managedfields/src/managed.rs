@@ -162,28 +162,41 @@ impl ManagedFieldsEntry {
     /// The wire form: `{manager, operation, apiVersion, time?, fieldsType, fieldsV1,
     /// subresource?}`.
     pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        if !self.manager.is_empty() {
-            m.insert("manager".into(), Value::String(self.manager.clone()));
-        }
-        m.insert(
-            "operation".into(),
-            Value::String(self.operation.as_str().into()),
-        );
-        m.insert("apiVersion".into(), Value::String(self.api_version.clone()));
-        if let Some(t) = &self.time {
-            m.insert("time".into(), Value::String(t.clone()));
-        }
-        m.insert("fieldsType".into(), Value::String("FieldsV1".into()));
-        m.insert("fieldsV1".into(), self.fields.to_fields_v1());
-        if !self.subresource.is_empty() {
-            m.insert(
-                "subresource".into(),
-                Value::String(self.subresource.clone()),
-            );
-        }
-        Value::Object(m)
+        entry_json(
+            &self.manager,
+            self.operation,
+            &self.api_version,
+            self.time.as_deref(),
+            &self.subresource,
+            &self.fields,
+        )
     }
+}
+
+/// The wire form of an entry (see [`ManagedFieldsEntry::to_json`]), from borrowed parts.
+fn entry_json(
+    manager: &str,
+    operation: Operation,
+    api_version: &str,
+    time: Option<&str>,
+    subresource: &str,
+    fields: &FieldSet,
+) -> Value {
+    let mut m = Map::new();
+    if !manager.is_empty() {
+        m.insert("manager".into(), Value::from(manager));
+    }
+    m.insert("operation".into(), Value::from(operation.as_str()));
+    m.insert("apiVersion".into(), Value::from(api_version));
+    if let Some(t) = time {
+        m.insert("time".into(), Value::from(t));
+    }
+    m.insert("fieldsType".into(), Value::from("FieldsV1"));
+    m.insert("fieldsV1".into(), fields.to_fields_v1());
+    if !subresource.is_empty() {
+        m.insert("subresource".into(), Value::from(subresource));
+    }
+    Value::Object(m)
 }
 
 /// Decodes `metadata.managedFields` (absent or null: no entries).
@@ -253,26 +266,16 @@ impl Managers {
 
     /// Entries in upstream's order: Apply before Update, then by time (seconds), manager,
     /// apiVersion and subresource.
-    pub(crate) fn encode(&self) -> Vec<ManagedFieldsEntry> {
-        let mut entries: Vec<ManagedFieldsEntry> = self
-            .map
-            .iter()
-            .map(|(k, e)| ManagedFieldsEntry {
-                manager: k.manager.clone(),
-                operation: k.operation,
-                api_version: e.api_version.clone(),
-                time: e.time.clone(),
-                subresource: k.subresource.clone(),
-                fields: e.set.clone(),
-            })
-            .collect();
-        entries.sort_by(|p, q| {
-            p.operation
-                .cmp(&q.operation)
-                .then_with(|| unix_seconds(p.time.as_deref()).cmp(&unix_seconds(q.time.as_deref())))
-                .then_with(|| p.manager.cmp(&q.manager))
-                .then_with(|| p.api_version.cmp(&q.api_version))
-                .then_with(|| p.subresource.cmp(&q.subresource))
+    pub(crate) fn encode(&self) -> Vec<(&ManagerKey, &Entry)> {
+        let mut entries: Vec<(&ManagerKey, &Entry)> = self.map.iter().collect();
+        entries.sort_by_cached_key(|(k, e)| {
+            (
+                k.operation,
+                unix_seconds(e.time.as_deref()),
+                &k.manager,
+                &e.api_version,
+                &k.subresource,
+            )
         });
         entries
     }
@@ -299,7 +302,21 @@ impl Managers {
         if let Value::Object(meta) = meta {
             meta.insert(
                 "managedFields".into(),
-                Value::Array(entries.iter().map(ManagedFieldsEntry::to_json).collect()),
+                Value::Array(
+                    entries
+                        .into_iter()
+                        .map(|(k, e)| {
+                            entry_json(
+                                &k.manager,
+                                k.operation,
+                                &e.api_version,
+                                e.time.as_deref(),
+                                &k.subresource,
+                                &e.set,
+                            )
+                        })
+                        .collect(),
+                ),
             );
         }
     }

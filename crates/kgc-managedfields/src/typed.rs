@@ -4,7 +4,7 @@
 use crate::fieldpath::values_equal;
 use crate::{Error, FieldSet, ListType, PathElement, Schema};
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug)]
 enum Assoc {
@@ -144,14 +144,11 @@ fn tfs<'a>(
                 let kind = classify(child, spath, schema);
                 let pe = PathElement::Field(k.clone());
                 if matches!(kind, Node::Leaf) {
-                    node.insert_member(pe);
+                    node.push(pe, true, FieldSet::new());
                 } else {
                     let mut sub = FieldSet::new();
                     tfs(child, &mut sub, spath, schema, strict, all)?;
-                    if all {
-                        node.insert_member(pe.clone());
-                    }
-                    node.insert_child(pe, sub);
+                    node.push(pe, all, sub);
                 }
                 spath.pop();
             }
@@ -170,17 +167,15 @@ fn tfs<'a>(
                         display_spath(spath)
                     )));
                 }
-                node.insert_member(pe.clone());
+                let mut sub = FieldSet::new();
                 if !duplicated {
-                    let mut sub = FieldSet::new();
                     tfs(item, &mut sub, spath, schema, strict, all)?;
-                    if !sub.is_empty() {
-                        node.insert_child(pe.clone(), sub);
-                    }
                 }
+                node.push(pe.clone(), true, sub);
             }
         }
     }
+    node.sort();
     Ok(())
 }
 
@@ -424,27 +419,83 @@ fn drop_nulls(merged: &mut Value, config: &Value, spath: &mut Vec<String>, schem
 // ---------------------------------------------------------------------------------------------
 // Compare
 
-/// What changed between two objects (`typed.Comparison`).
+/// What changed between two objects (`typed.Comparison`); while comparing, what changed below
+/// one node, as paths relative to it.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Comparison {
     pub(crate) added: FieldSet,
     pub(crate) modified: FieldSet,
     pub(crate) removed: FieldSet,
-    /// A `null` leaf compares equal to an absent one (an applied `null` where nothing is set
-    /// changes nothing).
-    null_is_absent: bool,
+}
+
+/// How a node itself changed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Added,
+    Modified,
+    Removed,
 }
 
 impl Comparison {
-    pub(crate) fn exclude(&self, ignored: &FieldSet) -> Comparison {
+    /// Drops every change at or below a member of `ignored`.
+    pub(crate) fn exclude(&mut self, ignored: &FieldSet) {
         if ignored.is_empty() {
-            return self.clone();
+            return;
         }
-        Comparison {
-            added: self.added.recursive_difference(ignored),
-            modified: self.modified.recursive_difference(ignored),
-            removed: self.removed.recursive_difference(ignored),
-            null_is_absent: self.null_is_absent,
+        for set in [&mut self.added, &mut self.modified, &mut self.removed] {
+            set.recursive_difference_in_place(ignored);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
+    }
+
+    /// Records the child `pe`: its own change and the changes below it. The levels are put in
+    /// order by [`Comparison::sort`] once every child is recorded.
+    fn put(&mut self, pe: PathElement, own: Option<Change>, below: Comparison) {
+        if below.is_empty() {
+            // A leaf (or an emptied container): one set, nothing below.
+            if let Some(change) = own {
+                self.set_mut(change).push(pe, true, FieldSet::new());
+            }
+            return;
+        }
+        let parts = [
+            (Change::Added, below.added),
+            (Change::Modified, below.modified),
+            (Change::Removed, below.removed),
+        ];
+        let mut uses = parts
+            .iter()
+            .filter(|(change, children)| own == Some(*change) || !children.is_empty())
+            .count();
+        let mut pe = Some(pe);
+        for (change, children) in parts {
+            let member = own == Some(change);
+            if !member && children.is_empty() {
+                continue;
+            }
+            uses -= 1;
+            // The element is moved into the last set that needs it.
+            let element = if uses == 0 { pe.take() } else { pe.clone() };
+            if let Some(element) = element {
+                self.set_mut(change).push(element, member, children);
+            }
+        }
+    }
+
+    fn sort(&mut self) {
+        for set in [&mut self.added, &mut self.modified, &mut self.removed] {
+            set.sort();
+        }
+    }
+
+    fn set_mut(&mut self, change: Change) -> &mut FieldSet {
+        match change {
+            Change::Added => &mut self.added,
+            Change::Modified => &mut self.modified,
+            Change::Removed => &mut self.removed,
         }
     }
 }
@@ -452,110 +503,135 @@ impl Comparison {
 /// Compares `lhs` (old) with `rhs` (new). Leaves that appear are added, leaves that disappear
 /// removed, leaves that differ modified; objects and list items that appear or disappear whole
 /// are themselves added or removed. With `null_is_absent`, a `null` leaf on one side and nothing
-/// on the other is no change.
-pub(crate) fn compare(
-    lhs: &Value,
-    rhs: &Value,
+/// on the other is no change. `metadata.managedFields` is not compared: it is never part of
+/// the objects upstream compares.
+pub(crate) fn compare<'a>(
+    lhs: &'a Value,
+    rhs: &'a Value,
     null_is_absent: bool,
     schema: &dyn Schema,
 ) -> Result<Comparison, Error> {
-    let mut c = Comparison {
-        null_is_absent,
-        ..Comparison::default()
+    let metadata = |v: &'a Value| match v.get("metadata") {
+        Some(Value::Object(m)) => Some(m),
+        _ => None,
     };
-    let mut path = Vec::new();
+    let cx = Cx {
+        schema,
+        null_is_absent,
+        metadata: [metadata(lhs), metadata(rhs)],
+    };
+    let mut c = Comparison::default();
     let mut spath = Vec::new();
-    cmp(Some(lhs), Some(rhs), &mut path, &mut spath, &mut c, schema)?;
+    cmp(Some(lhs), Some(rhs), &mut spath, &cx, &mut c)?;
+    c.sort();
     Ok(c)
 }
 
-fn leaf_rule(l: Option<&Value>, r: Option<&Value>, path: &[PathElement], c: &mut Comparison) {
-    match (l, r) {
-        (None, Some(Value::Null)) | (Some(Value::Null), None) if c.null_is_absent => {}
-        (None, Some(_)) => c.added.insert(path),
-        (Some(_), None) => c.removed.insert(path),
-        (Some(a), Some(b)) if !values_equal(a, b) => c.modified.insert(path),
-        _ => {}
+/// What stays the same during one comparison.
+struct Cx<'s> {
+    schema: &'s dyn Schema,
+    null_is_absent: bool,
+    /// The `metadata` maps of the two objects, whose `managedFields` are skipped.
+    metadata: [Option<&'s Map<String, Value>>; 2],
+}
+
+impl Cx<'_> {
+    /// The value of `k` in `m`, unless it is the skipped `metadata.managedFields`.
+    fn field<'a>(&self, m: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
+        if self.hides_in(m) == Some(k) {
+            return None;
+        }
+        m.get(k)
+    }
+
+    /// The field of `m` that is skipped: `managedFields` when `m` is an object's `metadata`.
+    fn hides_in(&self, m: &Map<String, Value>) -> Option<&'static str> {
+        self.metadata
+            .iter()
+            .any(|p| p.is_some_and(|p| std::ptr::eq(p, m)))
+            .then_some("managedFields")
     }
 }
 
+fn leaf_rule(l: Option<&Value>, r: Option<&Value>, null_is_absent: bool) -> Option<Change> {
+    match (l, r) {
+        (None, Some(Value::Null)) | (Some(Value::Null), None) if null_is_absent => None,
+        (None, Some(_)) => Some(Change::Added),
+        (Some(_), None) => Some(Change::Removed),
+        (Some(a), Some(b)) if !values_equal(a, b) => Some(Change::Modified),
+        _ => None,
+    }
+}
+
+/// Compares one node: records the changes below it in `below` and returns its own.
 fn cmp<'a>(
     l: Option<&'a Value>,
     r: Option<&'a Value>,
-    path: &mut Vec<PathElement>,
     spath: &mut Vec<&'a str>,
-    c: &mut Comparison,
-    schema: &dyn Schema,
-) -> Result<(), Error> {
-    let nl = l.map(|v| classify(v, spath, schema));
-    let nr = r.map(|v| classify(v, spath, schema));
-    match (nl, nr) {
-        (None, None) => {}
+    cx: &Cx,
+    below: &mut Comparison,
+) -> Result<Option<Change>, Error> {
+    let nl = l.map(|v| classify(v, spath, cx.schema));
+    let nr = r.map(|v| classify(v, spath, cx.schema));
+    Ok(match (nl, nr) {
+        (None, None) => None,
         (Some(Node::Map(lm)), Some(Node::Map(rm))) => {
             if lm.is_empty() && rm.is_empty() {
-                leaf_rule(l, r, path, c);
+                leaf_rule(l, r, cx.null_is_absent)
             } else {
-                cmp_children(
-                    Some(Node::Map(lm)),
-                    Some(Node::Map(rm)),
-                    path,
-                    spath,
-                    c,
-                    schema,
-                )?;
+                cmp_children(Some(Node::Map(lm)), Some(Node::Map(rm)), spath, cx, below)?;
+                None
             }
         }
         (Some(Node::List(ll, la)), Some(Node::List(rl, ra))) => {
             if ll.is_empty() && rl.is_empty() {
-                leaf_rule(l, r, path, c);
+                leaf_rule(l, r, cx.null_is_absent)
             } else {
                 cmp_children(
                     Some(Node::List(ll, la)),
                     Some(Node::List(rl, ra)),
-                    path,
                     spath,
-                    c,
-                    schema,
+                    cx,
+                    below,
                 )?;
+                None
             }
         }
         (Some(Node::Leaf), None)
         | (None, Some(Node::Leaf))
-        | (Some(Node::Leaf), Some(Node::Leaf)) => leaf_rule(l, r, path, c),
+        | (Some(Node::Leaf), Some(Node::Leaf)) => leaf_rule(l, r, cx.null_is_absent),
         (Some(node), None) => {
             if !node.is_empty_container() {
-                cmp_children(Some(node), None, path, spath, c, schema)?;
+                cmp_children(Some(node), None, spath, cx, below)?;
             }
-            c.removed.insert(path);
+            Some(Change::Removed)
         }
         (None, Some(node)) => {
             if !node.is_empty_container() {
-                cmp_children(None, Some(node), path, spath, c, schema)?;
+                cmp_children(None, Some(node), spath, cx, below)?;
             }
-            c.added.insert(path);
+            Some(Change::Added)
         }
         (Some(ln), Some(rn)) => {
             // Different kinds: the value changed; what was below the old one went away and what
             // is below the new one arrived.
-            c.modified.insert(path);
             if !matches!(ln, Node::Leaf) {
-                cmp_children(Some(ln), None, path, spath, c, schema)?;
+                cmp_children(Some(ln), None, spath, cx, below)?;
             }
             if !matches!(rn, Node::Leaf) {
-                cmp_children(None, Some(rn), path, spath, c, schema)?;
+                cmp_children(None, Some(rn), spath, cx, below)?;
             }
+            Some(Change::Modified)
         }
-    }
-    Ok(())
+    })
 }
 
 fn cmp_children<'a>(
     l: Option<Node<'a>>,
     r: Option<Node<'a>>,
-    path: &mut Vec<PathElement>,
     spath: &mut Vec<&'a str>,
-    c: &mut Comparison,
-    schema: &dyn Schema,
+    cx: &Cx,
+    below: &mut Comparison,
 ) -> Result<(), Error> {
     let is_map = matches!(l, Some(Node::Map(_))) || matches!(r, Some(Node::Map(_)));
     if is_map {
@@ -567,64 +643,136 @@ fn cmp_children<'a>(
             Some(Node::Map(m)) => Some(m),
             _ => None,
         };
-        let mut keys: Vec<&'a String> = Vec::new();
+        // A side that is gone or new whole puts all its fields in one set.
+        match (lm, rm) {
+            (Some(lm), None) => below.removed.reserve(lm.len()),
+            (None, Some(rm)) => below.added.reserve(rm.len()),
+            _ => {}
+        }
+        // The old object's fields first, then the new object's other ones.
         if let Some(lm) = lm {
-            keys.extend(lm.keys());
+            let hidden = cx.hides_in(lm);
+            for (k, lv) in lm {
+                if hidden != Some(k) {
+                    let rv = rm.and_then(|m| cx.field(m, k));
+                    cmp_child(Child::Field(k), Some(lv), rv, spath, cx, below)?;
+                }
+            }
         }
         if let Some(rm) = rm {
-            keys.extend(
-                rm.keys()
-                    .filter(|k| !lm.is_some_and(|lm| lm.contains_key(*k))),
-            );
-        }
-        for k in keys {
-            path.push(PathElement::Field(k.clone()));
-            spath.push(k);
-            cmp(
-                lm.and_then(|m| m.get(k)),
-                rm.and_then(|m| m.get(k)),
-                path,
-                spath,
-                c,
-                schema,
-            )?;
-            spath.pop();
-            path.pop();
+            let hidden = cx.hides_in(rm);
+            for (k, rv) in rm {
+                if hidden != Some(k) && lm.and_then(|m| cx.field(m, k)).is_none() {
+                    cmp_child(Child::Field(k), None, Some(rv), spath, cx, below)?;
+                }
+            }
         }
         return Ok(());
     }
-    let index =
-        |node: &Option<Node<'a>>, spath: &[&str]| -> Result<Vec<(PathElement, &'a Value)>, Error> {
-            let mut out = Vec::new();
-            if let Some(Node::List(items, assoc)) = node {
-                let mut seen = BTreeSet::new();
-                for item in *items {
-                    let pe = item_pe(item, assoc, spath, schema)?;
-                    if seen.insert(pe.clone()) {
-                        out.push((pe, item));
-                    }
-                }
-            }
-            Ok(out)
-        };
-    let litems = index(&l, spath)?;
-    let ritems = index(&r, spath)?;
-    let rmap: BTreeMap<&PathElement, &'a Value> = ritems.iter().map(|(p, v)| (p, *v)).collect();
-    let lset: BTreeSet<&PathElement> = litems.iter().map(|(p, _)| p).collect();
-    for (pe, item) in &litems {
-        path.push(pe.clone());
-        cmp(Some(item), rmap.get(pe).copied(), path, spath, c, schema)?;
-        path.pop();
+    let litems = ListIndex::new(l.as_ref(), spath, cx.schema)?;
+    let mut ritems = ListIndex::new(r.as_ref(), spath, cx.schema)?;
+    // The old list's items first (with their new version), then the new list's other ones.
+    for (pe, _, first) in &mut ritems.items {
+        *first = *first && litems.get(pe).is_none();
     }
-    for (pe, item) in &ritems {
-        if lset.contains(pe) {
-            continue;
+    for (pe, item, first) in litems.items {
+        if first {
+            let r = ritems.get(&pe);
+            cmp_child(Child::Item(pe), Some(item), r, spath, cx, below)?;
         }
-        path.push(pe.clone());
-        cmp(None, Some(item), path, spath, c, schema)?;
-        path.pop();
+    }
+    for (pe, item, first) in ritems.items {
+        if first {
+            cmp_child(Child::Item(pe), None, Some(item), spath, cx, below)?;
+        }
     }
     Ok(())
+}
+
+/// A child of a compared node.
+enum Child<'a> {
+    /// An object field: a step of the schema path; its element is made only when it changed.
+    Field(&'a str),
+    /// A list item.
+    Item(PathElement),
+}
+
+/// Compares one child and records its changes in `below`.
+fn cmp_child<'a>(
+    child: Child<'a>,
+    l: Option<&'a Value>,
+    r: Option<&'a Value>,
+    spath: &mut Vec<&'a str>,
+    cx: &Cx,
+    below: &mut Comparison,
+) -> Result<(), Error> {
+    let mut sub = Comparison::default();
+    let own = match child {
+        Child::Field(k) => {
+            spath.push(k);
+            let own = cmp(l, r, spath, cx, &mut sub)?;
+            spath.pop();
+            own
+        }
+        Child::Item(_) => cmp(l, r, spath, cx, &mut sub)?,
+    };
+    sub.sort();
+    if own.is_some() || !sub.is_empty() {
+        let pe = match child {
+            Child::Field(k) => PathElement::field(k),
+            Child::Item(pe) => pe,
+        };
+        below.put(pe, own, sub);
+    }
+    Ok(())
+}
+
+/// The items of a list by path element, with a sorted index to look elements up. Only the
+/// first item of an element counts: later duplicates are skipped.
+struct ListIndex<'a> {
+    /// In list order: the element, the item, and whether it is the first of its element.
+    items: Vec<(PathElement, &'a Value, bool)>,
+    /// Positions of the first items, sorted by element.
+    sorted: Vec<usize>,
+}
+
+impl<'a> ListIndex<'a> {
+    fn new(node: Option<&Node<'a>>, spath: &[&str], schema: &dyn Schema) -> Result<Self, Error> {
+        let mut index = ListIndex {
+            items: Vec::new(),
+            sorted: Vec::new(),
+        };
+        let Some(Node::List(items, assoc)) = node else {
+            return Ok(index);
+        };
+        index.items.reserve(items.len());
+        for item in *items {
+            index
+                .items
+                .push((item_pe(item, assoc, spath, schema)?, item, true));
+        }
+        // A stable sort keeps equal elements in list order: all but the first are duplicates.
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by(|&a, &b| index.items[a].0.cmp(&index.items[b].0));
+        let mut last: Option<usize> = None;
+        for i in order {
+            if last.is_some_and(|l| index.items[l].0 == index.items[i].0) {
+                index.items[i].2 = false;
+            } else {
+                index.sorted.push(i);
+                last = Some(i);
+            }
+        }
+        Ok(index)
+    }
+
+    fn get(&self, pe: &PathElement) -> Option<&'a Value> {
+        let i = self
+            .sorted
+            .binary_search_by(|&i| self.items[i].0.cmp(pe))
+            .ok()?;
+        Some(self.items[self.sorted[i]].1)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
