@@ -2,4 +2,6 @@
 //! `kgc serve` and against any cluster.
 #![forbid(unsafe_code)]
 
+pub mod informer;
 pub mod metrics;
+pub mod queue;

@@ -1,0 +1,557 @@
+//! Shared informers: one watch per resource per process, however many controllers read it
+//! (client-go's `SharedInformerFactory`, `staging/src/k8s.io/client-go/informers/factory.go`;
+//! kube-runtime's `watcher` → `reflector`).
+//!
+//! A controller asks the process's [`Informers`] for a [`Cache`] of a resource, keeping each
+//! object as a [`View`]: the few fields it judges by, not the whole object (PodGC keeps 100,000
+//! pods in a few megabytes this way). Caches of one resource share its watch; caches of one
+//! resource *and* view type are one cache, so a view type shared by the controllers that read a
+//! resource (PodGC and the departed-nodes collector both read [`View`]s of Nodes of one type)
+//! caches that resource once. Handlers registered on a cache see every change, and the
+//! current content when they register, as client-go's `AddEventHandler` replays it.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+
+use futures::StreamExt;
+use kgc_client::{Cluster, ObjectEvent};
+use kgc_meta::{GroupResource, ResourceInfo};
+use serde_json::Value;
+use tokio::sync::watch;
+
+/// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
+pub type Key = (String, String);
+
+/// The key of a JSON object.
+pub fn key_of(obj: &Value) -> Key {
+    let m = &obj["metadata"];
+    let s = |f: &str| m[f].as_str().unwrap_or_default().to_owned();
+    (s("namespace"), s("name"))
+}
+
+/// `namespace/name`, or `name` for a cluster-scoped object, as logs name objects.
+pub fn describe(key: &Key) -> String {
+    if key.0.is_empty() {
+        key.1.clone()
+    } else {
+        format!("{}/{}", key.0, key.1)
+    }
+}
+
+/// What a cache keeps of each object.
+pub trait View: Send + Sync + Sized + 'static {
+    /// The view of `obj`; `None` for an object that cannot be judged (malformed), which is then
+    /// not cached, and so never acted on (log why where it is decided).
+    fn view(obj: &Value) -> Option<Self>;
+}
+
+/// The whole object, for the few readers that need it (small resources: CSRs, volumes).
+impl View for Value {
+    fn view(obj: &Value) -> Option<Self> {
+        Some(obj.clone())
+    }
+}
+
+/// Called for every change a cache takes in: the key and the new view (`None`: deleted, or
+/// the object no longer has a valid view). Called under the cache's lock: keep it short (queue
+/// the key) and never read the cache from it.
+pub type Handler<V> = Arc<dyn Fn(&Key, Option<&V>) + Send + Sync>;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The informers of one process: one watch per resource, started when the first cache of the
+/// resource is asked for. Clones share them; a watch stops once neither they nor a cache of it
+/// are held.
+pub struct Informers<C> {
+    cluster: C,
+    sources: Arc<Mutex<HashMap<GroupResource, Arc<Source>>>>,
+}
+
+impl<C: Clone> Clone for Informers<C> {
+    fn clone(&self) -> Self {
+        Self {
+            cluster: self.cluster.clone(),
+            sources: Arc::clone(&self.sources),
+        }
+    }
+}
+
+impl<C: Cluster> Informers<C> {
+    pub fn new(cluster: C) -> Self {
+        Self {
+            cluster,
+            sources: Arc::default(),
+        }
+    }
+
+    pub fn cluster(&self) -> &C {
+        &self.cluster
+    }
+
+    /// The cache of `resource` keeping `V`s, shared with every other reader of the same
+    /// resource and view; the resource's one watch starts (or, for a cache added to a running
+    /// watch, re-lists so that the new cache sees the complete list).
+    pub fn cache<V: View>(&self, resource: Arc<ResourceInfo>) -> Cache<V> {
+        let gr = resource.group_resource();
+        let source = Arc::clone(
+            lock(&self.sources)
+                .entry(gr)
+                .or_insert_with(|| Arc::new(Source::new(resource))),
+        );
+        let (cache, added) = {
+            let mut caches = lock(&source.caches);
+            match caches.get(&TypeId::of::<V>()) {
+                Some(c) => (
+                    Arc::clone(c)
+                        .downcast::<CacheInner<V>>()
+                        .expect("keyed by the view's type"),
+                    false,
+                ),
+                None => {
+                    let c = Arc::new(CacheInner::<V>::default());
+                    caches.insert(TypeId::of::<V>(), c.clone() as Arc<dyn Any + Send + Sync>);
+                    let mut sinks = source.sinks.write().unwrap_or_else(PoisonError::into_inner);
+                    let mut next: Vec<Arc<dyn Sink>> = sinks.to_vec();
+                    next.push(c.clone());
+                    *sinks = next.into();
+                    (c, true)
+                }
+            }
+        };
+        if added {
+            source.start(&self.cluster);
+        }
+        Cache {
+            inner: cache,
+            _source: source,
+        }
+    }
+
+    /// How many watches this process holds open (one per resource read).
+    pub fn watches(&self) -> usize {
+        lock(&self.sources).len()
+    }
+}
+
+/// Something fed by a resource's watch.
+trait Sink: Send + Sync {
+    fn event(&self, event: &ObjectEvent<Value>);
+}
+
+/// One resource's watch and what it feeds.
+struct Source {
+    resource: Arc<ResourceInfo>,
+    /// What each event goes to: swapped whole when a cache is added, so the watch task reads
+    /// it without holding a lock while it feeds.
+    sinks: RwLock<Arc<[Arc<dyn Sink>]>>,
+    caches: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Source {
+    fn new(resource: Arc<ResourceInfo>) -> Self {
+        Self {
+            resource,
+            sinks: RwLock::new(Arc::new([])),
+            caches: Mutex::default(),
+            task: Mutex::default(),
+        }
+    }
+
+    fn sinks(&self) -> Arc<[Arc<dyn Sink>]> {
+        Arc::clone(&self.sinks.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// (Re)starts the watch: every sink gets a complete list first.
+    fn start<C: Cluster>(self: &Arc<Self>, cluster: &C) {
+        let mut task = lock(&self.task);
+        if let Some(t) = task.take() {
+            t.abort();
+        }
+        let mut stream = cluster.watch_objects(Arc::clone(&self.resource));
+        let source = Arc::downgrade(self);
+        let gr = self.resource.group_resource();
+        *task = Some(tokio::spawn(async move {
+            let mut failing = false;
+            while let Some(event) = stream.next().await {
+                let Some(source) = source.upgrade() else {
+                    return;
+                };
+                match event {
+                    Ok(e) => {
+                        if failing {
+                            failing = false;
+                            tracing::info!(resource = %gr, "watch recovered");
+                        }
+                        for sink in source.sinks().iter() {
+                            sink.event(&e);
+                        }
+                    }
+                    Err(e) => {
+                        // Logged once per failure, not per attempt: the cluster's stream
+                        // re-opens the watch with its own back-off.
+                        if !failing {
+                            failing = true;
+                            tracing::warn!(resource = %gr, error = %e, "watch failing; retrying with back-off");
+                        }
+                    }
+                }
+            }
+        }));
+    }
+}
+
+/// A watch runs while its informers or one of its caches are held.
+impl Drop for Source {
+    fn drop(&mut self) {
+        if let Some(t) = lock(&self.task).take() {
+            t.abort();
+        }
+    }
+}
+
+struct CacheInner<V> {
+    items: RwLock<HashMap<Key, V>>,
+    /// The list being received, until `InitDone` swaps it in.
+    fresh: Mutex<Option<HashMap<Key, V>>>,
+    handlers: Mutex<Vec<Handler<V>>>,
+    synced: watch::Sender<bool>,
+}
+
+impl<V> Default for CacheInner<V> {
+    fn default() -> Self {
+        Self {
+            items: RwLock::default(),
+            fresh: Mutex::default(),
+            handlers: Mutex::default(),
+            synced: watch::Sender::new(false),
+        }
+    }
+}
+
+impl<V: View> CacheInner<V> {
+    fn notify(&self, key: &Key, view: Option<&V>) {
+        for h in lock(&self.handlers).iter() {
+            h(key, view);
+        }
+    }
+}
+
+impl<V: View> Sink for CacheInner<V> {
+    fn event(&self, event: &ObjectEvent<Value>) {
+        match event {
+            ObjectEvent::Init => *lock(&self.fresh) = Some(HashMap::new()),
+            ObjectEvent::InitApply(o) => {
+                if let (Some(map), Some(v)) = (lock(&self.fresh).as_mut(), V::view(o)) {
+                    map.insert(key_of(o), v);
+                }
+            }
+            ObjectEvent::InitDone => {
+                let fresh = lock(&self.fresh).take().unwrap_or_default();
+                let mut map = self.items.write().unwrap_or_else(PoisonError::into_inner);
+                let gone: Vec<Key> = map
+                    .keys()
+                    .filter(|k| !fresh.contains_key(*k))
+                    .cloned()
+                    .collect();
+                *map = fresh;
+                for k in &gone {
+                    self.notify(k, None);
+                }
+                for (k, v) in map.iter() {
+                    self.notify(k, Some(v));
+                }
+                drop(map);
+                self.synced.send_replace(true);
+            }
+            ObjectEvent::Apply(o) => {
+                let key = key_of(o);
+                let mut map = self.items.write().unwrap_or_else(PoisonError::into_inner);
+                match V::view(o) {
+                    Some(v) => {
+                        self.notify(&key, Some(&v));
+                        map.insert(key, v);
+                    }
+                    None => {
+                        map.remove(&key);
+                        self.notify(&key, None);
+                    }
+                }
+            }
+            ObjectEvent::Delete(o) => {
+                let key = key_of(o);
+                let mut map = self.items.write().unwrap_or_else(PoisonError::into_inner);
+                map.remove(&key);
+                self.notify(&key, None);
+            }
+            // A cache of one resource has no other watch to keep in step with.
+            ObjectEvent::Bookmark(_) => {}
+        }
+    }
+}
+
+/// A shared cache of one resource (cheap to clone).
+pub struct Cache<V> {
+    inner: Arc<CacheInner<V>>,
+    _source: Arc<Source>,
+}
+
+impl<V> Clone for Cache<V> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            _source: Arc::clone(&self._source),
+        }
+    }
+}
+
+impl<V: View> Cache<V> {
+    /// Registers a handler of every change from now on; it first sees every cached object.
+    pub fn on_change(&self, handler: Handler<V>) {
+        // The write lock keeps events out until the replay is done, so the handler misses
+        // nothing and sees nothing twice out of order.
+        let map = self
+            .inner
+            .items
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        for (k, v) in map.iter() {
+            handler(k, Some(v));
+        }
+        lock(&self.inner.handlers).push(handler);
+    }
+
+    /// Waits for the first complete list.
+    pub async fn synced(&self) {
+        let mut s = self.inner.synced.subscribe();
+        let _ = s.wait_for(|v| *v).await;
+    }
+
+    /// Runs `f` over the cache (under its read lock: keep it short and do not await).
+    pub fn read<R>(&self, f: impl FnOnce(&HashMap<Key, V>) -> R) -> R {
+        f(&self
+            .inner
+            .items
+            .read()
+            .unwrap_or_else(PoisonError::into_inner))
+    }
+
+    pub fn len(&self) -> usize {
+        self.read(HashMap::len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<V: View + Clone> Cache<V> {
+    /// A copy of one cached view.
+    pub fn get(&self, key: &Key) -> Option<V> {
+        self.read(|m| m.get(key).cloned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use futures::stream::BoxStream;
+    use kgc_client::{Deleted, InProcess, MetaEvent};
+    use kgc_meta::{DeleteOptions, ObjectMeta};
+    use kgc_store::Store;
+    use serde_json::json;
+
+    use super::*;
+
+    /// The in-process cluster, counting the watches opened through it.
+    #[derive(Clone)]
+    struct Counting {
+        inner: InProcess,
+        watches: Arc<AtomicUsize>,
+    }
+
+    impl Cluster for Counting {
+        async fn resources(&self) -> kgc_client::Result<Vec<Arc<ResourceInfo>>> {
+            self.inner.resources().await
+        }
+        fn watch(&self, r: Arc<ResourceInfo>) -> BoxStream<'static, kgc_client::Result<MetaEvent>> {
+            self.watches.fetch_add(1, Ordering::SeqCst);
+            self.inner.watch(r)
+        }
+        async fn get(
+            &self,
+            r: &ResourceInfo,
+            ns: &str,
+            n: &str,
+        ) -> kgc_client::Result<Option<ObjectMeta>> {
+            self.inner.get(r, ns, n).await
+        }
+        async fn delete(
+            &self,
+            r: &ResourceInfo,
+            ns: &str,
+            n: &str,
+            o: &DeleteOptions,
+        ) -> kgc_client::Result<Deleted> {
+            self.inner.delete(r, ns, n, o).await
+        }
+        async fn remove_owner_references(
+            &self,
+            r: &ResourceInfo,
+            ns: &str,
+            n: &str,
+            uid: &str,
+            owners: &[String],
+        ) -> kgc_client::Result<()> {
+            self.inner
+                .remove_owner_references(r, ns, n, uid, owners)
+                .await
+        }
+        async fn unblock_owner_references(
+            &self,
+            r: &ResourceInfo,
+            ns: &str,
+            n: &str,
+            uid: &str,
+        ) -> kgc_client::Result<()> {
+            self.inner.unblock_owner_references(r, ns, n, uid).await
+        }
+        async fn remove_finalizer(
+            &self,
+            r: &ResourceInfo,
+            ns: &str,
+            n: &str,
+            uid: &str,
+            f: &str,
+        ) -> kgc_client::Result<()> {
+            self.inner.remove_finalizer(r, ns, n, uid, f).await
+        }
+        async fn create_event(&self, e: Value) -> kgc_client::Result<()> {
+            self.inner.create_event(e).await
+        }
+        fn watch_objects(
+            &self,
+            r: Arc<ResourceInfo>,
+        ) -> BoxStream<'static, kgc_client::Result<ObjectEvent>> {
+            self.watches.fetch_add(1, Ordering::SeqCst);
+            self.inner.watch_objects(r)
+        }
+        async fn get_object(
+            &self,
+            r: &ResourceInfo,
+            ns: &str,
+            n: &str,
+        ) -> kgc_client::Result<Option<Value>> {
+            self.inner.get_object(r, ns, n).await
+        }
+        async fn replace_status(
+            &self,
+            r: &ResourceInfo,
+            ns: &str,
+            n: &str,
+            o: Value,
+        ) -> kgc_client::Result<Value> {
+            self.inner.replace_status(r, ns, n, o).await
+        }
+    }
+
+    /// A view keeping the name only.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Name(String);
+
+    impl View for Name {
+        fn view(obj: &Value) -> Option<Self> {
+            Some(Name(obj["metadata"]["name"].as_str()?.to_owned()))
+        }
+    }
+
+    async fn cluster() -> (Counting, Arc<ResourceInfo>) {
+        let store = Store::in_memory().await.unwrap();
+        let cm = Arc::clone(store.catalog().get("", "v1", "configmaps").unwrap());
+        let cluster = Counting {
+            inner: InProcess::new(store),
+            watches: Arc::default(),
+        };
+        (cluster, cm)
+    }
+
+    async fn create(c: &Counting, cm: &ResourceInfo, name: &str) {
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}});
+        c.inner
+            .store()
+            .create(cm, "default", obj, false)
+            .await
+            .unwrap();
+    }
+
+    async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !f() {
+            assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn one_watch_per_resource_however_many_readers() {
+        let (cluster, cm) = cluster().await;
+        create(&cluster, &cm, "before").await;
+        let informers = Informers::new(cluster.clone());
+        let names = informers.cache::<Name>(Arc::clone(&cm));
+        let same = informers.cache::<Name>(Arc::clone(&cm));
+        names.synced().await;
+        let whole = informers.cache::<Value>(Arc::clone(&cm));
+        whole.synced().await;
+        assert_eq!(informers.watches(), 1);
+        // One watch per resource; the view added later re-listed that same watch once.
+        assert_eq!(cluster.watches.load(Ordering::SeqCst), 2);
+        create(&cluster, &cm, "after").await;
+        let key = ("default".to_owned(), "after".to_owned());
+        eventually("every reader sees the new object", || {
+            same.get(&key).is_some() && whole.read(|m| m.contains_key(&key))
+        })
+        .await;
+        assert_eq!(names.get(&key), Some(Name("after".into())));
+        assert_eq!(names.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_late_handler_sees_the_content_then_every_change() {
+        let (cluster, cm) = cluster().await;
+        create(&cluster, &cm, "a").await;
+        let informers = Informers::new(cluster.clone());
+        let cache = informers.cache::<Name>(cm.clone());
+        cache.synced().await;
+        let seen: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
+        let s = Arc::clone(&seen);
+        cache.on_change(Arc::new(move |k, v| {
+            lock(&s).push((k.1.clone(), v.is_some()))
+        }));
+        create(&cluster, &cm, "b").await;
+        let opts = DeleteOptions::default();
+        cluster.delete(&cm, "default", "a", &opts).await.unwrap();
+        eventually("the delete is seen", || lock(&seen).len() == 3).await;
+        assert_eq!(
+            *lock(&seen),
+            [("a".into(), true), ("b".into(), true), ("a".into(), false)]
+        );
+    }
+
+    #[tokio::test]
+    async fn the_watch_stops_when_nothing_holds_it() {
+        let (cluster, cm) = cluster().await;
+        let informers = Informers::new(cluster.clone());
+        let cache = informers.cache::<Name>(cm.clone());
+        cache.synced().await;
+        let source = Arc::downgrade(&cache._source);
+        drop(informers);
+        assert!(source.upgrade().is_some(), "the cache still holds it");
+        drop(cache);
+        assert!(source.upgrade().is_none());
+    }
+}
