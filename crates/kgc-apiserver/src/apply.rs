@@ -1,5 +1,6 @@
 //! Field ownership for writes: server-side apply (`application/apply-patch+yaml`) and the
-//! `managedFields` every other write records (apiserver-semantics.md §2.5, §3.5).
+//! `managedFields` every other write records (kubernetes/kubernetes
+//! `staging/src/k8s.io/apimachinery/pkg/util/managedfields`).
 //!
 //! The merge and ownership engine is `kgc-managedfields`; this module tells it each kind's list
 //! semantics. Built-in kinds take them from the strategic-merge-patch table (a `merge` list with

@@ -1,5 +1,5 @@
 //! Discovery documents, aggregated (v2) and legacy, and the OpenAPI v3 stub kubectl validates
-//! against (apiserver-semantics.md §1.1–1.4).
+//! against (kube-apiserver's `staging/src/k8s.io/apiserver/pkg/endpoints/discovery`).
 //!
 //! Everything here is derived from the catalog on each request; the documents are small, and
 //! deriving them means a CRD appears and disappears without any cache to invalidate.
@@ -234,7 +234,7 @@ pub fn openapi_root(catalog: &Catalog) -> Value {
 
 /// The stub OpenAPI v3 document of one group-version: a PATCH operation per resource declaring
 /// its kind and the `fieldValidation` parameter, which is all kubectl's validator looks for.
-/// `requestBody` is left out on purpose (apiserver-semantics.md §1.4).
+/// `requestBody` is left out on purpose.
 pub fn openapi_doc(catalog: &Catalog, group: &str, version: &str) -> Option<Value> {
     let mut paths = serde_json::Map::new();
     for r in catalog

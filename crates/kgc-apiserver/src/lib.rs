@@ -3,7 +3,7 @@
 //! Real clients (kubectl, kube-rs, the official Python client) talk to `kgc serve` unchanged, so
 //! this crate speaks their protocol as kube-apiserver does: discovery in both forms, an OpenAPI
 //! stub sufficient for kubectl's validation, CRUD with exact `metav1.Status` errors, list paging,
-//! and watches as newline-delimited JSON (shared/specs/apiserver-semantics.md).
+//! and watches as newline-delimited JSON.
 #![forbid(unsafe_code)]
 
 mod admission;

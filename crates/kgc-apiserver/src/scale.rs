@@ -1,6 +1,7 @@
 //! The `/scale` subresource: an `autoscaling/v1 Scale` view of a workload's replica count
 //! (deployments, replicasets, statefulsets, replicationcontrollers, and custom resources that
-//! declare it). `kubectl scale` rejects anything but a Scale (apiserver-semantics.md §2.7).
+//! declare it). `kubectl scale` rejects anything but a Scale (its client is
+//! kubernetes/kubernetes `staging/src/k8s.io/client-go/scale/client.go`).
 
 use kgc_meta::ResourceInfo;
 use serde_json::{Map, Value, json};

@@ -1,5 +1,6 @@
 //! The WATCH response: newline-delimited JSON events over a chunked body
-//! (apiserver-semantics.md §3.1). One event per line, because kube-rs splits on `\n`.
+//! (`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/watch.go`). One event per line, because
+//! kube-rs splits on `\n`.
 
 use std::time::Duration;
 

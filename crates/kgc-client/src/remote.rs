@@ -1,12 +1,12 @@
 //! [`Cluster`] against any Kubernetes API server, through kube-rs.
 //!
 //! Every request is the one kube-controller-manager's garbage collector sends
-//! (k8s-gc-controller.md §1.9): metadata-only GETs, LISTs and WATCHes
-//! (`Accept: ...;as=PartialObjectMetadata`), DELETE with uid and resourceVersion preconditions,
-//! owner-reference removal as a strategic merge patch that embeds the dependent's uid (so a
-//! re-created object of the same name is never edited), with the JSON-merge-patch fallback that
-//! custom resources need (415), and finalizer removal as a merge patch guarded by
-//! resourceVersion, retried on conflict like client-go's `retry.RetryOnConflict`.
+//! (kubernetes/kubernetes `pkg/controller/garbagecollector/operations.go`, `patch.go`):
+//! metadata-only GETs, LISTs and WATCHes (`Accept: ...;as=PartialObjectMetadata`), DELETE with uid
+//! and resourceVersion preconditions, owner-reference removal as a strategic merge patch that
+//! embeds the dependent's uid (so a re-created object of the same name is never edited), with the
+//! JSON-merge-patch fallback that custom resources need (415), and finalizer removal as a merge
+//! patch guarded by resourceVersion, retried on conflict like client-go's `retry.RetryOnConflict`.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,4 +1,4 @@
-//! The workers (upstream `garbagecollector.go`; k8s-gc-controller.md §1.4–1.6, §1.9):
+//! The workers (kubernetes/kubernetes `pkg/controller/garbagecollector/garbagecollector.go`):
 //! `attemptToDelete` decides, per object, whether its owners are solid, dangling or waiting and
 //! deletes, patches or waits accordingly; foreground owners lose their finalizer once no blocking
 //! dependent remains; `attemptToOrphan` strips an owner's references from its dependents.

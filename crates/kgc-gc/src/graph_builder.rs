@@ -1,5 +1,5 @@
-//! The graph builder (upstream `graph_builder.go`, `processGraphChanges`;
-//! k8s-gc-controller.md §1.3): the only writer of the graph. It turns watch events into graph
+//! The graph builder (kubernetes/kubernetes `pkg/controller/garbagecollector/graph_builder.go`,
+//! `processGraphChanges`): the only writer of the graph. It turns watch events into graph
 //! changes and into work for the collectors' queues.
 //!
 //! It is a synchronous state machine: [`GraphBuilder::process`] takes one event and returns the

@@ -1,5 +1,5 @@
 //! The owner-reference garbage collector, faithful to kube-controller-manager's
-//! (`pkg/controller/garbagecollector`; shared/specs/k8s-gc-controller.md).
+//! (kubernetes/kubernetes `pkg/controller/garbagecollector`).
 //!
 //! - [`graph`]: the uid-keyed dependency graph and the absent-owner cache;
 //! - [`graph_builder`]: turns watch events into graph changes and work (`graph_builder.go`);

@@ -1,7 +1,7 @@
-//! Monitors (upstream `GraphBuilder.syncMonitors`, `GarbageCollector.Sync`;
-//! k8s-gc-controller.md §1.1, §1.11): one metadata watch per deletable resource, feeding the
-//! graph builder; discovery re-run periodically so that new and removed CRDs are picked up.
-//! A resource that cannot be listed or watched only retries its own watch; it never holds up
+//! Monitors (kubernetes/kubernetes `pkg/controller/garbagecollector/graph_builder.go`
+//! `syncMonitors`, `garbagecollector.go` `Sync`): one metadata watch per deletable resource,
+//! feeding the graph builder; discovery re-run periodically so that new and removed CRDs are picked
+//! up. A resource that cannot be listed or watched only retries its own watch; it never holds up
 //! the others.
 
 use std::collections::HashMap;

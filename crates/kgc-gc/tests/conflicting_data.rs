@@ -1,6 +1,6 @@
 //! Deterministic ports of upstream `TestConflictingData`
-//! (`kubernetes/kubernetes:pkg/controller/garbagecollector/garbagecollector_test.go`;
-//! k8s-gc-controller.md §3.3): the virtual-node identity logic of the graph builder (§1.3), replayed
+//! (`kubernetes/kubernetes:pkg/controller/garbagecollector/garbagecollector_test.go`): the
+//! virtual-node identity logic of the graph builder (`graph_builder.go`), replayed
 //! step by step against the collector's stepping API and an in-memory store.
 //!
 //! Each upstream step maps onto one call here:
@@ -1860,12 +1860,12 @@ async fn namespaced_good_child_cluster_scoped_bad_child_missing_parent() {
     );
 }
 
-// Not an upstream scenario: a regression test for a discrepancy found while porting the ones
-// above. An owner whose foreground deletion completed (its `foregroundDeletion` finalizer is
-// gone) but that still exists, held by another finalizer, is *solid* for upstream:
-// `classifyReferences` GETs it and only an owner with a deletionTimestamp **and** the
-// `foregroundDeletion` finalizer is "waiting" (§1.4). A dependent with that owner and one
-// dangling owner must therefore only lose the dangling reference, never be deleted.
+// Not an upstream scenario: a regression test for a discrepancy found while porting the ones above.
+// An owner whose foreground deletion completed (its `foregroundDeletion` finalizer is gone) but
+// that still exists, held by another finalizer, is *solid* for upstream: `classifyReferences` GETs
+// it and only an owner with a deletionTimestamp **and** the `foregroundDeletion` finalizer is
+// "waiting" (`garbagecollector.go`). A dependent with that owner and one dangling owner must
+// therefore only lose the dangling reference, never be deleted.
 #[tokio::test]
 async fn owner_that_finished_foreground_deletion_but_still_exists_is_solid() {
     let mut h = Harness::new().await;

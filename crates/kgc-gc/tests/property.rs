@@ -1,6 +1,6 @@
 //! Property test: random owner graphs, random deletions, the collector running for real against
 //! the store, and the whole committed history checked against the rules of owner-reference
-//! garbage collection (k8s-gc-controller.md §1):
+//! garbage collection (kubernetes/kubernetes `pkg/controller/garbagecollector`):
 //!
 //! 1. nothing with a solid owner is ever deleted by the collector (an owner that exists and is
 //!    not waiting for its dependents in foreground);

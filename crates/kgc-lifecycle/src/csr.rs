@@ -134,7 +134,7 @@ fn der(b: &[u8]) -> Result<(u8, &[u8], &[u8]), String> {
     Ok((tag, &rest[..len], &rest[len..]))
 }
 
-/// `tbsCertificate.validity.notAfter` of an X.509 certificate (RFC 5280 §4.1).
+/// `tbsCertificate.validity.notAfter` of an X.509 certificate (RFC 5280, section 4.1).
 fn der_not_after(cert: &[u8]) -> Result<jiff::Timestamp, String> {
     const SEQUENCE: u8 = 0x30;
     let (tag, certificate, _) = der(cert)?;
@@ -159,7 +159,7 @@ fn der_not_after(cert: &[u8]) -> Result<jiff::Timestamp, String> {
     let (tag, time, _) = der(after_not_before)?;
     let text = std::str::from_utf8(time).map_err(|_| "notAfter is not text")?;
     let full = match tag {
-        // UTCTime YYMMDDHHMMSSZ: 50–99 are 19xx (RFC 5280 §4.1.2.5.1).
+        // UTCTime YYMMDDHHMMSSZ: 50–99 are 19xx (RFC 5280, section 4.1.2.5.1).
         0x17 => {
             let yy: u32 = text
                 .get(..2)

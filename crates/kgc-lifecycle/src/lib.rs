@@ -1,5 +1,6 @@
 //! The lifecycle collectors: everything Kubernetes garbage-collects besides owner references
-//! (shared/specs/lifecycle-node-gc.md).
+//! (kubernetes/kubernetes `pkg/controller/podgc`, `pkg/controller/ttlafterfinished`,
+//! `pkg/controller/certificates/cleaner`, `pkg/controller/volume/persistentvolume`).
 //!
 //! - [`podgc`]: terminated pods beyond a threshold, pods of nodes that are gone, unscheduled
 //!   terminating pods and terminating pods on out-of-service nodes (kube-controller-manager's

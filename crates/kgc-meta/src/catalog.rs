@@ -19,7 +19,8 @@ pub enum Scope {
 }
 
 /// What a DELETE without a propagation policy does to dependents
-/// (`DefaultGarbageCollectionPolicy`, k8s-gc-controller.md §2.6).
+/// (each kind's `DefaultGarbageCollectionPolicy`, e.g. kubernetes/kubernetes
+/// `pkg/registry/core/replicationcontroller/strategy.go`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GcPolicy {
     /// Dependents are collected in the background: no finalizer is added.

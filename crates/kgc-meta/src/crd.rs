@@ -1,7 +1,6 @@
 //! CustomResourceDefinitions: validation, the status the server writes, and the catalog entry a
 //! CRD serves (apiextensions-apiserver `pkg/apis/apiextensions/validation/validation.go`,
-//! `pkg/controller/status/naming_controller.go`, `pkg/controller/establish`;
-//! apiserver-semantics.md §5.1).
+//! `pkg/controller/status/naming_controller.go`, `pkg/controller/establish`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,8 +1,9 @@
 //! `DeleteOptions` and the rule that turns them into garbage-collection finalizers.
 //!
 //! This is the part of kube-apiserver's DELETE that the garbage collector stands on
-//! (apiserver `pkg/registry/generic/registry/store.go`, `deletionFinalizersForGarbageCollection`;
-//! k8s-gc-controller.md §2.2). It is pure so that the table can be tested row by row.
+//! (kubernetes/kubernetes `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go`,
+//! `deletionFinalizersForGarbageCollection`). It is pure so that the table can be tested row by
+//! row.
 
 use serde_json::Value;
 
@@ -237,7 +238,7 @@ mod tests {
     use GcPolicy::{Background as B, Orphan as O, Unsupported as U};
     use PropagationPolicy::{Background, Foreground, Orphan};
 
-    /// The rows of k8s-gc-controller.md §2.2, `shouldOrphanDependents`.
+    /// The rows of `shouldOrphanDependents` (`store.go`).
     #[test]
     fn should_orphan_table() {
         assert!(!should_orphan(U, &opts(Some(Orphan), None), &[]));
@@ -260,7 +261,7 @@ mod tests {
         assert!(!should_orphan(B, &opts(None, None), &[]));
     }
 
-    /// The rows of k8s-gc-controller.md §2.2, `shouldDeleteDependents`.
+    /// The rows of `shouldDeleteDependents` (`store.go`).
     #[test]
     fn should_delete_dependents_table() {
         assert!(!should_delete_dependents(

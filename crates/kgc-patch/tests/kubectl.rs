@@ -1,5 +1,7 @@
-//! Strategic merge patches as kubectl and the garbage collector send them (shared/specs
-//! apiserver-semantics.md §2.4, §2.7, §4), applied with the built-in schema table.
+//! Strategic merge patches as kubectl and the garbage collector send them (kubectl's
+//! `staging/src/k8s.io/kubectl/pkg/cmd/apply/patcher.go` and
+//! `staging/src/k8s.io/kubectl/pkg/polymorphichelpers/objectrestarter.go`, the collector's
+//! `pkg/controller/garbagecollector/patch.go`), applied with the built-in schema table.
 
 use kgc_patch::Error;
 use kgc_patch::strategic::{Schema, apply, schema_for};
@@ -13,7 +15,7 @@ fn pod() -> Schema {
     schema_for("", "Pod").unwrap()
 }
 
-/// The patch of spec §2.4 "A real kubectl-generated SMP using every directive": removes a
+/// A strategic merge patch as `kubectl apply` generates it, using every directive: removes a
 /// container, an env var, a finalizer and the rollingUpdate block, and switches a volume source.
 #[test]
 fn kubectl_apply_patch_with_every_directive() {
@@ -75,7 +77,8 @@ fn kubectl_apply_patch_with_every_directive() {
     assert_eq!(got, want);
 }
 
-/// Spec §2.4 update path: a label added and a container image changed, with `$setElementOrder`.
+/// `kubectl apply`'s update path: a label added and a container image changed, with
+/// `$setElementOrder`.
 #[test]
 fn kubectl_apply_update_pod() {
     let live = json!({
@@ -101,7 +104,7 @@ fn kubectl_apply_update_pod() {
     );
 }
 
-/// Spec §2.7: `kubectl rollout restart` patches a template annotation.
+/// `kubectl rollout restart` patches a template annotation (`objectrestarter.go`).
 #[test]
 fn kubectl_rollout_restart() {
     let live = json!({"spec": {"template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c"}]}}}});
@@ -113,7 +116,7 @@ fn kubectl_rollout_restart() {
     );
 }
 
-/// Spec §4.2: the garbage collector's `GenerateDeleteOwnerRefStrategicMergeBytes` form. The
+/// The garbage collector's `GenerateDeleteOwnerRefStrategicMergeBytes` form (`patch.go`). The
 /// dependent's `uid` is merged like any other field (the server compares it as a precondition).
 #[test]
 fn garbage_collector_deletes_an_owner_reference() {

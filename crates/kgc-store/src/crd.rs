@@ -1,7 +1,7 @@
 //! CustomResourceDefinitions in the store: validated and given their status on write, served
 //! (added to the catalog) once established, and deleted only after every one of their objects
 //! is gone (apiextensions-apiserver `pkg/registry/customresourcedefinition/etcd.go`,
-//! `pkg/controller/finalizer/crd_finalizer.go`; apiserver-semantics.md §5.1).
+//! `pkg/controller/finalizer/crd_finalizer.go`).
 
 use kgc_meta::crd::{self, CLEANUP_FINALIZER};
 use kgc_meta::{DeleteOptions, GroupResource, Reason, ResourceInfo, Status};

@@ -1,7 +1,8 @@
 //! DELETE and DELETECOLLECTION exactly as kube-apiserver's registry performs them
-//! (apiserver `pkg/registry/generic/registry/store.go` `Delete`, `rest.BeforeDelete`;
-//! k8s-gc-controller.md §2.1–2.4): preconditions, graceful deletion of pods, the finalizers a
-//! propagation policy adds or removes, `markAsDeleting`, and immediate removal.
+//! (kubernetes/kubernetes `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go`
+//! `Delete`, `staging/src/k8s.io/apiserver/pkg/registry/rest/delete.go` `BeforeDelete`):
+//! preconditions, graceful deletion of pods, the finalizers a propagation policy adds or removes,
+//! `markAsDeleting`, and immediate removal.
 
 use std::sync::Arc;
 

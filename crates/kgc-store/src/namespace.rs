@@ -1,7 +1,7 @@
 //! Namespaces: lifecycle admission, the first DELETE that marks a namespace Terminating, and the
 //! controller that deletes its content and then finalizes it (kubernetes
 //! `pkg/registry/core/namespace/storage/storage.go`,
-//! `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`; apiserver-semantics.md §5.2).
+//! `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`).
 
 use std::collections::BTreeMap;
 

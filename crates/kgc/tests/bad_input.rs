@@ -1,4 +1,4 @@
-//! Bad input (issue 2, "Bad input"; apiserver-semantics.md §3.4, §3.5): the matching Status
+//! Bad input (issue 2, "Bad input"): the matching Status
 //! error, never a panic, never a lost or half-written object. After every bad request the server
 //! still answers /readyz and a stored object is unchanged.
 

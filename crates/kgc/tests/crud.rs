@@ -1,6 +1,6 @@
 //! CRUD through kube-rs and kubectl: system metadata, optimistic concurrency, no-op writes,
-//! generateName, and the upstream error bodies (apiserver-semantics.md §2.2, §2.4, §2.7, §3.4,
-//! §3.5).
+//! generateName, and the upstream error bodies (kubernetes/kubernetes
+//! `staging/src/k8s.io/apimachinery/pkg/api/errors/errors.go`).
 
 mod support;
 

@@ -1,7 +1,8 @@
-//! DELETE exactly as kube-apiserver performs it: every row of the finalizer tables
-//! (k8s-gc-controller.md §2.2), the outcome matrix (§2.3), finalizer removal (§2.4), per-kind
-//! defaults (§2.6), preconditions, 200 vs 202, Status bodies, pod grace periods and
-//! DELETECOLLECTION (§2.1; apiserver-semantics.md §2.6).
+//! DELETE exactly as kube-apiserver performs it (kubernetes/kubernetes
+//! `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go`): every row of the
+//! finalizer tables (`shouldOrphanDependents` and `shouldDeleteDependents`, whose checks are rules
+//! 1–5 below), the outcome matrix, finalizer removal, per-kind defaults, preconditions, 200 vs 202,
+//! Status bodies, pod grace periods and DELETECOLLECTION.
 
 mod support;
 
@@ -262,7 +263,7 @@ async fn row(
     }
 }
 
-// §2.2 shouldOrphanDependents rule 1 and shouldDeleteDependents rule 1: the kind's default
+// shouldOrphanDependents rule 1 and shouldDeleteDependents rule 1: the kind's default
 // policy is Unsupported (core Event): no GC finalizer is ever added, and existing ones are
 // dropped.
 #[tokio::test]
@@ -547,7 +548,7 @@ async fn existing_finalizers_decide_without_options() {
     .await;
 }
 
-// Rule 5: the kind's default policy (§2.6).
+// Rule 5: the kind's default policy (`DefaultGarbageCollectionPolicy`).
 #[tokio::test]
 async fn per_kind_default_policies() {
     let cx = Ctx::new("defaults").await;
@@ -664,7 +665,8 @@ async fn kube_rs_delete_params_with_each_policy() {
             }
         }
     }
-    // A second DELETE on a deleting object can switch the GC finalizer (§2.2 consequences).
+    // A second DELETE on a deleting object can switch the GC finalizer
+    // (`updateForGracefulDeletionAndFinalizers` in `store.go`).
     let out = rcs
         .delete("rc-orphan", &DeleteParams::foreground())
         .await
@@ -1245,7 +1247,8 @@ async fn graceful_pod_with_finalizer_waits_for_both() {
         .delete(POD, "p", Some(json!({"gracePeriodSeconds": 1})))
         .await;
     assert_eq!(r.json()["metadata"]["deletionGracePeriodSeconds"], 1);
-    // Removing the finalizer while the grace period runs does not delete it (§2.4).
+    // Removing the finalizer while the grace period runs does not delete it
+    // (`ShouldDeleteDuringUpdate` in `store.go`).
     let r = cx
         .merge_patch(POD, "p", json!({"metadata": {"finalizers": null}}))
         .await;

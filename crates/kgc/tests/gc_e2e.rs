@@ -1,5 +1,5 @@
 //! Upstream's garbage-collector e2e specs (`test/e2e/apimachinery/garbage_collector.go`,
-//! `SIGDescribe("Garbage collector")`; k8s-gc-controller.md §3.2, E1–E11), against a spawned
+//! `SIGDescribe("Garbage collector")`; numbered E1–E11 below), against a spawned
 //! `kgc serve` through kube-rs.
 //!
 //! No workload controllers run in kgc. Where upstream relies on the ReplicationController,

@@ -1,16 +1,16 @@
 //! Upstream's garbage-collector integration tests (`test/integration/garbagecollector/`
-//! `garbage_collector_test.go` and `cluster_scoped_owner_test.go`; k8s-gc-controller.md §3.1,
-//! scenarios I1–I15), against a spawned `kgc serve` through kube-rs. Names, namespaces, objects,
-//! timeouts and expectations are upstream's; each test says what differs.
+//! `garbage_collector_test.go` and `cluster_scoped_owner_test.go`; numbered I1–I15 below), against
+//! a spawned `kgc serve` through kube-rs. Names, namespaces, objects, timeouts and expectations are
+//! upstream's; each test says what differs.
 //!
-//! Harness (§3.0): one server per test, started with the collector running in-process and 5
-//! workers (`setup(t, 5)`); `--gc-resync 1s` where upstream syncs every 5 s. Pods are never
-//! assigned a node, so their deletion is immediate. `GraphHasUID` is the collector's debug
-//! endpoint (`/debug/controllers/garbagecollector/graph?uid=U&format=json`: a uid is in the
-//! graph iff it is a node there). Polls keep upstream's interval where a single check follows
-//! them (so the check sees what upstream's would) and otherwise poll faster; deadlines are
-//! upstream's. "Still true after N s" waits that exist only to give a slow collector time to do
-//! something wrong are 2 s here: kgc's collector acts within milliseconds.
+//! Harness (upstream's `setup`): one server per test, started with the collector running in-process
+//! and 5 workers (`setup(t, 5)`); `--gc-resync 1s` where upstream syncs every 5 s. Pods are never
+//! assigned a node, so their deletion is immediate. `GraphHasUID` is the collector's debug endpoint
+//! (`/debug/controllers/garbagecollector/graph?uid=U&format=json`: a uid is in the graph iff it is
+//! a node there). Polls keep upstream's interval where a single check follows them (so the check
+//! sees what upstream's would) and otherwise poll faster; deadlines are upstream's. "Still true
+//! after N s" waits that exist only to give a slow collector time to do something wrong are 2 s
+//! here: kgc's collector acts within milliseconds.
 //!
 //! Upstream starts the collector only after the objects exist in three tests (I1/I2, I10, I14),
 //! to simulate a controller-manager restart. kgc's collector runs inside the server from the

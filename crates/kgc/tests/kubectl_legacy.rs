@@ -1,7 +1,7 @@
 //! kubectl 1.20 (Debian's `kubernetes-client`), which knows only legacy discovery (`/api`,
-//! `/apis`, then one `/apis/G/V` per group-version; apiserver-semantics.md §1.1), sends JSON
-//! bodies from its generators, waits on deletion without bookmarks (§2.6), and validates
-//! `create -f`/`apply -f` client-side against `/openapi/v2` (§1.4). Every assertion is what this
+//! `/apis`, then one `/apis/G/V` per group-version), sends JSON bodies from its generators,
+//! waits on deletion without bookmarks, and validates `create -f`/`apply -f` client-side
+//! against `/openapi/v2`. Every assertion is what this
 //! kubectl prints against a real cluster.
 //!
 //! The binary is `$KGC_LEGACY_KUBECTL` (set by `.ci/run`), else

@@ -1,7 +1,7 @@
 //! The kubectl command matrix (issue 3, point 7): one test per kubectl command, each against its
 //! own spawned `kgc serve` and the machine's kubectl (1.32, picked by the Google-Cloud-SDK
 //! dispatcher from the server's `/version`). Every assertion is what kubectl prints against a
-//! real cluster (apiserver-semantics.md §2); a failing assertion is a server bug, never a reason
+//! real cluster; a failing assertion is a server bug, never a reason
 //! to loosen the expectation.
 //!
 //! Also the issue's "Bad input" through kubectl: malformed patches, patches of immutable

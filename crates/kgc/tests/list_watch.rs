@@ -1,6 +1,7 @@
 //! LIST with pagination and selectors, and WATCH: resume, expiry (410), bookmarks, streaming
 //! lists, kube-runtime's watcher, `kubectl get -w` and `kubectl delete --wait`
-//! (apiserver-semantics.md §2.1, §2.6, §3.1–3.3, §3.6).
+//! (kubernetes/kubernetes `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/get.go`,
+//! `handlers/watch.go`, `staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go`).
 
 mod support;
 

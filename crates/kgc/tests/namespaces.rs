@@ -1,4 +1,5 @@
-//! Namespace termination (apiserver-semantics.md §2.8, §3.4, §5.2): DELETE marks the namespace
+//! Namespace termination (kubernetes/kubernetes `pkg/registry/core/namespace/storage/storage.go`,
+//! `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`): DELETE marks the namespace
 //! Terminating, creates inside are refused, the namespace controller deletes the content
 //! (honouring finalizers) and then the namespace goes; system namespaces stay.
 
