@@ -20,6 +20,7 @@ use futures::StreamExt;
 use kgc_client::InProcess;
 use kgc_lifecycle::{Clock, Context, Metrics, podgc, ttl};
 use kgc_meta::ResourceInfo;
+use kgc_runtime::informer::Informers;
 use kgc_store::{ListOptions, Store};
 use serde_json::{Value, json};
 
@@ -155,11 +156,11 @@ async fn bench_podgc(a: &Args) {
     );
 
     let before = rss_kib();
-    let ctx = Context {
-        cluster: InProcess::new(store.clone()),
-        clock: Clock::default(),
-        metrics: Arc::new(Metrics::default()),
-    };
+    let ctx = Context::new(
+        Informers::new(InProcess::new(store.clone())),
+        Clock::default(),
+        Arc::new(Metrics::default()),
+    );
     let started = Instant::now();
     let gc = podgc::PodGc::start(ctx, podgc::Config::default()).await;
     let synced = started.elapsed();
@@ -218,11 +219,11 @@ async fn bench_ttl(a: &Args) {
     let cluster = InProcess::new(store.clone());
     let gc = kgc_gc::GarbageCollector::new(cluster.clone(), kgc_gc::Config::default());
     let gc_task = tokio::spawn(async move { gc.run().await });
-    let ctx = Context {
-        cluster,
-        clock: Clock::default(),
-        metrics: Arc::new(Metrics::default()),
-    };
+    let ctx = Context::new(
+        Informers::new(cluster),
+        Clock::default(),
+        Arc::new(Metrics::default()),
+    );
     let ttl_task = tokio::spawn(ttl::run(
         ctx,
         ttl::Config {

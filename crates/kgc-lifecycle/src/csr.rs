@@ -16,8 +16,8 @@ use std::time::Duration;
 use kgc_client::Cluster;
 use serde_json::Value;
 
-use crate::informer::{Informer, describe, key_of};
 use crate::{Context, Result, Target, time_field};
+use kgc_runtime::informer::{describe, key_of};
 
 const COLLECTOR: &str = "csr";
 const APPROVED_EXPIRATION: jiff::SignedDuration = jiff::SignedDuration::from_hours(1);
@@ -187,16 +187,12 @@ fn der_not_after(cert: &[u8]) -> Result<jiff::Timestamp, String> {
     .map_err(|e| format!("bad notAfter {full:?}: {e}"))
 }
 
-fn csr_view(obj: &Value) -> Option<Value> {
-    Some(obj.clone())
-}
-
 /// Runs the cleaner every period until dropped (the first pass once the cache has synced).
 pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let resource = ctx
         .resource("certificates.k8s.io", "certificatesigningrequests")
         .await;
-    let csrs = Informer::start(&ctx.cluster, resource.clone(), csr_view, None);
+    let csrs = ctx.informers.cache::<Value>(resource.clone());
     csrs.synced().await;
     tracing::info!(collector = COLLECTOR, period = ?config.period, "started");
     let mut tick = crate::every(config.period);

@@ -20,11 +20,9 @@
 #![forbid(unsafe_code)]
 
 pub mod csr;
-pub mod informer;
 pub mod metrics;
 pub mod node;
 pub mod podgc;
-pub mod queue;
 pub mod ttl;
 pub mod volume;
 
@@ -33,6 +31,7 @@ use std::time::Duration;
 
 use kgc_client::{Cluster, Deleted};
 use kgc_meta::{DeleteOptions, Preconditions, PropagationPolicy, Reason, ResourceInfo};
+use kgc_runtime::informer::{Informers, describe, key_of};
 pub use kgc_store::Clock;
 pub use metrics::Metrics;
 use serde_json::Value;
@@ -74,15 +73,28 @@ impl Config {
     }
 }
 
-/// What every collector shares: the cluster, the clock it judges ages by, the counters.
+/// What every collector shares: the cluster, the process's informers (one watch and one cache
+/// per resource, whoever reads it), the clock it judges ages by, the counters.
 #[derive(Clone)]
 pub struct Context<C> {
     pub cluster: C,
+    pub informers: Informers<C>,
     pub clock: Clock,
     pub metrics: Arc<Metrics>,
 }
 
 impl<C: Cluster> Context<C> {
+    /// A context whose collectors share `informers` (with the other controllers of the
+    /// process).
+    pub fn new(informers: Informers<C>, clock: Clock, metrics: Arc<Metrics>) -> Self {
+        Self {
+            cluster: informers.cluster().clone(),
+            informers,
+            clock,
+            metrics,
+        }
+    }
+
     /// The served resource `group`/`plural`, waiting (with a log line every minute) until the
     /// cluster serves it.
     pub async fn resource(&self, group: &str, plural: &str) -> Arc<ResourceInfo> {
@@ -133,7 +145,7 @@ impl<C: Cluster> Context<C> {
             },
             ..options
         };
-        let object = informer::describe(&(namespace.to_owned(), name.to_owned()));
+        let object = describe(&(namespace.to_owned(), name.to_owned()));
         match self
             .cluster
             .delete(resource, namespace, name, &options)
@@ -214,12 +226,12 @@ pub fn time_field(
         Value::Null => Ok(None),
         Value::String(s) if s.is_empty() => Ok(None),
         Value::String(s) => s.parse().map(Some).map_err(|e| Error::Invalid {
-            object: informer::describe(&informer::key_of(obj)),
+            object: describe(&key_of(obj)),
             field,
             reason: format!("{s:?} is not an RFC 3339 time: {e}"),
         }),
         other => Err(Error::Invalid {
-            object: informer::describe(&informer::key_of(obj)),
+            object: describe(&key_of(obj)),
             field,
             reason: format!("expected a time string, got {other}"),
         }),
@@ -232,7 +244,7 @@ pub fn str_field<'a>(obj: &Value, value: &'a Value, field: &'static str) -> Resu
         Value::Null => Ok(""),
         Value::String(s) => Ok(s),
         other => Err(Error::Invalid {
-            object: informer::describe(&informer::key_of(obj)),
+            object: describe(&key_of(obj)),
             field,
             reason: format!("expected a string, got {other}"),
         }),

@@ -13,8 +13,8 @@ use std::time::Duration;
 use kgc_client::Cluster;
 use serde_json::Value;
 
-use crate::informer::{Informer, Key};
-use crate::{Context, Result, Target, time_field};
+use crate::{Context, Target, time_field};
+use kgc_runtime::informer::{Key, View};
 
 const COLLECTOR: &str = "nodes";
 /// Where kubelets keep their heartbeat leases.
@@ -45,40 +45,81 @@ impl Default for Config {
     }
 }
 
-/// What the collector keeps of a node or a lease.
+/// What the lifecycle collectors keep of a node: one view for all of them (PodGC and this
+/// collector), so the process caches its nodes once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub uid: String,
+    /// `metadata.creationTimestamp`; `None` when absent or unreadable (logged), and then the
+    /// node is not judged by its age.
+    pub created: Option<jiff::Timestamp>,
+    pub ready: bool,
+    /// Has a taint with key `node.kubernetes.io/out-of-service` (any value and effect).
+    pub out_of_service: bool,
+}
+
+impl Node {
+    pub fn from_json(obj: &Value) -> Self {
+        let ready = obj["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        let out_of_service = obj["spec"]["taints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t["key"] == "node.kubernetes.io/out-of-service");
+        let created = time_field(
+            obj,
+            &obj["metadata"]["creationTimestamp"],
+            "metadata.creationTimestamp",
+        )
+        .unwrap_or_else(|e| {
+            tracing::warn!(collector = COLLECTOR, error = %e, "a node whose age cannot be judged");
+            None
+        });
+        Self {
+            uid: uid_of(obj),
+            created,
+            ready,
+            out_of_service,
+        }
+    }
+}
+
+impl View for Node {
+    fn view(obj: &Value) -> Option<Self> {
+        Some(Self::from_json(obj))
+    }
+}
+
+fn uid_of(obj: &Value) -> String {
+    obj["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// What the collector keeps of a node's lease.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Heartbeat {
     pub uid: String,
-    /// A node's creation, a lease's `spec.renewTime`.
+    /// `spec.renewTime`.
     pub at: Option<jiff::Timestamp>,
 }
 
-fn node_view(obj: &Value) -> Option<Heartbeat> {
-    let at = time_field(
-        obj,
-        &obj["metadata"]["creationTimestamp"],
-        "metadata.creationTimestamp",
-    );
-    heartbeat(obj, at)
-}
-
-fn lease_view(obj: &Value) -> Option<Heartbeat> {
-    let at = time_field(obj, &obj["spec"]["renewTime"], "spec.renewTime");
-    heartbeat(obj, at)
-}
-
-fn heartbeat(obj: &Value, at: Result<Option<jiff::Timestamp>>) -> Option<Heartbeat> {
-    match at {
-        Ok(at) => Some(Heartbeat {
-            uid: obj["metadata"]["uid"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            at,
-        }),
-        Err(e) => {
-            tracing::warn!(collector = COLLECTOR, error = %e, "skipping an object that cannot be judged");
-            None
+impl View for Heartbeat {
+    fn view(obj: &Value) -> Option<Self> {
+        match time_field(obj, &obj["spec"]["renewTime"], "spec.renewTime") {
+            Ok(at) => Some(Self {
+                uid: uid_of(obj),
+                at,
+            }),
+            Err(e) => {
+                tracing::warn!(collector = COLLECTOR, error = %e, "skipping an object that cannot be judged");
+                None
+            }
         }
     }
 }
@@ -86,7 +127,7 @@ fn heartbeat(obj: &Value, at: Result<Option<jiff::Timestamp>>) -> Option<Heartbe
 /// The nodes whose last heartbeat (lease renewal, else creation) is older than `gone_after`.
 /// A node with no time at all is not judged.
 pub fn overdue(
-    nodes: &HashMap<Key, Heartbeat>,
+    nodes: &HashMap<Key, Node>,
     leases: &HashMap<Key, Heartbeat>,
     now: jiff::Timestamp,
     gone_after: Duration,
@@ -96,7 +137,7 @@ pub fn overdue(
         .iter()
         .filter_map(|((_, name), node)| {
             let lease = leases.get(&(NODE_LEASE_NAMESPACE.to_owned(), name.clone()));
-            let last = lease.and_then(|l| l.at).or(node.at)?;
+            let last = lease.and_then(|l| l.at).or(node.created)?;
             (now.duration_since(last) > limit).then(|| (name.clone(), node.uid.clone()))
         })
         .collect();
@@ -151,8 +192,8 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     };
     let nodes_resource = ctx.resource("", "nodes").await;
     let leases_resource = ctx.resource("coordination.k8s.io", "leases").await;
-    let nodes = Informer::start(&ctx.cluster, Arc::clone(&nodes_resource), node_view, None);
-    let leases = Informer::start(&ctx.cluster, leases_resource, lease_view, None);
+    let nodes = ctx.informers.cache::<Node>(Arc::clone(&nodes_resource));
+    let leases = ctx.informers.cache::<Heartbeat>(leases_resource);
     nodes.synced().await;
     leases.synced().await;
     tracing::info!(collector = COLLECTOR, ?gone_after, %command, "started");
@@ -201,7 +242,13 @@ mod tests {
             uid: "u".into(),
             at,
         };
-        let nodes: HashMap<Key, Heartbeat> = [
+        let node = |created| Node {
+            uid: "u".into(),
+            created,
+            ready: true,
+            out_of_service: false,
+        };
+        let nodes: HashMap<Key, Node> = [
             ("fresh-lease", t("2026-01-01T00:00:00Z")),
             ("stale-lease", t("2026-01-01T00:00:00Z")),
             ("no-lease-old", t("2026-01-01T00:00:00Z")),
@@ -209,7 +256,7 @@ mod tests {
             ("no-time", None),
         ]
         .into_iter()
-        .map(|(n, at)| ((String::new(), n.to_owned()), hb(at)))
+        .map(|(n, at)| ((String::new(), n.to_owned()), node(at)))
         .collect();
         let leases: HashMap<Key, Heartbeat> = [
             ("fresh-lease", t("2026-01-01T00:59:30Z")),

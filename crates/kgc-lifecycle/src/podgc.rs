@@ -20,8 +20,10 @@ use kgc_client::Cluster;
 use kgc_meta::ResourceInfo;
 use serde_json::{Value, json};
 
-use crate::informer::{Informer, Key, describe};
-use crate::queue::DelayQueue;
+use kgc_runtime::informer::{Cache, Key, View, describe, key_of};
+use kgc_runtime::queue::WorkQueue;
+
+pub use crate::node::Node;
 use crate::{Context, Error, Result, Target, grace, str_field, time_field};
 
 const COLLECTOR: &str = "podgc";
@@ -70,7 +72,7 @@ impl Pod {
         let status = &obj["status"];
         if !status.is_null() && !status.is_object() {
             return Err(Error::Invalid {
-                object: describe(&crate::informer::key_of(obj)),
+                object: describe(&key_of(obj)),
                 field: "status",
                 reason: format!("expected an object, got {status}"),
             });
@@ -101,33 +103,6 @@ impl Pod {
 
     fn finished(&self) -> bool {
         matches!(self.phase.as_str(), "Succeeded" | "Failed")
-    }
-}
-
-/// What PodGC keeps of a node.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Node {
-    pub ready: bool,
-    /// Has a taint with key `node.kubernetes.io/out-of-service` (any value and effect).
-    pub out_of_service: bool,
-}
-
-impl Node {
-    pub fn from_json(obj: &Value) -> Self {
-        let ready = obj["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True");
-        let out_of_service = obj["spec"]["taints"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|t| t["key"] == "node.kubernetes.io/out-of-service");
-        Self {
-            ready,
-            out_of_service,
-        }
     }
 }
 
@@ -206,12 +181,10 @@ pub fn plan_unscheduled_terminating<'a>(pods: impl IntoIterator<Item = &'a Pod>)
         .collect()
 }
 
-fn pod_view(obj: &Value) -> Option<Pod> {
-    Pod::from_json(obj).map_err(|e| tracing::warn!(collector = COLLECTOR, error = %e, "skipping a pod that cannot be judged")).ok()
-}
-
-fn node_view(obj: &Value) -> Option<Node> {
-    Some(Node::from_json(obj))
+impl View for Pod {
+    fn view(obj: &Value) -> Option<Self> {
+        Pod::from_json(obj).map_err(|e| tracing::warn!(collector = COLLECTOR, error = %e, "skipping a pod that cannot be judged")).ok()
+    }
 }
 
 /// The condition pass 3 adds (upstream `gcOrphaned`).
@@ -235,9 +208,9 @@ pub struct PodGc<C> {
     config: Config,
     pods_resource: Arc<ResourceInfo>,
     nodes_resource: Arc<ResourceInfo>,
-    pods: Informer<Pod>,
-    nodes: Informer<Node>,
-    quarantine: DelayQueue<String>,
+    pods: Cache<Pod>,
+    nodes: Cache<Node>,
+    quarantine: WorkQueue<String>,
 }
 
 /// What one pass did.
@@ -256,8 +229,8 @@ impl<C: Cluster> PodGc<C> {
     pub async fn start(ctx: Context<C>, config: Config) -> Self {
         let pods_resource = ctx.resource("", "pods").await;
         let nodes_resource = ctx.resource("", "nodes").await;
-        let pods = Informer::start(&ctx.cluster, Arc::clone(&pods_resource), pod_view, None);
-        let nodes = Informer::start(&ctx.cluster, Arc::clone(&nodes_resource), node_view, None);
+        let pods = ctx.informers.cache::<Pod>(Arc::clone(&pods_resource));
+        let nodes = ctx.informers.cache::<Node>(Arc::clone(&nodes_resource));
         pods.synced().await;
         nodes.synced().await;
         Self {
@@ -267,7 +240,7 @@ impl<C: Cluster> PodGc<C> {
             nodes_resource,
             pods,
             nodes,
-            quarantine: DelayQueue::new(),
+            quarantine: WorkQueue::new(),
         }
     }
 
@@ -586,6 +559,8 @@ mod tests {
 
     fn node(ready: bool, oos: bool) -> Node {
         Node {
+            uid: String::new(),
+            created: None,
             ready,
             out_of_service: oos,
         }
@@ -819,11 +794,11 @@ mod tests {
                 .await
                 .unwrap();
         }
-        let ctx = Context {
-            cluster: InProcess::new(store.clone()),
-            clock: kgc_store::Clock::default(),
-            metrics: Arc::default(),
-        };
+        let ctx = Context::new(
+            kgc_runtime::informer::Informers::new(InProcess::new(store.clone())),
+            kgc_store::Clock::default(),
+            Arc::default(),
+        );
         let config = Config {
             threshold: 2,
             ..Config::default()

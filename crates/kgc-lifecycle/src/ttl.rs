@@ -3,20 +3,19 @@
 //! `Complete` or `Failed` condition plus the TTL has passed.
 //!
 //! Every Job change enqueues the Job; a worker judges it from the cache and, if it has not
-//! expired, schedules it again for exactly its expiry in a [`DelayQueue`]: there is no polling.
+//! expired, schedules it again for exactly its expiry in the work queue: there is no polling.
 //! An expired Job is read back live first (its TTL may have been edited) and judged again.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kgc_client::Cluster;
 use kgc_meta::{PropagationPolicy, ResourceInfo};
 use serde_json::Value;
 
-use crate::informer::{Informer, Key, describe, key_of};
-use crate::queue::DelayQueue;
 use crate::{Context, Error, Result, Target, propagation, time_field};
+use kgc_runtime::informer::{Cache, Key, View, describe, key_of};
+use kgc_runtime::queue::WorkQueue;
 
 const COLLECTOR: &str = "ttl";
 
@@ -124,10 +123,12 @@ pub fn time_left(
     Ok((expire_at.duration_since(now), expire_at))
 }
 
-fn job_view(obj: &Value) -> Option<Job> {
-    Job::from_json(obj)
-        .map_err(|e| tracing::warn!(collector = COLLECTOR, error = %e, "skipping a Job that cannot be judged"))
-        .ok()
+impl View for Job {
+    fn view(obj: &Value) -> Option<Self> {
+        Job::from_json(obj)
+            .map_err(|e| tracing::warn!(collector = COLLECTOR, error = %e, "skipping a Job that cannot be judged"))
+            .ok()
+    }
 }
 
 /// The running collector.
@@ -135,9 +136,8 @@ fn job_view(obj: &Value) -> Option<Job> {
 pub struct Ttl<C> {
     ctx: Context<C>,
     jobs_resource: Arc<ResourceInfo>,
-    jobs: Informer<Job>,
-    queue: DelayQueue<Key>,
-    failures: Arc<Mutex<HashMap<Key, u32>>>,
+    jobs: Cache<Job>,
+    queue: WorkQueue<Key>,
 }
 
 /// What processing one key did.
@@ -152,29 +152,23 @@ impl<C: Cluster> Ttl<C> {
     /// Starts the Job cache; every change enqueues Jobs that need cleanup.
     pub async fn start(ctx: Context<C>) -> Self {
         let jobs_resource = ctx.resource("batch", "jobs").await;
-        let queue: DelayQueue<Key> = DelayQueue::new();
+        let queue: WorkQueue<Key> = WorkQueue::new();
         let q = queue.clone();
-        let handler = Box::new(move |key: &Key, job: Option<&Job>| {
+        let jobs = ctx.informers.cache::<Job>(Arc::clone(&jobs_resource));
+        jobs.on_change(Arc::new(move |key: &Key, job: Option<&Job>| {
             if let Some(j) = job
                 && !j.deleting
                 && j.needs_cleanup()
             {
                 q.add(key.clone());
             }
-        });
-        let jobs = Informer::start(
-            &ctx.cluster,
-            Arc::clone(&jobs_resource),
-            job_view,
-            Some(handler),
-        );
+        }));
         jobs.synced().await;
         Self {
             ctx,
             jobs_resource,
             jobs,
             queue,
-            failures: Arc::default(),
         }
     }
 
@@ -235,32 +229,21 @@ impl<C: Cluster> Ttl<C> {
         Ok(Outcome::Deleted)
     }
 
-    /// One worker: forever takes due keys and processes them, retrying failures with
-    /// exponential backoff (5 ms doubling to 1000 s, client-go's default controller limiter).
+    /// One worker: forever takes due keys and processes them, retrying failures with the
+    /// queue's back-off (5 ms doubling to 1000 s, client-go's default controller limiter).
     pub async fn worker(self) {
-        loop {
-            let key = self.queue.next().await;
-            let result = self.process(&key).await;
-            let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-            match result {
-                Ok(_) => {
-                    failures.remove(&key);
-                }
+        while let Some(key) = self.queue.get().await {
+            match self.process(&key).await {
+                Ok(_) => self.queue.forget(&key),
                 Err(e @ Error::Invalid { .. }) => {
-                    failures.remove(&key);
+                    self.queue.forget(&key);
                     crate::skip(&self.ctx.metrics, COLLECTOR, &e);
                 }
                 Err(e) => {
-                    let n = failures.entry(key.clone()).or_default();
-                    *n += 1;
-                    let backoff = Duration::from_millis(5)
-                        .saturating_mul(1u32 << (*n).min(24))
-                        .min(Duration::from_secs(1000));
-                    tracing::warn!(collector = COLLECTOR, job = %describe(&key), error = %e, ?backoff, "retrying");
-                    self.queue.add_after(key.clone(), backoff);
+                    tracing::warn!(collector = COLLECTOR, job = %describe(&key), error = %e, retries = self.queue.requeues(&key), "retrying");
+                    self.queue.add_rate_limited(key.clone(), COLLECTOR);
                 }
             }
-            drop(failures);
             self.queue.done(&key);
         }
     }

@@ -23,8 +23,8 @@ use kgc_meta::{ObjectRef, ResourceInfo};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use crate::informer::{Informer, Key, describe};
 use crate::{Context, Result, Target};
+use kgc_runtime::informer::{Cache, Key, View, describe};
 
 const COLLECTOR: &str = "pv";
 /// The in-tree controller's finalizer (KEP-2644, HonorPVReclaimPolicy).
@@ -129,14 +129,16 @@ pub struct Claim {
     pub volume_name: String,
 }
 
-fn claim_view(obj: &Value) -> Option<Claim> {
-    Some(Claim {
-        uid: obj["metadata"]["uid"].as_str()?.to_owned(),
-        volume_name: obj["spec"]["volumeName"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-    })
+impl View for Claim {
+    fn view(obj: &Value) -> Option<Self> {
+        Some(Claim {
+            uid: obj["metadata"]["uid"].as_str()?.to_owned(),
+            volume_name: obj["spec"]["volumeName"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        })
+    }
 }
 
 /// The claim a volume is bound to: `(namespace, name)` and uid; `None` if unbound or only
@@ -195,8 +197,8 @@ struct Volumes<C> {
     ctx: Context<C>,
     pvs_resource: Arc<ResourceInfo>,
     pvcs_resource: Arc<ResourceInfo>,
-    pvs: Informer<Value>,
-    pvcs: Informer<Claim>,
+    pvs: Cache<Value>,
+    pvcs: Cache<Claim>,
     deleter: Arc<dyn Deleter>,
 }
 
@@ -228,7 +230,7 @@ impl<C: Cluster> Volumes<C> {
                 .cluster
                 .get_object(&self.pvcs_resource, &claim_key.0, &claim_key.1)
                 .await?
-                .and_then(|o| claim_view(&o));
+                .and_then(|o| Claim::view(&o));
         }
         if !is_released(&pv, claim.as_ref()) {
             return Ok(());
@@ -378,10 +380,6 @@ impl<C: Cluster> Volumes<C> {
     }
 }
 
-fn pv_view(obj: &Value) -> Option<Value> {
-    Some(obj.clone())
-}
-
 /// Runs volume reclaim until dropped: a pass on every PV or claim change, and every period.
 pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let deleter: Arc<dyn Deleter> = Arc::new(HostPathDeleter::new(config.host_path_root.clone()));
@@ -394,18 +392,10 @@ pub async fn run_with<C: Cluster>(ctx: Context<C>, config: Config, deleter: Arc<
     let pvcs_resource = ctx.resource("", "persistentvolumeclaims").await;
     let changed = Arc::new(Notify::new());
     let (a, b) = (Arc::clone(&changed), Arc::clone(&changed));
-    let pvs = Informer::start(
-        &ctx.cluster,
-        Arc::clone(&pvs_resource),
-        pv_view,
-        Some(Box::new(move |_: &Key, _: Option<&Value>| a.notify_one())),
-    );
-    let pvcs = Informer::start(
-        &ctx.cluster,
-        Arc::clone(&pvcs_resource),
-        claim_view,
-        Some(Box::new(move |_: &Key, _: Option<&Claim>| b.notify_one())),
-    );
+    let pvs = ctx.informers.cache::<Value>(Arc::clone(&pvs_resource));
+    pvs.on_change(Arc::new(move |_: &Key, _: Option<&Value>| a.notify_one()));
+    let pvcs = ctx.informers.cache::<Claim>(Arc::clone(&pvcs_resource));
+    pvcs.on_change(Arc::new(move |_: &Key, _: Option<&Claim>| b.notify_one()));
     pvs.synced().await;
     pvcs.synced().await;
     tracing::info!(collector = COLLECTOR, root = ?config.host_path_root, "started");

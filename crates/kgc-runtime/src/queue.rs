@@ -321,6 +321,11 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
     /// is held (not handed to another worker) until [`WorkQueue::done`].
     pub async fn get(&self) -> Option<K> {
         loop {
+            // Registered before the state is read, so that a wake-up between the read and the
+            // wait (an add, a shutdown) is not lost.
+            let notified = self.wake.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
             let next = {
                 let mut q = self.lock();
                 let now = Instant::now();
@@ -348,10 +353,10 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
                 Some(at) => {
                     tokio::select! {
                         _ = tokio::time::sleep_until(at) => {}
-                        _ = self.wake.notified() => {}
+                        _ = notified => {}
                     }
                 }
-                None => self.wake.notified().await,
+                None => notified.await,
             }
         }
     }
@@ -372,8 +377,9 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
         }
     }
 
-    /// Takes every key that is due now without waiting (each must be released with
-    /// [`WorkQueue::done`]): for a periodic pass that handles what came due since the last one.
+    /// Takes every key that is due now without waiting, for a periodic pass that handles what
+    /// came due since the last one (PodGC's quarantine of missing nodes). The keys are not
+    /// held: no [`WorkQueue::done`] follows.
     pub fn drain_due(&self) -> Vec<K> {
         let mut q = self.lock();
         let now = Instant::now();
@@ -381,7 +387,6 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
         let mut out = Vec::with_capacity(q.ready.len());
         while let Some((key, since)) = q.ready.pop_front() {
             q.queued.remove(&key);
-            q.processing.insert(key.clone(), now);
             self.series.depth.dec();
             self.series
                 .queue_duration
@@ -391,10 +396,10 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
         out
     }
 
-    /// Whether `key` is queued, scheduled or being processed.
+    /// Whether `key` is queued or scheduled (not counting a worker holding it).
     pub fn contains(&self, key: &K) -> bool {
         let q = self.lock();
-        q.queued.contains(key) || q.due.contains_key(key) || q.processing.contains_key(key)
+        q.queued.contains(key) || q.due.contains_key(key)
     }
 
     /// Keys ready now (client-go `Len`).
@@ -508,10 +513,26 @@ mod tests {
         q.add_after(2, Duration::from_secs(5));
         tokio::time::advance(Duration::from_secs(2)).await;
         assert_eq!(q.drain_due(), vec![1]);
-        assert!(q.contains(&1), "held until done");
-        q.done(&1);
         assert!(!q.contains(&1));
         assert!(q.contains(&2));
+        q.add_after(1, Duration::from_secs(1));
+        assert!(q.contains(&1), "a drained key can be scheduled again");
+    }
+
+    #[tokio::test]
+    async fn shut_down_wakes_every_waiting_worker() {
+        let q: WorkQueue<u8> = WorkQueue::new();
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                let q = q.clone();
+                tokio::spawn(async move { q.get().await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        q.shut_down();
+        for w in workers {
+            assert_eq!(w.await.unwrap(), None);
+        }
     }
 
     #[tokio::test]

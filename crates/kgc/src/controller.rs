@@ -475,7 +475,7 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
     shared.leader.store(true, Ordering::Relaxed);
     shared.terms.fetch_add(1, Ordering::Relaxed);
     let lifecycle = shared.lifecycle.clone().run(
-        cluster,
+        kgc_runtime::informer::Informers::new(cluster),
         shared.disable.clone(),
         Arc::clone(&shared.lifecycle_metrics),
     );

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use kgc_client::Cluster;
 use kgc_lifecycle::{Clock, Context, Metrics};
+use kgc_runtime::informer::Informers;
 
 /// What `--disable` accepts: `gc` (owner references) and the lifecycle collectors.
 pub const DISABLE: [&str; 6] = ["gc", "podgc", "ttl", "csr", "pv", "nodes"];
@@ -76,12 +77,13 @@ impl LifecycleArgs {
     }
 
     /// Runs the enabled collectors until the future is dropped.
-    pub async fn run<C: Cluster>(self, cluster: C, disabled: Vec<String>, metrics: Arc<Metrics>) {
-        let ctx = Context {
-            cluster,
-            clock: self.clock(),
-            metrics,
-        };
+    pub async fn run<C: Cluster>(
+        self,
+        informers: Informers<C>,
+        disabled: Vec<String>,
+        metrics: Arc<Metrics>,
+    ) {
+        let ctx = Context::new(informers, self.clock(), metrics);
         kgc_lifecycle::run(ctx, self.config(&disabled)).await;
     }
 }

@@ -234,6 +234,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         tokio::spawn(store.clone().run_pod_terminator()),
         tokio::spawn(store.clone().run_crd_controller()),
     ];
+    // The watches and caches every in-process controller and collector shares.
+    let informers = kgc_runtime::informer::Informers::new(InProcess::new(store.clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut api = ApiServer::new(store.clone(), client_host.clone(), stop_rx).with_inflight_limits(
         args.max_requests_inflight,
@@ -269,11 +271,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let metrics = Arc::new(kgc_lifecycle::Metrics::default());
         let m = Arc::clone(&metrics);
         api = api.with_metrics(Arc::new(move || m.render()));
-        let run = args.lifecycle.clone().run(
-            InProcess::new(store.clone()),
-            args.disable.clone(),
-            metrics,
-        );
+        let run = args
+            .lifecycle
+            .clone()
+            .run(informers.clone(), args.disable.clone(), metrics);
         lifecycle_task = Some(tokio::spawn(run));
     }
     let security_tasks = match &security {
