@@ -14,7 +14,6 @@ mod garbagecollector;
 pub mod graph;
 pub mod graph_builder;
 mod monitor;
-pub mod queue;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -30,8 +29,8 @@ use tokio::sync::{Notify, mpsc};
 use garbagecollector::Outcome;
 use graph::Uid;
 use graph_builder::{Effects, GraphBuilder, GraphEvent};
+use kgc_runtime::queue::WorkQueue;
 pub use monitor::is_deletable;
-use queue::WorkQueue;
 
 /// The component name events are recorded under.
 pub const COMPONENT: &str = "garbage-collector-controller";

@@ -402,19 +402,23 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
         q.queued.contains(key) || q.due.contains_key(key)
     }
 
-    /// Keys ready now (client-go `Len`).
+    /// Keys ready now (client-go `Len`), scheduled keys that came due included.
     pub fn len(&self) -> usize {
-        self.lock().ready.len()
+        let mut q = self.lock();
+        self.promote(&mut q, Instant::now());
+        q.ready.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Keys ready, scheduled or being processed: the work not finished yet.
+    /// Keys ready or being processed: zero means idle (keys scheduled for later, such as
+    /// retries backing off, do not count).
     pub fn pending(&self) -> usize {
-        let q = self.lock();
-        q.ready.len() + q.waiting.len() + q.processing.len()
+        let mut q = self.lock();
+        self.promote(&mut q, Instant::now());
+        q.ready.len() + q.processing.len()
     }
 
     /// Stops the queue: no more adds; `get` drains what is ready, then returns `None`.
@@ -448,6 +452,46 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn deduplicates_and_requeues_items_added_while_processing() {
+        let q: WorkQueue<u32> = WorkQueue::new();
+        q.add(1);
+        q.add(1);
+        q.add(2);
+        assert_eq!(q.len(), 2);
+        let a = q.get().await.unwrap();
+        assert_eq!(a, 1);
+        q.add(1);
+        assert_eq!(q.len(), 1, "held while processing");
+        q.done(&1);
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.get().await, Some(2));
+        assert_eq!(q.get().await, Some(1));
+        q.shut_down();
+        assert_eq!(q.get().await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rate_limited_items_come_back_after_backoff() {
+        let q: WorkQueue<u32> = WorkQueue::new();
+        q.add_rate_limited(7, "pods");
+        assert_eq!(q.len(), 0);
+        tokio::time::sleep(Duration::from_millis(6)).await;
+        tokio::task::yield_now().await;
+        assert_eq!(q.len(), 1);
+    }
+
+    #[test]
+    fn budgets_pace_one_key_only() {
+        let mut b = Bucket {
+            tokens: 1.0,
+            last: Instant::now(),
+        };
+        let now = b.last;
+        assert_eq!(b.reserve(now), Duration::ZERO);
+        assert!(b.reserve(now) > Duration::ZERO);
+    }
+
+    #[tokio::test]
     async fn a_key_added_while_processing_runs_again_after_done() {
         let q = WorkQueue::new();
         q.add(1);
@@ -465,7 +509,7 @@ mod tests {
         q.add_after("k", Duration::from_secs(10));
         q.add_after("k", Duration::from_secs(3));
         q.add_after("k", Duration::from_secs(20));
-        assert_eq!(q.pending(), 1);
+        assert!(q.contains(&"k"));
         assert_eq!(q.get().await, Some("k"));
         assert_eq!(start.elapsed(), Duration::from_secs(3));
         q.done(&"k");
