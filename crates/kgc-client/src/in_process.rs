@@ -7,7 +7,7 @@ use futures::stream::{self, BoxStream, StreamExt};
 use kgc_meta::{
     DeleteOptions, GroupResource, ObjectMeta, OwnerReference, Reason, ResourceInfo, Status,
 };
-use kgc_store::{EventType, Store, StoredObject, WatchEvent, WatchFilter, Watcher};
+use kgc_store::{EventType, ListOptions, Store, StoredObject, WatchEvent, WatchFilter, Watcher};
 use serde_json::Value;
 
 use crate::{Cluster, Deleted, Error, MetaEvent, ObjectEvent, Result};
@@ -352,11 +352,12 @@ impl Cluster for InProcess {
             .map(|o| o.value()))
     }
 
-    async fn replace_status(
+    async fn replace_subresource(
         &self,
         resource: &ResourceInfo,
         namespace: &str,
         name: &str,
+        subresource: &str,
         object: Value,
     ) -> Result<Value> {
         self.store
@@ -364,12 +365,41 @@ impl Cluster for InProcess {
                 resource,
                 namespace,
                 name,
-                Some("status"),
+                Some(subresource),
                 false,
                 move |_| Ok(object),
             )
             .await
             .map(|u| u.object().value())
+            .map_err(store_error)
+    }
+
+    async fn list(&self, resource: &ResourceInfo, namespace: &str) -> Result<Vec<ObjectMeta>> {
+        let options = ListOptions {
+            namespace: (!namespace.is_empty()).then(|| namespace.to_owned()),
+            ..ListOptions::default()
+        };
+        let listed = self
+            .store
+            .list(&resource.group_resource(), &options)
+            .map_err(store_error)?;
+        Ok(listed.items.iter().map(|o| meta(o)).collect())
+    }
+
+    async fn delete_collection(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        options: &DeleteOptions,
+    ) -> Result<()> {
+        let list = ListOptions {
+            namespace: (!namespace.is_empty()).then(|| namespace.to_owned()),
+            ..ListOptions::default()
+        };
+        self.store
+            .delete_collection(resource, &list, options)
+            .await
+            .map(|_| ())
             .map_err(store_error)
     }
 }

@@ -218,7 +218,38 @@ pub trait Cluster: Clone + Send + Sync + 'static {
         namespace: &str,
         name: &str,
         object: Value,
+    ) -> impl Future<Output = Result<Value>> + Send {
+        self.replace_subresource(resource, namespace, name, "status", object)
+    }
+
+    /// Replaces a subresource of an object (`PUT …/status`, a namespace's `…/finalize`) as
+    /// [`Cluster::replace_status`] does.
+    fn replace_subresource(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        subresource: &str,
+        object: Value,
     ) -> impl Future<Output = Result<Value>> + Send;
+
+    /// The metadata of every object of a resource in `namespace` (every namespace when empty):
+    /// one LIST, for controllers that need a fresh count rather than a cache (the namespace
+    /// controller's check that a namespace is empty).
+    fn list(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+    ) -> impl Future<Output = Result<Vec<ObjectMeta>>> + Send;
+
+    /// Deletes every object of a resource in `namespace` (every namespace when empty) in one
+    /// request (`deletecollection`).
+    fn delete_collection(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        options: &DeleteOptions,
+    ) -> impl Future<Output = Result<()>> + Send;
 }
 
 /// A core/v1 Warning event about `involved` (used for `OwnerRefInvalidNamespace`), in the

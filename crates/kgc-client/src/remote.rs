@@ -21,8 +21,8 @@ use kgc_meta::{
     Reason, ResourceInfo, Scope, Status,
 };
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, PartialObjectMeta, Patch, PatchParams,
-    PostParams,
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, PartialObjectMeta, Patch,
+    PatchParams, PostParams,
 };
 use kube::discovery::{Discovery, Scope as KubeScope};
 use kube::runtime::watcher;
@@ -693,23 +693,53 @@ impl Cluster for Remote {
             .map(|o| to_json(&o)))
     }
 
-    async fn replace_status(
+    async fn replace_subresource(
         &self,
         resource: &ResourceInfo,
         namespace: &str,
         name: &str,
+        subresource: &str,
         object: Value,
     ) -> Result<Value> {
         let api: Api<DynamicObject> = self.api_of(resource, namespace)?;
-        let object: DynamicObject = serde_json::from_value(object).map_err(|e| {
-            Error::Api(Status::bad_request(format!(
-                "invalid {} {name}: {e}",
-                resource.kind
-            )))
-        })?;
-        api.replace_status(name, &PostParams::default(), &object)
+        api.replace_subresource(subresource, name, &PostParams::default(), &object)
             .await
             .map(|o| to_json(&o))
+            .map_err(from_kube)
+    }
+
+    async fn list(&self, resource: &ResourceInfo, namespace: &str) -> Result<Vec<ObjectMeta>> {
+        let api: MetaApi = if namespace.is_empty() {
+            Api::all_with(self.client.clone(), &api_resource(resource))
+        } else {
+            self.api(resource, namespace)?
+        };
+        let mut out = Vec::new();
+        let mut params = ListParams::default().limit(500);
+        loop {
+            let page = api.list_metadata(&params).await.map_err(from_kube)?;
+            out.extend(page.items.iter().map(|o| meta(&o.metadata)));
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    async fn delete_collection(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        options: &DeleteOptions,
+    ) -> Result<()> {
+        let api: MetaApi = if namespace.is_empty() {
+            Api::all_with(self.client.clone(), &api_resource(resource))
+        } else {
+            self.api(resource, namespace)?
+        };
+        api.delete_collection(&delete_params(options), &ListParams::default())
+            .await
+            .map(|_| ())
             .map_err(from_kube)
     }
 }

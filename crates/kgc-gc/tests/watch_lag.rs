@@ -132,15 +132,31 @@ impl Cluster for Lagging {
         self.inner.get_object(resource, namespace, name).await
     }
 
-    async fn replace_status(
+    async fn replace_subresource(
         &self,
         resource: &ResourceInfo,
         namespace: &str,
         name: &str,
+        subresource: &str,
         object: Value,
     ) -> Result<Value> {
         self.inner
-            .replace_status(resource, namespace, name, object)
+            .replace_subresource(resource, namespace, name, subresource, object)
+            .await
+    }
+
+    async fn list(&self, resource: &ResourceInfo, namespace: &str) -> Result<Vec<ObjectMeta>> {
+        self.inner.list(resource, namespace).await
+    }
+
+    async fn delete_collection(
+        &self,
+        resource: &ResourceInfo,
+        namespace: &str,
+        options: &DeleteOptions,
+    ) -> Result<()> {
+        self.inner
+            .delete_collection(resource, namespace, options)
             .await
     }
 }

@@ -449,14 +449,26 @@ mod tests {
         ) -> kgc_client::Result<Option<Value>> {
             self.inner.get_object(r, ns, n).await
         }
-        async fn replace_status(
+        async fn replace_subresource(
             &self,
             r: &ResourceInfo,
             ns: &str,
             n: &str,
+            sub: &str,
             o: Value,
         ) -> kgc_client::Result<Value> {
-            self.inner.replace_status(r, ns, n, o).await
+            self.inner.replace_subresource(r, ns, n, sub, o).await
+        }
+        async fn list(&self, r: &ResourceInfo, ns: &str) -> kgc_client::Result<Vec<ObjectMeta>> {
+            self.inner.list(r, ns).await
+        }
+        async fn delete_collection(
+            &self,
+            r: &ResourceInfo,
+            ns: &str,
+            o: &DeleteOptions,
+        ) -> kgc_client::Result<()> {
+            self.inner.delete_collection(r, ns, o).await
         }
     }
 
