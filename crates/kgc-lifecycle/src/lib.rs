@@ -95,32 +95,9 @@ impl<C: Cluster> Context<C> {
         }
     }
 
-    /// The served resource `group`/`plural`, waiting (with a log line every minute) until the
-    /// cluster serves it.
+    /// The served resource `group`/`plural`, once the cluster serves it.
     pub async fn resource(&self, group: &str, plural: &str) -> Arc<ResourceInfo> {
-        let mut attempt = 0u32;
-        loop {
-            match self.cluster.resources().await {
-                Ok(rs) => {
-                    if let Some(r) = rs
-                        .into_iter()
-                        .find(|r| r.group == group && r.plural == plural)
-                    {
-                        return r;
-                    }
-                    if attempt.is_multiple_of(60) {
-                        tracing::warn!(%group, %plural, "the cluster does not serve this resource yet");
-                    }
-                }
-                Err(e) => {
-                    if attempt.is_multiple_of(60) {
-                        tracing::warn!(%group, %plural, error = %e, "discovery failed");
-                    }
-                }
-            }
-            attempt += 1;
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
+        self.informers.resource(group, plural).await
     }
 
     /// Deletes one object, guarded by its uid, counting and logging the outcome. `Ok(false)`

@@ -130,6 +130,34 @@ impl<C: Cluster> Informers<C> {
         }
     }
 
+    /// The served resource `group`/`plural`, waiting (with a log line a minute) until the
+    /// cluster serves it: a controller starts before the CRD or the API it reads may exist.
+    pub async fn resource(&self, group: &str, plural: &str) -> Arc<ResourceInfo> {
+        let mut attempt = 0u32;
+        loop {
+            match self.cluster.resources().await {
+                Ok(rs) => {
+                    if let Some(r) = rs
+                        .into_iter()
+                        .find(|r| r.group == group && r.plural == plural)
+                    {
+                        return r;
+                    }
+                    if attempt.is_multiple_of(60) {
+                        tracing::warn!(%group, %plural, "the cluster does not serve this resource yet");
+                    }
+                }
+                Err(e) => {
+                    if attempt.is_multiple_of(60) {
+                        tracing::warn!(%group, %plural, error = %e, "discovery failed");
+                    }
+                }
+            }
+            attempt += 1;
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        }
+    }
+
     /// How many watches this process holds open (one per resource read).
     pub fn watches(&self) -> usize {
         lock(&self.sources).len()

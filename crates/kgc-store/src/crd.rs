@@ -4,11 +4,10 @@
 //! `pkg/controller/finalizer/crd_finalizer.go`).
 
 use kgc_meta::crd::{self, CLEANUP_FINALIZER};
-use kgc_meta::{DeleteOptions, GroupResource, Reason, ResourceInfo, Status};
+use kgc_meta::{GroupResource, ResourceInfo, Status};
 use serde_json::Value;
 
 use crate::object::Meta;
-use crate::read::ListOptions;
 use crate::watch::EventType;
 use crate::{Change, State, Store, format_time};
 
@@ -97,88 +96,6 @@ impl Store {
                 "create not allowed while custom resource definition is terminating",
             )),
             _ => Ok(()),
-        }
-    }
-
-    /// Runs until the store closes: deletes the objects of every terminating CRD, then removes
-    /// the cleanup finalizer so the CRD goes.
-    pub async fn run_crd_controller(self) {
-        let store = self.clone();
-        self.run_terminating(crds(), async move |name: String, uid: String| {
-            store.cleanup_crd(&name, &uid).await
-        })
-        .await;
-    }
-
-    async fn cleanup_crd(&self, name: &str, uid: &str) -> crate::Result<()> {
-        let Some(stored) = self.get(&crds(), "", name).filter(|c| c.uid == uid) else {
-            return Ok(());
-        };
-        let crd_value = stored.value();
-        if !crd_value
-            .finalizers()
-            .iter()
-            .any(|f| f == CLEANUP_FINALIZER)
-        {
-            return Ok(());
-        }
-        let gr = crd::group_resource(&crd_value);
-        let info = self.catalog().get_group_resource(&gr).cloned();
-        let mut remaining = 0;
-        if let Some(info) = info.filter(|i| i.custom) {
-            let background = DeleteOptions {
-                propagation_policy: Some(kgc_meta::PropagationPolicy::Background),
-                ..DeleteOptions::default()
-            };
-            self.delete_collection(&info, &ListOptions::default(), &background)
-                .await?;
-            remaining = self.list(&gr, &ListOptions::default())?.items.len();
-        }
-        let crd_info = self
-            .catalog()
-            .get_group_resource(&crds())
-            .cloned()
-            .expect("CRDs are built in");
-        let now = format_time(self.clock().now());
-        let uid = uid.to_owned();
-        let result = self
-            .update(&crd_info, "", name, None, false, move |mut c| {
-                if c.uid() != uid {
-                    return Err(Status::conflict(
-                        &crds(),
-                        "",
-                        "CustomResourceDefinition was recreated",
-                    ));
-                }
-                if remaining == 0 {
-                    crd::set_terminating(
-                        &mut c,
-                        "InstanceDeletionCompleted",
-                        "removed all instances",
-                        &now,
-                    );
-                    let fins = c
-                        .finalizers()
-                        .into_iter()
-                        .filter(|f| f != CLEANUP_FINALIZER)
-                        .collect();
-                    c.set_finalizers(fins);
-                } else {
-                    crd::set_terminating(
-                        &mut c,
-                        "InstanceDeletionCheck",
-                        &format!(
-                            "could not confirm zero CustomResources remaining: {remaining} remain"
-                        ),
-                        &now,
-                    );
-                }
-                Ok(c)
-            })
-            .await;
-        match result {
-            Err(crate::Error::Api(s)) if s.is(Reason::NotFound) || s.is(Reason::Conflict) => Ok(()),
-            other => other.map(|_| ()),
         }
     }
 }

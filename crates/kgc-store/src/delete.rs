@@ -181,12 +181,7 @@ impl Store {
                         None,
                     ));
                 }
-                Grace::Wait(deadline) => {
-                    graceful = true;
-                    if !opts.dry_run {
-                        self.inner.pods.schedule(deadline, ns, name, &stored.uid);
-                    }
-                }
+                Grace::Wait => graceful = true,
                 Grace::Now => {}
             }
         }
@@ -429,8 +424,9 @@ fn respliced(stored: &StoredObject, span: std::ops::Range<usize>, rv: u64) -> Ar
 enum Grace {
     /// A longer-or-equal graceful deletion is already under way: return the object unchanged.
     Pending,
-    /// Stays until this deadline (`deletionTimestamp`).
-    Wait(jiff::Timestamp),
+    /// Stays until its `deletionTimestamp`, the end of the grace period (the kubelet, or
+    /// the pod-termination controller standing in for it, then deletes it).
+    Wait,
     /// Grace period zero: continue as a non-graceful deletion.
     Now,
 }
@@ -488,7 +484,7 @@ fn graceful_deletion(
         pod.set("deletionTimestamp", format_time(deadline));
         pod.set("deletionGracePeriodSeconds", requested);
         return if requested > 0 {
-            Grace::Wait(deadline)
+            Grace::Wait
         } else {
             Grace::Now
         };
@@ -504,7 +500,7 @@ fn graceful_deletion(
         pod.set("generation", generation + 1);
     }
     if requested > 0 {
-        Grace::Wait(deadline)
+        Grace::Wait
     } else {
         Grace::Now
     }
@@ -575,7 +571,7 @@ mod tests {
         let facts = PodFacts::of(&pod);
         assert!(matches!(
             graceful_deletion(&mut pod, &facts, &DeleteOptions::default(), now),
-            Grace::Wait(_)
+            Grace::Wait
         ));
         assert_eq!(pod["metadata"]["deletionTimestamp"], "2026-01-01T00:00:30Z");
         assert_eq!(pod["metadata"]["generation"], 2);
@@ -593,7 +589,7 @@ mod tests {
         };
         assert!(matches!(
             graceful_deletion(&mut pod, &facts, &shorter, now),
-            Grace::Wait(_)
+            Grace::Wait
         ));
         assert_eq!(pod["metadata"]["deletionTimestamp"], "2026-01-01T00:00:10Z");
         assert_eq!(pod["metadata"]["generation"], 2);
@@ -613,7 +609,7 @@ mod tests {
         };
         assert!(matches!(
             graceful_deletion(&mut pod, &facts, &longer, now),
-            Grace::Wait(_)
+            Grace::Wait
         ));
         assert_eq!(pod["metadata"]["deletionTimestamp"], "2026-01-01T00:01:00Z");
         pod["status"] = json!({"phase": "Succeeded"});

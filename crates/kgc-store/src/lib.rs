@@ -16,7 +16,6 @@
 #![forbid(unsafe_code)]
 
 mod continue_token;
-mod controller;
 mod crd;
 mod delete;
 mod history;
@@ -24,7 +23,6 @@ mod job;
 mod namespace;
 mod object;
 mod persist;
-mod pod;
 mod read;
 mod shallow;
 mod watch;
@@ -202,7 +200,6 @@ struct Inner {
     committer: Mutex<Option<Committer>>,
     durable: bool,
     clock: Clock,
-    pods: pod::Terminations,
 }
 
 /// A handle to the store; clones share it.
@@ -285,7 +282,6 @@ impl Store {
                 committer: Mutex::new(None),
                 durable: conn.is_some(),
                 clock: opts.clock,
-                pods: pod::Terminations::default(),
             }),
         };
         if let Some(conn) = conn {
@@ -298,7 +294,6 @@ impl Store {
         }
         store.restore_catalog();
         store.bootstrap_namespaces().await?;
-        store.inner.pods.recover(&store);
         Ok(store)
     }
 

@@ -3,16 +3,13 @@
 //! `pkg/registry/core/namespace/storage/storage.go`,
 //! `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`).
 
-use std::collections::BTreeMap;
-
 use kgc_meta::deletion::deletion_finalizers;
 use kgc_meta::status::Cause;
-use kgc_meta::{DeleteOptions, GroupResource, Reason, ResourceInfo, Status};
+use kgc_meta::{DeleteOptions, GroupResource, ResourceInfo, Status};
 use serde_json::{Value, json};
 
 use crate::object::{Meta, str_list};
-use crate::read::ListOptions;
-use crate::{Clock, State, Store, format_time};
+use crate::{Clock, State, format_time};
 
 /// The `spec.finalizers` entry that the namespace controller removes once the namespace is empty.
 pub const FINALIZER_KUBERNETES: &str = "kubernetes";
@@ -95,154 +92,5 @@ pub(crate) fn prepare_delete(
         Ok(NamespaceDelete::Proceed)
     } else {
         Ok(NamespaceDelete::Keep)
-    }
-}
-
-impl Store {
-    /// Runs the namespace controller until the store closes: deletes the content of every
-    /// Terminating namespace (background propagation, honouring finalizers), reports what
-    /// remains in the namespace's conditions, and removes the `kubernetes` finalizer once it is
-    /// empty.
-    pub async fn run_namespace_controller(self) {
-        let store = self.clone();
-        self.run_terminating(namespaces(), async move |name: String, uid: String| {
-            store.finalize_namespace(&name, &uid).await
-        })
-        .await;
-    }
-
-    /// One pass over a Terminating namespace.
-    async fn finalize_namespace(&self, name: &str, uid: &str) -> crate::Result<()> {
-        let resources: Vec<_> = self
-            .catalog()
-            .resources()
-            .filter(|r| r.namespaced() && r.supports("delete") && r.supports("list"))
-            .cloned()
-            .collect();
-        let list = ListOptions {
-            namespace: Some(name.to_owned()),
-            ..ListOptions::default()
-        };
-        let background = DeleteOptions {
-            propagation_policy: Some(kgc_meta::PropagationPolicy::Background),
-            ..DeleteOptions::default()
-        };
-        let mut remaining: BTreeMap<String, usize> = BTreeMap::new();
-        let mut finalizers: BTreeMap<String, usize> = BTreeMap::new();
-        for info in &resources {
-            let gr = info.group_resource();
-            for o in self.list(&gr, &list)?.items {
-                if !o.deleting {
-                    let opts = DeleteOptions {
-                        preconditions: kgc_meta::Preconditions {
-                            uid: Some(o.uid.clone()),
-                            resource_version: None,
-                        },
-                        ..background.clone()
-                    };
-                    match self.delete(info, name, &o.name, &opts).await {
-                        Ok(d) if d.gone => continue,
-                        Ok(_) => {}
-                        Err(crate::Error::Api(s))
-                            if s.is(Reason::NotFound) || s.is(Reason::Conflict) =>
-                        {
-                            continue;
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-                if let Some(o) = self.get(&gr, name, &o.name) {
-                    *remaining.entry(gr.to_string()).or_default() += 1;
-                    for f in o.value().finalizers() {
-                        *finalizers.entry(f).or_default() += 1;
-                    }
-                }
-            }
-        }
-        let info = self
-            .catalog()
-            .get("", "v1", "namespaces")
-            .cloned()
-            .expect("namespaces are built in");
-        let uid = uid.to_owned();
-        if remaining.is_empty() {
-            let result = self
-                .update(&info, "", name, Some("finalize"), false, |mut ns| {
-                    if ns.uid() != uid {
-                        return Err(Status::conflict(
-                            &namespaces(),
-                            "",
-                            "namespace was recreated",
-                        ));
-                    }
-                    let fins: Vec<String> = str_list(ns.pointer("/spec/finalizers"))
-                        .into_iter()
-                        .filter(|f| f != FINALIZER_KUBERNETES)
-                        .collect();
-                    ns["spec"]["finalizers"] = Value::from(fins);
-                    Ok(ns)
-                })
-                .await;
-            return match result {
-                Err(crate::Error::Api(s)) if s.is(Reason::NotFound) || s.is(Reason::Conflict) => {
-                    Ok(())
-                }
-                other => other.map(|_| ()),
-            };
-        }
-        let content = remaining
-            .iter()
-            .map(|(r, n)| format!("{r} has {n} resource instances"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let held = finalizers
-            .iter()
-            .map(|(f, n)| format!("{f} in {n} resource instances"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let now = format_time(self.clock().now());
-        let result = self
-            .update(&info, "", name, Some("status"), false, |mut ns| {
-                let mut conditions: Vec<Value> = ns["status"]["conditions"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                set_condition(
-                    &mut conditions,
-                    "NamespaceContentRemaining",
-                    "SomeResourcesRemain",
-                    &format!("Some resources are remaining: {content}"),
-                    &now,
-                );
-                if held.is_empty() {
-                    conditions.retain(|c| c["type"] != "NamespaceFinalizersRemaining");
-                } else {
-                    set_condition(
-                        &mut conditions,
-                        "NamespaceFinalizersRemaining",
-                        "SomeFinalizersRemain",
-                        &format!("Some content in the namespace has finalizers remaining: {held}"),
-                        &now,
-                    );
-                }
-                ns["status"]["conditions"] = Value::from(conditions);
-                Ok(ns)
-            })
-            .await;
-        match result {
-            Err(crate::Error::Api(s)) if s.is(Reason::NotFound) => Ok(()),
-            other => other.map(|_| ()),
-        }
-    }
-}
-
-/// Sets a condition, keeping its transition time when only the time would change.
-fn set_condition(conditions: &mut Vec<Value>, kind: &str, reason: &str, message: &str, now: &str) {
-    if let Some(c) = conditions.iter_mut().find(|c| c["type"] == kind) {
-        if c["message"] != message || c["status"] != "True" {
-            *c = json!({"type": kind, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now});
-        }
-    } else {
-        conditions.push(json!({"type": kind, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now}));
     }
 }

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use kgc_meta::validation::{validate_object_meta, validate_object_meta_update};
+use kgc_meta::validation::{
+    validate_object_meta, validate_object_meta_generic, validate_object_meta_update,
+};
 use kgc_meta::{ResourceInfo, Status};
 use serde_json::{Value, json};
 
@@ -158,7 +160,7 @@ impl Store {
         if info.custom {
             self.admit_custom_create(st, info, &name)?;
         }
-        let errs = validate_object_meta(&obj["metadata"], info.namespaced(), info.name_rule);
+        let errs = object_meta_rules(info)(&obj["metadata"], info.namespaced(), info.name_rule);
         if !errs.is_empty() {
             return Err(invalid(info, &name, &errs).into());
         }
@@ -316,7 +318,7 @@ impl Store {
         }
         normalize(info, &mut new);
         print_as_stored(info, &mut new);
-        let mut errs = validate_object_meta(&new["metadata"], info.namespaced(), info.name_rule);
+        let mut errs = object_meta_rules(info)(&new["metadata"], info.namespaced(), info.name_rule);
         errs.extend(validate_object_meta_update(
             &new["metadata"],
             &current["metadata"],
@@ -595,5 +597,25 @@ mod tests {
             )
         );
         assert_eq!((s.code, s.retry_after_seconds), (409, Some(1)));
+    }
+}
+
+/// The `metadata` rules of a kind: those of `pkg/apis/core/validation` for the built-in kinds
+/// (unprefixed finalizers must be standard ones), apimachinery's alone for custom resources
+/// and for the kinds of apiextensions-apiserver and kube-aggregator, which validate with
+/// `k8s.io/apimachinery/pkg/api/validation` (a CRD carries the unprefixed
+/// `customresourcecleanup.apiextensions.k8s.io` finalizer through its status updates).
+fn object_meta_rules(
+    info: &ResourceInfo,
+) -> fn(&Value, bool, kgc_meta::validation::NameRule) -> Vec<kgc_meta::validation::FieldError> {
+    if info.custom
+        || matches!(
+            info.group.as_str(),
+            "apiextensions.k8s.io" | "apiregistration.k8s.io"
+        )
+    {
+        validate_object_meta_generic
+    } else {
+        validate_object_meta
     }
 }

@@ -9,7 +9,17 @@ use kgc_lifecycle::{Clock, Context, Metrics};
 use kgc_runtime::informer::Informers;
 
 /// What `--disable` accepts: `gc` (owner references) and the lifecycle collectors.
-pub const DISABLE: [&str; 6] = ["gc", "podgc", "ttl", "csr", "pv", "nodes"];
+pub const DISABLE: [&str; 9] = [
+    "gc",
+    "podgc",
+    "ttl",
+    "csr",
+    "pv",
+    "nodes",
+    "namespace",
+    "crd-cleanup",
+    "pod-termination",
+];
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct LifecycleArgs {

@@ -3,6 +3,7 @@
 
 mod add_user;
 mod controller;
+mod controllers;
 mod data_dir;
 mod deploy_cmd;
 mod encryption;

@@ -229,13 +229,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     crate::tls::write_private(&kubeconfig_path, &config).map_err(&full)?;
 
-    let controllers = [
-        tokio::spawn(store.clone().run_namespace_controller()),
-        tokio::spawn(store.clone().run_pod_terminator()),
-        tokio::spawn(store.clone().run_crd_controller()),
-    ];
     // The watches and caches every in-process controller and collector shares.
     let informers = kgc_runtime::informer::Informers::new(InProcess::new(store.clone()));
+    let registry = kgc_runtime::metrics::Registry::default();
+    let controllers = crate::controllers::spawn(
+        kgc_controllers::Context {
+            informers: informers.clone(),
+            clock: args.lifecycle.clock(),
+            queues: Some(kgc_runtime::queue::QueueMetrics::register(&registry)),
+        },
+        &args.disable,
+    );
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut api = ApiServer::new(store.clone(), client_host.clone(), stop_rx).with_inflight_limits(
         args.max_requests_inflight,
@@ -244,6 +248,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if !args.disable_admission_plugins.is_empty() {
         api = api.without_owner_references_enforcement();
     }
+    api = api.with_metrics(Arc::new(move || registry.encode()));
     let mut gc_task = None;
     if !args.disable.iter().any(|d| d == "gc") {
         let gc = GarbageCollector::new(

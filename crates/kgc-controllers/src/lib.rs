@@ -1,0 +1,96 @@
+//! The cluster's own controllers, which kube-controller-manager and kube-apiserver run and
+//! `kgc serve` runs in-process (or `kgc controller` against any cluster), beside the collectors:
+//!
+//! - [`namespace`]: deletes a terminating namespace's content, reports what remains, and
+//!   finalizes it (kubernetes `pkg/controller/namespace`);
+//! - [`crd_finalizer`]: deletes a deleted CRD's custom resources, then lets the CRD go
+//!   (apiextensions-apiserver `pkg/controller/finalizer/crd_finalizer.go`);
+//! - [`pod_termination`]: completes a pod's graceful deletion when its grace period ends, the
+//!   final grace-0 DELETE a kubelet sends (until the simulated kubelet takes it over).
+//!
+//! Each runs on kgc-runtime (a shared cache, a work queue) and acts only through
+//! [`kgc_client::Cluster`]; the store knows nothing of them.
+#![forbid(unsafe_code)]
+
+pub mod crd_finalizer;
+pub mod namespace;
+pub mod pod_termination;
+
+use kgc_client::Cluster;
+use kgc_runtime::informer::Informers;
+use kgc_runtime::queue::{QueueMetrics, WorkQueue};
+pub use kgc_store::Clock;
+
+/// Errors of a controller's sync; the key is retried with back-off.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Cluster(#[from] kgc_client::Error),
+    /// Content that should be gone is still there and nothing says why (no finalizer, no
+    /// grace period): retried with back-off, as upstream does.
+    #[error("{0}")]
+    Remaining(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The controllers, by the names `--controllers` takes.
+pub const CONTROLLERS: [&str; 3] = [namespace::NAME, crd_finalizer::NAME, pod_termination::NAME];
+
+/// What every controller shares: the process's informers, the clock, the queues' metrics.
+#[derive(Clone)]
+pub struct Context<C> {
+    pub informers: Informers<C>,
+    pub clock: Clock,
+    pub queues: Option<QueueMetrics>,
+}
+
+impl<C: Cluster> Context<C> {
+    pub fn cluster(&self) -> &C {
+        self.informers.cluster()
+    }
+
+    /// A work queue reporting under `name` when the process has a registry.
+    fn queue<K: std::hash::Hash + Eq + Clone>(&self, name: &str) -> WorkQueue<K> {
+        match &self.queues {
+            Some(m) => WorkQueue::with_metrics(name, m),
+            None => WorkQueue::new(),
+        }
+    }
+}
+
+/// A `metav1.Time`: RFC 3339 in UTC, whole seconds.
+fn metav1_time(t: jiff::Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Runs `workers` workers over `queue`, each calling `sync` for a key and acting on what it
+/// says: `Ok(None)` done, `Ok(Some(d))` look again after `d`, `Err` retry with back-off.
+async fn work<K, F, Fut>(controller: &'static str, queue: WorkQueue<K>, workers: usize, sync: F)
+where
+    K: std::hash::Hash + Eq + Clone + std::fmt::Display + Send + Sync + 'static,
+    F: Fn(K) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Option<std::time::Duration>>> + Send,
+{
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..workers.max(1) {
+        let (queue, sync) = (queue.clone(), sync.clone());
+        tasks.spawn(async move {
+            while let Some(key) = queue.get().await {
+                match sync(key.clone()).await {
+                    Ok(None) => queue.forget(&key),
+                    Ok(Some(after)) => {
+                        queue.forget(&key);
+                        queue.add_after(key.clone(), after);
+                    }
+                    Err(e) => {
+                        tracing::warn!(controller, key = %key, error = %e, retries = queue.requeues(&key), "sync failed; retrying with back-off");
+                        queue.add_rate_limited(key.clone(), controller);
+                    }
+                }
+                queue.done(&key);
+            }
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+}

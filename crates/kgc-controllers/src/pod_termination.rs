@@ -1,0 +1,105 @@
+//! Completing graceful pod deletions. On a real cluster the kubelet stops a deleted pod's
+//! containers and then sends the final grace-0 DELETE (kubernetes `pkg/kubelet/status/
+//! status_manager.go`, `syncPod` → `canBeDeleted`). `kgc serve` has no kubelet yet, so this
+//! controller sends it when the grace period, which a graceful DELETE writes as the pod's
+//! deletionTimestamp, ends: each pod is scheduled in the work queue for exactly that instant,
+//! no polling. Finalizers are honoured (the DELETE only ends the grace period).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kgc_client::Cluster;
+use kgc_meta::{DeleteOptions, Preconditions, Reason, ResourceInfo};
+use kgc_runtime::informer::{Cache, Key, View, describe};
+use serde_json::Value;
+
+use crate::{Context, Result, work};
+
+/// The name `--controllers` knows it by.
+pub const NAME: &str = "pod-termination";
+const WORKERS: usize = 4;
+
+/// What the controller keeps of a pod: only pods in a graceful deletion (grace period over
+/// 0), so the cache holds what there is to do, not every pod.
+#[derive(Debug, Clone, PartialEq)]
+struct Terminating {
+    uid: String,
+    /// When the grace period ends.
+    due: jiff::Timestamp,
+}
+
+impl View for Terminating {
+    fn view(obj: &Value) -> Option<Self> {
+        let m = &obj["metadata"];
+        if m["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) <= 0 {
+            return None;
+        }
+        Some(Self {
+            uid: m["uid"].as_str()?.to_owned(),
+            due: m["deletionTimestamp"].as_str()?.parse().ok()?,
+        })
+    }
+}
+
+/// Runs the controller until dropped.
+pub async fn run<C: Cluster>(ctx: Context<C>) {
+    let pods = ctx.informers.resource("", "pods").await;
+    let queue = ctx.queue::<PodKey>(NAME);
+    let cache = ctx.informers.cache::<Terminating>(Arc::clone(&pods));
+    let (q, clock) = (queue.clone(), ctx.clock);
+    cache.on_change(Arc::new(move |key: &Key, pod: Option<&Terminating>| {
+        if let Some(p) = pod {
+            q.add_after(PodKey(key.clone()), wait(clock.now(), p.due));
+        }
+    }));
+    cache.synced().await;
+    tracing::info!(controller = NAME, "started");
+    let sync = move |key: PodKey| {
+        let (ctx, pods, cache) = (ctx.clone(), Arc::clone(&pods), cache.clone());
+        async move { sync(&ctx, &pods, &cache, &key.0).await }
+    };
+    work(NAME, queue, WORKERS, sync).await;
+}
+
+/// A pod's key, displayed `namespace/name` in logs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct PodKey(Key);
+
+impl std::fmt::Display for PodKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&describe(&self.0))
+    }
+}
+
+/// How long from `now` until `due`; nothing once it has passed.
+fn wait(now: jiff::Timestamp, due: jiff::Timestamp) -> Duration {
+    Duration::try_from(now.duration_until(due)).unwrap_or(Duration::ZERO)
+}
+
+async fn sync<C: Cluster>(
+    ctx: &Context<C>,
+    pods: &ResourceInfo,
+    cache: &Cache<Terminating>,
+    key: &Key,
+) -> Result<Option<Duration>> {
+    let Some(pod) = cache.get(key) else {
+        return Ok(None);
+    };
+    let left = wait(ctx.clock.now(), pod.due);
+    if !left.is_zero() {
+        return Ok(Some(left));
+    }
+    let options = DeleteOptions {
+        grace_period_seconds: Some(0),
+        preconditions: Preconditions {
+            uid: Some(pod.uid),
+            resource_version: None,
+        },
+        ..DeleteOptions::default()
+    };
+    match ctx.cluster().delete(pods, &key.0, &key.1, &options).await {
+        Ok(_) => Ok(None),
+        Err(e) if e.is(Reason::NotFound) || e.is(Reason::Conflict) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
