@@ -564,6 +564,26 @@ fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
     }
 }
 
+/// The `metadata` rules of a kind: those of `pkg/apis/core/validation` for the built-in kinds
+/// (unprefixed finalizers must be standard ones), apimachinery's alone for custom resources
+/// and for the kinds of apiextensions-apiserver and kube-aggregator, which validate with
+/// `k8s.io/apimachinery/pkg/api/validation` (a CRD carries the unprefixed
+/// `customresourcecleanup.apiextensions.k8s.io` finalizer through its status updates).
+fn object_meta_rules(
+    info: &ResourceInfo,
+) -> fn(&Value, bool, kgc_meta::validation::NameRule) -> Vec<kgc_meta::validation::FieldError> {
+    if info.custom
+        || matches!(
+            info.group.as_str(),
+            "apiextensions.k8s.io" | "apiregistration.k8s.io"
+        )
+    {
+        validate_object_meta_generic
+    } else {
+        validate_object_meta
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,25 +617,5 @@ mod tests {
             )
         );
         assert_eq!((s.code, s.retry_after_seconds), (409, Some(1)));
-    }
-}
-
-/// The `metadata` rules of a kind: those of `pkg/apis/core/validation` for the built-in kinds
-/// (unprefixed finalizers must be standard ones), apimachinery's alone for custom resources
-/// and for the kinds of apiextensions-apiserver and kube-aggregator, which validate with
-/// `k8s.io/apimachinery/pkg/api/validation` (a CRD carries the unprefixed
-/// `customresourcecleanup.apiextensions.k8s.io` finalizer through its status updates).
-fn object_meta_rules(
-    info: &ResourceInfo,
-) -> fn(&Value, bool, kgc_meta::validation::NameRule) -> Vec<kgc_meta::validation::FieldError> {
-    if info.custom
-        || matches!(
-            info.group.as_str(),
-            "apiextensions.k8s.io" | "apiregistration.k8s.io"
-        )
-    {
-        validate_object_meta_generic
-    } else {
-        validate_object_meta
     }
 }

@@ -69,10 +69,10 @@ pub struct Args {
     /// How often candidates try to take, and the leader to renew, the lease.
     #[arg(long, default_value = "2s", value_parser = crate::parse_duration)]
     leader_elect_retry_period: Duration,
-    /// Collectors to turn off (comma-separated): `gc` is the owner-reference garbage collector;
-    /// `podgc`, `ttl`, `csr`, `pv` and `nodes` are the lifecycle collectors.
-    #[arg(long, value_delimiter = ',', value_parser = crate::lifecycle::DISABLE)]
-    disable: Vec<String>,
+    /// (namespace, crd-cleanup and pod-termination are off unless named: the cluster's own
+    /// components do their jobs.)
+    #[command(flatten)]
+    selection: crate::controllers::Selection,
     #[command(flatten)]
     lifecycle: crate::lifecycle::LifecycleArgs,
 }
@@ -474,11 +474,22 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
     shared.set_gc(gc.clone());
     shared.leader.store(true, Ordering::Relaxed);
     shared.terms.fetch_add(1, Ordering::Relaxed);
+    // One set of watches for the term, shared by every controller and collector.
+    let informers = kgc_runtime::informer::Informers::new(cluster);
     let lifecycle = shared.lifecycle.clone().run(
-        kgc_runtime::informer::Informers::new(cluster),
+        informers.clone(),
         shared.disable.clone(),
         Arc::clone(&shared.lifecycle_metrics),
     );
+    let controllers = {
+        let ctx = kgc_controllers::Context {
+            informers,
+            clock: shared.lifecycle.clock(),
+            queues: None,
+        };
+        let disabled = shared.disable.clone();
+        async move { crate::controllers::run(ctx, &disabled).await }
+    };
     tokio::spawn(async move {
         let gc = async {
             match gc {
@@ -486,7 +497,7 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
                 None => std::future::pending().await,
             }
         };
-        tokio::join!(gc, lifecycle);
+        tokio::join!(gc, lifecycle, controllers);
     })
 }
 
@@ -579,7 +590,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         leader: AtomicBool::new(false),
         terms: AtomicU64::new(0),
         lease: lease.clone(),
-        disable: args.disable.clone(),
+        disable: args
+            .selection
+            .disabled(&crate::controllers::OFF_AGAINST_A_CLUSTER)
+            .map_err(anyhow::Error::msg)?,
         lifecycle: args.lifecycle.clone(),
         lifecycle_metrics: Arc::default(),
     });

@@ -1,21 +1,165 @@
-//! The cluster's own controllers (kgc-controllers) as `kgc serve` runs them.
+//! Choosing and starting controllers, as kube-controller-manager does: `--controllers` takes
+//! its syntax (`cmd/kube-controller-manager/app/controllermanager.go`, `IsControllerEnabled`):
+//! a comma-separated list where `*` turns on every controller that is on by default, `NAME`
+//! turns one on and `-NAME` turns one off, the first entry naming a controller deciding. kgc
+//! also takes `-*` for "none but those named", and keeps `--disable NAME,…` as an alias of
+//! `-NAME` entries.
 
 use kgc_client::Cluster;
 use kgc_controllers::{Context, crd_finalizer, namespace, pod_termination};
-use tokio::task::JoinHandle;
 
-/// Starts every controller not in `disabled`.
-pub fn spawn<C: Cluster>(ctx: Context<C>, disabled: &[String]) -> Vec<JoinHandle<()>> {
+/// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
+/// collectors, and the cluster's own controllers.
+pub const ALL: [&str; 9] = [
+    "gc",
+    "podgc",
+    "ttl",
+    "csr",
+    "pv",
+    "nodes",
+    namespace::NAME,
+    crd_finalizer::NAME,
+    pod_termination::NAME,
+];
+
+/// What `kgc controller` leaves off unless named: against a real cluster, kube-apiserver,
+/// kube-controller-manager and the kubelets already do these jobs.
+pub const OFF_AGAINST_A_CLUSTER: [&str; 3] =
+    [namespace::NAME, crd_finalizer::NAME, pod_termination::NAME];
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct Selection {
+    /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
+    /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
+    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination.
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    controllers: Vec<String>,
+    /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
+    #[arg(long, value_delimiter = ',', value_parser = ALL)]
+    disable: Vec<String>,
+}
+
+impl Selection {
+    /// The controllers not to run; an unknown name is an error naming it.
+    pub fn disabled(&self, off_by_default: &[&str]) -> Result<Vec<String>, String> {
+        for c in &self.controllers {
+            let name = c.strip_prefix('-').unwrap_or(c);
+            if name != "*" && !ALL.contains(&name) {
+                return Err(format!(
+                    "--controllers: {c:?} is not in the list of known controllers ({})",
+                    ALL.join(", ")
+                ));
+            }
+        }
+        let list: Vec<String> = self
+            .disable
+            .iter()
+            .map(|d| format!("-{d}"))
+            .chain(self.controllers.iter().cloned())
+            .collect();
+        Ok(ALL
+            .iter()
+            .filter(|name| !enabled(name, &list, off_by_default))
+            .map(|name| (*name).to_owned())
+            .collect())
+    }
+}
+
+/// kube-controller-manager's `IsControllerEnabled`.
+fn enabled(name: &str, list: &[String], off_by_default: &[&str]) -> bool {
+    let mut star = false;
+    for c in list {
+        if c == name {
+            return true;
+        }
+        if c.strip_prefix('-') == Some(name) {
+            return false;
+        }
+        match c.as_str() {
+            "*" => star = true,
+            "-*" => return false,
+            _ => {}
+        }
+    }
+    star && !off_by_default.contains(&name)
+}
+
+/// Runs the cluster's own controllers that are not in `disabled`, until dropped.
+pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String]) {
     let on = |name: &str| !disabled.iter().any(|d| d == name);
-    let mut tasks = Vec::new();
-    if on(namespace::NAME) {
-        tasks.push(tokio::spawn(namespace::run(ctx.clone())));
+    let ns_ctx = ctx.clone();
+    let namespace = async {
+        if on(namespace::NAME) {
+            namespace::run(ns_ctx).await;
+        }
+    };
+    let crd_ctx = ctx.clone();
+    let crds = async {
+        if on(crd_finalizer::NAME) {
+            crd_finalizer::run(crd_ctx).await;
+        }
+    };
+    let pods = async {
+        if on(pod_termination::NAME) {
+            pod_termination::run(ctx).await;
+        }
+    };
+    tokio::join!(namespace, crds, pods);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disabled(controllers: &[&str], disable: &[&str], off: &[&str]) -> Vec<String> {
+        Selection {
+            controllers: controllers.iter().map(|s| (*s).to_owned()).collect(),
+            disable: disable.iter().map(|s| (*s).to_owned()).collect(),
+        }
+        .disabled(off)
+        .unwrap()
     }
-    if on(crd_finalizer::NAME) {
-        tasks.push(tokio::spawn(crd_finalizer::run(ctx.clone())));
+
+    #[test]
+    fn star_runs_everything_on_by_default() {
+        assert!(disabled(&["*"], &[], &[]).is_empty());
+        assert_eq!(
+            disabled(&["*"], &[], &OFF_AGAINST_A_CLUSTER),
+            OFF_AGAINST_A_CLUSTER
+        );
     }
-    if on(pod_termination::NAME) {
-        tasks.push(tokio::spawn(pod_termination::run(ctx)));
+
+    #[test]
+    fn the_first_entry_naming_a_controller_decides() {
+        assert_eq!(disabled(&["*", "-gc"], &[], &[]), ["gc"]);
+        assert_eq!(disabled(&["gc", "-gc"], &[], &[]).len(), 8);
+        assert!(!disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"ttl".to_owned()));
+        assert!(disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"gc".to_owned()));
+        let named = disabled(&["*", "namespace"], &[], &OFF_AGAINST_A_CLUSTER);
+        assert_eq!(named, [crd_finalizer::NAME, pod_termination::NAME]);
     }
-    tasks
+
+    #[test]
+    fn minus_star_runs_only_what_is_named() {
+        assert_eq!(disabled(&["-*"], &[], &[]).len(), ALL.len());
+        assert_eq!(disabled(&["gc", "-*"], &[], &[]).len(), ALL.len() - 1);
+    }
+
+    #[test]
+    fn disable_is_an_alias_of_minus_entries() {
+        assert_eq!(disabled(&["*", "gc"], &["gc", "ttl"], &[]), ["gc", "ttl"]);
+    }
+
+    #[test]
+    fn unknown_names_are_refused() {
+        let s = Selection {
+            controllers: vec!["*".into(), "-replicaset".into()],
+            disable: vec![],
+        };
+        let e = s.disabled(&[]).unwrap_err();
+        assert!(
+            e.contains("\"-replicaset\" is not in the list of known controllers"),
+            "{e}"
+        );
+    }
 }

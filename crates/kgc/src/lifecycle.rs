@@ -8,19 +8,6 @@ use kgc_client::Cluster;
 use kgc_lifecycle::{Clock, Context, Metrics};
 use kgc_runtime::informer::Informers;
 
-/// What `--disable` accepts: `gc` (owner references) and the lifecycle collectors.
-pub const DISABLE: [&str; 9] = [
-    "gc",
-    "podgc",
-    "ttl",
-    "csr",
-    "pv",
-    "nodes",
-    "namespace",
-    "crd-cleanup",
-    "pod-termination",
-];
-
 #[derive(clap::Args, Clone, Debug)]
 pub struct LifecycleArgs {
     /// PodGC: terminated pods kept; beyond it the oldest are deleted (0 keeps them all).

@@ -30,10 +30,8 @@ pub struct Args {
     /// How many committed changes are kept for watch resumption.
     #[arg(long, default_value_t = kgc_store::DEFAULT_WATCH_LOG)]
     watch_cache_size: usize,
-    /// Built-in collectors to turn off (comma-separated): `gc` is the owner-reference garbage
-    /// collector; `podgc`, `ttl`, `csr`, `pv` and `nodes` are the lifecycle collectors.
-    #[arg(long, value_delimiter = ',', value_parser = crate::lifecycle::DISABLE)]
-    disable: Vec<String>,
+    #[command(flatten)]
+    selection: crate::controllers::Selection,
     /// Owner-reference GC workers per queue.
     #[arg(long, default_value_t = 20)]
     gc_workers: usize,
@@ -164,6 +162,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         return crate::add_user::run(a, &data_dir, &args.encryption).await;
     }
     args.security.check_listen(args.listen)?;
+    let disabled = args.selection.disabled(&[]).map_err(anyhow::Error::msg)?;
     // An --in-memory server owns no data directory unless given one: its kubeconfig (for a
     // throwaway CA) goes to a private temporary directory, never over a durable server's.
     let scratch = match (&args.data_dir, args.in_memory) {
@@ -232,14 +231,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // The watches and caches every in-process controller and collector shares.
     let informers = kgc_runtime::informer::Informers::new(InProcess::new(store.clone()));
     let registry = kgc_runtime::metrics::Registry::default();
-    let controllers = crate::controllers::spawn(
-        kgc_controllers::Context {
+    let controllers = tokio::spawn({
+        let ctx = kgc_controllers::Context {
             informers: informers.clone(),
             clock: args.lifecycle.clock(),
             queues: Some(kgc_runtime::queue::QueueMetrics::register(&registry)),
-        },
-        &args.disable,
-    );
+        };
+        let disabled = disabled.clone();
+        async move { crate::controllers::run(ctx, &disabled).await }
+    });
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut api = ApiServer::new(store.clone(), client_host.clone(), stop_rx).with_inflight_limits(
         args.max_requests_inflight,
@@ -250,7 +250,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     api = api.with_metrics(Arc::new(move || registry.encode()));
     let mut gc_task = None;
-    if !args.disable.iter().any(|d| d == "gc") {
+    if !disabled.iter().any(|d| d == "gc") {
         let gc = GarbageCollector::new(
             InProcess::new(store.clone()),
             GcConfig {
@@ -272,14 +272,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         gc_task = Some(tokio::spawn(async move { gc.run().await }));
     }
     let mut lifecycle_task = None;
-    if crate::lifecycle::LifecycleArgs::any_enabled(&args.disable) {
+    if crate::lifecycle::LifecycleArgs::any_enabled(&disabled) {
         let metrics = Arc::new(kgc_lifecycle::Metrics::default());
         let m = Arc::clone(&metrics);
         api = api.with_metrics(Arc::new(move || m.render()));
         let run = args
             .lifecycle
             .clone()
-            .run(informers.clone(), args.disable.clone(), metrics);
+            .run(informers.clone(), disabled.clone(), metrics);
         lifecycle_task = Some(tokio::spawn(run));
     }
     let security_tasks = match &security {
@@ -317,7 +317,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     for t in security_tasks {
         t.abort();
     }
-    for c in controllers.into_iter().chain(gc_task).chain(lifecycle_task) {
+    for c in std::iter::once(controllers)
+        .chain(gc_task)
+        .chain(lifecycle_task)
+    {
         c.abort();
     }
     store.close();
