@@ -1,17 +1,19 @@
 //! Authorization: every authenticated request is turned into RBAC attributes exactly as
 //! apiserver's `RequestInfoFactory` does (`k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`)
-//! and decided by the `kgc-auth` authorizer, which a watch keeps current with the store's
+//! and decided by the `kgc-auth` authorizer, which the process's informers keep current with the
 //! Roles, ClusterRoles and their bindings. Writes of RBAC objects are validated and checked for
 //! privilege escalation (`pkg/registry/rbac/*/policybased`).
 
-use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
 
 use axum::http::Method;
 use kgc_auth::{Attributes, Authorizer, Decision, RBAC_GROUP, UserInfo};
+use kgc_client::InProcess;
 use kgc_meta::{GroupResource, ResourceInfo, Status};
-use kgc_store::{EventType, Store, WatchEvent, WatchFilter};
+use kgc_runtime::informer::{Cache, Informers, Key};
+use kgc_store::Store;
 use serde_json::Value;
+use tokio::sync::Notify;
 
 use crate::request::{Query, RequestInfo, Verb};
 
@@ -23,109 +25,74 @@ const RBAC_RESOURCES: [(&str, &str); 4] = [
     ("rolebindings", "RoleBinding"),
 ];
 
-/// The RBAC authorizer, shared by every request and kept current by [`Rbac::run`].
+/// The RBAC authorizer, shared by every request and kept current by the process's informers
+/// (one cache per RBAC resource, whose handlers apply each change to it).
 #[derive(Default)]
 pub struct Rbac {
     authorizer: RwLock<Authorizer>,
 }
 
-/// One RBAC resource's watch and the objects of it the authorizer holds (to forget the ones
-/// deleted while the watch was behind, after a re-list).
+/// What keeps the authorizer current: the RBAC caches (their watches stop when it is dropped)
+/// and the ClusterRole aggregation they trigger.
 pub struct Follower {
-    watcher: kgc_store::Watcher,
-    known: HashSet<(String, String)>,
-}
-
-impl Follower {
-    /// Watches `gr` from now, loading the current objects (queued already) into `rbac` and
-    /// removing the ones `rbac` held that are gone.
-    fn start(
-        store: &Store,
-        rbac: &Rbac,
-        gr: GroupResource,
-        held: HashSet<(String, String)>,
-    ) -> Self {
-        let mut watcher = store.watch(WatchFilter::new(gr), None);
-        let mut known = HashSet::new();
-        while let Some(e) = watcher.try_next() {
-            if let WatchEvent::Event(_, o) = &e {
-                known.insert((o.namespace.clone(), o.name.clone()));
-            }
-            rbac.on_event(&e);
-        }
-        let kind = kind_of(&watcher.filter().gr.resource);
-        for (ns, name) in held.difference(&known) {
-            rbac.write().remove(kind, ns, name);
-        }
-        Self { watcher, known }
-    }
+    _caches: Vec<Cache<Value>>,
+    aggregate: Arc<Notify>,
 }
 
 impl Rbac {
     /// Creates the bootstrap policy objects that are missing, loads every RBAC object the store
-    /// holds, and returns the authorizer; then [`Rbac::run`] follows changes.
-    pub async fn start(store: &Store) -> Result<(Arc<Self>, Vec<Follower>), Status> {
+    /// holds through `informers`, and returns the authorizer, current before the first request
+    /// is served; then [`Rbac::run`] aggregates ClusterRoles as they change.
+    pub async fn start(
+        store: &Store,
+        informers: &Informers<InProcess>,
+    ) -> Result<(Arc<Self>, Follower), Status> {
         bootstrap(store).await?;
         aggregate_cluster_roles(store).await;
         let rbac = Arc::new(Self::default());
-        let followers = RBAC_RESOURCES
-            .iter()
-            .map(|(resource, _)| {
-                // Loaded before the first request is served.
-                let gr = GroupResource::new(RBAC_GROUP, *resource);
-                Follower::start(store, &rbac, gr, HashSet::new())
-            })
-            .collect();
-        Ok((rbac, followers))
-    }
-
-    /// Follows one RBAC resource's changes (and runs ClusterRole aggregation on ClusterRole
-    /// changes) until the store closes.
-    pub async fn run(self: Arc<Self>, store: Store, mut f: Follower) {
-        let gr = f.watcher.filter().gr.clone();
-        loop {
-            match f.watcher.next().await {
-                WatchEvent::Event(kind, obj) => {
-                    let key = (obj.namespace.clone(), obj.name.clone());
-                    if kind == EventType::Deleted {
-                        f.known.remove(&key);
-                    } else {
-                        f.known.insert(key);
+        let aggregate = Arc::new(Notify::new());
+        let catalog = store.catalog();
+        let mut caches = Vec::new();
+        for (resource, kind) in RBAC_RESOURCES {
+            let Some(info) = catalog.get_group_resource(&GroupResource::new(RBAC_GROUP, resource))
+            else {
+                continue;
+            };
+            let cache = informers.cache::<Value>(Arc::clone(info));
+            let (r, agg) = (Arc::clone(&rbac), Arc::clone(&aggregate));
+            cache.on_change(Arc::new(move |key: &Key, obj: Option<&Value>| {
+                match obj {
+                    Some(o) => {
+                        if let Err(err) = r.write().apply(o) {
+                            tracing::warn!(error = %err, "RBAC object partly ignored");
+                        }
                     }
-                    self.on_event(&WatchEvent::Event(kind, obj));
-                    if gr.resource == "clusterroles" {
-                        aggregate_cluster_roles(&store).await;
-                    }
+                    None => r.write().remove(kind, &key.0, &key.1),
                 }
-                WatchEvent::Expired { .. } => {
-                    // Fell behind the log: re-list, and forget what is gone.
-                    tracing::info!(resource = %gr.resource, "RBAC watch expired; re-listing");
-                    let held = std::mem::take(&mut f.known);
-                    f = Follower::start(&store, &self, gr.clone(), held);
-                    if gr.resource == "clusterroles" {
-                        aggregate_cluster_roles(&store).await;
-                    }
+                if resource == "clusterroles" {
+                    agg.notify_one();
                 }
-                WatchEvent::Closed => return,
-            }
+            }));
+            caches.push(cache);
         }
+        for c in &caches {
+            c.synced().await;
+        }
+        Ok((
+            rbac,
+            Follower {
+                _caches: caches,
+                aggregate,
+            },
+        ))
     }
 
-    fn on_event(&self, e: &WatchEvent) {
-        let WatchEvent::Event(kind, obj) = e else {
-            return;
-        };
-        let value = obj.value();
-        match kind {
-            EventType::Deleted => {
-                let k = value["kind"].as_str().unwrap_or_default();
-                self.write().remove(k, &obj.namespace, &obj.name);
-            }
-            _ => {
-                if let Err(err) = self.write().apply(&value) {
-                    tracing::warn!(error = %err, "RBAC object partly ignored");
-                }
-            }
+    /// Runs ClusterRole aggregation whenever a ClusterRole changes (changes arriving together
+    /// are aggregated once), until dropped.
+    pub async fn run(store: Store, follower: Follower) {
+        loop {
+            follower.aggregate.notified().await;
+            aggregate_cluster_roles(&store).await;
         }
     }
 
@@ -152,14 +119,6 @@ impl Rbac {
             }
         }
     }
-}
-
-fn kind_of(resource: &str) -> &'static str {
-    RBAC_RESOURCES
-        .iter()
-        .find(|(r, _)| *r == resource)
-        .map(|(_, k)| *k)
-        .unwrap_or_default()
 }
 
 /// Creates the default roles and bindings that do not exist yet (upstream reconciles them on

@@ -121,6 +121,7 @@ impl Security {
         &self,
         api: ApiServer,
         store: &Store,
+        informers: &kgc_runtime::informer::Informers<kgc_client::InProcess>,
     ) -> anyhow::Result<(ApiServer, Vec<tokio::task::JoinHandle<()>>)> {
         let sa = ServiceAccountTokens::new(&self.pki.service_account_key_der, &self.issuer)
             .context("loading the service-account signing key")?;
@@ -128,13 +129,10 @@ impl Security {
         if let Some(path) = &self.token_auth_file {
             authn = authn.with_token_file(path)?;
         }
-        let (rbac, followers) = Rbac::start(store)
+        let (rbac, follower) = Rbac::start(store, informers)
             .await
             .context("loading the RBAC policy")?;
-        let tasks = followers
-            .into_iter()
-            .map(|f| tokio::spawn(Arc::clone(&rbac).run(store.clone(), f)))
-            .collect();
+        let tasks = vec![tokio::spawn(Rbac::run(store.clone(), follower))];
         Ok((
             api.with_authentication(authn).with_authorization(rbac),
             tasks,

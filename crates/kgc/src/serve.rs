@@ -284,7 +284,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     let security_tasks = match &security {
         Some(s) => {
-            let (secured, tasks) = s.secure(api, &store).await?;
+            let (secured, tasks) = s.secure(api, &store, &informers).await?;
             api = secured;
             tasks
         }
