@@ -6,6 +6,7 @@
 //! See docs/BENCHMARKS.md.
 #![forbid(unsafe_code)]
 
+mod controllers;
 mod http;
 mod server;
 mod stats;
@@ -110,6 +111,11 @@ enum Which {
     Memory,
     Restart,
     Watches,
+    /// The server's CPU over a minute holding `--small-list` objects (not part of `all`).
+    Idle,
+    /// The requests `kgc controller`'s namespace controller makes to delete a namespace of
+    /// `--small-list` objects (not part of `all`).
+    Namespace,
 }
 
 /// One row of the final table.
@@ -882,6 +888,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if on(Which::Watches) {
         bench.watches().await?;
+    }
+    if which == Which::Idle {
+        bench.idle().await?;
+    }
+    if which == Which::Namespace {
+        bench.namespace().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",
