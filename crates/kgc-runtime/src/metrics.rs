@@ -18,9 +18,11 @@ pub struct Registry(Arc<Mutex<Inner>>);
 
 impl Registry {
     /// Registers a metric under `name` (a counter's exposed name gets `_total` appended, as
-    /// OpenMetrics requires). A family is listed (`# HELP`, `# TYPE`) even before its first
-    /// series, as Kubernetes components list their metrics, so a scrape shows what exists.
+    /// OpenMetrics requires) with `help`, a sentence (prometheus-client ends it with the full
+    /// stop, so one given is not doubled). A family is listed (`# HELP`, `# TYPE`) even
+    /// before its first series, so a scrape shows every metric there is.
     pub fn register(&self, name: &str, help: &str, metric: impl Metric) {
+        let help = help.strip_suffix('.').unwrap_or(help);
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -170,6 +172,10 @@ mod tests {
         let registry = Registry::default();
         registry.register("kgc_example", "An example.", Counter::<u64>::default());
         let text = registry.encode(Format::Prometheus);
+        assert!(
+            text.contains("# HELP kgc_example_total An example.\n"),
+            "{text}"
+        );
         assert!(
             text.contains("# TYPE kgc_example_total counter\n"),
             "{text}"
