@@ -1,11 +1,8 @@
 //! `kgc controller`: the owner-reference garbage collector against any Kubernetes API server.
 //!
 //! The same collector `kgc serve` runs in-process, here over kube-rs ([`kgc_client::Remote`]).
-//! Several replicas may run: they elect a leader on a coordination.k8s.io/v1 Lease the way
-//! client-go's `leaderelection` does (a candidate takes the lease only once it has seen it
-//! unchanged for its whole duration; the leader renews every retry period and stops collecting
-//! when it could not renew within the renew deadline), and only the leader collects. A clean
-//! shutdown releases the lease so that a standby takes over at its next retry.
+//! Several replicas may run: they elect a leader on a Lease ([`crate::leader_election`]), and
+//! only the leader collects, with a fresh collector each leadership term.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -19,15 +16,12 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use k8s_openapi::jiff::Timestamp;
 use kgc_client::Remote;
 use kgc_gc::{Config as GcConfig, GarbageCollector};
-use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::watch;
-use tokio::time::Instant;
+
+use crate::leader_election::{self, Ended, LeaderElector};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -293,179 +287,6 @@ async fn graph(State(s): State<Arc<Shared>>, Query(q): Query<HashMap<String, Str
     }
 }
 
-/// The lease fields leader election compares, as observed.
-#[derive(Debug, Clone, PartialEq)]
-struct Record {
-    holder: String,
-    duration_seconds: i32,
-    acquire_time: Option<MicroTime>,
-    renew_time: Option<MicroTime>,
-    transitions: i32,
-}
-
-impl Record {
-    fn of(lease: &Lease) -> Self {
-        let spec = lease.spec.clone().unwrap_or_default();
-        Self {
-            holder: spec.holder_identity.unwrap_or_default(),
-            duration_seconds: spec.lease_duration_seconds.unwrap_or_default(),
-            acquire_time: spec.acquire_time,
-            renew_time: spec.renew_time,
-            transitions: spec.lease_transitions.unwrap_or_default(),
-        }
-    }
-}
-
-/// What one acquire-or-renew round found.
-#[derive(Debug, PartialEq, Eq)]
-enum Round {
-    /// This replica holds the lease (acquired or renewed).
-    Held,
-    /// Another replica holds a lease that has not expired.
-    HeldByOther(String),
-    /// Someone else wrote the lease first (409): try again next round.
-    Conflict,
-}
-
-/// client-go `LeaderElector` over a Lease, with optimistic locking on resourceVersion.
-struct Elector {
-    api: Api<Lease>,
-    name: String,
-    identity: String,
-    lease_duration: Duration,
-    renew_deadline: Duration,
-    retry_period: Duration,
-    /// The record last seen and when it was first seen: expiry is judged by the local clock
-    /// since the record last changed, never by comparing clocks across machines.
-    observed: Option<(Record, Instant)>,
-}
-
-fn now() -> MicroTime {
-    MicroTime(Timestamp::now())
-}
-
-fn is_conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 409)
-}
-
-impl Elector {
-    fn observe(&mut self, lease: &Lease) {
-        let record = Record::of(lease);
-        if self.observed.as_ref().is_none_or(|(r, _)| *r != record) {
-            self.observed = Some((record, Instant::now()));
-        }
-    }
-
-    fn lease_seconds(&self) -> i32 {
-        i32::try_from(self.lease_duration.as_secs().max(1)).unwrap_or(i32::MAX)
-    }
-
-    /// Upstream `tryAcquireOrRenew`.
-    async fn try_acquire_or_renew(&mut self) -> Result<Round, kube::Error> {
-        let Some(mut lease) = self.api.get_opt(&self.name).await? else {
-            let lease = Lease {
-                metadata: kube::core::ObjectMeta {
-                    name: Some(self.name.clone()),
-                    ..Default::default()
-                },
-                spec: Some(LeaseSpec {
-                    holder_identity: Some(self.identity.clone()),
-                    lease_duration_seconds: Some(self.lease_seconds()),
-                    acquire_time: Some(now()),
-                    renew_time: Some(now()),
-                    lease_transitions: Some(0),
-                    ..LeaseSpec::default()
-                }),
-            };
-            return match self.api.create(&PostParams::default(), &lease).await {
-                Ok(created) => {
-                    self.observe(&created);
-                    Ok(Round::Held)
-                }
-                Err(e) if is_conflict(&e) => Ok(Round::Conflict),
-                Err(e) => Err(e),
-            };
-        };
-        self.observe(&lease);
-        let (record, seen) = self.observed.clone().expect("just observed");
-        let mine = record.holder == self.identity;
-        let valid_for = Duration::from_secs(u64::try_from(record.duration_seconds).unwrap_or(0));
-        if !record.holder.is_empty() && !mine && seen + valid_for > Instant::now() {
-            return Ok(Round::HeldByOther(record.holder));
-        }
-        let mut spec = lease.spec.take().unwrap_or_default();
-        let stamp = now();
-        if mine {
-            spec.renew_time = Some(stamp);
-        } else {
-            spec.holder_identity = Some(self.identity.clone());
-            spec.acquire_time = Some(stamp.clone());
-            spec.renew_time = Some(stamp);
-            spec.lease_transitions = Some(record.transitions + 1);
-        }
-        spec.lease_duration_seconds = Some(self.lease_seconds());
-        lease.spec = Some(spec);
-        // `replace` sends the resourceVersion read above: a concurrent writer makes it a 409.
-        match self
-            .api
-            .replace(&self.name, &PostParams::default(), &lease)
-            .await
-        {
-            Ok(updated) => {
-                self.observe(&updated);
-                Ok(Round::Held)
-            }
-            Err(e) if is_conflict(&e) => Ok(Round::Conflict),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// One round, bounded by the renew deadline so a hung connection cannot outlive a lease.
-    async fn round(&mut self) -> anyhow::Result<Round> {
-        let deadline = self.renew_deadline;
-        match tokio::time::timeout(deadline, self.try_acquire_or_renew()).await {
-            Ok(r) => Ok(r?),
-            Err(_) => anyhow::bail!("no answer from the API server within {deadline:?}"),
-        }
-    }
-
-    /// Upstream `release`: empty holder, 1 s duration, so a standby takes over at once.
-    async fn release(&mut self) -> Result<(), kube::Error> {
-        let Some(mut lease) = self.api.get_opt(&self.name).await? else {
-            return Ok(());
-        };
-        let mut spec = lease.spec.take().unwrap_or_default();
-        if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
-            return Ok(());
-        }
-        let stamp = now();
-        spec.holder_identity = Some(String::new());
-        spec.lease_duration_seconds = Some(1);
-        spec.acquire_time = Some(stamp.clone());
-        spec.renew_time = Some(stamp);
-        lease.spec = Some(spec);
-        self.api
-            .replace(&self.name, &PostParams::default(), &lease)
-            .await
-            .map(|_| ())
-    }
-}
-
-/// Sleeps `d` with up to 20 % jitter (client-go `wait.JitterUntil` with factor 1.2 adds up
-/// to 120 %; less keeps tests snappy). Returns true if `stop` fired first.
-async fn pause(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|t| t.subsec_nanos())
-        .unwrap_or(0);
-    let d = d + d.mul_f64(f64::from(nanos % 1000) / 5000.0);
-    let stopped = tokio::select! {
-        _ = tokio::time::sleep(d) => false,
-        r = stop.wait_for(|s| *s) => r.is_ok(),
-    };
-    stopped || *stop.borrow()
-}
-
 /// Starts the collectors for a leadership term.
 fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
     let cluster = Remote::new(shared.client.clone());
@@ -499,59 +320,22 @@ async fn stop_gc(shared: &Shared, task: tokio::task::JoinHandle<()>) {
 
 /// Campaigns, leads while the lease is held, and campaigns again when it is lost, until `stop`.
 async fn run_elected(
-    mut elector: Elector,
+    mut elector: LeaderElector,
     shared: Arc<Shared>,
     config: GcConfig,
     mut stop: watch::Receiver<bool>,
 ) {
     let lease = shared.lease.clone();
     loop {
-        // Candidate: the first try at once, then every retry period.
-        let mut first = true;
-        loop {
-            if *stop.borrow() || (!first && pause(elector.retry_period, &mut stop).await) {
-                return;
-            }
-            first = false;
-            match elector.round().await {
-                Ok(Round::Held) => break,
-                Ok(Round::HeldByOther(holder)) => {
-                    tracing::debug!(%lease, %holder, "the lease is held by another replica")
-                }
-                Ok(Round::Conflict) => tracing::debug!(%lease, "lost a race for the lease"),
-                Err(e) => tracing::warn!(%lease, error = %e, "error taking the lease"),
-            }
+        if !elector.acquire(&mut stop).await {
+            return;
         }
-        tracing::info!(%lease, identity = %elector.identity, "became the leader; starting the garbage collector");
+        tracing::info!(%lease, identity = %elector.identity(), "became the leader; starting the garbage collector");
         let task = start_gc(&shared, &config);
-        // Leader.
-        let mut renewed = Instant::now();
-        let stopped = loop {
-            if pause(elector.retry_period, &mut stop).await {
-                break true;
-            }
-            match elector.round().await {
-                Ok(Round::Held) => renewed = Instant::now(),
-                Ok(Round::HeldByOther(holder)) => {
-                    tracing::warn!(%lease, %holder, "another replica took the lease");
-                    break false;
-                }
-                Ok(Round::Conflict) => tracing::debug!(%lease, "conflict renewing the lease"),
-                Err(e) => tracing::warn!(%lease, error = %e, "error renewing the lease"),
-            }
-            if renewed.elapsed() > elector.renew_deadline {
-                tracing::warn!(%lease, deadline = ?elector.renew_deadline, "could not renew the lease in time");
-                break false;
-            }
-        };
+        let ended = elector.renew(&mut stop).await;
         stop_gc(&shared, task).await;
-        if stopped {
-            let deadline = elector.renew_deadline;
-            match tokio::time::timeout(deadline, elector.release()).await {
-                Ok(Ok(())) => tracing::info!(%lease, "released the lease"),
-                Ok(Err(e)) => tracing::warn!(%lease, error = %e, "releasing the lease failed"),
-                Err(_) => tracing::warn!(%lease, "releasing the lease timed out"),
-            }
+        if ended == Ended::Stopped {
+            elector.release().await;
             return;
         }
         tracing::warn!(%lease, "leadership lost; garbage collector stopped");
@@ -603,15 +387,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let work = if args.leader_elect {
-        let elector = Elector {
-            api: Api::namespaced(client.clone(), &args.lease_namespace),
-            name: args.lease_name.clone(),
-            identity: identity.clone(),
-            lease_duration: args.leader_elect_lease_duration,
-            renew_deadline: args.leader_elect_renew_deadline,
-            retry_period: args.leader_elect_retry_period,
-            observed: None,
-        };
+        let elector = LeaderElector::new(
+            client.clone(),
+            leader_election::Config {
+                namespace: args.lease_namespace.clone(),
+                name: args.lease_name.clone(),
+                identity: identity.clone(),
+                lease_duration: args.leader_elect_lease_duration,
+                renew_deadline: args.leader_elect_renew_deadline,
+                retry_period: args.leader_elect_retry_period,
+            },
+        );
         tokio::spawn(run_elected(
             elector,
             Arc::clone(&shared),

@@ -7,6 +7,7 @@ mod data_dir;
 mod deploy_cmd;
 mod encryption;
 mod gc_cmd;
+mod leader_election;
 mod lifecycle;
 mod node_cmd;
 mod secure;
