@@ -2,25 +2,30 @@
 //!
 //! The same collector `kgc serve` runs in-process, here over kube-rs ([`kgc_client::Remote`]).
 //! Several replicas may run: they elect a leader on a Lease ([`crate::leader_election`]), and
-//! only the leader collects, with a fresh collector each leadership term.
+//! only the leader collects, with a fresh collector each leadership term. Health, metrics and
+//! the graph dump are on the admin server ([`crate::admin`]).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use anyhow::Context;
-use axum::extract::{Query, State};
+use axum::extract::Query;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use kgc_client::Remote;
 use kgc_gc::{Config as GcConfig, GarbageCollector};
+use kgc_runtime::metrics::Registry;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::watch;
 
+use crate::admin::{Admin, text};
 use crate::leader_election::{self, Ended, LeaderElector};
 
 #[derive(clap::Args)]
@@ -116,15 +121,26 @@ fn default_identity() -> String {
 
 /// Requests this process sent to the API server, by verb (every request: the collector's,
 /// its watches and discovery, and leader election's).
-#[derive(Default)]
 struct Requests {
-    counts: [AtomicU64; VERBS.len()],
+    /// One counter per verb of [`VERBS`], held rather than looked up per request.
+    counts: [Counter; VERBS.len()],
 }
 
 /// `get` counts every non-watch GET, LISTs and discovery included.
 const VERBS: [&str; 6] = ["get", "watch", "create", "update", "patch", "delete"];
 
 impl Requests {
+    fn new(registry: &Registry) -> Self {
+        let family = Family::<[(&'static str, &'static str); 1], Counter>::default();
+        let counts = VERBS.map(|verb| family.get_or_create_owned(&[("verb", verb)]));
+        registry.register(
+            "kgc_controller_api_requests",
+            "HTTP requests sent to the API server, by verb (get includes lists).",
+            family,
+        );
+        Self { counts }
+    }
+
     fn count(&self, method: &http::Method, uri: &http::Uri) {
         let verb = match *method {
             http::Method::GET
@@ -142,20 +158,7 @@ impl Requests {
             _ => return,
         };
         if let Some(i) = VERBS.iter().position(|v| *v == verb) {
-            self.counts[i].fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    fn render(&self, out: &mut String) {
-        out.push_str(
-            "# HELP kgc_controller_api_requests_total HTTP requests sent to the API server, by verb (get includes lists).\n\
-             # TYPE kgc_controller_api_requests_total counter\n",
-        );
-        for (verb, n) in VERBS.iter().zip(&self.counts) {
-            out.push_str(&format!(
-                "kgc_controller_api_requests_total{{verb=\"{verb}\"}} {}\n",
-                n.load(Ordering::Relaxed)
-            ));
+            self.counts[i].inc();
         }
     }
 }
@@ -171,20 +174,21 @@ fn counting_client(config: kube::Config, requests: Arc<Requests>) -> anyhow::Res
     Ok(builder.with_layer(&layer).build())
 }
 
-/// What the HTTP endpoints read.
+/// What the leadership terms and the admin endpoints share.
 struct Shared {
     client: kube::Client,
-    requests: Arc<Requests>,
     /// The collector of the current leadership term.
     gc: RwLock<Option<GarbageCollector<Remote>>>,
-    leader: AtomicBool,
-    /// Times this replica became leader.
-    terms: AtomicU64,
+    /// `kgc_leader`: 1 while this replica leads and runs the collectors.
+    leader: Gauge,
+    /// `kgc_leader_terms_total`: times this replica became leader.
+    terms: Counter,
     lease: String,
     /// Collectors turned off.
     disable: Vec<String>,
     lifecycle: crate::lifecycle::LifecycleArgs,
-    /// The lifecycle collectors' counters, kept across leadership terms.
+    /// The collectors' metrics, registered once and kept across leadership terms.
+    gc_metrics: Option<kgc_gc::Metrics>,
     lifecycle_metrics: Arc<kgc_lifecycle::Metrics>,
 }
 
@@ -198,63 +202,22 @@ impl Shared {
     }
 }
 
-fn text(code: StatusCode, body: impl Into<String>) -> Response {
-    (
-        code,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        body.into(),
-    )
-        .into_response()
-}
-
-async fn healthz() -> Response {
-    text(StatusCode::OK, "ok")
-}
-
 /// Ready when the API server answers; the body says whether this replica leads and, if so,
 /// whether every resource has synced.
-async fn readyz(State(s): State<Arc<Shared>>) -> Response {
+async fn readyz(s: Arc<Shared>) -> Result<String, String> {
     match tokio::time::timeout(Duration::from_secs(5), s.client.apiserver_version()).await {
-        Ok(Ok(_)) => {
-            let role = match s.gc() {
-                Some(gc) if gc.is_synced() => "ok: leading, synced",
-                Some(_) => "ok: leading, syncing",
-                None => "ok: standing by",
-            };
-            text(StatusCode::OK, role)
+        Ok(Ok(_)) => Ok(match s.gc() {
+            Some(gc) if gc.is_synced() => "ok: leading, synced",
+            Some(_) => "ok: leading, syncing",
+            None => "ok: standing by",
         }
-        Ok(Err(e)) => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("the API server is unreachable: {e}"),
-        ),
-        Err(_) => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the API server did not answer within 5 s",
-        ),
+        .to_owned()),
+        Ok(Err(e)) => Err(format!("the API server is unreachable: {e}")),
+        Err(_) => Err("the API server did not answer within 5 s".to_owned()),
     }
 }
 
-async fn metrics(State(s): State<Arc<Shared>>) -> Response {
-    let mut out = s.gc().map(|gc| gc.render_metrics()).unwrap_or_default();
-    out.push_str(&s.lifecycle_metrics.render());
-    s.requests.render(&mut out);
-    out.push_str(&format!(
-        "# HELP kgc_leader Whether this replica holds the leader lease and runs the collector.\n\
-         # TYPE kgc_leader gauge\nkgc_leader {}\n\
-         # HELP kgc_leader_terms_total Times this replica became the leader.\n\
-         # TYPE kgc_leader_terms_total counter\nkgc_leader_terms_total {}\n",
-        u8::from(s.leader.load(Ordering::Relaxed)),
-        s.terms.load(Ordering::Relaxed),
-    ));
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        out,
-    )
-        .into_response()
-}
-
-async fn graph(State(s): State<Arc<Shared>>, Query(q): Query<HashMap<String, String>>) -> Response {
+fn graph(s: &Shared, q: &HashMap<String, String>) -> Response {
     // A standby has no collector, like a standby kube-controller-manager, which registers no
     // debug handler: 404 (not 503, which clients such as kube-rs retry).
     let Some(gc) = s.gc() else {
@@ -290,11 +253,13 @@ async fn graph(State(s): State<Arc<Shared>>, Query(q): Query<HashMap<String, Str
 /// Starts the collectors for a leadership term.
 fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
     let cluster = Remote::new(shared.client.clone());
-    let gc = (!shared.disable.iter().any(|d| d == "gc"))
-        .then(|| GarbageCollector::new(cluster.clone(), config.clone()));
+    let gc = shared
+        .gc_metrics
+        .clone()
+        .map(|metrics| GarbageCollector::with_metrics(cluster.clone(), config.clone(), metrics));
     shared.set_gc(gc.clone());
-    shared.leader.store(true, Ordering::Relaxed);
-    shared.terms.fetch_add(1, Ordering::Relaxed);
+    shared.leader.set(1);
+    shared.terms.inc();
     let lifecycle = shared.lifecycle.clone().run(
         cluster,
         shared.disable.clone(),
@@ -314,7 +279,7 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
 async fn stop_gc(shared: &Shared, task: tokio::task::JoinHandle<()>) {
     task.abort();
     let _ = task.await;
-    shared.leader.store(false, Ordering::Relaxed);
+    shared.leader.set(0);
     shared.set_gc(None);
 }
 
@@ -344,8 +309,9 @@ async fn run_elected(
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let config = kube_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
-    let requests = Arc::new(Requests::default());
-    let client = counting_client(config, Arc::clone(&requests))?;
+    let registry = Registry::default();
+    let requests = Arc::new(Requests::new(&registry));
+    let client = counting_client(config, requests)?;
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     let lease = format!("{}/{}", args.lease_namespace, args.lease_name);
     anyhow::ensure!(
@@ -356,16 +322,29 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         !args.leader_elect || args.leader_elect_retry_period < args.leader_elect_renew_deadline,
         "--leader-elect-retry-period must be shorter than --leader-elect-renew-deadline"
     );
+    let leader = Gauge::default();
+    registry.register(
+        "kgc_leader",
+        "Whether this replica holds the leader lease and runs the collector.",
+        leader.clone(),
+    );
+    let terms = Counter::default();
+    registry.register(
+        "kgc_leader_terms",
+        "Times this replica became the leader.",
+        terms.clone(),
+    );
     let shared = Arc::new(Shared {
         client: client.clone(),
-        requests,
         gc: RwLock::new(None),
-        leader: AtomicBool::new(false),
-        terms: AtomicU64::new(0),
+        leader,
+        terms,
         lease: lease.clone(),
         disable: args.disable.clone(),
         lifecycle: args.lifecycle.clone(),
-        lifecycle_metrics: Arc::default(),
+        gc_metrics: (!args.disable.iter().any(|d| d == "gc"))
+            .then(|| kgc_gc::Metrics::new(&registry)),
+        lifecycle_metrics: Arc::new(kgc_lifecycle::Metrics::new(&registry)),
     });
     let config = GcConfig {
         workers: args.gc_workers,
@@ -377,13 +356,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
     let local = listener.local_addr()?;
-    let app = axum::Router::new()
-        .route("/healthz", get(healthz))
-        .route("/livez", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .route("/debug/controllers/garbagecollector/graph", get(graph))
-        .with_state(Arc::clone(&shared));
+    let ready = Arc::clone(&shared);
+    let dump = Arc::clone(&shared);
+    let admin = Admin::new(registry, move || readyz(Arc::clone(&ready))).debug(
+        "controllers/garbagecollector/graph",
+        get(move |Query(q): Query<HashMap<String, String>>| std::future::ready(graph(&dump, &q))),
+    );
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let work = if args.leader_elect {
@@ -418,14 +396,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let signalled = crate::signals::shutdown()?;
     tracing::info!(listen = %local, %identity, %lease, leader_elect = args.leader_elect, "kgc controller started");
     println!("kgc controller: listening on http://{local}");
-    let mut http_stop = stop_rx.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = http_stop.wait_for(|s| *s).await;
-            })
-            .await
-    });
+    let server = tokio::spawn(admin.serve(listener, stop_rx.clone()));
     signalled.await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);

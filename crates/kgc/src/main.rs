@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod add_user;
+mod admin;
 mod controller;
 mod data_dir;
 mod deploy_cmd;
