@@ -31,7 +31,6 @@ mod watch;
 pub mod x509;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Router;
 use axum::body::Body;
@@ -39,7 +38,10 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use kgc_meta::Status;
+use kgc_runtime::metrics::{Format, GaugeFn, Registry};
 use kgc_store::Store;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use serde_json::{Value, json};
 use tokio::sync::watch as notify;
 
@@ -48,9 +50,6 @@ use request::Query;
 
 /// The Kubernetes version kgc reports. kubectl dispatchers pick their client by its minor.
 pub const GIT_VERSION: &str = "v1.32.0";
-
-/// Renders extra Prometheus text for `/metrics` (the collectors' counters).
-pub type MetricsHook = Arc<dyn Fn() -> String + Send + Sync>;
 
 /// Renders the garbage collector's graph for `/debug/controllers/garbagecollector/graph`:
 /// `(uid, as_json) -> body`.
@@ -74,7 +73,9 @@ pub struct ApiServer {
     shutdown: notify::Receiver<bool>,
     address: String,
     metrics: Arc<Metrics>,
-    extra_metrics: Vec<MetricsHook>,
+    /// What `/metrics` exposes: the API server's metrics and whatever else the process
+    /// registered there.
+    registry: Registry,
     graph: Option<GraphHook>,
     /// Authentication (and authorization); `None` on the insecure port, where every request is
     /// served as kube-apiserver's old insecure port did.
@@ -87,15 +88,38 @@ pub struct ApiServer {
     owner_references_enforced: bool,
 }
 
-/// Request counters for `/metrics`.
-#[derive(Default)]
+/// Request counters, one per status class (held, not looked up per request), and the store's
+/// size and revision, read at scrape time.
 struct Metrics {
-    requests: [AtomicU64; 6],
+    requests: [Counter; 6],
 }
 
 const CODE_CLASSES: [&str; 6] = ["2xx", "3xx", "4xx", "5xx", "1xx", "other"];
 
 impl Metrics {
+    fn new(registry: &Registry, store: &Store) -> Self {
+        let family = Family::<[(&'static str, &'static str); 1], Counter>::default();
+        let requests = CODE_CLASSES.map(|class| family.get_or_create_owned(&[("code", class)]));
+        registry.register(
+            "kgc_apiserver_requests",
+            "API requests served, by status class.",
+            family,
+        );
+        let s = store.clone();
+        registry.register(
+            "kgc_store_objects",
+            "Objects currently stored.",
+            GaugeFn::new(move || i64::try_from(s.len()).unwrap_or(i64::MAX)),
+        );
+        let s = store.clone();
+        registry.register(
+            "kgc_store_revision",
+            "The latest resourceVersion.",
+            GaugeFn::new(move || i64::try_from(s.revision()).unwrap_or(i64::MAX)),
+        );
+        Self { requests }
+    }
+
     fn count(&self, code: StatusCode) {
         let i = match code.as_u16() / 100 {
             2 => 0,
@@ -105,7 +129,7 @@ impl Metrics {
             1 => 4,
             _ => 5,
         };
-        self.requests[i].fetch_add(1, Ordering::Relaxed);
+        self.requests[i].inc();
     }
 }
 
@@ -113,12 +137,13 @@ impl ApiServer {
     /// `address` is the `host:port` clients reach the server at (for `/api`'s
     /// `serverAddressByClientCIDRs`); flipping `shutdown` to true ends every open watch.
     pub fn new(store: Store, address: String, shutdown: notify::Receiver<bool>) -> Self {
+        let registry = Registry::default();
         Self {
+            metrics: Arc::new(Metrics::new(&registry, &store)),
+            registry,
             store,
             shutdown,
             address,
-            metrics: Arc::default(),
-            extra_metrics: Vec::new(),
             graph: None,
             authn: None,
             rbac: None,
@@ -155,9 +180,11 @@ impl ApiServer {
         self
     }
 
-    /// Appends a collector's metrics to `/metrics`.
-    pub fn with_metrics(mut self, hook: MetricsHook) -> Self {
-        self.extra_metrics.push(hook);
+    /// Registers the API server's metrics in the process's `registry` and serves all of it on
+    /// `/metrics` (without it, `/metrics` shows the API server's own).
+    pub fn with_metrics(mut self, registry: Registry) -> Self {
+        self.metrics = Arc::new(Metrics::new(&registry, &self.store));
+        self.registry = registry;
         self
     }
 
@@ -312,7 +339,7 @@ async fn route(
         [endpoint @ ("healthz" | "livez" | "readyz"), rest @ ..] => {
             get_only(health::serve(api, endpoint, rest, query)?)
         }
-        ["metrics"] => get_only(metrics(api)),
+        ["metrics"] => get_only(metrics(api, accept)),
         ["debug", "controllers", "garbagecollector", "graph"] => {
             let hook = api.graph.as_ref().ok_or_else(Status::no_such_resource)?;
             let json = query.get("format") == Some("json");
@@ -431,32 +458,13 @@ fn version() -> Value {
     })
 }
 
-/// Prometheus text exposition of request and store counters.
-fn metrics(api: &ApiServer) -> Response {
-    let mut out = String::new();
-    out.push_str("# HELP kgc_apiserver_requests_total API requests served, by status class.\n");
-    out.push_str("# TYPE kgc_apiserver_requests_total counter\n");
-    for (i, class) in CODE_CLASSES.iter().enumerate() {
-        let n = api.metrics.requests[i].load(Ordering::Relaxed);
-        out.push_str(&format!(
-            "kgc_apiserver_requests_total{{code=\"{class}\"}} {n}\n"
-        ));
-    }
-    out.push_str(
-        "# HELP kgc_store_objects Objects currently stored.\n# TYPE kgc_store_objects gauge\n",
-    );
-    out.push_str(&format!("kgc_store_objects {}\n", api.store.len()));
-    out.push_str(
-        "# HELP kgc_store_revision The latest resourceVersion.\n# TYPE kgc_store_revision gauge\n",
-    );
-    out.push_str(&format!("kgc_store_revision {}\n", api.store.revision()));
-    for hook in &api.extra_metrics {
-        out.push_str(&hook());
-    }
-    let mut resp = Response::new(Body::from(out));
+/// Every registered metric, in the text format the scraper prefers.
+fn metrics(api: &ApiServer, accept: &str) -> Response {
+    let format = Format::negotiate(accept);
+    let mut resp = Response::new(Body::from(api.registry.encode(format)));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; version=0.0.4"),
+        HeaderValue::from_static(format.content_type()),
     );
     resp
 }

@@ -198,9 +198,8 @@ async fn start_gc(
 }
 
 fn requests(gc: &GarbageCollector<InProcess>) -> u64 {
-    use std::sync::atomic::Ordering::Relaxed;
-    let m = gc.metrics();
-    m.api_get.load(Relaxed) + m.api_delete.load(Relaxed) + m.api_patch.load(Relaxed)
+    let m = gc.metrics().api_requests();
+    m.get + m.delete + m.patch
 }
 
 /// Waits until the store holds `n` fewer objects than `before`. (Counting watch events instead

@@ -10,7 +10,6 @@
 //! before the API, so a background cascade costs about one request per collected object.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -119,7 +118,7 @@ impl<C: Cluster> Shared<C> {
                 Outcome::Done
             }
             Err(e) => {
-                self.metrics.errors.fetch_add(1, Ordering::Relaxed);
+                self.metrics.errors.inc();
                 tracing::debug!(object = %item.identity, error = %e, "will retry");
                 Outcome::Retry
             }
@@ -156,7 +155,7 @@ impl<C: Cluster> Shared<C> {
         } else {
             ""
         };
-        self.metrics.api_get.fetch_add(1, Ordering::Relaxed);
+        self.metrics.api_get.inc();
         match self
             .cluster
             .get(resource, namespace, &item.identity.name)
@@ -203,7 +202,7 @@ impl<C: Cluster> Shared<C> {
                 .map(|(r, _)| r.uid.clone())
                 .collect();
             tracing::info!(object = %item.identity, owners = ?gone, "removing dangling owner references");
-            self.metrics.api_patch.fetch_add(1, Ordering::Relaxed);
+            self.metrics.api_patch.inc();
             return match self
                 .cluster
                 .remove_owner_references(
@@ -218,7 +217,7 @@ impl<C: Cluster> Shared<C> {
                 Err(e) if e.is(Reason::NotFound) => Err(self.virtual_delete(item.identity.clone())),
                 other => {
                     other?;
-                    self.metrics.refs_removed.fetch_add(1, Ordering::Relaxed);
+                    self.metrics.refs_removed.inc();
                     Ok(())
                 }
             };
@@ -232,7 +231,7 @@ impl<C: Cluster> Shared<C> {
                 .graph
                 .has_dependent_deleting_dependents(&UidKey::new(&item.identity.uid));
             if cycle {
-                self.metrics.api_patch.fetch_add(1, Ordering::Relaxed);
+                self.metrics.api_patch.inc();
                 self.cluster
                     .unblock_owner_references(
                         &resource,
@@ -302,7 +301,7 @@ impl<C: Cluster> Shared<C> {
         if let Some(Some(state)) = observed {
             return Ok(state);
         }
-        self.metrics.api_get.fetch_add(1, Ordering::Relaxed);
+        self.metrics.api_get.inc();
         let found = self
             .cluster
             .get(&owner_resource, namespace, &r.name)
@@ -352,14 +351,14 @@ impl<C: Cluster> Shared<C> {
         };
         for attempt in 0..2 {
             tracing::info!(object = %item.identity, policy = policy.as_str(), "deleting object");
-            self.metrics.api_delete.fetch_add(1, Ordering::Relaxed);
+            self.metrics.api_delete.inc();
             match self
                 .cluster
                 .delete(resource, &latest.namespace, &latest.name, &opts)
                 .await
             {
                 Ok(Deleted::Gone | Deleted::Pending(_)) => {
-                    self.metrics.deleted.fetch_add(1, Ordering::Relaxed);
+                    self.metrics.deleted.inc();
                     // Until the watch reports it, later passes (a foreground owner re-checking
                     // its blockers) need not delete it again: uids are never reused, so this
                     // object is on its way out for good.
@@ -380,7 +379,7 @@ impl<C: Cluster> Shared<C> {
                         && attempt == 0
                         && opts.preconditions.resource_version.is_some() =>
                 {
-                    self.metrics.api_get.fetch_add(1, Ordering::Relaxed);
+                    self.metrics.api_get.inc();
                     match self
                         .cluster
                         .get(resource, &latest.namespace, &latest.name)
@@ -462,7 +461,7 @@ impl<C: Cluster> Shared<C> {
         }
         if !blocked {
             tracing::info!(object = %item.identity, "no blocking dependents left; removing foregroundDeletion");
-            self.metrics.api_patch.fetch_add(1, Ordering::Relaxed);
+            self.metrics.api_patch.inc();
             match self
                 .cluster
                 .remove_finalizer(
@@ -475,9 +474,7 @@ impl<C: Cluster> Shared<C> {
                 .await
             {
                 Ok(()) => {
-                    self.metrics
-                        .finalizers_removed
-                        .fetch_add(1, Ordering::Relaxed);
+                    self.metrics.finalizers_removed.inc();
                     return Ok(());
                 }
                 Err(e) if e.is(Reason::Conflict) => {
@@ -521,7 +518,7 @@ impl<C: Cluster> Shared<C> {
         let results: Vec<Result<(), ItemError>> = futures::stream::iter(dependents)
             .map(|dep| async move {
                 let resource = self.resolve(&dep.api_version, &dep.kind)?;
-                self.metrics.api_patch.fetch_add(1, Ordering::Relaxed);
+                self.metrics.api_patch.inc();
                 match self
                     .cluster
                     .remove_owner_references(
@@ -534,7 +531,7 @@ impl<C: Cluster> Shared<C> {
                     .await
                 {
                     Ok(()) => {
-                        self.metrics.refs_removed.fetch_add(1, Ordering::Relaxed);
+                        self.metrics.refs_removed.inc();
                         Ok(())
                     }
                     Err(e) if e.is(Reason::NotFound) || e.is(Reason::Conflict) => Ok(()),
@@ -546,7 +543,7 @@ impl<C: Cluster> Shared<C> {
             .await;
         if let Some(e) = results.into_iter().find_map(Result::err) {
             tracing::warn!(owner = %owner.identity, error = %e, "orphaning dependents failed; will retry");
-            self.metrics.errors.fetch_add(1, Ordering::Relaxed);
+            self.metrics.errors.inc();
             return Outcome::Retry;
         }
         let resource = match self.resolve(&owner.identity.api_version, &owner.identity.kind) {
@@ -554,7 +551,7 @@ impl<C: Cluster> Shared<C> {
             Err(_) => return Outcome::Retry,
         };
         tracing::info!(owner = %owner.identity, "dependents orphaned; removing the orphan finalizer");
-        self.metrics.api_patch.fetch_add(1, Ordering::Relaxed);
+        self.metrics.api_patch.inc();
         match self
             .cluster
             .remove_finalizer(
@@ -567,15 +564,13 @@ impl<C: Cluster> Shared<C> {
             .await
         {
             Ok(()) => {
-                self.metrics
-                    .finalizers_removed
-                    .fetch_add(1, Ordering::Relaxed);
+                self.metrics.finalizers_removed.inc();
                 Outcome::Done
             }
             Err(e) if e.is(Reason::Conflict) => Outcome::Done,
             Err(e) => {
                 tracing::warn!(owner = %owner.identity, error = %e, "removing the orphan finalizer failed");
-                self.metrics.errors.fetch_add(1, Ordering::Relaxed);
+                self.metrics.errors.inc();
                 Outcome::Retry
             }
         }

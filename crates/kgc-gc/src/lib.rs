@@ -5,6 +5,7 @@
 //! - [`graph_builder`]: turns watch events into graph changes and work (`graph_builder.go`);
 //! - `garbagecollector`: the `attemptToDelete` and `attemptToOrphan` workers;
 //! - `monitor`: discovery and one metadata watch per deletable resource;
+//! - [`metrics`]: what it exposes on `/metrics`;
 //! - [`queue`]: client-go work-queue semantics with per-resource retry budgets.
 //!
 //! It runs against any [`Cluster`]: in-process inside `kgc serve`, or against a real API server.
@@ -13,11 +14,12 @@
 mod garbagecollector;
 pub mod graph;
 pub mod graph_builder;
+pub mod metrics;
 mod monitor;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
@@ -30,6 +32,7 @@ use garbagecollector::Outcome;
 use graph::Uid;
 use graph_builder::{Effects, GraphBuilder, GraphEvent};
 use kgc_runtime::queue::WorkQueue;
+pub use metrics::Metrics;
 pub use monitor::is_deletable;
 
 /// The component name events are recorded under.
@@ -57,19 +60,6 @@ impl Default for Config {
             orphan_concurrency: 32,
         }
     }
-}
-
-/// Counters exported on `/metrics`.
-#[derive(Debug, Default)]
-pub struct Metrics {
-    pub deleted: AtomicU64,
-    pub refs_removed: AtomicU64,
-    pub finalizers_removed: AtomicU64,
-    pub errors: AtomicU64,
-    pub api_get: AtomicU64,
-    pub api_delete: AtomicU64,
-    pub api_patch: AtomicU64,
-    pub graph_events: AtomicU64,
 }
 
 /// apiVersion/kind → resource, from discovery (the collector's REST mapper). An apiVersion that
@@ -122,6 +112,19 @@ impl<C> Shared<C> {
     }
 }
 
+impl<C: Send + Sync> metrics::Observed for Shared<C> {
+    fn queue_depths(&self) -> [usize; 2] {
+        [
+            self.attempt_to_delete_queue.len(),
+            self.attempt_to_orphan_queue.len(),
+        ]
+    }
+
+    fn graph_len(&self) -> usize {
+        self.lock_builder().graph.len()
+    }
+}
+
 /// The garbage collector. Cheap to clone; every clone is a handle onto the same collector.
 pub struct GarbageCollector<C: Cluster> {
     shared: Arc<Shared<C>>,
@@ -138,22 +141,31 @@ impl<C: Cluster> Clone for GarbageCollector<C> {
 }
 
 impl<C: Cluster> GarbageCollector<C> {
+    /// A collector whose metrics are not exposed (tests, tools).
     pub fn new(cluster: C, config: Config) -> Self {
+        Self::with_metrics(cluster, config, Metrics::default())
+    }
+
+    /// A collector counting into `metrics`, whose gauges then read this collector.
+    pub fn with_metrics(cluster: C, config: Config, metrics: Metrics) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            cluster,
+            config,
+            builder: Mutex::new(GraphBuilder::default()),
+            mapper: RwLock::default(),
+            attempt_to_delete_queue: WorkQueue::new(),
+            attempt_to_orphan_queue: WorkQueue::new(),
+            changes: tx,
+            metrics,
+            synced: Mutex::default(),
+            monitors: AtomicUsize::new(0),
+            progress: Notify::new(),
+        });
+        let observed: std::sync::Weak<Shared<C>> = Arc::downgrade(&shared);
+        shared.metrics.observe(observed);
         Self {
-            shared: Arc::new(Shared {
-                cluster,
-                config,
-                builder: Mutex::new(GraphBuilder::default()),
-                mapper: RwLock::default(),
-                attempt_to_delete_queue: WorkQueue::new(),
-                attempt_to_orphan_queue: WorkQueue::new(),
-                changes: tx,
-                metrics: Metrics::default(),
-                synced: Mutex::default(),
-                monitors: AtomicUsize::new(0),
-                progress: Notify::new(),
-            }),
+            shared,
             changes_rx: Arc::new(Mutex::new(Some(rx))),
         }
     }
@@ -300,73 +312,6 @@ impl<C: Cluster> GarbageCollector<C> {
         &self.shared.metrics
     }
 
-    /// Prometheus text exposition of the collector's counters and queue depths.
-    pub fn render_metrics(&self) -> String {
-        let m = &self.shared.metrics;
-        let mut out = String::new();
-        let mut counter = |name: &str, help: &str, labels: &[(&str, u64)]| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-            for (l, v) in labels {
-                let _ = writeln!(out, "{name}{l} {v}");
-            }
-        };
-        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        counter(
-            "kgc_gc_objects_total",
-            "Objects the garbage collector acted on, by outcome.",
-            &[
-                ("{outcome=\"deleted\"}", load(&m.deleted)),
-                (
-                    "{outcome=\"owner_references_removed\"}",
-                    load(&m.refs_removed),
-                ),
-                (
-                    "{outcome=\"finalizer_removed\"}",
-                    load(&m.finalizers_removed),
-                ),
-            ],
-        );
-        counter(
-            "kgc_gc_api_requests_total",
-            "Requests the garbage collector sent, by verb.",
-            &[
-                ("{verb=\"get\"}", load(&m.api_get)),
-                ("{verb=\"delete\"}", load(&m.api_delete)),
-                ("{verb=\"patch\"}", load(&m.api_patch)),
-            ],
-        );
-        counter(
-            "kgc_gc_errors_total",
-            "Work items that failed and were retried.",
-            &[("", load(&m.errors))],
-        );
-        counter(
-            "kgc_gc_graph_events_total",
-            "Watch events processed by the graph builder.",
-            &[("", load(&m.graph_events))],
-        );
-        let _ = writeln!(
-            out,
-            "# HELP kgc_gc_queue_depth Items waiting in each work queue.\n# TYPE kgc_gc_queue_depth gauge"
-        );
-        let _ = writeln!(
-            out,
-            "kgc_gc_queue_depth{{queue=\"attempt_to_delete\"}} {}",
-            self.shared.attempt_to_delete_queue.len()
-        );
-        let _ = writeln!(
-            out,
-            "kgc_gc_queue_depth{{queue=\"attempt_to_orphan\"}} {}",
-            self.shared.attempt_to_orphan_queue.len()
-        );
-        let _ = writeln!(
-            out,
-            "# HELP kgc_gc_graph_nodes Objects in the dependency graph.\n# TYPE kgc_gc_graph_nodes gauge\nkgc_gc_graph_nodes {}",
-            self.graph_len()
-        );
-        out
-    }
-
     /// The graph (or the part connected to `uid`) in DOT, like upstream's
     /// `/debug/controllers/garbagecollector/graph`.
     pub fn dump_dot(&self, uid: Option<&str>) -> String {
@@ -465,9 +410,7 @@ impl<C: Cluster> Shared<C> {
                 }
             }
             self.progress.notify_waiters();
-            self.metrics
-                .graph_events
-                .fetch_add(effects.len() as u64, Ordering::Relaxed);
+            self.metrics.graph_events.inc_by(effects.len() as u64);
             for fx in effects {
                 self.apply_effects(fx);
             }

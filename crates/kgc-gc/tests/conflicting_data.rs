@@ -33,7 +33,6 @@
 //! Deployments are not served by kgc, exactly as upstream's test REST mapper does not.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::Ordering;
 
 use kgc_client::InProcess;
 use kgc_gc::graph_builder::{Effects, GraphEvent};
@@ -318,11 +317,11 @@ impl Harness {
     }
 
     fn current_calls(&self) -> Calls {
-        let m = self.gc.metrics();
+        let m = self.gc.metrics().api_requests();
         Calls {
-            get: m.api_get.load(Ordering::Relaxed),
-            delete: m.api_delete.load(Ordering::Relaxed),
-            patch: m.api_patch.load(Ordering::Relaxed),
+            get: m.get,
+            delete: m.delete,
+            patch: m.patch,
         }
     }
 

@@ -1,123 +1,93 @@
-//! Counters of the lifecycle collectors, rendered on `/metrics` (Prometheus text).
+//! Counters of the lifecycle collectors (`kgc_lifecycle_*`), by collector and reason.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::Mutex;
+use kgc_runtime::metrics::Registry;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+
+type CollectorReason = [(&'static str, &'static str); 2];
+type CollectorOnly = [(&'static str, &'static str); 1];
 
 /// Per collector and reason: objects deleted, deletions that failed, objects skipped because
-/// they could not be judged (malformed), and passes run.
+/// they could not be judged (malformed), and passes run. A default value counts without being
+/// exposed.
 #[derive(Default)]
 pub struct Metrics {
-    counters: Mutex<BTreeMap<(Family, &'static str, &'static str), u64>>,
+    deleted: Family<CollectorReason, Counter>,
+    errors: Family<CollectorReason, Counter>,
+    skipped: Family<CollectorReason, Counter>,
+    passes: Family<CollectorOnly, Counter>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Family {
-    Deleted,
-    Errors,
-    Skipped,
-    Passes,
-}
-
-impl Family {
-    fn name(self) -> (&'static str, &'static str) {
-        match self {
-            Family::Deleted => (
-                "kgc_lifecycle_deleted_total",
-                "Objects a lifecycle collector deleted, by collector and reason.",
-            ),
-            Family::Errors => (
-                "kgc_lifecycle_errors_total",
-                "Lifecycle collector actions that failed (retried later), by collector and reason.",
-            ),
-            Family::Skipped => (
-                "kgc_lifecycle_skipped_total",
-                "Objects a lifecycle collector could not judge (malformed) and left alone.",
-            ),
-            Family::Passes => (
-                "kgc_lifecycle_passes_total",
-                "Passes a periodic lifecycle collector ran.",
-            ),
-        }
-    }
+fn labels(collector: &'static str, reason: &'static str) -> CollectorReason {
+    [("collector", collector), ("reason", reason)]
 }
 
 impl Metrics {
-    fn bump(&self, f: Family, collector: &'static str, reason: &'static str) {
-        *self
-            .counters
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry((f, collector, reason))
-            .or_default() += 1;
+    /// The counters, registered in `registry`.
+    pub fn new(registry: &Registry) -> Self {
+        let m = Self::default();
+        registry.register(
+            "kgc_lifecycle_deleted",
+            "Objects a lifecycle collector deleted, by collector and reason.",
+            m.deleted.clone(),
+        );
+        registry.register(
+            "kgc_lifecycle_errors",
+            "Lifecycle collector actions that failed (retried later), by collector and reason.",
+            m.errors.clone(),
+        );
+        registry.register(
+            "kgc_lifecycle_skipped",
+            "Objects a lifecycle collector could not judge (malformed) and left alone.",
+            m.skipped.clone(),
+        );
+        registry.register(
+            "kgc_lifecycle_passes",
+            "Passes a periodic lifecycle collector ran.",
+            m.passes.clone(),
+        );
+        m
     }
 
     pub fn deleted(&self, collector: &'static str, reason: &'static str) {
-        self.bump(Family::Deleted, collector, reason);
+        self.deleted.get_or_create(&labels(collector, reason)).inc();
     }
 
     pub fn error(&self, collector: &'static str, reason: &'static str) {
-        self.bump(Family::Errors, collector, reason);
+        self.errors.get_or_create(&labels(collector, reason)).inc();
     }
 
     pub fn skipped(&self, collector: &'static str, reason: &'static str) {
-        self.bump(Family::Skipped, collector, reason);
+        self.skipped.get_or_create(&labels(collector, reason)).inc();
     }
 
     pub fn pass(&self, collector: &'static str) {
-        self.bump(Family::Passes, collector, "");
+        self.passes.get_or_create(&[("collector", collector)]).inc();
     }
 
     /// The value of one counter (tests and benchmarks).
-    pub fn deleted_count(&self, collector: &str, reason: &str) -> u64 {
-        self.counters
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .filter(|((f, c, r), _)| *f == Family::Deleted && *c == collector && *r == reason)
-            .map(|(_, v)| *v)
-            .sum()
-    }
-
-    /// Prometheus text exposition.
-    pub fn render(&self) -> String {
-        let counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
-        let mut out = String::new();
-        for f in [
-            Family::Deleted,
-            Family::Errors,
-            Family::Skipped,
-            Family::Passes,
-        ] {
-            let (name, help) = f.name();
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-            for ((_, c, r), v) in counters
-                .range((f, "", "")..)
-                .take_while(|((g, _, _), _)| *g == f)
-            {
-                if f == Family::Passes {
-                    let _ = writeln!(out, "{name}{{collector=\"{c}\"}} {v}");
-                } else {
-                    let _ = writeln!(out, "{name}{{collector=\"{c}\",reason=\"{r}\"}} {v}");
-                }
-            }
-        }
-        out
+    pub fn deleted_count(&self, collector: &'static str, reason: &'static str) -> u64 {
+        self.deleted
+            .get(&labels(collector, reason))
+            .map_or(0, |c| c.get())
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use kgc_runtime::metrics::Format;
+
     use super::*;
 
     #[test]
     fn renders_counters_by_collector_and_reason() {
-        let m = Metrics::default();
+        let registry = Registry::default();
+        let m = Metrics::new(&registry);
         m.deleted("podgc", "terminated");
         m.deleted("podgc", "terminated");
         m.error("ttl", "delete");
         m.pass("podgc");
-        let text = m.render();
+        let text = registry.encode(Format::Prometheus);
         assert!(text.contains(
             "kgc_lifecycle_deleted_total{collector=\"podgc\",reason=\"terminated\"} 2\n"
         ));

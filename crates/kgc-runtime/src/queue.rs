@@ -599,7 +599,7 @@ mod tests {
         q.add_rate_limited("c", "x");
         assert_eq!(q.get().await, Some("a"));
         q.done(&"a");
-        let text = registry.encode();
+        let text = registry.encode(crate::metrics::Format::Prometheus);
         assert!(
             text.contains("workqueue_depth{name=\"podgc\"} 1\n"),
             "{text}"

@@ -1,33 +1,32 @@
 //! `kgc controller`: the owner-reference garbage collector against any Kubernetes API server.
 //!
 //! The same collector `kgc serve` runs in-process, here over kube-rs ([`kgc_client::Remote`]).
-//! Several replicas may run: they elect a leader on a coordination.k8s.io/v1 Lease the way
-//! client-go's `leaderelection` does (a candidate takes the lease only once it has seen it
-//! unchanged for its whole duration; the leader renews every retry period and stops collecting
-//! when it could not renew within the renew deadline), and only the leader collects. A clean
-//! shutdown releases the lease so that a standby takes over at its next retry.
+//! Several replicas may run: they elect a leader on a Lease ([`crate::leader_election`]), and
+//! only the leader collects, with a fresh collector each leadership term. Health, metrics and
+//! the graph dump are on the admin server ([`crate::admin`]).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use anyhow::Context;
-use axum::extract::{Query, State};
+use axum::extract::Query;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use k8s_openapi::jiff::Timestamp;
 use kgc_client::Remote;
 use kgc_gc::{Config as GcConfig, GarbageCollector};
-use kube::api::{Api, PostParams};
+use kgc_runtime::metrics::Registry;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::watch;
-use tokio::time::Instant;
+
+use crate::admin::{Admin, text};
+use crate::leader_election::{self, Ended, LeaderElector};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -122,15 +121,26 @@ fn default_identity() -> String {
 
 /// Requests this process sent to the API server, by verb (every request: the collector's,
 /// its watches and discovery, and leader election's).
-#[derive(Default)]
 struct Requests {
-    counts: [AtomicU64; VERBS.len()],
+    /// One counter per verb of [`VERBS`], held rather than looked up per request.
+    counts: [Counter; VERBS.len()],
 }
 
 /// `get` counts every non-watch GET, LISTs and discovery included.
 const VERBS: [&str; 6] = ["get", "watch", "create", "update", "patch", "delete"];
 
 impl Requests {
+    fn new(registry: &Registry) -> Self {
+        let family = Family::<[(&'static str, &'static str); 1], Counter>::default();
+        let counts = VERBS.map(|verb| family.get_or_create_owned(&[("verb", verb)]));
+        registry.register(
+            "kgc_controller_api_requests",
+            "HTTP requests sent to the API server, by verb (get includes lists).",
+            family,
+        );
+        Self { counts }
+    }
+
     fn count(&self, method: &http::Method, uri: &http::Uri) {
         let verb = match *method {
             http::Method::GET
@@ -148,20 +158,7 @@ impl Requests {
             _ => return,
         };
         if let Some(i) = VERBS.iter().position(|v| *v == verb) {
-            self.counts[i].fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    fn render(&self, out: &mut String) {
-        out.push_str(
-            "# HELP kgc_controller_api_requests_total HTTP requests sent to the API server, by verb (get includes lists).\n\
-             # TYPE kgc_controller_api_requests_total counter\n",
-        );
-        for (verb, n) in VERBS.iter().zip(&self.counts) {
-            out.push_str(&format!(
-                "kgc_controller_api_requests_total{{verb=\"{verb}\"}} {}\n",
-                n.load(Ordering::Relaxed)
-            ));
+            self.counts[i].inc();
         }
     }
 }
@@ -177,20 +174,21 @@ fn counting_client(config: kube::Config, requests: Arc<Requests>) -> anyhow::Res
     Ok(builder.with_layer(&layer).build())
 }
 
-/// What the HTTP endpoints read.
+/// What the leadership terms and the admin endpoints share.
 struct Shared {
     client: kube::Client,
-    requests: Arc<Requests>,
     /// The collector of the current leadership term.
     gc: RwLock<Option<GarbageCollector<Remote>>>,
-    leader: AtomicBool,
-    /// Times this replica became leader.
-    terms: AtomicU64,
+    /// `kgc_leader`: 1 while this replica leads and runs the collectors.
+    leader: Gauge,
+    /// `kgc_leader_terms_total`: times this replica became leader.
+    terms: Counter,
     lease: String,
     /// Collectors turned off.
     disable: Vec<String>,
     lifecycle: crate::lifecycle::LifecycleArgs,
-    /// The lifecycle collectors' counters, kept across leadership terms.
+    /// The collectors' metrics, registered once and kept across leadership terms.
+    gc_metrics: Option<kgc_gc::Metrics>,
     lifecycle_metrics: Arc<kgc_lifecycle::Metrics>,
 }
 
@@ -204,63 +202,22 @@ impl Shared {
     }
 }
 
-fn text(code: StatusCode, body: impl Into<String>) -> Response {
-    (
-        code,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        body.into(),
-    )
-        .into_response()
-}
-
-async fn healthz() -> Response {
-    text(StatusCode::OK, "ok")
-}
-
 /// Ready when the API server answers; the body says whether this replica leads and, if so,
 /// whether every resource has synced.
-async fn readyz(State(s): State<Arc<Shared>>) -> Response {
+async fn readyz(s: Arc<Shared>) -> Result<String, String> {
     match tokio::time::timeout(Duration::from_secs(5), s.client.apiserver_version()).await {
-        Ok(Ok(_)) => {
-            let role = match s.gc() {
-                Some(gc) if gc.is_synced() => "ok: leading, synced",
-                Some(_) => "ok: leading, syncing",
-                None => "ok: standing by",
-            };
-            text(StatusCode::OK, role)
+        Ok(Ok(_)) => Ok(match s.gc() {
+            Some(gc) if gc.is_synced() => "ok: leading, synced",
+            Some(_) => "ok: leading, syncing",
+            None => "ok: standing by",
         }
-        Ok(Err(e)) => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("the API server is unreachable: {e}"),
-        ),
-        Err(_) => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the API server did not answer within 5 s",
-        ),
+        .to_owned()),
+        Ok(Err(e)) => Err(format!("the API server is unreachable: {e}")),
+        Err(_) => Err("the API server did not answer within 5 s".to_owned()),
     }
 }
 
-async fn metrics(State(s): State<Arc<Shared>>) -> Response {
-    let mut out = s.gc().map(|gc| gc.render_metrics()).unwrap_or_default();
-    out.push_str(&s.lifecycle_metrics.render());
-    s.requests.render(&mut out);
-    out.push_str(&format!(
-        "# HELP kgc_leader Whether this replica holds the leader lease and runs the collector.\n\
-         # TYPE kgc_leader gauge\nkgc_leader {}\n\
-         # HELP kgc_leader_terms_total Times this replica became the leader.\n\
-         # TYPE kgc_leader_terms_total counter\nkgc_leader_terms_total {}\n",
-        u8::from(s.leader.load(Ordering::Relaxed)),
-        s.terms.load(Ordering::Relaxed),
-    ));
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        out,
-    )
-        .into_response()
-}
-
-async fn graph(State(s): State<Arc<Shared>>, Query(q): Query<HashMap<String, String>>) -> Response {
+fn graph(s: &Shared, q: &HashMap<String, String>) -> Response {
     // A standby has no collector, like a standby kube-controller-manager, which registers no
     // debug handler: 404 (not 503, which clients such as kube-rs retry).
     let Some(gc) = s.gc() else {
@@ -293,187 +250,16 @@ async fn graph(State(s): State<Arc<Shared>>, Query(q): Query<HashMap<String, Str
     }
 }
 
-/// The lease fields leader election compares, as observed.
-#[derive(Debug, Clone, PartialEq)]
-struct Record {
-    holder: String,
-    duration_seconds: i32,
-    acquire_time: Option<MicroTime>,
-    renew_time: Option<MicroTime>,
-    transitions: i32,
-}
-
-impl Record {
-    fn of(lease: &Lease) -> Self {
-        let spec = lease.spec.clone().unwrap_or_default();
-        Self {
-            holder: spec.holder_identity.unwrap_or_default(),
-            duration_seconds: spec.lease_duration_seconds.unwrap_or_default(),
-            acquire_time: spec.acquire_time,
-            renew_time: spec.renew_time,
-            transitions: spec.lease_transitions.unwrap_or_default(),
-        }
-    }
-}
-
-/// What one acquire-or-renew round found.
-#[derive(Debug, PartialEq, Eq)]
-enum Round {
-    /// This replica holds the lease (acquired or renewed).
-    Held,
-    /// Another replica holds a lease that has not expired.
-    HeldByOther(String),
-    /// Someone else wrote the lease first (409): try again next round.
-    Conflict,
-}
-
-/// client-go `LeaderElector` over a Lease, with optimistic locking on resourceVersion.
-struct Elector {
-    api: Api<Lease>,
-    name: String,
-    identity: String,
-    lease_duration: Duration,
-    renew_deadline: Duration,
-    retry_period: Duration,
-    /// The record last seen and when it was first seen: expiry is judged by the local clock
-    /// since the record last changed, never by comparing clocks across machines.
-    observed: Option<(Record, Instant)>,
-}
-
-fn now() -> MicroTime {
-    MicroTime(Timestamp::now())
-}
-
-fn is_conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 409)
-}
-
-impl Elector {
-    fn observe(&mut self, lease: &Lease) {
-        let record = Record::of(lease);
-        if self.observed.as_ref().is_none_or(|(r, _)| *r != record) {
-            self.observed = Some((record, Instant::now()));
-        }
-    }
-
-    fn lease_seconds(&self) -> i32 {
-        i32::try_from(self.lease_duration.as_secs().max(1)).unwrap_or(i32::MAX)
-    }
-
-    /// Upstream `tryAcquireOrRenew`.
-    async fn try_acquire_or_renew(&mut self) -> Result<Round, kube::Error> {
-        let Some(mut lease) = self.api.get_opt(&self.name).await? else {
-            let lease = Lease {
-                metadata: kube::core::ObjectMeta {
-                    name: Some(self.name.clone()),
-                    ..Default::default()
-                },
-                spec: Some(LeaseSpec {
-                    holder_identity: Some(self.identity.clone()),
-                    lease_duration_seconds: Some(self.lease_seconds()),
-                    acquire_time: Some(now()),
-                    renew_time: Some(now()),
-                    lease_transitions: Some(0),
-                    ..LeaseSpec::default()
-                }),
-            };
-            return match self.api.create(&PostParams::default(), &lease).await {
-                Ok(created) => {
-                    self.observe(&created);
-                    Ok(Round::Held)
-                }
-                Err(e) if is_conflict(&e) => Ok(Round::Conflict),
-                Err(e) => Err(e),
-            };
-        };
-        self.observe(&lease);
-        let (record, seen) = self.observed.clone().expect("just observed");
-        let mine = record.holder == self.identity;
-        let valid_for = Duration::from_secs(u64::try_from(record.duration_seconds).unwrap_or(0));
-        if !record.holder.is_empty() && !mine && seen + valid_for > Instant::now() {
-            return Ok(Round::HeldByOther(record.holder));
-        }
-        let mut spec = lease.spec.take().unwrap_or_default();
-        let stamp = now();
-        if mine {
-            spec.renew_time = Some(stamp);
-        } else {
-            spec.holder_identity = Some(self.identity.clone());
-            spec.acquire_time = Some(stamp.clone());
-            spec.renew_time = Some(stamp);
-            spec.lease_transitions = Some(record.transitions + 1);
-        }
-        spec.lease_duration_seconds = Some(self.lease_seconds());
-        lease.spec = Some(spec);
-        // `replace` sends the resourceVersion read above: a concurrent writer makes it a 409.
-        match self
-            .api
-            .replace(&self.name, &PostParams::default(), &lease)
-            .await
-        {
-            Ok(updated) => {
-                self.observe(&updated);
-                Ok(Round::Held)
-            }
-            Err(e) if is_conflict(&e) => Ok(Round::Conflict),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// One round, bounded by the renew deadline so a hung connection cannot outlive a lease.
-    async fn round(&mut self) -> anyhow::Result<Round> {
-        let deadline = self.renew_deadline;
-        match tokio::time::timeout(deadline, self.try_acquire_or_renew()).await {
-            Ok(r) => Ok(r?),
-            Err(_) => anyhow::bail!("no answer from the API server within {deadline:?}"),
-        }
-    }
-
-    /// Upstream `release`: empty holder, 1 s duration, so a standby takes over at once.
-    async fn release(&mut self) -> Result<(), kube::Error> {
-        let Some(mut lease) = self.api.get_opt(&self.name).await? else {
-            return Ok(());
-        };
-        let mut spec = lease.spec.take().unwrap_or_default();
-        if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
-            return Ok(());
-        }
-        let stamp = now();
-        spec.holder_identity = Some(String::new());
-        spec.lease_duration_seconds = Some(1);
-        spec.acquire_time = Some(stamp.clone());
-        spec.renew_time = Some(stamp);
-        lease.spec = Some(spec);
-        self.api
-            .replace(&self.name, &PostParams::default(), &lease)
-            .await
-            .map(|_| ())
-    }
-}
-
-/// Sleeps `d` with up to 20 % jitter (client-go `wait.JitterUntil` with factor 1.2 adds up
-/// to 120 %; less keeps tests snappy). Returns true if `stop` fired first.
-async fn pause(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|t| t.subsec_nanos())
-        .unwrap_or(0);
-    let d = d + d.mul_f64(f64::from(nanos % 1000) / 5000.0);
-    let stopped = tokio::select! {
-        _ = tokio::time::sleep(d) => false,
-        r = stop.wait_for(|s| *s) => r.is_ok(),
-    };
-    stopped || *stop.borrow()
-}
-
 /// Starts the collectors for a leadership term.
 fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
     let cluster = Remote::new(shared.client.clone());
-    let gc = (!shared.disable.iter().any(|d| d == "gc"))
-        .then(|| GarbageCollector::new(cluster.clone(), config.clone()));
+    let gc = shared
+        .gc_metrics
+        .clone()
+        .map(|metrics| GarbageCollector::with_metrics(cluster.clone(), config.clone(), metrics));
     shared.set_gc(gc.clone());
-    shared.leader.store(true, Ordering::Relaxed);
-    shared.terms.fetch_add(1, Ordering::Relaxed);
+    shared.leader.set(1);
+    shared.terms.inc();
     // One set of watches for the term, shared by every controller and collector.
     let informers = kgc_runtime::informer::Informers::new(cluster);
     let lifecycle = shared.lifecycle.clone().run(
@@ -504,65 +290,28 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
 async fn stop_gc(shared: &Shared, task: tokio::task::JoinHandle<()>) {
     task.abort();
     let _ = task.await;
-    shared.leader.store(false, Ordering::Relaxed);
+    shared.leader.set(0);
     shared.set_gc(None);
 }
 
 /// Campaigns, leads while the lease is held, and campaigns again when it is lost, until `stop`.
 async fn run_elected(
-    mut elector: Elector,
+    mut elector: LeaderElector,
     shared: Arc<Shared>,
     config: GcConfig,
     mut stop: watch::Receiver<bool>,
 ) {
     let lease = shared.lease.clone();
     loop {
-        // Candidate: the first try at once, then every retry period.
-        let mut first = true;
-        loop {
-            if *stop.borrow() || (!first && pause(elector.retry_period, &mut stop).await) {
-                return;
-            }
-            first = false;
-            match elector.round().await {
-                Ok(Round::Held) => break,
-                Ok(Round::HeldByOther(holder)) => {
-                    tracing::debug!(%lease, %holder, "the lease is held by another replica")
-                }
-                Ok(Round::Conflict) => tracing::debug!(%lease, "lost a race for the lease"),
-                Err(e) => tracing::warn!(%lease, error = %e, "error taking the lease"),
-            }
+        if !elector.acquire(&mut stop).await {
+            return;
         }
-        tracing::info!(%lease, identity = %elector.identity, "became the leader; starting the garbage collector");
+        tracing::info!(%lease, identity = %elector.identity(), "became the leader; starting the garbage collector");
         let task = start_gc(&shared, &config);
-        // Leader.
-        let mut renewed = Instant::now();
-        let stopped = loop {
-            if pause(elector.retry_period, &mut stop).await {
-                break true;
-            }
-            match elector.round().await {
-                Ok(Round::Held) => renewed = Instant::now(),
-                Ok(Round::HeldByOther(holder)) => {
-                    tracing::warn!(%lease, %holder, "another replica took the lease");
-                    break false;
-                }
-                Ok(Round::Conflict) => tracing::debug!(%lease, "conflict renewing the lease"),
-                Err(e) => tracing::warn!(%lease, error = %e, "error renewing the lease"),
-            }
-            if renewed.elapsed() > elector.renew_deadline {
-                tracing::warn!(%lease, deadline = ?elector.renew_deadline, "could not renew the lease in time");
-                break false;
-            }
-        };
+        let ended = elector.renew(&mut stop).await;
         stop_gc(&shared, task).await;
-        if stopped {
-            let deadline = elector.renew_deadline;
-            match tokio::time::timeout(deadline, elector.release()).await {
-                Ok(Ok(())) => tracing::info!(%lease, "released the lease"),
-                Ok(Err(e)) => tracing::warn!(%lease, error = %e, "releasing the lease failed"),
-                Err(_) => tracing::warn!(%lease, "releasing the lease timed out"),
-            }
+        if ended == Ended::Stopped {
+            elector.release().await;
             return;
         }
         tracing::warn!(%lease, "leadership lost; garbage collector stopped");
@@ -571,8 +320,9 @@ async fn run_elected(
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let config = kube_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
-    let requests = Arc::new(Requests::default());
-    let client = counting_client(config, Arc::clone(&requests))?;
+    let registry = Registry::default();
+    let requests = Arc::new(Requests::new(&registry));
+    let client = counting_client(config, requests)?;
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     let lease = format!("{}/{}", args.lease_namespace, args.lease_name);
     anyhow::ensure!(
@@ -583,19 +333,32 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         !args.leader_elect || args.leader_elect_retry_period < args.leader_elect_renew_deadline,
         "--leader-elect-retry-period must be shorter than --leader-elect-renew-deadline"
     );
+    let disabled = args
+        .selection
+        .disabled(&crate::controllers::OFF_AGAINST_A_CLUSTER)
+        .map_err(anyhow::Error::msg)?;
+    let leader = Gauge::default();
+    registry.register(
+        "kgc_leader",
+        "Whether this replica holds the leader lease and runs the collector.",
+        leader.clone(),
+    );
+    let terms = Counter::default();
+    registry.register(
+        "kgc_leader_terms",
+        "Times this replica became the leader.",
+        terms.clone(),
+    );
     let shared = Arc::new(Shared {
         client: client.clone(),
-        requests,
         gc: RwLock::new(None),
-        leader: AtomicBool::new(false),
-        terms: AtomicU64::new(0),
+        leader,
+        terms,
         lease: lease.clone(),
-        disable: args
-            .selection
-            .disabled(&crate::controllers::OFF_AGAINST_A_CLUSTER)
-            .map_err(anyhow::Error::msg)?,
         lifecycle: args.lifecycle.clone(),
-        lifecycle_metrics: Arc::default(),
+        gc_metrics: (!disabled.iter().any(|d| d == "gc")).then(|| kgc_gc::Metrics::new(&registry)),
+        lifecycle_metrics: Arc::new(kgc_lifecycle::Metrics::new(&registry)),
+        disable: disabled,
     });
     let config = GcConfig {
         workers: args.gc_workers,
@@ -607,25 +370,26 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
     let local = listener.local_addr()?;
-    let app = axum::Router::new()
-        .route("/healthz", get(healthz))
-        .route("/livez", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .route("/debug/controllers/garbagecollector/graph", get(graph))
-        .with_state(Arc::clone(&shared));
+    let ready = Arc::clone(&shared);
+    let dump = Arc::clone(&shared);
+    let admin = Admin::new(registry, move || readyz(Arc::clone(&ready))).debug(
+        "controllers/garbagecollector/graph",
+        get(move |Query(q): Query<HashMap<String, String>>| std::future::ready(graph(&dump, &q))),
+    );
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let work = if args.leader_elect {
-        let elector = Elector {
-            api: Api::namespaced(client.clone(), &args.lease_namespace),
-            name: args.lease_name.clone(),
-            identity: identity.clone(),
-            lease_duration: args.leader_elect_lease_duration,
-            renew_deadline: args.leader_elect_renew_deadline,
-            retry_period: args.leader_elect_retry_period,
-            observed: None,
-        };
+        let elector = LeaderElector::new(
+            client.clone(),
+            leader_election::Config {
+                namespace: args.lease_namespace.clone(),
+                name: args.lease_name.clone(),
+                identity: identity.clone(),
+                lease_duration: args.leader_elect_lease_duration,
+                renew_deadline: args.leader_elect_renew_deadline,
+                retry_period: args.leader_elect_retry_period,
+            },
+        );
         tokio::spawn(run_elected(
             elector,
             Arc::clone(&shared),
@@ -646,14 +410,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let signalled = crate::signals::shutdown()?;
     tracing::info!(listen = %local, %identity, %lease, leader_elect = args.leader_elect, "kgc controller started");
     println!("kgc controller: listening on http://{local}");
-    let mut http_stop = stop_rx.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = http_stop.wait_for(|s| *s).await;
-            })
-            .await
-    });
+    let server = tokio::spawn(admin.serve(listener, stop_rx.clone()));
     signalled.await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);

@@ -2,12 +2,14 @@
 #![forbid(unsafe_code)]
 
 mod add_user;
+mod admin;
 mod controller;
 mod controllers;
 mod data_dir;
 mod deploy_cmd;
 mod encryption;
 mod gc_cmd;
+mod leader_election;
 mod lifecycle;
 mod node_cmd;
 mod secure;

@@ -3,14 +3,17 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context;
 use kgc_node::cri::{CriClient, Outcome};
 use kgc_node::snapshot::Pod;
 use kgc_node::{ContainerGcPolicy, GcState, ImageGcPolicy, Plan, Policy, Snapshot};
+use kgc_runtime::metrics::Registry;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -137,7 +140,7 @@ struct GcArgs {
     /// Run a pass every this long until interrupted, serving /metrics.
     #[arg(long, value_parser = crate::parse_duration)]
     every: Option<Duration>,
-    /// Address of /metrics and /healthz with --every.
+    /// Address of /metrics, /healthz and /readyz with --every.
     #[arg(long, default_value = "127.0.0.1:9560")]
     metrics_listen: SocketAddr,
 }
@@ -373,142 +376,114 @@ fn print_plan(plan: &Plan<'_>, outcome: Option<&Outcome>, output: Output) -> any
     emit(&out)
 }
 
-/// Counters for `/metrics` of `kgc node gc --every`.
-#[derive(Default)]
+/// The metrics of `kgc node gc --every`.
 struct Metrics {
-    passes: AtomicU64,
-    pass_errors: AtomicU64,
-    containers: AtomicU64,
-    sandboxes: AtomicU64,
-    pod_log_dirs: AtomicU64,
-    images_age: AtomicU64,
-    images_space: AtomicU64,
-    image_bytes: AtomicU64,
-    removal_failures: AtomicU64,
-    usage_percent: AtomicU64,
-    last_pass_seconds: AtomicU64,
+    passes: Counter,
+    pass_errors: Counter,
+    containers: Counter,
+    sandboxes: Counter,
+    pod_log_dirs: Counter,
+    images_age: Counter,
+    images_space: Counter,
+    image_bytes: Counter,
+    removal_failures: Counter,
+    usage_percent: Gauge,
+    last_pass_seconds: Gauge,
 }
 
 impl Metrics {
-    fn render(&self) -> String {
-        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        const C: &str = "counter";
-        // (name, type, help, labels, value); rows of one name are adjacent.
-        let rows = [
+    fn new(registry: &Registry) -> Self {
+        let images = Family::<[(&'static str, &'static str); 1], Counter>::default();
+        let m = Self {
+            passes: Counter::default(),
+            pass_errors: Counter::default(),
+            containers: Counter::default(),
+            sandboxes: Counter::default(),
+            pod_log_dirs: Counter::default(),
+            images_age: images.get_or_create_owned(&[("reason", "age")]),
+            images_space: images.get_or_create_owned(&[("reason", "space")]),
+            image_bytes: Counter::default(),
+            removal_failures: Counter::default(),
+            usage_percent: Gauge::default(),
+            last_pass_seconds: Gauge::default(),
+        };
+        let counters = [
+            ("kgc_node_gc_passes", "GC passes run.", &m.passes),
             (
-                "kgc_node_gc_passes_total",
-                C,
-                "GC passes run.",
-                "",
-                g(&self.passes),
-            ),
-            (
-                "kgc_node_gc_pass_errors_total",
-                C,
+                "kgc_node_gc_pass_errors",
                 "GC passes that failed before removing anything (runtime down, bad answer).",
-                "",
-                g(&self.pass_errors),
+                &m.pass_errors,
             ),
             (
-                "kgc_node_containers_removed_total",
-                C,
+                "kgc_node_containers_removed",
                 "Dead containers removed.",
-                "",
-                g(&self.containers),
+                &m.containers,
             ),
             (
-                "kgc_node_sandboxes_removed_total",
-                C,
+                "kgc_node_sandboxes_removed",
                 "Pod sandboxes removed.",
-                "",
-                g(&self.sandboxes),
+                &m.sandboxes,
             ),
             (
-                "kgc_node_pod_log_dirs_removed_total",
-                C,
+                "kgc_node_pod_log_dirs_removed",
                 "Pod log directories removed.",
-                "",
-                g(&self.pod_log_dirs),
-            ),
-            (
-                "kgc_node_image_garbage_collected_total",
-                C,
-                "Images removed, by reason (the kubelet's image_garbage_collected_total).",
-                "{reason=\"age\"}",
-                g(&self.images_age),
-            ),
-            (
-                "kgc_node_image_garbage_collected_total",
-                C,
-                "",
-                "{reason=\"space\"}",
-                g(&self.images_space),
-            ),
-            (
-                "kgc_node_image_bytes_freed_total",
-                C,
-                "Bytes freed by removed images, by the sizes the runtime reported.",
-                "",
-                g(&self.image_bytes),
-            ),
-            (
-                "kgc_node_removal_failures_total",
-                C,
-                "Removals the runtime refused.",
-                "",
-                g(&self.removal_failures),
-            ),
-            (
-                "kgc_node_image_fs_usage_percent",
-                "gauge",
-                "Image filesystem usage at the last pass.",
-                "",
-                g(&self.usage_percent),
-            ),
-            (
-                "kgc_node_gc_last_pass_timestamp_seconds",
-                "gauge",
-                "When the last pass finished.",
-                "",
-                g(&self.last_pass_seconds),
+                &m.pod_log_dirs,
             ),
         ];
-        let mut out = String::new();
-        let mut last = "";
-        for (name, kind, help, labels, value) in rows {
-            if name != last {
-                out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-                last = name;
-            }
-            out.push_str(&format!("{name}{labels} {value}\n"));
+        for (name, help, counter) in counters {
+            registry.register(name, help, counter.clone());
         }
-        out
+        registry.register(
+            "kgc_node_image_garbage_collected",
+            "Images removed, by reason (the kubelet's image_garbage_collected_total).",
+            images,
+        );
+        registry.register(
+            "kgc_node_image_bytes_freed",
+            "Bytes freed by removed images, by the sizes the runtime reported.",
+            m.image_bytes.clone(),
+        );
+        registry.register(
+            "kgc_node_removal_failures",
+            "Removals the runtime refused.",
+            m.removal_failures.clone(),
+        );
+        registry.register(
+            "kgc_node_image_fs_usage_percent",
+            "Image filesystem usage at the last pass.",
+            m.usage_percent.clone(),
+        );
+        registry.register(
+            "kgc_node_gc_last_pass_timestamp_seconds",
+            "When the last pass finished.",
+            m.last_pass_seconds.clone(),
+        );
+        m
     }
 
     fn observe(&self, plan: &Plan<'_>, outcome: Option<&Outcome>) {
-        let add = |a: &AtomicU64, n: u64| a.fetch_add(n, Ordering::Relaxed);
-        add(&self.passes, 1);
+        self.passes.inc();
         if let Some(fs) = &plan.images.fs {
             self.usage_percent
-                .store(fs.usage_percent, Ordering::Relaxed);
+                .set(i64::try_from(fs.usage_percent).unwrap_or(i64::MAX));
         }
         if let Some(o) = outcome {
-            add(&self.containers, o.containers);
-            add(&self.sandboxes, o.sandboxes);
-            add(&self.pod_log_dirs, o.pod_log_dirs);
-            add(&self.image_bytes, o.image_bytes);
-            add(&self.removal_failures, o.failures.len() as u64);
+            self.containers.inc_by(o.containers);
+            self.sandboxes.inc_by(o.sandboxes);
+            self.pod_log_dirs.inc_by(o.pod_log_dirs);
+            self.image_bytes.inc_by(o.image_bytes);
+            self.removal_failures.inc_by(o.failures.len() as u64);
             for r in &plan.images.removals {
                 if o.removed_images.contains(&r.id) {
                     match r.reason {
-                        kgc_node::images::ImageReason::Age => add(&self.images_age, 1),
-                        kgc_node::images::ImageReason::Space => add(&self.images_space, 1),
+                        kgc_node::images::ImageReason::Age => self.images_age.inc(),
+                        kgc_node::images::ImageReason::Space => self.images_space.inc(),
                     };
                 }
             }
         }
-        let now = jiff::Timestamp::now().as_second().max(0).unsigned_abs();
-        self.last_pass_seconds.store(now, Ordering::Relaxed);
+        self.last_pass_seconds
+            .set(jiff::Timestamp::now().as_second().max(0));
     }
 }
 
@@ -570,25 +545,28 @@ async fn gc(args: GcArgs) -> anyhow::Result<()> {
         return Ok(());
     };
     anyhow::ensure!(!every.is_zero(), "--every must be more than 0s");
-    let metrics = Arc::new(Metrics::default());
+    let registry = Registry::default();
+    let metrics = Metrics::new(&registry);
+    // Ready once a pass went through; not while the last one failed.
+    let last_pass: Arc<Mutex<Result<(), String>>> =
+        Arc::new(Mutex::new(Err("no GC pass has run yet".to_owned())));
+    let set_last_pass = |result: Result<(), String>| {
+        *last_pass.lock().unwrap_or_else(PoisonError::into_inner) = result;
+    };
     let listener = tokio::net::TcpListener::bind(args.metrics_listen)
         .await
         .with_context(|| format!("listening on {}", args.metrics_listen))?;
     tracing::info!(address = %listener.local_addr()?, "serving /metrics");
-    let app = {
-        use axum::routing::get;
-        let m = Arc::clone(&metrics);
-        axum::Router::new()
-            .route("/healthz", get(|| async { "ok" }))
-            .route(
-                "/metrics",
-                get(move || {
-                    let m = Arc::clone(&m);
-                    async move { m.render() }
-                }),
-            )
-    };
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let ready = Arc::clone(&last_pass);
+    let admin = crate::admin::Admin::new(registry, move || {
+        let verdict = match &*ready.lock().unwrap_or_else(PoisonError::into_inner) {
+            Ok(()) => Ok("ok".to_owned()),
+            Err(e) => Err(format!("the last GC pass failed: {e}")),
+        };
+        std::future::ready(verdict)
+    });
+    let (stop_admin, admin_stop) = tokio::sync::watch::channel(false);
+    let server = tokio::spawn(admin.serve(listener, admin_stop));
     let mut client: Option<CriClient> = None;
     let mut ticker = tokio::time::interval(every);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -605,8 +583,9 @@ async fn gc(args: GcArgs) -> anyhow::Result<()> {
             match connect(&args.runtime).await {
                 Ok(c) => client = Some(c),
                 Err(e) => {
-                    metrics.pass_errors.fetch_add(1, Ordering::Relaxed);
+                    metrics.pass_errors.inc();
                     tracing::error!("node GC pass skipped: {e:#}");
+                    set_last_pass(Err(format!("{e:#}")));
                     continue;
                 }
             }
@@ -625,15 +604,21 @@ async fn gc(args: GcArgs) -> anyhow::Result<()> {
         {
             Ok((plan, outcome)) => {
                 metrics.observe(&plan, outcome.as_ref());
+                set_last_pass(Ok(()));
                 print_plan(&plan, outcome.as_ref(), args.output)?;
             }
             Err(e) => {
-                metrics.pass_errors.fetch_add(1, Ordering::Relaxed);
+                metrics.pass_errors.inc();
                 tracing::error!("node GC pass failed, nothing removed: {e:#}");
+                set_last_pass(Err(format!("{e:#}")));
             }
         }
     }
-    server.abort();
+    let _ = stop_admin.send(true);
+    server
+        .await
+        .context("the admin server task")?
+        .context("serving /metrics")?;
     Ok(())
 }
 
@@ -724,7 +709,9 @@ mod tests {
 
     #[test]
     fn metrics_have_one_help_per_name() {
-        let text = Metrics::default().render();
+        let registry = Registry::default();
+        Metrics::new(&registry);
+        let text = registry.encode(kgc_runtime::metrics::Format::Prometheus);
         assert_eq!(
             text.matches("# HELP kgc_node_image_garbage_collected_total")
                 .count(),

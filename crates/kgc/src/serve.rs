@@ -9,6 +9,7 @@ use anyhow::Context;
 use kgc_apiserver::ApiServer;
 use kgc_client::InProcess;
 use kgc_gc::{Config as GcConfig, GarbageCollector};
+use kgc_runtime::metrics::Registry;
 use kgc_store::{Options, Store};
 
 use crate::lifecycle::WithClock;
@@ -230,7 +231,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     // The watches and caches every in-process controller and collector shares.
     let informers = kgc_runtime::informer::Informers::new(InProcess::new(store.clone()));
-    let registry = kgc_runtime::metrics::Registry::default();
+    // The process's one registry: the API server, the controllers and collectors, and
+    // `/metrics` on the API server, which encodes it.
+    let registry = Registry::default();
     let controllers = tokio::spawn({
         let ctx = kgc_controllers::Context {
             informers: informers.clone(),
@@ -241,41 +244,39 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         async move { crate::controllers::run(ctx, &disabled).await }
     });
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut api = ApiServer::new(store.clone(), client_host.clone(), stop_rx).with_inflight_limits(
-        args.max_requests_inflight,
-        args.max_mutating_requests_inflight,
-    );
+    let mut api = ApiServer::new(store.clone(), client_host.clone(), stop_rx)
+        .with_metrics(registry.clone())
+        .with_inflight_limits(
+            args.max_requests_inflight,
+            args.max_mutating_requests_inflight,
+        );
     if !args.disable_admission_plugins.is_empty() {
         api = api.without_owner_references_enforcement();
     }
-    api = api.with_metrics(Arc::new(move || registry.encode()));
     let mut gc_task = None;
     if !disabled.iter().any(|d| d == "gc") {
-        let gc = GarbageCollector::new(
+        let gc = GarbageCollector::with_metrics(
             InProcess::new(store.clone()),
             GcConfig {
                 workers: args.gc_workers,
                 resync: args.gc_resync,
                 ..GcConfig::default()
             },
+            kgc_gc::Metrics::new(&registry),
         );
-        let (m, g) = (gc.clone(), gc.clone());
-        api = api
-            .with_metrics(Arc::new(move || m.render_metrics()))
-            .with_graph(Arc::new(move |uid, json| {
-                if json {
-                    g.dump_json(uid).to_string()
-                } else {
-                    g.dump_dot(uid)
-                }
-            }));
+        let g = gc.clone();
+        api = api.with_graph(Arc::new(move |uid, json| {
+            if json {
+                g.dump_json(uid).to_string()
+            } else {
+                g.dump_dot(uid)
+            }
+        }));
         gc_task = Some(tokio::spawn(async move { gc.run().await }));
     }
     let mut lifecycle_task = None;
     if crate::lifecycle::LifecycleArgs::any_enabled(&disabled) {
-        let metrics = Arc::new(kgc_lifecycle::Metrics::default());
-        let m = Arc::clone(&metrics);
-        api = api.with_metrics(Arc::new(move || m.render()));
+        let metrics = Arc::new(kgc_lifecycle::Metrics::new(&registry));
         let run = args
             .lifecycle
             .clone()
