@@ -2,20 +2,20 @@
 //! lists, kube-runtime's watcher, `kubectl get -w` and `kubectl delete --wait`
 //! (apiserver-semantics.md §2.1, §2.6, §3.1–3.3, §3.6).
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use kgc_testsupport::*;
 use kube::Api;
 use kube::api::{
     DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use kube::runtime::watcher;
 use serde_json::{Value, json};
-use support::*;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const T: Duration = Duration::from_secs(15);
