@@ -14,6 +14,7 @@ use kgc_client::{Cluster, Deleted, InProcess, MetaEvent, ObjectEvent, Result};
 use kgc_gc::{Config, GarbageCollector};
 use kgc_meta::{DeleteOptions, GroupResource, ObjectMeta, PropagationPolicy, ResourceInfo};
 use kgc_store::{EventType, Store, WatchEvent, WatchFilter};
+use kgc_testsupport::eventually;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -294,15 +295,9 @@ impl Drop for Scenario {
     }
 }
 
+/// Waits, with a deadline, for a condition on in-process state.
 async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    eventually(what, Duration::from_secs(20), || std::future::ready(done())).await;
 }
 
 /// The revision at which each of `names` left the store, from its history.

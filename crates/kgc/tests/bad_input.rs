@@ -2,10 +2,10 @@
 //! error, never a panic, never a lost or half-written object. After every bad request the server
 //! still answers /readyz and a stored object is unchanged.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
+use kgc_testsupport::*;
 use serde_json::{Value, json};
-use support::*;
 
 const NAME_RULE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 

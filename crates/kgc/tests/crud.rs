@@ -2,7 +2,7 @@
 //! generateName, and the upstream error bodies (kubernetes/kubernetes
 //! `staging/src/k8s.io/apimachinery/pkg/api/errors/errors.go`).
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::time::Duration;
 
@@ -10,12 +10,12 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::rbac::v1::ClusterRole;
+use kgc_testsupport::*;
 use kube::Api;
 use kube::api::{
     DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use serde_json::{Value, json};
-use support::*;
 
 const STALE: &str =
     "the object has been modified; please apply your changes to the latest version and try again";

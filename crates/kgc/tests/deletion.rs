@@ -4,19 +4,19 @@
 //! 1–5 below), the outcome matrix, finalizer removal, per-kind defaults, preconditions, 200 vs 202,
 //! Status bodies, pod grace periods and DELETECOLLECTION.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ReplicationController};
+use kgc_testsupport::*;
 use kube::Api;
 use kube::api::{
     DeleteParams, Patch, PatchParams, PostParams, Preconditions, WatchEvent, WatchParams,
 };
 use serde_json::{Value, json};
-use support::*;
 
 const T: Duration = Duration::from_secs(15);
 

@@ -2,7 +2,7 @@
 //! survives `kill -9`, the revision counter continues above the old maximum, and SIGTERM/SIGINT
 //! shut down cleanly with everything on disk.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kgc_testsupport::*;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use support::*;
 
 const T: Duration = Duration::from_secs(20);
 

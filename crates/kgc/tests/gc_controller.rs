@@ -7,21 +7,18 @@
 //! second (`--gc-resync 1s`) so that new custom resources are picked up quickly; leader
 //! election uses short leases (a few seconds) so that take-overs fit in a test.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kgc_testsupport::*;
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
 use kube::{Api, Client};
 use serde_json::{Value, json};
-use support::*;
 
 /// Short leases for the election tests: a standby takes an abandoned lease after 6 s.
 const LEASE: [&str; 6] = [
@@ -33,179 +30,33 @@ const LEASE: [&str; 6] = [
     "500ms",
 ];
 
-/// A running `kgc controller`.
-struct Controller {
-    child: Option<Child>,
-    url: String,
-    client: Client,
-    dir: tempfile::TempDir,
+/// `/metrics` of a controller.
+async fn metrics(c: &Controller) -> String {
+    let r = c.get("/metrics").await;
+    assert_eq!(r.status, 200, "/metrics: {}", r.text());
+    r.text()
 }
 
-impl Controller {
-    /// Starts a controller against `server` and waits for `/healthz`.
-    async fn start(server: &Server, extra: &[&str]) -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("kgc-controller-")
-            .tempdir()
-            .expect("creating a temporary directory");
-        let log = File::create(dir.path().join("controller.log")).expect("creating the log");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kgc"))
-            .arg("controller")
-            .arg("--kubeconfig")
-            .arg(server.kubeconfig_path())
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--gc-resync",
-                "1s",
-                "--gc-workers",
-                "5",
-            ])
-            .args(extra)
-            .env(
-                "RUST_LOG",
-                std::env::var("KGC_TEST_LOG").unwrap_or("info".into()),
-            )
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("spawning kgc controller");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = tokio::sync::oneshot::channel::<String>();
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let (Some(url), Some(tx)) = (
-                    line.strip_prefix("kgc controller: listening on "),
-                    tx.take(),
-                ) {
-                    let _ = tx.send(url.trim().to_owned());
-                }
-            }
-        });
-        let mut c = Controller {
-            child: Some(child),
-            url: String::new(),
-            client: server.client(),
-            dir,
-        };
-        c.url = match tokio::time::timeout(Duration::from_secs(30), rx).await {
-            Ok(Ok(url)) => url,
-            _ => panic!(
-                "kgc controller did not announce its address; log:\n{}",
-                c.log_tail(100)
-            ),
-        };
-        let mut config = kube::Config::new(c.url.parse().expect("a URL"));
-        // Every status is an answer here (kube-rs retries 503s by default).
-        config.default_retry = false;
-        c.client = Client::try_from(config).expect("a client for the controller");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while c.get("/healthz").await.status != 200 {
-            assert!(
-                Instant::now() < deadline,
-                "/healthz did not answer 200; log:\n{}",
-                c.log_tail(100)
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        c
-    }
-
-    fn log_tail(&self, lines: usize) -> String {
-        let mut text = String::new();
-        if let Ok(mut f) = File::open(self.dir.path().join("controller.log")) {
-            let _ = f.read_to_string(&mut text);
-        }
-        let all: Vec<&str> = text.lines().collect();
-        all[all.len().saturating_sub(lines)..].join("\n")
-    }
-
-    async fn get(&self, path: &str) -> RawResponse {
-        raw(&self.client, "GET", path, None, Vec::new()).await
-    }
-
-    async fn metrics(&self) -> String {
-        let r = self.get("/metrics").await;
-        assert_eq!(r.status, 200, "/metrics: {}", r.text());
-        r.text()
-    }
-
-    /// `kgc_leader` from `/metrics`.
-    async fn is_leader(&self) -> bool {
-        let m = self.metrics().await;
-        match metric(&m, "kgc_leader") {
-            Some(v) => v == 1.0,
-            None => panic!("no kgc_leader in /metrics:\n{m}"),
-        }
-    }
-
-    /// Whether the collector's graph holds `uid` (upstream `GraphHasUID`).
-    async fn graph_has_uid(&self, uid: &str) -> bool {
-        let r = self
-            .get(&format!(
-                "/debug/controllers/garbagecollector/graph?uid={uid}&format=json"
-            ))
-            .await;
-        r.status == 200
-            && r.json()["nodes"]
-                .as_array()
-                .is_some_and(|n| n.iter().any(|n| n["uid"] == uid && n["virtual"] == false))
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
-    }
-
-    /// SIGTERM, and the exit status (within 20 s).
-    fn terminate(&mut self) -> ExitStatus {
-        let mut child = self.child.take().expect("running");
-        let sent = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .expect("running kill");
-        assert!(sent.success());
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = child.try_wait().expect("waiting") {
-                return status;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "kgc controller did not exit within 20 s of SIGTERM; log:\n{}",
-                    self.log_tail(100)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    /// SIGKILL: a crash that leaves the lease held.
-    fn kill9(&mut self) {
-        let mut child = self.child.take().expect("running");
-        child.kill().expect("SIGKILL");
-        child.wait().expect("reaping");
+/// `kgc_leader` from `/metrics`.
+async fn is_leader(c: &Controller) -> bool {
+    let m = metrics(c).await;
+    match metric(&m, "kgc_leader") {
+        Some(v) => v == 1.0,
+        None => panic!("no kgc_leader in /metrics:\n{m}"),
     }
 }
 
-impl Drop for Controller {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        if std::thread::panicking() {
-            eprintln!(
-                "---- kgc controller log ({}) ----\n{}\n---- end of log ----",
-                self.url,
-                self.log_tail(150)
-            );
-        }
-    }
+/// Whether the controller's collector graph holds `uid` (upstream `GraphHasUID`).
+async fn graph_has_uid(c: &Controller, uid: &str) -> bool {
+    let r = c
+        .get(&format!(
+            "/debug/controllers/garbagecollector/graph?uid={uid}&format=json"
+        ))
+        .await;
+    r.status == 200
+        && r.json()["nodes"]
+            .as_array()
+            .is_some_and(|n| n.iter().any(|n| n["uid"] == uid && n["virtual"] == false))
 }
 
 /// The value of an unlabelled metric, or of `name{labels}` when `name` carries labels.
@@ -213,6 +64,12 @@ fn metric(text: &str, name: &str) -> Option<f64> {
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// A controller against `server`, re-running discovery every second, with `extra` arguments.
+async fn controller(server: &Server, extra: &[&str]) -> Controller {
+    let args = [&["--gc-resync", "1s", "--gc-workers", "5"][..], extra].concat();
+    Controller::start(server, &args).await
 }
 
 /// A server whose built-in collector is off: only the controller collects.
@@ -236,10 +93,6 @@ fn secret(ns: &str, name: &str, refs: Vec<Value>, finalizers: &[&str]) -> Secret
         "apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": name, "namespace": ns, "ownerReferences": refs, "finalizers": finalizers},
     }))
-}
-
-fn uid_of<K: kube::Resource>(o: &K) -> String {
-    o.meta().uid.clone().expect("a created object has a uid")
 }
 
 async fn create<K>(api: &Api<K>, o: &K) -> K
@@ -273,23 +126,10 @@ where
     .await;
 }
 
-/// Asserts `cond` holds on every poll for `period`.
-async fn consistently<F, Fut>(what: &str, period: Duration, mut cond: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let until = Instant::now() + period;
-    while Instant::now() < until {
-        assert!(cond().await, "{what} stopped holding");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test]
 async fn background_cascade_deletes_dependents_of_every_kind() {
     let s = server().await;
-    let c = Controller::start(&s, &[]).await;
+    let c = controller(&s, &[]).await;
     let ns = fresh_namespace(&s.client(), "gc-background").await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
     let secrets: Api<Secret> = Api::namespaced(s.client(), &ns);
@@ -342,7 +182,7 @@ async fn background_cascade_deletes_dependents_of_every_kind() {
 #[tokio::test]
 async fn foreground_cascade_waits_for_blocking_dependents() {
     let s = server().await;
-    let c = Controller::start(&s, &[]).await;
+    let c = controller(&s, &[]).await;
     let ns = fresh_namespace(&s.client(), "gc-foreground").await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
     let secrets: Api<Secret> = Api::namespaced(s.client(), &ns);
@@ -360,7 +200,7 @@ async fn foreground_cascade_waits_for_blocking_dependents() {
     eventually(
         "the collector to observe the dependents",
         Duration::from_secs(30),
-        || c.graph_has_uid(&held_uid),
+        || graph_has_uid(&c, &held_uid),
     )
     .await;
 
@@ -409,7 +249,7 @@ async fn foreground_cascade_waits_for_blocking_dependents() {
 #[tokio::test]
 async fn orphan_cascade_keeps_dependents_and_their_other_owners() {
     let s = server().await;
-    let c = Controller::start(&s, &[]).await;
+    let c = controller(&s, &[]).await;
     let ns = fresh_namespace(&s.client(), "gc-orphan").await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
     let secrets: Api<Secret> = Api::namespaced(s.client(), &ns);
@@ -434,7 +274,7 @@ async fn orphan_cascade_keeps_dependents_and_their_other_owners() {
         eventually(
             "the collector to observe a dependent",
             Duration::from_secs(30),
-            || c.graph_has_uid(&uid),
+            || graph_has_uid(&c, &uid),
         )
         .await;
     }
@@ -523,7 +363,7 @@ async fn widget_crd(client: &Client) -> ApiResource {
 #[tokio::test]
 async fn custom_resource_cascade() {
     let s = server().await;
-    let _c = Controller::start(&s, &[]).await;
+    let _c = controller(&s, &[]).await;
     let ns = fresh_namespace(&s.client(), "crd-cascading").await;
     let ar = widget_crd(&s.client()).await;
     let widgets: Api<DynamicObject> = Api::namespaced_with(s.client(), &ns, &ar);
@@ -587,7 +427,7 @@ async fn custom_resource_cascade() {
 #[tokio::test]
 async fn dependent_of_a_non_existent_owner_is_collected() {
     let s = server().await;
-    let _c = Controller::start(&s, &[]).await;
+    let _c = controller(&s, &[]).await;
     let ns = fresh_namespace(&s.client(), "gc-non-existing-owner").await;
     let secrets: Api<Secret> = Api::namespaced(s.client(), &ns);
     create(
@@ -609,7 +449,7 @@ async fn dependent_of_a_non_existent_owner_is_collected() {
 #[tokio::test]
 async fn cluster_scoped_owner_keeps_its_namespaced_dependent() {
     let s = server().await;
-    let _c = Controller::start(&s, &[]).await;
+    let _c = controller(&s, &[]).await;
     let ns = fresh_namespace(&s.client(), "gc-cluster-scope-deletion").await;
     let pvs: Api<PersistentVolume> = Api::all(s.client());
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
@@ -666,7 +506,7 @@ async fn cluster_scoped_owner_keeps_its_namespaced_dependent() {
 #[tokio::test]
 async fn metrics_and_the_graph_dump() {
     let s = server().await;
-    let c = Controller::start(&s, &[]).await;
+    let c = controller(&s, &[]).await;
     let ns = fresh_namespace(&s.client(), "gc-metrics").await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
     let owner = create(&cms, &config_map(&ns, "owner", vec![], &[])).await;
@@ -685,33 +525,22 @@ async fn metrics_and_the_graph_dump() {
     eventually(
         "the collector to observe the dependent",
         Duration::from_secs(30),
-        || c.graph_has_uid(&dep_uid),
+        || graph_has_uid(&c, &dep_uid),
     )
     .await;
 
     // `kgc gc graph` against the controller, JSON and DOT.
-    let kgc = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_kgc"))
-            .args(args)
-            .output()
-            .expect("running kgc gc graph");
-        (
-            out.status,
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let (status, stdout, stderr) = kgc(&[
+    let (ok, stdout, stderr) = Kgc::run(&[
         "gc",
         "graph",
         "--server-url",
-        &c.url,
+        c.url(),
         "-o",
         "json",
         "--uid",
         &owner_uid,
     ]);
-    assert!(status.success(), "kgc gc graph failed: {stderr}");
+    assert!(ok, "kgc gc graph failed: {stderr}");
     let graph: Value = serde_json::from_str(&stdout).expect("JSON output");
     let uids: Vec<&str> = graph["nodes"]
         .as_array()
@@ -721,8 +550,8 @@ async fn metrics_and_the_graph_dump() {
         .collect();
     assert!(uids.contains(&owner_uid.as_str()), "{uids:?}");
     assert!(uids.contains(&uid_of(&dep).as_str()), "{uids:?}");
-    let (status, stdout, stderr) = kgc(&["gc", "graph", "--server-url", &c.url]);
-    assert!(status.success(), "kgc gc graph failed: {stderr}");
+    let (ok, stdout, stderr) = Kgc::run(&["gc", "graph", "--server-url", c.url()]);
+    assert!(ok, "kgc gc graph failed: {stderr}");
     assert!(stdout.starts_with("digraph"), "{stdout}");
     assert!(
         stdout.contains(&format!("{:?} -> {:?}", uid_of(&dep), owner_uid)),
@@ -730,13 +559,13 @@ async fn metrics_and_the_graph_dump() {
     );
     // The server's own endpoint has no graph with its collector disabled: a clear error.
     let kubeconfig = s.kubeconfig_path();
-    let (status, _, stderr) = kgc(&[
+    let (ok, _, stderr) = Kgc::run(&[
         "gc",
         "graph",
         "--kubeconfig",
         kubeconfig.to_str().expect("utf-8 path"),
     ]);
-    assert!(!status.success());
+    assert!(!ok);
     assert!(stderr.contains("--server-url"), "{stderr}");
 
     cms.delete("owner", &DeleteParams::background())
@@ -750,14 +579,14 @@ async fn metrics_and_the_graph_dump() {
         Duration::from_secs(30),
         || async {
             metric(
-                &c.metrics().await,
+                &metrics(&c).await,
                 "kgc_gc_objects_total{outcome=\"deleted\"}",
             )
             .is_some_and(|v| v >= 1.0)
         },
     )
     .await;
-    let m = c.metrics().await;
+    let m = metrics(&c).await;
     for line in [
         "kgc_gc_queue_depth{queue=\"attempt_to_delete\"}",
         "kgc_gc_queue_depth{queue=\"attempt_to_orphan\"}",
@@ -805,16 +634,10 @@ async fn graph_of_the_built_in_collector_through_the_kubeconfig() {
     let kubeconfig = s.kubeconfig_path();
     let kubeconfig = kubeconfig.to_str().expect("utf-8 path").to_owned();
     let listed = || {
-        let out = Command::new(env!("CARGO_BIN_EXE_kgc"))
-            .args(["gc", "graph", "--kubeconfig", &kubeconfig, "-o", "json"])
-            .output()
-            .expect("running kgc gc graph");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+        let (ok, stdout, stderr) =
+            Kgc::run(&["gc", "graph", "--kubeconfig", &kubeconfig, "-o", "json"]);
+        assert!(ok, "{stderr}");
+        let v: Value = serde_json::from_str(&stdout).expect("JSON output");
         v["nodes"]
             .as_array()
             .is_some_and(|n| n.iter().any(|n| n["uid"] == uid.as_str()))
@@ -829,7 +652,7 @@ async fn graph_of_the_built_in_collector_through_the_kubeconfig() {
     )
     .await;
     // KUBECONFIG works as well as --kubeconfig.
-    let out = Command::new(env!("CARGO_BIN_EXE_kgc"))
+    let out = Kgc::command()
         .args(["gc", "graph", "--uid", &uid])
         .env("KUBECONFIG", &kubeconfig)
         .output()
@@ -844,16 +667,16 @@ async fn graph_of_the_built_in_collector_through_the_kubeconfig() {
 #[tokio::test]
 async fn only_one_replica_leads_and_a_standby_takes_over() {
     let s = server().await;
-    let mut a = Controller::start(&s, &[&LEASE[..], &["--identity", "replica-a"]].concat()).await;
+    let mut a = controller(&s, &[&LEASE[..], &["--identity", "replica-a"]].concat()).await;
     eventually("replica a to lead", Duration::from_secs(20), || {
-        a.is_leader()
+        is_leader(&a)
     })
     .await;
-    let mut b = Controller::start(&s, &[&LEASE[..], &["--identity", "replica-b"]].concat()).await;
+    let mut b = controller(&s, &[&LEASE[..], &["--identity", "replica-b"]].concat()).await;
     consistently(
         "a to lead and b to stand by",
         Duration::from_secs(2),
-        || async { a.is_leader().await && !b.is_leader().await },
+        || async { is_leader(&a).await && !is_leader(&b).await },
     )
     .await;
     let r = b.get("/debug/controllers/garbagecollector/graph").await;
@@ -878,7 +701,7 @@ async fn only_one_replica_leads_and_a_standby_takes_over() {
         "replica a (pid {a_pid}) exited with {status}"
     );
     eventually("replica b to take over", Duration::from_secs(4), || {
-        b.is_leader()
+        is_leader(&b)
     })
     .await;
     assert!(stopped.elapsed() < Duration::from_secs(5));
@@ -888,14 +711,14 @@ async fn only_one_replica_leads_and_a_standby_takes_over() {
     );
 
     // SIGKILL: the lease stays held until it expires.
-    let mut c = Controller::start(&s, &[&LEASE[..], &["--identity", "replica-c"]].concat()).await;
-    assert!(!c.is_leader().await);
+    let mut c = controller(&s, &[&LEASE[..], &["--identity", "replica-c"]].concat()).await;
+    assert!(!is_leader(&c).await);
     b.kill9();
     let killed = Instant::now();
     eventually(
         "replica c to take over the abandoned lease",
         Duration::from_secs(6 + 6),
-        || c.is_leader(),
+        || is_leader(&c),
     )
     .await;
     let took = killed.elapsed();
@@ -937,8 +760,8 @@ async fn only_one_replica_leads_and_a_standby_takes_over() {
 #[tokio::test]
 async fn without_leader_election_the_controller_collects_at_once() {
     let s = server().await;
-    let c = Controller::start(&s, &["--leader-elect=false"]).await;
-    assert!(c.is_leader().await);
+    let c = controller(&s, &["--leader-elect=false"]).await;
+    assert!(is_leader(&c).await);
     let ns = fresh_namespace(&s.client(), "gc-no-election").await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
     let owner = create(&cms, &config_map(&ns, "owner", vec![], &[])).await;

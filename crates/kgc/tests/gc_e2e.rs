@@ -17,7 +17,7 @@
 //! "see if the garbage collector mistakenly deletes" sleeps are 2 s: kgc's collector acts
 //! within milliseconds.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::time::Duration;
 
@@ -25,13 +25,13 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kgc_testsupport::*;
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
     PostParams, Preconditions, PropagationPolicy,
 };
 use kube::{Api, Client};
 use serde_json::{Value, json};
-use support::*;
 
 /// upstream `gcInformerResyncRetryTimeout`.
 const GC_INFORMER_RESYNC_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -70,29 +70,8 @@ impl Framework {
     }
 }
 
-fn is_not_found<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> bool {
-    match r {
-        Err(kube::Error::Api(s)) if s.code == 404 => true,
-        Err(e) => panic!("unexpected error: {e}"),
-        Ok(_) => false,
-    }
-}
-
-fn uid_of<K: kube::Resource>(o: &K) -> String {
-    o.meta().uid.clone().expect("a uid")
-}
-
 fn name_of<K: kube::Resource>(o: &K) -> String {
     o.meta().name.clone().expect("a name")
-}
-
-/// Whether the collector has observed `uid` (debug graph endpoint; upstream `GraphHasUID`).
-async fn graph_observed(c: &Client, uid: &str) -> bool {
-    gc_graph(c, uid).await["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .any(|n| n["uid"] == uid && n["virtual"] == false)
 }
 
 async fn wait_observed(c: &Client, uids: &[String]) {

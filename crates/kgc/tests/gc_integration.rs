@@ -16,19 +16,19 @@
 //! to simulate a controller-manager restart. kgc's collector runs inside the server from the
 //! start, so here it observes the objects as they are created; those tests say so.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, Pod, ReplicationController, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kgc_testsupport::*;
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
     PropagationPolicy,
 };
 use kube::{Api, Client};
 use serde_json::{Value, json};
-use support::*;
 
 const GARBAGE_COLLECTED_POD_NAME: &str = "test.pod.1";
 const INDEPENDENT_POD_NAME: &str = "test.pod.2";
@@ -58,21 +58,6 @@ async fn graph_node(client: &Client, uid: &str) -> Option<Value> {
         .iter()
         .find(|n| n["uid"] == uid)
         .cloned()
-}
-
-/// Whether the graph has observed (not merely been told about) `uid`.
-async fn graph_observed(client: &Client, uid: &str) -> bool {
-    graph_node(client, uid)
-        .await
-        .is_some_and(|n| n["virtual"] == false)
-}
-
-fn is_not_found<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> bool {
-    match r {
-        Err(kube::Error::Api(s)) if s.code == 404 => true,
-        Err(e) => panic!("unexpected error: {e}"),
-        Ok(_) => false,
-    }
 }
 
 /// An owner reference as upstream's tests write them: `{uid, name}` plus what the test sets.
@@ -114,10 +99,6 @@ fn new_owner_rc(name: &str) -> ReplicationController {
             }
         }
     }))
-}
-
-fn uid_of<K: kube::Resource>(o: &K) -> String {
-    o.meta().uid.clone().expect("a uid")
 }
 
 fn foreground() -> DeleteParams {

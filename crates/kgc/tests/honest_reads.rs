@@ -2,17 +2,17 @@
 //! `continue` table for GET, LIST and WATCH, with upstream's codes and texts (issue 17, item 5),
 //! and watches whose initial state is the state they started at (item 4).
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kgc_testsupport::*;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use support::*;
 
 const T: Duration = Duration::from_secs(15);
 

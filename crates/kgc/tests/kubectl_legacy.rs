@@ -7,14 +7,14 @@
 //! The binary is `$KGC_LEGACY_KUBECTL` (set by `.ci/run`), else
 //! `/opt/kubectl-1.20/usr/bin/kubectl`; when it is missing the tests fail naming the package.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
+use kgc_testsupport::*;
 use serde_json::{Value, json};
-use support::*;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const DEFAULT_LEGACY_KUBECTL: &str = "/opt/kubectl-1.20/usr/bin/kubectl";

@@ -8,13 +8,13 @@
 //! metadata, invalid CRD names and schemas — the matching 4xx as kubectl prints it, and the stored
 //! object unchanged.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
+use kgc_testsupport::*;
 use serde_json::{Value, json};
-use support::*;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 // ---------------------------------------------------------------------------------------------

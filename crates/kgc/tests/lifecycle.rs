@@ -4,16 +4,16 @@
 //! `--clock-offset`, which moves both the timestamps the server writes and the ages the
 //! collectors judge. PodGC's period and quarantine are shortened by flags.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kgc_meta::encoding::base64;
+use kgc_testsupport::{Controller, consistently, eventually, fresh_namespace, metrics_text};
 use kube::Client;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use support::{Server, consistently, eventually, fresh_namespace, metrics_text};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -542,16 +542,6 @@ async fn disabled_collectors_do_not_run() {
     );
 }
 
-/// A `kgc controller` child process, killed when dropped.
-struct Controller(std::process::Child);
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The same collectors through `kgc controller` (kube-rs against `kgc serve` with them
 /// disabled): PodGC's threshold, and an orphaned pod marked Failed through the status
 /// subresource before its deletion.
@@ -575,30 +565,21 @@ async fn the_controller_runs_the_lifecycle_collectors_remotely() {
         .await
         .expect("watching the stray pod")
         .boxed();
-    let _controller = Controller(
-        std::process::Command::new(env!("CARGO_BIN_EXE_kgc"))
-            .arg("controller")
-            .arg("--kubeconfig")
-            .arg(s.kubeconfig_path())
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--leader-elect=false",
-                "--disable",
-                "gc",
-            ])
-            .args([
-                "--terminated-pod-gc-threshold",
-                "1",
-                "--pod-gc-period",
-                "200ms",
-            ])
-            .args(["--pod-gc-quarantine", "1s"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spawning kgc controller"),
-    );
+    let _controller = Controller::start(
+        &s,
+        &[
+            "--leader-elect=false",
+            "--disable",
+            "gc",
+            "--terminated-pod-gc-threshold",
+            "1",
+            "--pod-gc-period",
+            "200ms",
+            "--pod-gc-quarantine",
+            "1s",
+        ],
+    )
+    .await;
     gone(&api, "r0").await;
     gone(&api, "r1").await;
     gone(&api, "stray").await;

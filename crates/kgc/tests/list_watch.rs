@@ -3,20 +3,20 @@
 //! (kubernetes/kubernetes `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/get.go`,
 //! `handlers/watch.go`, `staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go`).
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use kgc_testsupport::*;
 use kube::Api;
 use kube::api::{
     DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use kube::runtime::watcher;
 use serde_json::{Value, json};
-use support::*;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const T: Duration = Duration::from_secs(15);

@@ -3,17 +3,17 @@
 //! Terminating, creates inside are refused, the namespace controller deletes the content
 //! (honouring finalizers) and then the namespace goes; system namespaces stay.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
+use kgc_testsupport::*;
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use serde_json::{Value, json};
-use support::*;
 
 const T: Duration = Duration::from_secs(20);
 

@@ -9,12 +9,14 @@ use std::collections::{BTreeSet, HashMap};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+use kgc_testsupport::KgcBinary;
 use std::time::{Duration, Instant};
 
 use kgc_node::cri::{CriClient, POD_UID_LABEL, api};
 use serde_json::Value;
 
-const KGC: &str = env!("CARGO_BIN_EXE_kgc");
+kgc_testsupport::bind_kgc!();
 
 /// The scenario's images: the app image doubles as the sandbox image (it carries `/pause`),
 /// and two images nothing uses.
@@ -381,15 +383,6 @@ fn sandbox_config(uid: &str, logs: &Path) -> api::PodSandboxConfig {
     }
 }
 
-fn kgc(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(KGC).args(args).output().expect("kgc");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 async fn image_tags(client: &mut CriClient) -> BTreeSet<String> {
     let snapshot = client.snapshot(None).await.expect("snapshot");
     snapshot
@@ -496,7 +489,7 @@ async fn node_gc_removes_exactly_the_unused_images_and_surplus_containers() {
         .copied()
         .chain(["--dry-run"])
         .collect();
-    let (ok, stdout, stderr) = kgc(&args);
+    let (ok, stdout, stderr) = Kgc::run(&args);
     assert!(ok, "kgc node gc --dry-run failed: {stderr}");
     let doc: Value = serde_json::from_str(&stdout).expect("json");
     assert!(doc["outcome"].is_null());
@@ -516,7 +509,7 @@ async fn node_gc_removes_exactly_the_unused_images_and_surplus_containers() {
 
     // KGC_NODE_TEST_RECORD=FILE records the scenario's snapshot (the fallback's fixture).
     if let Some(path) = std::env::var_os("KGC_NODE_TEST_RECORD") {
-        let (ok, stdout, stderr) = kgc(&[
+        let (ok, stdout, stderr) = Kgc::run(&[
             "node",
             "snapshot",
             "--runtime-endpoint",
@@ -530,7 +523,7 @@ async fn node_gc_removes_exactly_the_unused_images_and_surplus_containers() {
 
     // The real pass.
     let args: Vec<&str> = base.iter().chain(FORCE.iter()).copied().collect();
-    let (_, stdout, stderr) = kgc(&args);
+    let (_, stdout, stderr) = Kgc::run(&args);
     let doc: Value = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("kgc node gc output is not JSON ({e}): {stdout}\n{stderr}"));
     let outcome = &doc["outcome"];
@@ -580,7 +573,7 @@ fn recorded_snapshot_scenario() {
         "json",
     ];
     args.extend(FORCE);
-    let (ok, stdout, stderr) = kgc(&args);
+    let (ok, stdout, stderr) = Kgc::run(&args);
     assert!(ok, "kgc node simulate failed: {stderr}");
     let doc: Value = serde_json::from_str(&stdout).expect("json");
     let events = doc["events"].as_array().expect("events");

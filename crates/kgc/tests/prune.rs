@@ -2,14 +2,14 @@
 //! `kgc delete` against a spawned `kgc serve`, one test per scenario of the issue. Each scenario
 //! runs the real `kgc` binary and checks the live objects with kubectl.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
+use kgc_testsupport::*;
 use serde_json::Value;
-use support::*;
 
 /// A deploy project: a source directory and the identity flags.
 struct Project {
@@ -48,7 +48,7 @@ impl Project {
 
     /// Runs `kgc <cmd> DIR --app --env -n … args`.
     async fn kgc(&self, cmd: &str, args: &[&str]) -> Output {
-        let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_kgc"));
+        let mut c = tokio::process::Command::from(Kgc::command());
         c.arg(cmd);
         if cmd != "delete" && !args.contains(&"--plan") {
             c.arg(self.dir.path());
@@ -507,7 +507,7 @@ async fn an_interrupted_run_followed_by_a_clean_run_prunes_correctly() {
         big.push_str(&cm_in(&extra, &format!("c{i}")));
     }
     p.write("big.yaml", &big);
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kgc"))
+    let mut child = tokio::process::Command::from(Kgc::command())
         .arg("apply")
         .arg(p.dir.path())
         .args(["--app", "shop", "--env", "prod", "-n", &ns, "--kubeconfig"])
@@ -691,7 +691,7 @@ async fn bad_input_fails_before_anything_is_written() {
         "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n",
     )
     .unwrap();
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_kgc"))
+    let out = tokio::process::Command::from(Kgc::command())
         .arg("apply")
         .arg(p.dir.path())
         .args(["--app", "shop", "--env", "prod", "--kubeconfig"])

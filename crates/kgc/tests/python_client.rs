@@ -9,13 +9,13 @@
 //!
 //! When the client is not installed the test fails naming the pip package (never skips).
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use support::*;
+use kgc_testsupport::*;
 
 const PIP_HINT: &str = "the Python client smoke test needs python3 with the official Kubernetes \
      client: `pip install kubernetes==37.0.2` (.ci/run installs it)";

@@ -2,14 +2,14 @@
 //! kube-rs and kubectl with real credentials: client certificates, static tokens and
 //! service-account tokens.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::path::Path;
 
+use kgc_testsupport::{Controller, KgcBinary, add_user, assert_status, raw};
 use kube::Client;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
-use support::{Server, add_user, assert_status, raw};
 
 /// The server's kubeconfig with its user replaced by `user` (a YAML `user:` mapping body).
 fn kubeconfig_as(server: &Server, user_yaml: &str) -> Kubeconfig {
@@ -185,7 +185,7 @@ async fn expired_client_certificate_gets_401() {
 
 #[tokio::test]
 async fn insecure_http_is_refused_off_loopback() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgc"))
+    let out = Kgc::command()
         .args([
             "serve",
             "--in-memory",
@@ -248,7 +248,7 @@ async fn client_from(path: &Path) -> Client {
 #[tokio::test]
 async fn namespace_user_is_forbidden_cluster_wide_and_allowed_in_its_namespace() {
     let server = Server::start_secure(&[]).await;
-    let ns = support::fresh_namespace(&server.client(), "team").await;
+    let ns = kgc_testsupport::fresh_namespace(&server.client(), "team").await;
     let alice = add_user(
         &server,
         "alice",
@@ -315,7 +315,7 @@ async fn namespace_user_is_forbidden_cluster_wide_and_allowed_in_its_namespace()
 async fn kubectl_auth_can_i_matrix() {
     let server = Server::start_secure(&[]).await;
     let admin = server.kubeconfig_path();
-    let ns = support::fresh_namespace(&server.client(), "matrix").await;
+    let ns = kgc_testsupport::fresh_namespace(&server.client(), "matrix").await;
     let editor = add_user(&server, "ed", &["-n", &ns, "--role", "edit"]);
     let viewer = add_user(&server, "vi", &["-n", &ns, "--role", "view"]);
     server
@@ -422,7 +422,7 @@ async fn kubectl_auth_can_i_matrix() {
 #[tokio::test]
 async fn escalation_and_invalid_rbac_objects_are_refused() {
     let server = Server::start_secure(&[]).await;
-    let ns = support::fresh_namespace(&server.client(), "esc").await;
+    let ns = kgc_testsupport::fresh_namespace(&server.client(), "esc").await;
     let carol = add_user(&server, "carol", &["-n", &ns, "--role", "admin"]);
     // A namespace admin may bind `edit` (it holds every permission of it)...
     let (ok, _, err) = kubectl_with(
@@ -510,7 +510,7 @@ async fn escalation_and_invalid_rbac_objects_are_refused() {
 #[tokio::test]
 async fn service_account_tokens() {
     let server = Server::start_secure(&[]).await;
-    let ns = support::fresh_namespace(&server.client(), "sa").await;
+    let ns = kgc_testsupport::fresh_namespace(&server.client(), "sa").await;
     server
         .kubectl_ok(&["-n", &ns, "create", "serviceaccount", "bot"])
         .await;
@@ -544,7 +544,7 @@ async fn service_account_tokens() {
             &format!("{ns}:bot"),
         ])
         .await;
-    support::eventually(
+    kgc_testsupport::eventually(
         "the binding takes effect",
         std::time::Duration::from_secs(10),
         || async { raw(&bot, "GET", &pods, None, Vec::new()).await.status == 200 },
@@ -691,7 +691,7 @@ async fn deploy_manifests_grant_the_collector_exactly_what_it_needs() {
     server
         .kubectl_ok(&["apply", "-f", manifest.to_str().unwrap()])
         .await;
-    let ns = support::fresh_namespace(&server.client(), "gc").await;
+    let ns = kgc_testsupport::fresh_namespace(&server.client(), "gc").await;
     let admin = server.kubeconfig_path();
     let sa = "--as=system:serviceaccount:kgc-system:kgc-controller";
     let n = format!("--namespace={ns}");
@@ -761,21 +761,17 @@ async fn deploy_manifests_grant_the_collector_exactly_what_it_needs() {
     let kc = kubeconfig_as(&server, &format!(r#"{{"token": "{}"}}"#, token.trim()));
     let kc_path = server.scratch().join("controller.kubeconfig");
     std::fs::write(&kc_path, serde_json::to_string(&kc).unwrap()).unwrap();
-    let _controller = tokio::process::Command::new(env!("CARGO_BIN_EXE_kgc"))
-        .args(["controller", "--listen", "127.0.0.1:0", "--kubeconfig"])
-        .arg(&kc_path)
-        .args([
+    let _controller = Controller::start_as(
+        &server,
+        &kc_path,
+        &[
             "--lease-namespace",
             "kgc-system",
             "--lease-name",
             "kgc-controller",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(server.scratch().join("controller.log")).unwrap())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawning kgc controller");
+        ],
+    )
+    .await;
     let cm = |name: &str, owner: Option<&str>| {
         let refs = owner
             .map(|uid| format!(r#","ownerReferences":[{{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":"{uid}"}}]"#))
@@ -798,7 +794,7 @@ async fn deploy_manifests_grant_the_collector_exactly_what_it_needs() {
         .await;
     assert_eq!(dep.status, 201, "{}", dep.text());
     let lease = "/apis/coordination.k8s.io/v1/namespaces/kgc-system/leases/kgc-controller";
-    support::eventually(
+    kgc_testsupport::eventually(
         "the controller holds the lease",
         std::time::Duration::from_secs(30),
         || async {
@@ -814,7 +810,7 @@ async fn deploy_manifests_grant_the_collector_exactly_what_it_needs() {
             .status,
         200
     );
-    support::eventually(
+    kgc_testsupport::eventually(
         "the dependent is collected",
         std::time::Duration::from_secs(30),
         || async {
@@ -867,7 +863,7 @@ async fn a_brought_serving_certificate_is_served_and_trusted_by_the_kubeconfig()
 #[tokio::test]
 async fn the_authorizer_stays_current_when_its_watch_falls_behind() {
     let server = Server::start_secure(&["--in-memory", "--watch-cache-size", "2"]).await;
-    let ns = support::fresh_namespace(&server.client(), "lag").await;
+    let ns = kgc_testsupport::fresh_namespace(&server.client(), "lag").await;
     let rb = |name: &str, user: &str| {
         format!(
             r#"{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{{"name":"{name}"}},"roleRef":{{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"}},"subjects":[{{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"{user}"}}]}}"#
@@ -902,7 +898,7 @@ async fn the_authorizer_stays_current_when_its_watch_falls_behind() {
             r.json()["status"]["allowed"] == true
         }
     };
-    support::eventually(
+    kgc_testsupport::eventually(
         "old-user is allowed",
         std::time::Duration::from_secs(10),
         || allowed("old-user"),
@@ -919,7 +915,7 @@ async fn the_authorizer_stays_current_when_its_watch_falls_behind() {
             let cm = format!(
                 r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{i}"}}}}"#
             );
-            support::raw(&client, "POST", &cms, Some("application/json"), cm)
+            kgc_testsupport::raw(&client, "POST", &cms, Some("application/json"), cm)
                 .await
                 .status
         }));
@@ -946,13 +942,13 @@ async fn the_authorizer_stays_current_when_its_watch_falls_behind() {
     for b in burst {
         assert_eq!(b.await.unwrap(), 201);
     }
-    support::eventually(
+    kgc_testsupport::eventually(
         "new-user is allowed",
         std::time::Duration::from_secs(10),
         || allowed("new-user"),
     )
     .await;
-    support::eventually(
+    kgc_testsupport::eventually(
         "old-user is no longer allowed",
         std::time::Duration::from_secs(10),
         || async { !allowed("old-user").await },
@@ -976,14 +972,14 @@ async fn bot_uid(server: &Server, ns: &str) -> String {
 }
 
 /// POSTs a review as JSON with `c`.
-async fn post_review(c: &Client, path: &str, body: Value) -> support::RawResponse {
+async fn post_review(c: &Client, path: &str, body: Value) -> kgc_testsupport::RawResponse {
     raw(c, "POST", path, Some("application/json"), body.to_string()).await
 }
 
 #[tokio::test]
 async fn local_subject_access_reviews() {
     let server = Server::start_secure(&[]).await;
-    let ns = support::fresh_namespace(&server.client(), "lsar").await;
+    let ns = kgc_testsupport::fresh_namespace(&server.client(), "lsar").await;
     let alice = client_from(&add_user(&server, "alice", &["-n", &ns, "--role", "edit"])).await;
     let path = format!("/apis/authorization.k8s.io/v1/namespaces/{ns}/localsubjectaccessreviews");
     let review = |resource: &str, group: &str, namespace: &str| {
@@ -996,7 +992,7 @@ async fn local_subject_access_reviews() {
     };
     // The namespace editor may create pods there, not roles.
     let admin = server.client();
-    support::eventually(
+    kgc_testsupport::eventually(
         "alice's binding takes effect",
         std::time::Duration::from_secs(10),
         || async {
@@ -1059,7 +1055,7 @@ async fn local_subject_access_reviews() {
 #[tokio::test]
 async fn token_reviews() {
     let server = Server::start_secure(&[]).await;
-    let ns = support::fresh_namespace(&server.client(), "tr").await;
+    let ns = kgc_testsupport::fresh_namespace(&server.client(), "tr").await;
     server
         .kubectl_ok(&["-n", &ns, "create", "serviceaccount", "bot"])
         .await;
@@ -1157,7 +1153,7 @@ async fn token_reviews() {
             &format!("{ns}:bot"),
         ])
         .await;
-    support::eventually(
+    kgc_testsupport::eventually(
         "the delegator binding takes effect",
         std::time::Duration::from_secs(10),
         || async {
@@ -1209,7 +1205,7 @@ async fn assert_unauthenticated(c: &Client) {
 async fn bound_service_account_tokens() {
     let server = Server::start_secure(&[]).await;
     let admin = server.client();
-    let ns = support::fresh_namespace(&admin, "bound").await;
+    let ns = kgc_testsupport::fresh_namespace(&admin, "bound").await;
     server
         .kubectl_ok(&["-n", &ns, "create", "serviceaccount", "bot"])
         .await;
@@ -1309,7 +1305,7 @@ async fn bound_service_account_tokens() {
 #[tokio::test]
 async fn owner_references_need_delete_and_blocking_needs_the_owners_finalizers() {
     let server = Server::start_secure(&[]).await;
-    let ns = support::fresh_namespace(&server.client(), "orpe").await;
+    let ns = kgc_testsupport::fresh_namespace(&server.client(), "orpe").await;
     let editor = client_from(&add_user(&server, "ed", &["-n", &ns, "--role", "edit"])).await;
     let admin = server.client();
     let ns_uid = admin_get_uid(&admin, "/api/v1/namespaces", &ns).await;
@@ -1413,7 +1409,7 @@ async fn owner_references_need_delete_and_blocking_needs_the_owners_finalizers()
     )
     .await;
     let updater = client_from(&updater).await;
-    support::eventually(
+    kgc_testsupport::eventually(
         "the binding to take effect",
         std::time::Duration::from_secs(10),
         || {
@@ -1451,7 +1447,7 @@ async fn owner_references_need_delete_and_blocking_needs_the_owners_finalizers()
     let off =
         Server::start_secure(&["--disable-admission-plugins=OwnerReferencesPermissionEnforcement"])
             .await;
-    let ns = support::fresh_namespace(&off.client(), "orpe-off").await;
+    let ns = kgc_testsupport::fresh_namespace(&off.client(), "orpe-off").await;
     let editor = client_from(&add_user(&off, "ed", &["-n", &ns, "--role", "edit"])).await;
     let ns_uid = admin_get_uid(&off.client(), "/api/v1/namespaces", &ns).await;
     let ns_ref = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "name": ns,

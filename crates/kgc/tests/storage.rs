@@ -2,32 +2,17 @@
 //! read-only and not ready, then it recovers by itself; one server per data directory; the data
 //! directory is private; Secrets are encrypted at rest, and keys rotate as upstream documents.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use kgc_testsupport::*;
 use serde_json::{Value, json};
-use support::*;
 
 const T: Duration = Duration::from_secs(30);
-
-/// `kgc ARGS` run to its end, logging off: (success, stdout, stderr).
-fn kgc(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kgc"))
-        .args(args)
-        .env("RUST_LOG", "off")
-        .stdin(Stdio::null())
-        .output()
-        .expect("running kgc");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// The lines of a kgc's stderr (its log is off: only what it prints on failure).
 fn error_lines(stderr: &str) -> Vec<&str> {
@@ -57,7 +42,7 @@ async fn second_server_on_a_locked_data_dir_exits_naming_the_holder() {
     for extra in [&[][..], &["--in-memory"][..]] {
         let mut args = vec!["serve", "--data-dir", dir_arg, "--listen", "127.0.0.1:0"];
         args.extend(extra);
-        let (ok, stdout, stderr) = kgc(&args);
+        let (ok, stdout, stderr) = Kgc::run(&args);
         assert!(!ok, "a second server {extra:?} started: {stdout}");
         assert_eq!(error_lines(&stderr), vec![expected.as_str()], "{stderr}");
     }
@@ -68,7 +53,7 @@ async fn second_server_on_a_locked_data_dir_exits_naming_the_holder() {
     // add-user writing into a stopped server's store takes the lock too.
     s.terminate();
     let add_user = || {
-        kgc(&[
+        Kgc::run(&[
             "serve",
             "add-user",
             "bob",
@@ -105,7 +90,7 @@ fn in_use(dir: &Path, pid: &str) -> String {
 #[tokio::test]
 async fn in_memory_server_without_a_data_dir_writes_into_no_data_dir() {
     let home = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kgc"))
+    let mut child = Kgc::command()
         .args([
             "serve",
             "--in-memory",
@@ -506,7 +491,7 @@ async fn start_on_a_full_disk_fails_with_one_line() {
     let dir = s.data_dir();
     s.terminate();
     fill(&dir);
-    let (ok, _, stderr) = kgc(&[
+    let (ok, _, stderr) = Kgc::run(&[
         "serve",
         "--data-dir",
         dir.to_str().unwrap(),

@@ -2,16 +2,16 @@
 //! and validated by its kind's rules, as kube-apiserver does, so that one user's bad write can no
 //! longer break every typed client and informer of that kind.
 
-mod support;
+kgc_testsupport::bind_kgc!();
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use kgc_testsupport::*;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{Discovery, Scope};
 use serde_json::{Value, json};
-use support::*;
 
 /// Wrongly typed bodies of the kinds the issue names: 400, in kube-apiserver's words.
 #[tokio::test]

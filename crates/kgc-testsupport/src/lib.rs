@@ -1,0 +1,40 @@
+//! The harness of kgc's integration tests: it spawns the real `kgc serve` (and `kgc controller`)
+//! binary and drives it over HTTP with kube-rs, raw requests and the machine's `kubectl`.
+//!
+//! Every [`Server`] gets its own temporary directory (data dir, server log and kubectl cache), a
+//! free port (`--listen 127.0.0.1:0`, parsed from the `listening on` line) and is killed when
+//! dropped. A test that panics prints the tail of the server log.
+//!
+//! Only the integration tests of the `kgc` package know where Cargo built its binary
+//! (`env!("CARGO_BIN_EXE_kgc")`), so each test binary names it once with [`bind_kgc!`], which
+//! also makes [`Server`] mean a server of that binary:
+//!
+//! ```ignore
+//! kgc_testsupport::bind_kgc!();
+//! use kgc_testsupport::*;
+//!
+//! #[tokio::test]
+//! async fn creates() {
+//!     let s = Server::start().await;
+//!     let ns = fresh_namespace(&s.client(), "t").await;
+//! }
+//! ```
+#![forbid(unsafe_code)]
+
+mod binary;
+mod controller;
+mod gc;
+mod http;
+mod kubectl;
+mod namespace;
+mod process;
+mod server;
+mod wait;
+
+pub use binary::KgcBinary;
+pub use controller::Controller;
+pub use gc::{gc_graph, graph_observed, is_not_found, uid_of};
+pub use http::{RawResponse, WatchLines, api_error, assert_status, http_get, metrics_text, raw};
+pub use namespace::{create_namespace, fresh_namespace, typed, unique};
+pub use server::{Server, add_user};
+pub use wait::{consistently, eventually, next_within, poll, try_next_within};

@@ -1,0 +1,322 @@
+//! A `kgc serve` child process: its scratch directory (data dir, kubeconfig, log), its kube-rs
+//! client, and its lifecycle (start, restart, crash, signals).
+
+use std::fs::File;
+use std::io::Write;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use kube::Client;
+use kube::config::{Config, KubeConfigOptions, Kubeconfig};
+
+use crate::binary::KgcBinary;
+use crate::controller::Controller;
+use crate::http::http_get_status;
+use crate::process::{self, READY_DEADLINE};
+
+/// A running `kgc serve` of the binary `B` (test binaries name it `Server`, see
+/// [`bind_kgc!`](crate::bind_kgc)).
+pub struct Server<B> {
+    child: Option<Child>,
+    root: tempfile::TempDir,
+    args: Vec<String>,
+    url: String,
+    client: Option<Client>,
+    /// A `kgc controller` running the collector against this server (see [`Server::start_gc`]).
+    pub(crate) controller: Option<Controller>,
+    /// HTTPS with authentication and RBAC (see [`Server::start_secure`]); otherwise
+    /// `--insecure-http`.
+    secure: bool,
+    binary: PhantomData<fn() -> B>,
+}
+
+impl<B: KgcBinary> Server<B> {
+    /// A fresh in-memory server.
+    pub async fn start() -> Self {
+        Self::start_with(&["--in-memory"]).await
+    }
+
+    /// A fresh server with extra `kgc serve` arguments (`--listen` and `--data-dir` are added).
+    /// Pass no `--in-memory` for a durable server.
+    pub async fn start_with(args: &[&str]) -> Self {
+        Self::start_inner(args, false, |_| {}).await
+    }
+
+    /// Like [`Server::start_with`], with the data directory set up by `prepare` first (a
+    /// size-limited file system mounted on it, the files of an older kgc).
+    pub async fn start_prepared(args: &[&str], prepare: impl FnOnce(&Path)) -> Self {
+        Self::start_inner(args, false, prepare).await
+    }
+
+    /// A fresh server as users run it: HTTPS with authentication and RBAC (no
+    /// `--insecure-http`). Its kubeconfig authenticates as the `system:masters` admin; `args`
+    /// are added as in [`Server::start_with`].
+    pub async fn start_secure(args: &[&str]) -> Self {
+        Self::start_inner(args, true, |_| {}).await
+    }
+
+    async fn start_inner(args: &[&str], secure: bool, prepare: impl FnOnce(&Path)) -> Self {
+        let root = tempfile::Builder::new()
+            .prefix("kgc-test-")
+            .tempdir()
+            .expect("creating a temporary directory");
+        std::fs::create_dir_all(root.path().join("data")).expect("creating the data dir");
+        prepare(&root.path().join("data"));
+        let mut s = Server {
+            child: None,
+            root,
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            url: String::new(),
+            client: None,
+            controller: None,
+            secure,
+            binary: PhantomData,
+        };
+        s.spawn().await;
+        s
+    }
+
+    async fn spawn(&mut self) {
+        assert!(self.child.is_none(), "the server is already running");
+        let mut child = B::command()
+            .arg("serve")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .args((!self.secure).then_some("--insecure-http"))
+            .args(&self.args)
+            .env("RUST_LOG", process::rust_log())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(process::log_file(&self.log_path()))
+            .spawn()
+            .expect("spawning kgc serve");
+        let mut url = None;
+        let announced =
+            process::announcement(child.stdout.take().expect("piped stdout"), move |line| {
+                if let Some(u) = line.strip_prefix("kgc serve: listening on ") {
+                    url = Some(u.trim().to_owned());
+                    return None;
+                }
+                let k = line.strip_prefix("export KUBECONFIG=")?;
+                Some((url.clone()?, k.trim().to_owned()))
+            });
+        self.child = Some(child);
+        let (url, kubeconfig) = match tokio::time::timeout(READY_DEADLINE, announced).await {
+            Ok(Ok(v)) => v,
+            _ => {
+                let status = self
+                    .child
+                    .as_mut()
+                    .and_then(|c| c.try_wait().ok().flatten());
+                panic!(
+                    "kgc serve did not announce its address (exit status: {status:?}); log:\n{}",
+                    self.log_tail(200)
+                );
+            }
+        };
+        let scheme = if self.secure { "https" } else { "http" };
+        assert!(
+            url.starts_with(&format!("{scheme}://127.0.0.1:")),
+            "unexpected listen line {url:?}"
+        );
+        assert_eq!(
+            PathBuf::from(&kubeconfig),
+            self.kubeconfig_path(),
+            "the export KUBECONFIG line names another file"
+        );
+        self.url = url;
+        let kc = Kubeconfig::read_from(self.kubeconfig_path()).expect("reading the kubeconfig");
+        let opts = KubeConfigOptions {
+            context: Some("kgc".into()),
+            ..KubeConfigOptions::default()
+        };
+        let config = Config::from_custom_kubeconfig(kc, &opts)
+            .await
+            .expect("loading the kubeconfig");
+        assert_eq!(
+            config.cluster_url.to_string().trim_end_matches('/'),
+            self.url,
+            "the kubeconfig points elsewhere"
+        );
+        self.client = Some(Client::try_from(config).expect("building the kube client"));
+        self.wait_ready().await;
+    }
+
+    /// Starts the server again on the same data dir (terminating it first if it still runs).
+    /// The port changes: take a new [`Server::client`] afterwards.
+    pub async fn restart(&mut self) {
+        if self.child.is_some() {
+            let status = self.terminate();
+            assert!(
+                status.success(),
+                "kgc serve exited with {status} on SIGTERM"
+            );
+        }
+        self.spawn().await;
+    }
+
+    /// Restarts the server on the same data dir with other `kgc serve` arguments (the lifecycle
+    /// tests move time forward this way: a larger hidden `--clock-offset`).
+    pub async fn restart_with(&mut self, args: &[&str]) {
+        self.args = args.iter().map(|a| (*a).to_owned()).collect();
+        self.restart().await;
+    }
+}
+
+impl<B> Server<B> {
+    /// Polls `GET /readyz` until 200, with a deadline.
+    async fn wait_ready(&mut self) {
+        let deadline = Instant::now() + READY_DEADLINE;
+        loop {
+            let ready = if self.secure {
+                // Through the kube client: it speaks TLS.
+                let req = http::Request::get("/readyz")
+                    .body(Vec::new())
+                    .expect("building a request");
+                self.client().request_text(req).await.is_ok()
+            } else {
+                self.is_ready().await
+            };
+            if ready {
+                return;
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!(
+                    "kgc serve exited before it was ready ({status}); log:\n{}",
+                    self.log_tail(200)
+                );
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "kgc serve was not ready within {READY_DEADLINE:?}; log:\n{}",
+                    self.log_tail(200)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Whether `GET /readyz` answers 200 right now (plain HTTP servers only).
+    pub async fn is_ready(&self) -> bool {
+        let addr = self.url.trim_start_matches("http://");
+        http_get_status(addr, "/readyz").await == Some(200)
+    }
+
+    /// The data directory (`--data-dir`).
+    pub fn data_dir(&self) -> PathBuf {
+        self.root.path().join("data")
+    }
+
+    /// The kubeconfig the server wrote.
+    pub fn kubeconfig_path(&self) -> PathBuf {
+        self.data_dir().join("kubeconfig")
+    }
+
+    /// The root of this server's scratch directory (kubeconfigs, files for `kubectl -f`,
+    /// logs).
+    pub fn scratch(&self) -> &Path {
+        self.root.path()
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.root.path().join("server.log")
+    }
+
+    /// `http://127.0.0.1:PORT` (`https://` for [`Server::start_secure`]).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The server process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the server is not running").id()
+    }
+
+    /// A kube-rs client built from the written kubeconfig (context `kgc`). Rebuilt on restart,
+    /// since the port changes.
+    pub fn client(&self) -> Client {
+        self.client.clone().expect("the server is not running")
+    }
+
+    /// Writes a file in this server's scratch directory (for `kubectl -f FILE`).
+    pub fn write_file(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.root.path().join(name);
+        let mut f = File::create(&path).expect("creating a scratch file");
+        f.write_all(contents.as_bytes())
+            .expect("writing a scratch file");
+        path
+    }
+
+    /// The last `lines` lines of the server's log (stderr).
+    pub fn log_tail(&self, lines: usize) -> String {
+        process::log_tail(&self.log_path(), lines)
+    }
+
+    /// SIGKILL (`kill -9`), as a crash; returns the exit status.
+    pub fn kill9(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("the server is not running");
+        self.client = None;
+        child.kill().expect("sending SIGKILL");
+        child.wait().expect("reaping the server")
+    }
+
+    /// SIGTERM and wait (with a deadline) for a clean exit; returns the exit status.
+    pub fn terminate(&mut self) -> ExitStatus {
+        self.signal_and_wait("TERM")
+    }
+
+    /// SIGINT and wait (with a deadline) for a clean exit; returns the exit status.
+    pub fn interrupt(&mut self) -> ExitStatus {
+        self.signal_and_wait("INT")
+    }
+
+    fn signal_and_wait(&mut self, signal: &str) -> ExitStatus {
+        let child = self.child.take().expect("the server is not running");
+        self.client = None;
+        process::signal_and_wait(child, signal, "kgc serve", &self.log_path())
+    }
+}
+
+impl<B> Drop for Server<B> {
+    fn drop(&mut self) {
+        // The collector's controller first: it must not outlive the server it watches.
+        if self.controller.take().is_some() {
+            crate::gc::set_graph_base(None);
+        }
+        process::kill(self.child.take());
+        if std::thread::panicking() {
+            eprintln!(
+                "---- kgc serve log ({}) ----\n{}\n---- end of log ----",
+                self.url,
+                self.log_tail(150)
+            );
+        }
+    }
+}
+
+/// `kgc serve add-user NAME ARGS...` against this server's data directory: writes the printed
+/// kubeconfig into the scratch directory and returns its path.
+pub fn add_user<B: KgcBinary>(server: &Server<B>, name: &str, args: &[&str]) -> PathBuf {
+    let out = B::command()
+        .args(["serve", "add-user", name, "--data-dir"])
+        .arg(server.data_dir())
+        .args(args)
+        .output()
+        .expect("running kgc serve add-user");
+    assert!(
+        out.status.success(),
+        "add-user {name} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = server.scratch().join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, &out.stdout).expect("writing a kubeconfig");
+    path
+}
