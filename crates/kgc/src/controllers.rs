@@ -67,7 +67,7 @@ impl Selection {
 
 /// kube-controller-manager's `IsControllerEnabled`.
 fn enabled(name: &str, list: &[String], off_by_default: &[&str]) -> bool {
-    let mut star = false;
+    let (mut star, mut none) = (false, false);
     for c in list {
         if c == name {
             return true;
@@ -77,11 +77,11 @@ fn enabled(name: &str, list: &[String], off_by_default: &[&str]) -> bool {
         }
         match c.as_str() {
             "*" => star = true,
-            "-*" => return false,
+            "-*" => none = true,
             _ => {}
         }
     }
-    star && !off_by_default.contains(&name)
+    star && !none && !off_by_default.contains(&name)
 }
 
 /// Runs the cluster's own controllers that are not in `disabled`, until dropped.
@@ -143,6 +143,9 @@ mod tests {
     fn minus_star_runs_only_what_is_named() {
         assert_eq!(disabled(&["-*"], &[], &[]).len(), ALL.len());
         assert_eq!(disabled(&["gc", "-*"], &[], &[]).len(), ALL.len() - 1);
+        assert_eq!(disabled(&["-*", "namespace"], &[], &[]).len(), ALL.len() - 1);
+        assert!(!disabled(&["-*", "namespace"], &[], &[]).contains(&"namespace".to_owned()));
+        assert_eq!(disabled(&["*", "-*"], &[], &[]).len(), ALL.len());
     }
 
     #[test]

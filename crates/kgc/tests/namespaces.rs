@@ -374,3 +374,76 @@ async fn system_namespaces_cannot_be_deleted() {
         .await
         .unwrap();
 }
+
+/// LISTs the namespace controller, run as `kgc controller`, has sent (its request counter).
+async fn controller_lists(c: &Controller) -> u64 {
+    let metrics = c.get("/metrics").await.text();
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("kgc_controller_api_requests_total{verb=\"get\"} "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no GET counter in:\n{metrics}"))
+}
+
+/// The namespace controller requeues a namespace whose content is held by a finalizer after
+/// upstream's estimate, never on other commits: while 200 writes land in another namespace it
+/// sends less than one pass of LISTs (before, every commit anywhere cost a LIST of every
+/// namespaced resource). Run as `kgc controller --controllers=-*,namespace` against a server
+/// that runs every controller but it, so its requests can be counted.
+#[tokio::test]
+async fn the_namespace_controller_lists_per_pass_not_per_commit() {
+    let s = Server::start_with(&["--in-memory", "--controllers=*,-namespace"]).await;
+    let c = Controller::start(&s, &["--leader-elect=false", "--controllers=-*,namespace"]).await;
+    let ns = fresh_namespace(&s.client(), "quiet").await;
+    let busy = fresh_namespace(&s.client(), "busy").await;
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    cms.create(
+        &PostParams::default(),
+        &configmap("held", &["example.com/hold"]),
+    )
+    .await
+    .unwrap();
+    for i in 0..20 {
+        cms.create(&PostParams::default(), &configmap(&format!("c{i}"), &[]))
+            .await
+            .unwrap();
+    }
+    let nss: Api<Namespace> = Api::all(s.client());
+    nss.delete(&ns, &Default::default()).await.unwrap();
+    eventually("the controller to report the held content", T, || async {
+        let v = s
+            .raw("GET", &format!("/api/v1/namespaces/{ns}"), None, vec![])
+            .await
+            .json();
+        condition(&v, "NamespaceFinalizersRemaining").is_some()
+    })
+    .await;
+    // The conditions it just wrote queue the namespace once more; let that pass end.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = controller_lists(&c).await;
+    let busy_cms: Api<ConfigMap> = Api::namespaced(s.client(), &busy);
+    for i in 0..200 {
+        busy_cms
+            .create(&PostParams::default(), &configmap(&format!("w{i}"), &[]))
+            .await
+            .unwrap();
+    }
+    let during = controller_lists(&c).await - before;
+    // One pass lists each namespaced resource once (about 30); 200 commits cost none.
+    assert!(
+        during < 30,
+        "{during} GETs while 200 unrelated writes committed: the controller is not to look at the namespace again before its estimate"
+    );
+    // Releasing the content lets the namespace go at the next requeue (8 s after the last pass).
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    eventually("the namespace to go", T, || async {
+        nss.get(&ns).await.is_err()
+    })
+    .await;
+}
