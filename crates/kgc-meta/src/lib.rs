@@ -11,6 +11,7 @@ pub mod crd;
 pub mod defaults;
 pub mod deletion;
 pub mod encoding;
+pub mod gojson;
 pub mod object;
 pub mod quantity;
 pub mod schema;
