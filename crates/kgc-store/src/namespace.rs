@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 
 use crate::object::{Meta, str_list};
 use crate::read::ListOptions;
-use crate::{Clock, State, Store, format_time};
+use crate::{Clock, State, Store};
+use kgc_meta::time::format_time;
 
 /// The `spec.finalizers` entry that the namespace controller removes once the namespace is empty.
 pub const FINALIZER_KUBERNETES: &str = "kubernetes";
