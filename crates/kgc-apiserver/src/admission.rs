@@ -10,7 +10,7 @@
 //! configuration).
 
 use kgc_meta::catalog::api_version;
-use kgc_meta::validation::go_quote;
+use kgc_meta::gojson::go_quote;
 use kgc_meta::{FieldError, ResourceInfo, Status};
 use serde_json::Value;
 

@@ -167,7 +167,7 @@ impl Authenticator {
             .service_accounts
             .as_ref()
             .ok_or_else(|| "invalid bearer token".to_owned())?;
-        let now = jiff::Timestamp::now().as_second();
+        let now = self.store.clock().now().as_second();
         let (user, audiences) = sa.authenticate(&self.store, token, now, audiences)?;
         Ok((Arc::new(with_authenticated(user)), audiences))
     }

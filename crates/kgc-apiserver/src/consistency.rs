@@ -6,7 +6,7 @@
 //! `kubernetes/apimachinery pkg/apis/meta/internalversion/validation/validation.go`
 //! `ValidateListOptions` and the 400s of the storage layer.
 
-use kgc_meta::validation::go_quote;
+use kgc_meta::gojson::go_quote;
 use kgc_meta::{FieldError, Status};
 use kgc_store::{Continue, ReadFrom};
 

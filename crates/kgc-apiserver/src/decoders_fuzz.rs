@@ -144,7 +144,8 @@ fn exercise(bytes: &[u8]) {
         "application/strategic-merge-patch+json",
     ] {
         let mut target = stored();
-        if crate::rest::apply_patch(&info, "d", media, &mut target, &patch.value).is_ok() {
+        if crate::handlers::patch::apply_patch(&info, "d", media, &mut target, &patch.value).is_ok()
+        {
             assert!(size(&target) <= crate::body::MAX_BODY, "{media}");
             let _ = admission::admit(
                 &info,

@@ -16,11 +16,11 @@ mod conversion;
 #[cfg(test)]
 mod decoders_fuzz;
 mod discovery;
+mod handlers;
 mod health;
 pub mod inflight;
 pub mod owner_references;
 mod request;
-mod rest;
 mod reviews;
 mod scale;
 pub mod serviceaccount;
@@ -432,7 +432,7 @@ async fn resource(
         Some(info) if reviews::handles(&info) => {
             reviews::serve(api, &info, query, headers, body).await
         }
-        Some(info) => rest::serve(api, info, query, headers, body).await,
+        Some(info) => handlers::serve(api, info, query, headers, body).await,
         None => {
             let doc = discovery::legacy_resources(&api.store.catalog(), group, version)
                 .ok_or_else(Status::no_such_resource)?;

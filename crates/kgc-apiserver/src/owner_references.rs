@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use kgc_auth::{Attributes, Decision};
 use kgc_meta::catalog::split_api_version;
-use kgc_meta::validation::go_quote;
+use kgc_meta::gojson::go_quote;
 use kgc_meta::{Catalog, GroupResource, ResourceInfo, Status};
 use serde_json::Value;
 

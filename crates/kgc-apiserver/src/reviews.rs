@@ -335,7 +335,7 @@ async fn token_request(
     if audiences.is_empty() {
         audiences = signer.api_audiences().to_vec();
     }
-    let now = jiff::Timestamp::now();
+    let now = api.store.clock().now();
     let claims = Claims {
         namespace: ns.clone(),
         name: name.clone(),
@@ -352,9 +352,8 @@ async fn token_request(
     };
     let expires = now
         .checked_add(jiff::SignedDuration::from_secs(expiration))
-        .map_err(|e| Status::internal(e.to_string()))?
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string();
+        .map_err(|e| Status::internal(e.to_string()))?;
+    let expires = kgc_meta::time::format_time(expires);
     let out = json!({
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",

@@ -38,6 +38,8 @@ pub struct TableParams {
     pub info: std::sync::Arc<kgc_meta::ResourceInfo>,
     pub version: &'static str,
     pub include: crate::table::IncludeObject,
+    /// The server clock, for the AGE cells.
+    pub clock: kgc_meta::time::Clock,
 }
 
 struct StreamState {
@@ -78,13 +80,13 @@ impl StreamState {
                 e = self.watcher.next() => match e {
                     WatchEvent::Event(kind, obj) => {
                         self.initial_left = self.initial_left.saturating_sub(1);
-                        let served = crate::rest::served_text(&self.params.info, &obj.raw, self.params.version.as_deref());
+                        let served = crate::handlers::served_text(&self.params.info, &obj.raw, self.params.version.as_deref());
                         let body = match &self.params.table {
                             Some(t) => {
                                 let value: Value = serde_json::from_str(&served).unwrap_or(Value::Null);
                                 let with_columns = !self.sent_columns;
                                 self.sent_columns = true;
-                                crate::table::table_of_values(&t.info, [&value], t.version, &obj.resource_version.to_string(), None, &t.include, with_columns, jiff::Timestamp::now()).to_string()
+                                crate::table::table_of_values(&t.info, [&value], t.version, &obj.resource_version.to_string(), None, &t.include, with_columns, t.clock.now()).to_string()
                             }
                             None => served.into_owned(),
                         };

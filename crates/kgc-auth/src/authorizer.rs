@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use kgc_meta::validation::go_quote;
+use kgc_meta::gojson::go_quote;
 use serde_json::{Map, Value, json};
 
 use crate::rule::{PolicyRule, parse_rules};

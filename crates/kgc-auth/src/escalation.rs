@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use kgc_meta::validation::go_quote;
+use kgc_meta::gojson::go_quote;
 use serde_json::Value;
 
 use crate::authorizer::{aggregate_errors, resolve_role_ref};

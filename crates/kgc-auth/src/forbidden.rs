@@ -2,7 +2,7 @@
 //! `k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go`, wrapped by
 //! `apierrors.NewForbidden`. Clients and people grep for this text.
 
-use kgc_meta::validation::go_quote;
+use kgc_meta::gojson::go_quote;
 
 use crate::Attributes;
 

@@ -91,10 +91,7 @@ impl PolicyRule {
 
 /// Go's `%q` of a `[]string`: `["a" "b"]`.
 pub(crate) fn go_quote_list(v: &[String]) -> String {
-    let quoted: Vec<String> = v
-        .iter()
-        .map(|s| kgc_meta::validation::go_quote(s))
-        .collect();
+    let quoted: Vec<String> = v.iter().map(|s| kgc_meta::gojson::go_quote(s)).collect();
     format!("[{}]", quoted.join(" "))
 }
 

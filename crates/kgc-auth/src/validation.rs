@@ -6,8 +6,9 @@
 //! after defaulting (`kgc_meta::defaults::apply`), which fills `roleRef.apiGroup` and the
 //! `apiGroup` of User and Group subjects.
 
+use kgc_meta::gojson::go_quote;
 use kgc_meta::validation::{
-    FieldError, FieldErrorKind, go_quote, is_dns1123_subdomain, is_label_value, is_qualified_name,
+    FieldError, FieldErrorKind, is_dns1123_subdomain, is_label_value, is_qualified_name,
 };
 use serde_json::Value;
 

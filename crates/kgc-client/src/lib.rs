@@ -254,23 +254,21 @@ pub trait Cluster: Clone + Send + Sync + 'static {
 
 /// A core/v1 Warning event about `involved` (used for `OwnerRefInvalidNamespace`), in the
 /// involved object's namespace, or `default` for a cluster-scoped one, as upstream's recorder
-/// files them.
+/// files them. `now` is the server clock's time (`--clock-offset` moves it).
 pub fn warning_event(
     component: &str,
     involved: &kgc_meta::ObjectRef,
     reason: &str,
     message: &str,
-    now: &str,
+    now: kgc_meta::time::Timestamp,
 ) -> Value {
     let namespace = if involved.namespace.is_empty() {
         "default"
     } else {
         involved.namespace.as_str()
     };
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
+    let nanos = now.as_nanosecond().max(0);
+    let time = kgc_meta::time::format_time(now);
     let mut involved_object = serde_json::json!({
         "apiVersion": involved.api_version,
         "kind": involved.kind,
@@ -292,8 +290,8 @@ pub fn warning_event(
         "type": "Warning",
         "source": {"component": component},
         "reportingComponent": component,
-        "firstTimestamp": now,
-        "lastTimestamp": now,
+        "firstTimestamp": time,
+        "lastTimestamp": time,
         "count": 1,
     })
 }

@@ -14,7 +14,9 @@ use kgc_meta::{DeleteOptions, PropagationPolicy, Reason, ResourceInfo};
 use kgc_runtime::informer::{Key, View};
 use serde_json::Value;
 
-use crate::{Context, Error, Result, metav1_time, work};
+use kgc_meta::time::format_time;
+
+use crate::{Context, Error, Result, work};
 
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "crd-cleanup";
@@ -95,7 +97,7 @@ async fn sync<C: Cluster>(
             ctx.cluster().list(&info, "").await?.len()
         }
     };
-    let now = metav1_time(ctx.clock.now());
+    let now = format_time(ctx.clock.now());
     if remaining > 0 {
         crd::set_terminating(
             &mut live,

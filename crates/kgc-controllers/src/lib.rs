@@ -17,9 +17,9 @@ pub mod namespace;
 pub mod pod_termination;
 
 use kgc_client::Cluster;
+pub use kgc_meta::time::Clock;
 use kgc_runtime::informer::Informers;
 use kgc_runtime::queue::{QueueMetrics, WorkQueue};
-pub use kgc_store::Clock;
 
 /// Errors of a controller's sync; the key is retried with back-off.
 #[derive(Debug, thiserror::Error)]
@@ -57,11 +57,6 @@ impl<C: Cluster> Context<C> {
             None => WorkQueue::new(),
         }
     }
-}
-
-/// A `metav1.Time`: RFC 3339 in UTC, whole seconds.
-fn metav1_time(t: jiff::Timestamp) -> String {
-    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// Runs `workers` workers over `queue`, each calling `sync` for a key and acting on what it

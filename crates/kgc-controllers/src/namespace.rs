@@ -20,7 +20,9 @@ use kgc_meta::{DeleteOptions, ObjectMeta, PropagationPolicy, Reason, ResourceInf
 use kgc_runtime::informer::{Key, View};
 use serde_json::{Value, json};
 
-use crate::{Context, Error, Result, metav1_time, work};
+use kgc_meta::time::format_time;
+
+use crate::{Context, Error, Result, work};
 
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "namespace";
@@ -244,7 +246,7 @@ async fn update_conditions<C: Cluster>(
         .cloned()
         .unwrap_or_default();
     let before = conditions.clone();
-    let now = metav1_time(ctx.clock.now());
+    let now = format_time(ctx.clock.now());
     if content.remaining.is_empty() {
         conditions.retain(|c| c["type"] != "NamespaceContentRemaining");
     } else {

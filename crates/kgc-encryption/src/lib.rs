@@ -15,7 +15,7 @@ mod config;
 mod secretbox;
 mod transformer;
 
-use kgc_meta::validation::go_quote;
+use kgc_meta::gojson::go_quote;
 
 pub use config::{DEFAULT_KEY_NAME, EncryptionConfig, default_config};
 pub use transformer::{Read, Transformers};

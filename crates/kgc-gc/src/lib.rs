@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use kgc_client::Cluster;
 use kgc_meta::catalog::split_api_version;
+use kgc_meta::time::Clock;
 use kgc_meta::{GroupResource, ResourceInfo};
 use tokio::sync::{Notify, mpsc};
 
@@ -49,6 +50,8 @@ pub struct Config {
     pub initial_sync_timeout: Duration,
     /// Dependents patched at once when orphaning.
     pub orphan_concurrency: usize,
+    /// The server clock, for the times of the events the collector records.
+    pub clock: Clock,
 }
 
 impl Default for Config {
@@ -58,6 +61,7 @@ impl Default for Config {
             resync: Duration::from_secs(30),
             initial_sync_timeout: Duration::from_secs(30),
             orphan_concurrency: 32,
+            clock: Clock::default(),
         }
     }
 }
@@ -430,15 +434,12 @@ impl<C: Cluster> Shared<C> {
         }
         for bad in fx.invalid_owner_refs {
             tracing::warn!(child = %bad.child, owner = %bad.owner, "OwnerRefInvalidNamespace");
-            let now = jiff::Timestamp::now()
-                .strftime("%Y-%m-%dT%H:%M:%SZ")
-                .to_string();
             let event = kgc_client::warning_event(
                 COMPONENT,
                 &bad.child,
                 "OwnerRefInvalidNamespace",
                 &bad.message(),
-                &now,
+                self.config.clock.now(),
             );
             let cluster = self.cluster.clone();
             tokio::spawn(async move {

@@ -197,7 +197,7 @@ async fn bench_ttl(a: &Args) {
     // They all finish in the current second and expire together, a few seconds on.
     let finished = jiff::Timestamp::now();
     let ttl_secs: i64 = 3 + (a.jobs as i64 / 2_000);
-    let stamp = finished.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let stamp = kgc_meta::time::format_time(finished);
     let objects = (0..a.jobs)
         .map(|i| {
             let job = json!({"apiVersion": "batch/v1", "kind": "Job",

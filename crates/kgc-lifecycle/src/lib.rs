@@ -32,7 +32,7 @@ use std::time::Duration;
 use kgc_client::{Cluster, Deleted};
 use kgc_meta::{DeleteOptions, Preconditions, PropagationPolicy, Reason, ResourceInfo};
 use kgc_runtime::informer::{Informers, describe, key_of};
-pub use kgc_store::Clock;
+pub use kgc_meta::time::Clock;
 pub use metrics::Metrics;
 use serde_json::Value;
 

@@ -194,12 +194,8 @@ pub fn orphaned_condition(now: jiff::Timestamp) -> Value {
         "status": "True",
         "reason": "DeletionByPodGC",
         "message": "PodGC: node no longer exists",
-        "lastTransitionTime": kgc_meta_time(now),
+        "lastTransitionTime": kgc_meta::time::format_time(now),
     })
-}
-
-fn kgc_meta_time(t: jiff::Timestamp) -> String {
-    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// The running collector: caches of pods and nodes and the quarantine of missing nodes.

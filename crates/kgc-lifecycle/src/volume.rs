@@ -361,18 +361,12 @@ impl<C: Cluster> Volumes<C> {
                 .unwrap_or_default()
                 .to_owned(),
         };
-        let now = self
-            .ctx
-            .clock
-            .now()
-            .strftime("%Y-%m-%dT%H:%M:%SZ")
-            .to_string();
         let event = kgc_client::warning_event(
             "persistentvolume-controller",
             &involved,
             reason,
             message,
-            &now,
+            self.ctx.clock.now(),
         );
         if let Err(e) = self.ctx.cluster.create_event(event).await {
             tracing::debug!(collector = COLLECTOR, error = %e, "recording an event failed");

@@ -1,8 +1,8 @@
 //! The error type and conflict reporting (apimachinery `managedfields/internal/conflict.go`,
 //! structured-merge-diff `merge/conflict.go`).
 
-use crate::gojson;
 use crate::managed::{ManagerKey, Operation};
+use kgc_meta::gojson;
 
 /// Why an apply or update could not be carried out.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -70,10 +70,10 @@ impl Conflict {
     /// The manager as upstream prints it: `"kubectl"`, `"kube-controller-manager" using
     /// apps/v1`, `"m" with subresource "status" using v1`.
     pub fn manager_display(&self) -> String {
-        let mut out = gojson::quote(&self.manager);
+        let mut out = gojson::go_quote(&self.manager);
         if !self.subresource.is_empty() {
             out.push_str(" with subresource ");
-            out.push_str(&gojson::quote(&self.subresource));
+            out.push_str(&gojson::go_quote(&self.subresource));
         }
         if self.operation == Operation::Update {
             out.push_str(" using ");

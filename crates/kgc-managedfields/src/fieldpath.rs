@@ -3,7 +3,7 @@
 //! `serialize-pe.go`).
 
 use crate::Error;
-use crate::gojson;
+use kgc_meta::gojson;
 use serde_json::{Map, Number, Value};
 use std::borrow::Borrow;
 use std::cmp::Ordering;
@@ -62,14 +62,14 @@ impl PathElement {
                     if i > 0 {
                         out.push(',');
                     }
-                    gojson::encode_str(&mut out, name);
+                    gojson::write_json_string(&mut out, name);
                     out.push(':');
-                    gojson::encode_into(&mut out, value);
+                    gojson::write_go_json(&mut out, value);
                 }
                 out.push('}');
                 out
             }
-            PathElement::Value(value) => format!("v:{}", gojson::encode(value)),
+            PathElement::Value(value) => format!("v:{}", gojson::go_json(value)),
             PathElement::Index(i) => format!("i:{i}"),
         }
     }
@@ -164,7 +164,7 @@ fn value_to_string(v: &Value) -> String {
         Value::Null => "null".to_string(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
-        Value::String(s) => gojson::quote(s),
+        Value::String(s) => gojson::go_quote(s),
         Value::Array(items) => {
             let parts: Vec<String> = items.iter().map(value_to_string).collect();
             format!("[{}]", parts.join(","))
@@ -711,7 +711,7 @@ impl FieldSet {
             if i > 0 {
                 out.push(',');
             }
-            gojson::encode_str(out, &n.pe.to_fields_v1_key());
+            gojson::write_json_string(out, &n.pe.to_fields_v1_key());
             out.push(':');
             n.children.write_node(out, n.member);
         }

@@ -7,7 +7,8 @@
 //! configuration.
 
 use crate::typed::{compare, to_field_set};
-use crate::{FieldSet, Schema, gojson};
+use crate::{FieldSet, Schema};
+use kgc_meta::gojson;
 use serde_json::{Map, Value};
 
 /// `kubectl.kubernetes.io/last-applied-configuration`.
@@ -64,7 +65,7 @@ pub(crate) fn update_annotation(obj: &mut Value, config: &Value) {
     {
         ann.remove(LAST_APPLIED_ANNOTATION);
     }
-    let mut text = gojson::encode(&config);
+    let mut text = gojson::go_json(&config);
     text.push('\n');
     let Some(Value::Object(ann)) = obj
         .get_mut("metadata")

@@ -42,7 +42,6 @@
 
 mod error;
 mod fieldpath;
-mod gojson;
 mod lastapplied;
 mod managed;
 mod schema;

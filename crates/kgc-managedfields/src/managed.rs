@@ -1,8 +1,8 @@
 //! `metadata.managedFields` entries: decoding, manager identity, encoding order, the cap on
 //! update managers (apimachinery `managedfields/internal/managedfields.go`, `capmanagers.go`).
 
-use crate::gojson;
 use crate::{Error, FieldSet};
+use kgc_meta::gojson;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -72,9 +72,9 @@ impl ManagerKey {
         let mut sep = "";
         let mut field = |out: &mut String, name: &str, value: &str| {
             out.push_str(sep);
-            gojson::encode_str(out, name);
+            gojson::write_json_string(out, name);
             out.push(':');
-            gojson::encode_str(out, value);
+            gojson::write_json_string(out, value);
             sep = ",";
         };
         if !self.manager.is_empty() {

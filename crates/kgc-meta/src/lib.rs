@@ -1,9 +1,10 @@
 //! Kubernetes identities, the resource catalog, selectors and the object-metadata rules kgc
 //! depends on.
 //!
-//! Everything here is pure: no I/O, no clocks, no randomness. The store, the API server and every
-//! collector share these definitions, so a rule (say, which finalizer a DELETE adds, or whether a
-//! name is valid) is written once and means the same everywhere.
+//! Everything here is pure: no I/O, no randomness, and only one reading of the system clock
+//! ([`time::Clock`], which every other part asks for the time). The store, the API server and
+//! every collector share these definitions, so a rule (say, which finalizer a DELETE adds, or
+//! whether a name is valid) is written once and means the same everywhere.
 #![forbid(unsafe_code)]
 
 pub mod catalog;
@@ -11,11 +12,13 @@ pub mod crd;
 pub mod defaults;
 pub mod deletion;
 pub mod encoding;
+pub mod gojson;
 pub mod object;
 pub mod quantity;
 pub mod schema;
 pub mod selector;
 pub mod status;
+pub mod time;
 pub mod validation;
 
 pub use catalog::{

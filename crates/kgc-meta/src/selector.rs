@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::Error;
-use crate::validation::{go_quote, is_label_value, is_qualified_name, join_aggregate};
+use crate::gojson::go_quote;
+use crate::validation::{is_label_value, is_qualified_name, join_aggregate};
 
 /// How one label requirement relates its key to its values (`selection.Operator`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -315,7 +315,7 @@ impl Decoder {
         }
         // nanos < 1e9, so the microseconds fit in u32.
         let micros = micro.then_some((nanos / 1_000) as u32);
-        Ok(Value::String(time::rfc3339(seconds, micros)))
+        Ok(Value::String(kgc_meta::time::rfc3339(seconds, micros)))
     }
 
     /// `resource.Quantity { string string = 1; }`: gogo's `Unmarshal` runs `ParseQuantity`, and

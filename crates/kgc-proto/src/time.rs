@@ -11,6 +11,8 @@
 
 use std::fmt;
 
+use kgc_meta::time::{days_from_civil, rfc3339};
+
 /// Seconds from 0001-01-01T00:00:00Z (Go's zero `time.Time`) to the Unix epoch.
 pub(crate) const GO_ZERO_TIME_UNIX: i64 = -62_135_596_800;
 
@@ -375,56 +377,6 @@ fn days_in(month: u32, year: i32) -> u32 {
     }
 }
 
-/// Howard Hinnant's `days_from_civil`: days from 1970-01-01 to a proleptic Gregorian date.
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year.rem_euclid(400);
-    let month = i64::from(month);
-    let doy = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Formats a UTC instant as Go's `time.RFC3339` (`micros: None`) or as
-/// `2006-01-02T15:04:05.000000Z07:00` (`micros: Some(µs)`), for any `i64` second.
-pub(crate) fn rfc3339(unix_seconds: i128, micros: Option<u32>) -> String {
-    let days = unix_seconds.div_euclid(86_400);
-    let secs_of_day = unix_seconds.rem_euclid(86_400);
-    let (year, month, day) = civil_from_days(days);
-    let mut out = String::with_capacity(32);
-    if year < 0 {
-        out.push('-');
-    }
-    out.push_str(&format!(
-        "{:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
-        year.unsigned_abs(),
-        secs_of_day / 3600,
-        secs_of_day / 60 % 60,
-        secs_of_day % 60
-    ));
-    if let Some(micros) = micros {
-        out.push_str(&format!(".{micros:06}"));
-    }
-    out.push('Z');
-    out
-}
-
-/// Howard Hinnant's `civil_from_days`: proleptic Gregorian date of a day count from 1970-01-01.
-fn civil_from_days(days: i128) -> (i128, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i128::from(month <= 2);
-    // day is in 1..=31 and month in 1..=12 by construction.
-    (year, month as u32, day as u32)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -448,37 +400,6 @@ mod tests {
 
     fn micro(s: &str) -> Result<Option<String>, String> {
         printed(Layout::MicroTime, s)
-    }
-
-    #[test]
-    fn rfc3339_like_go() {
-        assert_eq!(rfc3339(0, None), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_767_323_045, None), "2026-01-02T03:04:05Z");
-        assert_eq!(
-            rfc3339(1_767_323_045, Some(7)),
-            "2026-01-02T03:04:05.000007Z"
-        );
-        assert_eq!(rfc3339(951_782_400, None), "2000-02-29T00:00:00Z");
-        assert_eq!(
-            rfc3339(i128::from(GO_ZERO_TIME_UNIX), None),
-            "0001-01-01T00:00:00Z"
-        );
-        assert_eq!(
-            rfc3339(-62_167_219_200 - 86_400, None),
-            "-0001-12-31T00:00:00Z"
-        );
-        assert_eq!(rfc3339(253_402_300_800, None), "10000-01-01T00:00:00Z");
-        // Never panics at the extremes.
-        rfc3339(i128::from(i64::MIN), None);
-        rfc3339(i128::from(i64::MAX), Some(999_999));
-    }
-
-    #[test]
-    fn days_round_trip() {
-        for days in [-719_162, -1, 0, 1, 11_016, 2_932_896] {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(i128::from(days_from_civil(y as i64, m, d)), days);
-        }
     }
 
     #[test]

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use crate::object::Meta;
 use crate::watch::EventType;
-use crate::{Change, State, Store, format_time};
+use crate::{Change, State, Store};
+use kgc_meta::time::format_time;
 
 pub(crate) fn crds() -> GroupResource {
     GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions")

@@ -14,7 +14,8 @@ use crate::object::Meta;
 use crate::read::ListOptions;
 use crate::shallow::{PodFacts, Shallow};
 use crate::watch::EventType;
-use crate::{Change, Result, State, Store, StoredObject, format_time};
+use crate::{Change, Result, State, Store, StoredObject};
+use kgc_meta::time::format_time;
 
 /// What a DELETE did.
 #[derive(Debug, Clone)]

@@ -107,28 +107,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// How many committed events are retained for watch resumption.
 pub const DEFAULT_WATCH_LOG: usize = 100_000;
 
-/// The store's notion of now. A fixed offset lets tests move time forward without sleeping.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Clock {
-    offset: jiff::SignedDuration,
-}
-
-impl Clock {
-    pub fn with_offset(offset: jiff::SignedDuration) -> Self {
-        Self { offset }
-    }
-
-    pub fn now(&self) -> jiff::Timestamp {
-        jiff::Timestamp::now()
-            .checked_add(self.offset)
-            .unwrap_or_else(|_| jiff::Timestamp::now())
-    }
-}
-
-/// RFC 3339 with second precision, as `metav1.Time` serializes.
-pub(crate) fn format_time(t: jiff::Timestamp) -> String {
-    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
+/// The store's notion of now, shared with everything else that reads the time.
+pub use kgc_meta::time::Clock;
 
 type Objects = BTreeMap<(String, String), Arc<StoredObject>>;
 

@@ -9,7 +9,8 @@ use kgc_meta::{DeleteOptions, GroupResource, ResourceInfo, Status};
 use serde_json::{Value, json};
 
 use crate::object::{Meta, str_list};
-use crate::{Clock, State, format_time};
+use crate::{Clock, State};
+use kgc_meta::time::format_time;
 
 /// The `spec.finalizers` entry that the namespace controller removes once the namespace is empty.
 pub const FINALIZER_KUBERNETES: &str = "kubernetes";

@@ -14,7 +14,8 @@ use crate::crd::is_crd;
 use crate::namespace::admit_create;
 use crate::object::{Meta, spec_changed, str_list};
 use crate::watch::EventType;
-use crate::{Change, Pending, Result, State, Store, StoredObject, format_time, stamp};
+use crate::{Change, Pending, Result, State, Store, StoredObject, stamp};
+use kgc_meta::time::format_time;
 
 /// What an update did.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@
 //! `normalizeFields`, `getField`, `getRange`, `parseDescriptor`) and Go's `time.ParseDuration`
 //! and `time.LoadLocation`.
 
-use kgc_meta::validation::go_quote;
+use kgc_meta::gojson::go_quote;
 
 /// Bit 63 marks a field written as `*` or `?`.
 const STAR_BIT: u64 = 1 << 63;

@@ -5,7 +5,8 @@
 //! `pkg/apis/core/validation/validation.go`, `certificates.ParseCSR` and Go's `encoding/pem`.
 
 use base64::Engine as _;
-use kgc_meta::validation::{go_json, go_quote, is_dns1123_label, is_dns1123_subdomain};
+use kgc_meta::gojson::{go_json, go_quote};
+use kgc_meta::validation::{is_dns1123_label, is_dns1123_subdomain};
 use serde_json::Value;
 use x509_parser::prelude::{FromDer, X509CertificationRequest, X509Error};
 

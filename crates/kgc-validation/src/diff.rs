@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use kgc_meta::validation::go_json;
+use kgc_meta::gojson::go_json;
 use serde_json::Value;
 
 use crate::field::Errors;

@@ -8,7 +8,8 @@
 
 use std::fmt::{self, Write as _};
 
-use kgc_meta::validation::{FieldError, FieldErrorKind, go_json};
+use kgc_meta::gojson::go_json;
+use kgc_meta::validation::{FieldError, FieldErrorKind};
 use serde_json::Value;
 
 /// `field.Path` (kubernetes/apimachinery `pkg/util/validation/field/path.go`): where in the

@@ -12,7 +12,8 @@
 
 use std::collections::BTreeSet;
 
-use kgc_meta::validation::{go_json, is_dns1123_label, is_qualified_name};
+use kgc_meta::gojson::go_json;
+use kgc_meta::validation::{is_dns1123_label, is_qualified_name};
 use serde_json::Value;
 
 use crate::Op;
@@ -496,20 +497,20 @@ fn index_interval(s: &str, completions: i64) -> Result<(i64, i64), String> {
     if parts.len() > 2 {
         return Err(format!(
             "the fragment {} violates the requirement that an index interval can have at most two parts separated by '-'",
-            kgc_meta::validation::go_quote(s)
+            kgc_meta::gojson::go_quote(s)
         ));
     }
     let parse = |p: &str| -> Result<i64, String> {
         let n = p.parse::<i64>().map_err(|_| {
             format!(
                 "cannot convert string to integer for index: {}",
-                kgc_meta::validation::go_quote(p)
+                kgc_meta::gojson::go_quote(p)
             )
         })?;
         if n >= completions {
             return Err(format!(
                 "too large index: {}",
-                kgc_meta::validation::go_quote(p)
+                kgc_meta::gojson::go_quote(p)
             ));
         }
         Ok(n)

@@ -16,7 +16,7 @@ fn quote_char(c: u8) -> String {
         b'\'' => "'\\''".to_owned(),
         b'"' => "'\"'".to_owned(),
         _ => {
-            let q = kgc_meta::validation::go_quote(&char::from(c).to_string());
+            let q = kgc_meta::gojson::go_quote(&char::from(c).to_string());
             format!("'{}'", &q[1..q.len() - 1])
         }
     }

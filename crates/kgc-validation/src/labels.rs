@@ -5,9 +5,8 @@
 
 use std::borrow::Cow;
 
-use kgc_meta::validation::{
-    TOTAL_ANNOTATION_SIZE_LIMIT, go_json, is_label_value, is_qualified_name,
-};
+use kgc_meta::gojson::go_json;
+use kgc_meta::validation::{TOTAL_ANNOTATION_SIZE_LIMIT, is_label_value, is_qualified_name};
 use serde_json::Value;
 
 use crate::field::{Errors, Path, typed};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use kgc_meta::validation::go_json;
+use kgc_meta::gojson::go_json;
 use serde_json::Value;
 
 use crate::field::{Errors, Path, go_struct, typed};

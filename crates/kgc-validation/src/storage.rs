@@ -6,8 +6,9 @@
 //! `ValidateStorageClassUpdate`), with 1.32's default gates (`RecoverVolumeExpansionFailure`
 //! on, `VolumeAttributesClass` off).
 
+use kgc_meta::gojson::go_json;
 use kgc_meta::quantity::{self, Quantity};
-use kgc_meta::validation::{go_json, is_dns1123_subdomain, is_qualified_name};
+use kgc_meta::validation::{is_dns1123_subdomain, is_qualified_name};
 use serde_json::{Map, Value};
 
 use crate::diff::forbid_changes;

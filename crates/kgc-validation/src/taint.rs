@@ -2,7 +2,8 @@
 //! `pkg/apis/core/validation/validation.go` (`validateNodeTaints`, `ValidateTolerations`,
 //! `validateTaintEffect`, `validateOnlyAddedTolerations`).
 
-use kgc_meta::validation::{FieldError, FieldErrorKind, go_json, is_label_value};
+use kgc_meta::gojson::go_json;
+use kgc_meta::validation::{FieldError, FieldErrorKind, is_label_value};
 use serde_json::Value;
 
 use crate::field::{Errors, Path, go_struct, typed};

@@ -5,7 +5,8 @@
 //! `IsNotMoreThan100Percent`, the `Validate*Status` functions) and
 //! `pkg/apis/core/validation/validation.go` (`ValidatePodTemplateSpecForRC`, `IsDecremented`).
 
-use kgc_meta::validation::{go_json, regex_error};
+use kgc_meta::gojson::go_json;
+use kgc_meta::validation::regex_error;
 use serde_json::Value;
 
 use crate::Op;

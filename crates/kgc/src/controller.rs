@@ -363,6 +363,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let config = GcConfig {
         workers: args.gc_workers,
         resync: args.gc_resync,
+        clock: args.lifecycle.clock(),
         ..GcConfig::default()
     };
 

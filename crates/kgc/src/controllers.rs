@@ -143,7 +143,10 @@ mod tests {
     fn minus_star_runs_only_what_is_named() {
         assert_eq!(disabled(&["-*"], &[], &[]).len(), ALL.len());
         assert_eq!(disabled(&["gc", "-*"], &[], &[]).len(), ALL.len() - 1);
-        assert_eq!(disabled(&["-*", "namespace"], &[], &[]).len(), ALL.len() - 1);
+        assert_eq!(
+            disabled(&["-*", "namespace"], &[], &[]).len(),
+            ALL.len() - 1
+        );
         assert!(!disabled(&["-*", "namespace"], &[], &[]).contains(&"namespace".to_owned()));
         assert_eq!(disabled(&["*", "-*"], &[], &[]).len(), ALL.len());
     }

@@ -260,6 +260,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             GcConfig {
                 workers: args.gc_workers,
                 resync: args.gc_resync,
+                clock: args.lifecycle.clock(),
                 ..GcConfig::default()
             },
             kgc_gc::Metrics::new(&registry),

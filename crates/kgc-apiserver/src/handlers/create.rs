@@ -1,0 +1,38 @@
+//! CREATE (kubernetes/apiserver pkg/endpoints/handlers/create.go).
+
+use axum::body::Body;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use kgc_meta::ResourceInfo;
+
+use crate::ApiServer;
+use crate::admission::{self, FieldValidation, Written};
+use crate::request::{Query, RequestInfo};
+
+use super::fieldmanager::Tracking;
+use super::{Result, object, object_body, to_storage, with_warnings};
+
+/// POST of a new object (kubernetes/apiserver pkg/endpoints/handlers/create.go).
+pub(super) async fn create(
+    api: &ApiServer,
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    query: &Query,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response> {
+    let ns = req.namespace.as_deref().unwrap_or("");
+    let mode = FieldValidation::of(query)?;
+    let (mut obj, strict) = object_body(info, req, headers, body).await?;
+    let warnings = admission::admit(info, req, mode, Written::Object, &mut obj, strict)?;
+    to_storage(info, req, &mut obj);
+    crate::authz::admit_write(api.rbac.as_deref(), info, req, &obj)?;
+    api.admit_owner_references(info, req, None, &obj)?;
+    let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
+    let obj = tracking.record(None, &obj);
+    let created = api.store.create(info, ns, obj, query.dry_run()?).await?;
+    Ok(with_warnings(
+        object(info, req, StatusCode::CREATED, &created),
+        &warnings,
+    ))
+}

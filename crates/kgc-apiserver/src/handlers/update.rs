@@ -1,0 +1,51 @@
+//! UPDATE (kubernetes/apiserver pkg/endpoints/handlers/update.go).
+
+use axum::body::Body;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use kgc_meta::ResourceInfo;
+
+use crate::ApiServer;
+use crate::admission::{self, FieldValidation, Written};
+use crate::request::{Query, RequestInfo};
+
+use super::fieldmanager::Tracking;
+use super::{Result, object, object_body, to_storage, with_warnings};
+
+/// PUT of a whole object (kubernetes/apiserver pkg/endpoints/handlers/update.go).
+pub(super) async fn update(
+    api: &ApiServer,
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    query: &Query,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response> {
+    let ns = req.namespace.as_deref().unwrap_or("");
+    let name = req.name.as_deref().unwrap_or("");
+    let mode = FieldValidation::of(query)?;
+    let (mut obj, strict) = object_body(info, req, headers, body).await?;
+    let warnings = admission::admit(info, req, mode, Written::Object, &mut obj, strict)?;
+    to_storage(info, req, &mut obj);
+    crate::authz::admit_write(api.rbac.as_deref(), info, req, &obj)?;
+    let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
+    let updated = api
+        .store
+        .update(
+            info,
+            ns,
+            name,
+            req.subresource.as_deref(),
+            query.dry_run()?,
+            |current| {
+                crate::authz::admit_update(info, &current, &obj)?;
+                api.admit_owner_references(info, req, Some(&current), &obj)?;
+                Ok(tracking.record(Some(&current), &obj))
+            },
+        )
+        .await?;
+    Ok(with_warnings(
+        object(info, req, StatusCode::OK, updated.object()),
+        &warnings,
+    ))
+}

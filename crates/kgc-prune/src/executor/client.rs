@@ -1,0 +1,224 @@
+//! The client side: the server's kinds (discovery) and the reads and writes of one run, through
+//! kube-rs against any API server.
+
+use std::collections::HashMap;
+
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::discovery::{Discovery, Scope, verbs};
+use serde_json::Value;
+
+use crate::Error;
+use crate::desired::{Catalog, Desired};
+use crate::gvk::GroupKind;
+use crate::listing::{ListError, Lister, Resource};
+use crate::ownership::FIELD_MANAGER;
+
+pub(super) fn kube_err(context: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+    let context = context.into();
+    move |source| Error::Kube { context, source }
+}
+
+/// The server's kinds, from discovery.
+#[derive(Debug, Default)]
+pub struct ServerCatalog {
+    /// (group, version, kind) → resource.
+    exact: HashMap<(String, String, String), Resource>,
+    /// Canonical group/kind → the resource at its most stable served version.
+    pub(super) preferred: HashMap<GroupKind, Resource>,
+}
+impl Catalog for ServerCatalog {
+    fn resolve(&self, group: &str, version: &str, kind: &str) -> Option<Resource> {
+        self.exact
+            .get(&(group.to_owned(), version.to_owned(), kind.to_owned()))
+            .cloned()
+    }
+}
+
+impl ServerCatalog {
+    /// The resource to list and delete `gk` through.
+    pub fn preferred(&self, gk: &GroupKind) -> Option<&Resource> {
+        self.preferred.get(gk)
+    }
+
+    fn from_discovery(d: &Discovery) -> Self {
+        let mut c = ServerCatalog::default();
+        for group in d.groups() {
+            for version in group.versions() {
+                for (ar, caps) in group.versioned_resources(version) {
+                    if ar.plural.contains('/')
+                        || ![verbs::LIST, verbs::GET, verbs::DELETE, verbs::PATCH]
+                            .iter()
+                            .all(|v| caps.supports_operation(v))
+                    {
+                        continue;
+                    }
+                    let r = Resource {
+                        gk: GroupKind::new(&ar.group, &ar.kind),
+                        version: ar.version.clone(),
+                        plural: ar.plural.clone(),
+                        namespaced: caps.scope == Scope::Namespaced,
+                    };
+                    c.exact
+                        .insert((ar.group.clone(), ar.version.clone(), ar.kind.clone()), r);
+                }
+            }
+            for (ar, caps) in group.resources_by_stability() {
+                if ar.plural.contains('/') || !caps.supports_operation(verbs::LIST) {
+                    continue;
+                }
+                let canonical =
+                    GroupKind::new(crate::gvk::canonical_group(&ar.group, &ar.kind), &ar.kind);
+                // An alias group never shadows the canonical one.
+                if canonical.group != ar.group && c.preferred.contains_key(&canonical) {
+                    continue;
+                }
+                c.preferred.insert(
+                    canonical.clone(),
+                    Resource {
+                        gk: canonical,
+                        version: ar.version.clone(),
+                        plural: ar.plural.clone(),
+                        namespaced: caps.scope == Scope::Namespaced,
+                    },
+                );
+            }
+        }
+        c
+    }
+}
+
+/// A connection to an API server with its discovered kinds.
+pub struct Cluster {
+    client: Client,
+    pub(super) catalog: ServerCatalog,
+}
+impl Cluster {
+    /// Discovers the server's kinds (aggregated discovery: two requests; the per-group
+    /// fallback for servers without it).
+    pub async fn connect(client: Client) -> Result<Self, Error> {
+        let discovery = match Discovery::new(client.clone()).run_aggregated().await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::debug!("aggregated discovery failed ({e}); discovering per group");
+                Discovery::new(client.clone())
+                    .run()
+                    .await
+                    .map_err(kube_err("discovering the server's kinds"))?
+            }
+        };
+        Ok(Cluster {
+            catalog: ServerCatalog::from_discovery(&discovery),
+            client,
+        })
+    }
+
+    pub fn catalog(&self) -> &ServerCatalog {
+        &self.catalog
+    }
+
+    pub(super) fn api(&self, r: &Resource, namespace: &str) -> Api<DynamicObject> {
+        let ar = api_resource(r);
+        if r.namespaced && !namespace.is_empty() {
+            Api::namespaced_with(self.client.clone(), namespace, &ar)
+        } else {
+            Api::all_with(self.client.clone(), &ar)
+        }
+    }
+
+    pub(super) async fn get(
+        &self,
+        r: &Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, Error> {
+        self.api(r, namespace)
+            .get_opt(name)
+            .await
+            .map(|o| o.map(to_value))
+            .map_err(kube_err(format!("getting {} {namespace}/{name}", r.gk)))
+    }
+
+    /// What the server would make of `d` (a server-side dry-run apply), for diffs.
+    pub async fn dry_run_apply(&self, d: &Desired) -> Result<Value, Error> {
+        self.apply(&d.resource, &d.object, true).await
+    }
+
+    /// Server-side applies `object` through `r` (force: kgc owns what it deploys).
+    pub(super) async fn apply(
+        &self,
+        r: &Resource,
+        object: &Value,
+        dry_run: bool,
+    ) -> Result<Value, Error> {
+        let name = crate::str_at(object, "/metadata/name");
+        let ns = crate::str_at(object, "/metadata/namespace");
+        let pp = PatchParams {
+            dry_run,
+            force: true,
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            field_validation: None,
+        };
+        self.api(r, ns)
+            .patch(name, &pp, &Patch::Apply(object))
+            .await
+            .map(to_value)
+            .map_err(kube_err(format!("applying {} {}", r.gk, display(ns, name))))
+    }
+}
+
+fn api_resource(r: &Resource) -> ApiResource {
+    ApiResource {
+        group: r.gk.group.clone(),
+        version: r.version.clone(),
+        api_version: if r.gk.group.is_empty() {
+            r.version.clone()
+        } else {
+            format!("{}/{}", r.gk.group, r.version)
+        },
+        kind: r.gk.kind.clone(),
+        plural: r.plural.clone(),
+    }
+}
+
+pub(super) fn display(ns: &str, name: &str) -> String {
+    if ns.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{ns}/{name}")
+    }
+}
+
+fn to_value(o: DynamicObject) -> Value {
+    serde_json::to_value(o).unwrap_or(Value::Null)
+}
+
+impl Lister for Cluster {
+    async fn list(
+        &self,
+        resource: &Resource,
+        namespace: Option<&str>,
+        selector: &str,
+    ) -> Result<Vec<Value>, ListError> {
+        let api = self.api(resource, namespace.unwrap_or(""));
+        let mut params = ListParams::default().labels(selector).limit(500);
+        let mut out = Vec::new();
+        loop {
+            match api.list(&params).await {
+                Ok(list) => {
+                    let next = list.metadata.continue_.clone().filter(|c| !c.is_empty());
+                    out.extend(list.items.into_iter().map(to_value));
+                    match next {
+                        Some(c) => params = params.continue_token(&c),
+                        None => return Ok(out),
+                    }
+                }
+                Err(kube::Error::Api(s)) if s.code == 403 => {
+                    return Err(ListError::Forbidden(s.message.clone()));
+                }
+                Err(kube::Error::Api(s)) if s.code == 404 => return Err(ListError::NotFound),
+                Err(e) => return Err(ListError::Failed(e.to_string())),
+            }
+        }
+    }
+}

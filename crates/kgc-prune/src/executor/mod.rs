@@ -1,0 +1,430 @@
+//! The executor: runs a deploy against any API server through kube-rs (`kgc serve` and a real
+//! cluster alike), using the pure modules for every decision.
+//!
+//! One run costs: two discovery requests (aggregated discovery), one GET of the parent, one
+//! LIST per kind of the scope (cluster-wide; per namespace only after a 403), one server-side
+//! apply per object that changed, one apply of the parent before and after, and one DELETE per
+//! pruned object. An unchanged re-apply therefore writes nothing at all: the parent is only
+//! re-applied when its kinds or namespaces change.
+
+mod apply;
+mod client;
+mod drift;
+mod prune;
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::Error;
+use crate::desired::{self, Desired, ObjectKey};
+use crate::gvk::GroupKind;
+use crate::inventory::Inventory;
+use crate::listing::{self, Resource, Undetermined};
+use crate::order;
+use crate::ownership::{self, Identity, LABEL_APP, Owner};
+use crate::plan::{self, Candidate, Filters, Guards, Kept, PrunePlan};
+use crate::source::SourceObject;
+use crate::str_at;
+
+pub use apply::contains;
+pub use client::{Cluster, ServerCatalog};
+pub use drift::check_drift;
+pub use prune::{DeleteOutcome, delete_parent, prepare_delete};
+
+use apply::{as_stored, wait_ready, write_parent};
+use prune::prune;
+
+/// How many writes run at once within a rank.
+const CONCURRENCY: usize = 16;
+
+/// How long CRDs and Namespaces may take to become Established/Active.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What applying an object does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Create,
+    Update,
+    Unchanged,
+}
+
+/// One object of the apply step, with the live state it was planned against.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Change {
+    pub desired: Desired,
+    pub action: Action,
+    /// The live object's uid and resourceVersion when planned (for `--plan` drift checks).
+    pub live_uid: Option<String>,
+    pub live_resource_version: Option<String>,
+}
+
+/// Everything decided before the first write: the reviewed unit of `kgc plan`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Prepared {
+    pub identity: Identity,
+    pub namespace: String,
+    pub set_id: String,
+    /// The parent as found (None: first run).
+    pub previous: Option<Inventory>,
+    /// The set's kinds and namespaces according to the source.
+    pub current: Inventory,
+    pub changes: Vec<Change>,
+    pub prune: PrunePlan,
+    /// Live objects of the set, by key (for diffs), not serialised.
+    #[serde(skip)]
+    pub live: BTreeMap<ObjectKey, Value>,
+}
+
+/// Options of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub filters: Filters,
+    pub guards: Guards,
+    /// Take over objects another set owns.
+    pub force_ownership: bool,
+}
+
+/// Reads the parent, lists the scope and computes changes and the prune plan; writes nothing.
+pub async fn prepare(
+    cluster: &Cluster,
+    sources: Vec<SourceObject>,
+    identity: &Identity,
+    namespace: &str,
+    options: &Options,
+) -> Result<Prepared, Error> {
+    let parent_name = identity.parent_name();
+    let set_id = ownership::applyset_id(&parent_name, namespace, "ConfigMap", "");
+    let desired = desired::build(sources, identity, &set_id, namespace, cluster.catalog())?;
+
+    let cm = Resource {
+        gk: GroupKind::new("", "ConfigMap"),
+        version: "v1".into(),
+        plural: "configmaps".into(),
+        namespaced: true,
+    };
+    let previous = match cluster.get(&cm, namespace, &parent_name).await? {
+        Some(p) => Some(Inventory::from_parent(&p, &set_id)?),
+        None => None,
+    };
+    let mut current = Inventory::default();
+    current.namespaces.insert(namespace.to_owned());
+    for d in &desired {
+        current.group_kinds.insert(d.key.gk.clone());
+        if !d.key.namespace.is_empty() {
+            current.namespaces.insert(d.key.namespace.clone());
+        }
+    }
+    let scope = previous
+        .as_ref()
+        .map_or_else(|| current.clone(), |p| p.union(&current));
+    // Kinds the server does not serve: new CRDs' kinds (created by this apply) or kinds whose
+    // CRD is gone (nothing left to prune). Neither is an error.
+    let resources: Vec<Resource> = scope
+        .group_kinds
+        .iter()
+        .filter_map(|gk| cluster.catalog().preferred(gk).cloned())
+        .collect();
+    let (listed, undetermined) =
+        listing::list_scope(cluster, &resources, &scope.namespaces, LABEL_APP).await;
+
+    let mut live: BTreeMap<ObjectKey, Value> = BTreeMap::new();
+    for l in &listed {
+        for o in &l.objects {
+            let key = ObjectKey {
+                gk: l.resource.gk.clone(),
+                namespace: str_at(o, "/metadata/namespace").to_owned(),
+                name: str_at(o, "/metadata/name").to_owned(),
+            };
+            live.insert(key, o.clone());
+        }
+    }
+
+    let mut conflicts = Vec::new();
+    let mut changes = Vec::with_capacity(desired.len());
+    for d in desired {
+        let l = live.get(&d.key);
+        if let Some(l) = l
+            && let Owner::Other(other) = ownership::owner(l, &d.key.gk, identity, &set_id)
+            && !options.force_ownership
+        {
+            conflicts.push(format!("{} ({}) belongs to {other}", d.key, d.origin));
+        }
+        let action = match l {
+            None => Action::Create,
+            Some(l) if contains(l, &as_stored(&d.object)) => Action::Unchanged,
+            Some(_) => Action::Update,
+        };
+        changes.push(Change {
+            action,
+            live_uid: l.map(|l| str_at(l, "/metadata/uid").to_owned()),
+            live_resource_version: l.map(|l| str_at(l, "/metadata/resourceVersion").to_owned()),
+            desired: d,
+        });
+    }
+    if !conflicts.is_empty() {
+        return Err(Error::Ownership(format!(
+            "{} object(s) belong to another set (pass --force-ownership to take them over): {}",
+            conflicts.len(),
+            conflicts.join("; ")
+        )));
+    }
+    let local: BTreeSet<ObjectKey> = changes.iter().map(|c| c.desired.key.clone()).collect();
+    let known_uids: HashSet<String> = changes.iter().filter_map(|c| c.live_uid.clone()).collect();
+    let prune = plan::plan(&plan::Input {
+        identity,
+        set_id: &set_id,
+        parent_namespace: namespace,
+        local: &local,
+        listed: &listed,
+        undetermined: &undetermined,
+        applied_uids: &known_uids,
+        filters: &options.filters,
+        guards: options.guards,
+    })?;
+    Ok(Prepared {
+        identity: identity.clone(),
+        namespace: namespace.to_owned(),
+        set_id,
+        previous,
+        current,
+        changes,
+        prune,
+        live,
+    })
+}
+
+/// Progress callbacks (the CLI draws a bar).
+pub trait Progress: Sync {
+    /// A new phase with `total` steps.
+    fn phase(&self, name: &str, total: usize);
+    /// One step done.
+    fn step(&self);
+}
+/// No progress output.
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn phase(&self, _: &str, _: usize) {}
+    fn step(&self) {}
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Report {
+    pub applied: Vec<(ObjectKey, Action)>,
+    pub apply_errors: Vec<String>,
+    pub deleted: Vec<(ObjectKey, DeleteOutcome)>,
+    pub kept: Vec<Kept>,
+    pub undetermined: Vec<Undetermined>,
+    /// Prune did not run (`--prune=false`, or an apply failed).
+    pub prune_skipped: Option<String>,
+    pub dry_run: bool,
+}
+impl Report {
+    /// Whether anything was (or, in a dry run, would be) written.
+    pub fn changed(&self) -> bool {
+        self.applied.iter().any(|(_, a)| *a != Action::Unchanged)
+            || self.deleted.iter().any(|(_, o)| {
+                matches!(
+                    o,
+                    DeleteOutcome::Deleted
+                        | DeleteOutcome::Gone
+                        | DeleteOutcome::Waiting { .. }
+                        | DeleteOutcome::WouldDelete
+                )
+            })
+    }
+
+    /// Whether the run failed.
+    pub fn failed(&self) -> bool {
+        !self.apply_errors.is_empty()
+            || self
+                .deleted
+                .iter()
+                .any(|(_, o)| matches!(o, DeleteOutcome::Failed { .. }))
+    }
+
+    /// Whether something was left undecided or unfinished (undetermined kinds, deletes held by
+    /// finalizers).
+    pub fn incomplete(&self) -> bool {
+        !self.undetermined.is_empty()
+            || self
+                .deleted
+                .iter()
+                .any(|(_, o)| matches!(o, DeleteOutcome::Waiting { .. }))
+    }
+}
+
+/// What to do in [`execute`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Execution {
+    pub apply: bool,
+    pub prune: bool,
+    pub dry_run: bool,
+    /// Wait until deleted objects are gone, up to this long.
+    pub wait: Option<Duration>,
+    /// Deletes carry the listed resourceVersion as a precondition too (`--plan`).
+    pub exact: bool,
+}
+
+/// Applies and prunes a prepared run.
+pub async fn execute(
+    cluster: &Cluster,
+    prepared: &Prepared,
+    how: Execution,
+    progress: &dyn Progress,
+) -> Result<Report, Error> {
+    let mut report = Report {
+        dry_run: how.dry_run,
+        kept: prepared.prune.kept.clone(),
+        undetermined: prepared.prune.undetermined.clone(),
+        ..Report::default()
+    };
+    let widened = prepared
+        .previous
+        .as_ref()
+        .map_or_else(|| prepared.current.clone(), |p| p.union(&prepared.current));
+    let mut applied_uids: HashSet<String> = HashSet::new();
+
+    if how.apply {
+        let todo: Vec<&Change> = prepared
+            .changes
+            .iter()
+            .filter(|c| c.action != Action::Unchanged)
+            .collect();
+        for c in &prepared.changes {
+            if c.action == Action::Unchanged {
+                report
+                    .applied
+                    .push((c.desired.key.clone(), Action::Unchanged));
+                applied_uids.extend(c.live_uid.clone());
+            }
+        }
+        // The parent is widened before anything else is written, so an interrupted run never
+        // loses track of what it created; if its namespace does not exist yet, the CRDs and
+        // Namespaces go first.
+        let parent_needed = !how.dry_run && prepared.previous.as_ref() != Some(&widened);
+        let mut parent_written = !parent_needed;
+        if parent_needed {
+            parent_written = write_parent(cluster, prepared, &widened).await?;
+        }
+        let mut by_rank: BTreeMap<u8, Vec<&Change>> = BTreeMap::new();
+        for c in todo {
+            by_rank.entry(c.desired.rank).or_default().push(c);
+        }
+        progress.phase("apply", by_rank.values().map(Vec::len).sum());
+        for (rank, changes) in by_rank {
+            if rank > order::RANK_NAMESPACE && !parent_written {
+                parent_written = write_parent(cluster, prepared, &widened).await?;
+                if !parent_written {
+                    return Err(Error::Invalid(format!(
+                        "the namespace {} of the set's parent does not exist and the source does not create it",
+                        prepared.namespace
+                    )));
+                }
+            }
+            let results: Vec<_> = futures::stream::iter(changes)
+                .map(|c| async move {
+                    let r = cluster
+                        .apply(&c.desired.resource, &c.desired.object, how.dry_run)
+                        .await;
+                    progress.step();
+                    (c, r)
+                })
+                .buffer_unordered(CONCURRENCY)
+                .collect()
+                .await;
+            let mut ready = Vec::new();
+            for (c, r) in results {
+                match r {
+                    Ok(v) => {
+                        applied_uids.insert(str_at(&v, "/metadata/uid").to_owned());
+                        report.applied.push((c.desired.key.clone(), c.action));
+                        ready.push(c);
+                    }
+                    // A custom resource whose CRD this very run creates cannot be dry-run.
+                    Err(Error::Kube {
+                        source: kube::Error::Api(s),
+                        ..
+                    }) if how.dry_run && s.code == 404 => {
+                        report.applied.push((c.desired.key.clone(), c.action));
+                    }
+                    Err(e) => report
+                        .apply_errors
+                        .push(format!("{} ({}): {e}", c.desired.key, c.desired.origin)),
+                }
+            }
+            if !report.apply_errors.is_empty() {
+                break;
+            }
+            if !how.dry_run && rank <= order::RANK_NAMESPACE {
+                for c in ready {
+                    wait_ready(cluster, &c.desired).await?;
+                }
+            }
+        }
+        report.applied.sort_by(|a, b| a.0.cmp(&b.0));
+        if !report.apply_errors.is_empty() {
+            report.prune_skipped = Some("an apply failed; nothing is pruned".into());
+            return Ok(report);
+        }
+        if !parent_written {
+            write_parent(cluster, prepared, &widened).await?;
+        }
+    }
+    if !how.prune {
+        report.prune_skipped = Some("--prune=false".into());
+        return Ok(report);
+    }
+    let deletes: Vec<&Candidate> = prepared
+        .prune
+        .deletes
+        .iter()
+        .filter(|c| {
+            if applied_uids.contains(&c.uid) {
+                report.kept.push(Kept {
+                    key: c.key.clone(),
+                    reason: "applied in this run under another group or version".into(),
+                });
+                false
+            } else {
+                true
+            }
+        })
+        .collect();
+    prune(cluster, &deletes, how, progress, &mut report).await;
+
+    if !how.dry_run && !report.failed() {
+        // Trim: what the source holds, plus wherever members are left (kept, failed,
+        // undetermined), so the next run still looks there.
+        let mut trimmed = prepared.current.clone();
+        let mut keep = |gk: &GroupKind, ns: &str| {
+            trimmed.group_kinds.insert(gk.clone());
+            if !ns.is_empty() {
+                trimmed.namespaces.insert(ns.to_owned());
+            }
+        };
+        for k in &report.kept {
+            keep(&k.key.gk, &k.key.namespace);
+        }
+        for u in &report.undetermined {
+            keep(&u.gk, u.namespace.as_deref().unwrap_or(""));
+        }
+        for (key, o) in &report.deleted {
+            if !matches!(
+                o,
+                DeleteOutcome::Gone | DeleteOutcome::NotFound | DeleteOutcome::Deleted
+            ) {
+                keep(&key.gk, &key.namespace);
+            }
+        }
+        if trimmed != widened {
+            write_parent(cluster, prepared, &trimmed).await?;
+        }
+    }
+    Ok(report)
+}
