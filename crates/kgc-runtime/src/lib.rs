@@ -2,4 +2,5 @@
 //! `kgc serve` and against any cluster.
 #![forbid(unsafe_code)]
 
+pub mod backoff;
 pub mod metrics;
