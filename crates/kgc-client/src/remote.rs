@@ -20,13 +20,16 @@ use kgc_meta::{
     Catalog, DeleteOptions, GcPolicy, GroupResource, ObjectMeta, OwnerReference, PropagationPolicy,
     Reason, ResourceInfo, Scope, Status,
 };
+use kgc_runtime::backoff::Backoff;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, PartialObjectMeta, Patch, PatchParams,
     PostParams,
 };
+use kube::core::Request;
 use kube::discovery::{Discovery, Scope as KubeScope};
 use kube::runtime::watcher;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use crate::{Cluster, Deleted, Error, MetaEvent, ObjectEvent, Result};
 
@@ -133,8 +136,12 @@ impl Remote {
     ) -> Result<()> {
         let api = self.api(resource, namespace)?;
         if let Some(patch) = strategic.filter(|_| self.strategic_supported(resource)) {
-            match api
-                .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
+            match self
+                .write(Request::new(api.resource_url()).patch(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Strategic(&patch),
+                ))
                 .await
             {
                 Ok(_) => return Ok(()),
@@ -154,10 +161,26 @@ impl Remote {
         let Some(patch) = fallback(&live) else {
             return Ok(());
         };
-        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map(|_| ())
-            .map_err(from_kube)
+        self.write(Request::new(api.resource_url()).patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        ))
+        .await
+        .map(|_| ())
+        .map_err(from_kube)
+    }
+
+    /// Sends a write and returns the text of its answer, judged by the HTTP status alone: a
+    /// 2xx answer is success whatever its body holds. A typed decoding of the answer failed
+    /// writes the server had made (an answer without `apiVersion` did), and the garbage
+    /// collector retried such an orphaning patch for ever.
+    async fn write(
+        &self,
+        request: std::result::Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    ) -> std::result::Result<String, kube::Error> {
+        let request = request.map_err(kube::Error::BuildRequest)?;
+        self.client.request_text(request).await
     }
 }
 
@@ -407,6 +430,23 @@ async fn discover(client: &kube::Client, legacy: &AtomicBool) -> Result<Vec<Arc<
     Ok(out)
 }
 
+/// What a DELETE's answer says: a `Status` means the object is gone; an object is still there
+/// (being deleted) when it carries a deletion timestamp, and is otherwise the deleted object
+/// itself, which some kinds return (`ReturnDeletedObject`). Read from the JSON as it is, so an
+/// answer missing fields a typed decoding wants never fails a delete that was made.
+fn deleted(answer: &str) -> Deleted {
+    let v: Value = serde_json::from_str(answer).unwrap_or(Value::Null);
+    let pending = v["kind"] != "Status"
+        && v["metadata"]["deletionTimestamp"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty());
+    if pending {
+        Deleted::Pending(ObjectMeta::from_object(&v))
+    } else {
+        Deleted::Gone
+    }
+}
+
 /// `kgc_meta::DeleteOptions` as kube-rs `DeleteParams`.
 fn delete_params(o: &DeleteOptions) -> DeleteParams {
     use kube::api::PropagationPolicy as P;
@@ -458,6 +498,91 @@ fn refs_json(refs: &[OwnerReference]) -> Value {
     }
 }
 
+/// How long a failing watch must go without an error before it is said to have recovered:
+/// longer than a re-list and the watch request after it take, so that a server that lists but
+/// refuses watches is one failure, not a failure and a recovery per attempt.
+const RECOVERED_AFTER: Duration = Duration::from_secs(10);
+
+/// A watch of `resource` that re-opens itself after an error only once client-go's reflector
+/// back-off has passed ([`Backoff::reflector`]), and says so once when it starts failing and
+/// once when it has recovered, not at every attempt. kube-rs's watcher re-opens a failed watch
+/// at its next poll; unpaced, a server answering every watch with an error Status had each one
+/// re-opened ten times a second. An expired watch (410) is re-listed after the same back-off
+/// (client-go waits between any two `ListAndWatch` runs) without being called a failure.
+fn paced<T: Send + 'static>(
+    resource: GroupResource,
+    events: BoxStream<'static, Result<ObjectEvent<T>>>,
+) -> BoxStream<'static, Result<ObjectEvent<T>>> {
+    struct State<T> {
+        resource: GroupResource,
+        events: BoxStream<'static, Result<ObjectEvent<T>>>,
+        backoff: Backoff,
+        /// Waited before the watch is polled again, after an error.
+        pause: Option<Duration>,
+        failing: bool,
+        /// While failing: when the watch counts as recovered if no error comes first.
+        recovers_at: Option<Instant>,
+    }
+    enum Next<T> {
+        Event(Option<Result<ObjectEvent<T>>>),
+        Recovered,
+    }
+    let state = State {
+        resource,
+        events,
+        backoff: Backoff::reflector(),
+        pause: None,
+        failing: false,
+        recovers_at: None,
+    };
+    futures::stream::unfold(state, |mut st| async move {
+        if let Some(pause) = st.pause.take() {
+            tokio::time::sleep(pause).await;
+        }
+        loop {
+            let next = match st.recovers_at {
+                Some(at) => tokio::select! {
+                    event = st.events.next() => Next::Event(event),
+                    () = tokio::time::sleep_until(at) => Next::Recovered,
+                },
+                None => Next::Event(st.events.next().await),
+            };
+            let event = match next {
+                Next::Recovered => {
+                    tracing::info!(resource = %st.resource, "watch recovered");
+                    st.failing = false;
+                    st.recovers_at = None;
+                    continue;
+                }
+                Next::Event(None) => return None,
+                Next::Event(Some(event)) => event,
+            };
+            match &event {
+                Err(e) if e.is(Reason::Expired) && !st.failing => {
+                    tracing::debug!(resource = %st.resource, error = %e, "watch expired; re-listing");
+                }
+                Err(e) if st.failing => {
+                    tracing::debug!(resource = %st.resource, error = %e, "watch still failing");
+                }
+                Err(e) => {
+                    tracing::warn!(resource = %st.resource, error = %e, "watch failing; re-opening it with back-off");
+                    st.failing = true;
+                }
+                Ok(_) => {
+                    if st.failing && st.recovers_at.is_none() {
+                        st.recovers_at = Some(Instant::now() + RECOVERED_AFTER);
+                    }
+                    return Some((event, st));
+                }
+            }
+            st.recovers_at = None;
+            st.pause = Some(st.backoff.next_delay());
+            return Some((event, st));
+        }
+    })
+    .boxed()
+}
+
 /// A kube-rs watcher event as this crate's [`ObjectEvent`], each object converted by `f`.
 fn object_event<K, T>(
     event: std::result::Result<watcher::Event<K>, watcher::Error>,
@@ -479,10 +604,10 @@ impl Cluster for Remote {
 
     fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
         let api: MetaApi = Api::all_with(self.client.clone(), &api_resource(&resource));
-        crate::meta_events(
-            watcher(api, watcher::Config::default())
-                .map(|e| object_event(e, |o| meta(&o.metadata))),
-        )
+        let events = watcher(api, watcher::Config::default())
+            .map(|e| object_event(e, |o| meta(&o.metadata)))
+            .boxed();
+        crate::meta_events(paced(resource.group_resource(), events))
     }
 
     async fn get(
@@ -507,18 +632,11 @@ impl Cluster for Remote {
         options: &DeleteOptions,
     ) -> Result<Deleted> {
         let api = self.api(resource, namespace)?;
-        let answer = api
-            .delete(name, &delete_params(options))
+        let answer = self
+            .write(Request::new(api.resource_url()).delete(name, &delete_params(options)))
             .await
             .map_err(from_kube)?;
-        // An object in the answer is still there (being deleted) unless it is the deleted
-        // object itself, which some kinds return (`ReturnDeletedObject`); a `Status` means gone.
-        Ok(match answer.left() {
-            Some(o) if o.metadata.deletion_timestamp.is_some() => {
-                Deleted::Pending(meta(&o.metadata))
-            }
-            _ => Deleted::Gone,
-        })
+        Ok(deleted(&answer))
     }
 
     async fn remove_owner_references(
@@ -631,8 +749,12 @@ impl Cluster for Remote {
                 "resourceVersion": live.resource_version,
                 "finalizers": if remaining.is_empty() { Value::Null } else { json!(remaining) },
             }});
-            match api
-                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            match self
+                .write(Request::new(api.resource_url()).patch(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                ))
                 .await
                 .map_err(from_kube)
             {
@@ -653,7 +775,7 @@ impl Cluster for Remote {
             .as_str()
             .unwrap_or("default")
             .to_owned();
-        let object: DynamicObject = serde_json::from_value(event)
+        let body = serde_json::to_vec(&event)
             .map_err(|e| Error::Api(Status::bad_request(format!("invalid event: {e}"))))?;
         let ar = ApiResource {
             group: String::new(),
@@ -663,7 +785,7 @@ impl Cluster for Remote {
             plural: "events".into(),
         };
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &namespace, &ar);
-        api.create(&PostParams::default(), &object)
+        self.write(Request::new(api.resource_url()).create(&PostParams::default(), body))
             .await
             .map(|_| ())
             .map_err(from_kube)
@@ -674,9 +796,10 @@ impl Cluster for Remote {
         resource: Arc<ResourceInfo>,
     ) -> BoxStream<'static, Result<ObjectEvent>> {
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &api_resource(&resource));
-        watcher(api, watcher::Config::default())
+        let events = watcher(api, watcher::Config::default())
             .map(|e| object_event(e, to_json))
-            .boxed()
+            .boxed();
+        paced(resource.group_resource(), events)
     }
 
     async fn get_object(
@@ -701,16 +824,27 @@ impl Cluster for Remote {
         object: Value,
     ) -> Result<Value> {
         let api: Api<DynamicObject> = self.api_of(resource, namespace)?;
-        let object: DynamicObject = serde_json::from_value(object).map_err(|e| {
+        let body = serde_json::to_vec(&object).map_err(|e| {
             Error::Api(Status::bad_request(format!(
                 "invalid {} {name}: {e}",
                 resource.kind
             )))
         })?;
-        api.replace_status(name, &PostParams::default(), &object)
+        let answer = self
+            .write(Request::new(api.resource_url()).replace_subresource(
+                "status",
+                name,
+                &PostParams::default(),
+                body,
+            ))
             .await
-            .map(|o| to_json(&o))
-            .map_err(from_kube)
+            .map_err(from_kube)?;
+        serde_json::from_str(&answer).map_err(|e| {
+            Error::Transport(format!(
+                "the status of {} {name} was written, but the answer is not JSON: {e}",
+                resource.kind
+            ))
+        })
     }
 }
 

@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use futures::StreamExt;
 use kgc_client::{Cluster, MetaEvent};
@@ -87,54 +86,51 @@ impl<C: Cluster> Shared<C> {
         }
     }
 
-    /// One resource's watch, restarted with backoff on errors.
+    /// One resource's watch. The stream re-lists by itself, and the cluster paces re-opening
+    /// a failed watch and logs its failures (`kgc_client::Remote`), so an error is only noted
+    /// here: re-opening at once on each error is what re-opened watches ten times a second
+    /// against a server that refused them.
     async fn watch_resource(self: Arc<Self>, info: Arc<ResourceInfo>) {
         let version = api_version(&info.group, info.preferred_version());
         let kind = info.kind.clone();
         let gr = info.group_resource();
-        let mut backoff = Duration::from_millis(100);
-        loop {
-            let mut stream = self.cluster.watch(Arc::clone(&info));
-            while let Some(event) = stream.next().await {
-                let event = match event {
-                    Ok(MetaEvent::Resync(items)) => {
-                        backoff = Duration::from_millis(100);
-                        let e = GraphEvent::Resync {
-                            api_version: version.clone(),
-                            kind: kind.clone(),
-                            items,
-                        };
-                        self.synced
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(gr.clone());
-                        e
-                    }
-                    Ok(MetaEvent::Apply(meta)) => GraphEvent::Apply {
+        let mut stream = self.cluster.watch(Arc::clone(&info));
+        while let Some(event) = stream.next().await {
+            let event = match event {
+                Ok(MetaEvent::Resync(items)) => {
+                    let e = GraphEvent::Resync {
                         api_version: version.clone(),
                         kind: kind.clone(),
-                        meta,
-                    },
-                    Ok(MetaEvent::Delete(meta)) => GraphEvent::Delete {
-                        api_version: version.clone(),
-                        kind: kind.clone(),
-                        meta,
-                    },
-                    Ok(MetaEvent::Bookmark(revision)) => GraphEvent::Bookmark {
-                        resource: gr.clone(),
-                        revision,
-                    },
-                    Err(e) => {
-                        tracing::warn!(resource = %gr, error = %e, "watch failed; retrying");
-                        break;
-                    }
-                };
-                if self.changes.send(event).is_err() {
-                    return;
+                        items,
+                    };
+                    self.synced
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(gr.clone());
+                    e
                 }
+                Ok(MetaEvent::Apply(meta)) => GraphEvent::Apply {
+                    api_version: version.clone(),
+                    kind: kind.clone(),
+                    meta,
+                },
+                Ok(MetaEvent::Delete(meta)) => GraphEvent::Delete {
+                    api_version: version.clone(),
+                    kind: kind.clone(),
+                    meta,
+                },
+                Ok(MetaEvent::Bookmark(revision)) => GraphEvent::Bookmark {
+                    resource: gr.clone(),
+                    revision,
+                },
+                Err(e) => {
+                    tracing::debug!(resource = %gr, error = %e, "watch error");
+                    continue;
+                }
+            };
+            if self.changes.send(event).is_err() {
+                return;
             }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(30));
         }
     }
 }

@@ -135,11 +135,10 @@ impl<T: Send + Sync + 'static> Informer<T> {
                     }
                     // A cache of one resource has no other watch to keep in step with.
                     Ok(ObjectEvent::Bookmark(_)) => {}
+                    // The watch re-opens itself, paced and logged by the cluster
+                    // (`kgc_client::Remote` backs off as client-go's reflector does).
                     Err(e) => {
-                        // The watch retries by itself; pace it so that a lasting error (no
-                        // permission, the server down) does not spin.
-                        tracing::warn!(resource = %resource.group_resource(), error = %e, "watch error; retrying in 1 s");
-                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                        tracing::debug!(resource = %resource.group_resource(), error = %e, "watch error");
                     }
                 }
             }
