@@ -210,6 +210,16 @@ impl Cluster for InProcess {
         Ok(self.store.catalog().resources().cloned().collect())
     }
 
+    /// The store's catalog edits: a CRD's kind is served from the commit that establishes it
+    /// and gone from the commit that deletes it, and discovery follows at once.
+    fn resource_changes(&self, _served: &[Arc<ResourceInfo>]) -> BoxStream<'static, ()> {
+        stream::unfold(self.store.catalog_edits(), |mut edits| async move {
+            edits.changed().await.ok()?;
+            Some(((), edits))
+        })
+        .boxed()
+    }
+
     fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
         crate::meta_events(watch_as(self.store.clone(), &resource, meta, deleted_meta))
     }

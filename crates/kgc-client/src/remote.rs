@@ -8,17 +8,17 @@
 //! custom resources need (415), and finalizer removal as a merge patch guarded by
 //! resourceVersion, retried on conflict like client-go's `retry.RetryOnConflict`.
 
-use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::collections::HashSet;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::stream::{BoxStream, StreamExt};
 use kgc_meta::catalog::api_version;
 use kgc_meta::status::Cause;
 use kgc_meta::{
-    Catalog, DeleteOptions, GcPolicy, GroupResource, ObjectMeta, OwnerReference, PropagationPolicy,
-    Reason, ResourceInfo, Scope, Status,
+    DeleteOptions, GroupResource, ObjectMeta, OwnerReference, PropagationPolicy, Reason,
+    ResourceInfo, Status,
 };
 use kgc_runtime::backoff::Backoff;
 use kube::api::{
@@ -26,7 +26,6 @@ use kube::api::{
     PostParams,
 };
 use kube::core::Request;
-use kube::discovery::{Discovery, Scope as KubeScope};
 use kube::runtime::watcher;
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -291,7 +290,7 @@ pub(crate) fn status(s: &kube::core::Status) -> Status {
 }
 
 /// API answers keep their status; everything else is the transport failing.
-fn from_kube(e: kube::Error) -> Error {
+pub(crate) fn from_kube(e: kube::Error) -> Error {
     match e {
         kube::Error::Api(s) => Error::Api(status(&s)),
         other => Error::Transport(other.to_string()),
@@ -304,130 +303,6 @@ fn from_watcher(e: watcher::Error) -> Error {
         watcher::Error::WatchError(s) => Error::Api(status(&s)),
         other => Error::Transport(other.to_string()),
     }
-}
-
-/// Facts discovery does not carry (singular, list kind, GC policy, naming rule) come from the
-/// built-in catalog when kgc knows the resource, defaults otherwise.
-fn builtin() -> &'static Catalog {
-    static BUILTIN: OnceLock<Catalog> = OnceLock::new();
-    BUILTIN.get_or_init(Catalog::builtin)
-}
-
-fn resource_info(
-    ar: &ApiResource,
-    caps: &kube::discovery::ApiCapabilities,
-    version: &str,
-) -> ResourceInfo {
-    let known = builtin().get_group_resource(&GroupResource::new(&ar.group, &ar.plural));
-    let subresources = caps
-        .subresources
-        .iter()
-        .map(|(sar, scaps)| kgc_meta::catalog::Subresource {
-            name: sar.plural.rsplit('/').next().unwrap_or_default().to_owned(),
-            group: sar.group.clone(),
-            version: sar.version.clone(),
-            kind: sar.kind.clone(),
-            verbs: scaps.operations.clone(),
-        })
-        .collect();
-    let scope = match caps.scope {
-        KubeScope::Cluster => Scope::Cluster,
-        KubeScope::Namespaced => Scope::Namespaced,
-    };
-    let mut info = match known {
-        Some(k) => ResourceInfo::clone(k),
-        None => ResourceInfo {
-            group: ar.group.clone(),
-            versions: Vec::new(),
-            kind: ar.kind.clone(),
-            list_kind: format!("{}List", ar.kind),
-            plural: ar.plural.clone(),
-            singular: ar.kind.to_lowercase(),
-            scope,
-            short_names: Vec::new(),
-            categories: Vec::new(),
-            verbs: Vec::new(),
-            subresources: Vec::new(),
-            gc_policy: GcPolicy::Background,
-            name_rule: kgc_meta::validation::NameRule::Dns1123Subdomain,
-            graceful: false,
-            return_deleted_object: false,
-            field_selectors: Vec::new(),
-            custom: false,
-            printer_columns: Vec::new(),
-            tracks_generation: false,
-            crd: None,
-        },
-    };
-    info.versions = vec![version.to_owned()];
-    info.kind = ar.kind.clone();
-    info.scope = scope;
-    info.verbs = caps.operations.clone();
-    info.subresources = subresources;
-    info
-}
-
-/// Runs discovery (aggregated, falling back to the legacy per-group documents) and returns one
-/// [`ResourceInfo`] per resource with every version it is served at, the group's preferred
-/// version first (then by Kubernetes version priority).
-async fn discover(client: &kube::Client, legacy: &AtomicBool) -> Result<Vec<Arc<ResourceInfo>>> {
-    let aggregated = if legacy.load(Ordering::Relaxed) {
-        None
-    } else {
-        match Discovery::new(client.clone()).run_aggregated().await {
-            Ok(d) => Some(d),
-            Err(e) => {
-                // A server without aggregated discovery answers with the legacy documents (which
-                // do not parse as aggregated ones) or an error status; a transport failure says
-                // nothing about the server's abilities.
-                if matches!(e, kube::Error::Api(_) | kube::Error::SerdeError(_)) {
-                    legacy.store(true, Ordering::Relaxed);
-                }
-                tracing::debug!(error = %e, "aggregated discovery failed; using legacy discovery");
-                None
-            }
-        }
-    };
-    let discovery = match aggregated {
-        Some(d) => d,
-        None => Discovery::new(client.clone())
-            .run()
-            .await
-            .map_err(from_kube)?,
-    };
-    let mut out = Vec::new();
-    for group in discovery.groups() {
-        let preferred = group.preferred_version_or_latest().to_owned();
-        let mut versions = vec![preferred.clone()];
-        versions.extend(
-            group
-                .versions()
-                .filter(|v| *v != preferred)
-                .map(str::to_owned),
-        );
-        // plural → info, in first-seen order.
-        let mut infos: BTreeMap<String, (usize, ResourceInfo)> = BTreeMap::new();
-        for version in &versions {
-            for (ar, caps) in group.versioned_resources(version) {
-                if ar.plural.contains('/') {
-                    continue;
-                }
-                let next = infos.len();
-                infos
-                    .entry(ar.plural.clone())
-                    .and_modify(|(_, info)| {
-                        if !info.versions.contains(version) {
-                            info.versions.push(version.clone());
-                        }
-                    })
-                    .or_insert_with(|| (next, resource_info(&ar, &caps, version)));
-            }
-        }
-        let mut infos: Vec<(usize, ResourceInfo)> = infos.into_values().collect();
-        infos.sort_by_key(|(i, _)| *i);
-        out.extend(infos.into_iter().map(|(_, info)| Arc::new(info)));
-    }
-    Ok(out)
 }
 
 /// What a DELETE's answer says: a `Status` means the object is gone; an object is still there
@@ -599,7 +474,7 @@ fn object_event<K, T>(
 
 impl Cluster for Remote {
     async fn resources(&self) -> Result<Vec<Arc<ResourceInfo>>> {
-        discover(&self.client, &self.legacy_discovery).await
+        crate::discovery::remote(&self.client, &self.legacy_discovery).await
     }
 
     fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {

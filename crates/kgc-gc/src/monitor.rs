@@ -1,6 +1,8 @@
-//! Monitors (upstream `GraphBuilder.syncMonitors`, `GarbageCollector.Sync`;
-//! k8s-gc-controller.md §1.1, §1.11): one metadata watch per deletable resource, feeding the
-//! graph builder; discovery re-run periodically so that new and removed CRDs are picked up.
+//! Monitors (upstream `GraphBuilder.syncMonitors`, `GarbageCollector.Sync` in
+//! `kubernetes/kubernetes pkg/controller/garbagecollector`): one metadata watch per deletable
+//! resource, feeding the graph builder, following [`discovery::served`]: a CRD's kind is
+//! watched once the CRD is served and dropped once it is gone, not at the next periodic
+//! discovery.
 //! A resource that cannot be listed or watched only retries its own watch; it never holds up
 //! the others.
 
@@ -9,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use futures::StreamExt;
-use kgc_client::{Cluster, MetaEvent};
+use kgc_client::{Cluster, MetaEvent, discovery};
 use kgc_meta::catalog::api_version;
 use kgc_meta::{GroupResource, ResourceInfo};
 use tokio::task::JoinHandle;
@@ -34,46 +36,16 @@ struct Monitor {
 }
 
 impl<C: Cluster> Shared<C> {
-    /// Runs discovery every `resync` and keeps one watch per deletable resource.
+    /// Keeps one watch per deletable resource the cluster serves, following discovery: a new
+    /// resource is watched, and a resource no longer served stops being watched, as soon as
+    /// discovery sees it (at once for a CRD; at the latest every `resync`).
     pub(crate) async fn run_monitors(self: Arc<Self>) {
         let mut monitors: HashMap<GroupResource, Monitor> = HashMap::new();
-        loop {
-            match self.cluster.resources().await {
+        let mut served = discovery::served(self.cluster.clone(), self.config.resync);
+        while let Some(resources) = served.next().await {
+            match resources {
                 Ok(resources) if !resources.is_empty() => {
-                    self.mapper
-                        .write()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .replace(&resources);
-                    let wanted: HashMap<GroupResource, Arc<ResourceInfo>> = resources
-                        .into_iter()
-                        .filter(|r| is_deletable(r))
-                        .map(|r| (r.group_resource(), r))
-                        .collect();
-                    monitors.retain(|gr, m| {
-                        let keep = wanted.get(gr).is_some_and(|w| {
-                            w.preferred_version() == m.info.preferred_version()
-                                && w.kind == m.info.kind
-                        });
-                        if !keep {
-                            tracing::info!(resource = %gr, "stopping monitor");
-                            m.task.abort();
-                            self.synced
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .remove(gr);
-                        }
-                        keep
-                    });
-                    for (gr, info) in wanted {
-                        if monitors.contains_key(&gr) {
-                            continue;
-                        }
-                        tracing::debug!(resource = %gr, "starting monitor");
-                        let task =
-                            tokio::spawn(Arc::clone(&self).watch_resource(Arc::clone(&info)));
-                        monitors.insert(gr, Monitor { info, task });
-                    }
-                    self.monitors.store(monitors.len(), Ordering::Relaxed);
+                    self.sync_monitors(&mut monitors, resources)
                 }
                 Ok(_) => {
                     tracing::warn!("discovery returned no resources; keeping the current monitors")
@@ -82,8 +54,48 @@ impl<C: Cluster> Shared<C> {
                     tracing::warn!(error = %e, "discovery failed; keeping the current monitors")
                 }
             }
-            tokio::time::sleep(self.config.resync).await;
         }
+    }
+
+    /// Upstream `GraphBuilder.syncMonitors`: starts the missing monitors, stops the unwanted
+    /// ones, and refreshes the REST mapper.
+    fn sync_monitors(
+        self: &Arc<Self>,
+        monitors: &mut HashMap<GroupResource, Monitor>,
+        resources: Vec<Arc<ResourceInfo>>,
+    ) {
+        self.mapper
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(&resources);
+        let wanted: HashMap<GroupResource, Arc<ResourceInfo>> = resources
+            .into_iter()
+            .filter(|r| is_deletable(r))
+            .map(|r| (r.group_resource(), r))
+            .collect();
+        monitors.retain(|gr, m| {
+            let keep = wanted.get(gr).is_some_and(|w| {
+                w.preferred_version() == m.info.preferred_version() && w.kind == m.info.kind
+            });
+            if !keep {
+                tracing::info!(resource = %gr, "stopping monitor");
+                m.task.abort();
+                self.synced
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(gr);
+            }
+            keep
+        });
+        for (gr, info) in wanted {
+            if monitors.contains_key(&gr) {
+                continue;
+            }
+            tracing::debug!(resource = %gr, "starting monitor");
+            let task = tokio::spawn(Arc::clone(self).watch_resource(Arc::clone(&info)));
+            monitors.insert(gr, Monitor { info, task });
+        }
+        self.monitors.store(monitors.len(), Ordering::Relaxed);
     }
 
     /// One resource's watch. The stream re-lists by itself, and the cluster paces re-opening
@@ -97,7 +109,7 @@ impl<C: Cluster> Shared<C> {
         let mut stream = self.cluster.watch(Arc::clone(&info));
         while let Some(event) = stream.next().await {
             let event = match event {
-                Ok(MetaEvent::Resync(items)) => {
+                Ok(MetaEvent::Relist(items)) => {
                     let e = GraphEvent::Resync {
                         api_version: version.clone(),
                         kind: kind.clone(),

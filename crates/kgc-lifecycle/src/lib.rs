@@ -30,6 +30,7 @@ pub mod volume;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use kgc_client::{Cluster, Deleted};
 use kgc_meta::{DeleteOptions, Preconditions, PropagationPolicy, Reason, ResourceInfo};
 pub use kgc_store::Clock;
@@ -51,6 +52,10 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How often a collector waiting for its resource runs discovery anyway, besides when the
+/// cluster says its resources changed.
+const DISCOVERY_RESYNC: Duration = Duration::from_secs(30);
 
 /// The collectors, by the names `--disable` takes.
 pub const COLLECTORS: [&str; 5] = ["podgc", "ttl", "csr", "pv", "nodes"];
@@ -82,12 +87,13 @@ pub struct Context<C> {
 }
 
 impl<C: Cluster> Context<C> {
-    /// The served resource `group`/`plural`, waiting (with a log line every minute) until the
-    /// cluster serves it.
+    /// The served resource `group`/`plural`, waiting (following discovery, with a log line
+    /// when it is not served yet) until the cluster serves it.
     pub async fn resource(&self, group: &str, plural: &str) -> Arc<ResourceInfo> {
-        let mut attempt = 0u32;
-        loop {
-            match self.cluster.resources().await {
+        let mut served = kgc_client::discovery::served(self.cluster.clone(), DISCOVERY_RESYNC);
+        let mut warned = false;
+        while let Some(resources) = served.next().await {
+            match resources {
                 Ok(rs) => {
                     if let Some(r) = rs
                         .into_iter()
@@ -95,19 +101,19 @@ impl<C: Cluster> Context<C> {
                     {
                         return r;
                     }
-                    if attempt.is_multiple_of(60) {
+                    if !warned {
                         tracing::warn!(%group, %plural, "the cluster does not serve this resource yet");
                     }
                 }
                 Err(e) => {
-                    if attempt.is_multiple_of(60) {
+                    if !warned {
                         tracing::warn!(%group, %plural, error = %e, "discovery failed");
                     }
                 }
             }
-            attempt += 1;
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            warned = true;
         }
+        std::future::pending().await
     }
 
     /// Deletes one object, guarded by its uid, counting and logging the outcome. `Ok(false)`
