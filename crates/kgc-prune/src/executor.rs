@@ -8,19 +8,21 @@
 //! re-applied when its kinds or namespaces change.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use kgc_client::Cluster as _;
+use kgc_meta::ResourceInfo;
 use kube::Client;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions,
     PropagationPolicy,
 };
-use kube::discovery::{Discovery, Scope, verbs};
 use serde_json::Value;
 
 use crate::Error;
-use crate::desired::{self, Catalog, Desired, ObjectKey};
+use crate::desired::{self, Desired, KindResolver, ObjectKey};
 use crate::gvk::GroupKind;
 use crate::inventory::Inventory;
 use crate::listing::{self, ListError, Lister, Resource, Undetermined};
@@ -49,7 +51,7 @@ pub struct ServerCatalog {
     preferred: HashMap<GroupKind, Resource>,
 }
 
-impl Catalog for ServerCatalog {
+impl KindResolver for ServerCatalog {
     fn resolve(&self, group: &str, version: &str, kind: &str) -> Option<Resource> {
         self.exact
             .get(&(group.to_owned(), version.to_owned(), kind.to_owned()))
@@ -63,55 +65,52 @@ impl ServerCatalog {
         self.preferred.get(gk)
     }
 
-    fn from_discovery(d: &Discovery) -> Self {
+    /// The kinds of discovery's resources: every served version of each resource that can be
+    /// listed, read, deleted and patched, and each listable kind at its preferred version.
+    fn from_resources(resources: &[Arc<ResourceInfo>]) -> Self {
         let mut c = ServerCatalog::default();
-        for group in d.groups() {
-            for version in group.versions() {
-                for (ar, caps) in group.versioned_resources(version) {
-                    if ar.plural.contains('/')
-                        || ![verbs::LIST, verbs::GET, verbs::DELETE, verbs::PATCH]
-                            .iter()
-                            .all(|v| caps.supports_operation(v))
-                    {
-                        continue;
-                    }
-                    let r = Resource {
-                        gk: GroupKind::new(&ar.group, &ar.kind),
-                        version: ar.version.clone(),
-                        plural: ar.plural.clone(),
-                        namespaced: caps.scope == Scope::Namespaced,
-                    };
-                    c.exact
-                        .insert((ar.group.clone(), ar.version.clone(), ar.kind.clone()), r);
+        for r in resources {
+            let namespaced = r.namespaced();
+            if ["list", "get", "delete", "patch"]
+                .iter()
+                .all(|v| r.supports(v))
+            {
+                for version in &r.versions {
+                    c.exact.insert(
+                        (r.group.clone(), version.clone(), r.kind.clone()),
+                        Resource {
+                            gk: GroupKind::new(&r.group, &r.kind),
+                            version: version.clone(),
+                            plural: r.plural.clone(),
+                            namespaced,
+                        },
+                    );
                 }
             }
-            for (ar, caps) in group.resources_by_stability() {
-                if ar.plural.contains('/') || !caps.supports_operation(verbs::LIST) {
-                    continue;
-                }
-                let canonical =
-                    GroupKind::new(crate::gvk::canonical_group(&ar.group, &ar.kind), &ar.kind);
-                // An alias group never shadows the canonical one.
-                if canonical.group != ar.group && c.preferred.contains_key(&canonical) {
-                    continue;
-                }
-                c.preferred.insert(
-                    canonical.clone(),
-                    Resource {
-                        gk: canonical,
-                        version: ar.version.clone(),
-                        plural: ar.plural.clone(),
-                        namespaced: caps.scope == Scope::Namespaced,
-                    },
-                );
+            if !r.supports("list") {
+                continue;
             }
+            let canonical = GroupKind::new(crate::gvk::canonical_group(&r.group, &r.kind), &r.kind);
+            // An alias group never shadows the canonical one.
+            if canonical.group != r.group && c.preferred.contains_key(&canonical) {
+                continue;
+            }
+            c.preferred.insert(
+                canonical.clone(),
+                Resource {
+                    gk: canonical,
+                    version: r.preferred_version().to_owned(),
+                    plural: r.plural.clone(),
+                    namespaced,
+                },
+            );
         }
         c
     }
 }
 
-/// A connection to an API server with its discovered kinds.
-pub struct Cluster {
+/// The API server a deploy runs against: a client and the kinds the server serves.
+pub struct ApiServer {
     client: Client,
     catalog: ServerCatalog,
 }
@@ -130,22 +129,16 @@ fn api_resource(r: &Resource) -> ApiResource {
     }
 }
 
-impl Cluster {
-    /// Discovers the server's kinds (aggregated discovery: two requests; the per-group
-    /// fallback for servers without it).
+impl ApiServer {
+    /// Discovers the server's kinds, through the discovery every kgc collector uses
+    /// (aggregated discovery: two requests; the per-group documents for servers without it).
     pub async fn connect(client: Client) -> Result<Self, Error> {
-        let discovery = match Discovery::new(client.clone()).run_aggregated().await {
-            Ok(d) => d,
-            Err(e) => {
-                tracing::debug!("aggregated discovery failed ({e}); discovering per group");
-                Discovery::new(client.clone())
-                    .run()
-                    .await
-                    .map_err(kube_err("discovering the server's kinds"))?
-            }
-        };
-        Ok(Cluster {
-            catalog: ServerCatalog::from_discovery(&discovery),
+        let resources = kgc_client::Remote::new(client.clone())
+            .resources()
+            .await
+            .map_err(Error::Discovery)?;
+        Ok(ApiServer {
+            catalog: ServerCatalog::from_resources(&resources),
             client,
         })
     }
@@ -206,7 +199,7 @@ fn to_value(o: DynamicObject) -> Value {
     serde_json::to_value(o).unwrap_or(Value::Null)
 }
 
-impl Lister for Cluster {
+impl Lister for ApiServer {
     async fn list(
         &self,
         resource: &Resource,
@@ -324,7 +317,7 @@ pub struct Options {
 
 /// Reads the parent, lists the scope and computes changes and the prune plan; writes nothing.
 pub async fn prepare(
-    cluster: &Cluster,
+    cluster: &ApiServer,
     sources: Vec<SourceObject>,
     identity: &Identity,
     namespace: &str,
@@ -535,7 +528,7 @@ pub struct Execution {
 
 /// Applies and prunes a prepared run.
 pub async fn execute(
-    cluster: &Cluster,
+    cluster: &ApiServer,
     prepared: &Prepared,
     how: Execution,
     progress: &dyn Progress,
@@ -693,7 +686,7 @@ pub async fn execute(
 
 /// Applies the parent with `inventory`; `false` when its namespace does not exist yet.
 async fn write_parent(
-    cluster: &Cluster,
+    cluster: &ApiServer,
     prepared: &Prepared,
     inventory: &Inventory,
 ) -> Result<bool, Error> {
@@ -715,7 +708,7 @@ async fn write_parent(
 }
 
 /// Waits until an applied CRD is Established or a Namespace is Active.
-async fn wait_ready(cluster: &Cluster, d: &Desired) -> Result<(), Error> {
+async fn wait_ready(cluster: &ApiServer, d: &Desired) -> Result<(), Error> {
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         let live = cluster
@@ -761,7 +754,7 @@ fn candidate_resource(c: &Candidate) -> Resource {
 /// Deletes in reverse apply order, a rank at a time, in parallel within a rank. CRDs go only
 /// after the set's custom resources are gone and none of anyone else's remain.
 async fn prune(
-    cluster: &Cluster,
+    cluster: &ApiServer,
     deletes: &[&Candidate],
     how: Execution,
     progress: &dyn Progress,
@@ -799,7 +792,7 @@ async fn prune(
 }
 
 async fn delete_one(
-    cluster: &Cluster,
+    cluster: &ApiServer,
     c: &Candidate,
     exact: bool,
     wait: Option<Duration>,
@@ -872,7 +865,7 @@ async fn delete_one(
 
 /// A CRD is kept while any custom resource of it remains (the set's own were deleted in an
 /// earlier rank; deleting the CRD would take everyone else's with it).
-async fn crd_blocked(cluster: &Cluster, c: &Candidate) -> Option<DeleteOutcome> {
+async fn crd_blocked(cluster: &ApiServer, c: &Candidate) -> Option<DeleteOutcome> {
     let r = candidate_resource(c);
     let live = match cluster.get(&r, "", &c.key.name).await {
         Ok(Some(l)) => l,
@@ -939,7 +932,7 @@ fn incidental(gk: &GroupKind) -> bool {
 /// the `kube-root-ca.crt` ConfigMap): deleting it would take others' objects with it (the gap
 /// behind argoproj/argo-cd#22607 and kubernetes-sigs/cli-utils#274). The set's own members
 /// were deleted a rank earlier. A kind that cannot be listed keeps the namespace.
-async fn namespace_blocked(cluster: &Cluster, namespace: &str) -> Option<DeleteOutcome> {
+async fn namespace_blocked(cluster: &ApiServer, namespace: &str) -> Option<DeleteOutcome> {
     let resources: Vec<&Resource> = cluster
         .catalog
         .preferred
@@ -989,7 +982,7 @@ async fn namespace_blocked(cluster: &Cluster, namespace: &str) -> Option<DeleteO
 
 /// The set's live parent and members, for `kgc delete`: a prepared run with an empty source.
 pub async fn prepare_delete(
-    cluster: &Cluster,
+    cluster: &ApiServer,
     identity: &Identity,
     namespace: &str,
     options: &Options,
@@ -1000,7 +993,7 @@ pub async fn prepare_delete(
 }
 
 /// Deletes the set's parent (after `kgc delete` removed every member).
-pub async fn delete_parent(cluster: &Cluster, prepared: &Prepared) -> Result<(), Error> {
+pub async fn delete_parent(cluster: &ApiServer, prepared: &Prepared) -> Result<(), Error> {
     let cm = Resource {
         gk: GroupKind::new("", "ConfigMap"),
         version: "v1".into(),
