@@ -98,10 +98,6 @@ impl Mapper {
     }
 }
 
-pub(crate) fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
-}
-
 /// State shared by the builder, the monitors and the workers.
 pub(crate) struct Shared<C> {
     cluster: C,

@@ -570,6 +570,9 @@ async fn gc(args: GcArgs) -> anyhow::Result<()> {
         return Ok(());
     };
     anyhow::ensure!(!every.is_zero(), "--every must be more than 0s");
+    // Before the metrics address is announced: a supervisor's SIGTERM right after it is a
+    // clean stop.
+    let signalled = crate::signals::shutdown()?;
     let metrics = Arc::new(Metrics::default());
     let listener = tokio::net::TcpListener::bind(args.metrics_listen)
         .await
@@ -592,13 +595,11 @@ async fn gc(args: GcArgs) -> anyhow::Result<()> {
     let mut client: Option<CriClient> = None;
     let mut ticker = tokio::time::interval(every);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")?;
+    tokio::pin!(signalled);
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
-            _ = tokio::signal::ctrl_c() => break,
-            _ = term.recv() => break,
+            () = &mut signalled => break,
         }
         // A runtime that is down (or restarting) is retried at the next tick.
         if client.is_none() {
