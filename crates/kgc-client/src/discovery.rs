@@ -98,8 +98,9 @@ pub fn served<C: Cluster>(cluster: C, resync: Duration) -> BoxStream<'static, Re
 }
 
 /// The default [`Cluster::resource_changes`]: one wake-up per change to a CustomResourceDefinition
-/// or an APIService among `served` (a re-list counts too: changes may have been missed). The
-/// watches are the cluster's own, so a remote cluster paces and logs their failures.
+/// or an APIService among `served`, and per list of them, the first included: a definition
+/// changed between the discovery that found `served` and that list is seen in it, not by the
+/// watch. The watches are the cluster's own, so a remote cluster paces and logs their failures.
 pub(crate) fn definition_changes<C: Cluster>(
     cluster: &C,
     served: &[Arc<ResourceInfo>],
@@ -114,7 +115,6 @@ pub(crate) fn definition_changes<C: Cluster>(
         .map(|r| {
             cluster
                 .watch(Arc::clone(r))
-                .skip(1)
                 .filter_map(|event| {
                     futures::future::ready(match event {
                         Ok(MetaEvent::Bookmark(_)) | Err(_) => None,

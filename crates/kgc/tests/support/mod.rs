@@ -534,10 +534,19 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Some((mut child, _)) = self.controller.take() {
+        if let Some((mut child, url)) = self.controller.take() {
             let _ = child.kill();
             let _ = child.wait();
             GC_GRAPH_BASE.with(|b| *b.borrow_mut() = None);
+            if std::thread::panicking() {
+                let log = std::fs::read_to_string(self.root.path().join("controller.log"))
+                    .unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(150).collect();
+                eprintln!(
+                    "---- kgc controller log ({url}) ----\n{}\n---- end of log ----",
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
         }
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
