@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use futures::StreamExt;
 use kgc_client::{Cluster, MetaEvent, discovery};
 use kgc_meta::catalog::api_version;
-use kgc_meta::{GroupResource, ResourceInfo};
+use kgc_meta::{GroupResource, Reason, ResourceInfo};
 use tokio::task::JoinHandle;
 
 use crate::Shared;
@@ -84,6 +84,9 @@ impl<C: Cluster> Shared<C> {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(gr);
+                if !wanted.contains_key(gr) {
+                    tokio::spawn(Arc::clone(self).last_list(Arc::clone(&m.info)));
+                }
             }
             keep
         });
@@ -96,6 +99,27 @@ impl<C: Cluster> Shared<C> {
             monitors.insert(gr, Monitor { info, task });
         }
         self.monitors.store(monitors.len(), Ordering::Relaxed);
+    }
+
+    /// What a monitor stopped because its resource is no longer served leaves behind: one last
+    /// list of the resource, so that deletions its watch had not delivered yet are not lost (a
+    /// deleted CRD's objects go just before the CRD, and their watch races discovery; an owner
+    /// whose deletion was never seen would hold its dependents for ever). A resource that is
+    /// not found any more has no objects, as client-go's reflector treats a 404 list
+    /// (`kubernetes/kubernetes staging/src/k8s.io/client-go/tools/cache/reflector.go`, `list`);
+    /// any other failure leaves the graph as it is, since the resource may come back.
+    async fn last_list(self: Arc<Self>, info: Arc<ResourceInfo>) {
+        let mut stream = self.cluster.watch(Arc::clone(&info));
+        let items = match stream.next().await {
+            Some(Ok(MetaEvent::Relist(items))) => items,
+            Some(Err(e)) if e.is(Reason::NotFound) => Vec::new(),
+            _ => return,
+        };
+        let _ = self.changes.send(GraphEvent::Resync {
+            api_version: api_version(&info.group, info.preferred_version()),
+            kind: info.kind.clone(),
+            items,
+        });
     }
 
     /// One resource's watch. The stream re-lists by itself, and the cluster paces re-opening
