@@ -210,6 +210,20 @@ impl Cluster for InProcess {
         Ok(self.store.catalog().resources().cloned().collect())
     }
 
+    /// The store's catalog edits: a CRD's kind is served from the commit that establishes it
+    /// and gone from the commit that deletes it, and discovery follows at once. The first
+    /// wake-up is immediate: an edit between the discovery that found `served` and this
+    /// subscription is not missed.
+    fn resource_changes(&self, _served: &[Arc<ResourceInfo>]) -> BoxStream<'static, ()> {
+        let mut edits = self.store.catalog_edits();
+        edits.mark_changed();
+        stream::unfold(edits, |mut edits| async move {
+            edits.changed().await.ok()?;
+            Some(((), edits))
+        })
+        .boxed()
+    }
+
     fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
         crate::meta_events(watch_as(self.store.clone(), &resource, meta, deleted_meta))
     }

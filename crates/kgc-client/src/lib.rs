@@ -8,6 +8,8 @@
 //! as the exact patch kube-controller-manager sends.
 #![forbid(unsafe_code)]
 
+pub mod backoff;
+pub mod discovery;
 mod in_process;
 mod remote;
 
@@ -52,7 +54,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum MetaEvent {
     /// The complete current set of the resource, after the first list or a re-list (the watch
     /// expired). Objects the consumer knew but that are not in it are gone.
-    Resync(Vec<ObjectMeta>),
+    Relist(Vec<ObjectMeta>),
     /// An object was created or changed.
     Apply(ObjectMeta),
     /// An object was deleted. Its namespace, name, uid and last resourceVersion are always
@@ -86,7 +88,7 @@ pub enum ObjectEvent<T = Value> {
 }
 
 /// Folds a metadata event stream into [`MetaEvent`]s: the objects of a list, from `Init` to
-/// `InitDone`, arrive as one `Resync`, which is what the garbage collector's graph builder wants
+/// `InitDone`, arrive as one `Relist`, which is what the garbage collector's graph builder wants
 /// (both implementations deliver lists object by object and share this fold).
 fn meta_events(
     events: impl futures::Stream<Item = Result<ObjectEvent<ObjectMeta>>> + Send + 'static,
@@ -103,7 +105,7 @@ fn meta_events(
                     list.push(m);
                     None
                 }
-                Ok(ObjectEvent::InitDone) => Some(Ok(MetaEvent::Resync(std::mem::take(list)))),
+                Ok(ObjectEvent::InitDone) => Some(Ok(MetaEvent::Relist(std::mem::take(list)))),
                 Ok(ObjectEvent::Apply(m)) => Some(Ok(MetaEvent::Apply(m))),
                 Ok(ObjectEvent::Delete(m)) => Some(Ok(MetaEvent::Delete(m))),
                 Ok(ObjectEvent::Bookmark(rv)) => Some(Ok(MetaEvent::Bookmark(rv))),
@@ -129,9 +131,18 @@ pub trait Cluster: Clone + Send + Sync + 'static {
     /// Every resource served now, with all its served versions.
     fn resources(&self) -> impl Future<Output = Result<Vec<Arc<ResourceInfo>>>> + Send;
 
-    /// A metadata watch of one resource across namespaces: a [`MetaEvent::Resync`] first, then
-    /// changes; it re-lists by itself when the watch expires. The stream ends only when the
-    /// cluster goes away; errors are transient.
+    /// Wakes each time the resources the cluster serves may have changed, so that discovery
+    /// ([`discovery::served`]) runs again at once instead of at its next resync. `served` is
+    /// what discovery found first. By default, a change to a CustomResourceDefinition or an
+    /// APIService among `served`, through [`Cluster::watch`].
+    fn resource_changes(&self, served: &[Arc<ResourceInfo>]) -> BoxStream<'static, ()> {
+        discovery::definition_changes(self, served)
+    }
+
+    /// A metadata watch of one resource across namespaces: a [`MetaEvent::Relist`] first, then
+    /// changes; it re-lists by itself when the watch expires, and re-opens itself after a
+    /// failure (a remote cluster after a back-off). The stream ends only when the cluster goes
+    /// away; errors are transient and reported for information.
     fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>>;
 
     /// The revision of the last committed change to `gr`, when the cluster can tell without a

@@ -8,25 +8,27 @@
 //! JSON-merge-patch fallback that custom resources need (415), and finalizer removal as a merge
 //! patch guarded by resourceVersion, retried on conflict like client-go's `retry.RetryOnConflict`.
 
-use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::collections::HashSet;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use crate::backoff::Backoff;
 use futures::stream::{BoxStream, StreamExt};
 use kgc_meta::catalog::api_version;
 use kgc_meta::status::Cause;
 use kgc_meta::{
-    Catalog, DeleteOptions, GcPolicy, GroupResource, ObjectMeta, OwnerReference, PropagationPolicy,
-    Reason, ResourceInfo, Scope, Status,
+    DeleteOptions, GroupResource, ObjectMeta, OwnerReference, PropagationPolicy, Reason,
+    ResourceInfo, Status,
 };
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, PartialObjectMeta, Patch,
     PatchParams, PostParams,
 };
-use kube::discovery::{Discovery, Scope as KubeScope};
+use kube::core::Request;
 use kube::runtime::watcher;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use crate::{Cluster, Deleted, Error, MetaEvent, ObjectEvent, Result};
 
@@ -133,8 +135,12 @@ impl Remote {
     ) -> Result<()> {
         let api = self.api(resource, namespace)?;
         if let Some(patch) = strategic.filter(|_| self.strategic_supported(resource)) {
-            match api
-                .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
+            match self
+                .write(Request::new(api.resource_url()).patch(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Strategic(&patch),
+                ))
                 .await
             {
                 Ok(_) => return Ok(()),
@@ -154,10 +160,26 @@ impl Remote {
         let Some(patch) = fallback(&live) else {
             return Ok(());
         };
-        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map(|_| ())
-            .map_err(from_kube)
+        self.write(Request::new(api.resource_url()).patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        ))
+        .await
+        .map(|_| ())
+        .map_err(from_kube)
+    }
+
+    /// Sends a write and returns the text of its answer, judged by the HTTP status alone: a
+    /// 2xx answer is success whatever its body holds. A typed decoding of the answer failed
+    /// writes the server had made (an answer without `apiVersion` did), and the garbage
+    /// collector retried such an orphaning patch for ever.
+    async fn write(
+        &self,
+        request: std::result::Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    ) -> std::result::Result<String, kube::Error> {
+        let request = request.map_err(kube::Error::BuildRequest)?;
+        self.client.request_text(request).await
     }
 }
 
@@ -268,7 +290,7 @@ pub(crate) fn status(s: &kube::core::Status) -> Status {
 }
 
 /// API answers keep their status; everything else is the transport failing.
-fn from_kube(e: kube::Error) -> Error {
+pub(crate) fn from_kube(e: kube::Error) -> Error {
     match e {
         kube::Error::Api(s) => Error::Api(status(&s)),
         other => Error::Transport(other.to_string()),
@@ -283,128 +305,21 @@ fn from_watcher(e: watcher::Error) -> Error {
     }
 }
 
-/// Facts discovery does not carry (singular, list kind, GC policy, naming rule) come from the
-/// built-in catalog when kgc knows the resource, defaults otherwise.
-fn builtin() -> &'static Catalog {
-    static BUILTIN: OnceLock<Catalog> = OnceLock::new();
-    BUILTIN.get_or_init(Catalog::builtin)
-}
-
-fn resource_info(
-    ar: &ApiResource,
-    caps: &kube::discovery::ApiCapabilities,
-    version: &str,
-) -> ResourceInfo {
-    let known = builtin().get_group_resource(&GroupResource::new(&ar.group, &ar.plural));
-    let subresources = caps
-        .subresources
-        .iter()
-        .map(|(sar, scaps)| kgc_meta::catalog::Subresource {
-            name: sar.plural.rsplit('/').next().unwrap_or_default().to_owned(),
-            group: sar.group.clone(),
-            version: sar.version.clone(),
-            kind: sar.kind.clone(),
-            verbs: scaps.operations.clone(),
-        })
-        .collect();
-    let scope = match caps.scope {
-        KubeScope::Cluster => Scope::Cluster,
-        KubeScope::Namespaced => Scope::Namespaced,
-    };
-    let mut info = match known {
-        Some(k) => ResourceInfo::clone(k),
-        None => ResourceInfo {
-            group: ar.group.clone(),
-            versions: Vec::new(),
-            kind: ar.kind.clone(),
-            list_kind: format!("{}List", ar.kind),
-            plural: ar.plural.clone(),
-            singular: ar.kind.to_lowercase(),
-            scope,
-            short_names: Vec::new(),
-            categories: Vec::new(),
-            verbs: Vec::new(),
-            subresources: Vec::new(),
-            gc_policy: GcPolicy::Background,
-            name_rule: kgc_meta::validation::NameRule::Dns1123Subdomain,
-            graceful: false,
-            return_deleted_object: false,
-            field_selectors: Vec::new(),
-            custom: false,
-            printer_columns: Vec::new(),
-            tracks_generation: false,
-            crd: None,
-        },
-    };
-    info.versions = vec![version.to_owned()];
-    info.kind = ar.kind.clone();
-    info.scope = scope;
-    info.verbs = caps.operations.clone();
-    info.subresources = subresources;
-    info
-}
-
-/// Runs discovery (aggregated, falling back to the legacy per-group documents) and returns one
-/// [`ResourceInfo`] per resource with every version it is served at, the group's preferred
-/// version first (then by Kubernetes version priority).
-async fn discover(client: &kube::Client, legacy: &AtomicBool) -> Result<Vec<Arc<ResourceInfo>>> {
-    let aggregated = if legacy.load(Ordering::Relaxed) {
-        None
+/// What a DELETE's answer says: a `Status` means the object is gone; an object is still there
+/// (being deleted) when it carries a deletion timestamp, and is otherwise the deleted object
+/// itself, which some kinds return (`ReturnDeletedObject`). Read from the JSON as it is, so an
+/// answer missing fields a typed decoding wants never fails a delete that was made.
+fn deleted(answer: &str) -> Deleted {
+    let v: Value = serde_json::from_str(answer).unwrap_or(Value::Null);
+    let pending = v["kind"] != "Status"
+        && v["metadata"]["deletionTimestamp"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty());
+    if pending {
+        Deleted::Pending(ObjectMeta::from_object(&v))
     } else {
-        match Discovery::new(client.clone()).run_aggregated().await {
-            Ok(d) => Some(d),
-            Err(e) => {
-                // A server without aggregated discovery answers with the legacy documents (which
-                // do not parse as aggregated ones) or an error status; a transport failure says
-                // nothing about the server's abilities.
-                if matches!(e, kube::Error::Api(_) | kube::Error::SerdeError(_)) {
-                    legacy.store(true, Ordering::Relaxed);
-                }
-                tracing::debug!(error = %e, "aggregated discovery failed; using legacy discovery");
-                None
-            }
-        }
-    };
-    let discovery = match aggregated {
-        Some(d) => d,
-        None => Discovery::new(client.clone())
-            .run()
-            .await
-            .map_err(from_kube)?,
-    };
-    let mut out = Vec::new();
-    for group in discovery.groups() {
-        let preferred = group.preferred_version_or_latest().to_owned();
-        let mut versions = vec![preferred.clone()];
-        versions.extend(
-            group
-                .versions()
-                .filter(|v| *v != preferred)
-                .map(str::to_owned),
-        );
-        // plural → info, in first-seen order.
-        let mut infos: BTreeMap<String, (usize, ResourceInfo)> = BTreeMap::new();
-        for version in &versions {
-            for (ar, caps) in group.versioned_resources(version) {
-                if ar.plural.contains('/') {
-                    continue;
-                }
-                let next = infos.len();
-                infos
-                    .entry(ar.plural.clone())
-                    .and_modify(|(_, info)| {
-                        if !info.versions.contains(version) {
-                            info.versions.push(version.clone());
-                        }
-                    })
-                    .or_insert_with(|| (next, resource_info(&ar, &caps, version)));
-            }
-        }
-        let mut infos: Vec<(usize, ResourceInfo)> = infos.into_values().collect();
-        infos.sort_by_key(|(i, _)| *i);
-        out.extend(infos.into_iter().map(|(_, info)| Arc::new(info)));
+        Deleted::Gone
     }
-    Ok(out)
 }
 
 /// `kgc_meta::DeleteOptions` as kube-rs `DeleteParams`.
@@ -458,6 +373,91 @@ fn refs_json(refs: &[OwnerReference]) -> Value {
     }
 }
 
+/// How long a failing watch must go without an error before it is said to have recovered:
+/// longer than a re-list and the watch request after it take, so that a server that lists but
+/// refuses watches is one failure, not a failure and a recovery per attempt.
+const RECOVERED_AFTER: Duration = Duration::from_secs(10);
+
+/// A watch of `resource` that re-opens itself after an error only once client-go's reflector
+/// back-off has passed ([`Backoff::reflector`]), and says so once when it starts failing and
+/// once when it has recovered, not at every attempt. kube-rs's watcher re-opens a failed watch
+/// at its next poll; unpaced, a server answering every watch with an error Status had each one
+/// re-opened ten times a second. An expired watch (410) is re-listed after the same back-off
+/// (client-go waits between any two `ListAndWatch` runs) without being called a failure.
+fn paced<T: Send + 'static>(
+    resource: GroupResource,
+    events: BoxStream<'static, Result<ObjectEvent<T>>>,
+) -> BoxStream<'static, Result<ObjectEvent<T>>> {
+    struct State<T> {
+        resource: GroupResource,
+        events: BoxStream<'static, Result<ObjectEvent<T>>>,
+        backoff: Backoff,
+        /// Waited before the watch is polled again, after an error.
+        pause: Option<Duration>,
+        failing: bool,
+        /// While failing: when the watch counts as recovered if no error comes first.
+        recovers_at: Option<Instant>,
+    }
+    enum Next<T> {
+        Event(Option<Result<ObjectEvent<T>>>),
+        Recovered,
+    }
+    let state = State {
+        resource,
+        events,
+        backoff: Backoff::reflector(),
+        pause: None,
+        failing: false,
+        recovers_at: None,
+    };
+    futures::stream::unfold(state, |mut st| async move {
+        if let Some(pause) = st.pause.take() {
+            tokio::time::sleep(pause).await;
+        }
+        loop {
+            let next = match st.recovers_at {
+                Some(at) => tokio::select! {
+                    event = st.events.next() => Next::Event(event),
+                    () = tokio::time::sleep_until(at) => Next::Recovered,
+                },
+                None => Next::Event(st.events.next().await),
+            };
+            let event = match next {
+                Next::Recovered => {
+                    tracing::info!(resource = %st.resource, "watch recovered");
+                    st.failing = false;
+                    st.recovers_at = None;
+                    continue;
+                }
+                Next::Event(None) => return None,
+                Next::Event(Some(event)) => event,
+            };
+            match &event {
+                Err(e) if e.is(Reason::Expired) && !st.failing => {
+                    tracing::debug!(resource = %st.resource, error = %e, "watch expired; re-listing");
+                }
+                Err(e) if st.failing => {
+                    tracing::debug!(resource = %st.resource, error = %e, "watch still failing");
+                }
+                Err(e) => {
+                    tracing::warn!(resource = %st.resource, error = %e, "watch failing; re-opening it with back-off");
+                    st.failing = true;
+                }
+                Ok(_) => {
+                    if st.failing && st.recovers_at.is_none() {
+                        st.recovers_at = Some(Instant::now() + RECOVERED_AFTER);
+                    }
+                    return Some((event, st));
+                }
+            }
+            st.recovers_at = None;
+            st.pause = Some(st.backoff.next_delay());
+            return Some((event, st));
+        }
+    })
+    .boxed()
+}
+
 /// A kube-rs watcher event as this crate's [`ObjectEvent`], each object converted by `f`.
 fn object_event<K, T>(
     event: std::result::Result<watcher::Event<K>, watcher::Error>,
@@ -474,15 +474,15 @@ fn object_event<K, T>(
 
 impl Cluster for Remote {
     async fn resources(&self) -> Result<Vec<Arc<ResourceInfo>>> {
-        discover(&self.client, &self.legacy_discovery).await
+        crate::discovery::remote(&self.client, &self.legacy_discovery).await
     }
 
     fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
         let api: MetaApi = Api::all_with(self.client.clone(), &api_resource(&resource));
-        crate::meta_events(
-            watcher(api, watcher::Config::default())
-                .map(|e| object_event(e, |o| meta(&o.metadata))),
-        )
+        let events = watcher(api, watcher::Config::default())
+            .map(|e| object_event(e, |o| meta(&o.metadata)))
+            .boxed();
+        crate::meta_events(paced(resource.group_resource(), events))
     }
 
     async fn get(
@@ -507,18 +507,11 @@ impl Cluster for Remote {
         options: &DeleteOptions,
     ) -> Result<Deleted> {
         let api = self.api(resource, namespace)?;
-        let answer = api
-            .delete(name, &delete_params(options))
+        let answer = self
+            .write(Request::new(api.resource_url()).delete(name, &delete_params(options)))
             .await
             .map_err(from_kube)?;
-        // An object in the answer is still there (being deleted) unless it is the deleted
-        // object itself, which some kinds return (`ReturnDeletedObject`); a `Status` means gone.
-        Ok(match answer.left() {
-            Some(o) if o.metadata.deletion_timestamp.is_some() => {
-                Deleted::Pending(meta(&o.metadata))
-            }
-            _ => Deleted::Gone,
-        })
+        Ok(deleted(&answer))
     }
 
     async fn remove_owner_references(
@@ -631,8 +624,12 @@ impl Cluster for Remote {
                 "resourceVersion": live.resource_version,
                 "finalizers": if remaining.is_empty() { Value::Null } else { json!(remaining) },
             }});
-            match api
-                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            match self
+                .write(Request::new(api.resource_url()).patch(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                ))
                 .await
                 .map_err(from_kube)
             {
@@ -653,7 +650,7 @@ impl Cluster for Remote {
             .as_str()
             .unwrap_or("default")
             .to_owned();
-        let object: DynamicObject = serde_json::from_value(event)
+        let body = serde_json::to_vec(&event)
             .map_err(|e| Error::Api(Status::bad_request(format!("invalid event: {e}"))))?;
         let ar = ApiResource {
             group: String::new(),
@@ -663,7 +660,7 @@ impl Cluster for Remote {
             plural: "events".into(),
         };
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &namespace, &ar);
-        api.create(&PostParams::default(), &object)
+        self.write(Request::new(api.resource_url()).create(&PostParams::default(), body))
             .await
             .map(|_| ())
             .map_err(from_kube)
@@ -674,9 +671,10 @@ impl Cluster for Remote {
         resource: Arc<ResourceInfo>,
     ) -> BoxStream<'static, Result<ObjectEvent>> {
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &api_resource(&resource));
-        watcher(api, watcher::Config::default())
+        let events = watcher(api, watcher::Config::default())
             .map(|e| object_event(e, to_json))
-            .boxed()
+            .boxed();
+        paced(resource.group_resource(), events)
     }
 
     async fn get_object(
@@ -702,10 +700,27 @@ impl Cluster for Remote {
         object: Value,
     ) -> Result<Value> {
         let api: Api<DynamicObject> = self.api_of(resource, namespace)?;
-        api.replace_subresource(subresource, name, &PostParams::default(), &object)
+        let body = serde_json::to_vec(&object).map_err(|e| {
+            Error::Api(Status::bad_request(format!(
+                "invalid {} {name}: {e}",
+                resource.kind
+            )))
+        })?;
+        let answer = self
+            .write(Request::new(api.resource_url()).replace_subresource(
+                subresource,
+                name,
+                &PostParams::default(),
+                body,
+            ))
             .await
-            .map(|o| to_json(&o))
-            .map_err(from_kube)
+            .map_err(from_kube)?;
+        serde_json::from_str(&answer).map_err(|e| {
+            Error::Transport(format!(
+                "the {subresource} of {} {name} was written, but the answer is not JSON: {e}",
+                resource.kind
+            ))
+        })
     }
 
     async fn list(&self, resource: &ResourceInfo, namespace: &str) -> Result<Vec<ObjectMeta>> {
@@ -737,10 +752,14 @@ impl Cluster for Remote {
         } else {
             self.api(resource, namespace)?
         };
-        api.delete_collection(&delete_params(options), &ListParams::default())
-            .await
-            .map(|_| ())
-            .map_err(from_kube)
+        // Judged by its status only: the answer (a list or a Status) is not needed.
+        self.write(
+            Request::new(api.resource_url())
+                .delete_collection(&delete_params(options), &ListParams::default()),
+        )
+        .await
+        .map(|_| ())
+        .map_err(from_kube)
     }
 }
 

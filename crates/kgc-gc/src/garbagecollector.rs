@@ -14,15 +14,16 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kgc_client::{Cluster, Deleted, Error as ClusterError};
+use kgc_meta::catalog::group_of;
 use kgc_meta::deletion::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
 use kgc_meta::{
     DeleteOptions, GroupResource, ObjectMeta, ObjectRef, OwnerReference, Preconditions,
     PropagationPolicy, Reason, ResourceInfo,
 };
 
+use crate::Shared;
 use crate::graph::{Entry, Graph, Node, Uid, UidKey};
 use crate::graph_builder::GraphEvent;
-use crate::{Shared, group_of};
 
 /// Blocking dependents a foreground owner's re-check hands to the workers at once; the rest
 /// follow on later re-checks (each dependent's deletion triggers one).

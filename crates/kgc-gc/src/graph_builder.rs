@@ -9,6 +9,7 @@
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
+use kgc_meta::catalog::group_of;
 use kgc_meta::deletion::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
 use kgc_meta::{GroupResource, ObjectMeta, ObjectRef};
 
@@ -506,10 +507,6 @@ fn observed_identity(api_version: &str, kind: &str, meta: &ObjectMeta) -> Object
         name: meta.name.clone(),
         uid: meta.uid.clone(),
     }
-}
-
-fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
 }
 
 /// Added, removed and changed (before, after) references, keyed by uid.

@@ -44,7 +44,8 @@ pub const COMPONENT: &str = "garbage-collector-controller";
 pub struct Config {
     /// Workers per queue (`--concurrent-gc-syncs`, default 20).
     pub workers: usize,
-    /// How often discovery runs to pick up new and removed resources (default 30 s).
+    /// How often discovery runs anyway (default 30 s): the safety net behind the cluster's own
+    /// word that its resources changed (`kgc_client::discovery::served`).
     pub resync: Duration,
     /// How long workers wait for every monitor's first list before starting anyway (30 s).
     pub initial_sync_timeout: Duration,
@@ -88,10 +89,6 @@ impl Mapper {
             .filter(|r| r.serves_version(version))
             .cloned()
     }
-}
-
-pub(crate) fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
 }
 
 /// State shared by the builder, the monitors and the workers.

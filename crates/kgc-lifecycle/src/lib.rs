@@ -30,9 +30,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kgc_client::{Cluster, Deleted};
+pub use kgc_meta::time::Clock;
 use kgc_meta::{DeleteOptions, Preconditions, PropagationPolicy, Reason, ResourceInfo};
 use kgc_runtime::informer::{Informers, describe, key_of};
-pub use kgc_meta::time::Clock;
 pub use metrics::Metrics;
 use serde_json::Value;
 

@@ -104,6 +104,12 @@ pub fn split_api_version(api_version: &str) -> Result<(&str, &str), crate::Error
     }
 }
 
+/// The group of an `apiVersion` (`""` for the core group), read without judging the rest: how
+/// owner references and manifests are compared by group.
+pub fn group_of(api_version: &str) -> &str {
+    api_version.split_once('/').map_or("", |(group, _)| group)
+}
+
 /// Joins group and version into an `apiVersion`.
 pub fn api_version(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -973,6 +979,8 @@ mod tests {
         assert!(split_api_version("").is_err());
         assert!(split_api_version("a/b/c").is_err());
         assert!(split_api_version("/v1").is_err());
+        assert_eq!(group_of("apps/v1"), "apps");
+        assert_eq!(group_of("v1"), "");
         assert_eq!(api_version("", "v1"), "v1");
         assert_eq!(
             GroupResource::new("apps", "deployments").to_string(),

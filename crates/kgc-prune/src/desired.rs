@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::Error;
-use crate::gvk::{GroupKind, split_api_version};
+use kgc_meta::catalog::split_api_version;
+
+use crate::gvk::GroupKind;
 use crate::listing::Resource;
 use crate::order;
 use crate::ownership::{self, Identity};
@@ -48,7 +50,7 @@ pub struct Desired {
 }
 
 /// Resolves a group/version/kind to a served resource (the executor asks discovery).
-pub trait Catalog {
+pub trait KindResolver {
     fn resolve(&self, group: &str, version: &str, kind: &str) -> Option<Resource>;
 }
 
@@ -60,7 +62,7 @@ pub fn build(
     identity: &Identity,
     set_id: &str,
     default_namespace: &str,
-    catalog: &impl Catalog,
+    kinds: &impl KindResolver,
 ) -> Result<Vec<Desired>, Error> {
     let crds: Vec<Resource> = sources
         .iter()
@@ -73,8 +75,12 @@ pub fn build(
         let origin = s.origin();
         let av = api_version(&s.object).to_owned();
         let k = kind(&s.object).to_owned();
-        let (group, version) = split_api_version(&av);
-        let resource = catalog
+        let (group, version) = split_api_version(&av).map_err(|e| Error::Source {
+            file: s.file.clone(),
+            line: s.line,
+            message: e.to_string(),
+        })?;
+        let resource = kinds
             .resolve(group, version, &k)
             .or_else(|| {
                 crds.iter()
@@ -173,7 +179,7 @@ pub(crate) mod tests {
     /// ConfigMaps, Namespaces and Deployments (also under extensions).
     pub(crate) struct Builtins;
 
-    impl Catalog for Builtins {
+    impl KindResolver for Builtins {
         fn resolve(&self, group: &str, version: &str, kind: &str) -> Option<Resource> {
             let (plural, namespaced) = match (group, kind) {
                 ("", "ConfigMap") => ("configmaps", true),

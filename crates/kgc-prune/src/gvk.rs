@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use kgc_meta::catalog::group_of;
 use serde::{Deserialize, Serialize};
 
 /// A group and kind (`""` is the core group).
@@ -27,8 +28,7 @@ impl GroupKind {
 
     /// The group and kind of an `apiVersion` and `kind` pair, folded through the alias table.
     pub fn canonical(api_version: &str, kind: &str) -> Self {
-        let (group, _) = split_api_version(api_version);
-        Self::new(canonical_group(group, kind), kind)
+        Self::new(canonical_group(group_of(api_version), kind), kind)
     }
 
     /// Parses the ApplySet `contains-group-kinds` element form, `Kind.group` (`Kind` for core).
@@ -64,14 +64,6 @@ impl GroupKind {
 impl fmt::Display for GroupKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.applyset_form())
-    }
-}
-
-/// Splits `group/version` (`v1` is the core group).
-pub fn split_api_version(api_version: &str) -> (&str, &str) {
-    match api_version.split_once('/') {
-        Some((g, v)) => (g, v),
-        None => ("", api_version),
     }
 }
 

@@ -52,6 +52,8 @@ pub enum Error {
     /// The live objects changed since a reviewed plan was made.
     #[error("the cluster changed since the plan was made: {0}")]
     Drift(String),
+    #[error("discovering the server's kinds: {0}")]
+    Discovery(kgc_client::Error),
     #[error("{context}: {source}")]
     Kube {
         context: String,

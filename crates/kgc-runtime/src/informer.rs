@@ -53,6 +53,10 @@ impl View for Value {
     }
 }
 
+/// How often a controller waiting for its resource runs discovery anyway, besides when the
+/// cluster says its resources changed.
+const DISCOVERY_RESYNC: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Called for every change a cache takes in: the key and the new view (`None`: deleted, or
 /// the object no longer has a valid view). Called under the cache's lock: keep it short (queue
 /// the key) and never read the cache from it.
@@ -130,12 +134,14 @@ impl<C: Cluster> Informers<C> {
         }
     }
 
-    /// The served resource `group`/`plural`, waiting (with a log line a minute) until the
-    /// cluster serves it: a controller starts before the CRD or the API it reads may exist.
+    /// The served resource `group`/`plural`, waiting until the cluster serves it: a controller
+    /// may start before the CRD or the API it reads exists. It follows discovery (at once when
+    /// the cluster says its resources changed, else every 30 s) and says once that it waits.
     pub async fn resource(&self, group: &str, plural: &str) -> Arc<ResourceInfo> {
-        let mut attempt = 0u32;
-        loop {
-            match self.cluster.resources().await {
+        let mut served = kgc_client::discovery::served(self.cluster.clone(), DISCOVERY_RESYNC);
+        let mut warned = false;
+        while let Some(resources) = served.next().await {
+            match resources {
                 Ok(rs) => {
                     if let Some(r) = rs
                         .into_iter()
@@ -143,19 +149,19 @@ impl<C: Cluster> Informers<C> {
                     {
                         return r;
                     }
-                    if attempt.is_multiple_of(60) {
+                    if !warned {
                         tracing::warn!(%group, %plural, "the cluster does not serve this resource yet");
                     }
                 }
                 Err(e) => {
-                    if attempt.is_multiple_of(60) {
+                    if !warned {
                         tracing::warn!(%group, %plural, error = %e, "discovery failed");
                     }
                 }
             }
-            attempt += 1;
-            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            warned = true;
         }
+        std::future::pending().await
     }
 
     /// How many watches this process holds open (one per resource read).
@@ -212,19 +218,17 @@ impl Source {
                     Ok(e) => {
                         if failing {
                             failing = false;
-                            tracing::info!(resource = %gr, "watch recovered");
+                            tracing::debug!(resource = %gr, "watch recovered");
                         }
                         for sink in source.sinks().iter() {
                             sink.event(&e);
                         }
                     }
+                    // The watch re-opens itself, paced and logged once per failure by the
+                    // cluster (`kgc_client::Remote` backs off as client-go's reflector does).
                     Err(e) => {
-                        // Logged once per failure, not per attempt: the cluster's stream
-                        // re-opens the watch with its own back-off.
-                        if !failing {
-                            failing = true;
-                            tracing::warn!(resource = %gr, error = %e, "watch failing; retrying with back-off");
-                        }
+                        failing = true;
+                        tracing::debug!(resource = %gr, error = %e, "watch error");
                     }
                 }
             }

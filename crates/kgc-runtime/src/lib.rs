@@ -2,6 +2,7 @@
 //! `kgc serve` and against any cluster.
 #![forbid(unsafe_code)]
 
+pub use kgc_client::backoff;
 pub mod informer;
 pub mod metrics;
 pub mod queue;

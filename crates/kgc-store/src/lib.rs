@@ -172,6 +172,9 @@ struct Inner {
     state: Mutex<State>,
     /// Replaced whole when a CRD changes, so readers hold a consistent snapshot without a lock.
     catalog: RwLock<Arc<Catalog>>,
+    /// Moved on each catalog edit: what in-process discovery waits on, so that a CRD's kind is
+    /// watched from the commit that makes it served, not at the next periodic discovery.
+    catalog_edited: notify::Sender<u64>,
     log: Arc<Mutex<EventLog>>,
     committed: notify::Sender<u64>,
     /// Per resource, moved when a change to it commits: what watchers wait on, so a write wakes
@@ -256,6 +259,7 @@ impl Store {
             inner: Arc::new(Inner {
                 state: Mutex::new(state),
                 catalog: RwLock::new(Arc::new(Catalog::builtin())),
+                catalog_edited: notify::channel(0).0,
                 log,
                 committed,
                 resource_committed: Mutex::default(),
@@ -297,14 +301,24 @@ impl Store {
         Arc::clone(&self.inner.catalog.read().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// The catalog's generation, moved after each edit of the catalog (a CRD changed; the
+    /// served resources may be the same): wait on it with `changed()`, then read
+    /// [`Store::catalog`].
+    pub fn catalog_edits(&self) -> notify::Receiver<u64> {
+        self.inner.catalog_edited.subscribe()
+    }
+
     /// Changes the catalog (a CRD became served or went away).
     pub(crate) fn edit_catalog(&self, f: impl FnOnce(&mut Catalog)) {
-        let mut guard = self
-            .inner
-            .catalog
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
-        f(Arc::make_mut(&mut guard));
+        {
+            let mut guard = self
+                .inner
+                .catalog
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
+            f(Arc::make_mut(&mut guard));
+        }
+        self.inner.catalog_edited.send_modify(|g| *g += 1);
     }
 
     pub fn clock(&self) -> Clock {

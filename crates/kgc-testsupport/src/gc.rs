@@ -33,6 +33,12 @@ impl<B: KgcBinary> Server<B> {
         if std::env::var_os(GC_VIA_CONTROLLER).is_none() {
             return Self::start_with(args).await;
         }
+        Self::start_gc_via_controller(args).await
+    }
+
+    /// A `kgc serve --disable gc` plus a `kgc controller` (no leader election) pointed at it,
+    /// the controller taking `--gc-workers`/`--gc-resync` from `args`.
+    pub async fn start_gc_via_controller(args: &[&str]) -> Self {
         let (mut serve_args, mut gc_args) = (vec!["--disable", "gc"], vec!["--leader-elect=false"]);
         let mut it = args.iter();
         while let Some(a) = it.next() {

@@ -43,7 +43,8 @@ pub struct Args {
     /// Owner-reference GC workers per queue (`--concurrent-gc-syncs`).
     #[arg(long, default_value_t = 20)]
     gc_workers: usize,
-    /// How often the garbage collector re-runs discovery to pick up new resource types.
+    /// How often the garbage collector re-runs discovery anyway: a CRD change makes it re-run
+    /// at once, this is the safety net.
     #[arg(long, default_value = "30s", value_parser = crate::parse_duration)]
     gc_resync: Duration,
     /// Elect a leader among replicas on a Lease; only the leader collects.

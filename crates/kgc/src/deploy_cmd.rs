@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use kgc_prune::executor::{
-    self, Action, Cluster, DeleteOutcome, Execution, Options, Prepared, Progress, Report,
+    self, Action, ApiServer, DeleteOutcome, Execution, Options, Prepared, Progress, Report,
 };
 use kgc_prune::ownership::Identity;
 use kgc_prune::plan::{Filters, Guards};
@@ -256,12 +256,12 @@ fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
     })
 }
 
-async fn connect(r: &Resolved) -> anyhow::Result<Cluster> {
+async fn connect(r: &Resolved) -> anyhow::Result<ApiServer> {
     let config =
         crate::controller::kube_config(r.kubeconfig.as_deref(), r.context.as_deref()).await?;
     let server = config.cluster_url.to_string();
     let client = kube::Client::try_from(config).context("building the HTTP client")?;
-    Cluster::connect(client)
+    ApiServer::connect(client)
         .await
         .with_context(|| format!("connecting to {server}"))
 }
@@ -278,7 +278,7 @@ fn options(r: &Resolved, l: &Limits) -> Options {
 }
 
 /// Reads the sources and plans against the cluster: everything before the first write.
-async fn prepare(r: &Resolved, l: &Limits) -> anyhow::Result<(Cluster, Prepared)> {
+async fn prepare(r: &Resolved, l: &Limits) -> anyhow::Result<(ApiServer, Prepared)> {
     let sources = source::load(&r.paths)?;
     let cluster = connect(r).await?;
     let prepared =
@@ -514,7 +514,7 @@ fn reviewed_sources(reviewed: &Prepared) -> Vec<SourceObject> {
 
 /// Prunes without applying (`kgc prune`, `kgc delete`).
 async fn prune_only(
-    cluster: &Cluster,
+    cluster: &ApiServer,
     prepared: &Prepared,
     limits: &Limits,
     dry_run: bool,

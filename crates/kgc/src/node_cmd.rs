@@ -545,6 +545,9 @@ async fn gc(args: GcArgs) -> anyhow::Result<()> {
         return Ok(());
     };
     anyhow::ensure!(!every.is_zero(), "--every must be more than 0s");
+    // Before the metrics address is announced: a supervisor's SIGTERM right after it is a
+    // clean stop.
+    let signalled = crate::signals::shutdown()?;
     let registry = Registry::default();
     let metrics = Metrics::new(&registry);
     // Ready once a pass went through; not while the last one failed.
@@ -570,13 +573,11 @@ async fn gc(args: GcArgs) -> anyhow::Result<()> {
     let mut client: Option<CriClient> = None;
     let mut ticker = tokio::time::interval(every);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")?;
+    tokio::pin!(signalled);
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
-            _ = tokio::signal::ctrl_c() => break,
-            _ = term.recv() => break,
+            () = &mut signalled => break,
         }
         // A runtime that is down (or restarting) is retried at the next tick.
         if client.is_none() {

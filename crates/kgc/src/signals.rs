@@ -1,4 +1,5 @@
-//! How the long-running commands (`kgc serve`, `kgc controller`) learn they must stop.
+//! How the long-running commands (`kgc serve`, `kgc controller`, `kgc node`) learn they
+//! must stop.
 
 use std::future::Future;
 

@@ -12,7 +12,7 @@ use crate::inventory::Inventory;
 use crate::listing::Resource;
 use crate::str_at;
 
-use super::client::Cluster;
+use super::client::ApiServer;
 use super::{Prepared, READY_TIMEOUT};
 
 /// Whether every field of `desired` has the same value in `live` (lists element-wise, same
@@ -58,7 +58,7 @@ pub(super) fn as_stored(desired: &Value) -> std::borrow::Cow<'_, Value> {
 
 /// Applies the parent with `inventory`; `false` when its namespace does not exist yet.
 pub(super) async fn write_parent(
-    cluster: &Cluster,
+    cluster: &ApiServer,
     prepared: &Prepared,
     inventory: &Inventory,
 ) -> Result<bool, Error> {
@@ -80,7 +80,7 @@ pub(super) async fn write_parent(
 }
 
 /// Waits until an applied CRD is Established or a Namespace is Active.
-pub(super) async fn wait_ready(cluster: &Cluster, d: &Desired) -> Result<(), Error> {
+pub(super) async fn wait_ready(cluster: &ApiServer, d: &Desired) -> Result<(), Error> {
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         let live = cluster

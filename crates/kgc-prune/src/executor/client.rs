@@ -2,14 +2,17 @@
 //! kube-rs against any API server.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+
+use kgc_client::Cluster as _;
+use kgc_meta::ResourceInfo;
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
-use kube::discovery::{Discovery, Scope, verbs};
 use serde_json::Value;
 
 use crate::Error;
-use crate::desired::{Catalog, Desired};
+use crate::desired::{Desired, KindResolver};
 use crate::gvk::GroupKind;
 use crate::listing::{ListError, Lister, Resource};
 use crate::ownership::FIELD_MANAGER;
@@ -27,7 +30,7 @@ pub struct ServerCatalog {
     /// Canonical group/kind → the resource at its most stable served version.
     pub(super) preferred: HashMap<GroupKind, Resource>,
 }
-impl Catalog for ServerCatalog {
+impl KindResolver for ServerCatalog {
     fn resolve(&self, group: &str, version: &str, kind: &str) -> Option<Resource> {
         self.exact
             .get(&(group.to_owned(), version.to_owned(), kind.to_owned()))
@@ -41,74 +44,65 @@ impl ServerCatalog {
         self.preferred.get(gk)
     }
 
-    fn from_discovery(d: &Discovery) -> Self {
+    /// The kinds of discovery's resources: every served version of each resource that can be
+    /// listed, read, deleted and patched, and each listable kind at its preferred version.
+    fn from_resources(resources: &[Arc<ResourceInfo>]) -> Self {
         let mut c = ServerCatalog::default();
-        for group in d.groups() {
-            for version in group.versions() {
-                for (ar, caps) in group.versioned_resources(version) {
-                    if ar.plural.contains('/')
-                        || ![verbs::LIST, verbs::GET, verbs::DELETE, verbs::PATCH]
-                            .iter()
-                            .all(|v| caps.supports_operation(v))
-                    {
-                        continue;
-                    }
-                    let r = Resource {
-                        gk: GroupKind::new(&ar.group, &ar.kind),
-                        version: ar.version.clone(),
-                        plural: ar.plural.clone(),
-                        namespaced: caps.scope == Scope::Namespaced,
-                    };
-                    c.exact
-                        .insert((ar.group.clone(), ar.version.clone(), ar.kind.clone()), r);
+        for r in resources {
+            let namespaced = r.namespaced();
+            if ["list", "get", "delete", "patch"]
+                .iter()
+                .all(|v| r.supports(v))
+            {
+                for version in &r.versions {
+                    c.exact.insert(
+                        (r.group.clone(), version.clone(), r.kind.clone()),
+                        Resource {
+                            gk: GroupKind::new(&r.group, &r.kind),
+                            version: version.clone(),
+                            plural: r.plural.clone(),
+                            namespaced,
+                        },
+                    );
                 }
             }
-            for (ar, caps) in group.resources_by_stability() {
-                if ar.plural.contains('/') || !caps.supports_operation(verbs::LIST) {
-                    continue;
-                }
-                let canonical =
-                    GroupKind::new(crate::gvk::canonical_group(&ar.group, &ar.kind), &ar.kind);
-                // An alias group never shadows the canonical one.
-                if canonical.group != ar.group && c.preferred.contains_key(&canonical) {
-                    continue;
-                }
-                c.preferred.insert(
-                    canonical.clone(),
-                    Resource {
-                        gk: canonical,
-                        version: ar.version.clone(),
-                        plural: ar.plural.clone(),
-                        namespaced: caps.scope == Scope::Namespaced,
-                    },
-                );
+            if !r.supports("list") {
+                continue;
             }
+            let canonical = GroupKind::new(crate::gvk::canonical_group(&r.group, &r.kind), &r.kind);
+            // An alias group never shadows the canonical one.
+            if canonical.group != r.group && c.preferred.contains_key(&canonical) {
+                continue;
+            }
+            c.preferred.insert(
+                canonical.clone(),
+                Resource {
+                    gk: canonical,
+                    version: r.preferred_version().to_owned(),
+                    plural: r.plural.clone(),
+                    namespaced,
+                },
+            );
         }
         c
     }
 }
 
-/// A connection to an API server with its discovered kinds.
-pub struct Cluster {
+/// The API server a deploy runs against: a client and the kinds the server serves.
+pub struct ApiServer {
     client: Client,
     pub(super) catalog: ServerCatalog,
 }
-impl Cluster {
-    /// Discovers the server's kinds (aggregated discovery: two requests; the per-group
-    /// fallback for servers without it).
+impl ApiServer {
+    /// Discovers the server's kinds, through the discovery every kgc collector uses
+    /// (aggregated discovery: two requests; the per-group documents for servers without it).
     pub async fn connect(client: Client) -> Result<Self, Error> {
-        let discovery = match Discovery::new(client.clone()).run_aggregated().await {
-            Ok(d) => d,
-            Err(e) => {
-                tracing::debug!("aggregated discovery failed ({e}); discovering per group");
-                Discovery::new(client.clone())
-                    .run()
-                    .await
-                    .map_err(kube_err("discovering the server's kinds"))?
-            }
-        };
-        Ok(Cluster {
-            catalog: ServerCatalog::from_discovery(&discovery),
+        let resources = kgc_client::Remote::new(client.clone())
+            .resources()
+            .await
+            .map_err(Error::Discovery)?;
+        Ok(ApiServer {
+            catalog: ServerCatalog::from_resources(&resources),
             client,
         })
     }
@@ -193,7 +187,7 @@ fn to_value(o: DynamicObject) -> Value {
     serde_json::to_value(o).unwrap_or(Value::Null)
 }
 
-impl Lister for Cluster {
+impl Lister for ApiServer {
     async fn list(
         &self,
         resource: &Resource,

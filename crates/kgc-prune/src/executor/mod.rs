@@ -30,7 +30,7 @@ use crate::source::SourceObject;
 use crate::str_at;
 
 pub use apply::contains;
-pub use client::{Cluster, ServerCatalog};
+pub use client::{ApiServer, ServerCatalog};
 pub use drift::check_drift;
 pub use prune::{DeleteOutcome, delete_parent, prepare_delete};
 
@@ -90,7 +90,7 @@ pub struct Options {
 
 /// Reads the parent, lists the scope and computes changes and the prune plan; writes nothing.
 pub async fn prepare(
-    cluster: &Cluster,
+    cluster: &ApiServer,
     sources: Vec<SourceObject>,
     identity: &Identity,
     namespace: &str,
@@ -273,7 +273,7 @@ pub struct Execution {
 
 /// Applies and prunes a prepared run.
 pub async fn execute(
-    cluster: &Cluster,
+    cluster: &ApiServer,
     prepared: &Prepared,
     how: Execution,
     progress: &dyn Progress,

@@ -18,7 +18,7 @@ use crate::ownership::Identity;
 use crate::plan::Candidate;
 use crate::str_at;
 
-use super::client::{Cluster, display, kube_err};
+use super::client::{ApiServer, display, kube_err};
 use super::{CONCURRENCY, Execution, Options, Prepared, Progress, READY_TIMEOUT, Report, prepare};
 
 /// What happened to one deletion.
@@ -59,7 +59,7 @@ fn candidate_resource(c: &Candidate) -> Resource {
 /// Deletes in reverse apply order, a rank at a time, in parallel within a rank. CRDs go only
 /// after the set's custom resources are gone and none of anyone else's remain.
 pub(super) async fn prune(
-    cluster: &Cluster,
+    cluster: &ApiServer,
     deletes: &[&Candidate],
     how: Execution,
     progress: &dyn Progress,
@@ -97,7 +97,7 @@ pub(super) async fn prune(
 }
 
 async fn delete_one(
-    cluster: &Cluster,
+    cluster: &ApiServer,
     c: &Candidate,
     exact: bool,
     wait: Option<Duration>,
@@ -170,7 +170,7 @@ async fn delete_one(
 
 /// A CRD is kept while any custom resource of it remains (the set's own were deleted in an
 /// earlier rank; deleting the CRD would take everyone else's with it).
-async fn crd_blocked(cluster: &Cluster, c: &Candidate) -> Option<DeleteOutcome> {
+async fn crd_blocked(cluster: &ApiServer, c: &Candidate) -> Option<DeleteOutcome> {
     let r = candidate_resource(c);
     let live = match cluster.get(&r, "", &c.key.name).await {
         Ok(Some(l)) => l,
@@ -237,7 +237,7 @@ fn incidental(gk: &GroupKind) -> bool {
 /// the `kube-root-ca.crt` ConfigMap): deleting it would take others' objects with it (the gap
 /// behind argoproj/argo-cd#22607 and kubernetes-sigs/cli-utils#274). The set's own members
 /// were deleted a rank earlier. A kind that cannot be listed keeps the namespace.
-async fn namespace_blocked(cluster: &Cluster, namespace: &str) -> Option<DeleteOutcome> {
+async fn namespace_blocked(cluster: &ApiServer, namespace: &str) -> Option<DeleteOutcome> {
     let resources: Vec<&Resource> = cluster
         .catalog
         .preferred
@@ -287,7 +287,7 @@ async fn namespace_blocked(cluster: &Cluster, namespace: &str) -> Option<DeleteO
 
 /// The set's live parent and members, for `kgc delete`: a prepared run with an empty source.
 pub async fn prepare_delete(
-    cluster: &Cluster,
+    cluster: &ApiServer,
     identity: &Identity,
     namespace: &str,
     options: &Options,
@@ -298,7 +298,7 @@ pub async fn prepare_delete(
 }
 
 /// Deletes the set's parent (after `kgc delete` removed every member).
-pub async fn delete_parent(cluster: &Cluster, prepared: &Prepared) -> Result<(), Error> {
+pub async fn delete_parent(cluster: &ApiServer, prepared: &Prepared) -> Result<(), Error> {
     let cm = Resource {
         gk: GroupKind::new("", "ConfigMap"),
         version: "v1".into(),
