@@ -11,12 +11,12 @@ use std::time::Duration;
 use kgc_client::Cluster;
 use kgc_meta::crd::{self, CLEANUP_FINALIZER};
 use kgc_meta::{DeleteOptions, PropagationPolicy, Reason, ResourceInfo};
-use kgc_runtime::informer::{Key, View};
+use kgc_runtime::informer::View;
 use serde_json::Value;
 
 use kgc_meta::time::format_time;
 
-use crate::{Context, Error, Result, work};
+use crate::{Context, Error, Result, run_by_name};
 
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "crd-cleanup";
@@ -39,25 +39,11 @@ impl View for Cleanup {
 
 /// Runs the controller until dropped.
 pub async fn run<C: Cluster>(ctx: Context<C>) {
-    let crds = ctx
-        .informers
-        .resource("apiextensions.k8s.io", "customresourcedefinitions")
-        .await;
-    let queue = ctx.queue::<String>(NAME);
-    let cache = ctx.informers.cache::<Cleanup>(Arc::clone(&crds));
-    let q = queue.clone();
-    cache.on_change(Arc::new(move |key: &Key, c: Option<&Cleanup>| {
-        if c.is_some() {
-            q.add(key.1.clone());
-        }
-    }));
-    cache.synced().await;
-    tracing::info!(controller = NAME, "started");
-    let sync = move |name: String| {
-        let (ctx, crds) = (ctx.clone(), Arc::clone(&crds));
-        async move { sync(&ctx, &crds, &name).await }
+    let sync = async |ctx: Context<C>, crds: Arc<ResourceInfo>, name: String| {
+        sync(&ctx, &crds, &name).await
     };
-    work(NAME, queue, WORKERS, sync).await;
+    let crds = ("apiextensions.k8s.io", "customresourcedefinitions");
+    run_by_name::<C, Cleanup, _, _>(ctx, NAME, crds, WORKERS, sync).await;
 }
 
 /// One pass over a deleted CRD (upstream `CRDFinalizer.sync`).

@@ -16,9 +16,12 @@ pub mod crd_finalizer;
 pub mod namespace;
 pub mod pod_termination;
 
+use std::sync::Arc;
+
 use kgc_client::Cluster;
+use kgc_meta::ResourceInfo;
 pub use kgc_meta::time::Clock;
-use kgc_runtime::informer::Informers;
+use kgc_runtime::informer::{Informers, Key};
 use kgc_runtime::queue::{QueueMetrics, WorkQueue};
 
 /// Errors of a controller's sync; the key is retried with back-off.
@@ -57,6 +60,36 @@ impl<C: Cluster> Context<C> {
             None => WorkQueue::new(),
         }
     }
+}
+
+/// Runs a controller of cluster-scoped objects named by their key: `V` keeps only the objects
+/// there is something to do for, every change of one queues its name, and `sync` judges a name
+/// with the object's resource.
+async fn run_by_name<C, V, F, Fut>(
+    ctx: Context<C>,
+    controller: &'static str,
+    (group, plural): (&str, &str),
+    workers: usize,
+    sync: F,
+) where
+    C: Cluster,
+    V: kgc_runtime::informer::View,
+    F: Fn(Context<C>, Arc<ResourceInfo>, String) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Option<std::time::Duration>>> + Send,
+{
+    let resource = ctx.informers.resource(group, plural).await;
+    let queue = ctx.queue::<String>(controller);
+    let cache = ctx.informers.cache::<V>(Arc::clone(&resource));
+    let q = queue.clone();
+    cache.on_change(Arc::new(move |key: &Key, v: Option<&V>| {
+        if v.is_some() {
+            q.add(key.1.clone());
+        }
+    }));
+    cache.synced().await;
+    tracing::info!(controller, "started");
+    let sync = move |name: String| sync.clone()(ctx.clone(), Arc::clone(&resource), name);
+    work(controller, queue, workers, sync).await;
 }
 
 /// Runs `workers` workers over `queue`, each calling `sync` for a key and acting on what it

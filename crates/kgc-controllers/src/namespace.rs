@@ -17,12 +17,12 @@ use std::time::Duration;
 
 use kgc_client::Cluster;
 use kgc_meta::{DeleteOptions, ObjectMeta, PropagationPolicy, Reason, ResourceInfo};
-use kgc_runtime::informer::{Key, View};
+use kgc_runtime::informer::View;
 use serde_json::{Value, json};
 
 use kgc_meta::time::format_time;
 
-use crate::{Context, Error, Result, work};
+use crate::{Context, Error, Result, run_by_name};
 
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "namespace";
@@ -48,22 +48,10 @@ impl View for Terminating {
 
 /// Runs the controller until dropped.
 pub async fn run<C: Cluster>(ctx: Context<C>) {
-    let namespaces = ctx.informers.resource("", "namespaces").await;
-    let queue = ctx.queue::<String>(NAME);
-    let cache = ctx.informers.cache::<Terminating>(Arc::clone(&namespaces));
-    let q = queue.clone();
-    cache.on_change(Arc::new(move |key: &Key, ns: Option<&Terminating>| {
-        if ns.is_some() {
-            q.add(key.1.clone());
-        }
-    }));
-    cache.synced().await;
-    tracing::info!(controller = NAME, "started");
-    let sync = move |name: String| {
-        let (ctx, namespaces) = (ctx.clone(), Arc::clone(&namespaces));
-        async move { sync(&ctx, &namespaces, &name).await }
+    let sync = async |ctx: Context<C>, namespaces: Arc<ResourceInfo>, name: String| {
+        sync(&ctx, &namespaces, &name).await
     };
-    work(NAME, queue, WORKERS, sync).await;
+    run_by_name::<C, Terminating, _, _>(ctx, NAME, ("", "namespaces"), WORKERS, sync).await;
 }
 
 /// What deleting the content found.

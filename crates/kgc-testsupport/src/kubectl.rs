@@ -72,28 +72,7 @@ impl<B> Server<B> {
     }
 
     async fn kubectl_with_stdin(&self, args: &[&str], input: Option<&str>) -> Output {
-        let mut cmd = self.kubectl_command(args);
-        cmd.stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawning kubectl");
-        if let Some(input) = input {
-            use tokio::io::AsyncWriteExt;
-            let mut stdin = child.stdin.take().expect("piped stdin");
-            stdin
-                .write_all(input.as_bytes())
-                .await
-                .expect("writing kubectl's stdin");
-            drop(stdin);
-        }
-        match tokio::time::timeout(KUBECTL_DEADLINE, child.wait_with_output()).await {
-            Ok(out) => out.expect("running kubectl"),
-            Err(_) => panic!("kubectl {args:?} did not finish within {KUBECTL_DEADLINE:?}"),
-        }
+        run_kubectl(self.kubectl_command(args), "kubectl", args, input).await
     }
 
     /// A `kubectl` command set up for this server, for long-running invocations (`get -w`).
@@ -105,5 +84,38 @@ impl<B> Server<B> {
             .env("KUBECACHEDIR", self.scratch().join("kubecache"))
             .kill_on_drop(true);
         cmd
+    }
+}
+
+/// Runs a kubectl `cmd` (`what` names it in failures), feeding it `input` on stdin, and waits
+/// for it within a minute.
+pub async fn run_kubectl(
+    mut cmd: tokio::process::Command,
+    what: &str,
+    args: &[&str],
+    input: Option<&str>,
+) -> Output {
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {what}: {e}"));
+    if let Some(input) = input {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin
+            .write_all(input.as_bytes())
+            .await
+            .unwrap_or_else(|e| panic!("writing {what}'s stdin: {e}"));
+        drop(stdin);
+    }
+    match tokio::time::timeout(KUBECTL_DEADLINE, child.wait_with_output()).await {
+        Ok(out) => out.unwrap_or_else(|e| panic!("running {what}: {e}")),
+        Err(_) => panic!("{what} {args:?} did not finish within {KUBECTL_DEADLINE:?}"),
     }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use kgc_testsupport::*;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 const DEFAULT_LEGACY_KUBECTL: &str = "/opt/kubectl-1.20/usr/bin/kubectl";
 
@@ -81,27 +81,7 @@ impl Legacy {
     }
 
     async fn run(&self, args: &[&str], input: Option<&str>) -> Output {
-        let mut cmd = self.command(args);
-        cmd.stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawning kubectl 1.20");
-        if let Some(input) = input {
-            let mut stdin = child.stdin.take().expect("piped stdin");
-            stdin
-                .write_all(input.as_bytes())
-                .await
-                .expect("writing stdin");
-            drop(stdin);
-        }
-        match tokio::time::timeout(Duration::from_secs(60), child.wait_with_output()).await {
-            Ok(out) => out.expect("running kubectl 1.20"),
-            Err(_) => panic!("kubectl 1.20 {args:?} did not finish within 60 s"),
-        }
+        run_kubectl(self.command(args), "kubectl 1.20", args, input).await
     }
 
     #[track_caller]

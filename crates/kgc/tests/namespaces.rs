@@ -299,17 +299,7 @@ async fn a_finalizer_holds_the_namespace_and_creates_are_forbidden_meanwhile() {
     assert!(nss.get(&ns).await.is_ok());
 
     // Removing the finalizer lets the object, and then the namespace, go.
-    cms.patch(
-        "held",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-    )
-    .await
-    .unwrap();
-    eventually("the namespace to disappear", T, || async {
-        nss.get(&ns).await.is_err()
-    })
-    .await;
+    release_and_wait_gone(&cms, &nss, &ns).await;
     let err = api_error(nss.get(&ns).await);
     assert_eq!(err.code, 404);
 }
@@ -435,6 +425,11 @@ async fn the_namespace_controller_lists_per_pass_not_per_commit() {
         "{during} GETs while 200 unrelated writes committed: the controller is not to look at the namespace again before its estimate"
     );
     // Releasing the content lets the namespace go at the next requeue (8 s after the last pass).
+    release_and_wait_gone(&cms, &nss, &ns).await;
+}
+
+/// Removes the finalizer of the ConfigMap `held` and waits until the namespace is gone.
+async fn release_and_wait_gone(cms: &Api<ConfigMap>, nss: &Api<Namespace>, ns: &str) {
     cms.patch(
         "held",
         &PatchParams::default(),
@@ -442,8 +437,8 @@ async fn the_namespace_controller_lists_per_pass_not_per_commit() {
     )
     .await
     .unwrap();
-    eventually("the namespace to go", T, || async {
-        nss.get(&ns).await.is_err()
+    eventually("the namespace to disappear", T, || async {
+        nss.get(ns).await.is_err()
     })
     .await;
 }
