@@ -228,22 +228,31 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
         if let Some(at) = q.due.remove(&key) {
             q.waiting.remove(&at);
         }
-        self.push_ready(&mut q, key, Instant::now());
+        let pushed = self.push_ready(&mut q, key, Instant::now());
         drop(q);
-        self.wake.notify_one();
+        // Only a key made ready needs a worker: waking one for a key already queued or held
+        // (the common case when many events name one key, as a foreground owner's dependents
+        // do) makes idle workers spin, and cost the GC's foreground cascade five times its CPU.
+        if pushed {
+            self.wake.notify_one();
+        }
     }
 
     /// Counted as an add only when the key was not already waiting to run (client-go counts
-    /// the same way).
-    fn push_ready(&self, q: &mut State<K>, key: K, now: Instant) {
+    /// the same way); `true` when the key joined the ready queue.
+    fn push_ready(&self, q: &mut State<K>, key: K, now: Instant) -> bool {
         if q.processing.contains_key(&key) {
             if q.dirty.insert(key) {
                 self.series.adds.inc();
             }
+            false
         } else if q.queued.insert(key.clone()) {
             q.ready.push_back((key, now));
             self.series.depth.inc();
             self.series.adds.inc();
+            true
+        } else {
+            false
         }
     }
 
@@ -268,8 +277,12 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
         let slot = (at, q.seq);
         q.waiting.insert(slot, key.clone());
         q.due.insert(key, slot);
+        // Workers sleep until the earliest schedule: only a new earliest one needs them.
+        let earliest = q.waiting.first_key_value().is_some_and(|(s, _)| *s == slot);
         drop(q);
-        self.wake.notify_one();
+        if earliest {
+            self.wake.notify_one();
+        }
     }
 
     /// Queues a failed `key` again after its back-off: the longer of its per-key exponential
@@ -514,6 +527,22 @@ mod tests {
         assert_eq!(start.elapsed(), Duration::from_secs(3));
         q.done(&"k");
         assert_eq!(q.pending(), 0, "the later schedules were dropped");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_worker_wakes_for_an_earlier_schedule() {
+        let q = WorkQueue::new();
+        q.add_after("late", Duration::from_secs(10));
+        let worker = {
+            let q = q.clone();
+            tokio::spawn(async move { (q.get().await, Instant::now()) })
+        };
+        tokio::task::yield_now().await;
+        let start = Instant::now();
+        q.add_after("soon", Duration::from_secs(1));
+        let (key, at) = worker.await.unwrap();
+        assert_eq!(key, Some("soon"));
+        assert_eq!(at - start, Duration::from_secs(1));
     }
 
     #[tokio::test(start_paused = true)]
