@@ -442,3 +442,31 @@ async fn release_and_wait_gone(cms: &Api<ConfigMap>, nss: &Api<Namespace>, ns: &
     })
     .await;
 }
+
+/// `kgc serve --controllers=-*` runs no controller at all (an external `kgc controller` is then
+/// the only one): a deleted namespace stays Terminating with its content, and a dependent whose
+/// owner never existed is not collected.
+#[tokio::test]
+async fn serve_with_no_controllers_collects_nothing() {
+    let s = Server::start_with(&["--in-memory", "--controllers=-*"]).await;
+    let ns = fresh_namespace(&s.client(), "idle").await;
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    cms.create(&PostParams::default(), &configmap("kept", &[]))
+        .await
+        .unwrap();
+    let orphan: ConfigMap = typed(json!({"metadata": {"name": "orphan", "ownerReferences": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "never", "uid": "00000000-0000-0000-0000-000000000001"}
+    ]}}));
+    cms.create(&PostParams::default(), &orphan).await.unwrap();
+    let nss: Api<Namespace> = Api::all(s.client());
+    nss.delete(&ns, &Default::default()).await.unwrap();
+    consistently("nothing is collected", Duration::from_secs(3), || async {
+        cms.get("kept").await.is_ok()
+            && cms.get("orphan").await.is_ok()
+            && nss
+                .get(&ns)
+                .await
+                .is_ok_and(|n| n.status.and_then(|s| s.phase).as_deref() == Some("Terminating"))
+    })
+    .await;
+}
