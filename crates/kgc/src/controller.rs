@@ -191,6 +191,8 @@ struct Shared {
     /// The collectors' metrics, registered once and kept across leadership terms.
     gc_metrics: Option<kgc_gc::Metrics>,
     lifecycle_metrics: Arc<kgc_lifecycle::Metrics>,
+    /// The controllers' work-queue metrics, likewise.
+    queue_metrics: kgc_runtime::queue::QueueMetrics,
 }
 
 impl Shared {
@@ -272,7 +274,7 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
         let ctx = kgc_controllers::Context {
             informers,
             clock: shared.lifecycle.clock(),
-            queues: None,
+            queues: Some(shared.queue_metrics.clone()),
         };
         let disabled = shared.disable.clone();
         async move { crate::controllers::run(ctx, &disabled).await }
@@ -359,6 +361,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         lifecycle: args.lifecycle.clone(),
         gc_metrics: (!disabled.iter().any(|d| d == "gc")).then(|| kgc_gc::Metrics::new(&registry)),
         lifecycle_metrics: Arc::new(kgc_lifecycle::Metrics::new(&registry)),
+        queue_metrics: kgc_runtime::queue::QueueMetrics::register(&registry),
         disable: disabled,
     });
     let config = GcConfig {
