@@ -209,27 +209,19 @@ impl Source {
         let source = Arc::downgrade(self);
         let gr = self.resource.group_resource();
         *task = Some(tokio::spawn(async move {
-            let mut failing = false;
             while let Some(event) = stream.next().await {
                 let Some(source) = source.upgrade() else {
                     return;
                 };
                 match event {
                     Ok(e) => {
-                        if failing {
-                            failing = false;
-                            tracing::debug!(resource = %gr, "watch recovered");
-                        }
                         for sink in source.sinks().iter() {
                             sink.event(&e);
                         }
                     }
                     // The watch re-opens itself, paced and logged once per failure by the
                     // cluster (`kgc_client::Remote` backs off as client-go's reflector does).
-                    Err(e) => {
-                        failing = true;
-                        tracing::debug!(resource = %gr, error = %e, "watch error");
-                    }
+                    Err(e) => tracing::debug!(resource = %gr, error = %e, "watch error"),
                 }
             }
         }));

@@ -1,5 +1,12 @@
 //! The controller runtime of kgc: what every controller and collector stands on, inside
-//! `kgc serve` and against any cluster.
+//! `kgc serve` and against any cluster, in the shape of client-go's shared informers and
+//! workqueue:
+//!
+//! - [`informer`]: one watch per resource per process, caches of views shared by their readers,
+//!   event handlers;
+//! - [`queue`]: the one work queue (de-duplicating, delaying, rate limited, with metrics);
+//! - [`backoff`]: client-go's reflector back-off, with which failed watches are re-opened;
+//! - [`metrics`]: the process's one metrics registry.
 #![forbid(unsafe_code)]
 
 pub use kgc_client::backoff;
