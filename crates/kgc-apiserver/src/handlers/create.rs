@@ -6,11 +6,10 @@ use axum::response::Response;
 use kgc_meta::ResourceInfo;
 
 use crate::ApiServer;
-use crate::admission::{self, FieldValidation, Written};
 use crate::request::{Query, RequestInfo};
 
 use super::fieldmanager::Tracking;
-use super::{Result, object, object_body, to_storage, with_warnings};
+use super::{Result, admitted_body, object, with_warnings};
 
 /// POST of a new object (kubernetes/apiserver pkg/endpoints/handlers/create.go).
 pub(super) async fn create(
@@ -22,11 +21,7 @@ pub(super) async fn create(
     body: Body,
 ) -> Result<Response> {
     let ns = req.namespace.as_deref().unwrap_or("");
-    let mode = FieldValidation::of(query)?;
-    let (mut obj, strict) = object_body(info, req, headers, body).await?;
-    let warnings = admission::admit(info, req, mode, Written::Object, &mut obj, strict)?;
-    to_storage(info, req, &mut obj);
-    crate::authz::admit_write(api.rbac.as_deref(), info, req, &obj)?;
+    let (obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
     api.admit_owner_references(info, req, None, &obj)?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let obj = tracking.record(None, &obj);

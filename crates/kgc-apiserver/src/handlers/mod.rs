@@ -202,6 +202,32 @@ pub(super) fn to_storage(info: &ResourceInfo, req: &RequestInfo, obj: &mut Value
     }
 }
 
+/// The body of a CREATE or UPDATE as it is to be stored: decoded, admitted (typed decoding or
+/// the CRD schema, `fieldValidation`), in the storage version, and allowed by RBAC's write
+/// checks; with the warnings to send.
+pub(super) async fn admitted_body(
+    api: &crate::ApiServer,
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    query: &crate::request::Query,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Value, Vec<String>)> {
+    let mode = admission::FieldValidation::of(query)?;
+    let (mut obj, strict) = object_body(info, req, headers, body).await?;
+    let warnings = admission::admit(
+        info,
+        req,
+        mode,
+        admission::Written::Object,
+        &mut obj,
+        strict,
+    )?;
+    to_storage(info, req, &mut obj);
+    crate::authz::admit_write(api.rbac.as_deref(), info, req, &obj)?;
+    Ok((obj, warnings))
+}
+
 /// Adds `Warning: 299 - "…"` headers, as kube-apiserver reports warnings.
 pub(super) fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
     for w in warnings {

@@ -6,11 +6,10 @@ use axum::response::Response;
 use kgc_meta::ResourceInfo;
 
 use crate::ApiServer;
-use crate::admission::{self, FieldValidation, Written};
 use crate::request::{Query, RequestInfo};
 
 use super::fieldmanager::Tracking;
-use super::{Result, object, object_body, to_storage, with_warnings};
+use super::{Result, admitted_body, object, with_warnings};
 
 /// PUT of a whole object (kubernetes/apiserver pkg/endpoints/handlers/update.go).
 pub(super) async fn update(
@@ -23,11 +22,7 @@ pub(super) async fn update(
 ) -> Result<Response> {
     let ns = req.namespace.as_deref().unwrap_or("");
     let name = req.name.as_deref().unwrap_or("");
-    let mode = FieldValidation::of(query)?;
-    let (mut obj, strict) = object_body(info, req, headers, body).await?;
-    let warnings = admission::admit(info, req, mode, Written::Object, &mut obj, strict)?;
-    to_storage(info, req, &mut obj);
-    crate::authz::admit_write(api.rbac.as_deref(), info, req, &obj)?;
+    let (obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let updated = api
         .store
