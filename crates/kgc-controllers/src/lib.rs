@@ -40,10 +40,14 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// The controllers, by the names `--controllers` takes.
 pub const CONTROLLERS: [&str; 3] = [namespace::NAME, crd_finalizer::NAME, pod_termination::NAME];
 
-/// What every controller shares: the process's informers, the clock, the queues' metrics.
+/// What every controller shares: the process's informers, the client it writes with, the
+/// clock, the queues' metrics.
 #[derive(Clone)]
 pub struct Context<C> {
     pub informers: Informers<C>,
+    /// Typed writes (k8s-openapi objects) with the whole API's semantics: in `kgc serve` the
+    /// API server's loopback client (no socket), in `kgc controller` the kubeconfig's.
+    pub client: kube::Client,
     pub clock: Clock,
     pub queues: Option<QueueMetrics>,
 }

@@ -273,6 +273,7 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
     let controllers = {
         let ctx = kgc_controllers::Context {
             informers,
+            client: shared.client.clone(),
             clock: shared.lifecycle.clock(),
             queues: Some(shared.queue_metrics.clone()),
         };

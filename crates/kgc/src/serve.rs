@@ -235,15 +235,6 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // The process's one registry: the API server, the controllers and collectors, and
     // `/metrics` on the API server, which encodes it.
     let registry = Registry::default();
-    let controllers = tokio::spawn({
-        let ctx = kgc_controllers::Context {
-            informers: informers.clone(),
-            clock: args.lifecycle.clock(),
-            queues: Some(kgc_runtime::queue::QueueMetrics::register(&registry)),
-        };
-        let disabled = disabled.clone();
-        async move { crate::controllers::run(ctx, &disabled).await }
-    });
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut api = ApiServer::new(store.clone(), client_host.clone(), stop_rx)
         .with_metrics(registry.clone())
@@ -293,6 +284,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
         None => Vec::new(),
     };
+    let controllers = tokio::spawn({
+        let ctx = kgc_controllers::Context {
+            informers: informers.clone(),
+            client: api.loopback_client(),
+            clock: args.lifecycle.clock(),
+            queues: Some(kgc_runtime::queue::QueueMetrics::register(&registry)),
+        };
+        let disabled = disabled.clone();
+        async move { crate::controllers::run(ctx, &disabled).await }
+    });
     let app = api.router();
     tracing::info!(listen = %local, kubeconfig = %kubeconfig_path.display(), "serving");
     let signalled = crate::signals::shutdown()?;
