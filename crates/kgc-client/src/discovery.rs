@@ -22,7 +22,7 @@ use kgc_meta::{Catalog, GcPolicy, GroupResource, ResourceInfo, Scope};
 use kube::api::ApiResource;
 use kube::discovery::{Discovery, Scope as KubeScope};
 
-use crate::{Cluster, MetaEvent, Result};
+use crate::{Cluster, ObjectEvent, Result};
 
 /// The served resources, each with every version it is served at, preferred first.
 pub type Resources = Vec<Arc<ResourceInfo>>;
@@ -117,8 +117,11 @@ pub(crate) fn definition_changes<C: Cluster>(
                 .watch(Arc::clone(r))
                 .filter_map(|event| {
                     futures::future::ready(match event {
-                        Ok(MetaEvent::Bookmark(_)) | Err(_) => None,
-                        Ok(_) => Some(()),
+                        // Once per list, not per listed object.
+                        Ok(
+                            ObjectEvent::InitDone | ObjectEvent::Apply(_) | ObjectEvent::Delete(_),
+                        ) => Some(()),
+                        Ok(_) | Err(_) => None,
                     })
                 })
                 .boxed()

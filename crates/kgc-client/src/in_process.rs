@@ -10,7 +10,7 @@ use kgc_meta::{
 use kgc_store::{EventType, ListOptions, Store, StoredObject, WatchEvent, WatchFilter, Watcher};
 use serde_json::Value;
 
-use crate::{Cluster, Deleted, Error, MetaEvent, ObjectEvent, Result};
+use crate::{Cluster, Deleted, Error, ObjectEvent, Result};
 
 /// The embedded store as a [`Cluster`].
 #[derive(Clone)]
@@ -224,8 +224,11 @@ impl Cluster for InProcess {
         .boxed()
     }
 
-    fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
-        crate::meta_events(watch_as(self.store.clone(), &resource, meta, deleted_meta))
+    fn watch(
+        &self,
+        resource: Arc<ResourceInfo>,
+    ) -> BoxStream<'static, Result<ObjectEvent<ObjectMeta>>> {
+        watch_as(self.store.clone(), &resource, meta, deleted_meta)
     }
 
     fn last_change(&self, gr: &GroupResource) -> Option<u64> {

@@ -49,24 +49,6 @@ impl Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// What a metadata watch yields.
-#[derive(Debug, Clone, PartialEq)]
-pub enum MetaEvent {
-    /// The complete current set of the resource, after the first list or a re-list (the watch
-    /// expired). Objects the consumer knew but that are not in it are gone.
-    Relist(Vec<ObjectMeta>),
-    /// An object was created or changed.
-    Apply(ObjectMeta),
-    /// An object was deleted. Its namespace, name, uid and last resourceVersion are always
-    /// filled; the other fields may be left empty (the in-process cluster does not read a deleted
-    /// object's text for them): consumers identify what went, as upstream's graph builder does.
-    Delete(ObjectMeta),
-    /// A watch BOOKMARK: every change to the resource up to this revision has been delivered.
-    /// Only clusters that can compare revisions across resources send them (the in-process
-    /// one; see [`Cluster::last_change`]).
-    Bookmark(u64),
-}
-
 /// What a whole-object watch yields (the collectors that judge by spec and status: PodGC, TTL,
 /// CSR, volumes, nodes). A (re-)list arrives one object at a time between `Init` and
 /// `InitDone`, as kube-rs's watcher delivers it, so a consumer that keeps only a small view of
@@ -83,38 +65,10 @@ pub enum ObjectEvent<T = Value> {
     Apply(T),
     /// An object was deleted (its last state).
     Delete(T),
-    /// Every change up to this revision has been delivered ([`MetaEvent::Bookmark`]).
+    /// A watch BOOKMARK: every change to the resource up to this revision has been delivered.
+    /// Only clusters that can compare revisions across resources send them (the in-process
+    /// one; see [`Cluster::last_change`]).
     Bookmark(u64),
-}
-
-/// Folds a metadata event stream into [`MetaEvent`]s: the objects of a list, from `Init` to
-/// `InitDone`, arrive as one `Relist`, which is what the garbage collector's graph builder wants
-/// (both implementations deliver lists object by object and share this fold).
-fn meta_events(
-    events: impl futures::Stream<Item = Result<ObjectEvent<ObjectMeta>>> + Send + 'static,
-) -> BoxStream<'static, Result<MetaEvent>> {
-    use futures::StreamExt;
-    events
-        .scan(Vec::new(), |list, event| {
-            let out = match event {
-                Ok(ObjectEvent::Init) => {
-                    list.clear();
-                    None
-                }
-                Ok(ObjectEvent::InitApply(m)) => {
-                    list.push(m);
-                    None
-                }
-                Ok(ObjectEvent::InitDone) => Some(Ok(MetaEvent::Relist(std::mem::take(list)))),
-                Ok(ObjectEvent::Apply(m)) => Some(Ok(MetaEvent::Apply(m))),
-                Ok(ObjectEvent::Delete(m)) => Some(Ok(MetaEvent::Delete(m))),
-                Ok(ObjectEvent::Bookmark(rv)) => Some(Ok(MetaEvent::Bookmark(rv))),
-                Err(e) => Some(Err(e)),
-            };
-            futures::future::ready(Some(out))
-        })
-        .filter_map(futures::future::ready)
-        .boxed()
 }
 
 /// What a DELETE did.
@@ -139,11 +93,17 @@ pub trait Cluster: Clone + Send + Sync + 'static {
         discovery::definition_changes(self, served)
     }
 
-    /// A metadata watch of one resource across namespaces: a [`MetaEvent::Relist`] first, then
-    /// changes; it re-lists by itself when the watch expires, and re-opens itself after a
-    /// failure (a remote cluster after a back-off). The stream ends only when the cluster goes
-    /// away; errors are transient and reported for information.
-    fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>>;
+    /// A metadata watch of one resource across namespaces: a list first (`Init`, `InitApply`…,
+    /// `InitDone`), then changes; it re-lists by itself when the watch expires, and re-opens
+    /// itself after a failure (a remote cluster after a back-off). The stream ends only when the
+    /// cluster goes away; errors are transient and reported for information. A deleted object's
+    /// namespace, name, uid and last resourceVersion are always filled; its other fields may be
+    /// empty (the in-process cluster does not read a deleted object's text for them): consumers
+    /// identify what went, as upstream's graph builder does.
+    fn watch(
+        &self,
+        resource: Arc<ResourceInfo>,
+    ) -> BoxStream<'static, Result<ObjectEvent<ObjectMeta>>>;
 
     /// The revision of the last committed change to `gr`, when the cluster can tell without a
     /// request and its revisions order changes across resources, as its watches' bookmarks

@@ -30,7 +30,7 @@ use kube::runtime::watcher;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::{Cluster, Deleted, Error, MetaEvent, ObjectEvent, Result};
+use crate::{Cluster, Deleted, Error, ObjectEvent, Result};
 
 type MetaApi = Api<PartialObjectMeta<DynamicObject>>;
 
@@ -477,12 +477,15 @@ impl Cluster for Remote {
         crate::discovery::remote(&self.client, &self.legacy_discovery).await
     }
 
-    fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
+    fn watch(
+        &self,
+        resource: Arc<ResourceInfo>,
+    ) -> BoxStream<'static, Result<ObjectEvent<ObjectMeta>>> {
         let api: MetaApi = Api::all_with(self.client.clone(), &api_resource(&resource));
         let events = watcher(api, watcher::Config::default())
             .map(|e| object_event(e, |o| meta(&o.metadata)))
             .boxed();
-        crate::meta_events(paced(resource.group_resource(), events))
+        paced(resource.group_resource(), events)
     }
 
     async fn get(

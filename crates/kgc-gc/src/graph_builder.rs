@@ -30,12 +30,12 @@ pub enum GraphEvent {
         kind: String,
         meta: ObjectMeta,
     },
-    /// The complete set of one resource after a (re)list: apply each, delete the rest.
-    Resync {
-        api_version: String,
-        kind: String,
-        items: Vec<ObjectMeta>,
-    },
+    /// A (re)list of the resource of `api_version`/`kind` begins: its objects follow as
+    /// `Apply`, then `ListDone`.
+    ListBegin { api_version: String, kind: String },
+    /// The list is complete: objects of the resource that the graph holds but the list did not
+    /// name are gone (their deletion was missed while the watch was down).
+    ListDone { api_version: String, kind: String },
     /// A worker verified that this identity does not exist (404 or another uid).
     VirtualDelete(ObjectRef),
     /// The watch of `resource` has delivered every change up to `revision`.
@@ -81,6 +81,16 @@ pub struct GraphBuilder {
     /// Per watched resource, the revision up to which the graph holds its changes (the last
     /// bookmark processed; only clusters with comparable revisions send them).
     bookmarks: HashMap<GroupResource, u64>,
+    /// The lists being received: the group and kind listed, and the uids seen so far.
+    listing: Vec<Listing>,
+}
+
+/// One list being received.
+#[derive(Debug)]
+struct Listing {
+    group: String,
+    kind: String,
+    seen: HashSet<UidKey>,
 }
 
 /// Upstream's absent-owner cache holds 500 entries. Every owner deleted while it still had
@@ -94,6 +104,7 @@ impl Default for GraphBuilder {
             graph: Graph::default(),
             absent: AbsentOwners::new(ABSENT_OWNER_CACHE),
             bookmarks: HashMap::new(),
+            listing: Vec::new(),
         }
     }
 }
@@ -121,7 +132,19 @@ impl GraphBuilder {
                 api_version,
                 kind,
                 meta,
-            } => self.apply(&api_version, &kind, meta, &mut fx),
+            } => {
+                if !self.listing.is_empty() {
+                    let group = group_of(&api_version);
+                    if let Some(l) = self
+                        .listing
+                        .iter_mut()
+                        .find(|l| l.group == group && l.kind == kind)
+                    {
+                        l.seen.insert(UidKey::new(&meta.uid));
+                    }
+                }
+                self.apply(&api_version, &kind, meta, &mut fx)
+            }
             GraphEvent::Delete {
                 api_version,
                 kind,
@@ -130,16 +153,26 @@ impl GraphBuilder {
                 let identity = observed_identity(&api_version, &kind, &meta);
                 self.delete(identity, false, &mut fx);
             }
-            GraphEvent::Resync {
-                api_version,
-                kind,
-                items,
-            } => {
-                let present: HashSet<UidKey> = items.iter().map(|m| UidKey::new(&m.uid)).collect();
-                for meta in items {
-                    self.apply(&api_version, &kind, meta, &mut fx);
-                }
+            GraphEvent::ListBegin { api_version, kind } => {
                 let group = group_of(&api_version);
+                self.listing
+                    .retain(|l| !(l.group == group && l.kind == kind));
+                self.listing.push(Listing {
+                    group: group.to_owned(),
+                    kind,
+                    seen: HashSet::new(),
+                });
+            }
+            GraphEvent::ListDone { api_version, kind } => {
+                let group = group_of(&api_version);
+                let Some(at) = self
+                    .listing
+                    .iter()
+                    .position(|l| l.group == group && l.kind == kind)
+                else {
+                    return fx;
+                };
+                let present = self.listing.swap_remove(at).seen;
                 let g = &self.graph;
                 let stale: Vec<ObjectRef> = g
                     .keys()

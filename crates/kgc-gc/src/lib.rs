@@ -4,7 +4,7 @@
 //! - [`graph`]: the uid-keyed dependency graph and the absent-owner cache;
 //! - [`graph_builder`]: turns watch events into graph changes and work (`graph_builder.go`);
 //! - `garbagecollector`: the `attemptToDelete` and `attemptToOrphan` workers;
-//! - `monitor`: discovery and one metadata watch per deletable resource;
+//! - `monitor`: discovery, and following each deletable resource's shared watch;
 //! - [`metrics`]: what it exposes on `/metrics`;
 //! - [`queue`]: client-go work-queue semantics with per-resource retry budgets.
 //!
@@ -32,6 +32,7 @@ use tokio::sync::{Notify, mpsc};
 use garbagecollector::Outcome;
 use graph::Uid;
 use graph_builder::{Effects, GraphBuilder, GraphEvent};
+use kgc_runtime::informer::Informers;
 use kgc_runtime::queue::WorkQueue;
 pub use metrics::Metrics;
 pub use monitor::is_deletable;
@@ -94,6 +95,8 @@ impl Mapper {
 /// State shared by the builder, the monitors and the workers.
 pub(crate) struct Shared<C> {
     cluster: C,
+    /// The process's watches, which the monitors follow.
+    informers: Informers<C>,
     config: Config,
     builder: Mutex<GraphBuilder>,
     mapper: RwLock<Mapper>,
@@ -142,21 +145,28 @@ impl<C: Cluster> Clone for GarbageCollector<C> {
 }
 
 impl<C: Cluster> GarbageCollector<C> {
-    /// A collector whose metrics are not exposed (tests, tools).
+    /// A collector with watches of its own, whose metrics are not exposed (tests, tools).
     pub fn new(cluster: C, config: Config) -> Self {
-        Self::with_metrics(cluster, config, Metrics::default())
+        Self::with_metrics(Informers::new(cluster), config, Metrics::default())
     }
 
-    /// A collector counting into `metrics`, whose gauges then read this collector.
-    pub fn with_metrics(cluster: C, config: Config, metrics: Metrics) -> Self {
+    /// A collector following the process's watches (`informers`, shared with its other
+    /// controllers) and counting into `metrics`, whose gauges then read this collector.
+    pub fn with_metrics(informers: Informers<C>, config: Config, metrics: Metrics) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
+        let queue = |name: &str| match &metrics.queues {
+            Some(m) => WorkQueue::with_metrics(name, m),
+            None => WorkQueue::new(),
+        };
         let shared = Arc::new(Shared {
-            cluster,
+            cluster: informers.cluster().clone(),
+            informers,
             config,
             builder: Mutex::new(GraphBuilder::default()),
             mapper: RwLock::default(),
-            attempt_to_delete_queue: WorkQueue::new(),
-            attempt_to_orphan_queue: WorkQueue::new(),
+            // Upstream's queue names (`garbagecollector.go`, `NewGarbageCollector`).
+            attempt_to_delete_queue: queue("garbage_collector_attempt_to_delete"),
+            attempt_to_orphan_queue: queue("garbage_collector_attempt_to_orphan"),
             changes: tx,
             metrics,
             synced: Mutex::default(),

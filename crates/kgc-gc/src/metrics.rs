@@ -8,6 +8,7 @@
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 
 use kgc_runtime::metrics::{GaugeFn, NoLabels, Registry};
+use kgc_runtime::queue::QueueMetrics;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
@@ -33,6 +34,8 @@ pub struct Metrics {
     pub(crate) api_delete: Counter,
     pub(crate) api_patch: Counter,
     pub(crate) graph_events: Counter,
+    /// The `workqueue_*` families its queues report to.
+    pub(crate) queues: Option<QueueMetrics>,
     /// The collector started last, while it runs.
     running: Arc<Slot>,
 }
@@ -57,6 +60,7 @@ impl Metrics {
             api_get: requests.get_or_create_owned(&[("verb", "get")]),
             api_delete: requests.get_or_create_owned(&[("verb", "delete")]),
             api_patch: requests.get_or_create_owned(&[("verb", "patch")]),
+            queues: Some(registry.queues()),
             ..Self::default()
         };
         registry.register(

@@ -1,20 +1,23 @@
 //! Monitors (upstream `GraphBuilder.syncMonitors`, `GarbageCollector.Sync` in
-//! `kubernetes/kubernetes pkg/controller/garbagecollector`): one metadata watch per deletable
-//! resource, feeding the graph builder, following [`discovery::served`]: a CRD's kind is
-//! watched once the CRD is served and dropped once it is gone, not at the next periodic
-//! discovery.
+//! `kubernetes/kubernetes pkg/controller/garbagecollector`): the graph builder follows every
+//! deletable resource's watch, following [`discovery::served`]: a CRD's kind is watched once
+//! the CRD is served and dropped once it is gone, not at the next periodic discovery.
+//! The watches are the process's shared ones
+//! ([`kgc_runtime::informer::Informers::subscribe_meta`]): a resource the
+//! collectors also cache is watched once for both; one only the GC follows is watched for
+//! metadata alone.
 //! A resource that cannot be listed or watched only retries its own watch; it never holds up
 //! the others.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
 
 use futures::StreamExt;
-use kgc_client::{Cluster, MetaEvent, discovery};
+use kgc_client::{Cluster, ObjectEvent, discovery};
 use kgc_meta::catalog::api_version;
 use kgc_meta::{GroupResource, Reason, ResourceInfo};
-use tokio::task::JoinHandle;
+use kgc_runtime::informer::Subscription;
 
 use crate::Shared;
 use crate::graph_builder::GraphEvent;
@@ -30,9 +33,10 @@ pub fn is_deletable(r: &ResourceInfo) -> bool {
         && !IGNORED.iter().any(|(g, p)| r.group == *g && r.plural == *p)
 }
 
+/// One followed resource; dropping it stops following.
 struct Monitor {
     info: Arc<ResourceInfo>,
-    task: JoinHandle<()>,
+    _subscription: Subscription,
 }
 
 impl<C: Cluster> Shared<C> {
@@ -79,7 +83,6 @@ impl<C: Cluster> Shared<C> {
             });
             if !keep {
                 tracing::info!(resource = %gr, "stopping monitor");
-                m.task.abort();
                 self.synced
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -95,8 +98,14 @@ impl<C: Cluster> Shared<C> {
                 continue;
             }
             tracing::debug!(resource = %gr, "starting monitor");
-            let task = tokio::spawn(Arc::clone(self).watch_resource(Arc::clone(&info)));
-            monitors.insert(gr, Monitor { info, task });
+            let subscription = self.follow(Arc::clone(&info));
+            monitors.insert(
+                gr,
+                Monitor {
+                    info,
+                    _subscription: subscription,
+                },
+            );
         }
         self.monitors.store(monitors.len(), Ordering::Relaxed);
     }
@@ -109,64 +118,74 @@ impl<C: Cluster> Shared<C> {
     /// (`kubernetes/kubernetes staging/src/k8s.io/client-go/tools/cache/reflector.go`, `list`);
     /// any other failure leaves the graph as it is, since the resource may come back.
     async fn last_list(self: Arc<Self>, info: Arc<ResourceInfo>) {
-        let mut stream = self.cluster.watch(Arc::clone(&info));
-        let items = match stream.next().await {
-            Some(Ok(MetaEvent::Relist(items))) => items,
-            Some(Err(e)) if e.is(Reason::NotFound) => Vec::new(),
-            _ => return,
+        let items = match self.cluster.list(&info, "").await {
+            Ok(items) => items,
+            Err(e) if e.is(Reason::NotFound) => Vec::new(),
+            Err(_) => return,
         };
-        let _ = self.changes.send(GraphEvent::Resync {
-            api_version: api_version(&info.group, info.preferred_version()),
-            kind: info.kind.clone(),
-            items,
+        let (api_version, kind) = (
+            api_version(&info.group, info.preferred_version()),
+            info.kind.clone(),
+        );
+        let _ = self.changes.send(GraphEvent::ListBegin {
+            api_version: api_version.clone(),
+            kind: kind.clone(),
         });
+        for meta in items {
+            let _ = self.changes.send(GraphEvent::Apply {
+                api_version: api_version.clone(),
+                kind: kind.clone(),
+                meta,
+            });
+        }
+        let _ = self
+            .changes
+            .send(GraphEvent::ListDone { api_version, kind });
     }
 
-    /// One resource's watch. The stream re-lists by itself, and the cluster paces re-opening
-    /// a failed watch and logs its failures (`kgc_client::Remote`), so an error is only noted
-    /// here: re-opening at once on each error is what re-opened watches ten times a second
-    /// against a server that refused them.
-    async fn watch_resource(self: Arc<Self>, info: Arc<ResourceInfo>) {
+    /// Follows one resource's shared watch into the graph builder's channel. Failures are the
+    /// cluster's to pace and report (`kgc_client::Remote` backs off as client-go's reflector
+    /// does), so re-opening never spins against a server that refuses the watch. The handler
+    /// holds the collector weakly: the process's informers outlive a collector.
+    fn follow(self: &Arc<Self>, info: Arc<ResourceInfo>) -> Subscription {
         let version = api_version(&info.group, info.preferred_version());
         let kind = info.kind.clone();
         let gr = info.group_resource();
-        let mut stream = self.cluster.watch(Arc::clone(&info));
-        while let Some(event) = stream.next().await {
-            let event = match event {
-                Ok(MetaEvent::Relist(items)) => {
-                    let e = GraphEvent::Resync {
-                        api_version: version.clone(),
-                        kind: kind.clone(),
-                        items,
-                    };
-                    self.synced
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(gr.clone());
-                    e
-                }
-                Ok(MetaEvent::Apply(meta)) => GraphEvent::Apply {
-                    api_version: version.clone(),
-                    kind: kind.clone(),
-                    meta,
-                },
-                Ok(MetaEvent::Delete(meta)) => GraphEvent::Delete {
-                    api_version: version.clone(),
-                    kind: kind.clone(),
-                    meta,
-                },
-                Ok(MetaEvent::Bookmark(revision)) => GraphEvent::Bookmark {
-                    resource: gr.clone(),
-                    revision,
-                },
-                Err(e) => {
-                    tracing::debug!(resource = %gr, error = %e, "watch error");
-                    continue;
-                }
-            };
-            if self.changes.send(event).is_err() {
-                return;
-            }
-        }
+        let shared = Arc::downgrade(self);
+        self.informers.subscribe_meta(
+            info,
+            Arc::new(move |event| {
+                let Some(shared) = shared.upgrade() else {
+                    return;
+                };
+                let (api_version, kind) = (version.clone(), kind.clone());
+                let event = match event {
+                    ObjectEvent::Init => GraphEvent::ListBegin { api_version, kind },
+                    ObjectEvent::InitApply(meta) | ObjectEvent::Apply(meta) => GraphEvent::Apply {
+                        api_version,
+                        kind,
+                        meta,
+                    },
+                    ObjectEvent::InitDone => {
+                        shared
+                            .synced
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(gr.clone());
+                        GraphEvent::ListDone { api_version, kind }
+                    }
+                    ObjectEvent::Delete(meta) => GraphEvent::Delete {
+                        api_version,
+                        kind,
+                        meta,
+                    },
+                    ObjectEvent::Bookmark(revision) => GraphEvent::Bookmark {
+                        resource: gr.clone(),
+                        revision,
+                    },
+                };
+                let _ = shared.changes.send(event);
+            }),
+        )
     }
 }

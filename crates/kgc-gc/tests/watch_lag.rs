@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use kgc_client::{Cluster, Deleted, InProcess, MetaEvent, ObjectEvent, Result};
+use kgc_client::{Cluster, Deleted, InProcess, ObjectEvent, Result};
 use kgc_gc::{Config, GarbageCollector};
 use kgc_meta::{DeleteOptions, GroupResource, ObjectMeta, PropagationPolicy, ResourceInfo};
 use kgc_store::{EventType, Store, WatchEvent, WatchFilter};
@@ -32,18 +32,26 @@ impl Cluster for Lagging {
         self.inner.resources().await
     }
 
-    fn watch(&self, resource: Arc<ResourceInfo>) -> BoxStream<'static, Result<MetaEvent>> {
+    fn watch(
+        &self,
+        resource: Arc<ResourceInfo>,
+    ) -> BoxStream<'static, Result<ObjectEvent<ObjectMeta>>> {
         let stream = self.inner.watch(Arc::clone(&resource));
         if resource.group_resource() != self.held {
             return stream;
         }
         let gate = self.gate.subscribe();
+        // The first list passes; everything after it waits for the gate.
         stream
-            .enumerate()
-            .then(move |(i, event)| {
+            .scan(false, |listed, event| {
+                let held = *listed;
+                *listed |= matches!(event, Ok(ObjectEvent::InitDone));
+                futures::future::ready(Some((held, event)))
+            })
+            .then(move |(held, event)| {
                 let mut gate = gate.clone();
                 async move {
-                    if i > 0 {
+                    if held {
                         let _ = gate.wait_for(|open| *open).await;
                     }
                     event

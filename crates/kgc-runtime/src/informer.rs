@@ -9,14 +9,22 @@
 //! resource (PodGC and the departed-nodes collector both read [`View`]s of Nodes of one type)
 //! caches that resource once. Handlers registered on a cache see every change, and the
 //! current content when they register, as client-go's `AddEventHandler` replays it.
+//!
+//! The owner-reference GC keeps its own store of every object (its graph), so it takes the
+//! watch's events rather than a cache: [`Informers::subscribe_meta`]. A resource only the GC
+//! follows is watched for metadata alone (`Cluster::watch`, which reads just `metadata`); once
+//! a cache reads it too, the one watch carries whole objects, each cache keeps its view and the
+//! GC gets the metadata of the same events.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use kgc_client::{Cluster, ObjectEvent};
-use kgc_meta::{GroupResource, ResourceInfo};
+use kgc_meta::{GroupResource, ObjectMeta, ResourceInfo};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -62,6 +70,10 @@ const DISCOVERY_RESYNC: std::time::Duration = std::time::Duration::from_secs(30)
 /// the key) and never read the cache from it.
 pub type Handler<V> = Arc<dyn Fn(&Key, Option<&V>) + Send + Sync>;
 
+/// Called with every event of a resource's watch, as metadata, in the watch's order (on the
+/// watch's task: keep it short, e.g. send it on).
+pub type MetaHandler = Arc<dyn Fn(ObjectEvent<ObjectMeta>) + Send + Sync>;
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -71,7 +83,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// are held.
 pub struct Informers<C> {
     cluster: C,
-    sources: Arc<Mutex<HashMap<GroupResource, Arc<Source>>>>,
+    sources: Arc<Sources>,
 }
 
 impl<C: Clone> Clone for Informers<C> {
@@ -95,16 +107,28 @@ impl<C: Cluster> Informers<C> {
         &self.cluster
     }
 
+    /// The source of `resource`: the running one, or a new one when there is none or the
+    /// running one watches another version or kind (a CRD deleted and created again), which
+    /// then lives on only for those still holding it.
+    fn source(&self, resource: Arc<ResourceInfo>) -> Arc<Source> {
+        let mut sources = lock(&self.sources);
+        let gr = resource.group_resource();
+        if let Some(s) = sources.get(&gr)
+            && s.resource.preferred_version() == resource.preferred_version()
+            && s.resource.kind == resource.kind
+        {
+            return Arc::clone(s);
+        }
+        let s = Arc::new(Source::new(resource));
+        sources.insert(gr, Arc::clone(&s));
+        s
+    }
+
     /// The cache of `resource` keeping `V`s, shared with every other reader of the same
     /// resource and view; the resource's one watch starts (or, for a cache added to a running
     /// watch, re-lists so that the new cache sees the complete list).
     pub fn cache<V: View>(&self, resource: Arc<ResourceInfo>) -> Cache<V> {
-        let gr = resource.group_resource();
-        let source = Arc::clone(
-            lock(&self.sources)
-                .entry(gr)
-                .or_insert_with(|| Arc::new(Source::new(resource))),
-        );
+        let source = self.source(resource);
         let (cache, added) = {
             let mut caches = lock(&source.caches);
             match caches.get(&TypeId::of::<V>()) {
@@ -131,6 +155,31 @@ impl<C: Cluster> Informers<C> {
         Cache {
             inner: cache,
             _source: source,
+        }
+    }
+
+    /// Follows every event of `resource`'s watch as metadata, from a complete list on, until
+    /// the returned subscription is dropped; the watch is the one the resource's caches share
+    /// (a running watch re-lists once so that `handler` sees the complete list). When nothing
+    /// else follows the resource, dropping the subscription stops its watch.
+    pub fn subscribe_meta(
+        &self,
+        resource: Arc<ResourceInfo>,
+        handler: MetaHandler,
+    ) -> Subscription {
+        let source = self.source(resource);
+        let id = source.next_id.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut metas = source.metas.write().unwrap_or_else(PoisonError::into_inner);
+            let mut next = metas.to_vec();
+            next.push((id, handler));
+            *metas = next.into();
+        }
+        source.start(&self.cluster);
+        Subscription {
+            source,
+            id,
+            sources: Arc::downgrade(&self.sources),
         }
     }
 
@@ -175,12 +224,17 @@ trait Sink: Send + Sync {
     fn event(&self, event: &ObjectEvent<Value>);
 }
 
+type Sources = Mutex<HashMap<GroupResource, Arc<Source>>>;
+
 /// One resource's watch and what it feeds.
 struct Source {
     resource: Arc<ResourceInfo>,
-    /// What each event goes to: swapped whole when a cache is added, so the watch task reads
-    /// it without holding a lock while it feeds.
+    /// The caches each event goes to: swapped whole when a cache is added, so the watch task
+    /// reads it without holding a lock while it feeds.
     sinks: RwLock<Arc<[Arc<dyn Sink>]>>,
+    /// The metadata followers, by subscription id (swapped whole, as `sinks`).
+    metas: RwLock<Arc<[(u64, MetaHandler)]>>,
+    next_id: AtomicU64,
     caches: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -190,6 +244,8 @@ impl Source {
         Self {
             resource,
             sinks: RwLock::new(Arc::new([])),
+            metas: RwLock::new(Arc::new([])),
+            next_id: AtomicU64::new(0),
             caches: Mutex::default(),
             task: Mutex::default(),
         }
@@ -199,32 +255,126 @@ impl Source {
         Arc::clone(&self.sinks.read().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// (Re)starts the watch: every sink gets a complete list first.
+    fn metas(&self) -> Arc<[(u64, MetaHandler)]> {
+        Arc::clone(&self.metas.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// (Re)starts the watch so that every follower gets a complete list first: of whole objects
+    /// when a cache reads the resource, else of metadata only.
     fn start<C: Cluster>(self: &Arc<Self>, cluster: &C) {
         let mut task = lock(&self.task);
         if let Some(t) = task.take() {
             t.abort();
         }
-        let mut stream = cluster.watch_objects(Arc::clone(&self.resource));
         let source = Arc::downgrade(self);
         let gr = self.resource.group_resource();
-        *task = Some(tokio::spawn(async move {
-            while let Some(event) = stream.next().await {
-                let Some(source) = source.upgrade() else {
-                    return;
-                };
-                match event {
-                    Ok(e) => {
-                        for sink in source.sinks().iter() {
-                            sink.event(&e);
-                        }
+        *task = Some(if self.sinks().is_empty() {
+            tokio::spawn(Self::follow(
+                cluster.watch(Arc::clone(&self.resource)),
+                source,
+                gr,
+                |source, e| feed_meta(&source.metas(), e),
+            ))
+        } else {
+            tokio::spawn(Self::follow(
+                cluster.watch_objects(Arc::clone(&self.resource)),
+                source,
+                gr,
+                |source, e| {
+                    for sink in source.sinks().iter() {
+                        sink.event(&e);
                     }
-                    // The watch re-opens itself, paced and logged once per failure by the
-                    // cluster (`kgc_client::Remote` backs off as client-go's reflector does).
-                    Err(e) => tracing::debug!(resource = %gr, error = %e, "watch error"),
-                }
+                    let metas = source.metas();
+                    if !metas.is_empty() {
+                        feed_meta(&metas, meta_event(&e));
+                    }
+                },
+            ))
+        });
+    }
+
+    async fn follow<T>(
+        mut stream: BoxStream<'static, kgc_client::Result<ObjectEvent<T>>>,
+        source: Weak<Source>,
+        gr: GroupResource,
+        feed: impl Fn(&Source, ObjectEvent<T>),
+    ) {
+        while let Some(event) = stream.next().await {
+            let Some(source) = source.upgrade() else {
+                return;
+            };
+            match event {
+                Ok(e) => feed(&source, e),
+                // The watch re-opens itself, paced and logged once per failure by the
+                // cluster (`kgc_client::Remote` backs off as client-go's reflector does).
+                Err(e) => tracing::debug!(resource = %gr, error = %e, "watch error"),
             }
-        }));
+        }
+    }
+}
+
+/// The metadata of a whole-object event.
+fn meta_event(e: &ObjectEvent<Value>) -> ObjectEvent<ObjectMeta> {
+    match e {
+        ObjectEvent::Init => ObjectEvent::Init,
+        ObjectEvent::InitApply(o) => ObjectEvent::InitApply(ObjectMeta::from_object(o)),
+        ObjectEvent::InitDone => ObjectEvent::InitDone,
+        ObjectEvent::Apply(o) => ObjectEvent::Apply(ObjectMeta::from_object(o)),
+        ObjectEvent::Delete(o) => ObjectEvent::Delete(ObjectMeta::from_object(o)),
+        ObjectEvent::Bookmark(rv) => ObjectEvent::Bookmark(*rv),
+    }
+}
+
+/// Hands `event` to every metadata follower, moving it to the last (usually the only) one.
+fn feed_meta(metas: &[(u64, MetaHandler)], event: ObjectEvent<ObjectMeta>) {
+    if let Some(((_, last), rest)) = metas.split_last() {
+        for (_, h) in rest {
+            h(event.clone());
+        }
+        last(event);
+    }
+}
+
+/// A metadata follower of one resource's watch ([`Informers::subscribe_meta`]); dropping it
+/// stops following, and stops the watch when nothing else follows the resource.
+pub struct Subscription {
+    source: Arc<Source>,
+    id: u64,
+    sources: Weak<Sources>,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let idle = {
+            let mut metas = self
+                .source
+                .metas
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            let next: Vec<_> = metas
+                .iter()
+                .filter(|(id, _)| *id != self.id)
+                .cloned()
+                .collect();
+            *metas = next.into();
+            metas.is_empty() && lock(&self.source.caches).is_empty()
+        };
+        if !idle {
+            return;
+        }
+        if let Some(t) = lock(&self.source.task).take() {
+            t.abort();
+        }
+        if let Some(sources) = self.sources.upgrade() {
+            let mut sources = lock(&sources);
+            let gr = self.source.resource.group_resource();
+            if sources
+                .get(&gr)
+                .is_some_and(|s| Arc::ptr_eq(s, &self.source))
+            {
+                sources.remove(&gr);
+            }
+        }
     }
 }
 
@@ -385,8 +535,8 @@ mod tests {
     use std::time::Duration;
 
     use futures::stream::BoxStream;
-    use kgc_client::{Deleted, InProcess, MetaEvent};
-    use kgc_meta::{DeleteOptions, ObjectMeta};
+    use kgc_client::{Deleted, InProcess};
+    use kgc_meta::DeleteOptions;
     use kgc_store::Store;
     use serde_json::json;
 
@@ -397,13 +547,19 @@ mod tests {
     struct Counting {
         inner: InProcess,
         watches: Arc<AtomicUsize>,
+        /// Of which metadata-only.
+        meta_watches: Arc<AtomicUsize>,
     }
 
     impl Cluster for Counting {
         async fn resources(&self) -> kgc_client::Result<Vec<Arc<ResourceInfo>>> {
             self.inner.resources().await
         }
-        fn watch(&self, r: Arc<ResourceInfo>) -> BoxStream<'static, kgc_client::Result<MetaEvent>> {
+        fn watch(
+            &self,
+            r: Arc<ResourceInfo>,
+        ) -> BoxStream<'static, kgc_client::Result<ObjectEvent<ObjectMeta>>> {
+            self.meta_watches.fetch_add(1, Ordering::SeqCst);
             self.watches.fetch_add(1, Ordering::SeqCst);
             self.inner.watch(r)
         }
@@ -512,6 +668,7 @@ mod tests {
         let cluster = Counting {
             inner: InProcess::new(store),
             watches: Arc::default(),
+            meta_watches: Arc::default(),
         };
         (cluster, cm)
     }
@@ -589,5 +746,69 @@ mod tests {
         assert!(source.upgrade().is_some(), "the cache still holds it");
         drop(cache);
         assert!(source.upgrade().is_none());
+    }
+
+    /// A metadata follower that records what it saw, as the GC's monitors follow a resource.
+    fn recorder() -> (MetaHandler, Arc<Mutex<Vec<String>>>) {
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let s = Arc::clone(&seen);
+        let handler: MetaHandler = Arc::new(move |e| {
+            let line = match e {
+                ObjectEvent::Init => "init".to_owned(),
+                ObjectEvent::InitApply(m) => format!("list {}", m.name),
+                ObjectEvent::InitDone => "listed".to_owned(),
+                ObjectEvent::Apply(m) => format!("apply {}", m.name),
+                ObjectEvent::Delete(m) => format!("delete {}", m.name),
+                ObjectEvent::Bookmark(_) => return,
+            };
+            lock(&s).push(line);
+        });
+        (handler, seen)
+    }
+
+    #[tokio::test]
+    async fn a_metadata_follower_alone_watches_metadata_and_stops_the_watch_when_it_goes() {
+        let (cluster, cm) = cluster().await;
+        create(&cluster, &cm, "a").await;
+        let informers = Informers::new(cluster.clone());
+        let (handler, seen) = recorder();
+        let sub = informers.subscribe_meta(Arc::clone(&cm), handler);
+        eventually("the list", || lock(&seen).len() == 3).await;
+        create(&cluster, &cm, "b").await;
+        eventually("the change", || lock(&seen).len() == 4).await;
+        assert_eq!(*lock(&seen), ["init", "list a", "listed", "apply b"]);
+        assert_eq!(cluster.meta_watches.load(Ordering::SeqCst), 1);
+        assert_eq!(informers.watches(), 1);
+        drop(sub);
+        assert_eq!(
+            informers.watches(),
+            0,
+            "nothing follows the resource any more"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_metadata_follower_shares_the_watch_of_a_cache() {
+        let (cluster, cm) = cluster().await;
+        create(&cluster, &cm, "a").await;
+        let informers = Informers::new(cluster.clone());
+        let names = informers.cache::<Name>(Arc::clone(&cm));
+        names.synced().await;
+        let (handler, seen) = recorder();
+        let sub = informers.subscribe_meta(Arc::clone(&cm), handler);
+        eventually("the follower's list", || lock(&seen).len() == 3).await;
+        create(&cluster, &cm, "b").await;
+        eventually("the change", || lock(&seen).len() == 4).await;
+        assert_eq!(*lock(&seen), ["init", "list a", "listed", "apply b"]);
+        assert_eq!(informers.watches(), 1);
+        assert_eq!(
+            cluster.meta_watches.load(Ordering::SeqCst),
+            0,
+            "one watch of whole objects"
+        );
+        drop(sub);
+        assert_eq!(informers.watches(), 1, "the cache still reads it");
+        let key = ("default".to_owned(), "b".to_owned());
+        assert_eq!(names.get(&key), Some(Name("b".into())));
     }
 }

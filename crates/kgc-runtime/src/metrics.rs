@@ -6,24 +6,38 @@
 //! read when scraped instead of being kept in step.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Metric, Registry as Inner};
 
+use crate::queue::QueueMetrics;
+
 /// A cheap handle on the registry (clones share it).
 #[derive(Clone, Default)]
-pub struct Registry(Arc<Mutex<Inner>>);
+pub struct Registry {
+    inner: Arc<Mutex<Inner>>,
+    /// The `workqueue_*` families, registered by the first queue that reports here.
+    queues: Arc<OnceLock<QueueMetrics>>,
+}
 
 impl Registry {
+    /// The `workqueue_*` families every work queue of the process reports to (registered once,
+    /// whichever controller or collector asks first).
+    pub fn queues(&self) -> QueueMetrics {
+        self.queues
+            .get_or_init(|| QueueMetrics::register(self))
+            .clone()
+    }
+
     /// Registers a metric under `name` (a counter's exposed name gets `_total` appended, as
     /// OpenMetrics requires) with `help`, a sentence (prometheus-client ends it with the full
     /// stop, so one given is not doubled). A family is listed (`# HELP`, `# TYPE`) even
     /// before its first series, so a scrape shows every metric there is.
     pub fn register(&self, name: &str, help: &str, metric: impl Metric) {
         let help = help.strip_suffix('.').unwrap_or(help);
-        self.0
+        self.inner
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .register(name, help, Listed(metric));
@@ -32,7 +46,7 @@ impl Registry {
     /// The exposition of every registered metric in `format`.
     pub fn encode(&self, format: Format) -> String {
         let mut out = String::new();
-        let registry = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let registry = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         // Writing into a String cannot fail.
         let _ = match format {
             Format::Prometheus => {

@@ -59,8 +59,8 @@ pub struct QueueMetrics {
 }
 
 impl QueueMetrics {
-    /// Registers the families under client-go's names.
-    pub fn register(registry: &Registry) -> Self {
+    /// Registers the families under client-go's names ([`Registry::queues`] does, once).
+    pub(crate) fn register(registry: &Registry) -> Self {
         let m = Self {
             depth: Family::default(),
             adds: Family::default(),
@@ -621,8 +621,7 @@ mod tests {
     #[tokio::test]
     async fn metrics_count_adds_retries_and_depth_by_queue_name() {
         let registry = Registry::default();
-        let metrics = QueueMetrics::register(&registry);
-        let q = WorkQueue::with_metrics("podgc", &metrics);
+        let q = WorkQueue::with_metrics("podgc", &registry.queues());
         q.add("a");
         q.add("b");
         q.add_rate_limited("c", "x");

@@ -255,16 +255,15 @@ fn graph(s: &Shared, q: &HashMap<String, String>) -> Response {
 
 /// Starts the collectors for a leadership term.
 fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
-    let cluster = Remote::new(shared.client.clone());
+    // One set of watches for the term, shared by every controller and collector.
+    let informers = kgc_runtime::informer::Informers::new(Remote::new(shared.client.clone()));
     let gc = shared
         .gc_metrics
         .clone()
-        .map(|metrics| GarbageCollector::with_metrics(cluster.clone(), config.clone(), metrics));
+        .map(|metrics| GarbageCollector::with_metrics(informers.clone(), config.clone(), metrics));
     shared.set_gc(gc.clone());
     shared.leader.set(1);
     shared.terms.inc();
-    // One set of watches for the term, shared by every controller and collector.
-    let informers = kgc_runtime::informer::Informers::new(cluster);
     let lifecycle = shared.lifecycle.clone().run(
         informers.clone(),
         shared.disable.clone(),
@@ -362,7 +361,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         lifecycle: args.lifecycle.clone(),
         gc_metrics: (!disabled.iter().any(|d| d == "gc")).then(|| kgc_gc::Metrics::new(&registry)),
         lifecycle_metrics: Arc::new(kgc_lifecycle::Metrics::new(&registry)),
-        queue_metrics: kgc_runtime::queue::QueueMetrics::register(&registry),
+        queue_metrics: registry.queues(),
         disable: disabled,
     });
     let config = GcConfig {

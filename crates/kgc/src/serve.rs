@@ -248,7 +248,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let mut gc_task = None;
     if !disabled.iter().any(|d| d == "gc") {
         let gc = GarbageCollector::with_metrics(
-            InProcess::new(store.clone()),
+            informers.clone(),
             GcConfig {
                 workers: args.gc_workers,
                 resync: args.gc_resync,
@@ -289,7 +289,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             informers: informers.clone(),
             client: api.loopback_client(),
             clock: args.lifecycle.clock(),
-            queues: Some(kgc_runtime::queue::QueueMetrics::register(&registry)),
+            queues: Some(registry.queues()),
         };
         let disabled = disabled.clone();
         async move { crate::controllers::run(ctx, &disabled).await }
