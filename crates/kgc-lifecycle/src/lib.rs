@@ -33,6 +33,7 @@ use kgc_client::{Cluster, Deleted};
 pub use kgc_meta::time::Clock;
 use kgc_meta::{DeleteOptions, Preconditions, PropagationPolicy, Reason, ResourceInfo};
 use kgc_runtime::informer::{Informers, describe, key_of};
+use kgc_runtime::queue::WorkQueue;
 pub use metrics::Metrics;
 use serde_json::Value;
 
@@ -92,6 +93,14 @@ impl<C: Cluster> Context<C> {
             informers,
             clock,
             metrics,
+        }
+    }
+
+    /// A work queue reporting under `name` when the process exposes metrics.
+    pub fn queue<K: std::hash::Hash + Eq + Clone>(&self, name: &str) -> WorkQueue<K> {
+        match &self.metrics.queues {
+            Some(m) => WorkQueue::with_metrics(name, m),
+            None => WorkQueue::new(),
         }
     }
 

@@ -229,6 +229,8 @@ impl<C: Cluster> PodGc<C> {
         let nodes = ctx.informers.cache::<Node>(Arc::clone(&nodes_resource));
         pods.synced().await;
         nodes.synced().await;
+        // Upstream's queue of the nodes under quarantine (`pkg/controller/podgc`).
+        let quarantine = ctx.queue("orphaned_pods_nodes");
         Self {
             ctx,
             config,
@@ -236,7 +238,7 @@ impl<C: Cluster> PodGc<C> {
             nodes_resource,
             pods,
             nodes,
-            quarantine: WorkQueue::new(),
+            quarantine,
         }
     }
 

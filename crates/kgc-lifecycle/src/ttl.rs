@@ -152,7 +152,8 @@ impl<C: Cluster> Ttl<C> {
     /// Starts the Job cache; every change enqueues Jobs that need cleanup.
     pub async fn start(ctx: Context<C>) -> Self {
         let jobs_resource = ctx.resource("batch", "jobs").await;
-        let queue: WorkQueue<Key> = WorkQueue::new();
+        // Upstream's queue name (`pkg/controller/ttlafterfinished`).
+        let queue: WorkQueue<Key> = ctx.queue("ttl_jobs_to_delete");
         let q = queue.clone();
         let jobs = ctx.informers.cache::<Job>(Arc::clone(&jobs_resource));
         jobs.on_change(Arc::new(move |key: &Key, job: Option<&Job>| {

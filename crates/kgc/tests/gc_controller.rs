@@ -594,6 +594,11 @@ async fn metrics_and_the_graph_dump() {
         "kgc_gc_api_requests_total{verb=\"patch\"}",
         "kgc_gc_errors_total",
         "kgc_gc_graph_nodes",
+        // Every work queue reports client-go's series under upstream's queue name.
+        "workqueue_adds_total{name=\"garbage_collector_attempt_to_delete\"}",
+        "workqueue_depth{name=\"garbage_collector_attempt_to_orphan\"}",
+        "workqueue_depth{name=\"ttl_jobs_to_delete\"}",
+        "workqueue_depth{name=\"orphaned_pods_nodes\"}",
     ] {
         assert!(metric(&m, line).is_some(), "no {line} in:\n{m}");
     }
