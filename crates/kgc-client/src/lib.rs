@@ -11,6 +11,7 @@
 pub mod backoff;
 pub mod discovery;
 mod in_process;
+mod reflector;
 mod remote;
 
 use std::future::Future;
@@ -51,7 +52,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What a whole-object watch yields (the collectors that judge by spec and status: PodGC, TTL,
 /// CSR, volumes, nodes). A (re-)list arrives one object at a time between `Init` and
-/// `InitDone`, as kube-rs's watcher delivers it, so a consumer that keeps only a small view of
+/// `InitDone`, as client-go's reflector delivers it, so a consumer that keeps only a small view of
 /// each object never holds the whole list: 100,000 pods are never in memory at once.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ObjectEvent<T = Value> {

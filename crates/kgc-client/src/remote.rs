@@ -26,7 +26,6 @@ use kube::api::{
     PatchParams, PostParams,
 };
 use kube::core::Request;
-use kube::runtime::watcher;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -297,14 +296,6 @@ pub(crate) fn from_kube(e: kube::Error) -> Error {
     }
 }
 
-fn from_watcher(e: watcher::Error) -> Error {
-    match e {
-        watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) => from_kube(e),
-        watcher::Error::WatchError(s) => Error::Api(status(&s)),
-        other => Error::Transport(other.to_string()),
-    }
-}
-
 /// What a DELETE's answer says: a `Status` means the object is gone; an object is still there
 /// (being deleted) when it carries a deletion timestamp, and is otherwise the deleted object
 /// itself, which some kinds return (`ReturnDeletedObject`). Read from the JSON as it is, so an
@@ -380,9 +371,9 @@ const RECOVERED_AFTER: Duration = Duration::from_secs(10);
 
 /// A watch of `resource` that re-opens itself after an error only once client-go's reflector
 /// back-off has passed ([`Backoff::reflector`]), and says so once when it starts failing and
-/// once when it has recovered, not at every attempt. kube-rs's watcher re-opens a failed watch
-/// at its next poll; unpaced, a server answering every watch with an error Status had each one
-/// re-opened ten times a second. An expired watch (410) is re-listed after the same back-off
+/// once when it has recovered, not at every attempt. The list-and-watch loop re-opens a failed
+/// watch at its next poll; unpaced, a server answering every watch with an error Status had
+/// each one re-opened ten times a second. An expired watch (410) is re-listed after the same back-off
 /// (client-go waits between any two `ListAndWatch` runs) without being called a failure.
 fn paced<T: Send + 'static>(
     resource: GroupResource,
@@ -458,20 +449,6 @@ fn paced<T: Send + 'static>(
     .boxed()
 }
 
-/// A kube-rs watcher event as this crate's [`ObjectEvent`], each object converted by `f`.
-fn object_event<K, T>(
-    event: std::result::Result<watcher::Event<K>, watcher::Error>,
-    f: impl Fn(&K) -> T,
-) -> Result<ObjectEvent<T>> {
-    Ok(match event.map_err(from_watcher)? {
-        watcher::Event::Init => ObjectEvent::Init,
-        watcher::Event::InitApply(o) => ObjectEvent::InitApply(f(&o)),
-        watcher::Event::InitDone => ObjectEvent::InitDone,
-        watcher::Event::Apply(o) => ObjectEvent::Apply(f(&o)),
-        watcher::Event::Delete(o) => ObjectEvent::Delete(f(&o)),
-    })
-}
-
 impl Cluster for Remote {
     async fn resources(&self) -> Result<Vec<Arc<ResourceInfo>>> {
         crate::discovery::remote(&self.client, &self.legacy_discovery).await
@@ -482,9 +459,7 @@ impl Cluster for Remote {
         resource: Arc<ResourceInfo>,
     ) -> BoxStream<'static, Result<ObjectEvent<ObjectMeta>>> {
         let api: MetaApi = Api::all_with(self.client.clone(), &api_resource(&resource));
-        let events = watcher(api, watcher::Config::default())
-            .map(|e| object_event(e, |o| meta(&o.metadata)))
-            .boxed();
+        let events = crate::reflector::list_and_watch(api, |o| meta(&o.metadata));
         paced(resource.group_resource(), events)
     }
 
@@ -674,9 +649,7 @@ impl Cluster for Remote {
         resource: Arc<ResourceInfo>,
     ) -> BoxStream<'static, Result<ObjectEvent>> {
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &api_resource(&resource));
-        let events = watcher(api, watcher::Config::default())
-            .map(|e| object_event(e, to_json))
-            .boxed();
+        let events = crate::reflector::list_and_watch(api, to_json);
         paced(resource.group_resource(), events)
     }
 

@@ -24,6 +24,9 @@ enum Watches {
     /// The watch opens, sends one ERROR event with a 500 Status and ends, as a failing storage
     /// answers.
     ErrorEvent,
+    /// The watch opens and ends at once, without an event or an error, as a server short of
+    /// watch capacity or a proxy may close it.
+    ClosedAtOnce,
 }
 
 #[derive(Clone)]
@@ -61,6 +64,11 @@ async fn answer(State(fake): State<Fake>, request: Request) -> Response {
                         .body(Body::from(format!("{event}\n")))
                         .unwrap()
                 }
+                Watches::ClosedAtOnce => Response::builder()
+                    .status(StatusCode::OK)
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(Body::empty())
+                    .unwrap(),
             }
         }
         Method::GET => {
@@ -134,6 +142,15 @@ async fn a_watch_ending_in_an_error_status_is_reopened_with_back_off() {
     let (opened, errors, _) = failing_watch(Watches::ErrorEvent).await;
     assert!((4..=5).contains(&opened), "{opened} watches in 20 s");
     assert_eq!(errors, opened, "each failed attempt is reported");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_closed_at_once_without_an_event_is_reopened_with_back_off() {
+    let (opened, errors, fake) = failing_watch(Watches::ClosedAtOnce).await;
+    assert!((4..=5).contains(&opened), "{opened} watches in 20 s");
+    assert_eq!(errors, opened, "each very short watch is reported");
+    // Nothing says the list is stale: the watch resumes from it.
+    assert_eq!(fake.lists.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
