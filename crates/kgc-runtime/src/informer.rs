@@ -70,6 +70,12 @@ const DISCOVERY_RESYNC: std::time::Duration = std::time::Duration::from_secs(30)
 /// the key) and never read the cache from it.
 pub type Handler<V> = Arc<dyn Fn(&Key, Option<&V>) + Send + Sync>;
 
+/// Called with the last view of each object that leaves the cache (deleted, or no longer
+/// viewable), before the [`Handler`]s hear of it: what a controller needs to know whose the
+/// object was (upstream's `DeleteFunc` gets the last state). Under the cache's lock, as
+/// [`Handler`].
+pub type DeleteHandler<V> = Arc<dyn Fn(&Key, &V) + Send + Sync>;
+
 /// Called with every event of a resource's watch, as metadata, in the watch's order (on the
 /// watch's task: keep it short, e.g. send it on).
 pub type MetaHandler = Arc<dyn Fn(ObjectEvent<ObjectMeta>) + Send + Sync>;
@@ -392,6 +398,7 @@ struct CacheInner<V> {
     /// The list being received, until `InitDone` swaps it in.
     fresh: Mutex<Option<HashMap<Key, V>>>,
     handlers: Mutex<Vec<Handler<V>>>,
+    delete_handlers: Mutex<Vec<DeleteHandler<V>>>,
     synced: watch::Sender<bool>,
 }
 
@@ -401,6 +408,7 @@ impl<V> Default for CacheInner<V> {
             items: RwLock::default(),
             fresh: Mutex::default(),
             handlers: Mutex::default(),
+            delete_handlers: Mutex::default(),
             synced: watch::Sender::new(false),
         }
     }
@@ -411,6 +419,16 @@ impl<V: View> CacheInner<V> {
         for h in lock(&self.handlers).iter() {
             h(key, view);
         }
+    }
+
+    /// Tells every handler that `key` left the cache, its last view being `old`.
+    fn notify_gone(&self, key: &Key, old: Option<V>) {
+        if let Some(old) = old {
+            for h in lock(&self.delete_handlers).iter() {
+                h(key, &old);
+            }
+        }
+        self.notify(key, None);
     }
 }
 
@@ -426,14 +444,11 @@ impl<V: View> Sink for CacheInner<V> {
             ObjectEvent::InitDone => {
                 let fresh = lock(&self.fresh).take().unwrap_or_default();
                 let mut map = self.items.write().unwrap_or_else(PoisonError::into_inner);
-                let gone: Vec<Key> = map
-                    .keys()
-                    .filter(|k| !fresh.contains_key(*k))
-                    .cloned()
-                    .collect();
-                *map = fresh;
-                for k in &gone {
-                    self.notify(k, None);
+                let old = std::mem::replace(&mut *map, fresh);
+                for (k, v) in old {
+                    if !map.contains_key(&k) {
+                        self.notify_gone(&k, Some(v));
+                    }
                 }
                 for (k, v) in map.iter() {
                     self.notify(k, Some(v));
@@ -450,16 +465,16 @@ impl<V: View> Sink for CacheInner<V> {
                         map.insert(key, v);
                     }
                     None => {
-                        map.remove(&key);
-                        self.notify(&key, None);
+                        let old = map.remove(&key);
+                        self.notify_gone(&key, old);
                     }
                 }
             }
             ObjectEvent::Delete(o) => {
                 let key = key_of(o);
                 let mut map = self.items.write().unwrap_or_else(PoisonError::into_inner);
-                map.remove(&key);
-                self.notify(&key, None);
+                let old = map.remove(&key);
+                self.notify_gone(&key, old);
             }
             // A cache of one resource has no other watch to keep in step with.
             ObjectEvent::Bookmark(_) => {}
@@ -496,6 +511,12 @@ impl<V: View> Cache<V> {
             handler(k, Some(v));
         }
         lock(&self.inner.handlers).push(handler);
+    }
+
+    /// Registers a handler of every object that leaves the cache from now on, with its last
+    /// view.
+    pub fn on_delete(&self, handler: DeleteHandler<V>) {
+        lock(&self.inner.delete_handlers).push(handler);
     }
 
     /// Waits for the first complete list.
@@ -810,5 +831,21 @@ mod tests {
         assert_eq!(informers.watches(), 1, "the cache still reads it");
         let key = ("default".to_owned(), "b".to_owned());
         assert_eq!(names.get(&key), Some(Name("b".into())));
+    }
+
+    #[tokio::test]
+    async fn a_delete_handler_gets_the_last_view() {
+        let (cluster, cm) = cluster().await;
+        create(&cluster, &cm, "a").await;
+        let informers = Informers::new(cluster.clone());
+        let cache = informers.cache::<Name>(cm.clone());
+        cache.synced().await;
+        let gone: Arc<Mutex<Vec<Name>>> = Arc::default();
+        let g = Arc::clone(&gone);
+        cache.on_delete(Arc::new(move |_, last: &Name| lock(&g).push(last.clone())));
+        let opts = DeleteOptions::default();
+        cluster.delete(&cm, "default", "a", &opts).await.unwrap();
+        eventually("the delete is seen", || !lock(&gone).is_empty()).await;
+        assert_eq!(*lock(&gone), [Name("a".into())]);
     }
 }

@@ -29,8 +29,16 @@ pub struct Server<B> {
     /// HTTPS with authentication and RBAC (see [`Server::start_secure`]); otherwise
     /// `--insecure-http`.
     secure: bool,
+    /// Everything on, the simulators and workload controllers included (see [`SIMULATORS`]).
+    living: bool,
     binary: PhantomData<fn() -> B>,
 }
+
+/// The controllers that make the cluster live: off in a server a test starts with
+/// [`Server::start`] or [`Server::start_with`], so that a test of one collector can forge the
+/// status they would write and create the children they would create; on with
+/// [`Server::living`].
+pub const SIMULATORS: &[&str] = &["replicaset"];
 
 impl<B: KgcBinary> Server<B> {
     /// A fresh in-memory server.
@@ -42,6 +50,15 @@ impl<B: KgcBinary> Server<B> {
     /// Pass no `--in-memory` for a durable server.
     pub async fn start_with(args: &[&str]) -> Self {
         Self::start_inner(args, false, |_| {}).await
+    }
+
+    /// A fresh in-memory server as users run it, every controller on: pods are created by
+    /// their controllers, not by the test.
+    pub async fn living(args: &[&str]) -> Self {
+        let mut s = Self::unstarted(args, false);
+        s.living = true;
+        s.spawn().await;
+        s
     }
 
     /// Like [`Server::start_with`], with the data directory set up by `prepare` first (a
@@ -58,13 +75,19 @@ impl<B: KgcBinary> Server<B> {
     }
 
     async fn start_inner(args: &[&str], secure: bool, prepare: impl FnOnce(&Path)) -> Self {
+        let mut s = Self::unstarted(args, secure);
+        prepare(&s.data_dir());
+        s.spawn().await;
+        s
+    }
+
+    fn unstarted(args: &[&str], secure: bool) -> Self {
         let root = tempfile::Builder::new()
             .prefix("kgc-test-")
             .tempdir()
             .expect("creating a temporary directory");
         std::fs::create_dir_all(root.path().join("data")).expect("creating the data dir");
-        prepare(&root.path().join("data"));
-        let mut s = Server {
+        Server {
             child: None,
             root,
             args: args.iter().map(|a| (*a).to_owned()).collect(),
@@ -72,10 +95,9 @@ impl<B: KgcBinary> Server<B> {
             client: None,
             controller: None,
             secure,
+            living: false,
             binary: PhantomData,
-        };
-        s.spawn().await;
-        s
+        }
     }
 
     async fn spawn(&mut self) {
@@ -87,6 +109,7 @@ impl<B: KgcBinary> Server<B> {
             .arg("--data-dir")
             .arg(self.data_dir())
             .args((!self.secure).then_some("--insecure-http"))
+            .args((!self.living).then(|| format!("--disable={}", SIMULATORS.join(","))))
             .args(&self.args)
             .env("RUST_LOG", process::rust_log())
             .stdin(Stdio::null())

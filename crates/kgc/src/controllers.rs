@@ -7,10 +7,11 @@
 
 use kgc_client::Cluster;
 use kgc_controllers::{Context, crd_finalizer, namespace, pod_termination};
+use kgc_workloads::replicaset;
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
 /// collectors, and the cluster's own controllers.
-pub const ALL: [&str; 9] = [
+pub const ALL: [&str; 10] = [
     "gc",
     "podgc",
     "ttl",
@@ -20,18 +21,23 @@ pub const ALL: [&str; 9] = [
     namespace::NAME,
     crd_finalizer::NAME,
     pod_termination::NAME,
+    replicaset::NAME,
 ];
 
 /// What `kgc controller` leaves off unless named: against a real cluster, kube-apiserver,
 /// kube-controller-manager and the kubelets already do these jobs.
-pub const OFF_AGAINST_A_CLUSTER: [&str; 3] =
-    [namespace::NAME, crd_finalizer::NAME, pod_termination::NAME];
+pub const OFF_AGAINST_A_CLUSTER: [&str; 4] = [
+    namespace::NAME,
+    crd_finalizer::NAME,
+    pod_termination::NAME,
+    replicaset::NAME,
+];
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct Selection {
     /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
-    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination.
+    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, replicaset.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -99,12 +105,18 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String]) {
             crd_finalizer::run(crd_ctx).await;
         }
     };
+    let pods_ctx = ctx.clone();
     let pods = async {
         if on(pod_termination::NAME) {
-            pod_termination::run(ctx).await;
+            pod_termination::run(pods_ctx).await;
         }
     };
-    tokio::join!(namespace, crds, pods);
+    let replicasets = async {
+        if on(replicaset::NAME) {
+            replicaset::run(ctx).await;
+        }
+    };
+    tokio::join!(namespace, crds, pods, replicasets);
 }
 
 #[cfg(test)]

@@ -1,0 +1,165 @@
+//! Upstream's `ControllerRefManager` (`kubernetes/kubernetes pkg/controller/
+//! controller_ref_manager.go`): how a controller claims its children. It keeps the children it
+//! controls that still match its selector, releases those that stopped matching (removing only
+//! its own reference), adopts orphans that match, and never touches a child another controller
+//! owns. Neither adoption nor release happens while the controller is being deleted, and an
+//! orphan being deleted is not adopted.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kgc_meta::selector::LabelSelector;
+use serde_json::{Value, json};
+
+use crate::pods::Pod;
+use crate::selector::matches;
+
+/// The controller claiming.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    pub deleting: bool,
+}
+
+impl Owner {
+    /// The reference its children carry: `controller` and `blockOwnerDeletion` true
+    /// (upstream `metav1.NewControllerRef`).
+    pub fn controller_ref(&self) -> OwnerReference {
+        OwnerReference {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            name: self.name.clone(),
+            uid: self.uid.clone(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    /// The strategic merge patch adopting a child whose uid is `child_uid` (the uid in the
+    /// patch is a precondition: another object of the same name is left alone).
+    pub fn adopt_patch(&self, child_uid: &str) -> Value {
+        json!({"metadata": {
+            "ownerReferences": [self.controller_ref()],
+            "uid": child_uid,
+        }})
+    }
+
+    /// The strategic merge patch removing only this owner's reference from a child.
+    pub fn release_patch(&self, child_uid: &str) -> Value {
+        json!({"metadata": {
+            "ownerReferences": [{"$patch": "delete", "uid": self.uid}],
+            "uid": child_uid,
+        }})
+    }
+}
+
+/// What a claim does with one pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// Ours, and it matches: counted.
+    Keep,
+    /// An orphan that matches: adopt it, then count it.
+    Adopt,
+    /// Ours, but it no longer matches: release it.
+    Release,
+    /// Not ours to count or touch.
+    Ignore,
+}
+
+/// Upstream `ClaimObject` for one pod.
+pub fn claim(owner: &Owner, selector: Option<&LabelSelector>, pod: &Pod) -> Claim {
+    let matching = matches(selector, &pod.labels);
+    match &pod.controller {
+        Some(c) if c.uid == owner.uid => {
+            if matching {
+                Claim::Keep
+            } else if owner.deleting {
+                // Being deleted: release nothing; the GC handles the children.
+                Claim::Ignore
+            } else {
+                Claim::Release
+            }
+        }
+        Some(_) => Claim::Ignore,
+        None if owner.deleting || !matching || pod.deleting => Claim::Ignore,
+        None => Claim::Adopt,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kgc_runtime::informer::View;
+
+    use super::*;
+    use crate::pods::ControllerRef;
+
+    fn owner(deleting: bool) -> Owner {
+        Owner {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: "rs".into(),
+            uid: "rs-uid".into(),
+            deleting,
+        }
+    }
+
+    fn pod(app: &str, controller: Option<&str>) -> Pod {
+        let mut p =
+            Pod::view(&json!({"metadata": {"name": "p", "uid": "p-uid", "labels": {"app": app}}}))
+                .unwrap();
+        p.controller = controller.map(|uid| ControllerRef {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: "x".into(),
+            uid: uid.into(),
+        });
+        p
+    }
+
+    #[test]
+    fn keeps_adopts_releases_and_ignores_as_upstream() {
+        let sel = LabelSelector::parse("app=web").unwrap();
+        let s = Some(&sel);
+        assert_eq!(
+            claim(&owner(false), s, &pod("web", Some("rs-uid"))),
+            Claim::Keep
+        );
+        assert_eq!(
+            claim(&owner(false), s, &pod("db", Some("rs-uid"))),
+            Claim::Release
+        );
+        assert_eq!(
+            claim(&owner(true), s, &pod("db", Some("rs-uid"))),
+            Claim::Ignore
+        );
+        assert_eq!(claim(&owner(false), s, &pod("web", None)), Claim::Adopt);
+        assert_eq!(claim(&owner(true), s, &pod("web", None)), Claim::Ignore);
+        assert_eq!(
+            claim(&owner(false), s, &pod("web", Some("other"))),
+            Claim::Ignore
+        );
+        let mut deleting = pod("web", None);
+        deleting.deleting = true;
+        assert_eq!(claim(&owner(false), s, &deleting), Claim::Ignore);
+        assert_eq!(claim(&owner(false), None, &pod("web", None)), Claim::Ignore);
+    }
+
+    #[test]
+    fn patches_carry_the_childs_uid() {
+        let o = owner(false);
+        let adopt = o.adopt_patch("p-uid");
+        assert_eq!(adopt["metadata"]["uid"], "p-uid");
+        assert_eq!(adopt["metadata"]["ownerReferences"][0]["controller"], true);
+        assert_eq!(
+            adopt["metadata"]["ownerReferences"][0]["blockOwnerDeletion"],
+            true
+        );
+        let release = o.release_patch("p-uid");
+        assert_eq!(
+            release["metadata"]["ownerReferences"][0]["$patch"],
+            "delete"
+        );
+        assert_eq!(release["metadata"]["ownerReferences"][0]["uid"], "rs-uid");
+    }
+}

@@ -1,0 +1,35 @@
+//! The workload controllers of kube-controller-manager that create pods and set their owner
+//! references (`kubernetes/kubernetes pkg/controller/replicaset`, …), on kgc-runtime:
+//!
+//! - [`replicaset`]: ReplicaSets keep their replica count of pods, adopting and releasing
+//!   pods by selector;
+//! - [`controller_ref`]: upstream's `ControllerRefManager`, which every such controller claims
+//!   its children with;
+//! - [`expectations`]: upstream's `ControllerExpectations`, so a controller does not act again
+//!   on a cache that has not seen its own last writes;
+//! - [`pods`]: what these controllers keep of a pod, and how they rank pods.
+//!
+//! They read through the shared caches and write typed objects through the process's
+//! `kube::Client` (the loopback client inside `kgc serve`).
+#![forbid(unsafe_code)]
+
+pub mod controller_ref;
+pub mod expectations;
+pub mod pods;
+pub mod replicaset;
+pub mod selector;
+
+/// Errors of a workload controller's sync; the key is retried with back-off.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Cluster(#[from] kgc_client::Error),
+    /// An object the controller cannot act on as it is written (a selector that does not
+    /// parse): reported, not retried.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,548 @@
+//! The ReplicaSet controller (`kubernetes/kubernetes pkg/controller/replicaset/
+//! replica_set.go`): keeps `spec.replicas` active pods per ReplicaSet, created from its template
+//! with a controller reference to it, claimed with [`controller_ref`](crate::controller_ref),
+//! guarded by [`expectations`](crate::expectations), created in slow-start batches and at most
+//! `BURST_REPLICAS` per sync, deleted in upstream's order, and reports the status upstream
+//! reports.
+//!
+//! Where upstream lists every pod of the namespace on each sync, the controller keeps an index
+//! of the pods each ReplicaSet controls and of the namespace's orphans, kept by the pod cache's
+//! handlers: a sync reads its own pods, however many pods the namespace holds.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::future::join_all;
+use k8s_openapi::api::apps::v1::{ReplicaSet as Typed, ReplicaSetCondition, ReplicaSetStatus};
+use k8s_openapi::api::core::v1::{Pod as TypedPod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kgc_client::Cluster;
+use kgc_controllers::Context;
+use kgc_controllers::events::{Recorder, reference};
+use kgc_meta::selector::LabelSelector;
+use kgc_runtime::informer::{Cache, Key, View, describe};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use serde_json::Value;
+
+use crate::controller_ref::{Claim, Owner, claim};
+use crate::expectations::Expectations;
+use crate::pods::{Pod, to_delete};
+use crate::selector::{matcher, matches};
+use crate::{Error, Result};
+
+/// The name `--controllers` knows it by (kube-controller-manager's).
+pub const NAME: &str = "replicaset";
+/// The most pods one sync creates or deletes (upstream `BurstReplicas`).
+pub const BURST_REPLICAS: usize = 500;
+/// `--concurrent-replicaset-syncs`.
+const WORKERS: usize = 5;
+/// The component events are recorded under.
+const COMPONENT: &str = "replicaset-controller";
+const FIELD_MANAGER: &str = "kgc-replicaset-controller";
+
+/// A cached ReplicaSet (typed; there are few of them).
+#[derive(Debug, Clone)]
+pub struct ReplicaSet(pub Arc<Typed>);
+
+impl View for ReplicaSet {
+    fn view(obj: &Value) -> Option<Self> {
+        match serde_json::from_value::<Typed>(obj.clone()) {
+            Ok(rs) => Some(Self(Arc::new(rs))),
+            Err(e) => {
+                tracing::warn!(controller = NAME, error = %e, "a ReplicaSet that does not decode is left alone");
+                None
+            }
+        }
+    }
+}
+
+/// A ReplicaSet's key in the work queue.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct RsKey(Key);
+
+impl fmt::Display for RsKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&describe(&self.0))
+    }
+}
+
+/// Which pods each ReplicaSet controls, and the orphans of each namespace.
+#[derive(Default)]
+struct Index {
+    /// Pod → the ReplicaSet (namespace, name) its controller reference names; `None`: orphan.
+    owner_of: HashMap<Key, Option<Key>>,
+    controlled: HashMap<Key, HashSet<Key>>,
+    orphans: HashMap<String, HashSet<Key>>,
+}
+
+impl Index {
+    /// Records `pod`'s owner; whether the pod was not known before.
+    fn set(&mut self, pod: &Key, owner: Option<Key>) -> (bool, Option<Option<Key>>) {
+        let prev = self.owner_of.insert(pod.clone(), owner.clone());
+        if let Some(p) = &prev {
+            if *p == owner {
+                return (false, prev);
+            }
+            self.unlink(pod, p);
+        }
+        match &owner {
+            Some(o) => self
+                .controlled
+                .entry(o.clone())
+                .or_default()
+                .insert(pod.clone()),
+            None => self
+                .orphans
+                .entry(pod.0.clone())
+                .or_default()
+                .insert(pod.clone()),
+        };
+        (prev.is_none(), prev)
+    }
+
+    fn unlink(&mut self, pod: &Key, owner: &Option<Key>) {
+        let set = match owner {
+            Some(o) => self.controlled.get_mut(o),
+            None => self.orphans.get_mut(&pod.0),
+        };
+        if let Some(s) = set {
+            s.remove(pod);
+        }
+    }
+
+    fn remove(&mut self, pod: &Key) -> Option<Option<Key>> {
+        let prev = self.owner_of.remove(pod)?;
+        self.unlink(pod, &prev);
+        Some(prev)
+    }
+}
+
+/// The ReplicaSet a pod's controller reference names, if it is a ReplicaSet's.
+fn owner_key(pod: &Pod) -> Option<Key> {
+    pod.controller
+        .as_ref()
+        .filter(|c| c.kind == "ReplicaSet" && c.api_version.starts_with("apps/"))
+        .map(|c| (pod.namespace.clone(), c.name.clone()))
+}
+
+struct Controller<C> {
+    ctx: Context<C>,
+    sets: Cache<ReplicaSet>,
+    pods: Cache<Pod>,
+    index: Mutex<Index>,
+    expectations: Expectations<Key>,
+    recorder: Recorder,
+}
+
+/// Runs the controller until dropped.
+pub async fn run<C: Cluster>(ctx: Context<C>) {
+    let sets_resource = ctx.informers.resource("apps", "replicasets").await;
+    let pods_resource = ctx.informers.resource("", "pods").await;
+    let queue = ctx.queue::<RsKey>(NAME);
+    let controller = Arc::new(Controller {
+        sets: ctx.informers.cache::<ReplicaSet>(sets_resource),
+        pods: ctx.informers.cache::<Pod>(pods_resource),
+        index: Mutex::default(),
+        expectations: Expectations::default(),
+        recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
+        ctx,
+    });
+    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
+    controller
+        .sets
+        .on_change(Arc::new(move |key: &Key, rs: Option<&ReplicaSet>| {
+            if rs.is_none()
+                && let Some(c) = c.upgrade()
+            {
+                c.expectations.forget(key);
+            }
+            q.add(RsKey(key.clone()));
+        }));
+    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
+    controller
+        .pods
+        .on_change(Arc::new(move |key: &Key, pod: Option<&Pod>| {
+            if let (Some(c), Some(pod)) = (c.upgrade(), pod) {
+                c.pod_changed(key, pod, &q);
+            }
+        }));
+    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
+    controller
+        .pods
+        .on_delete(Arc::new(move |key: &Key, _: &Pod| {
+            if let Some(c) = c.upgrade() {
+                c.pod_gone(key, &q);
+            }
+        }));
+    controller.sets.synced().await;
+    controller.pods.synced().await;
+    tracing::info!(controller = NAME, "started");
+    let sync = move |key: RsKey| {
+        let c = Arc::clone(&controller);
+        async move { c.sync(&key.0).await }
+    };
+    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+}
+
+impl<C: Cluster> Controller<C> {
+    fn index(&self) -> std::sync::MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Upstream `addPod`/`updatePod`: the pod's owner (old and new) looks again; a new pod
+    /// fulfils a creation its owner expected; an orphan wakes every ReplicaSet of its
+    /// namespace that selects it, which may adopt it.
+    fn pod_changed(&self, key: &Key, pod: &Pod, queue: &kgc_runtime::queue::WorkQueue<RsKey>) {
+        let owner = owner_key(pod);
+        let (new, prev) = self.index().set(key, owner.clone());
+        if let Some(Some(old)) = prev
+            && Some(&old) != owner.as_ref()
+        {
+            queue.add(RsKey(old));
+        }
+        match owner {
+            Some(o) => {
+                if new && !pod.deleting {
+                    self.expectations.creation_observed(&o);
+                }
+                queue.add(RsKey(o));
+            }
+            None if pod.deleting => {}
+            None => self.sets.read(|sets| {
+                for (k, rs) in sets {
+                    if k.0 == pod.namespace
+                        && matcher(Some(&rs.0.spec.selector))
+                            .ok()
+                            .flatten()
+                            .is_some_and(|s| s.matches(&pod.labels))
+                    {
+                        queue.add(RsKey(k.clone()));
+                    }
+                }
+            }),
+        }
+    }
+
+    /// Upstream `deletePod`: the owner sees one expected deletion fulfilled.
+    fn pod_gone(&self, key: &Key, queue: &kgc_runtime::queue::WorkQueue<RsKey>) {
+        if let Some(Some(owner)) = self.index().remove(key) {
+            self.expectations.deletion_observed(&owner);
+            queue.add(RsKey(owner));
+        }
+    }
+
+    /// The pods a ReplicaSet may claim: those whose controller reference names it, and the
+    /// orphans of its namespace.
+    fn candidates(&self, key: &Key) -> Vec<Pod> {
+        let keys: Vec<Key> = {
+            let index = self.index();
+            index
+                .controlled
+                .get(key)
+                .into_iter()
+                .flatten()
+                .chain(index.orphans.get(&key.0).into_iter().flatten())
+                .cloned()
+                .collect()
+        };
+        self.pods
+            .read(|pods| keys.iter().filter_map(|k| pods.get(k).cloned()).collect())
+    }
+
+    /// Upstream `syncReplicaSet`.
+    async fn sync(&self, key: &Key) -> Result<Option<Duration>> {
+        let Some(ReplicaSet(rs)) = self.sets.get(key) else {
+            self.expectations.forget(key);
+            return Ok(None);
+        };
+        let spec = &rs.spec;
+        let selector = match matcher(Some(&spec.selector)) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(controller = NAME, replicaset = %describe(key), error = %e, "not syncing");
+                return Ok(None);
+            }
+        };
+        let owner = Owner {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: key.1.clone(),
+            uid: rs.metadata.uid.clone().unwrap_or_default(),
+            deleting: rs.metadata.deletion_timestamp.is_some(),
+        };
+        let satisfied = self.expectations.satisfied(key);
+        let claimed = self.claim(&owner, selector.as_ref(), key).await?;
+        let active: Vec<&Pod> = claimed.iter().filter(|p| p.is_active()).collect();
+        let mut failure = None;
+        if satisfied && !owner.deleting {
+            failure = self.manage(&rs, &owner, &active).await;
+        }
+        let template_labels = spec
+            .template
+            .as_ref()
+            .and_then(|t| t.metadata.as_ref())
+            .and_then(|m| m.labels.clone())
+            .unwrap_or_default();
+        let status = status(&rs, &active, &template_labels, failure.as_ref(), &self.ctx);
+        if rs.status.as_ref() != Some(&status) {
+            let mut updated = (*rs).clone();
+            updated.status = Some(status.clone());
+            let api: Api<Typed> = Api::namespaced(self.ctx.client.clone(), &key.0);
+            api.replace_status(&key.1, &PostParams::default(), &updated)
+                .await?;
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        let replicas = spec.replicas.unwrap_or(1);
+        // Pods ready but not yet available: look again when they will be (upstream).
+        Ok((spec.min_ready_seconds.unwrap_or(0) > 0
+            && status.ready_replicas.unwrap_or(0) == replicas
+            && status.available_replicas.unwrap_or(0) != replicas)
+            .then(|| {
+                Duration::from_secs(spec.min_ready_seconds.unwrap_or(0).unsigned_abs().into())
+            }))
+    }
+
+    /// Claims the candidates (upstream `claimPods`): the pods kept or adopted.
+    async fn claim(
+        &self,
+        owner: &Owner,
+        selector: Option<&LabelSelector>,
+        key: &Key,
+    ) -> Result<Vec<Pod>> {
+        let api: Api<TypedPod> = Api::namespaced(self.ctx.client.clone(), &key.0);
+        let mut claimed = Vec::new();
+        let mut can_adopt: Option<bool> = None;
+        for pod in self.candidates(key) {
+            match claim(owner, selector, &pod) {
+                Claim::Keep => claimed.push(pod),
+                Claim::Ignore => {}
+                Claim::Release => {
+                    let patch = Patch::Strategic(owner.release_patch(&pod.uid));
+                    match api.patch(&pod.name, &PatchParams::default(), &patch).await {
+                        Ok(_) => {}
+                        // Gone, or another pod of the name: nothing of ours to release.
+                        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Claim::Adopt => {
+                    // Upstream `RecheckDeletionTimestamp`: a fresh read of the owner, once.
+                    if can_adopt.is_none() {
+                        can_adopt = Some(self.fresh_owner(owner, key).await?);
+                    }
+                    if can_adopt != Some(true) {
+                        continue;
+                    }
+                    let patch = Patch::Strategic(owner.adopt_patch(&pod.uid));
+                    match api.patch(&pod.name, &PatchParams::default(), &patch).await {
+                        Ok(_) => claimed.push(pod),
+                        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+        Ok(claimed)
+    }
+
+    /// Whether the owner, read afresh, is still the one claiming and not being deleted.
+    async fn fresh_owner(&self, owner: &Owner, key: &Key) -> Result<bool> {
+        let api: Api<Typed> = Api::namespaced(self.ctx.client.clone(), &key.0);
+        Ok(api.get_opt(&key.1).await?.is_some_and(|rs| {
+            rs.metadata.uid.as_deref() == Some(owner.uid.as_str())
+                && rs.metadata.deletion_timestamp.is_none()
+        }))
+    }
+
+    /// Upstream `manageReplicas`: creates or deletes pods towards `spec.replicas`; the error
+    /// to report, if any write failed.
+    async fn manage(&self, rs: &Typed, owner: &Owner, active: &[&Pod]) -> Option<Error> {
+        let key = (
+            rs.metadata.namespace.clone().unwrap_or_default(),
+            owner.name.clone(),
+        );
+        let want = usize::try_from(rs.spec.replicas.unwrap_or(1)).unwrap_or(0);
+        if active.len() < want {
+            let n = (want - active.len()).min(BURST_REPLICAS);
+            self.expectations.expect(&key, n, 0);
+            let template = rs.spec.template.clone().unwrap_or_default();
+            let pod = pod_from_template(&template, &key.0, owner);
+            return self.create_pods(rs, &key, pod, n).await;
+        }
+        if active.len() > want {
+            let n = (active.len() - want).min(BURST_REPLICAS);
+            let victims = to_delete(active, active, n);
+            self.expectations.expect(&key, 0, victims.len());
+            return self.delete_pods(rs, &key, &victims).await;
+        }
+        None
+    }
+
+    /// Creates `n` pods in slow-start batches (1, 2, 4, …: upstream `slowStartBatch`), so a
+    /// template the API refuses fails once, not `n` times. Creations not made are no longer
+    /// expected.
+    async fn create_pods(&self, rs: &Typed, key: &Key, pod: TypedPod, n: usize) -> Option<Error> {
+        let api: Api<TypedPod> = Api::namespaced(self.ctx.client.clone(), &key.0);
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        let (mut done, mut batch) = (0, 1);
+        while done < n {
+            let size = batch.min(n - done);
+            let results = join_all((0..size).map(|_| api.create(&params, &pod))).await;
+            done += size;
+            let mut error = None;
+            for r in results {
+                match r {
+                    Ok(created) => self.recorder.normal(
+                        reference(rs),
+                        "SuccessfulCreate",
+                        format!("Created pod: {}", created.metadata.name.unwrap_or_default()),
+                    ),
+                    Err(e) => {
+                        self.expectations.creation_observed(key);
+                        self.recorder.warning(
+                            reference(rs),
+                            "FailedCreate",
+                            format!("Error creating: {e}"),
+                        );
+                        error = Some(e);
+                    }
+                }
+            }
+            if let Some(e) = error {
+                for _ in done..n {
+                    self.expectations.creation_observed(key);
+                }
+                return Some(e.into());
+            }
+            batch *= 2;
+        }
+        None
+    }
+
+    /// Deletes the chosen pods, each guarded by its uid.
+    async fn delete_pods(&self, rs: &Typed, key: &Key, victims: &[&Pod]) -> Option<Error> {
+        let api: Api<TypedPod> = Api::namespaced(self.ctx.client.clone(), &key.0);
+        let results = join_all(victims.iter().map(|p| {
+            let params = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid: Some(p.uid.clone()),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            let api = api.clone();
+            async move { (p.name.clone(), api.delete(&p.name, &params).await) }
+        }))
+        .await;
+        let mut error = None;
+        for (name, r) in results {
+            match r {
+                Ok(_) => self.recorder.normal(
+                    reference(rs),
+                    "SuccessfulDelete",
+                    format!("Deleted pod: {name}"),
+                ),
+                // Gone already, or replaced: no deletion of ours to wait for.
+                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {
+                    self.expectations.deletion_observed(key);
+                }
+                Err(e) => {
+                    self.expectations.deletion_observed(key);
+                    self.recorder.warning(
+                        reference(rs),
+                        "FailedDelete",
+                        format!("Error deleting: {e}"),
+                    );
+                    error = Some(e.into());
+                }
+            }
+        }
+        error
+    }
+}
+
+/// Upstream `GetPodFromTemplate`: the template's labels, annotations, finalizers and spec, a
+/// name generated from the owner's, and the controller reference.
+pub fn pod_from_template(template: &PodTemplateSpec, namespace: &str, owner: &Owner) -> TypedPod {
+    let meta = template.metadata.clone().unwrap_or_default();
+    TypedPod {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("{}-", owner.name)),
+            namespace: Some(namespace.to_owned()),
+            labels: meta.labels,
+            annotations: meta.annotations,
+            finalizers: meta.finalizers,
+            owner_references: Some(vec![owner.controller_ref()]),
+            ..ObjectMeta::default()
+        },
+        spec: template.spec.clone(),
+        status: None,
+    }
+}
+
+/// Upstream `calculateStatus`.
+fn status<C>(
+    rs: &Typed,
+    active: &[&Pod],
+    template_labels: &BTreeMap<String, String>,
+    failure: Option<&Error>,
+    ctx: &Context<C>,
+) -> ReplicaSetStatus {
+    let now = ctx.clock.now();
+    let min_ready = rs.spec.min_ready_seconds.map_or(0, i64::from);
+    let template = LabelSelector::parse(
+        &template_labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+    )
+    .ok();
+    let count = |f: &dyn Fn(&Pod) -> bool| {
+        i32::try_from(active.iter().filter(|p| f(p)).count()).unwrap_or(i32::MAX)
+    };
+    let mut conditions: Vec<ReplicaSetCondition> = rs
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let had_failure = conditions
+        .iter()
+        .any(|c| c.type_.as_deref() == Some("ReplicaFailure"));
+    match failure {
+        Some(e) if !had_failure => {
+            let reason = if rs.spec.replicas.unwrap_or(1)
+                > i32::try_from(active.len()).unwrap_or(i32::MAX)
+            {
+                "FailedCreate"
+            } else {
+                "FailedDelete"
+            };
+            conditions.push(ReplicaSetCondition {
+                type_: Some("ReplicaFailure".into()),
+                status: Some("True".into()),
+                reason: Some(reason.into()),
+                message: Some(e.to_string()),
+                last_transition_time: Some(Time(now)),
+            });
+        }
+        None if had_failure => conditions.retain(|c| c.type_.as_deref() != Some("ReplicaFailure")),
+        _ => {}
+    }
+    ReplicaSetStatus {
+        replicas: count(&|_| true),
+        fully_labeled_replicas: Some(count(&|p| matches(template.as_ref(), &p.labels))),
+        ready_replicas: Some(count(&|p| p.is_ready())),
+        available_replicas: Some(count(&|p| p.is_available(min_ready, now))),
+        observed_generation: rs.metadata.generation,
+        conditions: (!conditions.is_empty()).then_some(conditions),
+        terminating_replicas: rs.status.as_ref().and_then(|s| s.terminating_replicas),
+    }
+}
