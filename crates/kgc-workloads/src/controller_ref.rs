@@ -5,6 +5,8 @@
 //! owns. Neither adoption nor release happens while the controller is being deleted, and an
 //! orphan being deleted is not adopted.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kgc_meta::selector::LabelSelector;
 use serde_json::{Value, json};
@@ -54,7 +56,27 @@ impl Owner {
     }
 }
 
-/// What a claim does with one pod.
+/// What a claim judges a child by.
+pub trait Child {
+    fn labels(&self) -> &BTreeMap<String, String>;
+    /// The uid of its controller, if it has one.
+    fn controller_uid(&self) -> Option<&str>;
+    fn deleting(&self) -> bool;
+}
+
+impl Child for Pod {
+    fn labels(&self) -> &BTreeMap<String, String> {
+        &self.labels
+    }
+    fn controller_uid(&self) -> Option<&str> {
+        self.controller.as_ref().map(|c| c.uid.as_str())
+    }
+    fn deleting(&self) -> bool {
+        self.deleting
+    }
+}
+
+/// What a claim does with one child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {
     /// Ours, and it matches: counted.
@@ -67,11 +89,11 @@ pub enum Claim {
     Ignore,
 }
 
-/// Upstream `ClaimObject` for one pod.
-pub fn claim(owner: &Owner, selector: Option<&LabelSelector>, pod: &Pod) -> Claim {
-    let matching = matches(selector, &pod.labels);
-    match &pod.controller {
-        Some(c) if c.uid == owner.uid => {
+/// Upstream `ClaimObject` for one child.
+pub fn claim(owner: &Owner, selector: Option<&LabelSelector>, child: &impl Child) -> Claim {
+    let matching = matches(selector, child.labels());
+    match child.controller_uid() {
+        Some(uid) if uid == owner.uid => {
             if matching {
                 Claim::Keep
             } else if owner.deleting {
@@ -82,7 +104,7 @@ pub fn claim(owner: &Owner, selector: Option<&LabelSelector>, pod: &Pod) -> Clai
             }
         }
         Some(_) => Claim::Ignore,
-        None if owner.deleting || !matching || pod.deleting => Claim::Ignore,
+        None if owner.deleting || !matching || child.deleting() => Claim::Ignore,
         None => Claim::Adopt,
     }
 }

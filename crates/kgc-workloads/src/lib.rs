@@ -3,6 +3,8 @@
 //!
 //! - [`replicaset`]: ReplicaSets keep their replica count of pods, adopting and releasing
 //!   pods by selector;
+//! - [`deployment`]: a ReplicaSet per pod template, rolled out by strategy, and old ones
+//!   deleted beyond `revisionHistoryLimit`;
 //! - [`controller_ref`]: upstream's `ControllerRefManager`, which every such controller claims
 //!   its children with;
 //! - [`expectations`]: upstream's `ControllerExpectations`, so a controller does not act again
@@ -14,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod controller_ref;
+pub mod deployment;
 pub mod expectations;
 pub mod pods;
 pub mod replicaset;

@@ -7,11 +7,11 @@
 
 use kgc_client::Cluster;
 use kgc_controllers::{Context, crd_finalizer, namespace, pod_termination};
-use kgc_workloads::replicaset;
+use kgc_workloads::{deployment, replicaset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
 /// collectors, and the cluster's own controllers.
-pub const ALL: [&str; 10] = [
+pub const ALL: [&str; 11] = [
     "gc",
     "podgc",
     "ttl",
@@ -22,22 +22,24 @@ pub const ALL: [&str; 10] = [
     crd_finalizer::NAME,
     pod_termination::NAME,
     replicaset::NAME,
+    deployment::NAME,
 ];
 
 /// What `kgc controller` leaves off unless named: against a real cluster, kube-apiserver,
 /// kube-controller-manager and the kubelets already do these jobs.
-pub const OFF_AGAINST_A_CLUSTER: [&str; 4] = [
+pub const OFF_AGAINST_A_CLUSTER: [&str; 5] = [
     namespace::NAME,
     crd_finalizer::NAME,
     pod_termination::NAME,
     replicaset::NAME,
+    deployment::NAME,
 ];
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct Selection {
     /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
-    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, replicaset.
+    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, replicaset, deployment.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -111,12 +113,18 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String]) {
             pod_termination::run(pods_ctx).await;
         }
     };
+    let rs_ctx = ctx.clone();
     let replicasets = async {
         if on(replicaset::NAME) {
-            replicaset::run(ctx).await;
+            replicaset::run(rs_ctx).await;
         }
     };
-    tokio::join!(namespace, crds, pods, replicasets);
+    let deployments = async {
+        if on(deployment::NAME) {
+            deployment::run(ctx).await;
+        }
+    };
+    tokio::join!(namespace, crds, pods, replicasets, deployments);
 }
 
 #[cfg(test)]

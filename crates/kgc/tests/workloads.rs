@@ -183,3 +183,125 @@ async fn a_pod_that_stops_matching_is_released_and_replaced() {
     })
     .await;
 }
+
+/// A Deployment with the Recreate strategy and a history of one old ReplicaSet.
+const WEB: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  revisionHistoryLimit: 1
+  strategy:
+    type: Recreate
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1
+";
+
+fn revision_of(rs: &ReplicaSet) -> Option<String> {
+    rs.metadata
+        .annotations
+        .as_ref()?
+        .get("deployment.kubernetes.io/revision")
+        .cloned()
+}
+
+#[tokio::test]
+async fn deployment_rolls_out_replica_sets_by_template_and_keeps_its_revision_history_limit() {
+    let s = Server::living(&["--in-memory"]).await;
+    let ns = fresh_namespace(&s.client(), "web").await;
+    let pods: Api<Pod> = Api::namespaced(s.client(), &ns);
+    let sets: Api<ReplicaSet> = Api::namespaced(s.client(), &ns);
+    s.kubectl_stdin_ok(&["apply", "-n", &ns, "-f", "-"], WEB)
+        .await;
+    eventually("one ReplicaSet with two pods", T, || async {
+        let rs = sets.list(&ListParams::default()).await.unwrap().items;
+        rs.len() == 1 && active(&pods).await.len() == 2
+    })
+    .await;
+    let first = sets.list(&ListParams::default()).await.unwrap().items[0].clone();
+    let first_name = first.metadata.name.clone().unwrap();
+    let hash = first
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("pod-template-hash"))
+        .cloned()
+        .expect("the pod-template-hash label");
+    assert_eq!(first_name, format!("web-{hash}"));
+    assert_eq!(revision_of(&first).as_deref(), Some("1"));
+    for p in active(&pods).await {
+        assert_eq!(
+            p.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("pod-template-hash")),
+            Some(&hash)
+        );
+    }
+
+    // Two new templates: each a ReplicaSet of the next revision; Recreate empties the old.
+    for (image, revision) in [("nginx:2", "2"), ("nginx:3", "3")] {
+        s.kubectl_ok(&[
+            "set",
+            "image",
+            "-n",
+            &ns,
+            "deployment/web",
+            &format!("nginx={image}"),
+        ])
+        .await;
+        eventually(&format!("revision {revision} running alone"), T, || async {
+            let rs = sets.list(&ListParams::default()).await.unwrap().items;
+            let newest = rs
+                .iter()
+                .find(|r| revision_of(r).as_deref() == Some(revision));
+            let old_empty = rs
+                .iter()
+                .filter(|r| revision_of(r).as_deref() != Some(revision))
+                .all(|r| r.spec.replicas == Some(0));
+            newest.is_some_and(|n| n.spec.replicas == Some(2)) && old_empty
+        })
+        .await;
+    }
+    // Old ReplicaSets go only once the rollout is complete or paused (upstream
+    // `cleanupDeployment`); nothing makes these pods ready here, so pause it.
+    s.kubectl_ok(&["rollout", "pause", "-n", &ns, "deployment/web"])
+        .await;
+    eventually(
+        "revision 1 deleted, 2 kept as the one old ReplicaSet",
+        T,
+        || async {
+            let rs = sets.list(&ListParams::default()).await.unwrap().items;
+            let mut revisions: Vec<String> = rs.iter().filter_map(revision_of).collect();
+            revisions.sort();
+            revisions == ["2", "3"]
+        },
+    )
+    .await;
+    let d: serde_json::Value = serde_json::from_str(
+        &s.kubectl_ok(&["get", "-n", &ns, "deployment/web", "-o", "json"])
+            .await,
+    )
+    .unwrap();
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "3"
+    );
+    let history = s
+        .kubectl_ok(&["rollout", "history", "-n", &ns, "deployment/web"])
+        .await;
+    assert!(
+        history.contains("2 ") && history.contains("3 "),
+        "{history}"
+    );
+}
