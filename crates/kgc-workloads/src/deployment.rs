@@ -788,16 +788,14 @@ impl<C: Cluster> Controller<C> {
             terminating_replicas: d.status.as_ref().and_then(|s| s.terminating_replicas),
         };
         if d.status.as_ref() != Some(&status) {
-            let mut updated_d = d.clone();
-            updated_d.status = Some(status);
             let api: Api<Typed> = Api::namespaced(
                 self.ctx.client.clone(),
                 d.metadata.namespace.as_deref().unwrap_or_default(),
             );
-            api.replace_status(
+            crate::patch_status(
+                &api,
                 d.metadata.name.as_deref().unwrap_or_default(),
-                &PostParams::default(),
-                &updated_d,
+                &status,
             )
             .await?;
         }

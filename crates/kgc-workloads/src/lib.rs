@@ -36,3 +36,27 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Writes a controller's whole status with a merge patch: the status is the controller's alone,
+/// so a write needs no resourceVersion and never conflicts with the spec or metadata changes
+/// that made the controller look again. An object gone meanwhile has no status to write.
+pub(crate) async fn patch_status<K, S>(api: &kube::Api<K>, name: &str, status: &S) -> Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    S: serde::Serialize,
+{
+    let mut status = serde_json::to_value(status).map_err(|e| Error::Invalid(e.to_string()))?;
+    // Conditions left out are conditions removed.
+    if let Some(s) = status.as_object_mut() {
+        s.entry("conditions").or_insert(serde_json::Value::Null);
+    }
+    let patch = kube::api::Patch::Merge(serde_json::json!({ "status": status }));
+    match api
+        .patch_status(name, &kube::api::PatchParams::default(), &patch)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

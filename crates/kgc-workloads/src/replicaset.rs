@@ -287,11 +287,8 @@ impl<C: Cluster> Controller<C> {
             .unwrap_or_default();
         let status = status(&rs, &active, &template_labels, failure.as_ref(), &self.ctx);
         if rs.status.as_ref() != Some(&status) {
-            let mut updated = (*rs).clone();
-            updated.status = Some(status.clone());
             let api: Api<Typed> = Api::namespaced(self.ctx.client.clone(), &key.0);
-            api.replace_status(&key.1, &PostParams::default(), &updated)
-                .await?;
+            crate::patch_status(&api, &key.1, &status).await?;
         }
         if let Some(e) = failure {
             return Err(e);
