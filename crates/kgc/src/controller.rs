@@ -110,6 +110,21 @@ pub(crate) async fn kube_config(
     Ok(config)
 }
 
+/// DER certificates as one PEM bundle.
+fn pem_bundle(certs: &[Vec<u8>]) -> Arc<str> {
+    let mut pem = String::new();
+    for der in certs {
+        pem.push_str("-----BEGIN CERTIFICATE-----\n");
+        let b64 = kgc_meta::encoding::base64(der);
+        for line in b64.as_bytes().chunks(64) {
+            pem.push_str(&String::from_utf8_lossy(line));
+            pem.push('\n');
+        }
+        pem.push_str("-----END CERTIFICATE-----\n");
+    }
+    pem.into()
+}
+
 fn default_identity() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
@@ -193,6 +208,9 @@ struct Shared {
     lifecycle_metrics: Arc<kgc_lifecycle::Metrics>,
     /// The controllers' work-queue metrics, likewise.
     queue_metrics: kgc_runtime::queue::QueueMetrics,
+    /// The kubeconfig's CA, which the root-CA publisher (off unless named) publishes, as
+    /// kube-controller-manager does without `--root-ca-file`.
+    root_ca: Option<Arc<str>>,
 }
 
 impl Shared {
@@ -276,6 +294,7 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
             client: shared.client.clone(),
             clock: shared.lifecycle.clock(),
             queues: Some(shared.queue_metrics.clone()),
+            root_ca: shared.root_ca.clone(),
         };
         let disabled = shared.disable.clone();
         async move { crate::controllers::run(ctx, &disabled).await }
@@ -326,6 +345,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let config = kube_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
     let registry = Registry::default();
     let requests = Arc::new(Requests::new(&registry));
+    let root_ca = config.root_cert.as_deref().map(pem_bundle);
     let client = counting_client(config, requests)?;
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     let lease = format!("{}/{}", args.lease_namespace, args.lease_name);
@@ -364,6 +384,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         lifecycle_metrics: Arc::new(kgc_lifecycle::Metrics::new(&registry)),
         queue_metrics: kgc_runtime::queue::QueueMetrics::register(&registry),
         disable: disabled,
+        root_ca,
     });
     let config = GcConfig {
         workers: args.gc_workers,

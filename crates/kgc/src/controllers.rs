@@ -6,11 +6,11 @@
 //! `-NAME` entries.
 
 use kgc_client::Cluster;
-use kgc_controllers::{Context, crd_finalizer, namespace, pod_termination};
+use kgc_controllers::{Context, crd_finalizer, namespace, pod_termination, root_ca, serviceaccount};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
 /// collectors, and the cluster's own controllers.
-pub const ALL: [&str; 9] = [
+pub const ALL: [&str; 11] = [
     "gc",
     "podgc",
     "ttl",
@@ -20,18 +20,26 @@ pub const ALL: [&str; 9] = [
     namespace::NAME,
     crd_finalizer::NAME,
     pod_termination::NAME,
+    serviceaccount::NAME,
+    root_ca::NAME,
 ];
 
 /// What `kgc controller` leaves off unless named: against a real cluster, kube-apiserver,
 /// kube-controller-manager and the kubelets already do these jobs.
-pub const OFF_AGAINST_A_CLUSTER: [&str; 3] =
-    [namespace::NAME, crd_finalizer::NAME, pod_termination::NAME];
+pub const OFF_AGAINST_A_CLUSTER: [&str; 5] = [
+    namespace::NAME,
+    crd_finalizer::NAME,
+    pod_termination::NAME,
+    serviceaccount::NAME,
+    root_ca::NAME,
+];
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct Selection {
     /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
-    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination.
+    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
+    /// root-ca-cert-publisher.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -99,12 +107,24 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String]) {
             crd_finalizer::run(crd_ctx).await;
         }
     };
+    let pods_ctx = ctx.clone();
     let pods = async {
         if on(pod_termination::NAME) {
-            pod_termination::run(ctx).await;
+            pod_termination::run(pods_ctx).await;
         }
     };
-    tokio::join!(namespace, crds, pods);
+    let sa_ctx = ctx.clone();
+    let accounts = async {
+        if on(serviceaccount::NAME) {
+            serviceaccount::run(sa_ctx).await;
+        }
+    };
+    let root_ca = async {
+        if on(root_ca::NAME) {
+            root_ca::run(ctx).await;
+        }
+    };
+    tokio::join!(namespace, crds, pods, accounts, root_ca);
 }
 
 #[cfg(test)]
@@ -132,11 +152,12 @@ mod tests {
     #[test]
     fn the_first_entry_naming_a_controller_decides() {
         assert_eq!(disabled(&["*", "-gc"], &[], &[]), ["gc"]);
-        assert_eq!(disabled(&["gc", "-gc"], &[], &[]).len(), 8);
+        assert_eq!(disabled(&["gc", "-gc"], &[], &[]).len(), ALL.len() - 1);
         assert!(!disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"ttl".to_owned()));
         assert!(disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"gc".to_owned()));
         let named = disabled(&["*", "namespace"], &[], &OFF_AGAINST_A_CLUSTER);
-        assert_eq!(named, [crd_finalizer::NAME, pod_termination::NAME]);
+        assert!(!named.contains(&namespace::NAME.to_owned()));
+        assert_eq!(named.len(), OFF_AGAINST_A_CLUSTER.len() - 1);
     }
 
     #[test]
