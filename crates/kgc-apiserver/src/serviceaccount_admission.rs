@@ -27,7 +27,7 @@
 use std::time::Duration;
 
 use kgc_meta::{GroupResource, ResourceInfo, Status};
-use kgc_store::{Store, WatchEvent, WatchFilter};
+use kgc_store::{EventType, Store, WatchEvent, WatchFilter};
 use serde_json::{Map, Value, json};
 
 use crate::request::RequestInfo;
@@ -139,25 +139,31 @@ fn namespace_active(store: &Store, namespace: &str) -> bool {
 /// documentation), others are looked up once.
 async fn find_account(store: &Store, namespace: &str, name: &str) -> Option<Value> {
     let gr = GroupResource::new("", "serviceaccounts");
-    // The watch starts before the look-up, so an account created in between is not missed.
-    let mut watch = (name == DEFAULT_ACCOUNT).then(|| {
-        let mut filter = WatchFilter::new(gr.clone());
-        filter.namespace = Some(namespace.to_owned());
-        store.watch(filter, Some(store.revision()))
-    });
-    if let Some(sa) = store.get(&gr, namespace, name) {
-        return Some(sa.value());
+    let found = |store: &Store| store.get(&gr, namespace, name).map(|sa| sa.value());
+    if let Some(sa) = found(store) {
+        return Some(sa);
     }
-    let watch = watch.as_mut()?;
+    if name != DEFAULT_ACCOUNT {
+        return None;
+    }
+    // Watch from now, then look again: an account created in between is not missed.
+    let mut filter = WatchFilter::new(gr.clone());
+    filter.namespace = Some(namespace.to_owned());
+    let mut watch = store.watch(filter, Some(store.revision()));
+    if let Some(sa) = found(store) {
+        return Some(sa);
+    }
     let deadline = tokio::time::Instant::now() + DEFAULT_ACCOUNT_WAIT;
     loop {
         match tokio::time::timeout_at(deadline, watch.next()).await {
-            Ok(WatchEvent::Event(_, sa)) if sa.name == name && !sa.deleting => {
+            Ok(WatchEvent::Event(EventType::Added | EventType::Modified, sa))
+                if sa.name == name =>
+            {
                 return Some(sa.value());
             }
             Ok(WatchEvent::Event(..)) => {}
             // Timed out, or the watch ended: one last look.
-            _ => return store.get(&gr, namespace, name).map(|sa| sa.value()),
+            _ => return found(store),
         }
     }
 }
@@ -254,9 +260,8 @@ fn mirror_pod_refusal(pod: &Value) -> Option<&'static str> {
     if references_secrets(spec) {
         return Some("a mirror pod may not reference secrets");
     }
-    let projects_token = items(&spec["volumes"]).any(|v| {
-        items(&v["projected"]["sources"]).any(|s| s.get("serviceAccountToken").is_some())
-    });
+    let projects_token = items(&spec["volumes"])
+        .any(|v| items(&v["projected"]["sources"]).any(|s| s.get("serviceAccountToken").is_some()));
     projects_token.then_some("a mirror pod may not use ServiceAccountToken volume projections")
 }
 
@@ -308,12 +313,11 @@ mod tests {
             account_name(&spec(json!({"serviceAccountName": ""}))),
             "default"
         );
+        assert_eq!(account_name(&spec(json!({"serviceAccount": "old"}))), "old");
         assert_eq!(
-            account_name(&spec(json!({"serviceAccount": "old"}))),
-            "old"
-        );
-        assert_eq!(
-            account_name(&spec(json!({"serviceAccountName": "new", "serviceAccount": "old"}))),
+            account_name(&spec(
+                json!({"serviceAccountName": "new", "serviceAccount": "old"})
+            )),
             "new"
         );
     }
@@ -407,8 +411,10 @@ mod tests {
             );
         }
         assert_eq!(
-            mirror_pod_refusal(&pod(json!({"volumes": [{"name": "t", "projected": {"sources": [
-                {"serviceAccountToken": {"path": "token"}}]}}]}))),
+            mirror_pod_refusal(&pod(
+                json!({"volumes": [{"name": "t", "projected": {"sources": [
+                {"serviceAccountToken": {"path": "token"}}]}}]})
+            )),
             Some("a mirror pod may not use ServiceAccountToken volume projections")
         );
     }
@@ -430,5 +436,28 @@ mod tests {
         );
         // A namespace that does not exist is the namespace check's to refuse.
         admit(&store, &info, "nowhere", &mut pod).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_pod_waits_for_the_default_account_created_after_it() {
+        let store = Store::in_memory().await.unwrap();
+        let catalog = kgc_meta::Catalog::builtin();
+        let info = catalog.get("", "v1", "pods").map(|i| (**i).clone()).unwrap();
+        let accounts = catalog.get("", "v1", "serviceaccounts").cloned().unwrap();
+        let late = store.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": "default"}, "automountServiceAccountToken": false});
+            late.create(&accounts, "default", sa, false).await.unwrap();
+        });
+        let mut pod = json!({"metadata": {"name": "p"}, "spec": {
+            "containers": [{"name": "c", "image": "i"}]}});
+        admit(&store, &info, "default", &mut pod).await.unwrap();
+        assert_eq!(pod["spec"]["serviceAccountName"], "default");
+        assert!(
+            pod["spec"].get("volumes").is_none(),
+            "the account's automount choice was read"
+        );
     }
 }

@@ -27,8 +27,8 @@ use std::sync::Arc;
 use kgc_client::Cluster;
 use kgc_meta::ResourceInfo;
 pub use kgc_meta::time::Clock;
-use kgc_runtime::informer::{Informers, Key};
 use kgc_runtime::informer::View;
+use kgc_runtime::informer::{Informers, Key};
 use kgc_runtime::queue::{QueueMetrics, WorkQueue};
 use serde_json::Value;
 
@@ -187,11 +187,9 @@ fn namespace_unusable(e: &kube::Error) -> bool {
         return false;
     };
     s.is_not_found()
-        || s.details.as_ref().is_some_and(|d| {
-            d.causes
-                .iter()
-                .any(|c| c.reason == "NamespaceTerminating")
-        })
+        || s.details
+            .as_ref()
+            .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating"))
 }
 
 /// Runs `workers` workers over `queue`, each calling `sync` for a key and acting on what it

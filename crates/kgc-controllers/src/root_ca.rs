@@ -57,8 +57,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         async move { sync(&ctx, &ca, &ns, current).await }
     };
     let configmaps = ("", "configmaps");
-    run_per_namespace::<C, Published, _, _>(ctx, NAME, configmaps, CONFIG_MAP, WORKERS, sync)
-        .await;
+    run_per_namespace::<C, Published, _, _>(ctx, NAME, configmaps, CONFIG_MAP, WORKERS, sync).await;
 }
 
 /// Upstream `syncNamespace`: creates the ConfigMap, or restores its data and annotation.
@@ -157,7 +156,10 @@ mod tests {
 
     #[test]
     fn an_intact_config_map_is_left_alone() {
-        let ok = cm(json!({KEY: CA}), json!({DESCRIPTION_ANNOTATION: "anything"}));
+        let ok = cm(
+            json!({KEY: CA}),
+            json!({DESCRIPTION_ANNOTATION: "anything"}),
+        );
         assert_eq!(restore(&ok, CA), None);
     }
 

@@ -6,7 +6,9 @@
 //! `-NAME` entries.
 
 use kgc_client::Cluster;
-use kgc_controllers::{Context, crd_finalizer, namespace, pod_termination, root_ca, serviceaccount};
+use kgc_controllers::{
+    Context, crd_finalizer, namespace, pod_termination, root_ca, serviceaccount,
+};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
 /// collectors, and the cluster's own controllers.

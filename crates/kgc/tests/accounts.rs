@@ -55,7 +55,8 @@ async fn a_new_namespace_gets_its_default_account_and_the_root_ca() {
     assert_eq!(cm.data.as_ref().unwrap()["ca.crt"], ca);
     let description = &cm.metadata.annotations.as_ref().unwrap()["kubernetes.io/description"];
     assert!(
-        description.starts_with("Contains a CA bundle that can be used to verify the kube-apiserver"),
+        description
+            .starts_with("Contains a CA bundle that can be used to verify the kube-apiserver"),
         "{description}"
     );
     // System namespaces have them from the start.
@@ -168,8 +169,10 @@ async fn pods_run_as_default_with_the_projected_token_volume() {
     accounts
         .create(
             &PostParams::default(),
-            &typed(json!({"metadata": {"name": "robot"}, "automountServiceAccountToken": false,
-                "imagePullSecrets": [{"name": "registry"}]})),
+            &typed(
+                json!({"metadata": {"name": "robot"}, "automountServiceAccountToken": false,
+                "imagePullSecrets": [{"name": "registry"}]}),
+            ),
         )
         .await
         .unwrap();
@@ -209,15 +212,20 @@ async fn a_pod_naming_a_missing_account_is_refused_in_upstreams_words() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("error looking up service account") && stderr.contains("\"ghost\" not found"),
+        stderr.contains("error looking up service account")
+            && stderr.contains("\"ghost\" not found"),
         "{stderr}"
     );
 }
 
 #[tokio::test]
 async fn the_plugin_can_be_turned_off() {
-    let s = Server::start_with(&["--in-memory", "--disable-admission-plugins", "ServiceAccount"])
-        .await;
+    let s = Server::start_with(&[
+        "--in-memory",
+        "--disable-admission-plugins",
+        "ServiceAccount",
+    ])
+    .await;
     let ns = fresh_namespace(&s.client(), "off").await;
     let r = create_pod(&s, &ns, "p", json!({"serviceAccountName": "ghost"})).await;
     assert_eq!(r.status, 201, "{}", r.text());
