@@ -442,7 +442,10 @@ mod tests {
     async fn a_pod_waits_for_the_default_account_created_after_it() {
         let store = Store::in_memory().await.unwrap();
         let catalog = kgc_meta::Catalog::builtin();
-        let info = catalog.get("", "v1", "pods").map(|i| (**i).clone()).unwrap();
+        let info = catalog
+            .get("", "v1", "pods")
+            .map(|i| (**i).clone())
+            .unwrap();
         let accounts = catalog.get("", "v1", "serviceaccounts").cloned().unwrap();
         let late = store.clone();
         tokio::spawn(async move {

@@ -449,3 +449,26 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     tracing::info!("stopped");
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pem_bundle_wraps_each_certificate_at_64_columns() {
+        let pem = pem_bundle(&[vec![0u8; 60], vec![1, 2, 3]]);
+        let lines: Vec<&str> = pem.lines().collect();
+        assert_eq!(lines[0], "-----BEGIN CERTIFICATE-----");
+        assert_eq!(lines[1].len(), 64);
+        assert_eq!(lines[2].len(), 80 - 64);
+        assert_eq!(lines[3], "-----END CERTIFICATE-----");
+        assert_eq!(
+            &lines[4..],
+            [
+                "-----BEGIN CERTIFICATE-----",
+                "AQID",
+                "-----END CERTIFICATE-----"
+            ]
+        );
+    }
+}
