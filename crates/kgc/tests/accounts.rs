@@ -9,7 +9,7 @@ kgc_testsupport::bind_kgc!();
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
 use kgc_testsupport::*;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -117,6 +117,42 @@ async fn a_deleted_default_account_comes_back() {
     // A plain-HTTP server has no CA, so no kube-root-ca.crt.
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
     assert!(cms.get("kube-root-ca.crt").await.is_err());
+}
+
+#[tokio::test]
+async fn a_terminating_namespace_gets_no_new_account() {
+    let s = Server::start().await;
+    let ns = fresh_namespace(&s.client(), "ending").await;
+    let accounts: Api<ServiceAccount> = Api::namespaced(s.client(), &ns);
+    eventually("the default account", T, || async {
+        accounts.get("default").await.is_ok()
+    })
+    .await;
+    // A finalizer keeps the namespace Terminating after its account is deleted.
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    cms.create(
+        &PostParams::default(),
+        &typed(json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})),
+    )
+    .await
+    .unwrap();
+    let nss: Api<Namespace> = Api::all(s.client());
+    nss.delete(&ns, &DeleteParams::default()).await.unwrap();
+    eventually("the account deleted with the namespace", T, || async {
+        accounts.get("default").await.is_err()
+    })
+    .await;
+    consistently("no account comes back", Duration::from_secs(2), || async {
+        accounts.get("default").await.is_err()
+    })
+    .await;
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
