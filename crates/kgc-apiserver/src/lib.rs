@@ -25,6 +25,7 @@ mod request;
 mod reviews;
 mod scale;
 pub mod serviceaccount;
+pub mod serviceaccount_admission;
 mod strict;
 mod table;
 pub mod tls;
@@ -87,6 +88,8 @@ pub struct ApiServer {
     inflight: Option<Arc<inflight::Limits>>,
     /// The OwnerReferencesPermissionEnforcement admission plugin (on unless disabled).
     owner_references_enforced: bool,
+    /// The ServiceAccount admission plugin (on unless disabled).
+    service_account_admission: bool,
 }
 
 /// Request counters, one per status class (held, not looked up per request), and the store's
@@ -150,6 +153,7 @@ impl ApiServer {
             rbac: None,
             inflight: None,
             owner_references_enforced: true,
+            service_account_admission: true,
         }
     }
 
@@ -157,6 +161,12 @@ impl ApiServer {
     /// [`owner_references`]).
     pub fn without_owner_references_enforcement(mut self) -> Self {
         self.owner_references_enforced = false;
+        self
+    }
+
+    /// Turns the ServiceAccount admission plugin off (see [`serviceaccount_admission`]).
+    pub fn without_service_account_admission(mut self) -> Self {
+        self.service_account_admission = false;
         self
     }
 

@@ -6,7 +6,11 @@
 //! - [`crd_finalizer`]: deletes a deleted CRD's custom resources, then lets the CRD go
 //!   (apiextensions-apiserver `pkg/controller/finalizer/crd_finalizer.go`);
 //! - [`pod_termination`]: completes a pod's graceful deletion when its grace period ends, the
-//!   final grace-0 DELETE a kubelet sends (until the simulated kubelet takes it over).
+//!   final grace-0 DELETE a kubelet sends (until the simulated kubelet takes it over);
+//! - [`serviceaccount`]: a `default` ServiceAccount in every active namespace (kubernetes
+//!   `pkg/controller/serviceaccount`);
+//! - [`root_ca`]: the `kube-root-ca.crt` ConfigMap in every namespace (kubernetes
+//!   `pkg/controller/certificates/rootcacertpublisher`).
 //!
 //! Each runs on kgc-runtime (a shared cache, a work queue) and acts only through
 //! [`kgc_client::Cluster`]; the store knows nothing of them.
@@ -16,14 +20,18 @@ pub mod crd_finalizer;
 pub mod events;
 pub mod namespace;
 pub mod pod_termination;
+pub mod root_ca;
+pub mod serviceaccount;
 
 use std::sync::Arc;
 
 use kgc_client::Cluster;
 use kgc_meta::ResourceInfo;
 pub use kgc_meta::time::Clock;
+use kgc_runtime::informer::View;
 use kgc_runtime::informer::{Informers, Key};
 use kgc_runtime::queue::{QueueMetrics, WorkQueue};
+use serde_json::Value;
 
 /// Errors of a controller's sync; the key is retried with back-off.
 #[derive(Debug, thiserror::Error)]
@@ -34,12 +42,21 @@ pub enum Error {
     /// grace period): retried with back-off, as upstream does.
     #[error("{0}")]
     Remaining(String),
+    /// A typed write through the kube client failed.
+    #[error(transparent)]
+    Api(#[from] kube::Error),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The controllers, by the names `--controllers` takes.
-pub const CONTROLLERS: [&str; 3] = [namespace::NAME, crd_finalizer::NAME, pod_termination::NAME];
+pub const CONTROLLERS: [&str; 5] = [
+    namespace::NAME,
+    crd_finalizer::NAME,
+    pod_termination::NAME,
+    serviceaccount::NAME,
+    root_ca::NAME,
+];
 
 /// What every controller shares: the process's informers, the client it writes with, the
 /// clock, the queues' metrics.
@@ -51,6 +68,9 @@ pub struct Context<C> {
     pub client: kube::Client,
     pub clock: Clock,
     pub queues: Option<QueueMetrics>,
+    /// The PEM bundle that verifies the API server, which [`root_ca`] publishes (upstream
+    /// `--root-ca-file`); `None` when there is none (a plain-HTTP server).
+    pub root_ca: Option<Arc<str>>,
 }
 
 impl<C: Cluster> Context<C> {
@@ -95,6 +115,82 @@ async fn run_by_name<C, V, F, Fut>(
     tracing::info!(controller, "started");
     let sync = move |name: String| sync.clone()(ctx.clone(), Arc::clone(&resource), name);
     work(controller, queue, workers, sync).await;
+}
+
+/// What the per-namespace controllers keep of a namespace: only active ones (no
+/// deletionTimestamp, phase not `Terminating`), since upstream's leave terminating namespaces
+/// alone.
+#[derive(Debug, Clone, PartialEq)]
+struct Active;
+
+impl View for Active {
+    fn view(obj: &Value) -> Option<Self> {
+        let deleting = obj["metadata"]["deletionTimestamp"].is_string();
+        (!deleting && obj["status"]["phase"] != "Terminating").then_some(Active)
+    }
+}
+
+/// Runs a controller that keeps an object named `object` of `(group, plural)` in every active
+/// namespace, keyed by the namespace's name: a namespace is queued when it appears or changes
+/// and when its `object` changes or goes; `sync` gets the namespace and the cached view of its
+/// `object` (`V` may view only objects of that name), and is called only for active namespaces.
+async fn run_per_namespace<C, V, F, Fut>(
+    ctx: Context<C>,
+    controller: &'static str,
+    (group, plural): (&str, &str),
+    object: &'static str,
+    workers: usize,
+    sync: F,
+) where
+    C: Cluster,
+    V: View + Clone,
+    F: Fn(Context<C>, String, Option<V>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Option<std::time::Duration>>> + Send,
+{
+    let namespaces = ctx.informers.resource("", "namespaces").await;
+    let resource = ctx.informers.resource(group, plural).await;
+    let queue = ctx.queue::<String>(controller);
+    let active = ctx.informers.cache::<Active>(namespaces);
+    let objects = ctx.informers.cache::<V>(resource);
+    let q = queue.clone();
+    active.on_change(Arc::new(move |key: &Key, ns: Option<&Active>| {
+        if ns.is_some() {
+            q.add(key.1.clone());
+        }
+    }));
+    let q = queue.clone();
+    objects.on_change(Arc::new(move |key: &Key, _: Option<&V>| {
+        if key.1 == object {
+            q.add(key.0.clone());
+        }
+    }));
+    active.synced().await;
+    objects.synced().await;
+    tracing::info!(controller, "started");
+    let sync = move |ns: String| {
+        let (ctx, sync) = (ctx.clone(), sync.clone());
+        let is_active = active.get(&(String::new(), ns.clone())).is_some();
+        let current = objects.get(&(ns.clone(), object.to_owned()));
+        async move {
+            if !is_active {
+                return Ok(None);
+            }
+            sync(ctx, ns, current).await
+        }
+    };
+    work(controller, queue, workers, sync).await;
+}
+
+/// Whether a create failed only because the namespace is gone or terminating, which upstream's
+/// per-namespace controllers do not retry (the namespace's next change queues it again).
+fn namespace_unusable(e: &kube::Error) -> bool {
+    let kube::Error::Api(s) = e else {
+        return false;
+    };
+    s.is_not_found()
+        || s.details
+            .as_ref()
+            .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating"))
 }
 
 /// Runs `workers` workers over `queue`, each calling `sync` for a key and acting on what it

@@ -225,6 +225,7 @@ fn pod_spec(spec: &mut Obj, is_pod: bool) {
     default_ptr(spec, "securityContext", json!({}));
     default_ptr(spec, "terminationGracePeriodSeconds", json!(30));
     default_str(spec, "schedulerName", "default-scheduler");
+    service_account_alias(spec);
     if is_pod {
         for key in ["containers", "initContainers"] {
             for c in each(spec, key) {
@@ -249,6 +250,32 @@ fn pod_spec(spec: &mut Obj, is_pod: bool) {
         for c in each(spec, key) {
             container(c);
         }
+    }
+}
+
+/// The v1 conversion of a pod spec (`pkg/apis/core/v1/conversion.go`): the deprecated
+/// `serviceAccount` names the account when `serviceAccountName` does not, and is always written
+/// back as a copy of `serviceAccountName` (so absent when that is empty). Values of other types
+/// are left to validation.
+fn service_account_alias(spec: &mut Obj) {
+    if blank(spec.get("serviceAccountName"))
+        && let Some(Value::String(alias)) = spec.get("serviceAccount")
+        && !alias.is_empty()
+    {
+        let alias = alias.clone();
+        spec.insert("serviceAccountName".to_owned(), Value::from(alias));
+    }
+    match spec.get("serviceAccountName") {
+        Some(Value::String(name)) if !name.is_empty() => {
+            let name = name.clone();
+            spec.insert("serviceAccount".to_owned(), Value::from(name));
+        }
+        None | Some(Value::Null | Value::String(_)) => {
+            if blank(spec.get("serviceAccount")) {
+                spec.remove("serviceAccount");
+            }
+        }
+        Some(_) => {}
     }
 }
 
@@ -1392,6 +1419,30 @@ mod tests {
         assert!(tspec["containers"][0]["ports"][0].get("hostPort").is_none());
         assert!(tspec.get("enableServiceLinks").is_none());
         assert_eq!(rs["spec"]["replicas"], 1);
+    }
+
+    #[test]
+    fn service_account_is_the_alias_of_service_account_name_in_every_pod_spec() {
+        let spec = |pod: &Value| pod["spec"].clone();
+        let named = defaulted("", "Pod", json!({"spec": {"serviceAccountName": "robot"}}));
+        assert_eq!(spec(&named)["serviceAccount"], "robot");
+        let aliased = defaulted("", "Pod", json!({"spec": {"serviceAccount": "old"}}));
+        assert_eq!(spec(&aliased)["serviceAccountName"], "old");
+        let both = defaulted(
+            "",
+            "Pod",
+            json!({"spec": {"serviceAccountName": "new", "serviceAccount": "old"}}),
+        );
+        assert_eq!(spec(&both)["serviceAccount"], "new");
+        let none = defaulted("", "Pod", json!({"spec": {"serviceAccount": ""}}));
+        assert!(spec(&none).get("serviceAccount").is_none());
+        assert!(spec(&none).get("serviceAccountName").is_none());
+        let rs = defaulted(
+            "apps",
+            "ReplicaSet",
+            json!({"spec": {"template": {"spec": {"serviceAccountName": "robot"}}}}),
+        );
+        assert_eq!(rs["spec"]["template"]["spec"]["serviceAccount"], "robot");
     }
 
     #[test]

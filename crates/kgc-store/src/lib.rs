@@ -40,7 +40,7 @@ pub use delete::Deleted;
 pub use object::{StoredObject, field_value, string_map};
 pub use read::{ListOptions, ListResult, ReadFrom, too_large_resource_version};
 pub use watch::{Event, EventType, WatchEvent, WatchFilter, Watcher};
-pub use write::{Updated, normalize};
+pub use write::{Updated, normalize, random_suffix};
 
 use history::History;
 use object::Meta;

@@ -40,7 +40,10 @@ impl Updated {
 /// look-alike digits).
 const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
-fn random_suffix() -> String {
+/// Five random characters of upstream's name alphabet, as `generateName` appends
+/// (kubernetes/apiserver `pkg/storage/names/generate.go`); admission plugins name what they
+/// add the same way.
+pub fn random_suffix() -> String {
     uuid::Uuid::new_v4().as_bytes()[..5]
         .iter()
         .map(|b| NAME_ALPHABET[*b as usize % NAME_ALPHABET.len()] as char)

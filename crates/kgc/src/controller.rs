@@ -110,6 +110,21 @@ pub(crate) async fn kube_config(
     Ok(config)
 }
 
+/// DER certificates as one PEM bundle.
+fn pem_bundle(certs: &[Vec<u8>]) -> Arc<str> {
+    let mut pem = String::new();
+    for der in certs {
+        pem.push_str("-----BEGIN CERTIFICATE-----\n");
+        let b64 = kgc_meta::encoding::base64(der);
+        for line in b64.as_bytes().chunks(64) {
+            pem.push_str(&String::from_utf8_lossy(line));
+            pem.push('\n');
+        }
+        pem.push_str("-----END CERTIFICATE-----\n");
+    }
+    pem.into()
+}
+
 fn default_identity() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
@@ -193,6 +208,9 @@ struct Shared {
     lifecycle_metrics: Arc<kgc_lifecycle::Metrics>,
     /// The controllers' work-queue metrics, likewise.
     queue_metrics: kgc_runtime::queue::QueueMetrics,
+    /// The kubeconfig's CA, which the root-CA publisher (off unless named) publishes, as
+    /// kube-controller-manager does without `--root-ca-file`.
+    root_ca: Option<Arc<str>>,
 }
 
 impl Shared {
@@ -275,6 +293,7 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
             client: shared.client.clone(),
             clock: shared.lifecycle.clock(),
             queues: Some(shared.queue_metrics.clone()),
+            root_ca: shared.root_ca.clone(),
         };
         let disabled = shared.disable.clone();
         async move { crate::controllers::run(ctx, &disabled).await }
@@ -325,6 +344,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let config = kube_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
     let registry = Registry::default();
     let requests = Arc::new(Requests::new(&registry));
+    let root_ca = config.root_cert.as_deref().map(pem_bundle);
     let client = counting_client(config, requests)?;
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     let lease = format!("{}/{}", args.lease_namespace, args.lease_name);
@@ -363,6 +383,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         lifecycle_metrics: Arc::new(kgc_lifecycle::Metrics::new(&registry)),
         queue_metrics: registry.queues(),
         disable: disabled,
+        root_ca,
     });
     let config = GcConfig {
         workers: args.gc_workers,
@@ -426,4 +447,27 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .context("serving HTTP")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pem_bundle_wraps_each_certificate_at_64_columns() {
+        let pem = pem_bundle(&[vec![0u8; 60], vec![1, 2, 3]]);
+        let lines: Vec<&str> = pem.lines().collect();
+        assert_eq!(lines[0], "-----BEGIN CERTIFICATE-----");
+        assert_eq!(lines[1].len(), 64);
+        assert_eq!(lines[2].len(), 80 - 64);
+        assert_eq!(lines[3], "-----END CERTIFICATE-----");
+        assert_eq!(
+            &lines[4..],
+            [
+                "-----BEGIN CERTIFICATE-----",
+                "AQID",
+                "-----END CERTIFICATE-----"
+            ]
+        );
+    }
 }

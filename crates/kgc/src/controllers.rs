@@ -5,13 +5,17 @@
 //! also takes `-*` for "none but those named", and keeps `--disable NAME,…` as an alias of
 //! `-NAME` entries.
 
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use kgc_client::Cluster;
-use kgc_controllers::{Context, crd_finalizer, namespace, pod_termination};
+use kgc_controllers::{
+    Context, crd_finalizer, namespace, pod_termination, root_ca, serviceaccount,
+};
 use kgc_workloads::{deployment, replicaset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
 /// collectors, and the cluster's own controllers.
-pub const ALL: [&str; 11] = [
+pub const ALL: [&str; 13] = [
     "gc",
     "podgc",
     "ttl",
@@ -21,16 +25,20 @@ pub const ALL: [&str; 11] = [
     namespace::NAME,
     crd_finalizer::NAME,
     pod_termination::NAME,
+    serviceaccount::NAME,
+    root_ca::NAME,
     replicaset::NAME,
     deployment::NAME,
 ];
 
 /// What `kgc controller` leaves off unless named: against a real cluster, kube-apiserver,
 /// kube-controller-manager and the kubelets already do these jobs.
-pub const OFF_AGAINST_A_CLUSTER: [&str; 5] = [
+pub const OFF_AGAINST_A_CLUSTER: [&str; 7] = [
     namespace::NAME,
     crd_finalizer::NAME,
     pod_termination::NAME,
+    serviceaccount::NAME,
+    root_ca::NAME,
     replicaset::NAME,
     deployment::NAME,
 ];
@@ -39,7 +47,8 @@ pub const OFF_AGAINST_A_CLUSTER: [&str; 5] = [
 pub struct Selection {
     /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
-    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, replicaset, deployment.
+    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
+    /// root-ca-cert-publisher, replicaset, deployment.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -94,37 +103,26 @@ fn enabled(name: &str, list: &[String], off_by_default: &[&str]) -> bool {
 
 /// Runs the cluster's own controllers that are not in `disabled`, until dropped.
 pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String]) {
-    let on = |name: &str| !disabled.iter().any(|d| d == name);
-    let ns_ctx = ctx.clone();
-    let namespace = async {
-        if on(namespace::NAME) {
-            namespace::run(ns_ctx).await;
-        }
-    };
-    let crd_ctx = ctx.clone();
-    let crds = async {
-        if on(crd_finalizer::NAME) {
-            crd_finalizer::run(crd_ctx).await;
-        }
-    };
-    let pods_ctx = ctx.clone();
-    let pods = async {
-        if on(pod_termination::NAME) {
-            pod_termination::run(pods_ctx).await;
-        }
-    };
-    let rs_ctx = ctx.clone();
-    let replicasets = async {
-        if on(replicaset::NAME) {
-            replicaset::run(rs_ctx).await;
-        }
-    };
-    let deployments = async {
-        if on(deployment::NAME) {
-            deployment::run(ctx).await;
-        }
-    };
-    tokio::join!(namespace, crds, pods, replicasets, deployments);
+    let all: [(&str, BoxFuture<'static, ()>); 7] = [
+        (namespace::NAME, namespace::run(ctx.clone()).boxed()),
+        (crd_finalizer::NAME, crd_finalizer::run(ctx.clone()).boxed()),
+        (
+            pod_termination::NAME,
+            pod_termination::run(ctx.clone()).boxed(),
+        ),
+        (
+            serviceaccount::NAME,
+            serviceaccount::run(ctx.clone()).boxed(),
+        ),
+        (root_ca::NAME, root_ca::run(ctx.clone()).boxed()),
+        (replicaset::NAME, replicaset::run(ctx.clone()).boxed()),
+        (deployment::NAME, deployment::run(ctx).boxed()),
+    ];
+    let on = all
+        .into_iter()
+        .filter(|(name, _)| !disabled.iter().any(|d| d == name))
+        .map(|(_, run)| run);
+    futures::future::join_all(on).await;
 }
 
 #[cfg(test)]
@@ -152,11 +150,12 @@ mod tests {
     #[test]
     fn the_first_entry_naming_a_controller_decides() {
         assert_eq!(disabled(&["*", "-gc"], &[], &[]), ["gc"]);
-        assert_eq!(disabled(&["gc", "-gc"], &[], &[]).len(), 8);
+        assert_eq!(disabled(&["gc", "-gc"], &[], &[]).len(), ALL.len() - 1);
         assert!(!disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"ttl".to_owned()));
         assert!(disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"gc".to_owned()));
         let named = disabled(&["*", "namespace"], &[], &OFF_AGAINST_A_CLUSTER);
-        assert_eq!(named, [crd_finalizer::NAME, pod_termination::NAME]);
+        assert!(!named.contains(&namespace::NAME.to_owned()));
+        assert_eq!(named.len(), OFF_AGAINST_A_CLUSTER.len() - 1);
     }
 
     #[test]
@@ -179,12 +178,12 @@ mod tests {
     #[test]
     fn unknown_names_are_refused() {
         let s = Selection {
-            controllers: vec!["*".into(), "-replicaset".into()],
+            controllers: vec!["*".into(), "-replicasets".into()],
             disable: vec![],
         };
         let e = s.disabled(&[]).unwrap_err();
         assert!(
-            e.contains("\"-replicaset\" is not in the list of known controllers"),
+            e.contains("\"-replicasets\" is not in the list of known controllers"),
             "{e}"
         );
     }

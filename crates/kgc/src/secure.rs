@@ -115,6 +115,12 @@ impl Security {
         crate::serve::kubeconfig(server_url, Some((&self.pki.server_ca_pem, &self.pki.admin)))
     }
 
+    /// The PEM bundle clients verify this server with, which the root-CA publisher puts in
+    /// every namespace's `kube-root-ca.crt`.
+    pub fn root_ca(&self) -> &str {
+        &self.pki.server_ca_pem
+    }
+
     /// Turns on authentication (and authorization) in the API server; returns the tasks that
     /// keep them current.
     pub async fn secure(

@@ -48,7 +48,10 @@ pub struct Args {
     max_mutating_requests_inflight: usize,
     /// Admission plugins to turn off (comma-separated). kgc enforces
     /// OwnerReferencesPermissionEnforcement by default, which kube-apiserver leaves off.
-    #[arg(long, value_delimiter = ',', value_parser = [kgc_apiserver::owner_references::PLUGIN])]
+    #[arg(long, value_delimiter = ',', value_parser = [
+        kgc_apiserver::owner_references::PLUGIN,
+        kgc_apiserver::serviceaccount_admission::PLUGIN,
+    ])]
     disable_admission_plugins: Vec<String>,
     #[command(flatten)]
     lifecycle: crate::lifecycle::LifecycleArgs,
@@ -242,8 +245,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             args.max_requests_inflight,
             args.max_mutating_requests_inflight,
         );
-    if !args.disable_admission_plugins.is_empty() {
+    let admission_off = |p: &str| args.disable_admission_plugins.iter().any(|d| d == p);
+    if admission_off(kgc_apiserver::owner_references::PLUGIN) {
         api = api.without_owner_references_enforcement();
+    }
+    if admission_off(kgc_apiserver::serviceaccount_admission::PLUGIN) {
+        api = api.without_service_account_admission();
     }
     let mut gc_task = None;
     if !disabled.iter().any(|d| d == "gc") {
@@ -290,6 +297,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             client: api.loopback_client(),
             clock: args.lifecycle.clock(),
             queues: Some(registry.queues()),
+            // What verifies this server; a plain-HTTP server has none to publish.
+            root_ca: security.as_ref().map(|s| s.root_ca().into()),
         };
         let disabled = disabled.clone();
         async move { crate::controllers::run(ctx, &disabled).await }

@@ -24,7 +24,10 @@ pub(super) async fn create(
     let (obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
     api.admit_owner_references(info, req, None, &obj)?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
-    let obj = tracking.record(None, &obj);
+    // Mutating admission after the field manager, as upstream: what it adds is owned by no
+    // manager.
+    let mut obj = tracking.record(None, &obj);
+    api.admit_service_account(info, req, &mut obj).await?;
     let created = api.store.create(info, ns, obj, query.dry_run()?).await?;
     Ok(with_warnings(
         object(info, req, StatusCode::CREATED, &created),

@@ -291,7 +291,9 @@ pub(super) async fn server_side_apply(
                 if s.is(kgc_meta::Reason::NotFound) && req.subresource.is_none() => {}
             Err(e) => return Err(e.into()),
         }
-        match api.store.create(info, &ns, merge(None)?, dry_run).await {
+        let mut fresh = merge(None)?;
+        api.admit_service_account(info, req, &mut fresh).await?;
+        match api.store.create(info, &ns, fresh, dry_run).await {
             Ok(created) => return Ok(object(info, req, StatusCode::CREATED, &created)),
             // Created meanwhile by someone else: apply to it.
             Err(kgc_store::Error::Api(s)) if s.is(kgc_meta::Reason::AlreadyExists) => continue,
