@@ -25,6 +25,7 @@ mod request;
 mod reviews;
 mod scale;
 pub mod serviceaccount;
+pub mod storage_admission;
 mod strict;
 mod table;
 pub mod tls;
@@ -87,6 +88,8 @@ pub struct ApiServer {
     inflight: Option<Arc<inflight::Limits>>,
     /// The OwnerReferencesPermissionEnforcement admission plugin (on unless disabled).
     owner_references_enforced: bool,
+    /// DefaultStorageClass and StorageObjectInUseProtection (on unless disabled).
+    storage_plugins: storage_admission::StoragePlugins,
 }
 
 /// Request counters, one per status class (held, not looked up per request), and the store's
@@ -150,6 +153,7 @@ impl ApiServer {
             rbac: None,
             inflight: None,
             owner_references_enforced: true,
+            storage_plugins: Default::default(),
         }
     }
 

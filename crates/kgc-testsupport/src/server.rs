@@ -16,12 +16,19 @@ use crate::controller::Controller;
 use crate::http::http_get_status;
 use crate::process::{self, READY_DEADLINE};
 
+/// The controllers that simulate what a real cluster's other components would write (a
+/// provisioner, the PV controller's binding): off in the servers of tests that forge that
+/// status by hand ([`Server::start`], [`Server::start_with`], …), on in [`Server::living`].
+pub const SIMULATORS: &[&str] = &["provisioner", "persistentvolume-binder"];
+
 /// A running `kgc serve` of the binary `B` (test binaries name it `Server`, see
 /// [`bind_kgc!`](crate::bind_kgc)).
 pub struct Server<B> {
     child: Option<Child>,
     root: tempfile::TempDir,
     args: Vec<String>,
+    /// Started with [`Server::living`]: the simulators stay on across restarts.
+    living: bool,
     url: String,
     client: Option<Client>,
     /// A `kgc controller` running the collector against this server (see [`Server::start_gc`]).
@@ -44,6 +51,12 @@ impl<B: KgcBinary> Server<B> {
         Self::start_inner(args, false, |_| {}).await
     }
 
+    /// A fresh server with every controller on, simulators included (see [`SIMULATORS`]), and
+    /// extra `kgc serve` arguments.
+    pub async fn living(args: &[&str]) -> Self {
+        Self::start_inner_living(args, false, true, |_| {}).await
+    }
+
     /// Like [`Server::start_with`], with the data directory set up by `prepare` first (a
     /// size-limited file system mounted on it, the files of an older kgc).
     pub async fn start_prepared(args: &[&str], prepare: impl FnOnce(&Path)) -> Self {
@@ -58,6 +71,15 @@ impl<B: KgcBinary> Server<B> {
     }
 
     async fn start_inner(args: &[&str], secure: bool, prepare: impl FnOnce(&Path)) -> Self {
+        Self::start_inner_living(args, secure, false, prepare).await
+    }
+
+    async fn start_inner_living(
+        args: &[&str],
+        secure: bool,
+        living: bool,
+        prepare: impl FnOnce(&Path),
+    ) -> Self {
         let root = tempfile::Builder::new()
             .prefix("kgc-test-")
             .tempdir()
@@ -67,7 +89,8 @@ impl<B: KgcBinary> Server<B> {
         let mut s = Server {
             child: None,
             root,
-            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            args: serve_args(args, living),
+            living,
             url: String::new(),
             client: None,
             controller: None,
@@ -162,9 +185,19 @@ impl<B: KgcBinary> Server<B> {
     /// Restarts the server on the same data dir with other `kgc serve` arguments (the lifecycle
     /// tests move time forward this way: a larger hidden `--clock-offset`).
     pub async fn restart_with(&mut self, args: &[&str]) {
-        self.args = args.iter().map(|a| (*a).to_owned()).collect();
+        self.args = serve_args(args, self.living);
         self.restart().await;
     }
+}
+
+/// `args`, after `--disable` of every simulator unless the server is `living`.
+fn serve_args(args: &[&str], living: bool) -> Vec<String> {
+    let simulators = SIMULATORS.iter().filter(|_| !living);
+    simulators
+        .flat_map(|s| ["--disable", s])
+        .chain(args.iter().copied())
+        .map(str::to_owned)
+        .collect()
 }
 
 impl<B> Server<B> {

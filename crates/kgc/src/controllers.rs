@@ -10,7 +10,7 @@ use kgc_controllers::{Context, crd_finalizer, namespace, pod_termination};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
 /// collectors, and the cluster's own controllers.
-pub const ALL: [&str; 9] = [
+pub const ALL: [&str; 13] = [
     "gc",
     "podgc",
     "ttl",
@@ -20,18 +20,30 @@ pub const ALL: [&str; 9] = [
     namespace::NAME,
     crd_finalizer::NAME,
     pod_termination::NAME,
+    kgc_volume::provisioner::NAME,
+    kgc_volume::binder::NAME,
+    kgc_volume::protection::PVC_NAME,
+    kgc_volume::protection::PV_NAME,
 ];
 
 /// What `kgc controller` leaves off unless named: against a real cluster, kube-apiserver,
 /// kube-controller-manager and the kubelets already do these jobs.
-pub const OFF_AGAINST_A_CLUSTER: [&str; 3] =
-    [namespace::NAME, crd_finalizer::NAME, pod_termination::NAME];
+pub const OFF_AGAINST_A_CLUSTER: [&str; 7] = [
+    namespace::NAME,
+    crd_finalizer::NAME,
+    pod_termination::NAME,
+    kgc_volume::provisioner::NAME,
+    kgc_volume::binder::NAME,
+    kgc_volume::protection::PVC_NAME,
+    kgc_volume::protection::PV_NAME,
+];
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct Selection {
     /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
-    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination.
+    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, provisioner,
+    /// persistentvolume-binder, pvc-protection, pv-protection.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -85,7 +97,7 @@ fn enabled(name: &str, list: &[String], off_by_default: &[&str]) -> bool {
 }
 
 /// Runs the cluster's own controllers that are not in `disabled`, until dropped.
-pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String]) {
+pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_volume::Config) {
     let on = |name: &str| !disabled.iter().any(|d| d == name);
     let ns_ctx = ctx.clone();
     let namespace = async {
@@ -99,12 +111,14 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String]) {
             crd_finalizer::run(crd_ctx).await;
         }
     };
+    let pods_ctx = ctx.clone();
     let pods = async {
         if on(pod_termination::NAME) {
-            pod_termination::run(ctx).await;
+            pod_termination::run(pods_ctx).await;
         }
     };
-    tokio::join!(namespace, crds, pods);
+    let storage = kgc_volume::run(ctx, volumes, on);
+    tokio::join!(namespace, crds, pods, storage);
 }
 
 #[cfg(test)]
@@ -132,11 +146,11 @@ mod tests {
     #[test]
     fn the_first_entry_naming_a_controller_decides() {
         assert_eq!(disabled(&["*", "-gc"], &[], &[]), ["gc"]);
-        assert_eq!(disabled(&["gc", "-gc"], &[], &[]).len(), 8);
+        assert_eq!(disabled(&["gc", "-gc"], &[], &[]).len(), ALL.len() - 1);
         assert!(!disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"ttl".to_owned()));
         assert!(disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"gc".to_owned()));
         let named = disabled(&["*", "namespace"], &[], &OFF_AGAINST_A_CLUSTER);
-        assert_eq!(named, [crd_finalizer::NAME, pod_termination::NAME]);
+        assert_eq!(named, OFF_AGAINST_A_CLUSTER[1..]);
     }
 
     #[test]
