@@ -50,6 +50,8 @@ pub(crate) type Class = Typed<StorageClass>;
 enum Item {
     Claim(Key),
     Volume(String),
+    /// Every claim still waiting for a volume: a class changed (a default appeared).
+    Waiting,
 }
 
 impl fmt::Display for Item {
@@ -57,6 +59,7 @@ impl fmt::Display for Item {
         match self {
             Item::Claim(k) => write!(f, "claim {}", describe(k)),
             Item::Volume(n) => write!(f, "volume {n}"),
+            Item::Waiting => f.write_str("waiting claims"),
         }
     }
 }
@@ -95,6 +98,10 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         if v.is_some() {
             q.add(Item::Volume(key.1.clone()));
         }
+    }));
+    let q = queue.clone();
+    classes.on_change(Arc::new(move |_: &Key, _: Option<&Class>| {
+        q.add(Item::Waiting)
     }));
     claims.synced().await;
     volumes.synced().await;
@@ -192,6 +199,10 @@ impl<C: Cluster> Binder<C> {
                 Some(Typed(pv)) => self.sync_volume(pv).await,
                 None => Ok(()),
             },
+            Item::Waiting => {
+                self.requeue_unbound_claims();
+                Ok(())
+            }
         }
     }
 
@@ -297,6 +308,10 @@ impl<C: Cluster> Binder<C> {
         if let Some(pv) = found {
             return self.bind(pv, claim).await;
         }
+        if let Some(claim) = self.assign_default_class(&claim).await? {
+            tracing::info!(controller = NAME, claim = %describe(&key_of_claim(&claim)), class = claim_class(&claim), "assigned the default StorageClass");
+            return Ok(());
+        }
         let selected = annotation(&claim.metadata, annotations::SELECTED_NODE).is_some();
         let claim = if delay && !selected {
             if self.first_time(&claim, "WaitForFirstConsumer") {
@@ -325,6 +340,36 @@ impl<C: Cluster> Binder<C> {
             claim
         };
         self.update_claim_phase(claim, "Pending", None).await
+    }
+
+    /// `assignDefaultStorageClass` (retroactive default class): a claim created with no class
+    /// (`storageClassName` unset, not `""`) before there was a default gets the default now;
+    /// the update brings it back to a sync. `None`: nothing assigned.
+    async fn assign_default_class(
+        &self,
+        claim: &PersistentVolumeClaim,
+    ) -> Result<Option<PersistentVolumeClaim>> {
+        let unset = claim
+            .spec
+            .as_ref()
+            .is_none_or(|s| s.storage_class_name.is_none())
+            && claim_class(claim).is_empty();
+        if !unset {
+            return Ok(None);
+        }
+        let default = self.classes.read(|m| {
+            class::default_class(m.values().map(|c| &c.0)).and_then(|c| c.metadata.name.clone())
+        });
+        let Some(default) = default else {
+            return Ok(None);
+        };
+        let mut claim = claim.clone();
+        claim.spec.get_or_insert_default().storage_class_name = Some(default);
+        let claim = self
+            .claims_api(&claim)
+            .replace(name_of(&claim.metadata), &pp(), &claim)
+            .await?;
+        Ok(Some(claim))
     }
 
     /// `provisionClaim` → `provisionClaimOperationExternal`: hands the claim to its class's
@@ -584,6 +629,13 @@ impl<C: Cluster> Binder<C> {
             .await?;
         Ok(())
     }
+}
+
+fn key_of_claim(claim: &PersistentVolumeClaim) -> Key {
+    (
+        claim.metadata.namespace.clone().unwrap_or_default(),
+        claim.metadata.name.clone().unwrap_or_default(),
+    )
 }
 
 fn claim_namespace(pv: &PersistentVolume) -> &str {

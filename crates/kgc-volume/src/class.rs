@@ -63,6 +63,19 @@ pub fn is_default(class: &StorageClass) -> bool {
     .any(|a| annotation(&class.metadata, a) == Some("true"))
 }
 
+/// The default class among `classes` (`pkg/volume/util/storageclass.go` `GetDefaultClass`): of
+/// those marked default, the newest, then the first by name.
+pub fn default_class<'a>(
+    classes: impl Iterator<Item = &'a StorageClass>,
+) -> Option<&'a StorageClass> {
+    classes.filter(|c| is_default(c)).max_by(|a, b| {
+        let created = |c: &StorageClass| c.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        created(a)
+            .cmp(&created(b))
+            .then_with(|| b.metadata.name.cmp(&a.metadata.name))
+    })
+}
+
 /// `volumeBindingMode: WaitForFirstConsumer` (upstream's `IsDelayBindingMode`).
 pub fn waits_for_first_consumer(class: &StorageClass) -> bool {
     class.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer")
@@ -98,5 +111,33 @@ mod tests {
             "True".to_owned(),
         )]));
         assert!(!is_default(&beta));
+    }
+
+    #[test]
+    fn the_newest_default_class_wins_then_the_first_name() {
+        let class = |name: &str, secs: i64, default: bool| {
+            let mut c = if default {
+                standard()
+            } else {
+                StorageClass::default()
+            };
+            c.metadata.name = Some(name.to_owned());
+            c.metadata.creation_timestamp =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    jiff::Timestamp::from_second(secs).unwrap(),
+                ));
+            c
+        };
+        let name =
+            |cs: &[StorageClass]| default_class(cs.iter()).and_then(|c| c.metadata.name.clone());
+        assert_eq!(name(&[]), None);
+        assert_eq!(name(&[class("a", 1, false)]), None);
+        let cs = [
+            class("old", 1, true),
+            class("zeta", 2, true),
+            class("beta", 2, true),
+            class("newest", 3, false),
+        ];
+        assert_eq!(name(&cs).as_deref(), Some("beta"));
     }
 }

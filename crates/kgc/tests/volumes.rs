@@ -490,3 +490,41 @@ async fn a_pre_created_volume_is_bound_to_a_matching_claim() {
         "Available"
     );
 }
+
+/// With the DefaultStorageClass plugin off, a claim is created with no class; the binder gives
+/// it the default class afterwards (upstream's retroactive default class). A claim naming `""`
+/// is left without.
+#[tokio::test]
+async fn the_binder_assigns_the_default_class_admission_did_not() {
+    let s = Server::living(&[
+        "--in-memory",
+        "--disable-admission-plugins",
+        "DefaultStorageClass",
+    ])
+    .await;
+    let c = s.client();
+    let ns = fresh_namespace(&c, "retro").await;
+    let pvc = claim(&c, &ns, "plain", None, "8Mi").await;
+    assert_eq!(
+        pvc.spec.as_ref().unwrap().storage_class_name,
+        None,
+        "admission is off"
+    );
+    assert_eq!(
+        pvc.metadata.finalizers.as_deref(),
+        Some(&["kubernetes.io/pvc-protection".to_owned()][..]),
+        "StorageObjectInUseProtection is still on"
+    );
+    claim(&c, &ns, "classless", Some(""), "8Mi").await;
+    eventually("the default class to be assigned", DEADLINE, || async {
+        get_claim(&c, &ns, "plain").await.is_some_and(|p| {
+            p.spec.as_ref().unwrap().storage_class_name.as_deref() == Some("standard")
+        })
+    })
+    .await;
+    let classless = get_claim(&c, &ns, "classless").await.unwrap();
+    assert_eq!(
+        classless.spec.unwrap().storage_class_name.as_deref(),
+        Some("")
+    );
+}
