@@ -16,7 +16,7 @@
 //! is gone is the `pv` collector's to release and reclaim (kgc-lifecycle `volume`), so this
 //! controller never writes `Released`.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kgc_client::Cluster;
 use kgc_controllers::Context;
-use kgc_runtime::informer::{Cache, Key, describe};
+use kgc_runtime::informer::{Cache, Key, View, describe};
 use kgc_runtime::queue::WorkQueue;
 use kube::api::{Api, PostParams};
 
@@ -69,6 +69,7 @@ struct Binder<C> {
     claims: Cache<Claim>,
     volumes: Cache<Volume>,
     classes: Cache<Class>,
+    nodes: Cache<NodeLabels>,
     queue: WorkQueue<Item>,
     /// The claims (uid) told an informational event (reason), so that a claim waiting is told
     /// once, not at every sync (upstream's event correlator counts the repeats instead).
@@ -87,6 +88,9 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
     let claims = ctx.informers.cache::<Claim>(pvcs);
     let volumes = ctx.informers.cache::<Volume>(pvs);
     let classes = ctx.informers.cache::<Class>(scs);
+    let nodes = ctx
+        .informers
+        .cache::<NodeLabels>(ctx.informers.resource("", "nodes").await);
     let q = queue.clone();
     claims.on_change(Arc::new(move |key: &Key, c: Option<&Claim>| {
         if c.is_some() {
@@ -112,6 +116,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         claims,
         volumes,
         classes,
+        nodes,
         queue: queue.clone(),
         told: Mutex::default(),
     });
@@ -293,9 +298,19 @@ impl<C: Cluster> Binder<C> {
             .then(|| self.class(&class_name))
             .flatten();
         let delay = class.as_ref().is_some_and(class::waits_for_first_consumer);
+        let selected = selected_node(&claim);
+        // kgc's scheduler only chooses the node; the volume it would bind upstream is bound
+        // here, reachable from that node, before anything is provisioned.
+        let labels = match (delay, selected) {
+            (true, Some(n)) => self.nodes.get(&(String::new(), n.to_owned())).map(|l| l.0),
+            _ => None,
+        };
+        let node = selected
+            .zip(labels.as_ref())
+            .map(|(name, labels)| matching::Node { name, labels });
         let found = self.volumes.read(|m| {
             let all: Vec<&PersistentVolume> = m.values().map(|v| &v.0).collect();
-            matching::find_best_match(&claim, &all, delay).map(|v| v.cloned())
+            matching::find_best_match(&claim, &all, delay, node).map(|v| v.cloned())
         });
         let found = match found {
             Ok(v) => v,
@@ -312,8 +327,7 @@ impl<C: Cluster> Binder<C> {
             tracing::info!(controller = NAME, claim = %describe(&key_of_claim(&claim)), class = claim_class(&claim), "assigned the default StorageClass");
             return Ok(());
         }
-        let selected = annotation(&claim.metadata, annotations::SELECTED_NODE).is_some();
-        let claim = if delay && !selected {
+        let claim = if delay && selected.is_none() {
             if self.first_time(&claim, "WaitForFirstConsumer") {
                 self.event(
                     &claim,
@@ -628,6 +642,29 @@ impl<C: Cluster> Binder<C> {
             .replace_status(name_of(&claim.metadata), &pp(), &claim)
             .await?;
         Ok(())
+    }
+}
+
+/// The scheduler's choice for the claim's first consumer; an empty value is none.
+pub(crate) fn selected_node(claim: &PersistentVolumeClaim) -> Option<&str> {
+    annotation(&claim.metadata, annotations::SELECTED_NODE).filter(|n| !n.is_empty())
+}
+
+/// What the binder keeps of a Node: its labels, which volumes' node affinity selects on.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NodeLabels(BTreeMap<String, String>);
+
+impl View for NodeLabels {
+    fn view(obj: &serde_json::Value) -> Option<Self> {
+        let labels = obj["metadata"]["labels"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(NodeLabels(labels))
     }
 }
 

@@ -126,13 +126,78 @@ pub fn selector_matches(
     Ok(ok)
 }
 
-/// `FindMatchingVolume` on the PV controller's path (no node): among `volumes`, the one
-/// pre-bound to the claim, else (unless binding waits for the first consumer) the smallest
-/// Available one of the claim's class that is large enough and matches its selector.
+/// The node a volume must be reachable from: the one the scheduler chose for the claim's first
+/// consumer (`volume.kubernetes.io/selected-node`).
+#[derive(Debug, Clone, Copy)]
+pub struct Node<'a> {
+    pub name: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+}
+
+/// `CheckNodeAffinity`: whether the volume's required node affinity admits the node; a volume
+/// without one is reachable from anywhere. Terms are ORed, a term's requirements ANDed; a term
+/// with none matches nothing, as `NodeSelectorRequirementsAsSelector` makes it.
+pub fn node_affinity_admits(pv: &PersistentVolume, node: Node<'_>) -> bool {
+    let Some(required) = pv
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_affinity.as_ref())
+        .and_then(|a| a.required.as_ref())
+    else {
+        return true;
+    };
+    required.node_selector_terms.iter().any(|term| {
+        let exprs = term.match_expressions.as_deref().unwrap_or_default();
+        let fields = term.match_fields.as_deref().unwrap_or_default();
+        if exprs.is_empty() && fields.is_empty() {
+            return false;
+        }
+        let name = BTreeMap::from([("metadata.name".to_owned(), node.name.to_owned())]);
+        exprs.iter().all(|r| requirement_holds(r, node.labels))
+            && fields.iter().all(|r| requirement_holds(r, &name))
+    })
+}
+
+/// One `NodeSelectorRequirement` against `values` (labels, or fields).
+fn requirement_holds(
+    r: &k8s_openapi::api::core::v1::NodeSelectorRequirement,
+    values: &BTreeMap<String, String>,
+) -> bool {
+    let want = r.values.as_deref().unwrap_or_default();
+    let has = values.get(&r.key);
+    let number = |v: &str| v.parse::<i64>().ok();
+    match r.operator.as_str() {
+        "In" => has.is_some_and(|v| want.contains(v)),
+        "NotIn" => has.is_none_or(|v| !want.contains(v)),
+        "Exists" => has.is_some(),
+        "DoesNotExist" => has.is_none(),
+        "Gt" | "Lt" => {
+            let (Some(have), [limit]) = (has.and_then(|v| number(v)), want) else {
+                return false;
+            };
+            let Some(limit) = number(limit) else {
+                return false;
+            };
+            if r.operator == "Gt" {
+                have > limit
+            } else {
+                have < limit
+            }
+        }
+        _ => false,
+    }
+}
+
+/// `FindMatchingVolume`: among `volumes`, the one pre-bound to the claim (if reachable from
+/// `node`), else the smallest Available one of the claim's class that is large enough, matches
+/// its selector and is reachable from `node`. Without a node, a claim whose binding waits for
+/// the first consumer takes only a pre-bound volume (the PV controller's path; the scheduler's
+/// passes the node).
 fn find_matching<'a>(
     claim: &PersistentVolumeClaim,
     volumes: &[&'a PersistentVolume],
     delay_binding: bool,
+    node: Option<Node<'_>>,
 ) -> Result<Option<&'a PersistentVolume>, String> {
     let requested = requested(claim)?;
     let class = claim_class(claim);
@@ -154,15 +219,16 @@ fn find_matching<'a>(
         {
             continue;
         }
+        let reachable = node.is_none_or(|n| node_affinity_admits(pv, n));
         if is_bound_to_claim(pv, claim) {
-            return Ok(Some(pv));
+            return Ok(reachable.then_some(pv));
         }
-        if delay_binding {
-            // The scheduler binds these, knowing the node.
+        if delay_binding && node.is_none() {
+            // Bound once the node is known.
             continue;
         }
         let available = pv.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Available");
-        if !available || volume_class(pv) != class {
+        if !available || volume_class(pv) != class || !reachable {
             continue;
         }
         if let Some(sel) = selector {
@@ -185,6 +251,7 @@ pub fn find_best_match<'a>(
     claim: &PersistentVolumeClaim,
     volumes: &[&'a PersistentVolume],
     delay_binding: bool,
+    node: Option<Node<'_>>,
 ) -> Result<Option<&'a PersistentVolume>, String> {
     let mut sets: BTreeMap<(usize, Vec<String>), Vec<&'a PersistentVolume>> = BTreeMap::new();
     for &pv in volumes {
@@ -197,7 +264,7 @@ pub fn find_best_match<'a>(
         sets.entry((modes.len(), modes)).or_default().push(pv);
     }
     for set in sets.values() {
-        if let Some(pv) = find_matching(claim, set, delay_binding)? {
+        if let Some(pv) = find_matching(claim, set, delay_binding, node)? {
             return Ok(Some(pv));
         }
     }
@@ -267,7 +334,7 @@ mod tests {
 
     fn best(c: &PersistentVolumeClaim, vs: &[PersistentVolume], delay: bool) -> Option<String> {
         let refs: Vec<&PersistentVolume> = vs.iter().collect();
-        find_best_match(c, &refs, delay)
+        find_best_match(c, &refs, delay, None)
             .unwrap()
             .and_then(|pv| pv.metadata.name.clone())
     }
@@ -332,7 +399,7 @@ mod tests {
             {"key": "tier", "operator": "Sideways"}]}}});
         let refs: Vec<&PersistentVolume> = vs.iter().collect();
         assert!(
-            find_best_match(&claim(bad), &refs, false)
+            find_best_match(&claim(bad), &refs, false, None)
                 .unwrap_err()
                 .contains("Sideways")
         );
@@ -367,6 +434,54 @@ mod tests {
         // Another claim of the same name (another uid) does not own it.
         let other = claim(json!({"metadata": {"uid": "u2"}}));
         assert_eq!(best(&other, &vs[1..], false), None);
+    }
+
+    #[test]
+    fn with_a_selected_node_only_volumes_reachable_from_it_are_bound() {
+        let on = |node: &str| {
+            json!({"spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}})
+        };
+        let vs = [
+            volume("elsewhere", "1Gi", on("n2")),
+            volume("here", "4Gi", on("n1")),
+            volume("anywhere", "8Gi", json!({})),
+        ];
+        let labels = BTreeMap::from([("kubernetes.io/hostname".to_owned(), "n1".to_owned())]);
+        let n1 = Node {
+            name: "n1",
+            labels: &labels,
+        };
+        let refs: Vec<&PersistentVolume> = vs.iter().collect();
+        let name = |node| {
+            find_best_match(&claim(json!({})), &refs, true, node)
+                .unwrap()
+                .and_then(|pv| pv.metadata.name.clone())
+        };
+        assert_eq!(name(None), None, "waits for the node");
+        assert_eq!(name(Some(n1)).as_deref(), Some("here"));
+        let by_field = volume(
+            "named",
+            "1Gi",
+            json!({"spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]},
+            {"matchExpressions": [{"key": "size", "operator": "Gt", "values": ["3"]}]}]}}}}),
+        );
+        assert!(!node_affinity_admits(&by_field, n1));
+        let big = BTreeMap::from([("size".to_owned(), "4".to_owned())]);
+        assert!(node_affinity_admits(
+            &by_field,
+            Node {
+                name: "n1",
+                labels: &big
+            }
+        ));
+        let empty = volume(
+            "empty",
+            "1Gi",
+            json!({"spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [{}]}}}}),
+        );
+        assert!(!node_affinity_admits(&empty, n1));
     }
 
     #[test]

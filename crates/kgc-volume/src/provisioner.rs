@@ -149,7 +149,7 @@ impl<C: Cluster> Provisioner<C> {
                 )
                 .await;
         };
-        let node = annotation(&claim.metadata, annotations::SELECTED_NODE).map(str::to_owned);
+        let node = crate::binder::selected_node(&claim).map(str::to_owned);
         if class::waits_for_first_consumer(&class) && node.is_none() {
             return Ok(());
         }

@@ -528,3 +528,69 @@ async fn the_binder_assigns_the_default_class_admission_did_not() {
         Some("")
     );
 }
+
+/// A WaitForFirstConsumer claim with a pre-created volume of its class: once a node is
+/// selected, the volume reachable from that node is bound (the static binding upstream's
+/// scheduler does), not one pinned elsewhere, and nothing is provisioned.
+#[tokio::test]
+async fn a_selected_node_binds_a_pre_created_volume_reachable_from_it() {
+    let s = Server::living(&["--in-memory"]).await;
+    let c = s.client();
+    let ns = fresh_namespace(&c, "static-wffc").await;
+    let node: k8s_openapi::api::core::v1::Node = typed(json!({"metadata": {"name": "static-node",
+        "labels": {"kubernetes.io/hostname": "static-node"}}}));
+    Api::<k8s_openapi::api::core::v1::Node>::all(c.clone())
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("creating a node");
+    let pvs = Api::<PersistentVolume>::all(c.clone());
+    for (name, host) in [("local-there", "other-node"), ("local-here", "static-node")] {
+        let pv: PersistentVolume = typed(json!({"metadata": {"name": name}, "spec": {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "standard", "persistentVolumeReclaimPolicy": "Retain",
+            "hostPath": {"path": format!("/tmp/{name}")},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [host]}]}]}}}}));
+        pvs.create(&PostParams::default(), &pv)
+            .await
+            .expect("creating a volume");
+    }
+    eventually("the volumes Available", DEADLINE, || async {
+        pvs.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .all(|v| pv_phase(v) == "Available")
+    })
+    .await;
+    claim(&c, &ns, "local", None, "512Mi").await;
+    consistently(
+        "the claim to wait for its consumer",
+        Duration::from_millis(500),
+        || async {
+            get_claim(&c, &ns, "local")
+                .await
+                .is_some_and(|p| phase_of(&p) == "Pending")
+        },
+    )
+    .await;
+    Api::<PersistentVolumeClaim>::namespaced(c.clone(), &ns)
+        .patch(
+            "local",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"volume.kubernetes.io/selected-node": "static-node"}}})),
+        )
+        .await
+        .expect("selecting a node");
+    let pvc = bound(&c, &ns, "local").await;
+    assert_eq!(volume_name(&pvc), "local-here");
+    assert_eq!(
+        pv_phase(&get_pv(&c, "local-there").await.unwrap()),
+        "Available"
+    );
+    assert!(
+        !has_event(&c, &ns, "local", "ProvisioningSucceeded").await,
+        "nothing provisioned"
+    );
+}
