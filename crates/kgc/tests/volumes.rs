@@ -276,6 +276,25 @@ async fn wait_for_first_consumer_claims_are_provisioned_on_the_selected_node() {
         pvc.spec.as_ref().unwrap().storage_class_name.as_deref(),
         Some("standard")
     );
+    // Server-side apply creating a claim is admitted the same way.
+    let applied = Api::<PersistentVolumeClaim>::namespaced(c.clone(), &ns)
+        .patch(
+            "applied",
+            &PatchParams::apply("test"),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "applied"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "8Mi"}}}})),
+        )
+        .await
+        .expect("applying a claim");
+    assert_eq!(
+        applied.spec.as_ref().unwrap().storage_class_name.as_deref(),
+        Some("standard")
+    );
+    assert_eq!(
+        applied.metadata.finalizers.as_deref(),
+        Some(&["kubernetes.io/pvc-protection".to_owned()][..])
+    );
     let none = claim(&c, &ns, "classless", Some(""), "8Mi").await;
     assert_eq!(
         none.spec.as_ref().unwrap().storage_class_name.as_deref(),
