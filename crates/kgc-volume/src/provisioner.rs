@@ -12,7 +12,7 @@
 //! nothing a user writes becomes part of a path. A claim asking for more than the free space of
 //! the root's file system is refused with `ProvisioningFailed` and nothing is created.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -228,12 +228,18 @@ impl<C: Cluster> Provisioner<C> {
     async fn fail(&self, claim: &PersistentVolumeClaim, class: &str, why: String) -> Result<()> {
         let msg = format!("failed to provision volume with StorageClass {class:?}: {why}");
         let uid = claim.metadata.uid.clone().unwrap_or_default();
-        let new = self
-            .told
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(uid, msg.clone())
-            .is_none_or(|before| before != msg);
+        let live: HashSet<String> = self.claims.read(|m| {
+            m.values()
+                .filter_map(|c| c.0.metadata.uid.clone())
+                .collect()
+        });
+        let new = {
+            let mut told = self.told.lock().unwrap_or_else(PoisonError::into_inner);
+            // Forget the claims that went while failing.
+            told.retain(|u, _| live.contains(u));
+            told.insert(uid, msg.clone())
+                .is_none_or(|before| before != msg)
+        };
         if new {
             self.event(claim, true, "ProvisioningFailed", &msg).await;
         }
