@@ -26,6 +26,7 @@ mod reviews;
 mod scale;
 pub mod serviceaccount;
 pub mod serviceaccount_admission;
+pub mod storage_admission;
 mod strict;
 mod table;
 pub mod tls;
@@ -90,6 +91,8 @@ pub struct ApiServer {
     owner_references_enforced: bool,
     /// The ServiceAccount admission plugin (on unless disabled).
     service_account_admission: bool,
+    /// DefaultStorageClass and StorageObjectInUseProtection (on unless disabled).
+    storage_plugins: storage_admission::StoragePlugins,
 }
 
 /// Request counters, one per status class (held, not looked up per request), and the store's
@@ -154,6 +157,7 @@ impl ApiServer {
             inflight: None,
             owner_references_enforced: true,
             service_account_admission: true,
+            storage_plugins: Default::default(),
         }
     }
 

@@ -195,6 +195,7 @@ fn namespace_unusable(e: &kube::Error) -> bool {
 
 /// Runs `workers` workers over `queue`, each calling `sync` for a key and acting on what it
 /// says: `Ok(None)` done, `Ok(Some(d))` look again after `d`, `Err` retry with back-off.
+/// Controllers of other crates run on it too, with their own error types.
 pub async fn work<K, F, Fut, E>(
     controller: &'static str,
     queue: WorkQueue<K>,

@@ -38,7 +38,12 @@ pub struct Server<B> {
 /// [`Server::start`] or [`Server::start_with`], so that a test of one collector can forge the
 /// status they would write and create the children they would create; on with
 /// [`Server::living`].
-pub const SIMULATORS: &[&str] = &["replicaset", "deployment"];
+pub const SIMULATORS: &[&str] = &[
+    "replicaset",
+    "deployment",
+    "provisioner",
+    "persistentvolume-binder",
+];
 
 impl<B: KgcBinary> Server<B> {
     /// A fresh in-memory server.

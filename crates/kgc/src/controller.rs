@@ -296,7 +296,8 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
             root_ca: shared.root_ca.clone(),
         };
         let disabled = shared.disable.clone();
-        async move { crate::controllers::run(ctx, &disabled).await }
+        let volumes = shared.lifecycle.volumes();
+        async move { crate::controllers::run(ctx, &disabled, volumes).await }
     };
     tokio::spawn(async move {
         let gc = async {

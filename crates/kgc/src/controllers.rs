@@ -15,7 +15,7 @@ use kgc_workloads::{deployment, replicaset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
 /// collectors, and the cluster's own controllers.
-pub const ALL: [&str; 13] = [
+pub const ALL: [&str; 17] = [
     "gc",
     "podgc",
     "ttl",
@@ -29,11 +29,15 @@ pub const ALL: [&str; 13] = [
     root_ca::NAME,
     replicaset::NAME,
     deployment::NAME,
+    kgc_volume::provisioner::NAME,
+    kgc_volume::binder::NAME,
+    kgc_volume::protection::PVC_NAME,
+    kgc_volume::protection::PV_NAME,
 ];
 
 /// What `kgc controller` leaves off unless named: against a real cluster, kube-apiserver,
 /// kube-controller-manager and the kubelets already do these jobs.
-pub const OFF_AGAINST_A_CLUSTER: [&str; 7] = [
+pub const OFF_AGAINST_A_CLUSTER: [&str; 11] = [
     namespace::NAME,
     crd_finalizer::NAME,
     pod_termination::NAME,
@@ -41,6 +45,10 @@ pub const OFF_AGAINST_A_CLUSTER: [&str; 7] = [
     root_ca::NAME,
     replicaset::NAME,
     deployment::NAME,
+    kgc_volume::provisioner::NAME,
+    kgc_volume::binder::NAME,
+    kgc_volume::protection::PVC_NAME,
+    kgc_volume::protection::PV_NAME,
 ];
 
 #[derive(clap::Args, Clone, Debug)]
@@ -48,7 +56,8 @@ pub struct Selection {
     /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
     /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
-    /// root-ca-cert-publisher, replicaset, deployment.
+    /// root-ca-cert-publisher, replicaset, deployment, provisioner, persistentvolume-binder,
+    /// pvc-protection, pv-protection.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -102,8 +111,9 @@ fn enabled(name: &str, list: &[String], off_by_default: &[&str]) -> bool {
 }
 
 /// Runs the cluster's own controllers that are not in `disabled`, until dropped.
-pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String]) {
-    let all: [(&str, BoxFuture<'static, ()>); 7] = [
+pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_volume::Config) {
+    use kgc_volume::{binder, protection, provisioner};
+    let all: [(&str, BoxFuture<'static, ()>); 11] = [
         (namespace::NAME, namespace::run(ctx.clone()).boxed()),
         (crd_finalizer::NAME, crd_finalizer::run(ctx.clone()).boxed()),
         (
@@ -116,7 +126,17 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String]) {
         ),
         (root_ca::NAME, root_ca::run(ctx.clone()).boxed()),
         (replicaset::NAME, replicaset::run(ctx.clone()).boxed()),
-        (deployment::NAME, deployment::run(ctx).boxed()),
+        (deployment::NAME, deployment::run(ctx.clone()).boxed()),
+        (
+            provisioner::NAME,
+            provisioner::run(ctx.clone(), volumes).boxed(),
+        ),
+        (binder::NAME, binder::run(ctx.clone()).boxed()),
+        (
+            protection::PVC_NAME,
+            protection::run_pvc(ctx.clone()).boxed(),
+        ),
+        (protection::PV_NAME, protection::run_pv(ctx).boxed()),
     ];
     let on = all
         .into_iter()

@@ -66,6 +66,21 @@ impl LifecycleArgs {
         c
     }
 
+    /// These arguments with the volumes root `root` unless --pv-host-path-root gives one.
+    pub fn with_default_volumes_root(&self, root: PathBuf) -> Self {
+        let mut a = self.clone();
+        a.pv_host_path_root.get_or_insert(root);
+        a
+    }
+
+    /// The provisioner's settings: it makes volumes under the root the `pv` collector deletes
+    /// them from.
+    pub fn volumes(&self) -> kgc_volume::Config {
+        kgc_volume::Config {
+            root: self.pv_host_path_root.clone(),
+        }
+    }
+
     /// Whether any lifecycle collector is enabled.
     pub fn any_enabled(disabled: &[String]) -> bool {
         kgc_lifecycle::COLLECTORS

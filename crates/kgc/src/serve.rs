@@ -47,10 +47,13 @@ pub struct Args {
     #[arg(long, default_value_t = kgc_apiserver::inflight::DEFAULT_MUTATING_LIMIT)]
     max_mutating_requests_inflight: usize,
     /// Admission plugins to turn off (comma-separated). kgc enforces
-    /// OwnerReferencesPermissionEnforcement by default, which kube-apiserver leaves off.
+    /// OwnerReferencesPermissionEnforcement by default, which kube-apiserver leaves off;
+    /// ServiceAccount, DefaultStorageClass and StorageObjectInUseProtection are on, as upstream.
     #[arg(long, value_delimiter = ',', value_parser = [
         kgc_apiserver::owner_references::PLUGIN,
         kgc_apiserver::serviceaccount_admission::PLUGIN,
+        kgc_apiserver::storage_admission::DEFAULT_STORAGE_CLASS,
+        kgc_apiserver::storage_admission::STORAGE_OBJECT_IN_USE_PROTECTION,
     ])]
     disable_admission_plugins: Vec<String>,
     #[command(flatten)]
@@ -249,6 +252,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if admission_off(kgc_apiserver::owner_references::PLUGIN) {
         api = api.without_owner_references_enforcement();
     }
+    for plugin in &args.disable_admission_plugins {
+        api = api.without_storage_admission_plugin(plugin);
+    }
     if admission_off(kgc_apiserver::serviceaccount_admission::PLUGIN) {
         api = api.without_service_account_admission();
     }
@@ -274,11 +280,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }));
         gc_task = Some(tokio::spawn(async move { gc.run().await }));
     }
+    // Provisioned volumes live in the data directory unless --pv-host-path-root says where;
+    // the `pv` collector's deleter is confined to the same root.
+    let lifecycle_args = args
+        .lifecycle
+        .with_default_volumes_root(data_dir.join("volumes"));
     let mut lifecycle_task = None;
     if crate::lifecycle::LifecycleArgs::any_enabled(&disabled) {
         let metrics = Arc::new(kgc_lifecycle::Metrics::new(&registry));
-        let run = args
-            .lifecycle
+        let run = lifecycle_args
             .clone()
             .run(informers.clone(), disabled.clone(), metrics);
         lifecycle_task = Some(tokio::spawn(run));
@@ -301,7 +311,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             root_ca: security.as_ref().map(|s| s.root_ca().into()),
         };
         let disabled = disabled.clone();
-        async move { crate::controllers::run(ctx, &disabled).await }
+        let volumes = lifecycle_args.volumes();
+        async move { crate::controllers::run(ctx, &disabled, volumes).await }
     });
     let app = api.router();
     tracing::info!(listen = %local, kubeconfig = %kubeconfig_path.display(), "serving");

@@ -21,7 +21,8 @@ pub(super) async fn create(
     body: Body,
 ) -> Result<Response> {
     let ns = req.namespace.as_deref().unwrap_or("");
-    let (obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
+    let (mut obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
+    api.admit_storage_create(info, req, &mut obj)?;
     api.admit_owner_references(info, req, None, &obj)?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     // Mutating admission after the field manager, as upstream: what it adds is owned by no

@@ -269,6 +269,9 @@ pub(super) async fn server_side_apply(
         if let Some(live) = live.as_ref() {
             crate::authz::admit_update(info, live, &merged)?;
         }
+        if live.is_none() {
+            api.admit_storage_create(info, req, &mut merged)?;
+        }
         api.admit_owner_references(info, req, live.as_ref(), &merged)?;
         conversion::to_storage(info, &req.version, &mut merged);
         Ok(merged)

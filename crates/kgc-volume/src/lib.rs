@@ -1,0 +1,175 @@
+//! Volumes in `kgc serve`: what turns a PersistentVolumeClaim into a bound, backed volume, and
+//! what keeps claims and volumes in use from going away:
+//!
+//! - [`class`]: the default StorageClass `standard` (provisioner `kgc.io/host-path`), created at
+//!   start-up when absent;
+//! - [`matching`]: which pre-created volume a claim binds to (kubernetes
+//!   `staging/src/k8s.io/component-helpers/storage/volume/pv_helpers.go` `FindMatchingVolume`);
+//! - [`binder`]: the PV controller's binding (`pkg/controller/volume/persistentvolume/
+//!   pv_controller.go` `syncClaim`, `syncVolume`), controller `persistentvolume-binder`;
+//! - [`provisioner`]: the `kgc.io/host-path` provisioner, one directory per claim under the
+//!   volumes root (sig-storage-lib-external-provisioner `controller/controller.go`), controller
+//!   `provisioner`;
+//! - [`protection`]: the `pvc-protection` and `pv-protection` controllers
+//!   (`pkg/controller/volume/pvcprotection`, `pvprotection`).
+//!
+//! Releasing a volume whose claim is gone and reclaiming it (`Delete`, `Retain`) is the `pv`
+//! collector's (kgc-lifecycle `volume`), confined to the same volumes root; the binder leaves
+//! those volumes to it.
+#![forbid(unsafe_code)]
+
+pub mod binder;
+pub mod class;
+pub mod matching;
+pub mod protection;
+pub mod provisioner;
+
+use std::path::PathBuf;
+
+use k8s_openapi::api::core::v1::{Event, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use kgc_runtime::informer::View;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// The provisioner name of kgc's host-path volumes.
+pub const PROVISIONER: &str = "kgc.io/host-path";
+
+/// The annotations of binding and provisioning (kubernetes
+/// `staging/src/k8s.io/component-helpers/storage/volume/pv_helpers.go`).
+pub mod annotations {
+    pub const BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
+    pub const BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
+    pub const PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
+    pub const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+    pub const STORAGE_PROVISIONER: &str = "volume.kubernetes.io/storage-provisioner";
+    pub const BETA_STORAGE_PROVISIONER: &str = "volume.beta.kubernetes.io/storage-provisioner";
+    pub const IS_DEFAULT_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
+    pub const BETA_IS_DEFAULT_CLASS: &str = "storageclass.beta.kubernetes.io/is-default-class";
+}
+
+/// The finalizers of storage object in-use protection (kubernetes `pkg/volume/util/
+/// finalizer.go`).
+pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
+pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
+
+/// Errors of a sync; the key is retried with back-off.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Settings.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// Where the provisioner creates volumes (`kgc serve`: `DATA_DIR/volumes`); `None`: it
+    /// provisions nothing and says so on each claim.
+    pub root: Option<PathBuf>,
+}
+
+/// The controllers, by the names `--controllers` takes.
+pub const CONTROLLERS: [&str; 4] = [
+    provisioner::NAME,
+    binder::NAME,
+    protection::PVC_NAME,
+    protection::PV_NAME,
+];
+
+/// A cache view that is the typed k8s-openapi object; an object that does not decode is not
+/// cached (the API server admitted it typed, so only a newer field set could cause that).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Typed<T>(pub T);
+
+impl<T: DeserializeOwned + Send + Sync + 'static> View for Typed<T> {
+    fn view(obj: &Value) -> Option<Self> {
+        match serde_json::from_value(obj.clone()) {
+            Ok(t) => Some(Typed(t)),
+            Err(e) => {
+                tracing::warn!(object = %kgc_runtime::informer::describe(&kgc_runtime::informer::key_of(obj)), error = %e, "cannot decode; ignored");
+                None
+            }
+        }
+    }
+}
+
+/// An annotation of `meta`, if set.
+pub(crate) fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+    meta.annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+}
+
+pub(crate) fn has_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
+    meta.finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|x| x == finalizer))
+}
+
+/// Records an event about `involved` as `component`, as client-go's recorder names and fills
+/// it; a failure to record is logged, never an error of the sync.
+pub(crate) async fn record(
+    client: &kube::Client,
+    clock: &kgc_meta::time::Clock,
+    component: &str,
+    involved: ObjectReference,
+    warning: bool,
+    reason: &str,
+    message: &str,
+) {
+    let now = clock.now();
+    let namespace = involved
+        .namespace
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "default".to_owned());
+    let name = format!(
+        "{}.{:x}",
+        involved.name.as_deref().unwrap_or_default(),
+        now.as_nanosecond().max(0)
+    );
+    let event = Event {
+        metadata: ObjectMeta {
+            name: Some(name),
+            namespace: Some(namespace.clone()),
+            ..ObjectMeta::default()
+        },
+        involved_object: involved,
+        reason: Some(reason.to_owned()),
+        message: Some(message.to_owned()),
+        type_: Some(if warning { "Warning" } else { "Normal" }.to_owned()),
+        source: Some(k8s_openapi::api::core::v1::EventSource {
+            component: Some(component.to_owned()),
+            host: None,
+        }),
+        reporting_component: Some(component.to_owned()),
+        first_timestamp: Some(Time(now)),
+        last_timestamp: Some(Time(now)),
+        event_time: None::<MicroTime>,
+        count: Some(1),
+        ..Event::default()
+    };
+    let events: kube::Api<Event> = kube::Api::namespaced(client.clone(), &namespace);
+    if let Err(e) = events.create(&Default::default(), &event).await {
+        tracing::debug!(component, reason, error = %e, "recording an event failed");
+    }
+}
+
+/// The reference an event or a `claimRef` gives of `obj`.
+pub(crate) fn reference<K: kube::Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
+    let m = obj.meta();
+    ObjectReference {
+        api_version: Some(K::api_version(&()).into_owned()),
+        kind: Some(K::kind(&()).into_owned()),
+        namespace: m.namespace.clone(),
+        name: m.name.clone(),
+        uid: m.uid.clone(),
+        resource_version: m.resource_version.clone(),
+        field_path: None,
+    }
+}
