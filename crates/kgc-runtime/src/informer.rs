@@ -61,6 +61,24 @@ impl View for Value {
     }
 }
 
+/// A view that is the whole typed object (k8s-openapi), for controllers of resources with few
+/// objects (ReplicaSets, claims, classes). An object that does not decode is not cached: the
+/// API server admitted it typed, so only a field set newer than the types could cause that.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Typed<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned + Send + Sync + 'static> View for Typed<T> {
+    fn view(obj: &Value) -> Option<Self> {
+        match serde_json::from_value(obj.clone()) {
+            Ok(t) => Some(Typed(t)),
+            Err(e) => {
+                tracing::warn!(object = %describe(&key_of(obj)), error = %e, "cannot decode; not cached");
+                None
+            }
+        }
+    }
+}
+
 /// How often a controller waiting for its resource runs discovery anyway, besides when the
 /// cluster says its resources changed.
 const DISCOVERY_RESYNC: std::time::Duration = std::time::Duration::from_secs(30);

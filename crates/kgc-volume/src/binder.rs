@@ -30,7 +30,8 @@ use kgc_runtime::queue::WorkQueue;
 use kube::api::{Api, PostParams};
 
 use crate::matching::{self, claim_class};
-use crate::{Error, Result, Typed, annotation, annotations, class, record, reference};
+use crate::{Error, Result, annotation, annotations, class, record, reference};
+use kgc_runtime::informer::Typed;
 
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "persistentvolume-binder";

@@ -28,9 +28,6 @@ use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::{Event, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
-use kgc_runtime::informer::View;
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 /// The provisioner name of kgc's host-path volumes.
 pub const PROVISIONER: &str = "kgc.io/host-path";
@@ -79,23 +76,6 @@ pub const CONTROLLERS: [&str; 4] = [
     protection::PVC_NAME,
     protection::PV_NAME,
 ];
-
-/// A cache view that is the typed k8s-openapi object; an object that does not decode is not
-/// cached (the API server admitted it typed, so only a newer field set could cause that).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Typed<T>(pub T);
-
-impl<T: DeserializeOwned + Send + Sync + 'static> View for Typed<T> {
-    fn view(obj: &Value) -> Option<Self> {
-        match serde_json::from_value(obj.clone()) {
-            Ok(t) => Some(Typed(t)),
-            Err(e) => {
-                tracing::warn!(object = %kgc_runtime::informer::describe(&kgc_runtime::informer::key_of(obj)), error = %e, "cannot decode; ignored");
-                None
-            }
-        }
-    }
-}
 
 /// An annotation of `meta`, if set.
 pub(crate) fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {

@@ -26,7 +26,8 @@ use kube::api::{Api, ListParams, PostParams};
 use serde_json::Value;
 
 use crate::binder::{Claim, Volume};
-use crate::{PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER, Result, Typed, has_finalizer};
+use crate::{PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER, Result, has_finalizer};
+use kgc_runtime::informer::Typed;
 
 /// The names `--controllers` knows them by.
 pub const PVC_NAME: &str = "pvc-protection";

@@ -21,7 +21,7 @@ use kgc_client::Cluster;
 use kgc_controllers::Context;
 use kgc_controllers::events::{Recorder, reference};
 use kgc_meta::selector::LabelSelector;
-use kgc_runtime::informer::{Cache, Key, View, describe};
+use kgc_runtime::informer::{Cache, Key, describe};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::{Value, json};
 
@@ -44,20 +44,7 @@ const WORKERS: usize = 5;
 const COMPONENT: &str = "deployment-controller";
 
 /// A cached Deployment (typed; there are few of them).
-#[derive(Debug, Clone)]
-pub struct Deployment(pub Arc<Typed>);
-
-impl View for Deployment {
-    fn view(obj: &Value) -> Option<Self> {
-        match serde_json::from_value::<Typed>(obj.clone()) {
-            Ok(d) => Some(Self(Arc::new(d))),
-            Err(e) => {
-                tracing::warn!(controller = NAME, error = %e, "a Deployment that does not decode is left alone");
-                None
-            }
-        }
-    }
-}
+pub type Deployment = kgc_runtime::informer::Typed<Typed>;
 
 impl Child for ReplicaSet {
     fn labels(&self) -> &BTreeMap<String, String> {
@@ -290,14 +277,14 @@ impl<C: Cluster> Controller<C> {
 
     /// Upstream `syncDeployment`.
     async fn sync(&self, key: &Key) -> Result<Option<Duration>> {
-        let Some(Deployment(d)) = self.deployments.get(key) else {
+        let Some(d) = self.deployments.get(key).map(|t| t.0) else {
             return Ok(None);
         };
         let selector = match matcher(Some(&d.spec.selector)) {
             Ok(Some(s)) if !s.is_empty() => s,
             Ok(_) => {
                 self.recorder.warning(
-                    reference(&*d),
+                    reference(&d),
                     "SelectingAll",
                     "This deployment is selecting all pods. A non-empty selector is required."
                         .to_owned(),
@@ -358,7 +345,7 @@ impl<C: Cluster> Controller<C> {
             let uid = rs.0.metadata.uid.clone().unwrap_or_default();
             let patch = match claim(owner, Some(selector), &rs) {
                 Claim::Keep => {
-                    claimed.push((*rs.0).clone());
+                    claimed.push(rs.0.clone());
                     continue;
                 }
                 Claim::Ignore => continue,

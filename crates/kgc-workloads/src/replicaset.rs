@@ -22,9 +22,8 @@ use kgc_client::Cluster;
 use kgc_controllers::Context;
 use kgc_controllers::events::{Recorder, reference};
 use kgc_meta::selector::LabelSelector;
-use kgc_runtime::informer::{Cache, Key, View, describe};
+use kgc_runtime::informer::{Cache, Key, describe};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use serde_json::Value;
 
 use crate::controller_ref::{Claim, Owner, claim};
 use crate::expectations::Expectations;
@@ -43,20 +42,7 @@ const COMPONENT: &str = "replicaset-controller";
 const FIELD_MANAGER: &str = "kgc-replicaset-controller";
 
 /// A cached ReplicaSet (typed; there are few of them).
-#[derive(Debug, Clone)]
-pub struct ReplicaSet(pub Arc<Typed>);
-
-impl View for ReplicaSet {
-    fn view(obj: &Value) -> Option<Self> {
-        match serde_json::from_value::<Typed>(obj.clone()) {
-            Ok(rs) => Some(Self(Arc::new(rs))),
-            Err(e) => {
-                tracing::warn!(controller = NAME, error = %e, "a ReplicaSet that does not decode is left alone");
-                None
-            }
-        }
-    }
-}
+pub type ReplicaSet = kgc_runtime::informer::Typed<Typed>;
 
 /// A ReplicaSet's key in the work queue.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -253,7 +239,7 @@ impl<C: Cluster> Controller<C> {
 
     /// Upstream `syncReplicaSet`.
     async fn sync(&self, key: &Key) -> Result<Option<Duration>> {
-        let Some(ReplicaSet(rs)) = self.sets.get(key) else {
+        let Some(rs) = self.sets.get(key).map(|t| t.0) else {
             self.expectations.forget(key);
             return Ok(None);
         };
