@@ -16,6 +16,11 @@ use crate::controller::Controller;
 use crate::http::http_get_status;
 use crate::process::{self, READY_DEADLINE};
 
+/// The pieces that act as a cluster's other components (scheduler, kubelets, provisioner):
+/// [`Server::start`] and [`Server::start_with`] turn them off, so that a test of one collector
+/// forges the status they would write without them fighting it; [`Server::living`] keeps them.
+pub const SIMULATORS: &[&str] = &["scheduler"];
+
 /// A running `kgc serve` of the binary `B` (test binaries name it `Server`, see
 /// [`bind_kgc!`](crate::bind_kgc)).
 pub struct Server<B> {
@@ -29,6 +34,8 @@ pub struct Server<B> {
     /// HTTPS with authentication and RBAC (see [`Server::start_secure`]); otherwise
     /// `--insecure-http`.
     secure: bool,
+    /// Runs the [`SIMULATORS`] too.
+    living: bool,
     binary: PhantomData<fn() -> B>,
 }
 
@@ -42,6 +49,14 @@ impl<B: KgcBinary> Server<B> {
     /// Pass no `--in-memory` for a durable server.
     pub async fn start_with(args: &[&str]) -> Self {
         Self::start_inner(args, false, |_| {}).await
+    }
+
+    /// A fresh server with every piece on, the [`SIMULATORS`] included: a living cluster.
+    pub async fn living(args: &[&str]) -> Self {
+        let mut s = Self::new_inner(args, false, |_| {});
+        s.living = true;
+        s.spawn().await;
+        s
     }
 
     /// Like [`Server::start_with`], with the data directory set up by `prepare` first (a
@@ -58,13 +73,19 @@ impl<B: KgcBinary> Server<B> {
     }
 
     async fn start_inner(args: &[&str], secure: bool, prepare: impl FnOnce(&Path)) -> Self {
+        let mut s = Self::new_inner(args, secure, prepare);
+        s.spawn().await;
+        s
+    }
+
+    fn new_inner(args: &[&str], secure: bool, prepare: impl FnOnce(&Path)) -> Self {
         let root = tempfile::Builder::new()
             .prefix("kgc-test-")
             .tempdir()
             .expect("creating a temporary directory");
         std::fs::create_dir_all(root.path().join("data")).expect("creating the data dir");
         prepare(&root.path().join("data"));
-        let mut s = Server {
+        Server {
             child: None,
             root,
             args: args.iter().map(|a| (*a).to_owned()).collect(),
@@ -72,10 +93,9 @@ impl<B: KgcBinary> Server<B> {
             client: None,
             controller: None,
             secure,
+            living: false,
             binary: PhantomData,
-        };
-        s.spawn().await;
-        s
+        }
     }
 
     async fn spawn(&mut self) {
@@ -87,6 +107,12 @@ impl<B: KgcBinary> Server<B> {
             .arg("--data-dir")
             .arg(self.data_dir())
             .args((!self.secure).then_some("--insecure-http"))
+            .args(
+                SIMULATORS
+                    .iter()
+                    .filter(|_| !self.living)
+                    .flat_map(|name| ["--disable", name]),
+            )
             .args(&self.args)
             .env("RUST_LOG", process::rust_log())
             .stdin(Stdio::null())
