@@ -18,11 +18,14 @@ use crate::pod::DEFAULT_SCHEDULER;
 /// At most this many repeated events are remembered (a bound on memory); then it starts over.
 const REMEMBERED: usize = 10_000;
 
+/// An event's identity for the correlator (pod, reason, message), and its name and count.
+type Seen = HashMap<(Key, String, String), (String, i32)>;
+
 #[derive(Clone)]
 pub struct Recorder {
     client: kube::Client,
     clock: Clock,
-    seen: Arc<Mutex<HashMap<(Key, String, String), (String, i32)>>>,
+    seen: Arc<Mutex<Seen>>,
 }
 
 impl Recorder {
