@@ -477,3 +477,70 @@ async fn the_binding_subresource() {
         (json!("Binding"), json!(["create"]))
     );
 }
+
+#[tokio::test]
+async fn binding_needs_create_on_pods_binding() {
+    let s = Server::start_secure(&[]).await;
+    let ns = fresh_namespace(&s.client(), "bindrbac").await;
+    pod(&s, &ns, "p", "1", json!({})).await;
+    let role = format!(
+        r#"{{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {{"name": "binder", "namespace": "{ns}"}},
+            "rules": [{{"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}}]}}"#
+    );
+    s.kubectl_stdin_ok(&["apply", "-f", "-"], &role).await;
+    for (sa, role) in [
+        ("binder", "--role=binder"),
+        ("viewer", "--clusterrole=view"),
+    ] {
+        s.kubectl_ok(&["-n", &ns, "create", "serviceaccount", sa])
+            .await;
+        let subject = format!("--serviceaccount={ns}:{sa}");
+        s.kubectl_ok(&["-n", &ns, "create", "rolebinding", sa, role, &subject])
+            .await;
+    }
+    let can = |sa: &'static str| {
+        let (s, ns) = (&s, ns.clone());
+        async move {
+            let who = format!("--as=system:serviceaccount:{ns}:{sa}");
+            let out = s
+                .kubectl(&[
+                    "auth",
+                    "can-i",
+                    "create",
+                    "pods",
+                    "--subresource=binding",
+                    "-n",
+                    &ns,
+                    &who,
+                ])
+                .await;
+            String::from_utf8_lossy(&out.stdout).trim() == "yes"
+        }
+    };
+    // RBAC takes the new bindings in through its watch.
+    eventually("the binder may bind", T, || can("binder")).await;
+    assert!(!can("viewer").await);
+    let file = s.write_file(
+        "binding.json",
+        &json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+                "target": {"kind": "Node", "name": "n1"}})
+        .to_string(),
+    );
+    let path = format!("/api/v1/namespaces/{ns}/pods/p/binding");
+    let f = file.to_str().unwrap();
+    let viewer = format!("--as=system:serviceaccount:{ns}:viewer");
+    let out = s
+        .kubectl(&["create", "--raw", &path, "-f", f, &viewer])
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Error from server (Forbidden)")
+            && stderr.contains("cannot create resource \"pods/binding\""),
+        "{stderr}"
+    );
+    let binder = format!("--as=system:serviceaccount:{ns}:binder");
+    s.kubectl_ok(&["create", "--raw", &path, "-f", f, &binder])
+        .await;
+    assert_eq!(node_of(&s, &ns, "p").await.as_deref(), Some("n1"));
+}
