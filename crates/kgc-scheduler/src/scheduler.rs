@@ -212,7 +212,9 @@ impl Scheduler {
                     .await;
             }
             Err(e) => {
+                // What the assumption held is free again: pods judged against it may fit.
                 self.cache.forget(&key);
+                self.queue.move_all();
                 if e.is_not_found() {
                     self.queue.forget(&key);
                     return;
