@@ -8,6 +8,7 @@
 
 mod controllers;
 mod http;
+mod scheduling;
 mod server;
 mod stats;
 mod watches;
@@ -64,6 +65,12 @@ struct Cli {
     /// Threads of the load generator's runtime (it shares the machine with the server).
     #[arg(long, default_value_t = 1)]
     client_threads: usize,
+    /// Pods created in the scheduling measurement.
+    #[arg(long, default_value_t = 10_000)]
+    pods: usize,
+    /// Nodes registered in the scheduling measurement.
+    #[arg(long, default_value_t = 100)]
+    sched_nodes: usize,
     /// Extra argument passed to every `kgc serve` (repeat for several), e.g. `--server-arg=--disable=gc`.
     #[arg(long = "server-arg", allow_hyphen_values = true)]
     server_args: Vec<String>,
@@ -116,6 +123,9 @@ enum Which {
     /// The requests `kgc controller`'s namespace controller makes to delete a namespace of
     /// `--small-list` objects (not part of `all`).
     Namespace,
+    /// Pods bound per second by the scheduler: `--pods` pods by 16 clients onto `--sched-nodes`
+    /// nodes (not part of `all`).
+    Scheduling,
 }
 
 /// One row of the final table.
@@ -894,6 +904,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Namespace {
         bench.namespace().await?;
+    }
+    if which == Which::Scheduling {
+        bench.scheduling().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",

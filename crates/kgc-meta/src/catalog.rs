@@ -384,6 +384,13 @@ impl Builtin {
                     verbs: vec!["update".into()],
                     ..parent("finalize")
                 },
+                // A scheduler's `v1 Binding` of a pod to a node.
+                "binding" => Subresource {
+                    name: "binding".into(),
+                    kind: "Binding".into(),
+                    verbs: vec!["create".into()],
+                    ..parent("binding")
+                },
                 // TokenRequest: `kubectl create token` (served by the API server's authn).
                 "token" => Subresource {
                     name: "token".into(),
@@ -497,7 +504,16 @@ fn builtin_resources() -> impl Iterator<Item = ResourceInfo> {
     [
         // Discovery order of `kubectl get all` on a real cluster: pods, services,
         // replicationcontrollers, then apps, batch, autoscaling.
-        b("", "v1", "Pod", "pods", Namespaced, &["po"], true, STATUS),
+        b(
+            "",
+            "v1",
+            "Pod",
+            "pods",
+            Namespaced,
+            &["po"],
+            true,
+            &["status", "binding"],
+        ),
         b(
             "",
             "v1",

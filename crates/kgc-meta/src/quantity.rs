@@ -96,6 +96,19 @@ impl Quantity {
             Amount::Dec(dec) => !dec.has_fraction(),
         }
     }
+
+    /// `ScaledValue(scale)`: the value in units of 10^scale, rounded away from zero, saturating
+    /// at the int64 range (`MilliValue` is scale -3, `Value` scale 0), as schedulers and
+    /// kubelets count CPU and memory.
+    pub fn scaled_value(&self, scale: i64) -> i64 {
+        let mut dec = self.amount.to_dec().into_owned();
+        dec.exp -= scale;
+        let magnitude = dec
+            .int_part()
+            .map_or(i128::MAX, |n| n + i128::from(dec.has_fraction()));
+        let v = if dec.negative { -magnitude } else { magnitude };
+        v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+    }
 }
 
 impl fmt::Display for Quantity {
@@ -881,6 +894,18 @@ mod tests {
             "1Gi"
         );
         assert_eq!(Quantity::from_json(&json!(2000)).unwrap().to_string(), "2k");
+    }
+
+    #[test]
+    fn scaled_values_round_up() {
+        let v = |s: &str, scale| Quantity::parse(s).unwrap().scaled_value(scale);
+        assert_eq!(v("1.5", -3), 1500);
+        assert_eq!(v("100m", -3), 100);
+        assert_eq!(v("1m", 0), 1);
+        assert_eq!(v("1Gi", 0), 1 << 30);
+        assert_eq!(v("0.1n", -3), 1);
+        assert_eq!(v("8", -3), 8000);
+        assert_eq!(v("1E", -3), i64::MAX);
     }
 
     #[test]

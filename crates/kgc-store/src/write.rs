@@ -420,6 +420,8 @@ fn shape_for_subresource(
             &["spec", "finalizers"],
             Some(Value::Array(vec![])),
         )),
+        // `pods/binding` (kgc-apiserver's `BindingREST`) writes the whole bound pod.
+        Some("binding") if info.group.is_empty() && info.plural == "pods" => Ok(new),
         // certificates.k8s.io `csrApprovalStrategy`: only the conditions change.
         Some("approval") if info.group == "certificates.k8s.io" => Ok(only_changes(
             current,

@@ -43,6 +43,7 @@ pub const SIMULATORS: &[&str] = &[
     "deployment",
     "provisioner",
     "persistentvolume-binder",
+    "scheduler",
 ];
 
 impl<B: KgcBinary> Server<B> {

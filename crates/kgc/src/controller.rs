@@ -69,7 +69,7 @@ pub struct Args {
     /// How often candidates try to take, and the leader to renew, the lease.
     #[arg(long, default_value = "2s", value_parser = crate::parse_duration)]
     leader_elect_retry_period: Duration,
-    /// (namespace, crd-cleanup and pod-termination are off unless named: the cluster's own
+    /// (namespace, crd-cleanup, pod-termination and scheduler are off unless named: the cluster's own
     /// components do their jobs.)
     #[command(flatten)]
     selection: crate::controllers::Selection,

@@ -15,7 +15,7 @@ use kgc_workloads::{deployment, replicaset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
 /// collectors, and the cluster's own controllers.
-pub const ALL: [&str; 17] = [
+pub const ALL: [&str; 18] = [
     "gc",
     "podgc",
     "ttl",
@@ -33,11 +33,12 @@ pub const ALL: [&str; 17] = [
     kgc_volume::binder::NAME,
     kgc_volume::protection::PVC_NAME,
     kgc_volume::protection::PV_NAME,
+    kgc_scheduler::NAME,
 ];
 
 /// What `kgc controller` leaves off unless named: against a real cluster, kube-apiserver,
 /// kube-controller-manager and the kubelets already do these jobs.
-pub const OFF_AGAINST_A_CLUSTER: [&str; 11] = [
+pub const OFF_AGAINST_A_CLUSTER: [&str; 12] = [
     namespace::NAME,
     crd_finalizer::NAME,
     pod_termination::NAME,
@@ -49,6 +50,7 @@ pub const OFF_AGAINST_A_CLUSTER: [&str; 11] = [
     kgc_volume::binder::NAME,
     kgc_volume::protection::PVC_NAME,
     kgc_volume::protection::PV_NAME,
+    kgc_scheduler::NAME,
 ];
 
 #[derive(clap::Args, Clone, Debug)]
@@ -57,7 +59,7 @@ pub struct Selection {
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
     /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
     /// root-ca-cert-publisher, replicaset, deployment, provisioner, persistentvolume-binder,
-    /// pvc-protection, pv-protection.
+    /// pvc-protection, pv-protection, scheduler.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -113,7 +115,7 @@ fn enabled(name: &str, list: &[String], off_by_default: &[&str]) -> bool {
 /// Runs the cluster's own controllers that are not in `disabled`, until dropped.
 pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_volume::Config) {
     use kgc_volume::{binder, protection, provisioner};
-    let all: [(&str, BoxFuture<'static, ()>); 11] = [
+    let all: [(&str, BoxFuture<'static, ()>); 12] = [
         (namespace::NAME, namespace::run(ctx.clone()).boxed()),
         (crd_finalizer::NAME, crd_finalizer::run(ctx.clone()).boxed()),
         (
@@ -132,6 +134,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
             provisioner::run(ctx.clone(), volumes).boxed(),
         ),
         (binder::NAME, binder::run(ctx.clone()).boxed()),
+        (kgc_scheduler::NAME, kgc_scheduler::run(ctx.clone()).boxed()),
         (
             protection::PVC_NAME,
             protection::run_pvc(ctx.clone()).boxed(),

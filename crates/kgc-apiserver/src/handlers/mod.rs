@@ -2,6 +2,7 @@
 //! module per verb as kubernetes/apiserver pkg/endpoints/handlers has them; this module holds
 //! what they share (handlers/rest.go).
 
+mod binding;
 mod create;
 mod delete;
 mod fieldmanager;
@@ -57,7 +58,11 @@ pub async fn serve(
     }
     if let Some(sub) = &req.subresource {
         let known = info.subresource(sub).is_some();
-        let verb_ok = matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch);
+        let verb_ok = if sub == "binding" {
+            req.verb == Verb::Create
+        } else {
+            matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch)
+        };
         if !known || !verb_ok {
             return Err(Status::no_such_resource().into());
         }
@@ -71,8 +76,10 @@ pub async fn serve(
     }
     let ns = req.namespace.clone().unwrap_or_default();
     let name = req.name.clone().unwrap_or_default();
-    if req.subresource.as_deref() == Some("scale") {
-        return scale::scale(api, &info, &req, query, headers, body).await;
+    match req.subresource.as_deref() {
+        Some("scale") => return scale::scale(api, &info, &req, query, headers, body).await,
+        Some("binding") => return binding::bind(api, &info, &req, query, headers, body).await,
+        _ => {}
     }
     let table = table_request(headers, query)?;
     match req.verb {
