@@ -8,6 +8,7 @@
 
 mod controllers;
 mod http;
+mod nodes;
 mod server;
 mod stats;
 mod watches;
@@ -58,6 +59,9 @@ struct Cli {
     /// ConfigMaps the watches of the watch-memory scenarios watch (about 1 KB each stored).
     #[arg(long, default_value_t = 3_000)]
     watch_objects: usize,
+    /// Simulated nodes of the `nodes` measurement.
+    #[arg(long, default_value_t = 1_000)]
+    nodes: usize,
     /// Concurrent clients used to load the large store.
     #[arg(long, default_value_t = 64)]
     load_clients: usize,
@@ -116,6 +120,9 @@ enum Which {
     /// The requests `kgc controller`'s namespace controller makes to delete a namespace of
     /// `--small-list` objects (not part of `all`).
     Namespace,
+    /// A server simulating `--nodes` nodes: CPU at steady state and lease renewal lag (not
+    /// part of `all`).
+    Nodes,
 }
 
 /// One row of the final table.
@@ -894,6 +901,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Namespace {
         bench.namespace().await?;
+    }
+    if which == Which::Nodes {
+        bench.nodes().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",

@@ -58,7 +58,7 @@ impl<C: Cluster> Context<C> {
     }
 
     /// A work queue reporting under `name` when the process has a registry.
-    fn queue<K: std::hash::Hash + Eq + Clone>(&self, name: &str) -> WorkQueue<K> {
+    pub fn queue<K: std::hash::Hash + Eq + Clone>(&self, name: &str) -> WorkQueue<K> {
         match &self.queues {
             Some(m) => WorkQueue::with_metrics(name, m),
             None => WorkQueue::new(),
@@ -98,11 +98,12 @@ async fn run_by_name<C, V, F, Fut>(
 
 /// Runs `workers` workers over `queue`, each calling `sync` for a key and acting on what it
 /// says: `Ok(None)` done, `Ok(Some(d))` look again after `d`, `Err` retry with back-off.
-async fn work<K, F, Fut>(controller: &'static str, queue: WorkQueue<K>, workers: usize, sync: F)
+pub async fn work<K, F, Fut, E>(controller: &'static str, queue: WorkQueue<K>, workers: usize, sync: F)
 where
     K: std::hash::Hash + Eq + Clone + std::fmt::Display + Send + Sync + 'static,
     F: Fn(K) -> Fut + Clone + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<Option<std::time::Duration>>> + Send,
+    Fut: std::future::Future<Output = Result<Option<std::time::Duration>, E>> + Send,
+    E: std::fmt::Display,
 {
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers.max(1) {

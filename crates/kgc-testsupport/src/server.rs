@@ -16,6 +16,11 @@ use crate::controller::Controller;
 use crate::http::http_get_status;
 use crate::process::{self, READY_DEADLINE};
 
+/// The controllers that simulate a cluster's machines (nodes, kubelets, scheduler, …): off in
+/// the servers of [`Server::start`] and [`Server::start_with`], whose tests forge the status a
+/// kubelet would write, on in [`Server::living`].
+pub const SIMULATORS: &[&str] = &["nodes-sim", "node-lifecycle"];
+
 /// A running `kgc serve` of the binary `B` (test binaries name it `Server`, see
 /// [`bind_kgc!`](crate::bind_kgc)).
 pub struct Server<B> {
@@ -29,6 +34,8 @@ pub struct Server<B> {
     /// HTTPS with authentication and RBAC (see [`Server::start_secure`]); otherwise
     /// `--insecure-http`.
     secure: bool,
+    /// Every controller on, the simulators included (see [`Server::living`]).
+    living: bool,
     binary: PhantomData<fn() -> B>,
 }
 
@@ -42,6 +49,15 @@ impl<B: KgcBinary> Server<B> {
     /// Pass no `--in-memory` for a durable server.
     pub async fn start_with(args: &[&str]) -> Self {
         Self::start_inner(args, false, |_| {}).await
+    }
+
+    /// A fresh server with every controller on, the [`SIMULATORS`] included: a cluster that
+    /// lives without forged status. `args` are added as in [`Server::start_with`].
+    pub async fn living(args: &[&str]) -> Self {
+        let mut s = Self::prepare(args, false, |_| {});
+        s.living = true;
+        s.spawn().await;
+        s
     }
 
     /// Like [`Server::start_with`], with the data directory set up by `prepare` first (a
@@ -58,13 +74,19 @@ impl<B: KgcBinary> Server<B> {
     }
 
     async fn start_inner(args: &[&str], secure: bool, prepare: impl FnOnce(&Path)) -> Self {
+        let mut s = Self::prepare(args, secure, prepare);
+        s.spawn().await;
+        s
+    }
+
+    fn prepare(args: &[&str], secure: bool, prepare: impl FnOnce(&Path)) -> Self {
         let root = tempfile::Builder::new()
             .prefix("kgc-test-")
             .tempdir()
             .expect("creating a temporary directory");
         std::fs::create_dir_all(root.path().join("data")).expect("creating the data dir");
         prepare(&root.path().join("data"));
-        let mut s = Server {
+        Server {
             child: None,
             root,
             args: args.iter().map(|a| (*a).to_owned()).collect(),
@@ -72,10 +94,22 @@ impl<B: KgcBinary> Server<B> {
             client: None,
             controller: None,
             secure,
+            living: false,
             binary: PhantomData,
-        };
-        s.spawn().await;
-        s
+        }
+    }
+
+    /// What turns the [`SIMULATORS`] off, unless the server is [`Server::living`]: `--disable`
+    /// for each, and `--nodes 0` unless the test gives `--nodes`.
+    fn simulators_off(&self) -> Vec<String> {
+        if self.living {
+            return Vec::new();
+        }
+        let mut out = vec![format!("--disable={}", SIMULATORS.join(","))];
+        if !self.args.iter().any(|a| a == "--nodes" || a.starts_with("--nodes=")) {
+            out.push("--nodes=0".into());
+        }
+        out
     }
 
     async fn spawn(&mut self) {
@@ -87,6 +121,7 @@ impl<B: KgcBinary> Server<B> {
             .arg("--data-dir")
             .arg(self.data_dir())
             .args((!self.secure).then_some("--insecure-http"))
+            .args(self.simulators_off())
             .args(&self.args)
             .env("RUST_LOG", process::rust_log())
             .stdin(Stdio::null())

@@ -7,10 +7,11 @@
 
 use kgc_client::Cluster;
 use kgc_controllers::{Context, crd_finalizer, namespace, pod_termination};
+use kgc_nodesim::{lifecycle as node_lifecycle, simulator as nodes_sim};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
 /// collectors, and the cluster's own controllers.
-pub const ALL: [&str; 9] = [
+pub const ALL: [&str; 11] = [
     "gc",
     "podgc",
     "ttl",
@@ -20,18 +21,26 @@ pub const ALL: [&str; 9] = [
     namespace::NAME,
     crd_finalizer::NAME,
     pod_termination::NAME,
+    nodes_sim::NAME,
+    node_lifecycle::NAME,
 ];
 
 /// What `kgc controller` leaves off unless named: against a real cluster, kube-apiserver,
 /// kube-controller-manager and the kubelets already do these jobs.
-pub const OFF_AGAINST_A_CLUSTER: [&str; 3] =
-    [namespace::NAME, crd_finalizer::NAME, pod_termination::NAME];
+pub const OFF_AGAINST_A_CLUSTER: [&str; 5] = [
+    namespace::NAME,
+    crd_finalizer::NAME,
+    pod_termination::NAME,
+    nodes_sim::NAME,
+    node_lifecycle::NAME,
+];
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct Selection {
     /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
-    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination.
+    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, and in
+    /// `kgc serve` only nodes-sim (simulated nodes) and node-lifecycle.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -132,11 +141,11 @@ mod tests {
     #[test]
     fn the_first_entry_naming_a_controller_decides() {
         assert_eq!(disabled(&["*", "-gc"], &[], &[]), ["gc"]);
-        assert_eq!(disabled(&["gc", "-gc"], &[], &[]).len(), 8);
+        assert_eq!(disabled(&["gc", "-gc"], &[], &[]).len(), ALL.len() - 1);
         assert!(!disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"ttl".to_owned()));
         assert!(disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"gc".to_owned()));
         let named = disabled(&["*", "namespace"], &[], &OFF_AGAINST_A_CLUSTER);
-        assert_eq!(named, [crd_finalizer::NAME, pod_termination::NAME]);
+        assert_eq!(named, &OFF_AGAINST_A_CLUSTER[1..]);
     }
 
     #[test]

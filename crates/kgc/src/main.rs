@@ -12,6 +12,8 @@ mod gc_cmd;
 mod leader_election;
 mod lifecycle;
 mod node_cmd;
+mod node_stop_cmd;
+mod nodes;
 mod secure;
 mod serve;
 mod signals;
@@ -63,7 +65,8 @@ enum Command {
     /// Delete every object of an app's environment (and tag), and its parent.
     Delete(deploy_cmd::PruneArgs),
     /// Node garbage collection over the CRI: the kubelet's image and container GC as a
-    /// command (`kgc node gc|snapshot|simulate`).
+    /// command (`kgc node gc|snapshot|simulate`); stop and start simulated nodes
+    /// (`kgc node stop|start NAME`).
     Node(node_cmd::Args),
 }
 
