@@ -39,7 +39,9 @@ impl Bench {
         let mut conn = Conn::connect(server.addr).await?;
         let started = Instant::now();
         let rv = loop {
-            let body = conn.expect(StatusCode::OK, Method::GET, LEASES, None).await?;
+            let body = conn
+                .expect(StatusCode::OK, Method::GET, LEASES, None)
+                .await?;
             let list: Value = serde_json::from_slice(&body)?;
             let have = list["items"].as_array().map_or(0, Vec::len);
             if have >= n {
@@ -53,7 +55,10 @@ impl Bench {
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         };
-        println!("   {n} nodes with leases after {:.1} s", started.elapsed().as_secs_f64());
+        println!(
+            "   {n} nodes with leases after {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
         let lags = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let watcher = tokio::spawn(renewal_lags(server.addr, rv, lags.clone()));
         // Every node's first renewal is spread over the interval; then they renew at pace.
@@ -71,7 +76,10 @@ impl Bench {
             rss / 1024
         );
         println!("   {cpu}");
-        self.row(format!("{} simulated nodes, steady state", thousands(n as u64)), cpu);
+        self.row(
+            format!("{} simulated nodes, steady state", thousands(n as u64)),
+            cpu,
+        );
         let lags = std::mem::take(&mut *lags.lock().unwrap_or_else(|p| p.into_inner()));
         let samples = Samples::new(lags);
         let lag = format!(
@@ -104,11 +112,15 @@ async fn renewal_lags(
     let mut buf = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.context("reading the watch")?;
-        let Some(data) = frame.data_ref() else { continue };
+        let Some(data) = frame.data_ref() else {
+            continue;
+        };
         buf.extend_from_slice(data);
         while let Some(end) = buf.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = buf.drain(..=end).collect();
-            let Ok(event) = serde_json::from_slice::<Value>(&line) else { continue };
+            let Ok(event) = serde_json::from_slice::<Value>(&line) else {
+                continue;
+            };
             let obj = &event["object"];
             let (Some(name), Some(at)) = (
                 obj["metadata"]["name"].as_str(),

@@ -36,7 +36,10 @@ pub fn parse(s: &str) -> Result<Capacity, Error> {
         }
         let q = Quantity::parse(value).map_err(|e| bad(key, format!("{value:?}: {e}")))?;
         if q.is_negative() {
-            return Err(bad(key, format!("{value:?}: must be greater than or equal to 0")));
+            return Err(bad(
+                key,
+                format!("{value:?}: must be greater than or equal to 0"),
+            ));
         }
         if key == "pods" && !q.is_integer() {
             return Err(bad(key, format!("{value:?}: must be an integer")));
@@ -46,7 +49,10 @@ pub fn parse(s: &str) -> Result<Capacity, Error> {
         }
     }
     if let Some(missing) = REQUIRED.iter().find(|r| !out.contains_key(**r)) {
-        return Err(bad(missing, "missing (cpu, memory and pods are required)".into()));
+        return Err(bad(
+            missing,
+            "missing (cpu, memory and pods are required)".into(),
+        ));
     }
     Ok(out)
 }
@@ -62,17 +68,33 @@ mod tests {
         assert_eq!(c["memory"], "32Gi");
         assert_eq!(c["pods"], "110");
         let c = parse("cpu=1500m, memory=1.5Gi,pods=10,ephemeral-storage=100Gi").unwrap();
-        assert_eq!((c["cpu"].as_str(), c["memory"].as_str()), ("1500m", "1536Mi"));
+        assert_eq!(
+            (c["cpu"].as_str(), c["memory"].as_str()),
+            ("1500m", "1536Mi")
+        );
         assert_eq!(c.len(), 4);
     }
 
     #[test]
     fn bad_values_name_the_key() {
         let e = |s: &str| parse(s).unwrap_err().to_string();
-        assert!(e("cpu=abc,memory=1Gi,pods=1").starts_with("cpu: \"abc\": quantities must match"), "{}", e("cpu=abc,memory=1Gi,pods=1"));
-        assert_eq!(e("cpu=-1,memory=1Gi,pods=1"), "cpu: \"-1\": must be greater than or equal to 0");
-        assert_eq!(e("cpu=1,memory=1Gi,pods=1.5"), "pods: \"1.5\": must be an integer");
-        assert_eq!(e("cpu=1,memory=1Gi"), "pods: missing (cpu, memory and pods are required)");
+        assert!(
+            e("cpu=abc,memory=1Gi,pods=1").starts_with("cpu: \"abc\": quantities must match"),
+            "{}",
+            e("cpu=abc,memory=1Gi,pods=1")
+        );
+        assert_eq!(
+            e("cpu=-1,memory=1Gi,pods=1"),
+            "cpu: \"-1\": must be greater than or equal to 0"
+        );
+        assert_eq!(
+            e("cpu=1,memory=1Gi,pods=1.5"),
+            "pods: \"1.5\": must be an integer"
+        );
+        assert_eq!(
+            e("cpu=1,memory=1Gi"),
+            "pods: missing (cpu, memory and pods are required)"
+        );
         assert_eq!(e("cpu=1,memory"), "memory: expected name=quantity");
         assert_eq!(e("cpu=1,cpu=2,memory=1,pods=1"), "cpu: given twice");
     }

@@ -28,7 +28,12 @@ pub fn renewed(base: Option<&Lease>, node: &str, node_uid: Option<&str>, now: Ti
         }),
     });
     lease.spec.get_or_insert_with(LeaseSpec::default).renew_time = Some(MicroTime(now));
-    if lease.metadata.owner_references.as_ref().is_none_or(Vec::is_empty) {
+    if lease
+        .metadata
+        .owner_references
+        .as_ref()
+        .is_none_or(Vec::is_empty)
+    {
         if let Some(uid) = node_uid {
             lease.metadata.owner_references = Some(vec![OwnerReference {
                 api_version: "v1".into(),
@@ -56,7 +61,10 @@ mod tests {
         assert_eq!(spec.renew_time, Some(MicroTime(now)));
         assert_eq!(l.metadata.namespace.as_deref(), Some("kube-node-lease"));
         let owner = &l.metadata.owner_references.as_ref().unwrap()[0];
-        assert_eq!((owner.api_version.as_str(), owner.kind.as_str()), ("v1", "Node"));
+        assert_eq!(
+            (owner.api_version.as_str(), owner.kind.as_str()),
+            ("v1", "Node")
+        );
         assert_eq!((owner.name.as_str(), owner.uid.as_str()), ("n1", "u1"));
         assert_eq!((owner.controller, owner.block_owner_deletion), (None, None));
         // A renewal keeps the owner it has, and only moves renewTime.
@@ -67,6 +75,11 @@ mod tests {
         // Without the node's uid the lease goes unowned, and gets its owner on a renewal.
         let unowned = renewed(None, "n1", None, now);
         assert!(unowned.metadata.owner_references.is_none());
-        assert!(renewed(Some(&unowned), "n1", Some("u1"), later).metadata.owner_references.is_some());
+        assert!(
+            renewed(Some(&unowned), "n1", Some("u1"), later)
+                .metadata
+                .owner_references
+                .is_some()
+        );
     }
 }

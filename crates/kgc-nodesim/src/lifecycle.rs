@@ -49,9 +49,17 @@ const NO_EXECUTE: &str = "NoExecute";
 const CONDITION_TAINTS: [(&str, &str, &str); 6] = [
     ("Ready", "False", NOT_READY),
     ("Ready", "Unknown", UNREACHABLE),
-    ("MemoryPressure", "True", "node.kubernetes.io/memory-pressure"),
+    (
+        "MemoryPressure",
+        "True",
+        "node.kubernetes.io/memory-pressure",
+    ),
     ("DiskPressure", "True", "node.kubernetes.io/disk-pressure"),
-    ("NetworkUnavailable", "True", "node.kubernetes.io/network-unavailable"),
+    (
+        "NetworkUnavailable",
+        "True",
+        "node.kubernetes.io/network-unavailable",
+    ),
     ("PIDPressure", "True", "node.kubernetes.io/pid-pressure"),
 ];
 
@@ -104,7 +112,10 @@ pub enum ZoneState {
 }
 
 /// `ComputeZoneState`: from the Ready statuses of a zone's nodes.
-pub fn zone_state<'a>(ready: impl IntoIterator<Item = Option<&'a str>>, threshold: f64) -> ZoneState {
+pub fn zone_state<'a>(
+    ready: impl IntoIterator<Item = Option<&'a str>>,
+    threshold: f64,
+) -> ZoneState {
     let (mut up, mut down) = (0usize, 0usize);
     for r in ready {
         if r == Some("True") {
@@ -132,8 +143,14 @@ fn zone_key(node: &Node) -> String {
             .cloned()
             .unwrap_or_default()
     };
-    let region = get("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region");
-    let zone = get("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone");
+    let region = get(
+        "topology.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/region",
+    );
+    let zone = get(
+        "topology.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/zone",
+    );
     if region.is_empty() && zone.is_empty() {
         String::new()
     } else {
@@ -190,7 +207,9 @@ fn taints(node: &Node) -> &[Taint] {
 }
 
 fn has_taint(node: &Node, key: &str, effect: &str) -> bool {
-    taints(node).iter().any(|t| t.key == key && t.effect == effect)
+    taints(node)
+        .iter()
+        .any(|t| t.key == key && t.effect == effect)
 }
 
 fn taint(key: &str, effect: &str) -> Taint {
@@ -269,7 +288,10 @@ pub fn no_execute_diff(node: &Node, may_taint: bool, all_down: bool) -> (Vec<Tai
         return (Vec::new(), present);
     };
     if has(want) {
-        return (Vec::new(), present.into_iter().filter(|t| t.key != want).collect());
+        return (
+            Vec::new(),
+            present.into_iter().filter(|t| t.key != want).collect(),
+        );
     }
     // The opposite taint is swapped at once; a new one waits for the zone to allow it.
     if present.is_empty() && !may_taint {
@@ -289,7 +311,10 @@ struct Controller<C> {
 /// Runs the controller until dropped.
 pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let node_resource = ctx.informers.resource("", "nodes").await;
-    let lease_resource = ctx.informers.resource("coordination.k8s.io", "leases").await;
+    let lease_resource = ctx
+        .informers
+        .resource("coordination.k8s.io", "leases")
+        .await;
     let nodes = ctx.informers.cache::<NodeObject>(node_resource);
     let leases = ctx.informers.cache::<Heartbeat>(lease_resource);
     let queue = ctx.queue::<String>(NAME);
@@ -378,8 +403,10 @@ impl<C: Cluster> Controller<C> {
                 (z, (state, r.len()))
             })
             .collect();
-        let all_down =
-            !states.is_empty() && states.values().all(|(s, _)| *s == ZoneState::FullDisruption);
+        let all_down = !states.is_empty()
+            && states
+                .values()
+                .all(|(s, _)| *s == ZoneState::FullDisruption);
         for n in &current {
             let (state, size) = states[&zone_key(n)];
             let may_taint = state != ZoneState::PartialDisruption
@@ -399,7 +426,9 @@ impl<C: Cluster> Controller<C> {
         let name = node.metadata.name.clone().unwrap_or_default();
         let now = self.ctx.clock.now();
         let ready = condition(node, "Ready");
-        let heartbeat = ready.and_then(|c| c.last_heartbeat_time.as_ref()).map(|t| t.0);
+        let heartbeat = ready
+            .and_then(|c| c.last_heartbeat_time.as_ref())
+            .map(|t| t.0);
         let renewal = self
             .leases
             .get(&(NODE_LEASE_NAMESPACE.to_owned(), name.clone()))
@@ -461,7 +490,11 @@ impl<C: Cluster> Controller<C> {
         let now = self.ctx.clock.now();
         let mut next: Vec<Taint> = taints(node)
             .iter()
-            .filter(|t| !remove.iter().any(|r| r.key == t.key && r.effect == t.effect))
+            .filter(|t| {
+                !remove
+                    .iter()
+                    .any(|r| r.key == t.key && r.effect == t.effect)
+            })
             .cloned()
             .collect();
         for mut t in add {
@@ -513,15 +546,23 @@ mod tests {
     }
 
     fn keys(ts: &[Taint]) -> Vec<(&str, &str)> {
-        ts.iter().map(|t| (t.key.as_str(), t.effect.as_str())).collect()
+        ts.iter()
+            .map(|t| (t.key.as_str(), t.effect.as_str()))
+            .collect()
     }
 
     #[test]
     fn zones_are_judged_as_upstream_does() {
         let t = 0.55;
         assert_eq!(zone_state([Some("True")], t), ZoneState::Normal);
-        assert_eq!(zone_state([Some("Unknown"), None], t), ZoneState::FullDisruption);
-        assert_eq!(zone_state([Some("True"), Some("False"), Some("False")], t), ZoneState::Normal);
+        assert_eq!(
+            zone_state([Some("Unknown"), None], t),
+            ZoneState::FullDisruption
+        );
+        assert_eq!(
+            zone_state([Some("True"), Some("False"), Some("False")], t),
+            ZoneState::Normal
+        );
         let partial = [Some("True"), Some("False"), Some("False"), Some("Unknown")];
         assert_eq!(zone_state(partial, t), ZoneState::PartialDisruption);
         assert_eq!(zone_state(std::iter::empty(), t), ZoneState::Normal);
@@ -535,7 +576,10 @@ mod tests {
         let ready = condition(&n, "Ready").unwrap();
         assert_eq!(ready.status, "Unknown");
         assert_eq!(ready.reason.as_deref(), Some("NodeStatusUnknown"));
-        assert_eq!(ready.message.as_deref(), Some("Kubelet stopped posting node status."));
+        assert_eq!(
+            ready.message.as_deref(),
+            Some("Kubelet stopped posting node status.")
+        );
         let never = condition(&n, "PIDPressure").unwrap();
         assert_eq!(never.reason.as_deref(), Some("NodeStatusNeverUpdated"));
         assert!(!mark_unknown(&mut n, now));
@@ -546,25 +590,64 @@ mod tests {
         let (add, remove) = no_schedule_diff(&node(Some("Unknown"), &[]));
         assert_eq!(keys(&add), [(UNREACHABLE, NO_SCHEDULE)]);
         assert!(remove.is_empty());
-        let (add, remove) = no_schedule_diff(&node(Some("True"), &[(UNREACHABLE, NO_SCHEDULE), ("mine", NO_SCHEDULE)]));
+        let (add, remove) = no_schedule_diff(&node(
+            Some("True"),
+            &[(UNREACHABLE, NO_SCHEDULE), ("mine", NO_SCHEDULE)],
+        ));
         assert!(add.is_empty());
         assert_eq!(keys(&remove), [(UNREACHABLE, NO_SCHEDULE)]);
         let (add, remove) = no_schedule_diff(&node(Some("False"), &[(UNREACHABLE, NO_SCHEDULE)]));
-        assert_eq!((keys(&add), keys(&remove)), (vec![(NOT_READY, NO_SCHEDULE)], vec![(UNREACHABLE, NO_SCHEDULE)]));
+        assert_eq!(
+            (keys(&add), keys(&remove)),
+            (
+                vec![(NOT_READY, NO_SCHEDULE)],
+                vec![(UNREACHABLE, NO_SCHEDULE)]
+            )
+        );
     }
 
     #[test]
     fn no_execute_taints_swap_and_respect_disruption() {
         let (add, remove) = no_execute_diff(&node(Some("Unknown"), &[]), true, false);
-        assert_eq!((keys(&add), remove.len()), (vec![(UNREACHABLE, NO_EXECUTE)], 0));
+        assert_eq!(
+            (keys(&add), remove.len()),
+            (vec![(UNREACHABLE, NO_EXECUTE)], 0)
+        );
         // The opposite taint is swapped even where new taints wait.
-        let (add, remove) = no_execute_diff(&node(Some("False"), &[(UNREACHABLE, NO_EXECUTE)]), false, false);
-        assert_eq!((keys(&add), keys(&remove)), (vec![(NOT_READY, NO_EXECUTE)], vec![(UNREACHABLE, NO_EXECUTE)]));
-        assert_eq!(no_execute_diff(&node(Some("Unknown"), &[]), false, false), (vec![], vec![]));
+        let (add, remove) = no_execute_diff(
+            &node(Some("False"), &[(UNREACHABLE, NO_EXECUTE)]),
+            false,
+            false,
+        );
+        assert_eq!(
+            (keys(&add), keys(&remove)),
+            (
+                vec![(NOT_READY, NO_EXECUTE)],
+                vec![(UNREACHABLE, NO_EXECUTE)]
+            )
+        );
+        assert_eq!(
+            no_execute_diff(&node(Some("Unknown"), &[]), false, false),
+            (vec![], vec![])
+        );
         // Everything down: no NoExecute taints at all; back: removed.
-        let (add, remove) = no_execute_diff(&node(Some("Unknown"), &[(UNREACHABLE, NO_EXECUTE)]), true, true);
-        assert_eq!((add.len(), keys(&remove)), (0, vec![(UNREACHABLE, NO_EXECUTE)]));
-        let (add, remove) = no_execute_diff(&node(Some("True"), &[(UNREACHABLE, NO_EXECUTE)]), true, false);
-        assert_eq!((add.len(), keys(&remove)), (0, vec![(UNREACHABLE, NO_EXECUTE)]));
+        let (add, remove) = no_execute_diff(
+            &node(Some("Unknown"), &[(UNREACHABLE, NO_EXECUTE)]),
+            true,
+            true,
+        );
+        assert_eq!(
+            (add.len(), keys(&remove)),
+            (0, vec![(UNREACHABLE, NO_EXECUTE)])
+        );
+        let (add, remove) = no_execute_diff(
+            &node(Some("True"), &[(UNREACHABLE, NO_EXECUTE)]),
+            true,
+            false,
+        );
+        assert_eq!(
+            (add.len(), keys(&remove)),
+            (0, vec![(UNREACHABLE, NO_EXECUTE)])
+        );
     }
 }

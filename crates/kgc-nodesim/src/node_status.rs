@@ -102,9 +102,7 @@ pub fn desired(node: &Node, capacity: &Capacity, index: u32, now: Timestamp) -> 
         capacity: Some(quantities),
         conditions: Some(conditions),
         daemon_endpoints: Some(NodeDaemonEndpoints {
-            kubelet_endpoint: Some(DaemonEndpoint {
-                port: KUBELET_PORT,
-            }),
+            kubelet_endpoint: Some(DaemonEndpoint { port: KUBELET_PORT }),
         }),
         node_info: Some(NodeSystemInfo {
             architecture: go_arch().into(),
@@ -126,16 +124,29 @@ pub fn desired(node: &Node, capacity: &Capacity, index: u32, now: Timestamp) -> 
 /// Whether `desired` must be posted over the node's current status: something other than a
 /// heartbeat time differs, or the last heartbeat is `report_every` old (the kubelet's
 /// `nodeStatusReportFrequency`, 5 minutes).
-pub fn needs_post(node: &Node, desired: &NodeStatus, now: Timestamp, report_every: Duration) -> bool {
+pub fn needs_post(
+    node: &Node,
+    desired: &NodeStatus,
+    now: Timestamp,
+    report_every: Duration,
+) -> bool {
     let Some(current) = node.status.as_ref() else {
         return true;
     };
-    let essence = |cs: Option<&Vec<NodeCondition>>| -> Vec<(String, String, Option<String>, Option<String>)> {
-        cs.into_iter()
-            .flatten()
-            .map(|c| (c.type_.clone(), c.status.clone(), c.reason.clone(), c.message.clone()))
-            .collect()
-    };
+    let essence =
+        |cs: Option<&Vec<NodeCondition>>| -> Vec<(String, String, Option<String>, Option<String>)> {
+            cs.into_iter()
+                .flatten()
+                .map(|c| {
+                    (
+                        c.type_.clone(),
+                        c.status.clone(),
+                        c.reason.clone(),
+                        c.message.clone(),
+                    )
+                })
+                .collect()
+        };
     if essence(current.conditions.as_ref()) != essence(desired.conditions.as_ref())
         || current.addresses != desired.addresses
         || current.node_info != desired.node_info
@@ -152,7 +163,10 @@ pub fn needs_post(node: &Node, desired: &NodeStatus, now: Timestamp, report_ever
         .find(|c| c.type_ == "Ready")
         .and_then(|c| c.last_heartbeat_time.as_ref());
     match heartbeat {
-        Some(Time(t)) => now.duration_since(*t) >= jiff::SignedDuration::try_from(report_every).unwrap_or(jiff::SignedDuration::MAX),
+        Some(Time(t)) => {
+            now.duration_since(*t)
+                >= jiff::SignedDuration::try_from(report_every).unwrap_or(jiff::SignedDuration::MAX)
+        }
         None => true,
     }
 }
@@ -193,7 +207,10 @@ mod tests {
         let s = desired(&node(), &cap, 2, ts(0));
         let conds = s.conditions.as_ref().unwrap();
         let types: Vec<&str> = conds.iter().map(|c| c.type_.as_str()).collect();
-        assert_eq!(types, ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]);
+        assert_eq!(
+            types,
+            ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
+        );
         assert_eq!(conds[3].reason.as_deref(), Some("KubeletReady"));
         assert_eq!(conds[3].status, "True");
         assert_eq!(s.addresses.as_ref().unwrap()[0].address, "172.16.0.4");
@@ -207,11 +224,26 @@ mod tests {
     fn posts_on_change_and_once_per_report_period() {
         let cap = crate::capacity::parse(crate::capacity::DEFAULT).unwrap();
         let mut n = node();
-        assert!(needs_post(&n, &desired(&n, &cap, 0, ts(0)), ts(0), Duration::from_secs(300)));
+        assert!(needs_post(
+            &n,
+            &desired(&n, &cap, 0, ts(0)),
+            ts(0),
+            Duration::from_secs(300)
+        ));
         n.status = Some(desired(&n, &cap, 0, ts(0)));
         // Only the heartbeat differs: not before the report period.
-        assert!(!needs_post(&n, &desired(&n, &cap, 0, ts(10)), ts(10), Duration::from_secs(300)));
-        assert!(needs_post(&n, &desired(&n, &cap, 0, ts(300)), ts(300), Duration::from_secs(300)));
+        assert!(!needs_post(
+            &n,
+            &desired(&n, &cap, 0, ts(10)),
+            ts(10),
+            Duration::from_secs(300)
+        ));
+        assert!(needs_post(
+            &n,
+            &desired(&n, &cap, 0, ts(300)),
+            ts(300),
+            Duration::from_secs(300)
+        ));
         // The node-lifecycle controller set Ready to Unknown: posted again, with a new
         // transition time; the unchanged conditions keep theirs.
         let conds = n.status.as_mut().unwrap().conditions.as_mut().unwrap();

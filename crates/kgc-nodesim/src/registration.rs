@@ -111,7 +111,10 @@ mod tests {
         let labels = n.metadata.labels.unwrap();
         assert_eq!(labels["kubernetes.io/hostname"], "kgc-node-3");
         assert_eq!(labels["kubernetes.io/os"], "linux");
-        assert_eq!(labels["kubernetes.io/arch"], labels["beta.kubernetes.io/arch"]);
+        assert_eq!(
+            labels["kubernetes.io/arch"],
+            labels["beta.kubernetes.io/arch"]
+        );
         assert!(!labels["kubernetes.io/arch"].contains('_'));
         assert_eq!(n.metadata.annotations.unwrap()[SIMULATED], "true");
         assert_eq!(n.spec.unwrap().pod_cidr.as_deref(), Some("10.244.3.0/24"));

@@ -151,7 +151,11 @@ impl<C: Cluster> Simulator<C> {
             })
             .collect();
         if self.config.nodes > MAX_INDEX + 1 {
-            tracing::warn!(controller = NAME, max = MAX_INDEX + 1, "--nodes is more than there are pod ranges for; registering the first");
+            tracing::warn!(
+                controller = NAME,
+                max = MAX_INDEX + 1,
+                "--nodes is more than there are pod ranges for; registering the first"
+            );
         }
         for chunk in missing.chunks(REGISTRATIONS) {
             let mut tasks = tokio::task::JoinSet::new();
@@ -188,7 +192,11 @@ impl<C: Cluster> Simulator<C> {
             return Ok(None);
         }
         let Some(index) = self.index(&node.0) else {
-            tracing::warn!(controller = NAME, node = name, "no free pod range is left for this node (spec.podCIDR); it is not simulated");
+            tracing::warn!(
+                controller = NAME,
+                node = name,
+                "no free pod range is left for this node (spec.podCIDR); it is not simulated"
+            );
             return Ok(None);
         };
         let node = match self.fill_in_spec(&node.0, index).await? {
@@ -220,9 +228,7 @@ impl<C: Cluster> Simulator<C> {
             );
             next
         } else {
-            lock(&self.held)
-                .get(name)
-                .map_or(now, |h| h.next_renewal)
+            lock(&self.held).get(name).map_or(now, |h| h.next_renewal)
         };
         self.post_status(&node, index).await?;
         Ok(Some(next_renewal.saturating_duration_since(Instant::now())))
@@ -319,7 +325,10 @@ impl<C: Cluster> Simulator<C> {
         let name = node.metadata.name.as_deref().unwrap_or_default();
         let api: Api<Node> = Api::all(self.ctx.client.clone());
         let patch = json!({"status": desired});
-        match api.patch_status(name, &patch_params(), &Patch::Merge(patch)).await {
+        match api
+            .patch_status(name, &patch_params(), &Patch::Merge(patch))
+            .await
+        {
             Ok(_) => Ok(()),
             // Deleted meanwhile: the next sync forgets it.
             Err(e) if is_status(&e, &[404]) => Ok(()),

@@ -106,7 +106,11 @@ impl<B: KgcBinary> Server<B> {
             return Vec::new();
         }
         let mut out = vec![format!("--disable={}", SIMULATORS.join(","))];
-        if !self.args.iter().any(|a| a == "--nodes" || a.starts_with("--nodes=")) {
+        if !self
+            .args
+            .iter()
+            .any(|a| a == "--nodes" || a.starts_with("--nodes="))
+        {
             out.push("--nodes=0".into());
         }
         out

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::Node;
+use kgc_nodesim::{SIMULATED, STOPPED};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use kgc_nodesim::{SIMULATED, STOPPED};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -41,13 +41,22 @@ pub async fn set_stopped(args: Args, stopped: bool) -> anyhow::Result<()> {
         .and_then(|a| a.get(SIMULATED))
         .is_some_and(|v| v == "true");
     if !simulated {
-        anyhow::bail!("node {name:?} is not simulated (it has no annotation {SIMULATED}: \"true\")");
+        anyhow::bail!(
+            "node {name:?} is not simulated (it has no annotation {SIMULATED}: \"true\")"
+        );
     }
-    let value = if stopped { "true".into() } else { serde_json::Value::Null };
+    let value = if stopped {
+        "true".into()
+    } else {
+        serde_json::Value::Null
+    };
     let patch = serde_json::json!({"metadata": {"annotations": {STOPPED: value}}});
     api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
         .await
         .with_context(|| format!("patching node {name:?}"))?;
-    println!("node/{name} {}", if stopped { "stopped" } else { "started" });
+    println!(
+        "node/{name} {}",
+        if stopped { "stopped" } else { "started" }
+    );
     Ok(())
 }

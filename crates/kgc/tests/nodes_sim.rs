@@ -26,7 +26,10 @@ where
     api.get_opt(name).await.expect("GET")
 }
 
-fn condition<'a>(node: &'a Node, type_: &str) -> Option<&'a k8s_openapi::api::core::v1::NodeCondition> {
+fn condition<'a>(
+    node: &'a Node,
+    type_: &str,
+) -> Option<&'a k8s_openapi::api::core::v1::NodeCondition> {
     node.status
         .as_ref()?
         .conditions
@@ -51,14 +54,21 @@ fn taints(node: &Node) -> Vec<(String, String)> {
 /// Waits for `name` to be Ready=`status` and returns it.
 async fn wait_ready(api: &Api<Node>, name: &str, status: &str, deadline: Duration) -> Node {
     eventually(&format!("node {name} Ready={status}"), deadline, || async {
-        get(api, name).await.is_some_and(|n| ready(&n) == Some(status))
+        get(api, name)
+            .await
+            .is_some_and(|n| ready(&n) == Some(status))
     })
     .await;
     get(api, name).await.expect("the node")
 }
 
 fn renew_time(lease: &Lease) -> jiff::Timestamp {
-    lease.spec.as_ref().and_then(|s| s.renew_time.as_ref()).expect("renewTime").0
+    lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.renew_time.as_ref())
+        .expect("renewTime")
+        .0
 }
 
 #[tokio::test]
@@ -71,29 +81,62 @@ async fn the_default_node_is_ready_and_its_lease_lives_and_dies_with_it() {
     let status = node.status.clone().unwrap();
     let capacity = status.capacity.clone().unwrap();
     assert_eq!(
-        (capacity["cpu"].0.as_str(), capacity["memory"].0.as_str(), capacity["pods"].0.as_str()),
+        (
+            capacity["cpu"].0.as_str(),
+            capacity["memory"].0.as_str(),
+            capacity["pods"].0.as_str()
+        ),
         ("8", "32Gi", "110")
     );
     assert_eq!(status.allocatable, status.capacity);
     let labels = node.metadata.labels.clone().unwrap();
     assert_eq!(labels["kubernetes.io/hostname"], "kgc-node-0");
     assert_eq!(labels["kubernetes.io/os"], "linux");
-    assert_eq!(labels["kubernetes.io/arch"], labels["beta.kubernetes.io/arch"]);
-    assert_eq!(node.metadata.annotations.clone().unwrap()["kgc.io/simulated"], "true");
-    assert_eq!(node.spec.clone().unwrap().pod_cidr.as_deref(), Some("10.244.0.0/24"));
-    let types: Vec<&str> = status.conditions.iter().flatten().map(|c| c.type_.as_str()).collect();
-    assert_eq!(types, ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]);
+    assert_eq!(
+        labels["kubernetes.io/arch"],
+        labels["beta.kubernetes.io/arch"]
+    );
+    assert_eq!(
+        node.metadata.annotations.clone().unwrap()["kgc.io/simulated"],
+        "true"
+    );
+    assert_eq!(
+        node.spec.clone().unwrap().pod_cidr.as_deref(),
+        Some("10.244.0.0/24")
+    );
+    let types: Vec<&str> = status
+        .conditions
+        .iter()
+        .flatten()
+        .map(|c| c.type_.as_str())
+        .collect();
+    assert_eq!(
+        types,
+        ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
+    );
     let r = condition(&node, "Ready").unwrap();
     assert_eq!(r.reason.as_deref(), Some("KubeletReady"));
-    assert_eq!(r.message.as_deref(), Some("kubelet is posting ready status"));
+    assert_eq!(
+        r.message.as_deref(),
+        Some("kubelet is posting ready status")
+    );
     let addresses: Vec<(&str, &str)> = status
         .addresses
         .iter()
         .flatten()
         .map(|a| (a.type_.as_str(), a.address.as_str()))
         .collect();
-    assert_eq!(addresses, [("InternalIP", "172.16.0.2"), ("Hostname", "kgc-node-0")]);
-    assert!(status.node_info.unwrap().kubelet_version.starts_with("kgc-"));
+    assert_eq!(
+        addresses,
+        [("InternalIP", "172.16.0.2"), ("Hostname", "kgc-node-0")]
+    );
+    assert!(
+        status
+            .node_info
+            .unwrap()
+            .kubelet_version
+            .starts_with("kgc-")
+    );
     assert!(taints(&node).is_empty(), "{:?}", taints(&node));
 
     // The lease: held by the node, 40 s, owned by it exactly as the kubelet owns it.
@@ -107,20 +150,31 @@ async fn the_default_node_is_ready_and_its_lease_lives_and_dies_with_it() {
     assert_eq!(spec.lease_duration_seconds, Some(40));
     let owners = lease.metadata.owner_references.clone().unwrap();
     assert_eq!(owners.len(), 1);
-    assert_eq!((owners[0].api_version.as_str(), owners[0].kind.as_str()), ("v1", "Node"));
+    assert_eq!(
+        (owners[0].api_version.as_str(), owners[0].kind.as_str()),
+        ("v1", "Node")
+    );
     assert_eq!(owners[0].name, "kgc-node-0");
     assert_eq!(Some(&owners[0].uid), node.metadata.uid.as_ref());
-    assert_eq!((owners[0].controller, owners[0].block_owner_deletion), (None, None));
+    assert_eq!(
+        (owners[0].controller, owners[0].block_owner_deletion),
+        (None, None)
+    );
 
     // Renewed (every 10 s, the first at a random point of the interval).
     let first = renew_time(&lease);
     eventually("a lease renewal", secs(25), || async {
-        get(&leases, "kgc-node-0").await.is_some_and(|l| renew_time(&l) > first)
+        get(&leases, "kgc-node-0")
+            .await
+            .is_some_and(|l| renew_time(&l) > first)
     })
     .await;
 
     // Deleted with its node by the owner-reference collector.
-    nodes.delete("kgc-node-0", &DeleteParams::default()).await.unwrap();
+    nodes
+        .delete("kgc-node-0", &DeleteParams::default())
+        .await
+        .unwrap();
     eventually("the lease collected with its node", secs(20), || async {
         get(&leases, "kgc-node-0").await.is_none()
     })
@@ -151,24 +205,40 @@ async fn a_node_a_user_creates_with_the_annotation_is_simulated() {
     }))
     .unwrap();
     nodes.create(&PostParams::default(), &fixed).await.unwrap();
-    let plain: Node = serde_json::from_value(json!({"metadata": {"name": "not-simulated"}})).unwrap();
+    let plain: Node =
+        serde_json::from_value(json!({"metadata": {"name": "not-simulated"}})).unwrap();
     nodes.create(&PostParams::default(), &plain).await.unwrap();
 
     let node = wait_ready(&nodes, "my-node", "True", secs(20)).await;
     // The first free range (kgc-node-0 holds 10.244.0.0/24); the user's labels stay.
-    assert_eq!(node.spec.clone().unwrap().pod_cidr.as_deref(), Some("10.244.1.0/24"));
+    assert_eq!(
+        node.spec.clone().unwrap().pod_cidr.as_deref(),
+        Some("10.244.1.0/24")
+    );
     let labels = node.metadata.labels.clone().unwrap();
-    assert_eq!((labels["kubernetes.io/hostname"].as_str(), labels["pool"].as_str()), ("custom", "a"));
+    assert_eq!(
+        (
+            labels["kubernetes.io/hostname"].as_str(),
+            labels["pool"].as_str()
+        ),
+        ("custom", "a")
+    );
     assert_eq!(labels["kubernetes.io/os"], "linux");
     let internal = node.status.clone().unwrap().addresses.unwrap()[0].clone();
-    assert_eq!((internal.type_.as_str(), internal.address.as_str()), ("InternalIP", "172.16.0.3"));
+    assert_eq!(
+        (internal.type_.as_str(), internal.address.as_str()),
+        ("InternalIP", "172.16.0.3")
+    );
     eventually("my-node's lease", secs(10), || async {
         get(&leases, "my-node").await.is_some()
     })
     .await;
 
     let node = wait_ready(&nodes, "my-cidr", "True", secs(20)).await;
-    assert_eq!(node.spec.clone().unwrap().pod_cidr.as_deref(), Some("192.168.7.0/24"));
+    assert_eq!(
+        node.spec.clone().unwrap().pod_cidr.as_deref(),
+        Some("192.168.7.0/24")
+    );
     // A node without the annotation is left alone.
     let plain = get(&nodes, "not-simulated").await.unwrap();
     assert_eq!(ready(&plain), None);
@@ -181,14 +251,15 @@ async fn stopped_nodes_go_unknown_unreachable_and_departed_ones_are_deleted() {
         "--in-memory",
         "--nodes",
         "3",
+        // More than the 10 s between two lease renewals, as upstream requires.
         "--node-monitor-grace-period",
-        "3s",
+        "15s",
         "--node-monitor-period",
         "500ms",
         "--node-gone-after",
         "8s",
         "--node-exists-command",
-        "test \"$1\" != kgc-node-1",
+        "test \"$1\" != kgc-node-1 #",
     ])
     .await;
     let nodes: Api<Node> = Api::all(s.client());
@@ -198,7 +269,15 @@ async fn stopped_nodes_go_unknown_unreachable_and_departed_ones_are_deleted() {
     let kubeconfig = s.kubeconfig_path();
     let kubeconfig = kubeconfig.to_str().unwrap();
     let node_cmd = |verb: &str, name: &str| {
-        Kgc::run(&["node", verb, name, "--kubeconfig", kubeconfig, "--context", "kgc"])
+        Kgc::run(&[
+            "node",
+            verb,
+            name,
+            "--kubeconfig",
+            kubeconfig,
+            "--context",
+            "kgc",
+        ])
     };
     for name in ["kgc-node-1", "kgc-node-2"] {
         let (ok, out, err) = node_cmd("stop", name);
@@ -209,11 +288,17 @@ async fn stopped_nodes_go_unknown_unreachable_and_departed_ones_are_deleted() {
     // Silent past the grace period: Unknown, as the node-lifecycle controller says it, and
     // tainted unreachable for scheduling and execution (one node is still Ready, so the zone
     // is not fully disrupted).
-    let node = wait_ready(&nodes, "kgc-node-2", "Unknown", secs(40)).await;
+    let node = wait_ready(&nodes, "kgc-node-2", "Unknown", secs(60)).await;
     let r = condition(&node, "Ready").unwrap();
     assert_eq!(r.reason.as_deref(), Some("NodeStatusUnknown"));
-    assert_eq!(r.message.as_deref(), Some("Kubelet stopped posting node status."));
-    assert_eq!(condition(&node, "MemoryPressure").unwrap().status, "Unknown");
+    assert_eq!(
+        r.message.as_deref(),
+        Some("Kubelet stopped posting node status.")
+    );
+    assert_eq!(
+        condition(&node, "MemoryPressure").unwrap().status,
+        "Unknown"
+    );
     eventually("the unreachable taints", secs(10), || async {
         let t = taints(&get(&nodes, "kgc-node-2").await.unwrap());
         ["NoSchedule", "NoExecute"]
@@ -221,7 +306,10 @@ async fn stopped_nodes_go_unknown_unreachable_and_departed_ones_are_deleted() {
             .all(|e| t.contains(&("node.kubernetes.io/unreachable".into(), (*e).into())))
     })
     .await;
-    assert_eq!(ready(&get(&nodes, "kgc-node-0").await.unwrap()), Some("True"));
+    assert_eq!(
+        ready(&get(&nodes, "kgc-node-0").await.unwrap()),
+        Some("True")
+    );
 
     // The machine of kgc-node-1 is gone (the command says so): the departed-nodes collector
     // deletes it.
@@ -238,7 +326,13 @@ async fn stopped_nodes_go_unknown_unreachable_and_departed_ones_are_deleted() {
     assert!(ok, "kgc node start: {err}");
     assert_eq!(out.trim(), "node/kgc-node-2 started");
     let node = wait_ready(&nodes, "kgc-node-2", "True", secs(20)).await;
-    assert!(node.metadata.annotations.unwrap().get("kgc.io/stopped").is_none());
+    assert!(
+        node.metadata
+            .annotations
+            .unwrap()
+            .get("kgc.io/stopped")
+            .is_none()
+    );
     eventually("the taints removed", secs(10), || async {
         taints(&get(&nodes, "kgc-node-2").await.unwrap()).is_empty()
     })
@@ -263,7 +357,13 @@ fn a_bad_node_capacity_is_one_line_naming_flag_and_key() {
         err.starts_with("kgc: --node-capacity: memory: \"lots\": quantities must match"),
         "{err}"
     );
-    let (ok, _, err) = Kgc::run(&["node", "stop", "x", "--kubeconfig", "/nonexistent/kubeconfig"]);
+    let (ok, _, err) = Kgc::run(&[
+        "node",
+        "stop",
+        "x",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+    ]);
     assert!(!ok);
     assert_eq!(err.lines().count(), 1, "{err}");
 }
