@@ -28,21 +28,19 @@ pub fn renewed(base: Option<&Lease>, node: &str, node_uid: Option<&str>, now: Ti
         }),
     });
     lease.spec.get_or_insert_with(LeaseSpec::default).renew_time = Some(MicroTime(now));
-    if lease
+    let unowned = lease
         .metadata
         .owner_references
         .as_ref()
-        .is_none_or(Vec::is_empty)
-    {
-        if let Some(uid) = node_uid {
-            lease.metadata.owner_references = Some(vec![OwnerReference {
-                api_version: "v1".into(),
-                kind: "Node".into(),
-                name: node.to_owned(),
-                uid: uid.to_owned(),
-                ..OwnerReference::default()
-            }]);
-        }
+        .is_none_or(Vec::is_empty);
+    if let Some(uid) = node_uid.filter(|_| unowned) {
+        lease.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            name: node.to_owned(),
+            uid: uid.to_owned(),
+            ..OwnerReference::default()
+        }]);
     }
     lease
 }

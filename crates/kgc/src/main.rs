@@ -48,7 +48,7 @@ enum LogFormat {
 #[derive(Subcommand)]
 enum Command {
     /// Run the embedded, Kubernetes-compatible API server with every collector built in.
-    Serve(serve::Args),
+    Serve(Box<serve::Args>),
     /// Run the owner-reference garbage collector against any Kubernetes API server, with
     /// leader election among replicas.
     Controller(controller::Args),
@@ -125,7 +125,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => serve::run(*args).await,
             Command::Controller(args) => controller::run(args).await,
             Command::Gc(args) => gc_cmd::run(args).await,
             Command::Apply(args) => deploy_cmd::apply(args).await,

@@ -327,11 +327,11 @@ async fn stopped_nodes_go_unknown_unreachable_and_departed_ones_are_deleted() {
     assert_eq!(out.trim(), "node/kgc-node-2 started");
     let node = wait_ready(&nodes, "kgc-node-2", "True", secs(20)).await;
     assert!(
-        node.metadata
+        !node
+            .metadata
             .annotations
             .unwrap()
-            .get("kgc.io/stopped")
-            .is_none()
+            .contains_key("kgc.io/stopped")
     );
     eventually("the taints removed", secs(10), || async {
         taints(&get(&nodes, "kgc-node-2").await.unwrap()).is_empty()
