@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod capacity;
+pub mod event;
 pub mod lease;
 pub mod lifecycle;
 pub mod node_status;
@@ -65,23 +66,36 @@ impl View for NodeObject {
 }
 
 impl NodeObject {
-    fn annotation(&self, key: &str) -> bool {
-        self.0
+    /// The value of a `kgc.io/*` flag annotation: absent or `"false"` is off, `"true"` on;
+    /// anything else is an error carrying the value.
+    pub fn flag(&self, key: &str) -> Result<bool, String> {
+        match self
+            .0
             .metadata
             .annotations
             .as_ref()
             .and_then(|a| a.get(key))
-            .is_some_and(|v| v == "true")
+        {
+            None => Ok(false),
+            Some(v) if v == "true" => Ok(true),
+            Some(v) if v == "false" => Ok(false),
+            Some(v) => Err(v.clone()),
+        }
     }
 
     /// Annotated `kgc.io/simulated: "true"`.
     pub fn is_simulated(&self) -> bool {
-        self.annotation(SIMULATED)
+        self.flag(SIMULATED) == Ok(true)
     }
 
     /// Annotated `kgc.io/stopped: "true"`.
     pub fn is_stopped(&self) -> bool {
-        self.annotation(STOPPED)
+        self.flag(STOPPED) == Ok(true)
+    }
+
+    /// Carries the `kgc.io/simulated` annotation, whatever its value.
+    pub fn claims_simulation(&self) -> bool {
+        self.flag(SIMULATED) != Ok(false)
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::core::v1::{Event, Namespace, Node};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kgc_client::Cluster;
 use kgc_controllers::Context;
@@ -26,7 +26,10 @@ use serde_json::json;
 
 use crate::capacity::Capacity;
 use crate::registration::{self, MAX_INDEX, NAME_PREFIX};
-use crate::{NODE_LEASE_NAMESPACE, NodeObject, Result, is_status, lease, node_status};
+use crate::{
+    NODE_LEASE_NAMESPACE, NodeObject, Result, SIMULATED, STOPPED, event, is_status, lease,
+    node_status,
+};
 
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "nodes-sim";
@@ -79,6 +82,8 @@ struct Simulator<C> {
     held: Mutex<HashMap<String, Held>>,
     /// Address indexes handed to nodes whose pod CIDR does not carry one.
     reserved: Mutex<HashMap<String, u32>>,
+    /// The malformed annotations already reported, by (node, key): the value reported.
+    reported: Mutex<HashMap<(String, &'static str), String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -92,7 +97,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let nodes = ctx.informers.cache::<NodeObject>(resource);
     let q = queue.clone();
     nodes.on_change(Arc::new(move |key: &Key, node: Option<&NodeObject>| {
-        if node.is_none_or(NodeObject::is_simulated) {
+        if node.is_none_or(NodeObject::claims_simulation) {
             q.add(key.1.clone());
         }
     }));
@@ -103,6 +108,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         nodes,
         held: Mutex::default(),
         reserved: Mutex::default(),
+        reported: Mutex::default(),
     });
     sim.ensure_namespace().await;
     sim.register().await;
@@ -183,11 +189,20 @@ impl<C: Cluster> Simulator<C> {
 
     async fn sync(&self, name: &str) -> Result<Option<Duration>> {
         let key = (String::new(), name.to_owned());
-        let Some(node) = self.nodes.get(&key).filter(NodeObject::is_simulated) else {
+        let forget = || {
             lock(&self.held).remove(name);
             lock(&self.reserved).remove(name);
+        };
+        let Some(node) = self.nodes.get(&key) else {
+            forget();
+            lock(&self.reported).retain(|(n, _), _| n != name);
             return Ok(None);
         };
+        self.report_bad_annotations(&node).await;
+        if !node.is_simulated() {
+            forget();
+            return Ok(None);
+        }
         if node.is_stopped() {
             return Ok(None);
         }
@@ -232,6 +247,33 @@ impl<C: Cluster> Simulator<C> {
         };
         self.post_status(&node, index).await?;
         Ok(Some(next_renewal.saturating_duration_since(Instant::now())))
+    }
+
+    /// A `kgc.io/simulated` or `kgc.io/stopped` annotation that is neither `"true"` nor
+    /// `"false"` gets a Warning Event on the node (once per value): the node is then not
+    /// simulated, or not stopped.
+    async fn report_bad_annotations(&self, node: &NodeObject) {
+        let name = node.0.metadata.name.clone().unwrap_or_default();
+        for (key, then) in [
+            (SIMULATED, "the node is not simulated"),
+            (STOPPED, "the node is not stopped"),
+        ] {
+            let Err(value) = node.flag(key) else { continue };
+            let first = lock(&self.reported).insert((name.clone(), key), value.clone())
+                != Some(value.clone());
+            if !first {
+                continue;
+            }
+            let message = format!(
+                "Node {name}: annotation {key}: {value:?} is neither \"true\" nor \"false\"; {then}"
+            );
+            tracing::warn!(controller = NAME, node = %name, "{message}");
+            let event = event::warning(&node.0, "InvalidAnnotation", message, self.ctx.clock.now());
+            let api: Api<Event> = Api::namespaced(self.ctx.client.clone(), "default");
+            if let Err(e) = api.create(&post_params(), &event).await {
+                tracing::warn!(controller = NAME, node = %name, error = %e, "recording an event");
+            }
+        }
     }
 
     /// The node's address index: that of its pod CIDR when this simulator handed it out,

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Event, Node};
 use kgc_testsupport::{KgcBinary, eventually};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
@@ -208,6 +208,11 @@ async fn a_node_a_user_creates_with_the_annotation_is_simulated() {
     let plain: Node =
         serde_json::from_value(json!({"metadata": {"name": "not-simulated"}})).unwrap();
     nodes.create(&PostParams::default(), &plain).await.unwrap();
+    let typo: Node = serde_json::from_value(json!({
+        "metadata": {"name": "typo", "annotations": {"kgc.io/simulated": "yes"}},
+    }))
+    .unwrap();
+    nodes.create(&PostParams::default(), &typo).await.unwrap();
 
     let node = wait_ready(&nodes, "my-node", "True", secs(20)).await;
     // The first free range (kgc-node-0 holds 10.244.0.0/24); the user's labels stay.
@@ -243,6 +248,20 @@ async fn a_node_a_user_creates_with_the_annotation_is_simulated() {
     let plain = get(&nodes, "not-simulated").await.unwrap();
     assert_eq!(ready(&plain), None);
     assert!(get(&leases, "not-simulated").await.is_none());
+    // A malformed annotation: a Warning Event on the node says so, and it is not simulated.
+    let events: Api<Event> = Api::namespaced(s.client(), "default");
+    eventually("the InvalidAnnotation event", secs(20), || async {
+        let list = events.list(&Default::default()).await.unwrap();
+        list.items.iter().any(|e| {
+            e.reason.as_deref() == Some("InvalidAnnotation")
+                && e.involved_object.name.as_deref() == Some("typo")
+                && e.message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("annotation kgc.io/simulated: \"yes\" is neither"))
+        })
+    })
+    .await;
+    assert_eq!(ready(&get(&nodes, "typo").await.unwrap()), None);
 }
 
 #[tokio::test]
