@@ -13,10 +13,12 @@
 //!   (more than 2 and at least 55 % of its nodes not Ready) gets no new ones unless it is
 //!   larger than 50 nodes (upstream's eviction rate there is 0);
 //! - `doNoScheduleTaintingPass`, on every Node change: the NoSchedule taints follow the
-//!   conditions (`nodeConditionToTaintKeyStatusMap`) and `spec.unschedulable`.
+//!   conditions (`nodeConditionToTaintKeyStatusMap`) and `spec.unschedulable`;
+//! - `MarkPodsNotReady` (`pkg/controller/util/node/controller_utils.go`): when this controller
+//!   turns a node's Ready from True, the Ready condition of every pod bound to it becomes False.
 //!
 //! Not here: the eviction rate limits (0.1 and 0.01 nodes per second per zone: taints are
-//! added at once), marking the pods of a not-Ready node not Ready, and node events.
+//! added at once), and events.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,7 +30,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kgc_client::Cluster;
 use kgc_controllers::Context;
 use kgc_lifecycle::node::Heartbeat;
-use kgc_runtime::informer::{Cache, Key};
+use kgc_runtime::informer::{Cache, Key, View};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -300,11 +302,32 @@ pub fn no_execute_diff(node: &Node, may_taint: bool, all_down: bool) -> (Vec<Tai
     (vec![taint(want, NO_EXECUTE)], present)
 }
 
+/// What the controller keeps of a pod: only pods bound to a node and Ready, those a node
+/// going silent marks not Ready.
+#[derive(Debug, Clone, PartialEq)]
+struct ReadyPod {
+    node: String,
+}
+
+impl View for ReadyPod {
+    fn view(obj: &serde_json::Value) -> Option<Self> {
+        let node = obj["spec"]["nodeName"].as_str().filter(|n| !n.is_empty())?;
+        let ready = obj["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        ready.then(|| Self {
+            node: node.to_owned(),
+        })
+    }
+}
+
 struct Controller<C> {
     ctx: Context<C>,
     config: Config,
     nodes: Cache<NodeObject>,
     leases: Cache<Heartbeat>,
+    pods: Cache<ReadyPod>,
     health: Mutex<HashMap<String, Health>>,
 }
 
@@ -315,8 +338,10 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         .informers
         .resource("coordination.k8s.io", "leases")
         .await;
+    let pod_resource = ctx.informers.resource("", "pods").await;
     let nodes = ctx.informers.cache::<NodeObject>(node_resource);
     let leases = ctx.informers.cache::<Heartbeat>(lease_resource);
+    let pods = ctx.informers.cache::<ReadyPod>(pod_resource);
     let queue = ctx.queue::<String>(NAME);
     let q = queue.clone();
     nodes.on_change(Arc::new(move |key: &Key, node: Option<&NodeObject>| {
@@ -326,12 +351,14 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     }));
     nodes.synced().await;
     leases.synced().await;
+    pods.synced().await;
     tracing::info!(controller = NAME, grace_period = ?config.grace_period, "started");
     let c = Arc::new(Controller {
         ctx,
         config,
         nodes,
         leases,
+        pods,
         health: Mutex::default(),
     });
     let monitor = {
@@ -469,15 +496,50 @@ impl<C: Cluster> Controller<C> {
             return Ok(None);
         }
         tracing::info!(controller = NAME, node = %name, "the node's kubelet stopped posting status: conditions Unknown");
+        let was_ready = ready.is_some_and(|c| c.status == "True");
         let api: Api<Node> = Api::all(self.ctx.client.clone());
         let pp = PostParams {
             field_manager: Some(MANAGER.into()),
             ..PostParams::default()
         };
-        match api.replace_status(&name, &pp, &updated).await {
-            Ok(n) => Ok(Some(n)),
-            Err(e) if is_status(&e, &[404, 409]) => Ok(None),
-            Err(e) => Err(e.into()),
+        let written = match api.replace_status(&name, &pp, &updated).await {
+            Ok(n) => n,
+            Err(e) if is_status(&e, &[404, 409]) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        if was_ready {
+            self.mark_pods_not_ready(&name).await;
+        }
+        Ok(Some(written))
+    }
+
+    /// `MarkPodsNotReady`: the Ready condition of the node's pods becomes False (a strategic
+    /// merge patch of that condition alone, keyed by type). A failure is logged; the pod stays.
+    async fn mark_pods_not_ready(&self, node: &str) {
+        let pods: Vec<Key> = self.pods.read(|m| {
+            m.iter()
+                .filter(|(_, p)| p.node == node)
+                .map(|(k, _)| k.clone())
+                .collect()
+        });
+        let now = Time(self.ctx.clock.now());
+        let pp = PatchParams {
+            field_manager: Some(MANAGER.into()),
+            ..PatchParams::default()
+        };
+        for (namespace, name) in pods {
+            let api: Api<k8s_openapi::api::core::v1::Pod> =
+                Api::namespaced(self.ctx.client.clone(), &namespace);
+            let patch = json!({"status": {"conditions": [
+                {"type": "Ready", "status": "False", "lastTransitionTime": now},
+            ]}});
+            match api.patch_status(&name, &pp, &Patch::Strategic(patch)).await {
+                Ok(_) => {}
+                Err(e) if is_status(&e, &[404]) => {}
+                Err(e) => {
+                    tracing::warn!(controller = NAME, node, pod = %format!("{namespace}/{name}"), error = %e, "marking a pod not Ready");
+                }
+            }
         }
     }
 

@@ -7,10 +7,10 @@
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Node};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kgc_testsupport::{KgcBinary, eventually};
 use kube::Api;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 kgc_testsupport::bind_kgc!();
@@ -298,6 +298,33 @@ async fn stopped_nodes_go_unknown_unreachable_and_departed_ones_are_deleted() {
             "kgc",
         ])
     };
+    // A Ready pod on kgc-node-2. Its status is the kubelet's to write; where no simulated
+    // kubelet runs, the test writes what one would.
+    let pods: Api<Pod> = Api::namespaced(s.client(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "on-node-2"},
+        "spec": {"nodeName": "kgc-node-2", "containers": [{"name": "c", "image": "busybox"}]},
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let pod_ready = |p: &Pod| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+            .map(|c| c.status.clone())
+    };
+    if pod_ready(&pods.get("on-node-2").await.unwrap()).is_none() {
+        let status = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
+        pods.patch_status("on-node-2", &PatchParams::default(), &Patch::Merge(status))
+            .await
+            .unwrap();
+    }
+    eventually("the pod Ready", secs(20), || async {
+        pod_ready(&pods.get("on-node-2").await.unwrap()).as_deref() == Some("True")
+    })
+    .await;
+
     for name in ["kgc-node-1", "kgc-node-2"] {
         let (ok, out, err) = node_cmd("stop", name);
         assert!(ok, "kgc node stop {name}: {err}");
@@ -329,6 +356,11 @@ async fn stopped_nodes_go_unknown_unreachable_and_departed_ones_are_deleted() {
         ready(&get(&nodes, "kgc-node-0").await.unwrap()),
         Some("True")
     );
+    // Its pods are marked not Ready.
+    eventually("the pod on the silent node not Ready", secs(10), || async {
+        pod_ready(&pods.get("on-node-2").await.unwrap()).as_deref() == Some("False")
+    })
+    .await;
 
     // The machine of kgc-node-1 is gone (the command says so): the departed-nodes collector
     // deletes it.
