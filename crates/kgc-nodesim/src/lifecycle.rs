@@ -17,8 +17,8 @@
 //! - `MarkPodsNotReady` (`pkg/controller/util/node/controller_utils.go`): when this controller
 //!   turns a node's Ready from True, the Ready condition of every pod bound to it becomes False.
 //!
-//! Not here: the eviction rate limits (0.1 and 0.01 nodes per second per zone: taints are
-//! added at once), and events.
+//! Not here: events (`RegisteredNode`, `NodeNotReady`), and the pods assigned to a node already
+//! not Ready (`processPod`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -82,6 +82,10 @@ pub struct Config {
     pub unhealthy_zone_threshold: f64,
     /// `--large-cluster-size-threshold`.
     pub large_cluster_size_threshold: usize,
+    /// `--node-eviction-rate`: nodes a second getting NoExecute taints per zone.
+    pub eviction_rate: f64,
+    /// `--secondary-node-eviction-rate`: the same in a large zone in partial disruption.
+    pub secondary_eviction_rate: f64,
 }
 
 impl Default for Config {
@@ -92,6 +96,8 @@ impl Default for Config {
             startup_grace_period: Duration::from_secs(60),
             unhealthy_zone_threshold: 0.55,
             large_cluster_size_threshold: 50,
+            eviction_rate: 0.1,
+            secondary_eviction_rate: 0.01,
         }
     }
 }
@@ -272,9 +278,10 @@ fn no_execute_for(ready: Option<&str>) -> Option<&'static str> {
     }
 }
 
-/// The NoExecute (to add, to remove) for a node, given whether its zone may get new taints and
-/// whether the whole cluster is down (then all go, as `handleDisruption` does).
-pub fn no_execute_diff(node: &Node, may_taint: bool, all_down: bool) -> (Vec<Taint>, Vec<Taint>) {
+/// The NoExecute taints (to add, to remove) for a node, given whether the whole cluster is
+/// down (then all go, as `handleDisruption` does). A swap of not-ready and unreachable removes
+/// one and adds the other; a new taint adds only, and waits for its zone's rate limiter.
+pub fn no_execute_diff(node: &Node, all_down: bool) -> (Vec<Taint>, Vec<Taint>) {
     let has = |k: &str| has_taint(node, k, NO_EXECUTE);
     let present: Vec<Taint> = [NOT_READY, UNREACHABLE]
         .into_iter()
@@ -295,11 +302,20 @@ pub fn no_execute_diff(node: &Node, may_taint: bool, all_down: bool) -> (Vec<Tai
             present.into_iter().filter(|t| t.key != want).collect(),
         );
     }
-    // The opposite taint is swapped at once; a new one waits for the zone to allow it.
-    if present.is_empty() && !may_taint {
-        return (Vec::new(), Vec::new());
-    }
     (vec![taint(want, NO_EXECUTE)], present)
+}
+
+/// How many nodes a second a zone may get new NoExecute taints (`setLimiterInZone`): the
+/// eviction rate, in partial disruption the secondary rate for a large zone and none for a
+/// small one.
+pub fn eviction_rate(state: ZoneState, size: usize, config: &Config) -> f64 {
+    match state {
+        ZoneState::Normal | ZoneState::FullDisruption => config.eviction_rate,
+        ZoneState::PartialDisruption if size > config.large_cluster_size_threshold => {
+            config.secondary_eviction_rate
+        }
+        ZoneState::PartialDisruption => 0.0,
+    }
 }
 
 /// What the controller keeps of a pod: only pods bound to a node and Ready, those a node
@@ -329,6 +345,8 @@ struct Controller<C> {
     leases: Cache<Heartbeat>,
     pods: Cache<ReadyPod>,
     health: Mutex<HashMap<String, Health>>,
+    /// When each zone last got a new NoExecute taint.
+    tainted: Mutex<HashMap<String, std::time::Instant>>,
 }
 
 /// Runs the controller until dropped.
@@ -360,6 +378,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         leases,
         pods,
         health: Mutex::default(),
+        tainted: Mutex::default(),
     });
     let monitor = {
         let c = Arc::clone(&c);
@@ -435,15 +454,35 @@ impl<C: Cluster> Controller<C> {
                 .values()
                 .all(|(s, _)| *s == ZoneState::FullDisruption);
         for n in &current {
-            let (state, size) = states[&zone_key(n)];
-            let may_taint = state != ZoneState::PartialDisruption
-                || size > self.config.large_cluster_size_threshold;
-            let (add, remove) = no_execute_diff(n, may_taint, all_down);
+            let zone = zone_key(n);
+            let (state, size) = states[&zone];
+            let (mut add, remove) = no_execute_diff(n, all_down);
+            let new_taint = !add.is_empty() && remove.is_empty();
+            if new_taint && !self.take_token(&zone, eviction_rate(state, size, &self.config)) {
+                add.clear();
+            }
             if let Err(e) = self.swap_taints(n, add, remove).await {
                 let name = n.metadata.name.clone().unwrap_or_default();
                 tracing::warn!(controller = NAME, node = %name, error = %e, "swapping the node's NoExecute taints; retrying next period");
             }
         }
+    }
+
+    /// A token of the zone's NoExecute tainting limiter (a token bucket of `rate` per second,
+    /// burst 1, as upstream's `RateLimitedTimedQueue`).
+    fn take_token(&self, zone: &str, rate: f64) -> bool {
+        if rate <= 0.0 {
+            return false;
+        }
+        let now = std::time::Instant::now();
+        let mut last = self.tainted.lock().unwrap_or_else(PoisonError::into_inner);
+        let due = last
+            .get(zone)
+            .is_none_or(|t| now.duration_since(*t).as_secs_f64() * rate >= 1.0);
+        if due {
+            last.insert(zone.to_owned(), now);
+        }
+        due
     }
 
     /// `tryUpdateNodeHealth`: moves the probe time on a new Ready heartbeat or lease renewal,
@@ -670,17 +709,13 @@ mod tests {
 
     #[test]
     fn no_execute_taints_swap_and_respect_disruption() {
-        let (add, remove) = no_execute_diff(&node(Some("Unknown"), &[]), true, false);
+        let (add, remove) = no_execute_diff(&node(Some("Unknown"), &[]), false);
         assert_eq!(
             (keys(&add), remove.len()),
             (vec![(UNREACHABLE, NO_EXECUTE)], 0)
         );
-        // The opposite taint is swapped even where new taints wait.
-        let (add, remove) = no_execute_diff(
-            &node(Some("False"), &[(UNREACHABLE, NO_EXECUTE)]),
-            false,
-            false,
-        );
+        let (add, remove) =
+            no_execute_diff(&node(Some("False"), &[(UNREACHABLE, NO_EXECUTE)]), false);
         assert_eq!(
             (keys(&add), keys(&remove)),
             (
@@ -688,28 +723,31 @@ mod tests {
                 vec![(UNREACHABLE, NO_EXECUTE)]
             )
         );
+        // Everything down: no NoExecute taints at all; back: removed.
+        let (add, remove) =
+            no_execute_diff(&node(Some("Unknown"), &[(UNREACHABLE, NO_EXECUTE)]), true);
         assert_eq!(
-            no_execute_diff(&node(Some("Unknown"), &[]), false, false),
+            (add.len(), keys(&remove)),
+            (0, vec![(UNREACHABLE, NO_EXECUTE)])
+        );
+        let (add, remove) =
+            no_execute_diff(&node(Some("True"), &[(UNREACHABLE, NO_EXECUTE)]), false);
+        assert_eq!(
+            (add.len(), keys(&remove)),
+            (0, vec![(UNREACHABLE, NO_EXECUTE)])
+        );
+        assert_eq!(
+            no_execute_diff(&node(Some("Unknown"), &[(UNREACHABLE, NO_EXECUTE)]), false),
             (vec![], vec![])
         );
-        // Everything down: no NoExecute taints at all; back: removed.
-        let (add, remove) = no_execute_diff(
-            &node(Some("Unknown"), &[(UNREACHABLE, NO_EXECUTE)]),
-            true,
-            true,
-        );
-        assert_eq!(
-            (add.len(), keys(&remove)),
-            (0, vec![(UNREACHABLE, NO_EXECUTE)])
-        );
-        let (add, remove) = no_execute_diff(
-            &node(Some("True"), &[(UNREACHABLE, NO_EXECUTE)]),
-            true,
-            false,
-        );
-        assert_eq!(
-            (add.len(), keys(&remove)),
-            (0, vec![(UNREACHABLE, NO_EXECUTE)])
-        );
+    }
+
+    #[test]
+    fn eviction_rates_follow_the_zone_state() {
+        let c = Config::default();
+        assert_eq!(eviction_rate(ZoneState::Normal, 3, &c), 0.1);
+        assert_eq!(eviction_rate(ZoneState::FullDisruption, 3, &c), 0.1);
+        assert_eq!(eviction_rate(ZoneState::PartialDisruption, 50, &c), 0.0);
+        assert_eq!(eviction_rate(ZoneState::PartialDisruption, 51, &c), 0.01);
     }
 }
