@@ -8,6 +8,7 @@
 
 mod controllers;
 mod http;
+mod nodes;
 mod scheduling;
 mod server;
 mod stats;
@@ -59,6 +60,9 @@ struct Cli {
     /// ConfigMaps the watches of the watch-memory scenarios watch (about 1 KB each stored).
     #[arg(long, default_value_t = 3_000)]
     watch_objects: usize,
+    /// Simulated nodes of the `nodes` measurement.
+    #[arg(long, default_value_t = 1_000)]
+    nodes: usize,
     /// Concurrent clients used to load the large store.
     #[arg(long, default_value_t = 64)]
     load_clients: usize,
@@ -126,6 +130,9 @@ enum Which {
     /// Pods bound per second by the scheduler: `--pods` pods by 16 clients onto `--sched-nodes`
     /// nodes (not part of `all`).
     Scheduling,
+    /// A server simulating `--nodes` nodes: CPU at steady state and lease renewal lag (not
+    /// part of `all`).
+    Nodes,
 }
 
 /// One row of the final table.
@@ -907,6 +914,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Scheduling {
         bench.scheduling().await?;
+    }
+    if which == Which::Nodes {
+        bench.nodes().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",

@@ -37,13 +37,16 @@ pub struct Server<B> {
 /// The controllers that make the cluster live: off in a server a test starts with
 /// [`Server::start`] or [`Server::start_with`], so that a test of one collector can forge the
 /// status they would write and create the children they would create; on with
-/// [`Server::living`].
+/// [`Server::living`]. Such a server also registers no node (`--nodes=0`) unless the test
+/// says `--nodes`.
 pub const SIMULATORS: &[&str] = &[
     "replicaset",
     "deployment",
     "provisioner",
     "persistentvolume-binder",
     "scheduler",
+    "nodes-sim",
+    "node-lifecycle",
 ];
 
 impl<B: KgcBinary> Server<B> {
@@ -106,6 +109,23 @@ impl<B: KgcBinary> Server<B> {
         }
     }
 
+    /// What turns the [`SIMULATORS`] off, unless the server is [`Server::living`]: `--disable`
+    /// for each, and `--nodes 0` unless the test gives `--nodes`.
+    fn simulators_off(&self) -> Vec<String> {
+        if self.living {
+            return Vec::new();
+        }
+        let mut out = vec![format!("--disable={}", SIMULATORS.join(","))];
+        if !self
+            .args
+            .iter()
+            .any(|a| a == "--nodes" || a.starts_with("--nodes="))
+        {
+            out.push("--nodes=0".into());
+        }
+        out
+    }
+
     async fn spawn(&mut self) {
         assert!(self.child.is_none(), "the server is already running");
         let mut child = B::command()
@@ -115,7 +135,7 @@ impl<B: KgcBinary> Server<B> {
             .arg("--data-dir")
             .arg(self.data_dir())
             .args((!self.secure).then_some("--insecure-http"))
-            .args((!self.living).then(|| format!("--disable={}", SIMULATORS.join(","))))
+            .args(self.simulators_off())
             .args(&self.args)
             .env("RUST_LOG", process::rust_log())
             .stdin(Stdio::null())

@@ -11,11 +11,12 @@ use kgc_client::Cluster;
 use kgc_controllers::{
     Context, crd_finalizer, namespace, pod_termination, root_ca, serviceaccount,
 };
+use kgc_nodesim::{lifecycle as node_lifecycle, simulator as nodes_sim};
 use kgc_workloads::{deployment, replicaset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
 /// collectors, and the cluster's own controllers.
-pub const ALL: [&str; 18] = [
+pub const ALL: [&str; 20] = [
     "gc",
     "podgc",
     "ttl",
@@ -34,11 +35,13 @@ pub const ALL: [&str; 18] = [
     kgc_volume::protection::PVC_NAME,
     kgc_volume::protection::PV_NAME,
     kgc_scheduler::NAME,
+    nodes_sim::NAME,
+    node_lifecycle::NAME,
 ];
 
 /// What `kgc controller` leaves off unless named: against a real cluster, kube-apiserver,
 /// kube-controller-manager and the kubelets already do these jobs.
-pub const OFF_AGAINST_A_CLUSTER: [&str; 12] = [
+pub const OFF_AGAINST_A_CLUSTER: [&str; 14] = [
     namespace::NAME,
     crd_finalizer::NAME,
     pod_termination::NAME,
@@ -51,6 +54,8 @@ pub const OFF_AGAINST_A_CLUSTER: [&str; 12] = [
     kgc_volume::protection::PVC_NAME,
     kgc_volume::protection::PV_NAME,
     kgc_scheduler::NAME,
+    nodes_sim::NAME,
+    node_lifecycle::NAME,
 ];
 
 #[derive(clap::Args, Clone, Debug)]
@@ -59,7 +64,7 @@ pub struct Selection {
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
     /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
     /// root-ca-cert-publisher, replicaset, deployment, provisioner, persistentvolume-binder,
-    /// pvc-protection, pv-protection, scheduler.
+    /// pvc-protection, pv-protection, scheduler, nodes-sim (simulated nodes), node-lifecycle.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.

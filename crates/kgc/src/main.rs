@@ -12,6 +12,8 @@ mod gc_cmd;
 mod leader_election;
 mod lifecycle;
 mod node_cmd;
+mod node_stop_cmd;
+mod nodes;
 mod secure;
 mod serve;
 mod signals;
@@ -46,7 +48,7 @@ enum LogFormat {
 #[derive(Subcommand)]
 enum Command {
     /// Run the embedded, Kubernetes-compatible API server with every collector built in.
-    Serve(serve::Args),
+    Serve(Box<serve::Args>),
     /// Run the owner-reference garbage collector against any Kubernetes API server, with
     /// leader election among replicas.
     Controller(controller::Args),
@@ -63,7 +65,8 @@ enum Command {
     /// Delete every object of an app's environment (and tag), and its parent.
     Delete(deploy_cmd::PruneArgs),
     /// Node garbage collection over the CRI: the kubelet's image and container GC as a
-    /// command (`kgc node gc|snapshot|simulate`).
+    /// command (`kgc node gc|snapshot|simulate`); stop and start simulated nodes
+    /// (`kgc node stop|start NAME`).
     Node(node_cmd::Args),
 }
 
@@ -122,7 +125,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => serve::run(*args).await,
             Command::Controller(args) => controller::run(args).await,
             Command::Gc(args) => gc_cmd::run(args).await,
             Command::Apply(args) => deploy_cmd::apply(args).await,

@@ -1,5 +1,6 @@
 //! `kgc node`: the kubelet's image and container garbage collection as a standalone command,
-//! over the CRI (`gc`, one pass or `--every`), recorded (`snapshot`) or replayed (`simulate`).
+//! over the CRI (`gc`, one pass or `--every`), recorded (`snapshot`) or replayed (`simulate`);
+//! and stopping and starting `kgc serve`'s simulated nodes (`stop`, `start`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -32,6 +33,11 @@ enum Command {
     /// Replay a snapshot under a policy for N days: what would be removed, when, and the disk
     /// usage over time.
     Simulate(SimulateArgs),
+    /// Stop a simulated node of `kgc serve`: it stops renewing its lease and posting status,
+    /// so it goes NotReady as a machine that died (annotation kgc.io/stopped: "true").
+    Stop(crate::node_stop_cmd::Args),
+    /// Start a stopped simulated node again: it renews its lease and turns Ready.
+    Start(crate::node_stop_cmd::Args),
 }
 
 #[derive(clap::Args)]
@@ -701,6 +707,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         Command::Gc(a) => gc(a).await,
         Command::Snapshot(a) => snapshot(a).await,
         Command::Simulate(a) => simulate(a),
+        Command::Stop(a) => crate::node_stop_cmd::set_stopped(a, true).await,
+        Command::Start(a) => crate::node_stop_cmd::set_stopped(a, false).await,
     }
 }
 

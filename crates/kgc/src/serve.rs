@@ -59,6 +59,8 @@ pub struct Args {
     #[command(flatten)]
     lifecycle: crate::lifecycle::LifecycleArgs,
     #[command(flatten)]
+    nodes: crate::nodes::NodeArgs,
+    #[command(flatten)]
     security: crate::secure::SecurityArgs,
     #[command(flatten)]
     encryption: crate::encryption::EncryptionArgs,
@@ -171,6 +173,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     args.security.check_listen(args.listen)?;
     let disabled = args.selection.disabled(&[]).map_err(anyhow::Error::msg)?;
+    let nodes = args.nodes.config()?;
     // An --in-memory server owns no data directory unless given one: its kubeconfig (for a
     // throwaway CA) goes to a private temporary directory, never over a durable server's.
     let scratch = match (&args.data_dir, args.in_memory) {
@@ -301,18 +304,22 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
         None => Vec::new(),
     };
+    let ctx = kgc_controllers::Context {
+        informers: informers.clone(),
+        client: api.loopback_client(),
+        clock: args.lifecycle.clock(),
+        queues: Some(registry.queues()),
+        // What verifies this server; a plain-HTTP server has none to publish.
+        root_ca: security.as_ref().map(|s| s.root_ca().into()),
+    };
     let controllers = tokio::spawn({
-        let ctx = kgc_controllers::Context {
-            informers: informers.clone(),
-            client: api.loopback_client(),
-            clock: args.lifecycle.clock(),
-            queues: Some(registry.queues()),
-            // What verifies this server; a plain-HTTP server has none to publish.
-            root_ca: security.as_ref().map(|s| s.root_ca().into()),
-        };
-        let disabled = disabled.clone();
+        let (ctx, disabled) = (ctx.clone(), disabled.clone());
         let volumes = lifecycle_args.volumes();
         async move { crate::controllers::run(ctx, &disabled, volumes).await }
+    });
+    let nodes_task = tokio::spawn({
+        let disabled = disabled.clone();
+        async move { crate::nodes::run(ctx, nodes, &disabled).await }
     });
     let app = api.router();
     tracing::info!(listen = %local, kubeconfig = %kubeconfig_path.display(), "serving");
@@ -341,7 +348,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     for t in security_tasks {
         t.abort();
     }
-    for c in std::iter::once(controllers)
+    for c in [controllers, nodes_task]
+        .into_iter()
         .chain(gc_task)
         .chain(lifecycle_task)
     {

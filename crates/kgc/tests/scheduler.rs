@@ -21,7 +21,8 @@ const T: Duration = Duration::from_secs(30);
 /// The server: everything on, and none of the simulated nodes `kgc serve` registers by default,
 /// so that the nodes are the test's.
 async fn living() -> Server {
-    Server::living(&["--in-memory"]).await
+    // The tests make their own nodes: no simulated one.
+    Server::living(&["--in-memory", "--nodes=0"]).await
 }
 
 /// A Ready node with `cpu` cores, `pods` pods, and `extra` merged into the object.
