@@ -98,11 +98,16 @@ async fn run_by_name<C, V, F, Fut>(
 
 /// Runs `workers` workers over `queue`, each calling `sync` for a key and acting on what it
 /// says: `Ok(None)` done, `Ok(Some(d))` look again after `d`, `Err` retry with back-off.
-async fn work<K, F, Fut>(controller: &'static str, queue: WorkQueue<K>, workers: usize, sync: F)
-where
+pub async fn work<K, F, Fut, E>(
+    controller: &'static str,
+    queue: WorkQueue<K>,
+    workers: usize,
+    sync: F,
+) where
     K: std::hash::Hash + Eq + Clone + std::fmt::Display + Send + Sync + 'static,
     F: Fn(K) -> Fut + Clone + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<Option<std::time::Duration>>> + Send,
+    Fut: std::future::Future<Output = Result<Option<std::time::Duration>, E>> + Send,
+    E: std::fmt::Display,
 {
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers.max(1) {

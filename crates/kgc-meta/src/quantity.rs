@@ -85,6 +85,28 @@ impl Quantity {
         self.amount.signum() > 0
     }
 
+    /// `Value()`: the value rounded up to a whole number; `None` beyond an i64.
+    pub fn value(&self) -> Option<i64> {
+        self.scaled_ceil(0).and_then(|v| i64::try_from(v).ok())
+    }
+
+    /// `MilliValue()`: the value in thousandths, rounded up; `None` beyond an i64.
+    pub fn milli_value(&self) -> Option<i64> {
+        self.scaled_ceil(-3).and_then(|v| i64::try_from(v).ok())
+    }
+
+    /// The value in units of 10^`scale`, rounded up (`ScaledValue`'s rounding).
+    fn scaled_ceil(&self, scale: i64) -> Option<i128> {
+        let mut dec = self.amount.to_dec().into_owned();
+        dec.exp -= scale;
+        let int = dec.int_part()?;
+        Some(match (dec.negative, dec.has_fraction()) {
+            (true, _) => -int,
+            (false, true) => int + 1,
+            (false, false) => int,
+        })
+    }
+
     /// Whether the value is whole: what validation's `MilliValue() % 1000 == 0` asks of the
     /// quantities of integer resources (the milli value rounds up, so any fraction fails).
     pub fn is_integer(&self) -> bool {
@@ -881,6 +903,18 @@ mod tests {
             "1Gi"
         );
         assert_eq!(Quantity::from_json(&json!(2000)).unwrap().to_string(), "2k");
+    }
+
+    #[test]
+    fn values_round_up_as_go_does() {
+        let v = |s: &str| Quantity::parse(s).unwrap();
+        assert_eq!(v("100Mi").value(), Some(100 * 1024 * 1024));
+        assert_eq!(v("1.5k").value(), Some(1500));
+        assert_eq!(v("100m").value(), Some(1));
+        assert_eq!(v("100m").milli_value(), Some(100));
+        assert_eq!(v("1").milli_value(), Some(1000));
+        assert_eq!(v("1n").milli_value(), Some(1));
+        assert_eq!(v("10Ei").value(), None);
     }
 
     #[test]
