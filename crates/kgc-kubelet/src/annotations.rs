@@ -32,16 +32,20 @@ pub fn read(annotations: Option<&BTreeMap<String, String>>) -> Directives {
     if let Some(v) = a.get(RUN_FOR) {
         match kgc_validation::parse_go_duration(v) {
             Ok(ns) if ns >= 0 => d.run_for = Some(Duration::from_nanos(ns.unsigned_abs())),
-            Ok(_) => d.problems.push(bad(RUN_FOR, v, "a duration cannot be negative")),
+            Ok(_) => d
+                .problems
+                .push(bad(RUN_FOR, v, "a duration cannot be negative")),
             Err(e) => d.problems.push(bad(RUN_FOR, v, &e)),
         }
     }
     if let Some(v) = a.get(EXIT_CODE) {
         match v.trim().parse::<i32>() {
             Ok(n) if (0..=255).contains(&n) => d.exit_code = Some(n),
-            _ => d
-                .problems
-                .push(bad(EXIT_CODE, v, "an exit code is an integer from 0 to 255")),
+            _ => d.problems.push(bad(
+                EXIT_CODE,
+                v,
+                "an exit code is an integer from 0 to 255",
+            )),
         }
     }
     if let Some(v) = a.get(IMAGE_SIZE) {
@@ -76,11 +80,7 @@ mod tests {
 
     #[test]
     fn well_formed_annotations_are_read() {
-        let d = of(&[
-            (RUN_FOR, "1m30s"),
-            (EXIT_CODE, "3"),
-            (IMAGE_SIZE, "100Mi"),
-        ]);
+        let d = of(&[(RUN_FOR, "1m30s"), (EXIT_CODE, "3"), (IMAGE_SIZE, "100Mi")]);
         assert_eq!(d.run_for, Some(Duration::from_secs(90)));
         assert_eq!(d.exit_code, Some(3));
         assert_eq!(d.image_size, Some(100 << 20));
@@ -93,7 +93,11 @@ mod tests {
         let d = of(&[(RUN_FOR, "soon"), (EXIT_CODE, "-1"), (IMAGE_SIZE, "big")]);
         assert_eq!((d.run_for, d.exit_code, d.image_size), (None, None, None));
         assert_eq!(d.problems.len(), 3);
-        assert!(d.problems[0].contains("kgc.io/run-for: \"soon\""), "{:?}", d);
+        assert!(
+            d.problems[0].contains("kgc.io/run-for: \"soon\""),
+            "{:?}",
+            d
+        );
         assert!(d.problems[1].contains(EXIT_CODE));
         assert!(d.problems[2].contains(IMAGE_SIZE));
         assert_eq!(of(&[(RUN_FOR, "-5s")]).problems.len(), 1);

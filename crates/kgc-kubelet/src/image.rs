@@ -81,7 +81,10 @@ mod tests {
         assert_eq!(n("nginx"), "docker.io/library/nginx:latest");
         assert_eq!(n("nginx:1.25"), "docker.io/library/nginx:1.25");
         assert_eq!(n("bitnami/redis"), "docker.io/bitnami/redis:latest");
-        assert_eq!(n("registry.k8s.io/pause:3.10"), "registry.k8s.io/pause:3.10");
+        assert_eq!(
+            n("registry.k8s.io/pause:3.10"),
+            "registry.k8s.io/pause:3.10"
+        );
         assert_eq!(n("localhost:5000/app"), "localhost:5000/app:latest");
         let pinned = resolve("busybox@sha256:abc");
         assert_eq!(pinned.name, "docker.io/library/busybox@sha256:abc");

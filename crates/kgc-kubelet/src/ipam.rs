@@ -22,7 +22,9 @@ impl Range {
     /// The range of `cidr` (`10.244.0.0/24`); IPv4 only.
     pub fn parse(cidr: &str) -> Result<Range, Error> {
         let bad = |why: &str| Error::PodCidr(format!("{cidr:?}: {why}"));
-        let (ip, bits) = cidr.split_once('/').ok_or_else(|| bad("no prefix length"))?;
+        let (ip, bits) = cidr
+            .split_once('/')
+            .ok_or_else(|| bad("no prefix length"))?;
         let ip: Ipv4Addr = ip.parse().map_err(|_| bad("not an IPv4 address"))?;
         let bits: u32 = bits.parse().map_err(|_| bad("bad prefix length"))?;
         if !(1..=30).contains(&bits) {
@@ -78,7 +80,10 @@ mod tests {
         let mut r = Range::parse("10.244.0.0/24").unwrap();
         let a = r.allocate().unwrap();
         let b = r.allocate().unwrap();
-        assert_eq!((a.to_string(), b.to_string()), ("10.244.0.2".into(), "10.244.0.3".into()));
+        assert_eq!(
+            (a.to_string(), b.to_string()),
+            ("10.244.0.2".into(), "10.244.0.3".into())
+        );
         r.release(a);
         assert_eq!(r.allocate().unwrap().to_string(), "10.244.0.4");
         assert!(r.reserve("10.244.0.9".parse().unwrap()));

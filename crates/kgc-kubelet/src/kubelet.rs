@@ -111,7 +111,9 @@ impl View for SimNode {
         Some(SimNode {
             stopped: a[STOPPED].as_str() == Some("true"),
             pod_cidr: obj["spec"]["podCIDR"].as_str().map(str::to_owned),
-            host_ip: internal.and_then(|x| x["address"].as_str()).map(str::to_owned),
+            host_ip: internal
+                .and_then(|x| x["address"].as_str())
+                .map(str::to_owned),
         })
     }
 }
@@ -194,8 +196,12 @@ impl Table {
         };
         let node = self.nodes.entry(e.node).or_default();
         node.pods.remove(key);
-        node.dead
-            .extend(e.rt.containers.iter().map(|c| c.as_cri(&e.rt.uid)));
+        // The kubelet kills what still runs.
+        node.dead.extend(e.rt.containers.iter().map(|c| {
+            let mut dead = c.as_cri(&e.rt.uid);
+            dead.state = kgc_node::snapshot::ContainerState::Exited;
+            dead
+        }));
         if let (Some(ip), Some((_, range))) = (e.held, node.range.as_mut()) {
             range.release(ip);
         }
@@ -423,8 +429,7 @@ impl<C: Cluster> Kubelet<C> {
             return Outcome::Nothing;
         };
         let mut t = lock(&self.table);
-        if t
-            .pods
+        if t.pods
             .get(key)
             .is_some_and(|e| e.rt.uid != uid || e.node != node_name)
         {
@@ -706,7 +711,12 @@ impl<C: Cluster> Kubelet<C> {
         match outcome {
             Ok(removed) => {
                 if !removed.is_empty() {
-                    tracing::debug!(controller = NAME, node = name, removed = removed.len(), "dead containers removed");
+                    tracing::debug!(
+                        controller = NAME,
+                        node = name,
+                        removed = removed.len(),
+                        "dead containers removed"
+                    );
                 }
                 self.metrics.containers_removed.inc_by(removed.len() as u64);
             }
@@ -737,12 +747,7 @@ impl<C: Cluster> Kubelet<C> {
             };
             let keys: Vec<Key> = nrt.pods.iter().cloned().collect();
             let live = keys.iter().filter_map(|k| pods.get(k)).map(|e| &e.rt);
-            nrt.collect_images(
-                live,
-                &self.config.images,
-                self.config.image_fs_size,
-                now,
-            )
+            nrt.collect_images(live, &self.config.images, self.config.image_fs_size, now)
         };
         let pass = match outcome {
             Ok(pass) => pass,

@@ -251,7 +251,11 @@ mod tests {
             created_at: at(t),
             ..Container::default()
         };
-        node.dead = vec![dead("a1", "p", 1), dead("a2", "p", 2), dead("g1", "gone", 1)];
+        node.dead = vec![
+            dead("a1", "p", 1),
+            dead("a2", "p", 2),
+            dead("g1", "gone", 1),
+        ];
         let removed = node
             .collect_containers(
                 std::iter::once(&live),

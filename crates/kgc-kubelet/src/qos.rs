@@ -37,14 +37,20 @@ pub fn class(spec: &PodSpec) -> &'static str {
             *guaranteed = false;
         }
     };
-    let pod_level = spec
-        .resources
-        .as_ref()
-        .filter(|r| positive(r.requests.as_ref()).chain(positive(r.limits.as_ref())).count() > 0);
+    let pod_level = spec.resources.as_ref().filter(|r| {
+        positive(r.requests.as_ref())
+            .chain(positive(r.limits.as_ref()))
+            .count()
+            > 0
+    });
     match pod_level {
         Some(r) => add(Some(r), &mut guaranteed),
         None => {
-            let containers = spec.init_containers.iter().flatten().chain(&spec.containers);
+            let containers = spec
+                .init_containers
+                .iter()
+                .flatten()
+                .chain(&spec.containers);
             for c in containers {
                 add(c.resources.as_ref(), &mut guaranteed);
             }
@@ -99,7 +105,10 @@ mod tests {
         let both = [("cpu", "100m"), ("memory", "64Mi")];
         assert_eq!(class(&pod(vec![container(&both, &both)])), "Guaranteed");
         assert_eq!(
-            class(&pod(vec![container(&[("cpu", "0.1")], &[("cpu", "100m"), ("memory", "64Mi")])])),
+            class(&pod(vec![container(
+                &[("cpu", "0.1")],
+                &[("cpu", "100m"), ("memory", "64Mi")]
+            )])),
             "Burstable",
             "memory requested 0 but limited"
         );

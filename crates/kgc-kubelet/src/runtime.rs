@@ -86,11 +86,16 @@ pub struct Exit {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum State {
-    Running { started: Timestamp },
+    Running {
+        started: Timestamp,
+    },
     /// Exited and not restarted (yet: a restart due at once happens in the same step).
     Exited(Exit),
     /// `CrashLoopBackOff`: exited (`last`), restarting at `until`; `delay` is the back-off.
-    BackOff { until: Timestamp, delay: Duration },
+    BackOff {
+        until: Timestamp,
+        delay: Duration,
+    },
 }
 
 /// One container of the pod spec and its current attempt.
@@ -331,7 +336,13 @@ fn twice(s: &Settings) -> SignedDuration {
 
 /// Starts the next attempt of `c` at `at` (`flowcontrol.Backoff.Next`: the first back-off, or
 /// twice the last up to the maximum, or the first again once the entry expired).
-fn restart(c: &mut Container, uid: &str, at: Timestamp, s: &Settings, dead: &mut Vec<CriContainer>) {
+fn restart(
+    c: &mut Container,
+    uid: &str,
+    at: Timestamp,
+    s: &Settings,
+    dead: &mut Vec<CriContainer>,
+) {
     let previous = match c.state.clone() {
         State::Exited(e) => Some(e),
         _ => c.last.take(),
@@ -396,7 +407,10 @@ mod tests {
     #[test]
     fn init_containers_complete_and_regular_ones_run() {
         let mut p = pod(&[("setup", true), ("app", false)]);
-        assert!(matches!(p.containers[0].state, State::Exited(Exit { code: 0, .. })));
+        assert!(matches!(
+            p.containers[0].state,
+            State::Exited(Exit { code: 0, .. })
+        ));
         let forever = Behaviour {
             run_for: None,
             exit_code: 0,
@@ -461,7 +475,11 @@ mod tests {
     #[test]
     fn on_failure_succeeds_when_the_exit_is_clean() {
         let mut p = pod(&[("app", false)]);
-        p.advance(&behaviour(1, 0, RestartPolicy::OnFailure), &Settings::default(), at(1));
+        p.advance(
+            &behaviour(1, 0, RestartPolicy::OnFailure),
+            &Settings::default(),
+            at(1),
+        );
         assert!(p.terminal);
     }
 

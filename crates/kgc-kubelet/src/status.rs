@@ -207,7 +207,10 @@ fn kubelet_conditions(
             "ContainersReady",
             false,
             Some("ContainersNotReady"),
-            Some(format!("containers with unready status: {}", go_list(&unready))),
+            Some(format!(
+                "containers with unready status: {}",
+                go_list(&unready)
+            )),
         ),
         _ => condition("ContainersReady", true, None, None),
     };
@@ -255,7 +258,12 @@ fn kubelet_conditions(
         condition("Initialized", true, None, None)
     };
     vec![
-        condition("PodReadyToStartContainers", sandbox && !terminal, None, None),
+        condition(
+            "PodReadyToStartContainers",
+            sandbox && !terminal,
+            None,
+            None,
+        ),
         initialized,
         ready,
         containers_ready,
@@ -277,14 +285,17 @@ pub fn generate(
     let generation = pod.metadata.generation;
     let (init, regular): (Vec<&Container>, Vec<&Container>) =
         rt.containers.iter().partition(|c| c.init);
-    let statuses: Vec<ContainerStatus> =
-        regular.iter().map(|c| container_status(pod, c)).collect();
+    let statuses: Vec<ContainerStatus> = regular.iter().map(|c| container_status(pod, c)).collect();
     let init_statuses: Vec<ContainerStatus> =
         init.iter().map(|c| container_status(pod, c)).collect();
     let mut phase = phase(rt, restart);
     // Pods are not allowed to leave a terminal phase.
     if let Some(p @ ("Succeeded" | "Failed")) = old.phase.as_deref() {
-        phase = if p == "Succeeded" { "Succeeded" } else { "Failed" };
+        phase = if p == "Succeeded" {
+            "Succeeded"
+        } else {
+            "Failed"
+        };
     }
     let kept: Vec<PodCondition> = old
         .conditions
@@ -403,7 +414,14 @@ mod tests {
     fn a_started_pod_is_running_and_ready() {
         let pod = api_pod(&["setup"], &["web"]);
         let rt = runtime(&pod);
-        let s = generate(&pod, &rt, RestartPolicy::Always, &placement(), "BestEffort", at(1));
+        let s = generate(
+            &pod,
+            &rt,
+            RestartPolicy::Always,
+            &placement(),
+            "BestEffort",
+            at(1),
+        );
         assert_eq!(s.phase.as_deref(), Some("Running"));
         let conds: Vec<(&str, &str, Option<&str>)> = s
             .conditions
@@ -426,11 +444,22 @@ mod tests {
         let cs = &s.container_statuses.as_ref().unwrap()[0];
         assert_eq!(cs.image, "docker.io/library/nginx:latest");
         assert!(cs.image_id.starts_with("docker.io/library/nginx@sha256:"));
-        assert!(cs.container_id.as_ref().unwrap().starts_with("containerd://"));
-        assert_eq!((cs.ready, cs.started, cs.restart_count), (true, Some(true), 0));
+        assert!(
+            cs.container_id
+                .as_ref()
+                .unwrap()
+                .starts_with("containerd://")
+        );
+        assert_eq!(
+            (cs.ready, cs.started, cs.restart_count),
+            (true, Some(true), 0)
+        );
         let init = &s.init_container_statuses.as_ref().unwrap()[0];
         let t = init.state.as_ref().unwrap().terminated.as_ref().unwrap();
-        assert_eq!((t.exit_code, t.reason.as_deref(), init.ready), (0, Some("Completed"), true));
+        assert_eq!(
+            (t.exit_code, t.reason.as_deref(), init.ready),
+            (0, Some("Completed"), true)
+        );
         assert_eq!(s.pod_ip.as_deref(), Some("10.244.0.2"));
         assert_eq!(s.host_ips.as_ref().unwrap()[0].ip, "172.18.0.2");
         assert_eq!(s.start_time, Some(time(at(0))));
@@ -447,18 +476,42 @@ mod tests {
             restart: RestartPolicy::Never,
         };
         rt.advance(&b, &Settings::default(), at(1));
-        let s = generate(&pod, &rt, RestartPolicy::Never, &placement(), "BestEffort", at(1));
+        let s = generate(
+            &pod,
+            &rt,
+            RestartPolicy::Never,
+            &placement(),
+            "BestEffort",
+            at(1),
+        );
         assert_eq!(s.phase.as_deref(), Some("Succeeded"));
         let c = s.conditions.unwrap();
-        assert_eq!((c[0].type_.as_str(), c[0].status.as_str()), ("PodReadyToStartContainers", "False"));
+        assert_eq!(
+            (c[0].type_.as_str(), c[0].status.as_str()),
+            ("PodReadyToStartContainers", "False")
+        );
         assert_eq!(c[1].reason.as_deref(), Some("PodCompleted"));
         assert_eq!(c[2].reason.as_deref(), Some("PodCompleted"));
         assert_eq!(c[3].reason.as_deref(), Some("PodCompleted"));
         let mut rt = runtime(&pod);
-        rt.advance(&Behaviour { exit_code: 2, ..b }, &Settings::default(), at(1));
-        let s = generate(&pod, &rt, RestartPolicy::Never, &placement(), "BestEffort", at(1));
+        rt.advance(
+            &Behaviour { exit_code: 2, ..b },
+            &Settings::default(),
+            at(1),
+        );
+        let s = generate(
+            &pod,
+            &rt,
+            RestartPolicy::Never,
+            &placement(),
+            "BestEffort",
+            at(1),
+        );
         assert_eq!(s.phase.as_deref(), Some("Failed"));
-        assert_eq!(s.conditions.unwrap()[3].reason.as_deref(), Some("PodFailed"));
+        assert_eq!(
+            s.conditions.unwrap()[3].reason.as_deref(),
+            Some("PodFailed")
+        );
     }
 
     #[test]
@@ -471,7 +524,14 @@ mod tests {
             restart: RestartPolicy::OnFailure,
         };
         rt.advance(&b, &Settings::default(), at(2));
-        let s = generate(&pod, &rt, RestartPolicy::OnFailure, &placement(), "BestEffort", at(2));
+        let s = generate(
+            &pod,
+            &rt,
+            RestartPolicy::OnFailure,
+            &placement(),
+            "BestEffort",
+            at(2),
+        );
         assert_eq!(s.phase.as_deref(), Some("Running"));
         let cs = &s.container_statuses.as_ref().unwrap()[0];
         let w = cs.state.as_ref().unwrap().waiting.as_ref().unwrap();
@@ -498,7 +558,14 @@ mod tests {
             condition_type: "example.com/lb".into(),
         }]);
         let rt = runtime(&pod);
-        let s = generate(&pod, &rt, RestartPolicy::Always, &placement(), "BestEffort", at(1));
+        let s = generate(
+            &pod,
+            &rt,
+            RestartPolicy::Always,
+            &placement(),
+            "BestEffort",
+            at(1),
+        );
         let ready = &s.conditions.as_ref().unwrap()[2];
         assert_eq!(
             (ready.status.as_str(), ready.reason.as_deref()),
@@ -506,7 +573,9 @@ mod tests {
         );
         assert_eq!(
             ready.message.as_deref(),
-            Some("corresponding condition of pod readiness gate \"example.com/lb\" does not exist.")
+            Some(
+                "corresponding condition of pod readiness gate \"example.com/lb\" does not exist."
+            )
         );
     }
 }

@@ -37,5 +37,5 @@ pub use gc::{gc_graph, graph_observed, is_not_found, uid_of};
 pub use http::{RawResponse, WatchLines, api_error, assert_status, http_get, metrics_text, raw};
 pub use kubectl::run_kubectl;
 pub use namespace::{create_namespace, fresh_namespace, typed, unique};
-pub use server::{Server, add_user};
+pub use server::{SIMULATORS, Server, add_user};
 pub use wait::{consistently, eventually, next_within, poll, try_next_within};

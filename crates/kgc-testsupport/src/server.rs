@@ -16,6 +16,11 @@ use crate::controller::Controller;
 use crate::http::http_get_status;
 use crate::process::{self, READY_DEADLINE};
 
+/// The simulators of a living cluster (simulated kubelets…): [`Server::start`] and its
+/// siblings turn them off (`--disable`), so that a test of one collector can forge the status
+/// they would write; [`Server::living`] runs them.
+pub const SIMULATORS: &[&str] = &["kubelet-sim"];
+
 /// A running `kgc serve` of the binary `B` (test binaries name it `Server`, see
 /// [`bind_kgc!`](crate::bind_kgc)).
 pub struct Server<B> {
@@ -29,6 +34,8 @@ pub struct Server<B> {
     /// HTTPS with authentication and RBAC (see [`Server::start_secure`]); otherwise
     /// `--insecure-http`.
     secure: bool,
+    /// The simulators run (see [`SIMULATORS`]).
+    living: bool,
     binary: PhantomData<fn() -> B>,
 }
 
@@ -42,6 +49,12 @@ impl<B: KgcBinary> Server<B> {
     /// Pass no `--in-memory` for a durable server.
     pub async fn start_with(args: &[&str]) -> Self {
         Self::start_inner(args, false, |_| {}).await
+    }
+
+    /// A fresh server with everything on, the simulators included: a living cluster
+    /// (`args` as in [`Server::start_with`]).
+    pub async fn living(args: &[&str]) -> Self {
+        Self::start_inner_living(args, false, true, |_| {}).await
     }
 
     /// Like [`Server::start_with`], with the data directory set up by `prepare` first (a
@@ -58,6 +71,15 @@ impl<B: KgcBinary> Server<B> {
     }
 
     async fn start_inner(args: &[&str], secure: bool, prepare: impl FnOnce(&Path)) -> Self {
+        Self::start_inner_living(args, secure, false, prepare).await
+    }
+
+    async fn start_inner_living(
+        args: &[&str],
+        secure: bool,
+        living: bool,
+        prepare: impl FnOnce(&Path),
+    ) -> Self {
         let root = tempfile::Builder::new()
             .prefix("kgc-test-")
             .tempdir()
@@ -72,6 +94,7 @@ impl<B: KgcBinary> Server<B> {
             client: None,
             controller: None,
             secure,
+            living,
             binary: PhantomData,
         };
         s.spawn().await;
@@ -87,6 +110,12 @@ impl<B: KgcBinary> Server<B> {
             .arg("--data-dir")
             .arg(self.data_dir())
             .args((!self.secure).then_some("--insecure-http"))
+            .args(
+                SIMULATORS
+                    .iter()
+                    .filter(|_| !self.living)
+                    .flat_map(|s| ["--disable", s]),
+            )
             .args(&self.args)
             .env("RUST_LOG", process::rust_log())
             .stdin(Stdio::null())

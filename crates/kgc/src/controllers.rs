@@ -10,7 +10,7 @@ use kgc_controllers::{Context, crd_finalizer, namespace, pod_termination};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
 /// collectors, and the cluster's own controllers.
-pub const ALL: [&str; 9] = [
+pub const ALL: [&str; 10] = [
     "gc",
     "podgc",
     "ttl",
@@ -20,18 +20,23 @@ pub const ALL: [&str; 9] = [
     namespace::NAME,
     crd_finalizer::NAME,
     pod_termination::NAME,
+    kgc_kubelet::NAME,
 ];
 
 /// What `kgc controller` leaves off unless named: against a real cluster, kube-apiserver,
 /// kube-controller-manager and the kubelets already do these jobs.
-pub const OFF_AGAINST_A_CLUSTER: [&str; 3] =
-    [namespace::NAME, crd_finalizer::NAME, pod_termination::NAME];
+pub const OFF_AGAINST_A_CLUSTER: [&str; 4] = [
+    namespace::NAME,
+    crd_finalizer::NAME,
+    pod_termination::NAME,
+    kgc_kubelet::NAME,
+];
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct Selection {
     /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
-    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination.
+    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, kubelet-sim.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -101,7 +106,12 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String]) {
     };
     let pods = async {
         if on(pod_termination::NAME) {
-            pod_termination::run(ctx).await;
+            // The simulated kubelet finishes the deletions of its nodes' pods.
+            let kubelet = match on(kgc_kubelet::NAME) {
+                true => Some(kgc_kubelet::simulated_nodes(&ctx.informers).await),
+                false => None,
+            };
+            pod_termination::run(ctx, kubelet).await;
         }
     };
     tokio::join!(namespace, crds, pods);
@@ -132,11 +142,18 @@ mod tests {
     #[test]
     fn the_first_entry_naming_a_controller_decides() {
         assert_eq!(disabled(&["*", "-gc"], &[], &[]), ["gc"]);
-        assert_eq!(disabled(&["gc", "-gc"], &[], &[]).len(), 8);
+        assert_eq!(disabled(&["gc", "-gc"], &[], &[]).len(), ALL.len() - 1);
         assert!(!disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"ttl".to_owned()));
         assert!(disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"gc".to_owned()));
         let named = disabled(&["*", "namespace"], &[], &OFF_AGAINST_A_CLUSTER);
-        assert_eq!(named, [crd_finalizer::NAME, pod_termination::NAME]);
+        assert_eq!(
+            named,
+            [
+                crd_finalizer::NAME,
+                pod_termination::NAME,
+                kgc_kubelet::NAME
+            ]
+        );
     }
 
     #[test]

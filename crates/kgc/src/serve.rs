@@ -53,6 +53,8 @@ pub struct Args {
     #[command(flatten)]
     lifecycle: crate::lifecycle::LifecycleArgs,
     #[command(flatten)]
+    kubelet: crate::kubelet::KubeletArgs,
+    #[command(flatten)]
     security: crate::secure::SecurityArgs,
     #[command(flatten)]
     encryption: crate::encryption::EncryptionArgs,
@@ -165,6 +167,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     args.security.check_listen(args.listen)?;
     let disabled = args.selection.disabled(&[]).map_err(anyhow::Error::msg)?;
+    let kubelet = args.kubelet.config()?;
     // An --in-memory server owns no data directory unless given one: its kubeconfig (for a
     // throwaway CA) goes to a private temporary directory, never over a durable server's.
     let scratch = match (&args.data_dir, args.in_memory) {
@@ -284,13 +287,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
         None => Vec::new(),
     };
+    let ctx = kgc_controllers::Context {
+        informers: informers.clone(),
+        client: api.loopback_client(),
+        clock: args.lifecycle.clock(),
+        queues: Some(kgc_runtime::queue::QueueMetrics::register(&registry)),
+    };
+    let kubelet_task = (!disabled.iter().any(|d| d == kgc_kubelet::NAME)).then(|| {
+        tokio::spawn(kgc_kubelet::run(
+            ctx.clone(),
+            kubelet,
+            Some(registry.clone()),
+        ))
+    });
     let controllers = tokio::spawn({
-        let ctx = kgc_controllers::Context {
-            informers: informers.clone(),
-            client: api.loopback_client(),
-            clock: args.lifecycle.clock(),
-            queues: Some(kgc_runtime::queue::QueueMetrics::register(&registry)),
-        };
         let disabled = disabled.clone();
         async move { crate::controllers::run(ctx, &disabled).await }
     });
@@ -324,6 +334,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     for c in std::iter::once(controllers)
         .chain(gc_task)
         .chain(lifecycle_task)
+        .chain(kubelet_task)
     {
         c.abort();
     }
