@@ -222,7 +222,7 @@ enum Outcome {
     Nothing,
     /// The sandbox could not be created (no address): reported, tried again later.
     NoSandbox(Note),
-    Run(Step),
+    Run(Box<Step>),
 }
 
 struct Step {
@@ -547,7 +547,7 @@ impl<C: Cluster> Kubelet<C> {
         {
             range.release(ip);
         }
-        Outcome::Run(Step {
+        Outcome::Run(Box::new(Step {
             rt: entry.rt.clone(),
             restart: entry.behaviour.restart,
             placement: Placement {
@@ -558,7 +558,7 @@ impl<C: Cluster> Kubelet<C> {
             next,
             events,
             pulled,
-        })
+        }))
     }
 
     /// Writes `status` through `pods/status` from the cached copy (its resourceVersion the

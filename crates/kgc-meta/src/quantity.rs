@@ -914,7 +914,7 @@ mod tests {
         assert_eq!(v("100m").milli_value(), Some(100));
         assert_eq!(v("1").milli_value(), Some(1000));
         assert_eq!(v("1n").milli_value(), Some(1));
-        assert_eq!(v("10Ei").value(), None);
+        assert_eq!(v("9E").milli_value(), None, "beyond an i64");
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub struct Args {
     #[command(flatten)]
     lifecycle: crate::lifecycle::LifecycleArgs,
     #[command(flatten)]
-    kubelet: crate::kubelet::KubeletArgs,
+    kubelet: Box<crate::kubelet::KubeletArgs>,
     #[command(flatten)]
     security: crate::secure::SecurityArgs,
     #[command(flatten)]
