@@ -8,6 +8,7 @@
 
 mod controllers;
 mod http;
+mod pods;
 mod server;
 mod stats;
 mod watches;
@@ -83,6 +84,8 @@ enum Kind {
     /// A Deployment as `kubectl create deployment` sends it, with a probe, resources and an
     /// env: a typed body with nested structs, quantities and defaults to fill in.
     Deployments,
+    /// A pod bound to the simulated node of the `pods` measurement.
+    Pods,
 }
 
 impl Kind {
@@ -91,13 +94,14 @@ impl Kind {
             Kind::Configmaps => "configmaps",
             Kind::Secrets => "secrets",
             Kind::Deployments => "deployments",
+            Kind::Pods => "pods",
         }
     }
 
     fn api_prefix(self) -> &'static str {
         match self {
             Kind::Deployments => "/apis/apps/v1",
-            Kind::Configmaps | Kind::Secrets => "/api/v1",
+            Kind::Configmaps | Kind::Secrets | Kind::Pods => "/api/v1",
         }
     }
 }
@@ -116,6 +120,9 @@ enum Which {
     /// The requests `kgc controller`'s namespace controller makes to delete a namespace of
     /// `--small-list` objects (not part of `all`).
     Namespace,
+    /// Pods from creation to Running: `--small-list` pods bound to a simulated node, created
+    /// by 16 clients, until the simulated kubelet has written each Running (not part of `all`).
+    Pods,
 }
 
 /// One row of the final table.
@@ -190,6 +197,9 @@ fn deployment(name: &str, i: usize) -> Value {
 fn object(kind: Kind, name: &str, i: usize) -> Bytes {
     if kind == Kind::Deployments {
         return Bytes::from(deployment(name, i).to_string());
+    }
+    if kind == Kind::Pods {
+        return Bytes::from(pods::pod(name).to_string());
     }
     let mut v = configmap(name, i);
     if kind == Kind::Secrets {
@@ -894,6 +904,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Namespace {
         bench.namespace().await?;
+    }
+    if which == Which::Pods {
+        bench.pods().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",
