@@ -82,12 +82,19 @@ impl Bench {
         let elapsed = started.elapsed();
         let cpu = server.cpu_time()? - cpu_before;
         let body = conn
-            .expect(StatusCode::OK, Method::GET, "/api/v1/namespaces/pods/pods", None)
+            .expect(
+                StatusCode::OK,
+                Method::GET,
+                "/api/v1/namespaces/pods/pods",
+                None,
+            )
             .await?;
         let list: Value = serde_json::from_slice(&body).context("parsing the pod LIST")?;
-        let running = list["items"]
-            .as_array()
-            .map_or(0, |a| a.iter().filter(|p| p["status"]["phase"] == "Running").count());
+        let running = list["items"].as_array().map_or(0, |a| {
+            a.iter()
+                .filter(|p| p["status"]["phase"] == "Running")
+                .count()
+        });
         anyhow::ensure!(running == n, "{running} of {n} pods Running");
         let rate = n as f64 / elapsed.as_secs_f64();
         let result = format!(

@@ -453,7 +453,12 @@ impl<C: Cluster> Kubelet<C> {
             let held = if spec.host_network == Some(true) {
                 None
             } else {
-                match allocate(nrt, node) {
+                // A pod that has an address (the kubelet restarted) keeps it.
+                let had = pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.pod_ip.as_deref()?.parse().ok());
+                match allocate(nrt, node, had) {
                     Ok(ip) => Some(ip),
                     Err(message) => {
                         return Outcome::NoSandbox(Note {
@@ -824,8 +829,13 @@ fn node_of(pod: &Pod) -> Option<&str> {
         .filter(|n| !n.is_empty())
 }
 
-/// A pod address from the node's range, the range (re)read from `spec.podCIDR` when it changed.
-fn allocate(nrt: &mut NodeRuntime, node: &SimNode) -> Result<Ipv4Addr, String> {
+/// A pod address from the node's range (`had`, if it is in the range and free), the range
+/// (re)read from `spec.podCIDR` when it changed.
+fn allocate(
+    nrt: &mut NodeRuntime,
+    node: &SimNode,
+    had: Option<Ipv4Addr>,
+) -> Result<Ipv4Addr, String> {
     let cidr = node
         .pod_cidr
         .as_deref()
@@ -835,6 +845,9 @@ fn allocate(nrt: &mut NodeRuntime, node: &SimNode) -> Result<Ipv4Addr, String> {
         nrt.range = Some((cidr.to_owned(), range));
     }
     let (_, range) = nrt.range.as_mut().expect("set above");
+    if let Some(ip) = had.filter(|ip| range.reserve(*ip)) {
+        return Ok(ip);
+    }
     range
         .allocate()
         .ok_or_else(|| format!("no IP addresses available in range {cidr}"))

@@ -281,7 +281,8 @@ async fn graceful_deletion_waits_for_the_grace_period() {
     simulated_node(&client, "sim-c", "10.244.9.0/24", "172.18.0.9").await;
     let ns = fresh_namespace(&client, "kubelet").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let extra = json!({"spec": {"terminationGracePeriodSeconds": 3}});
+    // Four seconds, of which the deletionTimestamp (whole seconds) keeps at least three.
+    let extra = json!({"spec": {"terminationGracePeriodSeconds": 4}});
     pods.create(&PostParams::default(), &pod("slow", "sim-c", extra))
         .await
         .unwrap();
@@ -298,7 +299,7 @@ async fn graceful_deletion_waits_for_the_grace_period() {
         pods.get_opt("slow").await.unwrap().is_none()
     })
     .await;
-    assert!(deleted.elapsed() >= Duration::from_secs(2));
+    assert!(deleted.elapsed() >= Duration::from_secs(3));
     let events: Api<Event> = Api::namespaced(client.clone(), &ns);
     let killing = events.list(&ListParams::default()).await.unwrap().items;
     assert!(
