@@ -852,3 +852,69 @@ fn allocate(
         .allocate()
         .ok_or_else(|| format!("no IP addresses available in range {cidr}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn only_simulated_nodes_are_kept_with_their_range_and_address() {
+        let node = |annotations: Value| {
+            json!({"metadata": {"name": "n", "annotations": annotations},
+                   "spec": {"podCIDR": "10.244.1.0/24"},
+                   "status": {"addresses": [{"type": "Hostname", "address": "n"},
+                                            {"type": "InternalIP", "address": "172.18.0.2"}]}})
+        };
+        assert_eq!(SimNode::view(&node(json!({}))), None);
+        assert_eq!(SimNode::view(&node(json!({SIMULATED: "yes"}))), None);
+        let running = SimNode::view(&node(json!({SIMULATED: "true"}))).unwrap();
+        assert_eq!(
+            running,
+            SimNode {
+                stopped: false,
+                pod_cidr: Some("10.244.1.0/24".into()),
+                host_ip: Some("172.18.0.2".into()),
+            }
+        );
+        let stopped = SimNode::view(&node(json!({SIMULATED: "true", STOPPED: "true"}))).unwrap();
+        assert!(stopped.stopped);
+    }
+
+    #[test]
+    fn only_bound_pods_are_cached() {
+        let pod = |node: &str| {
+            json!({"metadata": {"name": "p", "namespace": "d"},
+                   "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}})
+        };
+        assert!(Bound::view(&pod("")).is_none());
+        let bound = Bound::view(&pod("n")).unwrap();
+        assert_eq!(node_of(&bound.0), Some("n"));
+    }
+
+    #[test]
+    fn addresses_come_from_the_range_and_are_kept() {
+        let mut nrt = NodeRuntime::default();
+        let node = SimNode {
+            stopped: false,
+            pod_cidr: Some("10.244.1.0/24".into()),
+            host_ip: None,
+        };
+        let kept = "10.244.1.77".parse().unwrap();
+        assert_eq!(allocate(&mut nrt, &node, Some(kept)), Ok(kept));
+        assert_eq!(
+            allocate(&mut nrt, &node, None).unwrap().to_string(),
+            "10.244.1.2"
+        );
+        let none = SimNode {
+            pod_cidr: None,
+            ..node
+        };
+        assert!(
+            allocate(&mut nrt, &none, None)
+                .unwrap_err()
+                .contains("spec.podCIDR")
+        );
+    }
+}
