@@ -397,3 +397,41 @@ async fn image_gc_removes_unused_images_oldest_first_and_keeps_images_in_use() {
         .await
     );
 }
+
+#[tokio::test]
+async fn a_stopped_nodes_pods_wait_for_it_to_start() {
+    let s = server(&[]).await;
+    let client = s.client();
+    simulated_node(&client, "sim-e", "10.244.11.0/24", "172.18.0.11").await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let annotate =
+        |stopped: Option<&str>| json!({"metadata": {"annotations": {"kgc.io/stopped": stopped}}});
+    nodes
+        .patch(
+            "sim-e",
+            &PatchParams::default(),
+            &Patch::Merge(&annotate(Some("true"))),
+        )
+        .await
+        .unwrap();
+    let ns = fresh_namespace(&client, "kubelet").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    pods.create(&PostParams::default(), &pod("waiting", "sim-e", json!({})))
+        .await
+        .unwrap();
+    consistently(
+        "the pod stays Pending while its kubelet is down",
+        Duration::from_millis(1500),
+        || async { phase(&pods.get("waiting").await.unwrap()) == "Pending" },
+    )
+    .await;
+    nodes
+        .patch(
+            "sim-e",
+            &PatchParams::default(),
+            &Patch::Merge(&annotate(None)),
+        )
+        .await
+        .unwrap();
+    wait_pod(&pods, "waiting", "Running", |p| phase(p) == "Running").await;
+}
