@@ -9,6 +9,7 @@
 mod controllers;
 mod http;
 mod nodes;
+mod pods;
 mod scheduling;
 mod server;
 mod stats;
@@ -94,6 +95,8 @@ enum Kind {
     /// A Deployment as `kubectl create deployment` sends it, with a probe, resources and an
     /// env: a typed body with nested structs, quantities and defaults to fill in.
     Deployments,
+    /// A pod bound to the simulated node of the `pods` measurement.
+    Pods,
 }
 
 impl Kind {
@@ -102,13 +105,14 @@ impl Kind {
             Kind::Configmaps => "configmaps",
             Kind::Secrets => "secrets",
             Kind::Deployments => "deployments",
+            Kind::Pods => "pods",
         }
     }
 
     fn api_prefix(self) -> &'static str {
         match self {
             Kind::Deployments => "/apis/apps/v1",
-            Kind::Configmaps | Kind::Secrets => "/api/v1",
+            Kind::Configmaps | Kind::Secrets | Kind::Pods => "/api/v1",
         }
     }
 }
@@ -133,6 +137,9 @@ enum Which {
     /// A server simulating `--nodes` nodes: CPU at steady state and lease renewal lag (not
     /// part of `all`).
     Nodes,
+    /// Pods from creation to Running: `--small-list` pods bound to a simulated node, created
+    /// by 16 clients, until the simulated kubelet has written each Running (not part of `all`).
+    Pods,
 }
 
 /// One row of the final table.
@@ -207,6 +214,9 @@ fn deployment(name: &str, i: usize) -> Value {
 fn object(kind: Kind, name: &str, i: usize) -> Bytes {
     if kind == Kind::Deployments {
         return Bytes::from(deployment(name, i).to_string());
+    }
+    if kind == Kind::Pods {
+        return Bytes::from(pods::pod(name).to_string());
     }
     let mut v = configmap(name, i);
     if kind == Kind::Secrets {
@@ -917,6 +927,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Nodes {
         bench.nodes().await?;
+    }
+    if which == Which::Pods {
+        bench.pods().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",

@@ -6,7 +6,7 @@
 //! - [`crd_finalizer`]: deletes a deleted CRD's custom resources, then lets the CRD go
 //!   (apiextensions-apiserver `pkg/controller/finalizer/crd_finalizer.go`);
 //! - [`pod_termination`]: completes a pod's graceful deletion when its grace period ends, the
-//!   final grace-0 DELETE a kubelet sends (until the simulated kubelet takes it over);
+//!   final grace-0 DELETE a kubelet sends, for pods on nodes without a simulated kubelet;
 //! - [`serviceaccount`]: a `default` ServiceAccount in every active namespace (kubernetes
 //!   `pkg/controller/serviceaccount`);
 //! - [`root_ca`]: the `kube-root-ca.crt` ConfigMap in every namespace (kubernetes

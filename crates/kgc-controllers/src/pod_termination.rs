@@ -1,9 +1,12 @@
 //! Completing graceful pod deletions. On a real cluster the kubelet stops a deleted pod's
 //! containers and then sends the final grace-0 DELETE (kubernetes `pkg/kubelet/status/
-//! status_manager.go`, `syncPod` → `canBeDeleted`). `kgc serve` has no kubelet yet, so this
-//! controller sends it when the grace period, which a graceful DELETE writes as the pod's
-//! deletionTimestamp, ends: each pod is scheduled in the work queue for exactly that instant,
-//! no polling. Finalizers are honoured (the DELETE only ends the grace period).
+//! status_manager.go`, `syncPod` → `canBeDeleted`). The simulated kubelet (kgc-kubelet) does
+//! that for the pods of simulated nodes; this controller stands in for the kubelet of every
+//! other node (nodes a test or a user made without a kubelet, or all of them when the
+//! simulated kubelet is off), which upstream has no kubelet for and whose pods would stay
+//! Terminating. It sends the DELETE when the grace period, which a graceful DELETE writes as
+//! the pod's deletionTimestamp, ends: each pod is scheduled in the work queue for exactly that
+//! instant, no polling. Finalizers are honoured (the DELETE only ends the grace period).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +27,7 @@ const WORKERS: usize = 4;
 #[derive(Debug, Clone, PartialEq)]
 struct Terminating {
     uid: String,
+    node: String,
     /// When the grace period ends.
     due: jiff::Timestamp,
 }
@@ -36,13 +40,20 @@ impl View for Terminating {
         }
         Some(Self {
             uid: m["uid"].as_str()?.to_owned(),
+            node: obj["spec"]["nodeName"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
             due: m["deletionTimestamp"].as_str()?.parse().ok()?,
         })
     }
 }
 
-/// Runs the controller until dropped.
-pub async fn run<C: Cluster>(ctx: Context<C>) {
+/// Whether a node's pods are a kubelet's to finish (the simulated kubelet's nodes).
+pub type KubeletNodes = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// Runs the controller until dropped; the pods of the nodes `kubelet` names are left to it.
+pub async fn run<C: Cluster>(ctx: Context<C>, kubelet: Option<KubeletNodes>) {
     let pods = ctx.informers.resource("", "pods").await;
     let queue = ctx.queue::<PodKey>(NAME);
     let cache = ctx.informers.cache::<Terminating>(Arc::clone(&pods));
@@ -56,7 +67,8 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
     tracing::info!(controller = NAME, "started");
     let sync = move |key: PodKey| {
         let (ctx, pods, cache) = (ctx.clone(), Arc::clone(&pods), cache.clone());
-        async move { sync(&ctx, &pods, &cache, &key.0).await }
+        let kubelet = kubelet.clone();
+        async move { sync(&ctx, &pods, &cache, &key.0, kubelet.as_ref()).await }
     };
     work(NAME, queue, WORKERS, sync).await;
 }
@@ -81,10 +93,14 @@ async fn sync<C: Cluster>(
     pods: &ResourceInfo,
     cache: &Cache<Terminating>,
     key: &Key,
+    kubelet: Option<&KubeletNodes>,
 ) -> Result<Option<Duration>> {
     let Some(pod) = cache.get(key) else {
         return Ok(None);
     };
+    if kubelet.is_some_and(|runs| runs(&pod.node)) {
+        return Ok(None);
+    }
     let left = wait(ctx.clock.now(), pod.due);
     if !left.is_zero() {
         return Ok(Some(left));

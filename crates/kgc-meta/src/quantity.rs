@@ -85,6 +85,28 @@ impl Quantity {
         self.amount.signum() > 0
     }
 
+    /// `Value()`: the value rounded up to a whole number; `None` beyond an i64.
+    pub fn value(&self) -> Option<i64> {
+        self.scaled_ceil(0).and_then(|v| i64::try_from(v).ok())
+    }
+
+    /// `MilliValue()`: the value in thousandths, rounded up; `None` beyond an i64.
+    pub fn milli_value(&self) -> Option<i64> {
+        self.scaled_ceil(-3).and_then(|v| i64::try_from(v).ok())
+    }
+
+    /// The value in units of 10^`scale`, rounded up (`ScaledValue`'s rounding).
+    fn scaled_ceil(&self, scale: i64) -> Option<i128> {
+        let mut dec = self.amount.to_dec().into_owned();
+        dec.exp -= scale;
+        let int = dec.int_part()?;
+        Some(match (dec.negative, dec.has_fraction()) {
+            (true, _) => -int,
+            (false, true) => int + 1,
+            (false, false) => int,
+        })
+    }
+
     /// Whether the value is whole: what validation's `MilliValue() % 1000 == 0` asks of the
     /// quantities of integer resources (the milli value rounds up, so any fraction fails).
     pub fn is_integer(&self) -> bool {
@@ -97,17 +119,15 @@ impl Quantity {
         }
     }
 
-    /// `ScaledValue(scale)`: the value in units of 10^scale, rounded away from zero, saturating
+    /// `ScaledValue(scale)`: the value in units of 10^scale, rounded up, saturating
     /// at the int64 range (`MilliValue` is scale -3, `Value` scale 0), as schedulers and
     /// kubelets count CPU and memory.
     pub fn scaled_value(&self, scale: i64) -> i64 {
-        let mut dec = self.amount.to_dec().into_owned();
-        dec.exp -= scale;
-        let magnitude = dec
-            .int_part()
-            .map_or(i128::MAX, |n| n + i128::from(dec.has_fraction()));
-        let v = if dec.negative { -magnitude } else { magnitude };
-        v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+        match self.scaled_ceil(scale) {
+            Some(v) => v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64,
+            None if self.is_negative() => i64::MIN,
+            None => i64::MAX,
+        }
     }
 }
 
@@ -906,6 +926,18 @@ mod tests {
         assert_eq!(v("0.1n", -3), 1);
         assert_eq!(v("8", -3), 8000);
         assert_eq!(v("1E", -3), i64::MAX);
+    }
+
+    #[test]
+    fn values_round_up_as_go_does() {
+        let v = |s: &str| Quantity::parse(s).unwrap();
+        assert_eq!(v("100Mi").value(), Some(100 * 1024 * 1024));
+        assert_eq!(v("1.5k").value(), Some(1500));
+        assert_eq!(v("100m").value(), Some(1));
+        assert_eq!(v("100m").milli_value(), Some(100));
+        assert_eq!(v("1").milli_value(), Some(1000));
+        assert_eq!(v("1n").milli_value(), Some(1));
+        assert_eq!(v("9E").milli_value(), None, "beyond an i64");
     }
 
     #[test]

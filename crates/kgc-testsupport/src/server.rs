@@ -47,6 +47,7 @@ pub const SIMULATORS: &[&str] = &[
     "scheduler",
     "nodes-sim",
     "node-lifecycle",
+    "kubelet-sim",
 ];
 
 impl<B: KgcBinary> Server<B> {

@@ -239,7 +239,7 @@ fn get_bits(min: u32, max: u32, step: u32) -> u64 {
 }
 
 /// Go's `time.ParseDuration`, in nanoseconds.
-pub(crate) fn parse_duration(orig: &str) -> Result<i64, String> {
+pub fn parse_duration(orig: &str) -> Result<i64, String> {
     let invalid = || format!("time: invalid duration {}", go_quote(orig));
     let (neg, mut s) = match orig.as_bytes().first() {
         Some(b'-') => (true, &orig[1..]),

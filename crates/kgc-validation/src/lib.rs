@@ -91,6 +91,10 @@ mod testutil;
 mod volume;
 mod workload;
 
+/// Go's `time.ParseDuration` (nanoseconds, Go's error text), for the `kgc.io/*` annotations
+/// that take a duration.
+pub use cron::parse_duration as parse_go_duration;
+
 /// The errors upstream's validation finds in `obj`, a built-in object of `group`/`kind` (core
 /// is `""`), in upstream's order; empty when it is valid or the kind is not covered.
 ///

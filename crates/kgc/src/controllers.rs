@@ -16,7 +16,7 @@ use kgc_workloads::{deployment, replicaset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
 /// collectors, and the cluster's own controllers.
-pub const ALL: [&str; 20] = [
+pub const ALL: [&str; 21] = [
     "gc",
     "podgc",
     "ttl",
@@ -37,11 +37,12 @@ pub const ALL: [&str; 20] = [
     kgc_scheduler::NAME,
     nodes_sim::NAME,
     node_lifecycle::NAME,
+    kgc_kubelet::NAME,
 ];
 
 /// What `kgc controller` leaves off unless named: against a real cluster, kube-apiserver,
 /// kube-controller-manager and the kubelets already do these jobs.
-pub const OFF_AGAINST_A_CLUSTER: [&str; 14] = [
+pub const OFF_AGAINST_A_CLUSTER: [&str; 15] = [
     namespace::NAME,
     crd_finalizer::NAME,
     pod_termination::NAME,
@@ -56,6 +57,7 @@ pub const OFF_AGAINST_A_CLUSTER: [&str; 14] = [
     kgc_scheduler::NAME,
     nodes_sim::NAME,
     node_lifecycle::NAME,
+    kgc_kubelet::NAME,
 ];
 
 #[derive(clap::Args, Clone, Debug)]
@@ -64,7 +66,7 @@ pub struct Selection {
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
     /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
     /// root-ca-cert-publisher, replicaset, deployment, provisioner, persistentvolume-binder,
-    /// pvc-protection, pv-protection, scheduler, nodes-sim (simulated nodes), node-lifecycle.
+    /// pvc-protection, pv-protection, scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -120,13 +122,22 @@ fn enabled(name: &str, list: &[String], off_by_default: &[&str]) -> bool {
 /// Runs the cluster's own controllers that are not in `disabled`, until dropped.
 pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_volume::Config) {
     use kgc_volume::{binder, protection, provisioner};
+    let on = |name: &str| !disabled.iter().any(|d| d == name);
     let all: [(&str, BoxFuture<'static, ()>); 12] = [
         (namespace::NAME, namespace::run(ctx.clone()).boxed()),
         (crd_finalizer::NAME, crd_finalizer::run(ctx.clone()).boxed()),
-        (
-            pod_termination::NAME,
-            pod_termination::run(ctx.clone()).boxed(),
-        ),
+        (pod_termination::NAME, {
+            // The simulated kubelet finishes the deletions of its nodes' pods.
+            let (ctx, kubelet_on) = (ctx.clone(), on(kgc_kubelet::NAME));
+            async move {
+                let kubelet = match kubelet_on {
+                    true => Some(kgc_kubelet::simulated_nodes(&ctx.informers).await),
+                    false => None,
+                };
+                pod_termination::run(ctx, kubelet).await;
+            }
+            .boxed()
+        }),
         (
             serviceaccount::NAME,
             serviceaccount::run(ctx.clone()).boxed(),
@@ -148,7 +159,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
     ];
     let on = all
         .into_iter()
-        .filter(|(name, _)| !disabled.iter().any(|d| d == name))
+        .filter(|(name, _)| on(name))
         .map(|(_, run)| run);
     futures::future::join_all(on).await;
 }

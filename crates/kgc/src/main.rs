@@ -9,6 +9,7 @@ mod data_dir;
 mod deploy_cmd;
 mod encryption;
 mod gc_cmd;
+mod kubelet;
 mod leader_election;
 mod lifecycle;
 mod node_cmd;

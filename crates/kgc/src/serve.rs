@@ -61,6 +61,8 @@ pub struct Args {
     #[command(flatten)]
     nodes: crate::nodes::NodeArgs,
     #[command(flatten)]
+    kubelet: Box<crate::kubelet::KubeletArgs>,
+    #[command(flatten)]
     security: crate::secure::SecurityArgs,
     #[command(flatten)]
     encryption: crate::encryption::EncryptionArgs,
@@ -174,6 +176,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     args.security.check_listen(args.listen)?;
     let disabled = args.selection.disabled(&[]).map_err(anyhow::Error::msg)?;
     let nodes = args.nodes.config()?;
+    let kubelet = args.kubelet.config()?;
     // An --in-memory server owns no data directory unless given one: its kubeconfig (for a
     // throwaway CA) goes to a private temporary directory, never over a durable server's.
     let scratch = match (&args.data_dir, args.in_memory) {
@@ -312,6 +315,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         // What verifies this server; a plain-HTTP server has none to publish.
         root_ca: security.as_ref().map(|s| s.root_ca().into()),
     };
+    let kubelet_task = (!disabled.iter().any(|d| d == kgc_kubelet::NAME)).then(|| {
+        tokio::spawn(kgc_kubelet::run(
+            ctx.clone(),
+            kubelet,
+            Some(registry.clone()),
+        ))
+    });
     let controllers = tokio::spawn({
         let (ctx, disabled) = (ctx.clone(), disabled.clone());
         let volumes = lifecycle_args.volumes();
@@ -352,6 +362,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .into_iter()
         .chain(gc_task)
         .chain(lifecycle_task)
+        .chain(kubelet_task)
     {
         c.abort();
     }

@@ -1,0 +1,105 @@
+//! The `kgc.io/*` annotations that tell a simulated container what to do. A malformed one is
+//! reported (a Warning event on the pod naming it) and the pod runs as if it were absent.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kgc_meta::quantity::Quantity;
+
+/// How long each container runs before it exits (Go duration syntax: `30s`, `1m30s`).
+pub const RUN_FOR: &str = "kgc.io/run-for";
+/// The exit code a container that finishes exits with (default 0).
+pub const EXIT_CODE: &str = "kgc.io/exit-code";
+/// The size of the pod's images when the node pulls them (a Quantity, e.g. `250Mi`).
+pub const IMAGE_SIZE: &str = "kgc.io/image-size";
+
+/// What a pod's annotations say, and what was wrong with them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Directives {
+    pub run_for: Option<Duration>,
+    pub exit_code: Option<i32>,
+    pub image_size: Option<u64>,
+    /// One message per malformed annotation, naming it.
+    pub problems: Vec<String>,
+}
+
+/// Reads the `kgc.io/*` annotations of a pod.
+pub fn read(annotations: Option<&BTreeMap<String, String>>) -> Directives {
+    let mut d = Directives::default();
+    let Some(a) = annotations else {
+        return d;
+    };
+    if let Some(v) = a.get(RUN_FOR) {
+        match kgc_validation::parse_go_duration(v) {
+            Ok(ns) if ns >= 0 => d.run_for = Some(Duration::from_nanos(ns.unsigned_abs())),
+            Ok(_) => d
+                .problems
+                .push(bad(RUN_FOR, v, "a duration cannot be negative")),
+            Err(e) => d.problems.push(bad(RUN_FOR, v, &e)),
+        }
+    }
+    if let Some(v) = a.get(EXIT_CODE) {
+        match v.trim().parse::<i32>() {
+            Ok(n) if (0..=255).contains(&n) => d.exit_code = Some(n),
+            _ => d.problems.push(bad(
+                EXIT_CODE,
+                v,
+                "an exit code is an integer from 0 to 255",
+            )),
+        }
+    }
+    if let Some(v) = a.get(IMAGE_SIZE) {
+        match Quantity::parse(v.trim()).map(|q| q.value()) {
+            Ok(Some(n)) if n > 0 => d.image_size = Some(n.unsigned_abs()),
+            Ok(_) => d
+                .problems
+                .push(bad(IMAGE_SIZE, v, "an image size must be positive")),
+            Err(e) => d.problems.push(bad(IMAGE_SIZE, v, &e.to_string())),
+        }
+    }
+    d
+}
+
+fn bad(annotation: &str, value: &str, why: &str) -> String {
+    format!(
+        "annotation {annotation}: {value:?} is not valid ({why}); the pod runs as if it were absent"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(pairs: &[(&str, &str)]) -> Directives {
+        let map = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        read(Some(&map))
+    }
+
+    #[test]
+    fn well_formed_annotations_are_read() {
+        let d = of(&[(RUN_FOR, "1m30s"), (EXIT_CODE, "3"), (IMAGE_SIZE, "100Mi")]);
+        assert_eq!(d.run_for, Some(Duration::from_secs(90)));
+        assert_eq!(d.exit_code, Some(3));
+        assert_eq!(d.image_size, Some(100 << 20));
+        assert!(d.problems.is_empty());
+        assert_eq!(read(None), Directives::default());
+    }
+
+    #[test]
+    fn malformed_annotations_are_named_and_ignored() {
+        let d = of(&[(RUN_FOR, "soon"), (EXIT_CODE, "-1"), (IMAGE_SIZE, "big")]);
+        assert_eq!((d.run_for, d.exit_code, d.image_size), (None, None, None));
+        assert_eq!(d.problems.len(), 3);
+        assert!(
+            d.problems[0].contains("kgc.io/run-for: \"soon\""),
+            "{:?}",
+            d
+        );
+        assert!(d.problems[1].contains(EXIT_CODE));
+        assert!(d.problems[2].contains(IMAGE_SIZE));
+        assert_eq!(of(&[(RUN_FOR, "-5s")]).problems.len(), 1);
+    }
+}
