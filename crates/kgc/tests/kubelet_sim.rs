@@ -15,10 +15,13 @@ use serde_json::json;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
-/// A living server with short back-offs and GC periods.
+/// A living server with short back-offs and GC periods, whose nodes are the test's: the test
+/// registers them and writes their addresses, standing in for the nodes simulator.
 async fn server(extra: &[&str]) -> Server {
     let mut args = vec![
         "--in-memory",
+        "--nodes=0",
+        "--disable=nodes-sim,node-lifecycle",
         "--initial-container-restart-period",
         "1s",
         "--image-gc-period",
