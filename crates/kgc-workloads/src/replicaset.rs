@@ -61,6 +61,9 @@ struct Index {
     owner_of: HashMap<Key, Option<Key>>,
     controlled: HashMap<Key, HashSet<Key>>,
     orphans: HashMap<String, HashSet<Key>>,
+    /// Pods whose deletion has been counted: upstream counts a deletion once the pod has a
+    /// deletionTimestamp, not when its graceful termination is over.
+    deleting: HashSet<Key>,
 }
 
 impl Index {
@@ -193,6 +196,9 @@ impl<C: Cluster> Controller<C> {
                 if new && !pod.deleting {
                     self.expectations.creation_observed(&o);
                 }
+                if pod.deleting && self.index().deleting.insert(key.clone()) {
+                    self.expectations.deletion_observed(&o);
+                }
                 queue.add(RsKey(o));
             }
             None if pod.deleting => {}
@@ -211,10 +217,17 @@ impl<C: Cluster> Controller<C> {
         }
     }
 
-    /// Upstream `deletePod`: the owner sees one expected deletion fulfilled.
+    /// Upstream `deletePod`: the owner sees one expected deletion fulfilled, unless it was
+    /// counted when the pod's graceful deletion began.
     fn pod_gone(&self, key: &Key, queue: &kgc_runtime::queue::WorkQueue<RsKey>) {
-        if let Some(Some(owner)) = self.index().remove(key) {
-            self.expectations.deletion_observed(&owner);
+        let (owner, counted) = {
+            let mut index = self.index();
+            (index.remove(key), index.deleting.remove(key))
+        };
+        if let Some(Some(owner)) = owner {
+            if !counted {
+                self.expectations.deletion_observed(&owner);
+            }
             queue.add(RsKey(owner));
         }
     }

@@ -18,6 +18,10 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const T: Duration = Duration::from_secs(30);
+/// Waits that include the pods' graceful termination: the page's template leaves
+/// `terminationGracePeriodSeconds` at its default, 30 s, and the simulated kubelet's containers
+/// use all of it before the final DELETE.
+const GONE: Duration = Duration::from_secs(90);
 
 /// The page's `replicaset.yaml`.
 const MY_REPSET: &str = "apiVersion: apps/v1
@@ -172,7 +176,7 @@ async fn deleting_my_repset_through_kubectl_proxy_and_curl_with_each_propagation
                 assert_eq!(answer["metadata"]["finalizers"][0], finalizer, "{answer}");
             }
         }
-        eventually(&format!("{policy}: the ReplicaSet gone"), T, || async {
+        eventually(&format!("{policy}: the ReplicaSet gone"), GONE, || async {
             sets.get_opt("my-repset").await.unwrap().is_none()
         })
         .await;
@@ -242,7 +246,7 @@ async fn a_deployment_deleted_with_each_cascade() {
             &format!("--cascade={cascade}"),
         ])
         .await;
-        eventually(&format!("{cascade}: the Deployment gone"), T, || async {
+        eventually(&format!("{cascade}: the Deployment gone"), GONE, || async {
             deployments
                 .get_opt("nginx-deployment")
                 .await

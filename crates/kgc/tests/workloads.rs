@@ -14,6 +14,9 @@ use kube::Api;
 use kube::api::ListParams;
 
 const T: Duration = Duration::from_secs(30);
+/// Waits that include pods' graceful termination (the default 30 s, all of which the simulated
+/// kubelet's containers use).
+const GONE: Duration = Duration::from_secs(90);
 
 /// The page's `replicaset.yaml`.
 const MY_REPSET: &str = "apiVersion: apps/v1
@@ -149,7 +152,7 @@ async fn replicaset_pods_carry_its_controller_reference_and_are_adopted_again_af
         "--cascade=foreground",
     ])
     .await;
-    eventually("no pods and no ReplicaSet", T, || async {
+    eventually("no pods and no ReplicaSet", GONE, || async {
         active(&pods).await.is_empty() && sets.get_opt("my-repset").await.unwrap().is_none()
     })
     .await;
