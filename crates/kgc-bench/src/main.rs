@@ -64,6 +64,10 @@ struct Cli {
     /// Simulated nodes of the `nodes` measurement.
     #[arg(long, default_value_t = 1_000)]
     nodes: usize,
+    /// Pods running on the simulated nodes during the `nodes` measurement (bound to one more
+    /// simulated node, created before the window opens).
+    #[arg(long, default_value_t = 0)]
+    node_pods: usize,
     /// Concurrent clients used to load the large store.
     #[arg(long, default_value_t = 64)]
     load_clients: usize,

@@ -59,6 +59,15 @@ impl Bench {
             "   {n} nodes with leases after {:.1} s",
             started.elapsed().as_secs_f64()
         );
+        let pods = self.cli.node_pods;
+        if pods > 0 {
+            crate::pods::run_pods(&server, &mut conn, pods).await?;
+            println!(
+                "   and {} pods Running after {:.1} s",
+                thousands(pods as u64),
+                started.elapsed().as_secs_f64()
+            );
+        }
         let lags = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let watcher = tokio::spawn(renewal_lags(server.addr, rv, lags.clone()));
         // Every node's first renewal is spread over the interval; then they renew at pace.
@@ -77,7 +86,11 @@ impl Bench {
         );
         println!("   {cpu}");
         self.row(
-            format!("{} simulated nodes, steady state", thousands(n as u64)),
+            format!(
+                "{} simulated nodes, {} pods, steady state",
+                thousands(n as u64),
+                thousands(pods as u64)
+            ),
             cpu,
         );
         let lags = std::mem::take(&mut *lags.lock().unwrap_or_else(|p| p.into_inner()));

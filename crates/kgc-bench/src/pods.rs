@@ -46,6 +46,38 @@ async fn written(conn: &mut Conn) -> anyhow::Result<usize> {
         .unwrap_or(0.0) as usize)
 }
 
+/// Creates `n` pods bound to a simulated node of their own (registered here) from
+/// [`CLIENTS`] clients, and waits until the simulated kubelet has written every one Running.
+pub(crate) async fn run_pods(
+    server: &Server,
+    conn: &mut Conn,
+    n: usize,
+) -> anyhow::Result<crate::Creates> {
+    create_namespace(conn, "pods").await?;
+    let node = json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": NODE, "annotations": {"kgc.io/simulated": "true"}},
+        "spec": {"podCIDR": "10.128.0.0/14"},
+    });
+    conn.expect(
+        StatusCode::CREATED,
+        Method::POST,
+        "/api/v1/nodes",
+        Some(Bytes::from(node.to_string())),
+    )
+    .await?;
+    let started = Instant::now();
+    let creates = create_many(server.addr, Kind::Pods, "pods", "p", CLIENTS, n).await?;
+    while written(conn).await? < n {
+        if started.elapsed() > DEADLINE {
+            anyhow::bail!("pods not Running after {DEADLINE:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(creates)
+}
+
 impl Bench {
     pub(crate) async fn pods(&mut self) -> anyhow::Result<()> {
         let n = self.cli.small_list;
@@ -56,29 +88,9 @@ impl Bench {
         let dir = self.tempdir("pods")?;
         let (server, _) = Server::start(self.launch(dir.path(), false)).await?;
         let mut conn = Conn::connect(server.addr).await?;
-        create_namespace(&mut conn, "pods").await?;
-        let node = json!({
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": NODE, "annotations": {"kgc.io/simulated": "true"}},
-            "spec": {"podCIDR": "10.128.0.0/14"},
-        });
-        conn.expect(
-            StatusCode::CREATED,
-            Method::POST,
-            "/api/v1/nodes",
-            Some(Bytes::from(node.to_string())),
-        )
-        .await?;
         let cpu_before = server.cpu_time()?;
         let started = Instant::now();
-        let creates = create_many(server.addr, Kind::Pods, "pods", "p", CLIENTS, n).await?;
-        while written(&mut conn).await? < n {
-            if started.elapsed() > DEADLINE {
-                anyhow::bail!("pods not Running after {DEADLINE:?}");
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let creates = run_pods(&server, &mut conn, n).await?;
         let elapsed = started.elapsed();
         let cpu = server.cpu_time()? - cpu_before;
         let body = conn
