@@ -60,6 +60,7 @@ impl Bench {
             started.elapsed().as_secs_f64()
         );
         let pods = self.cli.node_pods;
+        let mut rv = rv;
         if pods > 0 {
             crate::pods::run_pods(&server, &mut conn, pods).await?;
             println!(
@@ -67,6 +68,15 @@ impl Bench {
                 thousands(pods as u64),
                 started.elapsed().as_secs_f64()
             );
+            // The pods' events have pushed the leases' version out of the watch window.
+            let body = conn
+                .expect(StatusCode::OK, Method::GET, LEASES, None)
+                .await?;
+            let list: Value = serde_json::from_slice(&body)?;
+            rv = list["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
         }
         let lags = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let watcher = tokio::spawn(renewal_lags(server.addr, rv, lags.clone()));
