@@ -30,7 +30,8 @@ use kgc_runtime::queue::WorkQueue;
 use kube::api::{Api, PostParams};
 
 use crate::matching::{self, claim_class};
-use crate::{Error, Result, annotation, annotations, class, record, reference};
+use crate::{Error, Result, annotation, annotations, class};
+use kgc_controllers::events::{Recorder, reference};
 use kgc_runtime::informer::Typed;
 
 /// The name `--controllers` knows it by.
@@ -239,16 +240,12 @@ impl<C: Cluster> Binder<C> {
     }
 
     async fn event(&self, claim: &PersistentVolumeClaim, warning: bool, reason: &str, msg: &str) {
-        record(
-            &self.ctx.client,
-            &self.ctx.clock,
-            COMPONENT,
-            reference(claim),
-            warning,
-            reason,
-            msg,
-        )
-        .await;
+        let recorder = Recorder::new(self.ctx.client.clone(), COMPONENT, self.ctx.clock);
+        if warning {
+            recorder.warning(reference(claim), reason, msg.to_owned());
+        } else {
+            recorder.normal(reference(claim), reason, msg.to_owned());
+        }
     }
 
     /// `syncUnboundClaim`.

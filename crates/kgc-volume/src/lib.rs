@@ -26,8 +26,7 @@ pub mod provisioner;
 
 use std::path::PathBuf;
 
-use k8s_openapi::api::core::v1::{Event, ObjectReference};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// The provisioner name of kgc's host-path volumes.
 pub const PROVISIONER: &str = "kgc.io/host-path";
@@ -89,67 +88,4 @@ pub(crate) fn has_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
     meta.finalizers
         .as_ref()
         .is_some_and(|f| f.iter().any(|x| x == finalizer))
-}
-
-/// Records an event about `involved` as `component`, as client-go's recorder names and fills
-/// it; a failure to record is logged, never an error of the sync.
-pub(crate) async fn record(
-    client: &kube::Client,
-    clock: &kgc_meta::time::Clock,
-    component: &str,
-    involved: ObjectReference,
-    warning: bool,
-    reason: &str,
-    message: &str,
-) {
-    let now = clock.now();
-    let namespace = involved
-        .namespace
-        .clone()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "default".to_owned());
-    let name = format!(
-        "{}.{:x}",
-        involved.name.as_deref().unwrap_or_default(),
-        now.as_nanosecond().max(0)
-    );
-    let event = Event {
-        metadata: ObjectMeta {
-            name: Some(name),
-            namespace: Some(namespace.clone()),
-            ..ObjectMeta::default()
-        },
-        involved_object: involved,
-        reason: Some(reason.to_owned()),
-        message: Some(message.to_owned()),
-        type_: Some(if warning { "Warning" } else { "Normal" }.to_owned()),
-        source: Some(k8s_openapi::api::core::v1::EventSource {
-            component: Some(component.to_owned()),
-            host: None,
-        }),
-        reporting_component: Some(component.to_owned()),
-        first_timestamp: Some(Time(now)),
-        last_timestamp: Some(Time(now)),
-        event_time: None::<MicroTime>,
-        count: Some(1),
-        ..Event::default()
-    };
-    let events: kube::Api<Event> = kube::Api::namespaced(client.clone(), &namespace);
-    if let Err(e) = events.create(&Default::default(), &event).await {
-        tracing::debug!(component, reason, error = %e, "recording an event failed");
-    }
-}
-
-/// The reference an event or a `claimRef` gives of `obj`.
-pub(crate) fn reference<K: kube::Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
-    let m = obj.meta();
-    ObjectReference {
-        api_version: Some(K::api_version(&()).into_owned()),
-        kind: Some(K::kind(&()).into_owned()),
-        namespace: m.namespace.clone(),
-        name: m.name.clone(),
-        uid: m.uid.clone(),
-        resource_version: m.resource_version.clone(),
-        field_path: None,
-    }
 }

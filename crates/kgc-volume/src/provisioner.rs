@@ -31,9 +31,8 @@ use kgc_runtime::informer::{Cache, Key, describe};
 use kube::api::{Api, PostParams};
 
 use crate::binder::{Claim, Class, Volume};
-use crate::{
-    Config, Error, PROVISIONER, Result, annotation, annotations, class, record, reference,
-};
+use crate::{Config, Error, PROVISIONER, Result, annotation, annotations, class};
+use kgc_controllers::events::{Recorder, reference};
 use kgc_runtime::informer::Typed;
 
 /// The name `--controllers` knows it by.
@@ -260,16 +259,12 @@ impl<C: Cluster> Provisioner<C> {
     }
 
     async fn event(&self, claim: &PersistentVolumeClaim, warning: bool, reason: &str, msg: &str) {
-        record(
-            &self.ctx.client,
-            &self.ctx.clock,
-            PROVISIONER,
-            reference(claim),
-            warning,
-            reason,
-            msg,
-        )
-        .await;
+        let recorder = Recorder::new(self.ctx.client.clone(), PROVISIONER, self.ctx.clock);
+        if warning {
+            recorder.warning(reference(claim), reason, msg.to_owned());
+        } else {
+            recorder.normal(reference(claim), reason, msg.to_owned());
+        }
     }
 }
 
