@@ -995,7 +995,10 @@ async fn writes_beyond_the_inflight_limit_are_told_to_retry() {
     held.write_all(head.as_bytes()).await.unwrap();
     let second = json!({"metadata": {"name": "second"}}).to_string();
     let mut refused = None;
-    for _ in 0..100 {
+    // Poll with a deadline, not a count: on a loaded host the held request can take longer than
+    // a hundred quick tries to reach the handler.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
         let (head, text) = send(&addr, "POST", &path, &second).await;
         if head.starts_with("HTTP/1.1 429") {
             refused = Some((head, text));
