@@ -359,7 +359,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     let disabled = args
         .selection
-        .disabled(&crate::controllers::OFF_AGAINST_A_CLUSTER)
+        .disabled(crate::controllers::OFF_AGAINST_A_CLUSTER)
         .map_err(anyhow::Error::msg)?;
     let leader = Gauge::default();
     registry.register(

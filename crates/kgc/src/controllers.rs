@@ -14,8 +14,8 @@ use kgc_controllers::{
 use kgc_nodesim::{lifecycle as node_lifecycle, simulator as nodes_sim};
 use kgc_workloads::{deployment, replicaset};
 
-/// Every controller, by the name `--controllers` takes: the owner-reference GC, the lifecycle
-/// collectors, and the cluster's own controllers.
+/// Every controller, by the name `--controllers` takes: the owner-reference GC and the lifecycle
+/// collectors first (six), then the cluster's own controllers ([`OFF_AGAINST_A_CLUSTER`]).
 pub const ALL: [&str; 21] = [
     "gc",
     "podgc",
@@ -40,25 +40,10 @@ pub const ALL: [&str; 21] = [
     kgc_kubelet::NAME,
 ];
 
-/// What `kgc controller` leaves off unless named: against a real cluster, kube-apiserver,
-/// kube-controller-manager and the kubelets already do these jobs.
-pub const OFF_AGAINST_A_CLUSTER: [&str; 15] = [
-    namespace::NAME,
-    crd_finalizer::NAME,
-    pod_termination::NAME,
-    serviceaccount::NAME,
-    root_ca::NAME,
-    replicaset::NAME,
-    deployment::NAME,
-    kgc_volume::provisioner::NAME,
-    kgc_volume::binder::NAME,
-    kgc_volume::protection::PVC_NAME,
-    kgc_volume::protection::PV_NAME,
-    kgc_scheduler::NAME,
-    nodes_sim::NAME,
-    node_lifecycle::NAME,
-    kgc_kubelet::NAME,
-];
+/// What `kgc controller` leaves off unless named: every name in [`ALL`] after the six
+/// collectors. Against a real cluster, kube-apiserver, kube-controller-manager and the kubelets
+/// already do these jobs.
+pub const OFF_AGAINST_A_CLUSTER: &[&str] = ALL.split_at(6).1;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct Selection {
@@ -123,7 +108,7 @@ fn enabled(name: &str, list: &[String], off_by_default: &[&str]) -> bool {
 pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_volume::Config) {
     use kgc_volume::{binder, protection, provisioner};
     let on = |name: &str| !disabled.iter().any(|d| d == name);
-    let all: [(&str, BoxFuture<'static, ()>); 12] = [
+    let all: Vec<(&str, BoxFuture<'static, ()>)> = vec![
         (namespace::NAME, namespace::run(ctx.clone()).boxed()),
         (crd_finalizer::NAME, crd_finalizer::run(ctx.clone()).boxed()),
         (pod_termination::NAME, {
@@ -181,7 +166,7 @@ mod tests {
     fn star_runs_everything_on_by_default() {
         assert!(disabled(&["*"], &[], &[]).is_empty());
         assert_eq!(
-            disabled(&["*"], &[], &OFF_AGAINST_A_CLUSTER),
+            disabled(&["*"], &[], OFF_AGAINST_A_CLUSTER),
             OFF_AGAINST_A_CLUSTER
         );
     }
@@ -192,7 +177,7 @@ mod tests {
         assert_eq!(disabled(&["gc", "-gc"], &[], &[]).len(), ALL.len() - 1);
         assert!(!disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"ttl".to_owned()));
         assert!(disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"gc".to_owned()));
-        let named = disabled(&["*", "namespace"], &[], &OFF_AGAINST_A_CLUSTER);
+        let named = disabled(&["*", "namespace"], &[], OFF_AGAINST_A_CLUSTER);
         assert!(!named.contains(&namespace::NAME.to_owned()));
         assert_eq!(named.len(), OFF_AGAINST_A_CLUSTER.len() - 1);
     }
