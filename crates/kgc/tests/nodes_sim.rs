@@ -410,7 +410,7 @@ async fn stopped_nodes_go_unknown_unreachable_and_departed_ones_are_deleted() {
     .await;
     let (ok, _, err) = node_cmd("start", "kgc-node-1");
     assert!(!ok);
-    assert_eq!(err.trim(), "kgc: node \"kgc-node-1\" not found");
+    assert_eq!(err.trim(), "kgc: error: node \"kgc-node-1\" not found");
 
     // Started again: Ready, untainted.
     let (ok, out, err) = node_cmd("start", "kgc-node-2");
@@ -445,7 +445,7 @@ fn a_bad_node_capacity_is_one_line_naming_flag_and_key() {
     assert!(!ok);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.starts_with("kgc: --node-capacity: memory: \"lots\": quantities must match"),
+        err.starts_with("kgc: error: --node-capacity: memory: \"lots\": quantities must match"),
         "{err}"
     );
     let (ok, _, err) = Kgc::run(&[
