@@ -179,8 +179,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Node(args) => node_cmd::run(args).await,
             Command::Completion { shell } => {
                 use clap::CommandFactory;
-                clap_complete::generate(shell, &mut Cli::command(), "kgc", &mut std::io::stdout());
-                Ok(())
+                // Generated into memory: clap_complete panics on a write error, and a reader
+                // that stops early (`| head`) is no error.
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut Cli::command(), "kgc", &mut script);
+                match std::io::Write::write_all(&mut std::io::stdout(), &script) {
+                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+                    _ => Ok(()),
+                }
             }
         }
     })
