@@ -76,6 +76,8 @@ pub struct Target {
     /// Take over objects that another app, environment or tag owns.
     #[arg(long)]
     force_ownership: bool,
+    #[command(flatten)]
+    rate_limit: crate::rate_limit::Flags,
 }
 
 /// Safety limits on deletion.
@@ -196,6 +198,7 @@ struct Resolved {
     context: Option<String>,
     filters: Filters,
     force_ownership: bool,
+    throttle: kgc_client::throttle::Throttle,
 }
 
 fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
@@ -321,6 +324,7 @@ fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
             kinds: t.kinds.clone(),
         },
         force_ownership: t.force_ownership,
+        throttle: t.rate_limit.throttle(crate::rate_limit::DEPLOY),
     })
 }
 
@@ -332,7 +336,7 @@ async fn connect(r: &Resolved) -> anyhow::Result<ApiServer> {
             _ => "the kubeconfig".to_owned(),
         })?;
     let server = config.cluster_url.to_string();
-    let client = kube::Client::try_from(config).context("building the HTTP client")?;
+    let client = crate::rate_limit::client(config, r.throttle, None)?;
     ApiServer::connect(client)
         .await
         .with_context(|| format!("connecting to {server}"))

@@ -912,4 +912,26 @@ async fn exit_codes_and_flags_fit_shell_habits() {
         names(&s, "configmaps", Some(&ns)).await,
         ["a", "deep", "kgc-shop-prod"]
     );
+
+    // The client-side rate limit: a run of at least three requests (discovery, lists, the
+    // applies, the parent) at 2 a second with no burst takes at least a second.
+    let started = std::time::Instant::now();
+    let mut args = vec![
+        "apply",
+        "-R",
+        "-f",
+        dir,
+        "--kube-api-qps",
+        "2",
+        "--kube-api-burst",
+        "1",
+    ];
+    args.extend(ident);
+    let out = kgc_in_shell(&args, "").await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
 }
