@@ -370,3 +370,40 @@ async fn kubectl_create_job_runs() {
     assert_eq!(selector["batch.kubernetes.io/controller-uid"], uid);
     assert_eq!(done.status.unwrap().succeeded, Some(1));
 }
+
+/// A Job deleted with its pods orphaned: the pods lose the tracking finalizer, so deleting one
+/// later is not held up (upstream `TestOrphanPodsFinalizersClearedWithGC`).
+#[tokio::test]
+async fn test_orphan_pods_finalizers_cleared() {
+    let s = server().await;
+    let client = s.client();
+    let ns = fresh_namespace(&client, "job-orphan").await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    jobs.create(
+        &PostParams::default(),
+        &job("left", json!({}), json!({"kgc.io/run-for": "1h"})),
+    )
+    .await
+    .unwrap();
+    eventually("a tracked pod", T, || async {
+        job_pods(&pods, "left").await.iter().any(tracked)
+    })
+    .await;
+    jobs.delete("left", &kube::api::DeleteParams::orphan())
+        .await
+        .unwrap();
+    eventually("the pod orphaned and untracked", T, || async {
+        let p = job_pods(&pods, "left").await;
+        p.len() == 1
+            && !tracked(&p[0])
+            && p[0]
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .next()
+                .is_none()
+    })
+    .await;
+}

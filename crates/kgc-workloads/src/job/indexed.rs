@@ -71,6 +71,8 @@ pub fn surplus<'a>(active: &[&'a JobPod], completions: i32) -> Vec<&'a JobPod> {
 
 #[cfg(test)]
 mod tests {
+    use kgc_runtime::informer::View;
+
     use super::*;
 
     #[test]
@@ -80,5 +82,27 @@ mod tests {
         assert_eq!(format(&s), "0,2-4,7");
         assert_eq!(format(&BTreeSet::new()), "");
         assert_eq!(parse("5-20", 7), BTreeSet::from([5, 6]));
+    }
+
+    fn pod(index: Option<i32>) -> JobPod {
+        let mut annotations = serde_json::Map::new();
+        if let Some(i) = index {
+            annotations.insert(super::super::COMPLETION_INDEX.into(), i.to_string().into());
+        }
+        JobPod::view(&serde_json::json!({
+            "metadata": {"name": "p", "uid": format!("{index:?}"), "annotations": annotations},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn pending_skips_succeeded_and_running_and_surplus_finds_duplicates() {
+        let (one, other_one, none, high) = (pod(Some(1)), pod(Some(1)), pod(None), pod(Some(9)));
+        let succeeded = BTreeSet::from([0]);
+        assert_eq!(pending(4, &succeeded, &[&one], 5), [2, 3]);
+        assert_eq!(pending(4, &succeeded, &[], 1), [1]);
+        let extra = surplus(&[&one, &other_one, &none, &high], 4);
+        assert_eq!(extra.len(), 3);
+        assert!(std::ptr::eq(extra[0], &other_one));
     }
 }
