@@ -407,3 +407,42 @@ async fn test_orphan_pods_finalizers_cleared() {
     })
     .await;
 }
+
+/// A running pod deleted by hand counts as failed (upstream `isPodFailed`): it loses the
+/// finalizer once counted, so its deletion completes.
+#[tokio::test]
+async fn test_deleted_pod_counts_as_failed() {
+    let s = server().await;
+    let client = s.client();
+    let ns = fresh_namespace(&client, "job-deleted-pod").await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    jobs.create(
+        &PostParams::default(),
+        &job("long", json!({}), json!({"kgc.io/run-for": "1h"})),
+    )
+    .await
+    .unwrap();
+    eventually("a running pod", T, || async {
+        job_pods(&pods, "long")
+            .await
+            .iter()
+            .any(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+    })
+    .await;
+    let victim = job_pods(&pods, "long").await.remove(0);
+    let name = victim.metadata.name.clone().unwrap();
+    pods.delete(&name, &Default::default()).await.unwrap();
+    eventually("the pod gone and counted failed", T, || async {
+        pods.get_opt(&name).await.unwrap().is_none()
+            && jobs
+                .get("long")
+                .await
+                .unwrap()
+                .status
+                .unwrap_or_default()
+                .failed
+                == Some(1)
+    })
+    .await;
+}
