@@ -5,6 +5,8 @@
 //!   pods by selector;
 //! - [`deployment`]: a ReplicaSet per pod template, rolled out by strategy, and old ones
 //!   deleted beyond `revisionHistoryLimit`;
+//! - [`job`]: Jobs run their pods to completion, tracked with a finalizer until counted,
+//!   replaced after back-off until `backoffLimit`, stopped at `activeDeadlineSeconds`;
 //! - [`controller_ref`]: upstream's `ControllerRefManager`, which every such controller claims
 //!   its children with;
 //! - [`expectations`]: upstream's `ControllerExpectations`, so a controller does not act again
@@ -18,6 +20,7 @@
 pub mod controller_ref;
 pub mod deployment;
 pub mod expectations;
+pub mod job;
 pub mod pods;
 pub mod replicaset;
 pub mod selector;

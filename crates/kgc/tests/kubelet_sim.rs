@@ -21,7 +21,7 @@ async fn server(extra: &[&str]) -> Server {
     let mut args = vec![
         "--in-memory",
         "--nodes=0",
-        "--disable=nodes-sim,node-lifecycle",
+        "--disable=nodes-sim,node-lifecycle,job",
         "--initial-container-restart-period",
         "1s",
         "--image-gc-period",
