@@ -76,6 +76,26 @@ impl Child for Pod {
     }
 }
 
+/// A cached typed child (a ReplicaSet, a ControllerRevision).
+impl<T: kube::Resource> Child for kgc_runtime::informer::Typed<T> {
+    fn labels(&self) -> &BTreeMap<String, String> {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        self.0.meta().labels.as_ref().unwrap_or(&NONE)
+    }
+    fn controller_uid(&self) -> Option<&str> {
+        self.0
+            .meta()
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|r| r.controller == Some(true))
+            .map(|r| r.uid.as_str())
+    }
+    fn deleting(&self) -> bool {
+        self.0.meta().deletion_timestamp.is_some()
+    }
+}
+
 /// What a claim does with one child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {

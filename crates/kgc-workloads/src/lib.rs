@@ -5,6 +5,8 @@
 //!   pods by selector;
 //! - [`deployment`]: a ReplicaSet per pod template, rolled out by strategy, and old ones
 //!   deleted beyond `revisionHistoryLimit`;
+//! - [`history`]: the ControllerRevisions StatefulSets and DaemonSets record their templates
+//!   in;
 //! - [`controller_ref`]: upstream's `ControllerRefManager`, which every such controller claims
 //!   its children with;
 //! - [`expectations`]: upstream's `ControllerExpectations`, so a controller does not act again
@@ -18,6 +20,7 @@
 pub mod controller_ref;
 pub mod deployment;
 pub mod expectations;
+pub mod history;
 pub mod pods;
 pub mod replicaset;
 pub mod selector;
