@@ -5,6 +5,8 @@
 //!   pods by selector;
 //! - [`deployment`]: a ReplicaSet per pod template, rolled out by strategy, and old ones
 //!   deleted beyond `revisionHistoryLimit`;
+//! - [`daemonset`]: a pod on every eligible node, placed by node affinity for the scheduler
+//!   to bind, rolled by RollingUpdate or OnDelete over ControllerRevisions;
 //! - [`history`]: the ControllerRevisions StatefulSets and DaemonSets record their templates
 //!   in;
 //! - [`controller_ref`]: upstream's `ControllerRefManager`, which every such controller claims
@@ -18,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod controller_ref;
+pub mod daemonset;
 pub mod deployment;
 pub mod expectations;
 pub mod history;
