@@ -268,3 +268,47 @@ async fn a_new_template_rolls_the_pods_within_the_revision_history_limit_and_del
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_failed_daemon_pod_is_deleted_and_made_again() {
+    let s = Server::living(&["--in-memory", "--nodes", "1"]).await;
+    let ns = fresh_namespace(&s.client(), "ds-failed").await;
+    let sets: Api<DaemonSet> = Api::namespaced(s.client(), &ns);
+    let pods: Api<Pod> = Api::namespaced(s.client(), &ns);
+    sets.create(&PostParams::default(), &daemon_set("agent", json!({})))
+        .await
+        .unwrap();
+    eventually("a running pod", T, || async {
+        running_on(&pods, "agent").await == set(&["kgc-node-0"])
+    })
+    .await;
+    let first = pods_of(&pods, "agent").await.remove(0);
+    let first_uid = first.metadata.uid.clone().unwrap();
+    pods.patch_status(
+        first.metadata.name.as_deref().unwrap(),
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Failed"}})),
+    )
+    .await
+    .unwrap();
+    eventually("a new pod in its place", T, || async {
+        let p = pods_of(&pods, "agent").await;
+        p.len() == 1 && p[0].metadata.uid.as_deref() != Some(first_uid.as_str()) && running(&p[0])
+    })
+    .await;
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(s.client(), &ns);
+    eventually("the events", T, || async {
+        let reasons: BTreeSet<String> = events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|e| e.reason)
+            .collect();
+        ["FailedDaemonPod", "SuccessfulCreate", "SuccessfulDelete"]
+            .iter()
+            .all(|r| reasons.contains(*r))
+    })
+    .await;
+}
