@@ -461,7 +461,8 @@ impl<C: Cluster> Controller<C> {
         hash: &str,
     ) -> Result<Option<Duration>> {
         let desired = on_nodes.iter().filter(|n| n.verdict.should_run).count();
-        let surge = fenceposts(ds, i32::try_from(desired).unwrap_or(i32::MAX)).0 > 0;
+        // Upstream `AllowsSurge`: only a RollingUpdate surges.
+        let surge = rolls(ds) && fenceposts(ds, i32::try_from(desired).unwrap_or(i32::MAX)).0 > 0;
         let generation = template_generation(ds);
         let (mut create, mut delete, mut retry) = (Vec::new(), Vec::new(), None);
         for n in on_nodes {
