@@ -16,7 +16,7 @@ use kgc_workloads::{deployment, job, replicaset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC and the lifecycle
 /// collectors first (six), then the cluster's own controllers ([`OFF_AGAINST_A_CLUSTER`]).
-pub const ALL: [&str; 22] = [
+pub const ALL: [&str; 23] = [
     "gc",
     "podgc",
     "ttl",
@@ -31,6 +31,7 @@ pub const ALL: [&str; 22] = [
     replicaset::NAME,
     deployment::NAME,
     job::NAME,
+    kgc_workloads::daemonset::NAME,
     kgc_volume::provisioner::NAME,
     kgc_volume::binder::NAME,
     kgc_volume::protection::PVC_NAME,
@@ -51,7 +52,8 @@ pub struct Selection {
     /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
     /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
-    /// root-ca-cert-publisher, replicaset, deployment, job, provisioner, persistentvolume-binder,
+    /// root-ca-cert-publisher, replicaset, deployment, job, daemonset, provisioner,
+    /// persistentvolume-binder,
     /// pvc-protection, pv-protection, scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
@@ -132,6 +134,10 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
         (replicaset::NAME, replicaset::run(ctx.clone()).boxed()),
         (deployment::NAME, deployment::run(ctx.clone()).boxed()),
         (job::NAME, job::run(ctx.clone()).boxed()),
+        (
+            kgc_workloads::daemonset::NAME,
+            kgc_workloads::daemonset::run(ctx.clone()).boxed(),
+        ),
         (
             provisioner::NAME,
             provisioner::run(ctx.clone(), volumes).boxed(),
