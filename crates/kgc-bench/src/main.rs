@@ -14,6 +14,7 @@ mod scheduling;
 mod server;
 mod stats;
 mod watches;
+mod workloads;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -77,9 +78,12 @@ struct Cli {
     /// Pods created in the scheduling measurement.
     #[arg(long, default_value_t = 10_000)]
     pods: usize,
-    /// Nodes registered in the scheduling measurement.
+    /// Nodes registered in the scheduling and workloads measurements.
     #[arg(long, default_value_t = 100)]
     sched_nodes: usize,
+    /// Replicas of the Deployment the workloads measurement rolls.
+    #[arg(long, default_value_t = 1_000)]
+    rollout_replicas: usize,
     /// Extra argument passed to every `kgc serve` (repeat for several), e.g. `--server-arg=--disable=gc`.
     #[arg(long = "server-arg", allow_hyphen_values = true)]
     server_args: Vec<String>,
@@ -144,6 +148,10 @@ enum Which {
     /// Pods from creation to Running: `--small-list` pods bound to a simulated node, created
     /// by 16 clients, until the simulated kubelet has written each Running (not part of `all`).
     Pods,
+    /// The workload controllers: a ReplicaSet of `--pods` replicas on `--sched-nodes` simulated
+    /// nodes created, Running and deleted; a Deployment of `--rollout-replicas` rolled (not
+    /// part of `all`).
+    Workloads,
 }
 
 /// One row of the final table.
@@ -934,6 +942,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Pods {
         bench.pods().await?;
+    }
+    if which == Which::Workloads {
+        bench.workloads().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",
