@@ -3,6 +3,8 @@
 //!
 //! - [`replicaset`]: ReplicaSets keep their replica count of pods, adopting and releasing
 //!   pods by selector;
+//! - [`replicationcontroller`]: the ReplicaSet controller over core/v1 ReplicationControllers,
+//!   each converted to a ReplicaSet as upstream does;
 //! - [`deployment`]: a ReplicaSet per pod template, rolled out by strategy, and old ones
 //!   deleted beyond `revisionHistoryLimit`;
 //! - [`controller_ref`]: upstream's `ControllerRefManager`, which every such controller claims
@@ -20,6 +22,7 @@ pub mod deployment;
 pub mod expectations;
 pub mod pods;
 pub mod replicaset;
+pub mod replicationcontroller;
 pub mod selector;
 
 /// Errors of a workload controller's sync; the key is retried with back-off.
