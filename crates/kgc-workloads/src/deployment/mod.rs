@@ -435,10 +435,11 @@ impl<C: Cluster> Controller<C> {
         };
         let rs = &sets[i];
         let annotations = new_annotations(d, rs, max_old + 1);
-        if !annotations.is_empty() || rs.spec.min_ready_seconds != d.spec.min_ready_seconds {
+        let min_ready = d.spec.min_ready_seconds.unwrap_or(0);
+        if !annotations.is_empty() || rs.spec.min_ready_seconds.unwrap_or(0) != min_ready {
             let patch = json!({
                 "metadata": {"annotations": annotations},
-                "spec": {"minReadySeconds": d.spec.min_ready_seconds},
+                "spec": {"minReadySeconds": min_ready},
             });
             sets[i] = self
                 .rs_api(rs.metadata.namespace.as_deref().unwrap_or_default())

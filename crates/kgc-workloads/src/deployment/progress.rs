@@ -435,7 +435,7 @@ mod tests {
         assert_eq!(c.last_update_time, Some(Time(now)));
         assert_eq!(c.last_transition_time, Some(Time(t0)));
         let new = rs("d-1", 2, 2, 2);
-        let s = rollout(&d, &observed, &[new.clone()], Some(&new), now);
+        let s = rollout(&d, &observed, std::slice::from_ref(&new), Some(&new), now);
         assert_eq!(progressing_reason(&s).as_deref(), Some(NEW_RS_AVAILABLE));
         assert_eq!(recheck(&d, &observed, &s, now), None);
     }
