@@ -548,6 +548,20 @@ impl<C: Cluster> Controller<C> {
                 Ok(created)
             }
             Err(kube::Error::Api(s)) if s.code == 409 => {
+                // Ours, of this template, and the cache had not seen it yet: the new one.
+                let name = format!("{}-{hash}", owner.name);
+                if let Some(rs) = self.rs_api(&ns).get_opt(&name).await?
+                    && kgc_runtime::informer::Typed(rs.clone()).controller_uid()
+                        == Some(owner.uid.as_str())
+                    && rs
+                        .spec
+                        .template
+                        .as_ref()
+                        .is_some_and(|t| without_hash(t) == without_hash(&d.spec.template))
+                {
+                    sets.push(rs.clone());
+                    return Ok(rs);
+                }
                 // A ReplicaSet of that name with another template: count the collision so the
                 // next hash differs (upstream `CollisionCount`).
                 let count = collision.unwrap_or(0) + 1;
