@@ -44,6 +44,7 @@ pub const SIMULATORS: &[&str] = &[
     "deployment",
     "job",
     "daemonset",
+    "replicationcontroller",
     "provisioner",
     "persistentvolume-binder",
     "scheduler",

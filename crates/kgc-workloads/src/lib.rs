@@ -3,6 +3,8 @@
 //!
 //! - [`replicaset`]: ReplicaSets keep their replica count of pods, adopting and releasing
 //!   pods by selector;
+//! - [`replicationcontroller`]: the ReplicaSet controller over core/v1 ReplicationControllers,
+//!   each converted to a ReplicaSet as upstream does;
 //! - [`deployment`]: a ReplicaSet per pod template, rolled out by strategy, and old ones
 //!   deleted beyond `revisionHistoryLimit`;
 //! - [`job`]: Jobs run their pods to completion, tracked with a finalizer until counted,
@@ -29,6 +31,7 @@ pub mod history;
 pub mod job;
 pub mod pods;
 pub mod replicaset;
+pub mod replicationcontroller;
 pub mod selector;
 
 /// Errors of a workload controller's sync; the key is retried with back-off.

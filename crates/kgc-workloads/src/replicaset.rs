@@ -5,6 +5,10 @@
 //! `BURST_REPLICAS` per sync, deleted in upstream's order, and reports the status upstream
 //! reports.
 //!
+//! ReplicationControllers run through the same controller as upstream's does
+//! (`pkg/controller/replication/replication_controller.go`): see [`Kind`] and
+//! [`replicationcontroller`](crate::replicationcontroller).
+//!
 //! Where upstream lists every pod of the namespace on each sync, the controller keeps an index
 //! of the pods each ReplicaSet controls and of the namespace's orphans, kept by the pod cache's
 //! handlers: a sync reads its own pods, however many pods the namespace holds.
@@ -16,7 +20,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::{ReplicaSet as Typed, ReplicaSetCondition, ReplicaSetStatus};
-use k8s_openapi::api::core::v1::{Pod as TypedPod, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod as TypedPod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kgc_client::Cluster;
 use kgc_controllers::Context;
@@ -24,6 +28,7 @@ use kgc_controllers::events::{Recorder, reference};
 use kgc_meta::selector::LabelSelector;
 use kgc_runtime::informer::{Cache, Key, describe};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::core::NamespaceResourceScope;
 
 use crate::controller_ref::{Claim, Owner, claim};
 use crate::expectations::Expectations;
@@ -35,14 +40,44 @@ use crate::{Error, Result};
 pub const NAME: &str = "replicaset";
 /// The most pods one sync creates or deletes (upstream `BurstReplicas`).
 pub const BURST_REPLICAS: usize = 500;
-/// `--concurrent-replicaset-syncs`.
+/// `--concurrent-replicaset-syncs` (and `--concurrent-rc-syncs`).
 const WORKERS: usize = 5;
-/// The component events are recorded under.
-const COMPONENT: &str = "replicaset-controller";
-const FIELD_MANAGER: &str = "kgc-replicaset-controller";
 
 /// A cached ReplicaSet (typed; there are few of them).
 pub type ReplicaSet = kgc_runtime::informer::Typed<Typed>;
+
+/// A kind of object this controller keeps pods for. Upstream runs the ReplicaSet controller over
+/// ReplicationControllers by converting each to a ReplicaSet on the way in and its status back
+/// on the way out (`pkg/controller/replication/conversion.go`); so does kgc: the controller
+/// reads every object as [`as_replica_set`](Kind::as_replica_set) shows it, and writes only the
+/// pods, the object's status (the same JSON for both kinds) and events naming the object.
+pub trait Kind:
+    kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + fmt::Debug
+    + serde::de::DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+    /// The controller's name (kube-controller-manager's).
+    const NAME: &'static str;
+    /// The component its events are recorded under.
+    const COMPONENT: &'static str;
+    /// The field manager of the pods it creates.
+    const FIELD_MANAGER: &'static str;
+    /// The object as the ReplicaSet the controller keeps.
+    fn as_replica_set(&self) -> Typed;
+}
+
+impl Kind for Typed {
+    const NAME: &'static str = NAME;
+    const COMPONENT: &'static str = "replicaset-controller";
+    const FIELD_MANAGER: &'static str = "kgc-replicaset-controller";
+    fn as_replica_set(&self) -> Typed {
+        self.clone()
+    }
+}
 
 /// A ReplicaSet's key in the work queue.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -108,17 +143,20 @@ impl Index {
     }
 }
 
-/// The ReplicaSet a pod's controller reference names, if it is a ReplicaSet's.
-fn owner_key(pod: &Pod) -> Option<Key> {
+/// The object of kind `K` a pod's controller reference names, if any.
+fn owner_key<K: Kind>(pod: &Pod) -> Option<Key> {
     pod.controller
         .as_ref()
-        .filter(|c| c.kind == "ReplicaSet" && c.api_version.starts_with("apps/"))
+        .filter(|c| {
+            let group = c.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            c.kind == K::kind(&()) && group == K::group(&())
+        })
         .map(|c| (pod.namespace.clone(), c.name.clone()))
 }
 
-struct Controller<C> {
+struct Controller<K, C> {
     ctx: Context<C>,
-    sets: Cache<ReplicaSet>,
+    sets: Cache<kgc_runtime::informer::Typed<K>>,
     pods: Cache<Pod>,
     index: Mutex<Index>,
     expectations: Expectations<Key>,
@@ -127,28 +165,36 @@ struct Controller<C> {
 
 /// Runs the controller until dropped.
 pub async fn run<C: Cluster>(ctx: Context<C>) {
-    let sets_resource = ctx.informers.resource("apps", "replicasets").await;
+    run_for::<Typed, C>(ctx).await;
+}
+
+/// Runs the controller over the objects of kind `K` until dropped.
+pub(crate) async fn run_for<K: Kind, C: Cluster>(ctx: Context<C>) {
+    let sets_resource = ctx
+        .informers
+        .resource(&K::group(&()), &K::plural(&()))
+        .await;
     let pods_resource = ctx.informers.resource("", "pods").await;
-    let queue = ctx.queue::<RsKey>(NAME);
-    let controller = Arc::new(Controller {
-        sets: ctx.informers.cache::<ReplicaSet>(sets_resource),
+    let queue = ctx.queue::<RsKey>(K::NAME);
+    let controller = Arc::new(Controller::<K, C> {
+        sets: ctx.informers.cache(sets_resource),
         pods: ctx.informers.cache::<Pod>(pods_resource),
         index: Mutex::default(),
         expectations: Expectations::default(),
-        recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
+        recorder: Recorder::new(ctx.client.clone(), K::COMPONENT, ctx.clock),
         ctx,
     });
     let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller
-        .sets
-        .on_change(Arc::new(move |key: &Key, rs: Option<&ReplicaSet>| {
+    controller.sets.on_change(Arc::new(
+        move |key: &Key, rs: Option<&kgc_runtime::informer::Typed<K>>| {
             if rs.is_none()
                 && let Some(c) = c.upgrade()
             {
                 c.expectations.forget(key);
             }
             q.add(RsKey(key.clone()));
-        }));
+        },
+    ));
     let (q, c) = (queue.clone(), Arc::downgrade(&controller));
     controller
         .pods
@@ -167,15 +213,15 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         }));
     controller.sets.synced().await;
     controller.pods.synced().await;
-    tracing::info!(controller = NAME, "started");
+    tracing::info!(controller = K::NAME, "started");
     let sync = move |key: RsKey| {
         let c = Arc::clone(&controller);
         async move { c.sync(&key.0).await }
     };
-    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+    kgc_controllers::work(K::NAME, queue, WORKERS, sync).await;
 }
 
-impl<C: Cluster> Controller<C> {
+impl<K: Kind, C: Cluster> Controller<K, C> {
     fn index(&self) -> std::sync::MutexGuard<'_, Index> {
         self.index.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -184,7 +230,7 @@ impl<C: Cluster> Controller<C> {
     /// fulfils a creation its owner expected; an orphan wakes every ReplicaSet of its
     /// namespace that selects it, which may adopt it.
     fn pod_changed(&self, key: &Key, pod: &Pod, queue: &kgc_runtime::queue::WorkQueue<RsKey>) {
-        let owner = owner_key(pod);
+        let owner = owner_key::<K>(pod);
         let (new, prev) = self.index().set(key, owner.clone());
         if let Some(Some(old)) = prev
             && Some(&old) != owner.as_ref()
@@ -205,7 +251,7 @@ impl<C: Cluster> Controller<C> {
             None => self.sets.read(|sets| {
                 for (k, rs) in sets {
                     if k.0 == pod.namespace
-                        && matcher(Some(&rs.0.spec.selector))
+                        && matcher(Some(&rs.0.as_replica_set().spec.selector))
                             .ok()
                             .flatten()
                             .is_some_and(|s| s.matches(&pod.labels))
@@ -252,21 +298,22 @@ impl<C: Cluster> Controller<C> {
 
     /// Upstream `syncReplicaSet`.
     async fn sync(&self, key: &Key) -> Result<Option<Duration>> {
-        let Some(rs) = self.sets.get(key).map(|t| t.0) else {
+        let Some(object) = self.sets.get(key).map(|t| t.0) else {
             self.expectations.forget(key);
             return Ok(None);
         };
+        let rs = object.as_replica_set();
         let spec = &rs.spec;
         let selector = match matcher(Some(&spec.selector)) {
             Ok(s) => s,
             Err(e) => {
-                tracing::warn!(controller = NAME, replicaset = %describe(key), error = %e, "not syncing");
+                tracing::warn!(controller = K::NAME, object = %describe(key), error = %e, "not syncing");
                 return Ok(None);
             }
         };
         let owner = Owner {
-            api_version: "apps/v1".into(),
-            kind: "ReplicaSet".into(),
+            api_version: K::api_version(&()).into_owned(),
+            kind: K::kind(&()).into_owned(),
             name: key.1.clone(),
             uid: rs.metadata.uid.clone().unwrap_or_default(),
             deleting: rs.metadata.deletion_timestamp.is_some(),
@@ -276,7 +323,7 @@ impl<C: Cluster> Controller<C> {
         let active: Vec<&Pod> = claimed.iter().filter(|p| p.is_active()).collect();
         let mut failure = None;
         if satisfied && !owner.deleting {
-            failure = self.manage(&rs, &owner, &active).await;
+            failure = self.manage(&rs, &reference(&object), &owner, &active).await;
         }
         let template_labels = spec
             .template
@@ -286,7 +333,7 @@ impl<C: Cluster> Controller<C> {
             .unwrap_or_default();
         let status = status(&rs, &active, &template_labels, failure.as_ref(), &self.ctx);
         if rs.status.as_ref() != Some(&status) {
-            let api: Api<Typed> = Api::namespaced(self.ctx.client.clone(), &key.0);
+            let api: Api<K> = Api::namespaced(self.ctx.client.clone(), &key.0);
             crate::patch_status(&api, &key.1, &status).await?;
         }
         if let Some(e) = failure {
@@ -347,16 +394,22 @@ impl<C: Cluster> Controller<C> {
 
     /// Whether the owner, read afresh, is still the one claiming and not being deleted.
     async fn fresh_owner(&self, owner: &Owner, key: &Key) -> Result<bool> {
-        let api: Api<Typed> = Api::namespaced(self.ctx.client.clone(), &key.0);
-        Ok(api.get_opt(&key.1).await?.is_some_and(|rs| {
-            rs.metadata.uid.as_deref() == Some(owner.uid.as_str())
-                && rs.metadata.deletion_timestamp.is_none()
+        let api: Api<K> = Api::namespaced(self.ctx.client.clone(), &key.0);
+        Ok(api.get_opt(&key.1).await?.is_some_and(|o| {
+            o.meta().uid.as_deref() == Some(owner.uid.as_str())
+                && o.meta().deletion_timestamp.is_none()
         }))
     }
 
     /// Upstream `manageReplicas`: creates or deletes pods towards `spec.replicas`; the error
     /// to report, if any write failed.
-    async fn manage(&self, rs: &Typed, owner: &Owner, active: &[&Pod]) -> Option<Error> {
+    async fn manage(
+        &self,
+        rs: &Typed,
+        object: &ObjectReference,
+        owner: &Owner,
+        active: &[&Pod],
+    ) -> Option<Error> {
         let key = (
             rs.metadata.namespace.clone().unwrap_or_default(),
             owner.name.clone(),
@@ -367,13 +420,13 @@ impl<C: Cluster> Controller<C> {
             self.expectations.expect(&key, n, 0);
             let template = rs.spec.template.clone().unwrap_or_default();
             let pod = pod_from_template(&template, &key.0, owner);
-            return self.create_pods(rs, &key, pod, n).await;
+            return self.create_pods(object, &key, pod, n).await;
         }
         if active.len() > want {
             let n = (active.len() - want).min(BURST_REPLICAS);
             let victims = to_delete(active, active, n);
             self.expectations.expect(&key, 0, victims.len());
-            return self.delete_pods(rs, &key, &victims).await;
+            return self.delete_pods(object, &key, &victims).await;
         }
         None
     }
@@ -381,10 +434,16 @@ impl<C: Cluster> Controller<C> {
     /// Creates `n` pods in slow-start batches (1, 2, 4, …: upstream `slowStartBatch`), so a
     /// template the API refuses fails once, not `n` times. Creations not made are no longer
     /// expected.
-    async fn create_pods(&self, rs: &Typed, key: &Key, pod: TypedPod, n: usize) -> Option<Error> {
+    async fn create_pods(
+        &self,
+        object: &ObjectReference,
+        key: &Key,
+        pod: TypedPod,
+        n: usize,
+    ) -> Option<Error> {
         let api: Api<TypedPod> = Api::namespaced(self.ctx.client.clone(), &key.0);
         let params = PostParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
+            field_manager: Some(K::FIELD_MANAGER.to_owned()),
             ..PostParams::default()
         };
         let (mut done, mut batch) = (0, 1);
@@ -396,14 +455,14 @@ impl<C: Cluster> Controller<C> {
             for r in results {
                 match r {
                     Ok(created) => self.recorder.normal(
-                        reference(rs),
+                        object.clone(),
                         "SuccessfulCreate",
                         format!("Created pod: {}", created.metadata.name.unwrap_or_default()),
                     ),
                     Err(e) => {
                         self.expectations.creation_observed(key);
                         self.recorder.warning(
-                            reference(rs),
+                            object.clone(),
                             "FailedCreate",
                             format!("Error creating: {e}"),
                         );
@@ -423,7 +482,12 @@ impl<C: Cluster> Controller<C> {
     }
 
     /// Deletes the chosen pods, each guarded by its uid.
-    async fn delete_pods(&self, rs: &Typed, key: &Key, victims: &[&Pod]) -> Option<Error> {
+    async fn delete_pods(
+        &self,
+        object: &ObjectReference,
+        key: &Key,
+        victims: &[&Pod],
+    ) -> Option<Error> {
         let api: Api<TypedPod> = Api::namespaced(self.ctx.client.clone(), &key.0);
         let results = join_all(victims.iter().map(|p| {
             let params = DeleteParams {
@@ -441,7 +505,7 @@ impl<C: Cluster> Controller<C> {
         for (name, r) in results {
             match r {
                 Ok(_) => self.recorder.normal(
-                    reference(rs),
+                    object.clone(),
                     "SuccessfulDelete",
                     format!("Deleted pod: {name}"),
                 ),
@@ -452,7 +516,7 @@ impl<C: Cluster> Controller<C> {
                 Err(e) => {
                     self.expectations.deletion_observed(key);
                     self.recorder.warning(
-                        reference(rs),
+                        object.clone(),
                         "FailedDelete",
                         format!("Error deleting: {e}"),
                     );

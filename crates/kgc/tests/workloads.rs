@@ -1,13 +1,15 @@
 //! The workload controllers that set owner references, against a spawned `kgc serve` with
 //! every controller on: the Kubernetes garbage-collection page's ReplicaSet example
 //! (`my-repset`, 3 replicas) run with kubectl as the page runs it — the pods' owner
-//! references, scaling, `--cascade=orphan` and re-adoption of the same pods, foreground deletion.
+//! references, scaling, `--cascade=orphan` and re-adoption of the same pods, foreground deletion;
+//! Deployments timing out, rolled back with `kubectl rollout undo`, resized mid-rollout, paused;
+//! and the API server refusing bad input.
 
 kgc_testsupport::bind_kgc!();
 
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use kgc_testsupport::*;
 use kube::Api;
@@ -307,4 +309,403 @@ async fn deployment_rolls_out_replica_sets_by_template_and_keeps_its_revision_hi
         history.contains("2 ") && history.contains("3 "),
         "{history}"
     );
+}
+
+/// A RollingUpdate Deployment `app` of `replicas` running `image`.
+fn rolling(name: &str, replicas: i32, image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+spec:
+  replicas: {replicas}
+  strategy:
+    rollingUpdate: {{maxSurge: 3, maxUnavailable: 2}}
+  selector:
+    matchLabels:
+      app: {name}
+  template:
+    metadata:
+      labels:
+        app: {name}
+    spec:
+      containers:
+      - name: nginx
+        image: {image}
+"
+    )
+}
+
+fn progressing(d: &Deployment) -> (String, String) {
+    d.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_.as_deref() == Some("Progressing")))
+        .map(|c| {
+            (
+                c.status.clone().unwrap_or_default(),
+                c.reason.clone().unwrap_or_default(),
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// The ReplicaSets' (revision, replicas), by revision.
+async fn revisions(sets: &Api<ReplicaSet>) -> Vec<(String, i32)> {
+    let mut v: Vec<(String, i32)> = sets
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|rs| {
+            (
+                revision_of(rs).unwrap_or_default(),
+                rs.spec.replicas.unwrap_or(0),
+            )
+        })
+        .collect();
+    v.sort_by_key(|(r, _)| r.parse::<i64>().unwrap_or(0));
+    v
+}
+
+#[tokio::test]
+async fn test_progress_deadline_exceeded_when_no_node_can_run_the_pods() {
+    let s = Server::living(&["--in-memory"]).await;
+    let ns = fresh_namespace(&s.client(), "stuck").await;
+    let manifest = rolling("stuck", 2, "nginx").replace(
+        "    spec:\n      containers:",
+        "    spec:\n      nodeSelector: {disk: none}\n      containers:",
+    ) + "  progressDeadlineSeconds: 2\n";
+    s.kubectl_stdin_ok(&["apply", "-n", &ns, "-f", "-"], &manifest)
+        .await;
+    let deployments: Api<Deployment> = Api::namespaced(s.client(), &ns);
+    eventually("Progressing False ProgressDeadlineExceeded", T, || async {
+        progressing(&deployments.get("stuck").await.unwrap())
+            == ("False".into(), "ProgressDeadlineExceeded".into())
+    })
+    .await;
+    let d = deployments.get("stuck").await.unwrap();
+    let c = d.status.unwrap().conditions.unwrap();
+    let c = c
+        .iter()
+        .find(|c| c.type_.as_deref() == Some("Progressing"))
+        .unwrap();
+    assert!(
+        c.message
+            .as_deref()
+            .unwrap_or_default()
+            .ends_with("has timed out progressing."),
+        "{c:?}"
+    );
+    let out = s
+        .kubectl(&[
+            "rollout",
+            "status",
+            "-n",
+            &ns,
+            "deployment/stuck",
+            "--timeout=10s",
+        ])
+        .await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("deployment \"stuck\" exceeded its progress deadline"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn kubectl_rollout_history_undo_and_status_work() {
+    let s = Server::living(&["--in-memory"]).await;
+    let ns = fresh_namespace(&s.client(), "undo").await;
+    let sets: Api<ReplicaSet> = Api::namespaced(s.client(), &ns);
+    let deployments: Api<Deployment> = Api::namespaced(s.client(), &ns);
+    let image = || async {
+        deployments
+            .get("web")
+            .await
+            .unwrap()
+            .spec
+            .template
+            .spec
+            .unwrap()
+            .containers[0]
+            .image
+            .clone()
+            .unwrap_or_default()
+    };
+    s.kubectl_stdin_ok(
+        &["apply", "-n", &ns, "-f", "-"],
+        &rolling("web", 3, "nginx:1"),
+    )
+    .await;
+    let status = s
+        .kubectl_ok(&[
+            "rollout",
+            "status",
+            "-n",
+            &ns,
+            "deployment/web",
+            "--timeout=30s",
+        ])
+        .await;
+    assert!(status.contains("successfully rolled out"), "{status}");
+    s.kubectl_ok(&["set", "image", "-n", &ns, "deployment/web", "nginx=nginx:2"])
+        .await;
+    s.kubectl_ok(&[
+        "annotate",
+        "-n",
+        &ns,
+        "deployment/web",
+        "kubernetes.io/change-cause=to nginx 2",
+    ])
+    .await;
+    s.kubectl_ok(&[
+        "rollout",
+        "status",
+        "-n",
+        &ns,
+        "deployment/web",
+        "--timeout=30s",
+    ])
+    .await;
+    let history = s
+        .kubectl_ok(&["rollout", "history", "-n", &ns, "deployment/web"])
+        .await;
+    assert!(
+        history.contains("to nginx 2"),
+        "the change cause copied: {history}"
+    );
+
+    // Back to revision 1's template, as revision 3; its ReplicaSet remembers it was 1.
+    let undo = s
+        .kubectl_ok(&["rollout", "undo", "-n", &ns, "deployment/web"])
+        .await;
+    assert!(undo.contains("rolled back"), "{undo}");
+    s.kubectl_ok(&[
+        "rollout",
+        "status",
+        "-n",
+        &ns,
+        "deployment/web",
+        "--timeout=30s",
+    ])
+    .await;
+    assert_eq!(image().await, "nginx:1");
+    eventually("revision 3 is the first ReplicaSet", T, || async {
+        revisions(&sets).await == [("2".to_owned(), 0), ("3".to_owned(), 3)]
+    })
+    .await;
+    let rs = sets.list(&ListParams::default()).await.unwrap().items;
+    let third = rs
+        .iter()
+        .find(|r| revision_of(r).as_deref() == Some("3"))
+        .unwrap();
+    assert_eq!(
+        third
+            .metadata
+            .annotations
+            .as_ref()
+            .unwrap()
+            .get("deployment.kubernetes.io/revision-history"),
+        Some(&"1".to_owned())
+    );
+
+    // To a named revision.
+    s.kubectl_ok(&[
+        "rollout",
+        "undo",
+        "-n",
+        &ns,
+        "deployment/web",
+        "--to-revision=2",
+    ])
+    .await;
+    s.kubectl_ok(&[
+        "rollout",
+        "status",
+        "-n",
+        &ns,
+        "deployment/web",
+        "--timeout=30s",
+    ])
+    .await;
+    assert_eq!(image().await, "nginx:2");
+    eventually("revision 4 is the second ReplicaSet", T, || async {
+        revisions(&sets).await == [("3".to_owned(), 0), ("4".to_owned(), 3)]
+    })
+    .await;
+    let history = s
+        .kubectl_ok(&["rollout", "history", "-n", &ns, "deployment/web"])
+        .await;
+    assert!(history.contains("4         to nginx 2"), "{history}");
+    let skipped = s
+        .kubectl_ok(&[
+            "rollout",
+            "undo",
+            "-n",
+            &ns,
+            "deployment/web",
+            "--to-revision=4",
+        ])
+        .await;
+    assert!(skipped.contains("skipped rollback"), "{skipped}");
+}
+
+#[tokio::test]
+async fn test_scaled_rollout_deployment_scales_in_proportion() {
+    let s = Server::living(&["--in-memory"]).await;
+    let ns = fresh_namespace(&s.client(), "proportional").await;
+    let sets: Api<ReplicaSet> = Api::namespaced(s.client(), &ns);
+    s.kubectl_stdin_ok(
+        &["apply", "-n", &ns, "-f", "-"],
+        &rolling("web", 10, "nginx:1"),
+    )
+    .await;
+    s.kubectl_ok(&[
+        "rollout",
+        "status",
+        "-n",
+        &ns,
+        "deployment/web",
+        "--timeout=30s",
+    ])
+    .await;
+    // A template no node can run: the rollout stops at 8 old and 5 new (surge 3, 2 unavailable).
+    s.kubectl_ok(&[
+        "patch",
+        "-n",
+        &ns,
+        "deployment/web",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"nodeSelector":{"disk":"none"}}}}}"#,
+    ])
+    .await;
+    eventually("the rollout stuck at 8 old and 5 new", T, || async {
+        revisions(&sets).await == [("1".to_owned(), 8), ("2".to_owned(), 5)]
+    })
+    .await;
+    // 20 (23 with the surge): the 10 more shared 8:5.
+    s.kubectl_ok(&["scale", "-n", &ns, "deployment/web", "--replicas=20"])
+        .await;
+    eventually("14 old and 9 new", T, || async {
+        revisions(&sets).await == [("1".to_owned(), 14), ("2".to_owned(), 9)]
+    })
+    .await;
+    for rs in sets.list(&ListParams::default()).await.unwrap().items {
+        let a = rs.metadata.annotations.unwrap_or_default();
+        assert_eq!(
+            a.get("deployment.kubernetes.io/desired-replicas")
+                .map(String::as_str),
+            Some("20")
+        );
+        assert_eq!(
+            a.get("deployment.kubernetes.io/max-replicas")
+                .map(String::as_str),
+            Some("23")
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_paused_deployment_makes_no_replica_set_until_resumed() {
+    let s = Server::living(&["--in-memory"]).await;
+    let ns = fresh_namespace(&s.client(), "pause").await;
+    let sets: Api<ReplicaSet> = Api::namespaced(s.client(), &ns);
+    let deployments: Api<Deployment> = Api::namespaced(s.client(), &ns);
+    s.kubectl_stdin_ok(
+        &["apply", "-n", &ns, "-f", "-"],
+        &rolling("web", 2, "nginx:1"),
+    )
+    .await;
+    s.kubectl_ok(&[
+        "rollout",
+        "status",
+        "-n",
+        &ns,
+        "deployment/web",
+        "--timeout=30s",
+    ])
+    .await;
+    s.kubectl_ok(&["rollout", "pause", "-n", &ns, "deployment/web"])
+        .await;
+    s.kubectl_ok(&["set", "image", "-n", &ns, "deployment/web", "nginx=nginx:2"])
+        .await;
+    eventually("Progressing Unknown DeploymentPaused", T, || async {
+        progressing(&deployments.get("web").await.unwrap())
+            == ("Unknown".into(), "DeploymentPaused".into())
+    })
+    .await;
+    // Scaling while paused scales the one ReplicaSet there is.
+    s.kubectl_ok(&["scale", "-n", &ns, "deployment/web", "--replicas=3"])
+        .await;
+    eventually("still one ReplicaSet, of 3", T, || async {
+        revisions(&sets).await == [("1".to_owned(), 3)]
+    })
+    .await;
+    let out = s
+        .kubectl(&["rollout", "undo", "-n", &ns, "deployment/web"])
+        .await;
+    assert!(!out.status.success(), "no undo while paused");
+    s.kubectl_ok(&["rollout", "resume", "-n", &ns, "deployment/web"])
+        .await;
+    s.kubectl_ok(&[
+        "rollout",
+        "status",
+        "-n",
+        &ns,
+        "deployment/web",
+        "--timeout=30s",
+    ])
+    .await;
+    eventually("revision 2 rolled out", T, || async {
+        revisions(&sets).await == [("1".to_owned(), 0), ("2".to_owned(), 3)]
+            && progressing(&deployments.get("web").await.unwrap())
+                == ("True".into(), "NewReplicaSetAvailable".into())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn replica_sets_and_deployments_with_bad_input_are_refused() {
+    let s = Server::living(&["--in-memory"]).await;
+    let ns = fresh_namespace(&s.client(), "bad").await;
+    let mismatch = "  template:\n    metadata:\n      labels:\n        pod-is-for: garbage-collection-example\n";
+    let cases = [
+        (
+            MY_REPSET.replace(
+                mismatch,
+                "  template:\n    metadata:\n      labels:\n        pod-is-for: other\n",
+            ),
+            "spec.template.metadata.labels: Invalid value: {\"pod-is-for\":\"other\"}: `selector` does not match template `labels`",
+        ),
+        (
+            MY_REPSET.replace("replicas: 3", "replicas: -1"),
+            "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+        ),
+        (
+            rolling("web", 1, "nginx").replace(
+                "        app: web\n    spec:",
+                "        app: other\n    spec:",
+            ),
+            "spec.template.metadata.labels: Invalid value: {\"app\":\"other\"}: `selector` does not match template `labels`",
+        ),
+        (
+            rolling("web", -1, "nginx"),
+            "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+        ),
+    ];
+    for (manifest, message) in cases {
+        let out = s
+            .kubectl_stdin(&["apply", "-n", &ns, "-f", "-"], &manifest)
+            .await;
+        assert!(!out.status.success(), "{manifest}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(message), "{err}");
+    }
+    let pods: Api<Pod> = Api::namespaced(s.client(), &ns);
+    assert!(active(&pods).await.is_empty());
 }

@@ -3,7 +3,14 @@
 //! (RollingUpdate within maxSurge/maxUnavailable, or Recreate), its revision recorded in
 //! annotations, and — the garbage collection this controller does itself — old ReplicaSets
 //! with no replicas beyond `revisionHistoryLimit` deleted, oldest revision first
-//! (`sync.go`, `cleanupDeployment`).
+//! (`sync.go`, `cleanupDeployment`). A resize mid-rollout is shared in proportion
+//! ([`proportion`]); the Progressing condition times out after `progressDeadlineSeconds`
+//! ([`progress`]). `kubectl rollout undo` is client-side: it writes an old ReplicaSet's template
+//! and annotations into the Deployment, whose ReplicaSet then becomes the new one again, its
+//! earlier revisions kept in `deployment.kubernetes.io/revision-history`.
+
+mod progress;
+mod proportion;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -11,11 +18,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{
-    Deployment as Typed, DeploymentCondition, DeploymentStatus, ReplicaSet as TypedRs,
-    ReplicaSetSpec,
+    Deployment as Typed, DeploymentStatus, ReplicaSet as TypedRs, ReplicaSetSpec,
 };
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kgc_client::Cluster;
 use kgc_controllers::Context;
@@ -34,8 +40,23 @@ use crate::{Error, Result};
 pub const NAME: &str = "deployment";
 /// The revision of a ReplicaSet, and of its Deployment (upstream `RevisionAnnotation`).
 pub const REVISION: &str = "deployment.kubernetes.io/revision";
+/// The earlier revisions of a ReplicaSet rolled back to (upstream `RevisionHistoryAnnotation`).
+pub const REVISION_HISTORY: &str = "deployment.kubernetes.io/revision-history";
 const DESIRED_REPLICAS: &str = "deployment.kubernetes.io/desired-replicas";
 const MAX_REPLICAS: &str = "deployment.kubernetes.io/max-replicas";
+/// Upstream `MaxRevHistoryLengthInChars`.
+const MAX_REVISION_HISTORY_CHARS: usize = 2000;
+/// The Deployment's annotations not copied to its ReplicaSets (upstream `annotationsToSkip`):
+/// every other one (`kubernetes.io/change-cause` among them) is, which is how
+/// `kubectl rollout history` shows a revision's change cause.
+const NOT_COPIED: [&str; 6] = [
+    "kubectl.kubernetes.io/last-applied-configuration",
+    REVISION,
+    REVISION_HISTORY,
+    DESIRED_REPLICAS,
+    MAX_REPLICAS,
+    "deprecated.deployment.rollback.to",
+];
 /// The label that tells the ReplicaSets of one Deployment apart (upstream
 /// `DefaultDeploymentUniqueLabelKey`).
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
@@ -268,25 +289,50 @@ impl<C: Cluster> Controller<C> {
             deleting: d.metadata.deletion_timestamp.is_some(),
         };
         let mut sets = self.claim(&owner, &selector, key).await?;
+        let observed = d.status.clone().unwrap_or_default();
+        let now = self.ctx.clock.now();
+        let mut d = d;
         if owner.deleting {
-            return self.sync_status(&d, &sets, None).await.map(|_| None);
+            let new = self.find_new(&mut d, &mut sets).await?;
+            let status = progress::calculate(&d, &sets, new.as_ref(), now);
+            return self.write_status(&d, &observed, status).await.map(|_| None);
         }
-        let new = self.new_replica_set(&d, &owner, &mut sets).await?;
+        progress::check_paused(&mut d, now);
         let paused = d.spec.paused == Some(true);
-        if !paused {
-            let recreate =
-                d.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("Recreate");
-            if recreate {
-                self.recreate(&d, &new, &sets).await?;
-            } else {
-                self.rolling(&d, &new, &sets).await?;
+        let found = self.find_new(&mut d, &mut sets).await?;
+        // Upstream `sync`: paused, or resized, the ReplicaSets are scaled in proportion and no
+        // new one is made.
+        if paused || proportion::is_scaling_event(&d, &sets) {
+            let new = found
+                .as_ref()
+                .and_then(|n| sets.iter().position(|rs| rs.metadata.uid == n.metadata.uid));
+            for (i, to) in proportion::plan(&d, &sets, new) {
+                self.scale(&d, &sets[i], to).await?;
             }
+            if paused && let Some(new) = &found {
+                self.cleanup(&d, new, &sets).await?;
+            }
+            let status = progress::calculate(&d, &sets, found.as_ref(), now);
+            return self.write_status(&d, &observed, status).await.map(|_| None);
         }
-        let complete = self.sync_status(&d, &sets, Some(&new)).await?;
-        if complete || paused {
+        let new = match found {
+            Some(new) => new,
+            None => self.create_new(&mut d, &owner, &mut sets).await?,
+        };
+        let recreate =
+            d.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("Recreate");
+        if recreate {
+            self.recreate(&d, &new, &sets).await?;
+        } else {
+            self.rolling(&d, &new, &sets).await?;
+        }
+        let status = progress::rollout(&d, &observed, &sets, Some(&new), now);
+        if progress::complete(&d, &status) {
             self.cleanup(&d, &new, &sets).await?;
         }
-        Ok(None)
+        let recheck = progress::recheck(&d, &observed, &status, now);
+        self.write_status(&d, &observed, status).await?;
+        Ok(recheck)
     }
 
     /// Claims the ReplicaSets of the namespace (upstream `getReplicaSetsForDeployment`).
@@ -331,15 +377,11 @@ impl<C: Cluster> Controller<C> {
         Ok(claimed)
     }
 
-    /// The ReplicaSet of the current template (upstream `getNewReplicaSet`): found (its
-    /// revision raised above the others' when it was an old one: a rollback), or created.
-    async fn new_replica_set(
-        &self,
-        d: &Typed,
-        owner: &Owner,
-        sets: &mut Vec<TypedRs>,
-    ) -> Result<TypedRs> {
-        let ns = d.metadata.namespace.clone().unwrap_or_default();
+    /// The ReplicaSet of the current template, if there is one (upstream `getNewReplicaSet`
+    /// for an existing one): its annotations brought up to date (the Deployment's copied, its
+    /// revision raised above the others' when it was an old one: a rollback), and the
+    /// Deployment's revision set to its.
+    async fn find_new(&self, d: &mut Typed, sets: &mut [TypedRs]) -> Result<Option<TypedRs>> {
         let wanted = without_hash(&d.spec.template);
         let max_old = sets
             .iter()
@@ -347,39 +389,64 @@ impl<C: Cluster> Controller<C> {
             .map(revision)
             .max()
             .unwrap_or(0);
-        let (surge, _) = fenceposts(d);
-        let want = d.spec.replicas.unwrap_or(1);
-        let annotations = |rev: i64| {
-            json!({
-                REVISION: rev.to_string(),
-                DESIRED_REPLICAS: want.to_string(),
-                MAX_REPLICAS: (want + surge).to_string(),
-            })
-        };
-        if let Some(i) = sets.iter().position(|rs| {
+        let Some(i) = sets.iter().position(|rs| {
             rs.spec
                 .template
                 .as_ref()
                 .is_some_and(|t| without_hash(t) == wanted)
-        }) {
-            let rs = &sets[i];
-            if revision(rs) <= max_old {
-                let patched = self
-                    .rs_api(&ns)
-                    .patch(
-                        rs.metadata.name.as_deref().unwrap_or_default(),
-                        &PatchParams::default(),
-                        &Patch::Merge(
-                            json!({"metadata": {"annotations": annotations(max_old + 1)}}),
-                        ),
-                    )
-                    .await?;
-                sets[i] = patched;
-            }
-            let rev = revision(&sets[i]);
-            self.record_revision(d, rev).await?;
-            return Ok(sets[i].clone());
+        }) else {
+            return Ok(None);
+        };
+        let rs = &sets[i];
+        let annotations = new_annotations(d, rs, max_old + 1);
+        let min_ready = d.spec.min_ready_seconds.unwrap_or(0);
+        if !annotations.is_empty() || rs.spec.min_ready_seconds.unwrap_or(0) != min_ready {
+            let patch = json!({
+                "metadata": {"annotations": annotations},
+                "spec": {"minReadySeconds": min_ready},
+            });
+            sets[i] = self
+                .rs_api(rs.metadata.namespace.as_deref().unwrap_or_default())
+                .patch(
+                    rs.metadata.name.as_deref().unwrap_or_default(),
+                    &PatchParams::default(),
+                    &Patch::Merge(patch),
+                )
+                .await?;
         }
+        let rs = sets[i].clone();
+        self.record_revision(d, revision(&rs)).await?;
+        let conditions = d.status.as_ref().and_then(|s| s.conditions.as_deref());
+        if progress::has_deadline(d)
+            && conditions
+                .and_then(|c| progress::condition(c, progress::PROGRESSING))
+                .is_none()
+        {
+            let name = rs.metadata.name.clone().unwrap_or_default();
+            let c = progress::new_condition(
+                progress::PROGRESSING,
+                "True",
+                progress::FOUND_NEW_RS,
+                format!("Found new replica set {name:?}"),
+                self.ctx.clock.now(),
+            );
+            progress::set_condition(progress::conditions_mut(d), c);
+        }
+        Ok(Some(rs))
+    }
+
+    /// Creates the ReplicaSet of the current template (upstream `getNewReplicaSet`), named
+    /// with its hash, of the next revision, sized within the surge.
+    async fn create_new(
+        &self,
+        d: &mut Typed,
+        owner: &Owner,
+        sets: &mut Vec<TypedRs>,
+    ) -> Result<TypedRs> {
+        let ns = d.metadata.namespace.clone().unwrap_or_default();
+        let max_old = sets.iter().map(revision).max().unwrap_or(0);
+        let (surge, _) = fenceposts(d);
+        let want = d.spec.replicas.unwrap_or(1);
         let collision = d.status.as_ref().and_then(|s| s.collision_count);
         let hash = template_hash(&d.spec.template, collision);
         let mut template = d.spec.template.clone();
@@ -408,7 +475,7 @@ impl<C: Cluster> Controller<C> {
                 name: Some(format!("{}-{hash}", owner.name)),
                 namespace: Some(ns.clone()),
                 labels: meta.labels.clone(),
-                annotations: serde_json::from_value(annotations(rev)).ok(),
+                annotations: Some(created_annotations(d, rev, want, want + surge)),
                 owner_references: Some(vec![owner.controller_ref()]),
                 ..ObjectMeta::default()
             },
@@ -422,19 +489,43 @@ impl<C: Cluster> Controller<C> {
         };
         match self.rs_api(&ns).create(&PostParams::default(), &rs).await {
             Ok(created) => {
-                self.recorder.normal(
-                    reference(d),
-                    "ScalingReplicaSet",
-                    format!(
-                        "Scaled up replica set {} from 0 to {initial}",
-                        created.metadata.name.as_deref().unwrap_or_default()
-                    ),
-                );
+                let name = created.metadata.name.clone().unwrap_or_default();
+                if initial > 0 {
+                    self.recorder.normal(
+                        reference(&*d),
+                        "ScalingReplicaSet",
+                        format!("Scaled up replica set {name} from 0 to {initial}"),
+                    );
+                }
                 self.record_revision(d, rev).await?;
+                if progress::has_deadline(d) {
+                    let c = progress::new_condition(
+                        progress::PROGRESSING,
+                        "True",
+                        progress::NEW_RS_CREATED,
+                        format!("Created new replica set {name:?}"),
+                        self.ctx.clock.now(),
+                    );
+                    progress::set_condition(progress::conditions_mut(d), c);
+                }
                 sets.push(created.clone());
                 Ok(created)
             }
             Err(kube::Error::Api(s)) if s.code == 409 => {
+                // Ours, of this template, and the cache had not seen it yet: the new one.
+                let name = format!("{}-{hash}", owner.name);
+                if let Some(rs) = self.rs_api(&ns).get_opt(&name).await?
+                    && kgc_runtime::informer::Typed(rs.clone()).controller_uid()
+                        == Some(owner.uid.as_str())
+                    && rs
+                        .spec
+                        .template
+                        .as_ref()
+                        .is_some_and(|t| without_hash(t) == without_hash(&d.spec.template))
+                {
+                    sets.push(rs.clone());
+                    return Ok(rs);
+                }
                 // A ReplicaSet of that name with another template: count the collision so the
                 // next hash differs (upstream `CollisionCount`).
                 let count = collision.unwrap_or(0) + 1;
@@ -479,11 +570,23 @@ impl<C: Cluster> Controller<C> {
 
     async fn scale(&self, d: &Typed, rs: &TypedRs, to: i32) -> Result<()> {
         let from = replicas(rs);
-        if from == to {
-            return Ok(());
-        }
         let (surge, _) = fenceposts(d);
         let want = d.spec.replicas.unwrap_or(1);
+        let annotated = |k: &str| {
+            rs.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(k))
+                .cloned()
+        };
+        // Upstream `scaleReplicaSet`: the replica annotations are kept up to date even when the
+        // size stays, or a resize would look like a scaling event forever.
+        if from == to
+            && annotated(DESIRED_REPLICAS) == Some(want.to_string())
+            && annotated(MAX_REPLICAS) == Some((want + surge).to_string())
+        {
+            return Ok(());
+        }
         let name = rs.metadata.name.clone().unwrap_or_default();
         self.rs_api(rs.metadata.namespace.as_deref().unwrap_or_default())
             .patch(
@@ -495,6 +598,9 @@ impl<C: Cluster> Controller<C> {
                 })),
             )
             .await?;
+        if from == to {
+            return Ok(());
+        }
         let verb = if to > from { "up" } else { "down" };
         self.recorder.normal(
             reference(d),
@@ -623,135 +729,76 @@ impl<C: Cluster> Controller<C> {
         Ok(())
     }
 
-    /// Upstream `syncRolloutStatus`: the counts and the Available and Progressing conditions;
-    /// whether the rollout is complete.
-    async fn sync_status(
+    /// Writes the status a sync computed, if it is not the one the cache last saw.
+    async fn write_status(
         &self,
         d: &Typed,
-        sets: &[TypedRs],
-        new: Option<&TypedRs>,
-    ) -> Result<bool> {
-        let want = d.spec.replicas.unwrap_or(1);
-        let (_, unavailable) = fenceposts(d);
-        let sum = |f: &dyn Fn(&TypedRs) -> i32| sets.iter().map(f).sum::<i32>();
-        let total = sum(&|rs| rs.status.as_ref().map_or(0, |s| s.replicas));
-        let ready = sum(&|rs| {
-            rs.status
-                .as_ref()
-                .and_then(|s| s.ready_replicas)
-                .unwrap_or(0)
-        });
-        let avail = sum(&available);
-        let updated = new
-            .and_then(|rs| rs.status.as_ref())
-            .map_or(0, |s| s.replicas);
-        let now = Time(self.ctx.clock.now());
-        let mut conditions: Vec<DeploymentCondition> = d
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.clone())
-            .unwrap_or_default();
-        let mut set = |type_: &str, status: &str, reason: &str, message: String| match conditions
-            .iter_mut()
-            .find(|c| c.type_.as_deref() == Some(type_))
-        {
-            Some(c)
-                if c.status.as_deref() == Some(status) && c.reason.as_deref() == Some(reason) =>
-            {
-                c.message = Some(message);
-            }
-            Some(c) => {
-                let transition = if c.status.as_deref() == Some(status) {
-                    c.last_transition_time.clone()
-                } else {
-                    Some(now.clone())
-                };
-                *c = DeploymentCondition {
-                    type_: Some(type_.into()),
-                    status: Some(status.into()),
-                    reason: Some(reason.into()),
-                    message: Some(message),
-                    last_update_time: Some(now.clone()),
-                    last_transition_time: transition,
-                };
-            }
-            None => conditions.push(DeploymentCondition {
-                type_: Some(type_.into()),
-                status: Some(status.into()),
-                reason: Some(reason.into()),
-                message: Some(message),
-                last_update_time: Some(now.clone()),
-                last_transition_time: Some(now.clone()),
-            }),
-        };
-        if avail >= want - unavailable {
-            set(
-                "Available",
-                "True",
-                "MinimumReplicasAvailable",
-                "Deployment has minimum availability.".into(),
-            );
-        } else {
-            set(
-                "Available",
-                "False",
-                "MinimumReplicasUnavailable",
-                "Deployment does not have minimum availability.".into(),
-            );
+        observed: &DeploymentStatus,
+        status: DeploymentStatus,
+    ) -> Result<()> {
+        if *observed == status {
+            return Ok(());
         }
-        let new_name = new
-            .and_then(|rs| rs.metadata.name.clone())
-            .unwrap_or_default();
-        let complete = new.is_some_and(|rs| {
-            updated == want && total == want && avail >= want && replicas(rs) == want
-        });
-        if d.spec.paused == Some(true) {
-            set(
-                "Progressing",
-                "Unknown",
-                "DeploymentPaused",
-                "Deployment is paused".into(),
-            );
-        } else if complete {
-            set(
-                "Progressing",
-                "True",
-                "NewReplicaSetAvailable",
-                format!("ReplicaSet \"{new_name}\" has successfully progressed."),
-            );
-        } else if new.is_some() {
-            set(
-                "Progressing",
-                "True",
-                "ReplicaSetUpdated",
-                format!("ReplicaSet \"{new_name}\" is progressing."),
-            );
-        }
-        let status = DeploymentStatus {
-            observed_generation: d.metadata.generation,
-            replicas: Some(total),
-            updated_replicas: Some(updated),
-            ready_replicas: Some(ready),
-            available_replicas: Some(avail),
-            unavailable_replicas: Some((want - avail).max(0)),
-            conditions: Some(conditions),
-            collision_count: d.status.as_ref().and_then(|s| s.collision_count),
-            terminating_replicas: d.status.as_ref().and_then(|s| s.terminating_replicas),
-        };
-        if d.status.as_ref() != Some(&status) {
-            let api: Api<Typed> = Api::namespaced(
-                self.ctx.client.clone(),
-                d.metadata.namespace.as_deref().unwrap_or_default(),
-            );
-            crate::patch_status(
-                &api,
-                d.metadata.name.as_deref().unwrap_or_default(),
-                &status,
-            )
-            .await?;
-        }
-        Ok(complete)
+        let api: Api<Typed> = Api::namespaced(
+            self.ctx.client.clone(),
+            d.metadata.namespace.as_deref().unwrap_or_default(),
+        );
+        crate::patch_status(
+            &api,
+            d.metadata.name.as_deref().unwrap_or_default(),
+            &status,
+        )
+        .await
     }
+}
+
+/// The Deployment's annotations its ReplicaSets copy (upstream
+/// `copyDeploymentAnnotationsToReplicaSet`).
+fn copied_annotations(d: &Typed) -> impl Iterator<Item = (&String, &String)> {
+    d.metadata
+        .annotations
+        .iter()
+        .flatten()
+        .filter(|(k, _)| !NOT_COPIED.contains(&k.as_str()))
+}
+
+/// The annotations a new ReplicaSet is created with (upstream `SetNewReplicaSetAnnotations`).
+fn created_annotations(d: &Typed, rev: i64, desired: i32, max: i32) -> BTreeMap<String, String> {
+    copied_annotations(d)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .chain([
+            (REVISION.to_owned(), rev.to_string()),
+            (DESIRED_REPLICAS.to_owned(), desired.to_string()),
+            (MAX_REPLICAS.to_owned(), max.to_string()),
+        ])
+        .collect()
+}
+
+/// The annotations an existing new ReplicaSet lacks (upstream `SetNewReplicaSetAnnotations`
+/// for one that exists): the Deployment's copied ones, and `rev` if its revision is lower, the
+/// revision it had then appended to its revision history (the oldest dropped beyond
+/// `MAX_REVISION_HISTORY_CHARS`).
+fn new_annotations(d: &Typed, rs: &TypedRs, rev: i64) -> BTreeMap<String, String> {
+    let current = rs.metadata.annotations.clone().unwrap_or_default();
+    let mut out: BTreeMap<String, String> = copied_annotations(d)
+        .filter(|(k, v)| current.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let old = current.get(REVISION);
+    let old_rev: i64 = old.and_then(|r| r.parse().ok()).unwrap_or(0);
+    if old_rev < rev {
+        out.insert(REVISION.to_owned(), rev.to_string());
+        if let Some(old) = old {
+            let history = current.get(REVISION_HISTORY).map_or("", String::as_str);
+            let mut revisions: Vec<&str> = history.split(',').filter(|r| !r.is_empty()).collect();
+            revisions.push(old);
+            while revisions.join(",").len() > MAX_REVISION_HISTORY_CHARS && revisions.len() > 1 {
+                revisions.remove(0);
+            }
+            out.insert(REVISION_HISTORY.to_owned(), revisions.join(","));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
