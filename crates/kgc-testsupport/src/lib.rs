@@ -27,6 +27,7 @@ mod gc;
 mod http;
 mod kubectl;
 mod namespace;
+pub mod pods;
 mod process;
 mod server;
 mod wait;

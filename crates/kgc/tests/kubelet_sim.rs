@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use kgc_testsupport::pods::phase;
 use kgc_testsupport::{consistently, eventually, fresh_namespace, metrics_text, typed};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -88,13 +89,6 @@ async fn wait_pod(pods: &Api<Pod>, name: &str, what: &str, cond: impl Fn(&Pod) -
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-fn phase(p: &Pod) -> &str {
-    p.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or_default()
 }
 
 #[tokio::test]

@@ -8,19 +8,13 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, ServiceAccount};
+use kgc_testsupport::pods::phase;
 use kgc_testsupport::*;
 use kube::Api;
 use kube::api::{ListParams, PostParams};
 use serde_json::json;
 
 const T: Duration = Duration::from_secs(30);
-
-fn phase(p: &Pod) -> &str {
-    p.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or_default()
-}
 
 #[tokio::test]
 async fn a_plain_pod_is_scheduled_onto_the_default_node_and_runs() {

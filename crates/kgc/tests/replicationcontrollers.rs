@@ -9,6 +9,7 @@ kgc_testsupport::bind_kgc!();
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Pod, ReplicationController};
+use kgc_testsupport::pods::{active, controller_uid, running};
 use kgc_testsupport::*;
 use kube::Api;
 use kube::api::ListParams;
@@ -31,30 +32,6 @@ spec:
       - name: nginx
         image: nginx
 ";
-
-/// The pods not being deleted.
-async fn active(pods: &Api<Pod>) -> Vec<Pod> {
-    pods.list(&ListParams::default())
-        .await
-        .expect("listing pods")
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .collect()
-}
-
-fn controller_uid(p: &Pod) -> Option<String> {
-    p.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.clone())
-}
-
-fn running(p: &Pod) -> bool {
-    p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
-}
 
 #[tokio::test]
 async fn test_replication_controller_creates_scales_orphans_and_adopts() {

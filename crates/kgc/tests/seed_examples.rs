@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
+use kgc_testsupport::pods::active;
 use kgc_testsupport::*;
 use kube::Api;
 use kube::api::ListParams;
@@ -113,16 +114,6 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         let _ = self.child.start_kill();
     }
-}
-
-async fn active(pods: &Api<Pod>) -> Vec<Pod> {
-    pods.list(&ListParams::default())
-        .await
-        .expect("listing pods")
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .collect()
 }
 
 fn owned(p: &Pod) -> bool {

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
+use kgc_testsupport::pods::{active, controller_uid};
 use kgc_testsupport::*;
 use kube::Api;
 use kube::api::ListParams;
@@ -40,24 +41,18 @@ spec:
         image: nginx
 ";
 
-/// The pods not being deleted.
-async fn active(pods: &Api<Pod>) -> Vec<Pod> {
-    pods.list(&ListParams::default())
-        .await
-        .expect("listing pods")
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .collect()
-}
-
-fn controller_uid(p: &Pod) -> Option<String> {
-    p.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.clone())
+/// `kubectl rollout status deployment/web`, which must report the rollout complete within
+/// 30 s; its output.
+async fn rollout_complete(s: &Server, ns: &str) -> String {
+    s.kubectl_ok(&[
+        "rollout",
+        "status",
+        "-n",
+        ns,
+        "deployment/web",
+        "--timeout=30s",
+    ])
+    .await
 }
 
 #[tokio::test]
@@ -442,16 +437,7 @@ async fn kubectl_rollout_history_undo_and_status_work() {
         &rolling("web", 3, "nginx:1"),
     )
     .await;
-    let status = s
-        .kubectl_ok(&[
-            "rollout",
-            "status",
-            "-n",
-            &ns,
-            "deployment/web",
-            "--timeout=30s",
-        ])
-        .await;
+    let status = rollout_complete(&s, &ns).await;
     assert!(status.contains("successfully rolled out"), "{status}");
     s.kubectl_ok(&["set", "image", "-n", &ns, "deployment/web", "nginx=nginx:2"])
         .await;
@@ -463,15 +449,7 @@ async fn kubectl_rollout_history_undo_and_status_work() {
         "kubernetes.io/change-cause=to nginx 2",
     ])
     .await;
-    s.kubectl_ok(&[
-        "rollout",
-        "status",
-        "-n",
-        &ns,
-        "deployment/web",
-        "--timeout=30s",
-    ])
-    .await;
+    rollout_complete(&s, &ns).await;
     let history = s
         .kubectl_ok(&["rollout", "history", "-n", &ns, "deployment/web"])
         .await;
@@ -485,15 +463,7 @@ async fn kubectl_rollout_history_undo_and_status_work() {
         .kubectl_ok(&["rollout", "undo", "-n", &ns, "deployment/web"])
         .await;
     assert!(undo.contains("rolled back"), "{undo}");
-    s.kubectl_ok(&[
-        "rollout",
-        "status",
-        "-n",
-        &ns,
-        "deployment/web",
-        "--timeout=30s",
-    ])
-    .await;
+    rollout_complete(&s, &ns).await;
     assert_eq!(image().await, "nginx:1");
     eventually("revision 3 is the first ReplicaSet", T, || async {
         revisions(&sets).await == [("2".to_owned(), 0), ("3".to_owned(), 3)]
@@ -524,15 +494,7 @@ async fn kubectl_rollout_history_undo_and_status_work() {
         "--to-revision=2",
     ])
     .await;
-    s.kubectl_ok(&[
-        "rollout",
-        "status",
-        "-n",
-        &ns,
-        "deployment/web",
-        "--timeout=30s",
-    ])
-    .await;
+    rollout_complete(&s, &ns).await;
     assert_eq!(image().await, "nginx:2");
     eventually("revision 4 is the second ReplicaSet", T, || async {
         revisions(&sets).await == [("3".to_owned(), 0), ("4".to_owned(), 3)]
@@ -565,15 +527,7 @@ async fn test_scaled_rollout_deployment_scales_in_proportion() {
         &rolling("web", 10, "nginx:1"),
     )
     .await;
-    s.kubectl_ok(&[
-        "rollout",
-        "status",
-        "-n",
-        &ns,
-        "deployment/web",
-        "--timeout=30s",
-    ])
-    .await;
+    rollout_complete(&s, &ns).await;
     // A template no node can run: the rollout stops at 8 old and 5 new (surge 3, 2 unavailable).
     s.kubectl_ok(&[
         "patch",
@@ -621,15 +575,7 @@ async fn a_paused_deployment_makes_no_replica_set_until_resumed() {
         &rolling("web", 2, "nginx:1"),
     )
     .await;
-    s.kubectl_ok(&[
-        "rollout",
-        "status",
-        "-n",
-        &ns,
-        "deployment/web",
-        "--timeout=30s",
-    ])
-    .await;
+    rollout_complete(&s, &ns).await;
     s.kubectl_ok(&["rollout", "pause", "-n", &ns, "deployment/web"])
         .await;
     s.kubectl_ok(&["set", "image", "-n", &ns, "deployment/web", "nginx=nginx:2"])
@@ -652,15 +598,7 @@ async fn a_paused_deployment_makes_no_replica_set_until_resumed() {
     assert!(!out.status.success(), "no undo while paused");
     s.kubectl_ok(&["rollout", "resume", "-n", &ns, "deployment/web"])
         .await;
-    s.kubectl_ok(&[
-        "rollout",
-        "status",
-        "-n",
-        &ns,
-        "deployment/web",
-        "--timeout=30s",
-    ])
-    .await;
+    rollout_complete(&s, &ns).await;
     eventually("revision 2 rolled out", T, || async {
         revisions(&sets).await == [("1".to_owned(), 0), ("2".to_owned(), 3)]
             && progressing(&deployments.get("web").await.unwrap())
