@@ -135,7 +135,7 @@ fn available(rs: &TypedRs) -> i32 {
 
 /// An int-or-percent of `total`, rounded up or down (upstream
 /// `intstr.GetScaledValueFromIntOrPercent`).
-fn scaled(v: Option<&IntOrString>, default: &str, total: i32, round_up: bool) -> i32 {
+pub(crate) fn scaled(v: Option<&IntOrString>, default: &str, total: i32, round_up: bool) -> i32 {
     match v {
         Some(IntOrString::Int(i)) => *i,
         Some(IntOrString::String(s)) => percent(s, total, round_up),

@@ -5,6 +5,8 @@
 //!   pods by selector;
 //! - [`deployment`]: a ReplicaSet per pod template, rolled out by strategy, and old ones
 //!   deleted beyond `revisionHistoryLimit`;
+//! - [`statefulset`]: pods with stable names and claims from `volumeClaimTemplates`, in
+//!   ordinal order, the claims' owner references set by `persistentVolumeClaimRetentionPolicy`;
 //! - [`controller_ref`]: upstream's `ControllerRefManager`, which every such controller claims
 //!   its children with;
 //! - [`expectations`]: upstream's `ControllerExpectations`, so a controller does not act again
@@ -21,6 +23,7 @@ pub mod expectations;
 pub mod pods;
 pub mod replicaset;
 pub mod selector;
+pub mod statefulset;
 
 /// Errors of a workload controller's sync; the key is retried with back-off.
 #[derive(Debug, thiserror::Error)]

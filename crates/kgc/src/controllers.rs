@@ -12,11 +12,11 @@ use kgc_controllers::{
     Context, crd_finalizer, namespace, pod_termination, root_ca, serviceaccount,
 };
 use kgc_nodesim::{lifecycle as node_lifecycle, simulator as nodes_sim};
-use kgc_workloads::{deployment, replicaset};
+use kgc_workloads::{deployment, replicaset, statefulset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC and the lifecycle
 /// collectors first (six), then the cluster's own controllers ([`OFF_AGAINST_A_CLUSTER`]).
-pub const ALL: [&str; 21] = [
+pub const ALL: [&str; 22] = [
     "gc",
     "podgc",
     "ttl",
@@ -30,6 +30,7 @@ pub const ALL: [&str; 21] = [
     root_ca::NAME,
     replicaset::NAME,
     deployment::NAME,
+    statefulset::NAME,
     kgc_volume::provisioner::NAME,
     kgc_volume::binder::NAME,
     kgc_volume::protection::PVC_NAME,
@@ -130,6 +131,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
         (root_ca::NAME, root_ca::run(ctx.clone()).boxed()),
         (replicaset::NAME, replicaset::run(ctx.clone()).boxed()),
         (deployment::NAME, deployment::run(ctx.clone()).boxed()),
+        (statefulset::NAME, statefulset::run(ctx.clone()).boxed()),
         (
             provisioner::NAME,
             provisioner::run(ctx.clone(), volumes).boxed(),
