@@ -43,6 +43,7 @@ pub const SIMULATORS: &[&str] = &[
     "replicaset",
     "deployment",
     "statefulset",
+    "daemonset",
     "provisioner",
     "persistentvolume-binder",
     "scheduler",

@@ -7,6 +7,10 @@
 //!   deleted beyond `revisionHistoryLimit`;
 //! - [`statefulset`]: pods with stable names and claims from `volumeClaimTemplates`, in
 //!   ordinal order, the claims' owner references set by `persistentVolumeClaimRetentionPolicy`;
+//! - [`daemonset`]: a pod on every eligible node, placed by node affinity for the scheduler
+//!   to bind, rolled by RollingUpdate or OnDelete over ControllerRevisions;
+//! - [`history`]: the ControllerRevisions StatefulSets and DaemonSets record their templates
+//!   in;
 //! - [`controller_ref`]: upstream's `ControllerRefManager`, which every such controller claims
 //!   its children with;
 //! - [`expectations`]: upstream's `ControllerExpectations`, so a controller does not act again
@@ -18,8 +22,10 @@
 #![forbid(unsafe_code)]
 
 pub mod controller_ref;
+pub mod daemonset;
 pub mod deployment;
 pub mod expectations;
+pub mod history;
 pub mod pods;
 pub mod replicaset;
 pub mod selector;

@@ -16,7 +16,7 @@ use kgc_workloads::{deployment, replicaset, statefulset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC and the lifecycle
 /// collectors first (six), then the cluster's own controllers ([`OFF_AGAINST_A_CLUSTER`]).
-pub const ALL: [&str; 22] = [
+pub const ALL: [&str; 23] = [
     "gc",
     "podgc",
     "ttl",
@@ -31,6 +31,7 @@ pub const ALL: [&str; 22] = [
     replicaset::NAME,
     deployment::NAME,
     statefulset::NAME,
+    kgc_workloads::daemonset::NAME,
     kgc_volume::provisioner::NAME,
     kgc_volume::binder::NAME,
     kgc_volume::protection::PVC_NAME,
@@ -132,6 +133,10 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
         (replicaset::NAME, replicaset::run(ctx.clone()).boxed()),
         (deployment::NAME, deployment::run(ctx.clone()).boxed()),
         (statefulset::NAME, statefulset::run(ctx.clone()).boxed()),
+        (
+            kgc_workloads::daemonset::NAME,
+            kgc_workloads::daemonset::run(ctx.clone()).boxed(),
+        ),
         (
             provisioner::NAME,
             provisioner::run(ctx.clone(), volumes).boxed(),
