@@ -204,7 +204,10 @@ async fn should_provide_basic_identity() {
             let n: usize = last.trim_start_matches("web-").parse().unwrap();
             for i in 0..n {
                 // Pods do not become unready here: the earlier ones must be ready already.
-                assert!(f.ready(&format!("web-{i}")).await, "{last} before web-{i} was ready");
+                assert!(
+                    f.ready(&format!("web-{i}")).await,
+                    "{last} before web-{i} was ready"
+                );
             }
         }
         names == ["web-0", "web-1", "web-2"]
@@ -218,7 +221,11 @@ async fn should_provide_basic_identity() {
         let refs = p.metadata.owner_references.clone().unwrap_or_default();
         assert_eq!(refs.len(), 1, "{refs:?}");
         assert_eq!(
-            (refs[0].kind.as_str(), refs[0].name.as_str(), refs[0].uid.as_str()),
+            (
+                refs[0].kind.as_str(),
+                refs[0].name.as_str(),
+                refs[0].uid.as_str()
+            ),
             ("StatefulSet", "web", set_uid.as_str())
         );
         assert_eq!(refs[0].controller, Some(true));
@@ -242,12 +249,15 @@ async fn should_provide_basic_identity() {
     eventually("www-web-0..2 bound", T, || async {
         let claims = f.claims.list(&ListParams::default()).await.unwrap().items;
         claims.len() == 3
-            && claims.iter().all(|c| {
-                c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
-            })
+            && claims
+                .iter()
+                .all(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound"))
     })
     .await;
-    assert_eq!(f.claim_names().await, ["www-web-0", "www-web-1", "www-web-2"]);
+    assert_eq!(
+        f.claim_names().await,
+        ["www-web-0", "www-web-1", "www-web-2"]
+    );
     for c in f.claims.list(&ListParams::default()).await.unwrap().items {
         assert!(claim_owner_kinds(&c).is_empty(), "Retain/Retain: {c:?}");
         assert_eq!(c.metadata.labels.unwrap_or_default()["app"], "web");
@@ -322,9 +332,15 @@ async fn should_delete_pvcs_with_a_on_scaledown_policy() {
     ))
     .await;
     f.all_ready(3).await;
-    eventually("three claims", T, || async { f.claim_names().await.len() == 3 }).await;
+    eventually("three claims", T, || async {
+        f.claim_names().await.len() == 3
+    })
+    .await;
     for c in f.claims.list(&ListParams::default()).await.unwrap().items {
-        assert!(claim_owner_kinds(&c).is_empty(), "in range: no reference {c:?}");
+        assert!(
+            claim_owner_kinds(&c).is_empty(),
+            "in range: no reference {c:?}"
+        );
     }
     f.scale(1).await;
     eventually("the scaled-down claims collected", T, || async {
@@ -363,8 +379,15 @@ async fn should_delete_pvcs_with_a_when_deleted_policy() {
     })
     .await;
     f.scale(1).await;
-    eventually("web-1 gone", T, || async { f.pod_names().await == ["web-0"] }).await;
-    assert_eq!(f.claim_names().await, ["www-web-0", "www-web-1"], "whenScaled: Retain");
+    eventually("web-1 gone", T, || async {
+        f.pod_names().await == ["web-0"]
+    })
+    .await;
+    assert_eq!(
+        f.claim_names().await,
+        ["www-web-0", "www-web-1"],
+        "whenScaled: Retain"
+    );
 
     f.sets
         .delete("web", &DeleteParams::background())
@@ -411,7 +434,10 @@ async fn a_retain_policy_removes_earlier_references_and_keeps_the_claims() {
         .delete("web", &DeleteParams::background())
         .await
         .unwrap();
-    eventually("the pod collected", T, || async { f.pod_names().await.is_empty() }).await;
+    eventually("the pod collected", T, || async {
+        f.pod_names().await.is_empty()
+    })
+    .await;
     assert_eq!(f.claim_names().await, ["www-web-0"]);
 }
 
@@ -458,7 +484,11 @@ async fn should_perform_rolling_updates_and_roll_backs_of_template_modifications
             && st.ready_replicas == Some(3)
     })
     .await;
-    assert_eq!(order.into_inner(), ["web-2", "web-1", "web-0"], "highest ordinal first");
+    assert_eq!(
+        order.into_inner(),
+        ["web-2", "web-1", "web-0"],
+        "highest ordinal first"
+    );
     for p in f.pods.list(&ListParams::default()).await.unwrap().items {
         let image = p.spec.unwrap().containers[0].image.clone();
         assert_eq!(image.as_deref(), Some("nginx:1.26"));
@@ -482,13 +512,29 @@ async fn should_perform_rolling_updates_and_roll_backs_of_template_modifications
     }
     let rolled_back = f.status().await.update_revision.unwrap();
     eventually("one old revision kept besides the current", T, || async {
-        let revs = f.revisions.list(&ListParams::default()).await.unwrap().items;
+        let revs = f
+            .revisions
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items;
         revs.len() == 2
     })
     .await;
-    let revs = f.revisions.list(&ListParams::default()).await.unwrap().items;
-    let names: Vec<String> = revs.iter().filter_map(|r| r.metadata.name.clone()).collect();
-    assert!(!names.contains(&first), "the first revision went: {names:?}");
+    let revs = f
+        .revisions
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    let names: Vec<String> = revs
+        .iter()
+        .filter_map(|r| r.metadata.name.clone())
+        .collect();
+    assert!(
+        !names.contains(&first),
+        "the first revision went: {names:?}"
+    );
     let current = revs
         .iter()
         .find(|r| r.metadata.name.as_deref() == Some(rolled_back.as_str()))
@@ -500,6 +546,9 @@ async fn should_perform_rolling_updates_and_roll_backs_of_template_modifications
     );
     for r in &revs {
         let owner = &r.metadata.owner_references.clone().unwrap()[0];
-        assert_eq!((owner.kind.as_str(), owner.controller), ("StatefulSet", Some(true)));
+        assert_eq!(
+            (owner.kind.as_str(), owner.controller),
+            ("StatefulSet", Some(true))
+        );
     }
 }

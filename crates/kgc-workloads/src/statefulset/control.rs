@@ -34,8 +34,14 @@ pub enum Why {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Create the ordinal's claims (those missing), then its pod.
-    Create { ordinal: i32, revision: Revision },
-    Delete { pod: Member, why: Why },
+    Create {
+        ordinal: i32,
+        revision: Revision,
+    },
+    Delete {
+        pod: Member,
+        why: Why,
+    },
     /// Set the pod-name and pod-index labels the pod lacks (upstream `updateIdentity`).
     Identity(Member),
     /// Create the pod's missing claims and bring their owner references in line with the
@@ -96,7 +102,13 @@ impl Inputs<'_> {
     pub fn claims_match(&self, m: &Member) -> bool {
         let c = self.retention(&m.pod.name, &m.pod.uid, m.ordinal);
         self.existing_claims(m.ordinal).all(|claim| {
-            c.up_to_date(claim.metadata.owner_references.as_deref().unwrap_or_default())
+            c.up_to_date(
+                claim
+                    .metadata
+                    .owner_references
+                    .as_deref()
+                    .unwrap_or_default(),
+            )
         })
     }
 
@@ -108,10 +120,19 @@ impl Inputs<'_> {
 
     /// Upstream `PodClaimIsStale`.
     fn claim_is_stale(&self, ordinal: i32) -> bool {
-        let name = pod_name(self.set.metadata.name.as_deref().unwrap_or_default(), ordinal);
+        let name = pod_name(
+            self.set.metadata.name.as_deref().unwrap_or_default(),
+            ordinal,
+        );
         let c = self.retention(&name, "", ordinal);
         self.existing_claims(ordinal).any(|claim| {
-            c.stale_for_new_pod(claim.metadata.owner_references.as_deref().unwrap_or_default())
+            c.stale_for_new_pod(
+                claim
+                    .metadata
+                    .owner_references
+                    .as_deref()
+                    .unwrap_or_default(),
+            )
         })
     }
 
@@ -148,7 +169,11 @@ pub fn plan(i: &Inputs<'_>) -> Vec<Action> {
     let monotonic = i.set.spec.pod_management_policy.as_deref() != Some("Parallel");
     let range = ordinals(i.set);
     let replica = |ord: i32| i.pods.iter().find(|m| m.ordinal == ord);
-    let mut condemned: Vec<&Member> = i.pods.iter().filter(|m| !range.contains(&m.ordinal)).collect();
+    let mut condemned: Vec<&Member> = i
+        .pods
+        .iter()
+        .filter(|m| !range.contains(&m.ordinal))
+        .collect();
     condemned.sort_by_key(|m| std::cmp::Reverse(m.ordinal));
 
     // The replicas, ascending.
@@ -205,7 +230,11 @@ pub fn plan(i: &Inputs<'_>) -> Vec<Action> {
 
     // The condemned pods, descending; in order, one at a time, each waiting for the one before
     // to be gone, the first unhealthy one excepted.
-    let first_unhealthy = condemned.iter().rev().find(|m| !m.is_healthy()).map(|m| m.ordinal);
+    let first_unhealthy = condemned
+        .iter()
+        .rev()
+        .find(|m| !m.is_healthy())
+        .map(|m| m.ordinal);
     for m in &condemned {
         if m.pod.deleting {
             if monotonic {
@@ -242,7 +271,9 @@ pub fn plan(i: &Inputs<'_>) -> Vec<Action> {
                 .iter()
                 .filter(|m| !m.is_some_and(|m| m.is_healthy()))
                 .count();
-            let mut budget = usize::try_from(max).unwrap_or(0).saturating_sub(unavailable);
+            let mut budget = usize::try_from(max)
+                .unwrap_or(0)
+                .saturating_sub(unavailable);
             for m in replicas.iter().rev().flatten() {
                 if budget == 0 || m.ordinal < partition {
                     break;
@@ -331,7 +362,11 @@ mod tests {
             .collect()
     }
 
-    fn run(s: &StatefulSet, pods: &[Member], claims: &BTreeMap<String, PersistentVolumeClaim>) -> Vec<Action> {
+    fn run(
+        s: &StatefulSet,
+        pods: &[Member],
+        claims: &BTreeMap<String, PersistentVolumeClaim>,
+    ) -> Vec<Action> {
         let lookup = |n: &str| claims.get(n);
         plan(&Inputs {
             set: s,
@@ -406,14 +441,21 @@ mod tests {
         let mut pods: Vec<Member> = (0..3).map(|o| pod(o, "Running", true, "old")).collect();
         assert_eq!(summary(&run(&s, &pods, &claims(&[0, 1, 2]))), ["delete 2"]);
         pods[2] = pod(2, "Running", false, "new");
-        assert!(run(&s, &pods, &claims(&[0, 1, 2])).is_empty(), "2 is not ready");
+        assert!(
+            run(&s, &pods, &claims(&[0, 1, 2])).is_empty(),
+            "2 is not ready"
+        );
         pods[2] = pod(2, "Running", true, "new");
         assert_eq!(summary(&run(&s, &pods, &claims(&[0, 1, 2]))), ["delete 1"]);
-        let part = set(json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}));
+        let part = set(
+            json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
+        );
         assert!(run(&part, &pods, &claims(&[0, 1, 2])).is_empty());
         let on_delete = set(json!({"updateStrategy": {"type": "OnDelete"}}));
         assert!(run(&on_delete, &pods, &claims(&[0, 1, 2])).is_empty());
-        let max = set(json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}}));
+        let max = set(
+            json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}}),
+        );
         let old: Vec<Member> = (0..3).map(|o| pod(o, "Running", true, "old")).collect();
         assert_eq!(
             summary(&run(&max, &old, &claims(&[0, 1, 2]))),
@@ -447,7 +489,9 @@ mod tests {
 
     #[test]
     fn the_revision_of_a_new_pod_follows_the_partition() {
-        let s = set(json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}));
+        let s = set(
+            json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
+        );
         let lookup = |_: &str| None;
         let i = Inputs {
             set: &s,

@@ -130,7 +130,11 @@ pub fn pod_name(set: &str, ordinal: i32) -> String {
 
 /// Upstream `getStartOrdinal`.
 pub fn start_ordinal(set: &StatefulSet) -> i32 {
-    set.spec.ordinals.as_ref().and_then(|o| o.start).unwrap_or(0)
+    set.spec
+        .ordinals
+        .as_ref()
+        .and_then(|o| o.start)
+        .unwrap_or(0)
 }
 
 /// The ordinals the set keeps pods for: `start ..= start + replicas - 1`
@@ -141,7 +145,10 @@ pub fn ordinals(set: &StatefulSet) -> std::ops::Range<i32> {
 }
 
 fn templates(set: &StatefulSet) -> &[PersistentVolumeClaim] {
-    set.spec.volume_claim_templates.as_deref().unwrap_or_default()
+    set.spec
+        .volume_claim_templates
+        .as_deref()
+        .unwrap_or_default()
 }
 
 fn template_name(t: &PersistentVolumeClaim) -> &str {
@@ -293,7 +300,11 @@ mod tests {
         assert_eq!(spec.hostname.as_deref(), Some("web-2"));
         assert_eq!(spec.subdomain.as_deref(), Some("nginx"));
         let volumes = spec.volumes.unwrap();
-        assert_eq!(volumes.len(), 2, "the template's www is replaced: {volumes:?}");
+        assert_eq!(
+            volumes.len(),
+            2,
+            "the template's www is replaced: {volumes:?}"
+        );
         assert_eq!(
             volumes[0]
                 .persistent_volume_claim

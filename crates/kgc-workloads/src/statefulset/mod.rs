@@ -36,7 +36,7 @@ use serde_json::json;
 
 use self::control::{Action, Inputs, Revision, Why, plan};
 use self::identity::{Member, POD_INDEX, POD_NAME, claims, new_pod, ordinals, parent_and_ordinal};
-use crate::controller_ref::{Claim, Owner, claim};
+use crate::controller_ref::{Owner, claim_all};
 use crate::expectations::Expectations;
 use crate::history::{self, ControllerRevision};
 use crate::selector::matcher;
@@ -116,7 +116,9 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         sets: ctx.informers.cache::<StatefulSet>(sets_resource),
         pods: ctx.informers.cache::<Member>(pods_resource),
         claims: ctx.informers.cache::<CachedClaim>(claims_resource),
-        revisions: ctx.informers.cache::<ControllerRevision>(revisions_resource),
+        revisions: ctx
+            .informers
+            .cache::<ControllerRevision>(revisions_resource),
         expectations: Expectations::default(),
         recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
         ctx,
@@ -164,9 +166,8 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
     let h = claim_handler(queue.clone());
     controller.claims.on_delete(Arc::new(h));
     let q = queue.clone();
-    controller
-        .revisions
-        .on_change(Arc::new(move |key: &Key, r: Option<&ControllerRevision>| {
+    controller.revisions.on_change(Arc::new(
+        move |key: &Key, r: Option<&ControllerRevision>| {
             let owner = r.and_then(|r| {
                 r.0.metadata
                     .owner_references
@@ -177,7 +178,8 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
             if let Some(o) = owner {
                 q.add(SetKey((key.0.clone(), o.name.clone())));
             }
-        }));
+        },
+    ));
     controller.sets.synced().await;
     controller.pods.synced().await;
     controller.claims.synced().await;
@@ -246,7 +248,7 @@ impl<C: Cluster> Controller<C> {
             deleting: set.metadata.deletion_timestamp.is_some(),
         };
         let pods = self.claim(&owner, selector.as_ref(), key).await?;
-        let revisions = self.revisions(&set, &owner, key).await?;
+        let revisions = self.revisions(&set, &owner, selector.as_ref(), key).await?;
         let (current, update) = (
             revisions.current.metadata.name.clone().unwrap_or_default(),
             revisions.update.metadata.name.clone().unwrap_or_default(),
@@ -259,7 +261,8 @@ impl<C: Cluster> Controller<C> {
             .all(|name| self.expectations.satisfied(&(key.0.clone(), name)));
         let actions = if settled {
             self.claims.read(|cached| {
-                let lookup = |name: &str| cached.get(&(key.0.clone(), name.to_owned())).map(|c| &c.0);
+                let lookup =
+                    |name: &str| cached.get(&(key.0.clone(), name.to_owned())).map(|c| &c.0);
                 plan(&Inputs {
                     set: &set,
                     pods: &pods,
@@ -273,21 +276,35 @@ impl<C: Cluster> Controller<C> {
         };
         let failure = self.apply(&set, &revisions, actions).await.err();
 
-        let st = status::status(&set, &pods, &current, &update, revisions.collision_count, now);
+        let st = status::status(
+            &set,
+            &pods,
+            &current,
+            &update,
+            revisions.collision_count,
+            now,
+        );
         if set.status.as_ref() != Some(&st) {
-            crate::patch_status(&Api::<Typed>::namespaced(self.ctx.client.clone(), &key.0), &key.1, &st)
-                .await?;
+            crate::patch_status(
+                &Api::<Typed>::namespaced(self.ctx.client.clone(), &key.0),
+                &key.1,
+                &st,
+            )
+            .await?;
         }
         self.truncate_history(&set, &pods, &revisions, key).await?;
         if let Some(e) = failure {
             return Err(e);
         }
         let min_ready = set.spec.min_ready_seconds.unwrap_or(0);
-        Ok((min_ready > 0 && st.ready_replicas != st.available_replicas)
-            .then(|| Duration::from_secs(min_ready.unsigned_abs().into())))
+        Ok(
+            (min_ready > 0 && st.ready_replicas != st.available_replicas)
+                .then(|| Duration::from_secs(min_ready.unsigned_abs().into())),
+        )
     }
 
-    /// Upstream `getPodsForStatefulSet`: the members of the set (by name) it controls or adopts.
+    /// Upstream `getPodsForStatefulSet`: the members of the set (by name) it controls or
+    /// adopts, in ordinal order.
     async fn claim(
         &self,
         owner: &Owner,
@@ -300,65 +317,67 @@ impl<C: Cluster> Controller<C> {
                 .cloned()
                 .collect()
         });
-        let api = self.pods_api(&key.0);
-        let mut claimed = Vec::new();
-        let mut can_adopt: Option<bool> = None;
-        for m in candidates {
-            let patch = match claim(owner, selector, &m) {
-                Claim::Keep => {
-                    claimed.push(m);
-                    continue;
-                }
-                Claim::Ignore => continue,
-                Claim::Release => owner.release_patch(&m.pod.uid),
-                Claim::Adopt => {
-                    // Upstream `RecheckDeletionTimestamp`: a fresh read of the owner, once.
-                    if can_adopt.is_none() {
-                        let fresh = Api::<Typed>::namespaced(self.ctx.client.clone(), &key.0)
-                            .get_opt(&key.1)
-                            .await?;
-                        can_adopt = Some(fresh.is_some_and(|s| {
-                            s.metadata.uid.as_deref() == Some(owner.uid.as_str())
-                                && s.metadata.deletion_timestamp.is_none()
-                        }));
-                    }
-                    if can_adopt != Some(true) {
-                        continue;
-                    }
-                    owner.adopt_patch(&m.pod.uid)
-                }
-            };
-            let adopt = m.pod.controller.is_none();
-            match api
-                .patch(&m.pod.name, &PatchParams::default(), &Patch::Strategic(patch))
-                .await
-            {
-                Ok(_) if adopt => claimed.push(m),
-                Ok(_) => {}
-                // Gone, or another pod of the name: nothing to adopt or release.
-                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
+        let mut claimed = claim_all(
+            &self.pods_api(&key.0),
+            owner,
+            selector,
+            candidates,
+            |m| (m.pod.name.clone(), m.pod.uid.clone()),
+            self.fresh_owner(owner, key),
+        )
+        .await?;
         claimed.sort_by_key(|m| m.ordinal);
         Ok(claimed)
+    }
+
+    /// Upstream `RecheckDeletionTimestamp`: whether the set, read afresh, is still the one
+    /// claiming and not being deleted.
+    async fn fresh_owner(&self, owner: &Owner, key: &Key) -> Result<bool> {
+        let fresh = Api::<Typed>::namespaced(self.ctx.client.clone(), &key.0)
+            .get_opt(&key.1)
+            .await?;
+        Ok(fresh.is_some_and(|s| {
+            s.metadata.uid.as_deref() == Some(owner.uid.as_str())
+                && s.metadata.deletion_timestamp.is_none()
+        }))
     }
 
     /// Upstream `getStatefulSetRevisions`: the update revision is the set's template, recorded
     /// (a new revision), found as the latest, or an older one given the next number (a
     /// rollback); the current one is the status's, or the update revision at first.
-    async fn revisions(&self, set: &Typed, owner: &Owner, key: &Key) -> Result<Revisions> {
-        let mut all: Vec<TypedCr> = self.revisions.read(|rs| {
+    async fn revisions(
+        &self,
+        set: &Typed,
+        owner: &Owner,
+        selector: Option<&LabelSelector>,
+        key: &Key,
+    ) -> Result<Revisions> {
+        // Upstream `ListRevisions` and `AdoptOrphanRevisions`.
+        let candidates: Vec<ControllerRevision> = self.revisions.read(|rs| {
             rs.iter()
-                .filter(|(k, r)| {
-                    k.0 == key.0
-                        && r.0.metadata.owner_references.iter().flatten().any(|o| {
-                            o.controller == Some(true) && o.uid == owner.uid
-                        })
-                })
-                .map(|(_, r)| r.0.clone())
+                .filter(|(k, _)| k.0 == key.0)
+                .map(|(_, r)| r.clone())
                 .collect()
         });
+        let api: Api<TypedCr> = Api::namespaced(self.ctx.client.clone(), &key.0);
+        let mut all: Vec<TypedCr> = claim_all(
+            &api,
+            owner,
+            selector,
+            candidates,
+            |r| {
+                let m = &r.0.metadata;
+                (
+                    m.name.clone().unwrap_or_default(),
+                    m.uid.clone().unwrap_or_default(),
+                )
+            },
+            self.fresh_owner(owner, key),
+        )
+        .await?
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
         all.sort_by_key(|r| r.revision);
         let mut collision_count = set
             .status
@@ -367,7 +386,6 @@ impl<C: Cluster> Controller<C> {
             .unwrap_or(0);
         let patch = history::patch(&set.spec.template);
         let next = history::next_revision(&all);
-        let api: Api<TypedCr> = Api::namespaced(self.ctx.client.clone(), &key.0);
         let update = match all.iter().rposition(|r| history::holds(r, &patch)) {
             Some(i) if i + 1 == all.len() => all[i].clone(),
             Some(i) => {
@@ -389,7 +407,10 @@ impl<C: Cluster> Controller<C> {
                 created
             }
         };
-        let wanted = set.status.as_ref().and_then(|s| s.current_revision.as_deref());
+        let wanted = set
+            .status
+            .as_ref()
+            .and_then(|s| s.current_revision.as_deref());
         let current = all
             .iter()
             .find(|r| wanted.is_some() && r.metadata.name.as_deref() == wanted)
@@ -448,11 +469,18 @@ impl<C: Cluster> Controller<C> {
         let range = ordinals(set);
         let step = |a: &Action| match a {
             Action::Create { .. } | Action::Identity(_) => 0,
-            Action::Delete { why: Why::Finished, .. } => 0,
+            Action::Delete {
+                why: Why::Finished, ..
+            } => 0,
             Action::Claims(m) if range.contains(&m.ordinal) => 0,
             Action::Claims(_) => 1,
-            Action::Delete { why: Why::ScaleDown, .. } => 2,
-            Action::Delete { why: Why::Update, .. } => 3,
+            Action::Delete {
+                why: Why::ScaleDown,
+                ..
+            } => 2,
+            Action::Delete {
+                why: Why::Update, ..
+            } => 3,
         };
         let mut rest = actions.as_slice();
         while let Some(first) = rest.first() {
@@ -463,9 +491,12 @@ impl<C: Cluster> Controller<C> {
             let mut batch = 1;
             while done < group.len() {
                 let size = if parallel { batch } else { 1 }.min(group.len() - done);
-                let results =
-                    join_all(group[done..done + size].iter().map(|a| self.act(set, revisions, a)))
-                        .await;
+                let results = join_all(
+                    group[done..done + size]
+                        .iter()
+                        .map(|a| self.act(set, revisions, a)),
+                )
+                .await;
                 done += size;
                 batch *= 2;
                 if let Some(e) = results.into_iter().find_map(Result::err) {
@@ -578,7 +609,11 @@ impl<C: Cluster> Controller<C> {
             }),
             ..DeleteParams::default()
         };
-        match self.pods_api(&m.pod.namespace).delete(&m.pod.name, &params).await {
+        match self
+            .pods_api(&m.pod.namespace)
+            .delete(&m.pod.name, &params)
+            .await
+        {
             Ok(_) => {
                 self.pod_event(set, "delete", &m.pod.name, None);
                 Ok(())
@@ -605,7 +640,11 @@ impl<C: Cluster> Controller<C> {
         }});
         let result = self
             .pods_api(&m.pod.namespace)
-            .patch(&m.pod.name, &PatchParams::default(), &Patch::Strategic(patch))
+            .patch(
+                &m.pod.name,
+                &PatchParams::default(),
+                &Patch::Strategic(patch),
+            )
             .await;
         let error = result.err().map(Error::from);
         self.pod_event(set, "update", &m.pod.name, error.as_ref());
@@ -658,7 +697,13 @@ impl<C: Cluster> Controller<C> {
 
     /// Upstream `UpdatePodClaimForRetentionPolicy`: each existing claim of the pod gets the
     /// owner references the policy wants (an update guarded by its resourceVersion).
-    async fn update_claims(&self, set: &Typed, pod: &str, pod_uid: &str, ordinal: i32) -> Result<()> {
+    async fn update_claims(
+        &self,
+        set: &Typed,
+        pod: &str,
+        pod_uid: &str,
+        ordinal: i32,
+    ) -> Result<()> {
         let ns = set.metadata.namespace.clone().unwrap_or_default();
         let api = self.claims_api(&ns);
         let c = retention::Claim {
@@ -727,17 +772,20 @@ mod tests {
     #[test]
     fn claims_wake_the_set_they_or_their_pod_belong_to() {
         let claim: PersistentVolumeClaim = serde_json::from_value(json!({"metadata": {
-            "name": "www-web-1",
-            "ownerReferences": [
-                {"apiVersion": "v1", "kind": "Pod", "name": "web-1", "uid": "p"},
-                {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "s"},
-                {"apiVersion": "v1", "kind": "ConfigMap", "name": "x-1", "uid": "c"},
-            ]}}))
+        "name": "www-web-1",
+        "ownerReferences": [
+            {"apiVersion": "v1", "kind": "Pod", "name": "web-1", "uid": "p"},
+            {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "s"},
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "x-1", "uid": "c"},
+        ]}}))
         .unwrap();
         let key = ("ns".to_owned(), "www-web-1".to_owned());
         assert_eq!(
             sets_of_claim(&key, &kgc_runtime::informer::Typed(claim)),
-            [("ns".to_owned(), "web".to_owned()), ("ns".to_owned(), "db".to_owned())]
+            [
+                ("ns".to_owned(), "web".to_owned()),
+                ("ns".to_owned(), "db".to_owned())
+            ]
         );
     }
 }
