@@ -51,7 +51,8 @@ fn web(replicas: i32, spec: Value) -> StatefulSet {
 }
 
 struct Fixture {
-    _server: Server,
+    server: Server,
+    ns: String,
     sets: Api<StatefulSet>,
     pods: Api<Pod>,
     claims: Api<PersistentVolumeClaim>,
@@ -69,7 +70,8 @@ async fn fixture(prefix: &str) -> Fixture {
         claims: Api::namespaced(c.clone(), &ns),
         revisions: Api::namespaced(c.clone(), &ns),
         events: Api::namespaced(c, &ns),
-        _server: s,
+        ns,
+        server: s,
     }
 }
 
@@ -551,4 +553,117 @@ async fn should_perform_rolling_updates_and_roll_backs_of_template_modifications
             ("StatefulSet", Some(true))
         );
     }
+}
+
+/// Upstream e2e "should not delete PVC with OnScaledown policy if another controller owns the
+/// PVC": a claim another controller holds is left to that controller (upstream
+/// `isClaimOwnerUpToDate` counts it as up to date) and outlives its scaled-down pod, while the
+/// other scaled-down claim is collected.
+#[tokio::test]
+async fn should_not_delete_pvc_with_on_scaledown_policy_if_another_controller_owns_the_pvc() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let f = fixture("conflict").await;
+    f.create(&web(
+        3,
+        json!({"persistentVolumeClaimRetentionPolicy": {"whenScaled": "Delete"}}),
+    ))
+    .await;
+    f.all_ready(3).await;
+    let maps: Api<ConfigMap> = Api::namespaced(f.server.client(), &f.ns);
+    let owner = maps
+        .create(
+            &PostParams::default(),
+            &typed(json!({"metadata": {"name": "owner"}})),
+        )
+        .await
+        .unwrap();
+    f.claims
+        .patch(
+            "www-web-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"ownerReferences": [{
+                "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                "uid": owner.metadata.uid, "controller": true}]}})),
+        )
+        .await
+        .unwrap();
+    f.scale(1).await;
+    eventually("web-1 and web-2 gone, www-web-2 collected", T, || async {
+        f.pod_names().await == ["web-0"] && f.claim_names().await == ["www-web-0", "www-web-1"]
+    })
+    .await;
+    let kept = f.claims.get("www-web-1").await.expect("the claim stays");
+    assert_eq!(claim_owner_kinds(&kept), ["ConfigMap"]);
+}
+
+/// Upstream e2e "should implement legacy replacement when the update strategy is OnDelete": a
+/// new template replaces no pod until the pod is deleted, which comes back at the new revision.
+#[tokio::test]
+async fn should_implement_legacy_replacement_when_the_update_strategy_is_on_delete() {
+    let f = fixture("ondelete").await;
+    f.create(&web(2, json!({"updateStrategy": {"type": "OnDelete"}})))
+        .await;
+    f.all_ready(2).await;
+    let uid_of = |p: Pod| p.metadata.uid.unwrap();
+    let before = uid_of(f.pods.get("web-1").await.unwrap());
+    f.sets
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "nginx", "image": "nginx:1.26"}]}}}})),
+        )
+        .await
+        .unwrap();
+    eventually("a new update revision", T, || async {
+        let st = f.status().await;
+        st.update_revision.is_some() && st.update_revision != st.current_revision
+    })
+    .await;
+    let update = f.status().await.update_revision.unwrap();
+    assert_eq!(
+        uid_of(f.pods.get("web-1").await.unwrap()),
+        before,
+        "not replaced"
+    );
+    f.pods
+        .delete("web-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("web-1 back at the update revision", T, || async {
+        f.pods.get_opt("web-1").await.unwrap().is_some_and(|p| {
+            p.metadata.uid.as_deref() != Some(before.as_str())
+                && p.metadata.labels.clone().unwrap_or_default()["controller-revision-hash"]
+                    == update
+                && running_and_ready(&p)
+        })
+    })
+    .await;
+    let st = f.status().await;
+    assert_eq!(
+        (st.updated_replicas, st.current_replicas),
+        (Some(1), Some(1))
+    );
+}
+
+/// Upstream e2e "Burst scaling should run to completion even with unhealthy pods": Parallel
+/// creates every pod without waiting for the others to be ready, and deletes them all at once.
+#[tokio::test]
+async fn burst_scaling_should_run_to_completion_even_with_unhealthy_pods() {
+    let f = fixture("burst").await;
+    // A readiness gate nothing sets: Running, never Ready.
+    let mut set = web(3, json!({"podManagementPolicy": "Parallel"}));
+    if let Some(spec) = set.spec.template.spec.as_mut() {
+        spec.readiness_gates = Some(vec![typed(json!({"conditionType": "example.com/never"}))]);
+    }
+    f.create(&set).await;
+    eventually("three pods, none ready", T, || async {
+        f.pod_names().await == ["web-0", "web-1", "web-2"]
+    })
+    .await;
+    for i in 0..3 {
+        assert!(!f.ready(&format!("web-{i}")).await);
+    }
+    f.scale(0).await;
+    eventually("no pods", T, || async { f.pod_names().await.is_empty() }).await;
 }
