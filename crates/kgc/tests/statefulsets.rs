@@ -3,7 +3,7 @@
 //! forged: upstream's e2e scenarios (`test/e2e/apps/statefulset.go`) for ordered identity,
 //! scaling order, `persistentVolumeClaimRetentionPolicy` (StatefulSetAutoDeletePVC: the
 //! controller sets owner references on the claims, the GC deletes them) and rolling updates
-//! with their ControllerRevision history.
+//! with their ControllerRevision history, and kubectl's rollout commands over them.
 
 kgc_testsupport::bind_kgc!();
 
@@ -666,4 +666,69 @@ async fn burst_scaling_should_run_to_completion_even_with_unhealthy_pods() {
     }
     f.scale(0).await;
     eventually("no pods", T, || async { f.pod_names().await.is_empty() }).await;
+}
+
+/// kubectl's rollout commands read what the controller writes: `rollout status` waits on the
+/// status, `rollout history` lists the ControllerRevisions, `rollout undo` applies the previous
+/// revision's data back to the set, which rolls the pods back.
+#[tokio::test]
+async fn kubectl_rollout_status_history_and_undo() {
+    let f = fixture("rollout").await;
+    let s = &f.server;
+    f.create(&web(2, json!({}))).await;
+    let status = s
+        .kubectl_ok(&[
+            "rollout",
+            "status",
+            "-n",
+            &f.ns,
+            "statefulset/web",
+            "--timeout=30s",
+        ])
+        .await;
+    assert!(
+        status.contains("partitioned roll out complete: 2 new pods have been updated"),
+        "{status}"
+    );
+    s.kubectl_ok(&[
+        "set",
+        "image",
+        "-n",
+        &f.ns,
+        "statefulset/web",
+        "nginx=nginx:1.26",
+    ])
+    .await;
+    s.kubectl_ok(&[
+        "rollout",
+        "status",
+        "-n",
+        &f.ns,
+        "statefulset/web",
+        "--timeout=30s",
+    ])
+    .await;
+    let history = s
+        .kubectl_ok(&["rollout", "history", "-n", &f.ns, "statefulset/web"])
+        .await;
+    assert!(history.contains('1') && history.contains('2'), "{history}");
+    s.kubectl_ok(&["rollout", "undo", "-n", &f.ns, "statefulset/web"])
+        .await;
+    s.kubectl_ok(&[
+        "rollout",
+        "status",
+        "-n",
+        &f.ns,
+        "statefulset/web",
+        "--timeout=30s",
+    ])
+    .await;
+    eventually("the pods back at nginx:1.25", T, || async {
+        let pods = f.pods.list(&ListParams::default()).await.unwrap().items;
+        pods.len() == 2
+            && pods.iter().all(|p| {
+                p.spec.as_ref().unwrap().containers[0].image.as_deref() == Some("nginx:1.25")
+            })
+    })
+    .await;
 }
