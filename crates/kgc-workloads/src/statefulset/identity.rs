@@ -47,6 +47,8 @@ pub struct Member {
 /// sync); a pod that stops qualifying leaves the cache.
 impl View for Member {
     fn view(obj: &Value) -> Option<Self> {
+        // Judged on the name first: most pods of a big cluster are not kept, and cost no view.
+        let (_, ordinal) = parent_and_ordinal(obj["metadata"]["name"].as_str()?)?;
         let pod = Pod::view(obj)?;
         if pod
             .controller
@@ -55,7 +57,6 @@ impl View for Member {
         {
             return None;
         }
-        let (_, ordinal) = parent_and_ordinal(&pod.name)?;
         let claims = obj["spec"]["volumes"]
             .as_array()
             .into_iter()
