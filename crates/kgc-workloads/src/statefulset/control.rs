@@ -464,6 +464,27 @@ mod tests {
     }
 
     #[test]
+    fn ordinals_start_at_spec_ordinals_start() {
+        let s = set(json!({"replicas": 2, "ordinals": {"start": 5}}));
+        assert_eq!(summary(&run(&s, &[], &claims(&[]))), ["create 5"]);
+        let pods = [
+            pod(0, "Running", true, "new"),
+            pod(5, "Running", true, "new"),
+        ];
+        assert_eq!(
+            summary(&run(&s, &pods, &claims(&[0, 5]))),
+            ["create 6"],
+            "web-0 is condemned, but the replicas come first"
+        );
+        let pods = [
+            pod(0, "Running", true, "new"),
+            pod(5, "Running", true, "new"),
+            pod(6, "Running", true, "new"),
+        ];
+        assert_eq!(summary(&run(&s, &pods, &claims(&[0, 5, 6]))), ["delete 0"]);
+    }
+
+    #[test]
     fn finished_pods_are_deleted_to_be_made_again() {
         let s = set(json!({}));
         let pods = [pod(0, "Failed", false, "new")];
