@@ -43,6 +43,7 @@ pub const SIMULATORS: &[&str] = &[
     "replicaset",
     "deployment",
     "statefulset",
+    "job",
     "daemonset",
     "provisioner",
     "persistentvolume-binder",

@@ -7,6 +7,8 @@
 //!   deleted beyond `revisionHistoryLimit`;
 //! - [`statefulset`]: pods with stable names and claims from `volumeClaimTemplates`, in
 //!   ordinal order, the claims' owner references set by `persistentVolumeClaimRetentionPolicy`;
+//! - [`job`]: Jobs run their pods to completion, tracked with a finalizer until counted,
+//!   replaced after back-off until `backoffLimit`, stopped at `activeDeadlineSeconds`;
 //! - [`daemonset`]: a pod on every eligible node, placed by node affinity for the scheduler
 //!   to bind, rolled by RollingUpdate or OnDelete over ControllerRevisions;
 //! - [`history`]: the ControllerRevisions StatefulSets and DaemonSets record their templates
@@ -26,6 +28,7 @@ pub mod daemonset;
 pub mod deployment;
 pub mod expectations;
 pub mod history;
+pub mod job;
 pub mod pods;
 pub mod replicaset;
 pub mod selector;

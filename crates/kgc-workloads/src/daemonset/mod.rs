@@ -88,6 +88,44 @@ fn template_generation(ds: &Typed) -> i64 {
         .unwrap_or(0)
 }
 
+/// Per DaemonSet and node: when its failed pod was last deleted, and the delay before the next
+/// may be (upstream `failedPodsBackoff`, a `flowcontrol.Backoff`), so a pod that keeps failing
+/// is not replaced in a storm.
+#[derive(Default)]
+struct Backoff(Mutex<HashMap<(Key, String), (Instant, Duration)>>);
+
+impl Backoff {
+    /// How long the node's failed pod must wait yet; `None`: it may be deleted now, which
+    /// starts the node's back-off or doubles it.
+    fn wait(&self, key: &Key, node: &str, now: Instant) -> Option<Duration> {
+        let mut m = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let next = match m.get(&(key.clone(), node.to_owned())) {
+            Some(&(at, delay)) => {
+                let elapsed = now.saturating_duration_since(at);
+                if elapsed < delay {
+                    return Some(delay - elapsed);
+                }
+                // Quiet for long: start over (upstream `hasExpired`).
+                if elapsed > 2 * BACKOFF_MAX {
+                    BACKOFF_INITIAL
+                } else {
+                    (delay * 2).min(BACKOFF_MAX)
+                }
+            }
+            None => BACKOFF_INITIAL,
+        };
+        m.insert((key.clone(), node.to_owned()), (now, next));
+        None
+    }
+
+    fn forget(&self, key: &Key) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(k, _), _| k != key);
+    }
+}
+
 struct Controller<C> {
     ctx: Context<C>,
     sets: Cache<DaemonSet>,
@@ -98,9 +136,7 @@ struct Controller<C> {
     /// The DaemonSets' pods seen, and whether their deletion was counted (upstream counts a
     /// deletion once the pod has a deletionTimestamp).
     seen: Mutex<HashMap<Key, bool>>,
-    /// Per DaemonSet and node: when its failed pod was last deleted, and the delay before the
-    /// next may be.
-    backoff: Mutex<HashMap<(Key, String), (Instant, Duration)>>,
+    backoff: Backoff,
     recorder: Recorder,
 }
 
@@ -118,7 +154,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         nodes: ctx.informers.cache::<Node>(nodes_resource),
         expectations: Expectations::default(),
         seen: Mutex::default(),
-        backoff: Mutex::default(),
+        backoff: Backoff::default(),
         recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
         ctx,
     });
@@ -130,6 +166,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
                 && let Some(c) = c.upgrade()
             {
                 c.expectations.forget(key);
+                c.backoff.forget(key);
             }
             q.add(DsKey(key.clone()));
         }));
@@ -424,7 +461,8 @@ impl<C: Cluster> Controller<C> {
         hash: &str,
     ) -> Result<Option<Duration>> {
         let desired = on_nodes.iter().filter(|n| n.verdict.should_run).count();
-        let surge = fenceposts(ds, i32::try_from(desired).unwrap_or(i32::MAX)).0 > 0;
+        // Upstream `AllowsSurge`: only a RollingUpdate surges.
+        let surge = rolls(ds) && fenceposts(ds, i32::try_from(desired).unwrap_or(i32::MAX)).0 > 0;
         let generation = template_generation(ds);
         let (mut create, mut delete, mut retry) = (Vec::new(), Vec::new(), None);
         for n in on_nodes {
@@ -434,7 +472,7 @@ impl<C: Cluster> Controller<C> {
             }
             delete.extend(work.delete);
             for p in work.failed {
-                if let Some(wait) = self.backed_off(key, n.name) {
+                if let Some(wait) = self.backoff.wait(key, n.name, Instant::now()) {
                     retry = Some(retry.map_or(wait, |r: Duration| r.min(wait)));
                     continue;
                 }
@@ -457,35 +495,6 @@ impl<C: Cluster> Controller<C> {
         self.sync_nodes(ds, key, owner, template, &delete, &create)
             .await?;
         Ok(retry)
-    }
-
-    /// Whether the node's failed pod must wait (how long), or may be deleted now, which starts
-    /// or doubles the node's back-off (upstream `flowcontrol.Backoff`).
-    fn backed_off(&self, key: &Key, node: &str) -> Option<Duration> {
-        let now = Instant::now();
-        let mut backoff = self.backoff.lock().unwrap_or_else(PoisonError::into_inner);
-        let entry = backoff.entry((key.clone(), node.to_owned()));
-        match entry {
-            std::collections::hash_map::Entry::Occupied(mut e) => {
-                let (at, delay) = *e.get();
-                let elapsed = now.duration_since(at);
-                if elapsed < delay {
-                    return Some(delay - elapsed);
-                }
-                // Quiet for long: start over (upstream `hasExpired`).
-                let next = if elapsed > 2 * BACKOFF_MAX {
-                    BACKOFF_INITIAL
-                } else {
-                    (delay * 2).min(BACKOFF_MAX)
-                };
-                e.insert((now, next));
-                None
-            }
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert((now, BACKOFF_INITIAL));
-                None
-            }
-        }
     }
 
     /// Upstream `syncNodes`: deletes `delete` and creates a pod pinned to each node of
@@ -620,5 +629,30 @@ impl<C: Cluster> Controller<C> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_node_backs_off_doubling() {
+        let b = Backoff::default();
+        let key = ("ns".to_owned(), "ds".to_owned());
+        let t0 = Instant::now();
+        assert_eq!(b.wait(&key, "n1", t0), None);
+        let s = Duration::from_secs;
+        assert_eq!(
+            b.wait(&key, "n1", t0 + Duration::from_millis(400)),
+            Some(Duration::from_millis(600))
+        );
+        assert_eq!(b.wait(&key, "n2", t0), None, "per node");
+        assert_eq!(b.wait(&key, "n1", t0 + s(1)), None);
+        assert_eq!(b.wait(&key, "n1", t0 + s(2)), Some(s(1)));
+        assert_eq!(b.wait(&key, "n1", t0 + s(3)), None);
+        assert_eq!(b.wait(&key, "n1", t0 + s(4)), Some(s(3)));
+        b.forget(&key);
+        assert_eq!(b.wait(&key, "n1", t0 + s(4)), None);
     }
 }
