@@ -7,6 +7,8 @@
 //!   each converted to a ReplicaSet as upstream does;
 //! - [`deployment`]: a ReplicaSet per pod template, rolled out by strategy, and old ones
 //!   deleted beyond `revisionHistoryLimit`;
+//! - [`statefulset`]: pods with stable names and claims from `volumeClaimTemplates`, in
+//!   ordinal order, the claims' owner references set by `persistentVolumeClaimRetentionPolicy`;
 //! - [`job`]: Jobs run their pods to completion, tracked with a finalizer until counted,
 //!   replaced after back-off until `backoffLimit`, stopped at `activeDeadlineSeconds`;
 //! - [`daemonset`]: a pod on every eligible node, placed by node affinity for the scheduler
@@ -33,6 +35,7 @@ pub mod pods;
 pub mod replicaset;
 pub mod replicationcontroller;
 pub mod selector;
+pub mod statefulset;
 
 /// Errors of a workload controller's sync; the key is retried with back-off.
 #[derive(Debug, thiserror::Error)]

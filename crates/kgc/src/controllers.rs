@@ -12,11 +12,11 @@ use kgc_controllers::{
     Context, crd_finalizer, namespace, pod_termination, root_ca, serviceaccount,
 };
 use kgc_nodesim::{lifecycle as node_lifecycle, simulator as nodes_sim};
-use kgc_workloads::{deployment, job, replicaset, replicationcontroller};
+use kgc_workloads::{deployment, job, replicaset, replicationcontroller, statefulset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC and the lifecycle
 /// collectors first (six), then the cluster's own controllers ([`OFF_AGAINST_A_CLUSTER`]).
-pub const ALL: [&str; 24] = [
+pub const ALL: [&str; 25] = [
     "gc",
     "podgc",
     "ttl",
@@ -30,6 +30,7 @@ pub const ALL: [&str; 24] = [
     root_ca::NAME,
     replicaset::NAME,
     deployment::NAME,
+    statefulset::NAME,
     job::NAME,
     kgc_workloads::daemonset::NAME,
     replicationcontroller::NAME,
@@ -53,7 +54,8 @@ pub struct Selection {
     /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
     /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
-    /// root-ca-cert-publisher, replicaset, replicationcontroller, deployment, job, daemonset,
+    /// root-ca-cert-publisher, replicaset, replicationcontroller, deployment, statefulset, job,
+    /// daemonset,
     /// provisioner,
     /// persistentvolume-binder,
     /// pvc-protection, pv-protection, scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
@@ -135,6 +137,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
         (root_ca::NAME, root_ca::run(ctx.clone()).boxed()),
         (replicaset::NAME, replicaset::run(ctx.clone()).boxed()),
         (deployment::NAME, deployment::run(ctx.clone()).boxed()),
+        (statefulset::NAME, statefulset::run(ctx.clone()).boxed()),
         (job::NAME, job::run(ctx.clone()).boxed()),
         (
             kgc_workloads::daemonset::NAME,
