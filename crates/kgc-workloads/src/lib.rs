@@ -5,6 +5,8 @@
 //!   pods by selector;
 //! - [`deployment`]: a ReplicaSet per pod template, rolled out by strategy, and old ones
 //!   deleted beyond `revisionHistoryLimit`;
+//! - [`cronjob`]: a Job per schedule time of each CronJob, within its concurrency policy and
+//!   starting deadline, and finished Jobs deleted beyond the history limits;
 //! - [`controller_ref`]: upstream's `ControllerRefManager`, which every such controller claims
 //!   its children with;
 //! - [`expectations`]: upstream's `ControllerExpectations`, so a controller does not act again
@@ -16,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod controller_ref;
+pub mod cronjob;
 pub mod deployment;
 pub mod expectations;
 pub mod pods;
