@@ -42,6 +42,7 @@ pub struct Server<B> {
 pub const SIMULATORS: &[&str] = &[
     "replicaset",
     "deployment",
+    "cronjob",
     "provisioner",
     "persistentvolume-binder",
     "scheduler",

@@ -12,11 +12,11 @@ use kgc_controllers::{
     Context, crd_finalizer, namespace, pod_termination, root_ca, serviceaccount,
 };
 use kgc_nodesim::{lifecycle as node_lifecycle, simulator as nodes_sim};
-use kgc_workloads::{deployment, replicaset};
+use kgc_workloads::{cronjob, deployment, replicaset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC and the lifecycle
 /// collectors first (six), then the cluster's own controllers ([`OFF_AGAINST_A_CLUSTER`]).
-pub const ALL: [&str; 21] = [
+pub const ALL: [&str; 22] = [
     "gc",
     "podgc",
     "ttl",
@@ -30,6 +30,7 @@ pub const ALL: [&str; 21] = [
     root_ca::NAME,
     replicaset::NAME,
     deployment::NAME,
+    cronjob::NAME,
     kgc_volume::provisioner::NAME,
     kgc_volume::binder::NAME,
     kgc_volume::protection::PVC_NAME,
@@ -52,6 +53,7 @@ pub struct Selection {
     /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
     /// root-ca-cert-publisher, replicaset, deployment, provisioner, persistentvolume-binder,
     /// pvc-protection, pv-protection, scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
+    /// cronjob.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -130,6 +132,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
         (root_ca::NAME, root_ca::run(ctx.clone()).boxed()),
         (replicaset::NAME, replicaset::run(ctx.clone()).boxed()),
         (deployment::NAME, deployment::run(ctx.clone()).boxed()),
+        (cronjob::NAME, cronjob::run(ctx.clone()).boxed()),
         (
             provisioner::NAME,
             provisioner::run(ctx.clone(), volumes).boxed(),
