@@ -133,7 +133,7 @@ fn controller_ref(
 }
 
 /// Upstream `getFinishedStatus`: `Complete` or `Failed`, when that condition is `True`.
-pub fn finished(job: &TypedJob) -> Option<&str> {
+fn finished(job: &TypedJob) -> Option<&str> {
     job.status
         .as_ref()?
         .conditions
@@ -145,7 +145,7 @@ pub fn finished(job: &TypedJob) -> Option<&str> {
 
 /// Upstream `getJobName`: the CronJob's name and the scheduled time in minutes since the
 /// epoch, so that a time's Job has one name whoever creates it.
-pub fn job_name(cronjob: &str, scheduled: Timestamp) -> String {
+fn job_name(cronjob: &str, scheduled: Timestamp) -> String {
     format!("{cronjob}-{}", scheduled.as_second().div_euclid(60))
 }
 
@@ -161,7 +161,7 @@ fn rfc3339_in(t: Timestamp, tz: TimeZone) -> String {
 
 /// Upstream `getJobFromTemplate2`: the template's labels, annotations and spec, the scheduled
 /// time annotation (in `spec.timeZone`, UTC without one) and the controller reference.
-pub fn job_from_template(cj: &Typed, owner: &Owner, scheduled: Timestamp) -> TypedJob {
+fn job_from_template(cj: &Typed, owner: &Owner, scheduled: Timestamp) -> TypedJob {
     let template = &cj.spec.job_template;
     let meta = template.metadata.clone().unwrap_or_default();
     let tz = cj
@@ -200,7 +200,7 @@ fn by_start_time(a: &TypedJob, b: &TypedJob) -> std::cmp::Ordering {
 
 /// Upstream `cleanupFinishedJobs`/`removeOldestJobs`: the finished Jobs to delete, oldest
 /// first, beyond each limit (none when the limit is unset).
-pub fn beyond_history_limits<'a>(cj: &Typed, jobs: &'a [TypedJob]) -> Vec<&'a TypedJob> {
+fn beyond_history_limits<'a>(cj: &Typed, jobs: &'a [TypedJob]) -> Vec<&'a TypedJob> {
     let mut out = Vec::new();
     for (condition, limit) in [
         ("Complete", cj.spec.successful_jobs_history_limit),
@@ -329,16 +329,16 @@ impl<C: Cluster> Controller<C> {
         true
     }
 
-    /// Upstream `syncCronJob`: reconciles the active list with the Jobs, then starts the Job
-    /// of the latest unmet schedule time if the policies allow; when to look again.
-    async fn sync_cron_job(
+    /// The first half of upstream `syncCronJob`: finished Jobs leave the active list (a
+    /// success moves `lastSuccessfulTime`), unfinished ones missing from it are reported, and
+    /// active Jobs gone from the API leave it too.
+    async fn reconcile_active(
         &self,
         cj: &Typed,
         key: &Key,
         jobs: &[TypedJob],
         status: &mut CronJobStatus,
-    ) -> Result<Option<Duration>> {
-        let now = self.ctx.clock.now();
+    ) -> Result<()> {
         let involved = reference(cj);
         for j in jobs {
             let uid = j.metadata.uid.as_deref();
@@ -403,6 +403,21 @@ impl<C: Cluster> Controller<C> {
                 remove_active(status, r.uid.as_deref());
             }
         }
+        Ok(())
+    }
+
+    /// Upstream `syncCronJob`: reconciles the active list with the Jobs, then starts the Job
+    /// of the latest unmet schedule time if the policies allow; when to look again.
+    async fn sync_cron_job(
+        &self,
+        cj: &Typed,
+        key: &Key,
+        jobs: &[TypedJob],
+        status: &mut CronJobStatus,
+    ) -> Result<Option<Duration>> {
+        self.reconcile_active(cj, key, jobs, status).await?;
+        let now = self.ctx.clock.now();
+        let involved = reference(cj);
         let idle = None;
         if cj.metadata.deletion_timestamp.is_some() {
             return Ok(idle);
@@ -503,6 +518,23 @@ impl<C: Cluster> Controller<C> {
             );
             return Ok(later(status));
         }
+        self.start(cj, key, scheduled, status).await?;
+        Ok(later(status))
+    }
+
+    /// Upstream `syncCronJob`'s start: with Replace the active Jobs deleted first, then the
+    /// Job of `scheduled` created (or, made before by this controller but lost from the
+    /// status, put back on the active list).
+    async fn start(
+        &self,
+        cj: &Typed,
+        key: &Key,
+        scheduled: Timestamp,
+        status: &mut CronJobStatus,
+    ) -> Result<()> {
+        let involved = reference(cj);
+        let name = job_name(&key.1, scheduled);
+        let policy = cj.spec.concurrency_policy.as_deref().unwrap_or("Allow");
         if policy == "Replace" {
             for r in status.active.clone().unwrap_or_default() {
                 let job_name = r.name.clone().unwrap_or_default();
@@ -547,7 +579,7 @@ impl<C: Cluster> Controller<C> {
                 let ours =
                     controller_ref(&job).is_some_and(|r| Some(&r.uid) == cj.metadata.uid.as_ref());
                 if !ours || in_active(status, job.metadata.uid.as_deref()) {
-                    return Ok(later(status));
+                    return Ok(());
                 }
                 job
             }
@@ -562,7 +594,7 @@ impl<C: Cluster> Controller<C> {
             .get_or_insert_with(Vec::new)
             .push(reference(&created));
         status.last_schedule_time = Some(Time(scheduled));
-        Ok(later(status))
+        Ok(())
     }
 }
 
