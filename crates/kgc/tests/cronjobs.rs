@@ -168,6 +168,19 @@ async fn status(c: &Client, ns: &str, name: &str) -> k8s_openapi::api::batch::v1
         .unwrap_or_default()
 }
 
+/// Waits for `job` to be on the CronJob's active list: its status write has landed.
+async fn wait_active(c: &Client, ns: &str, cronjob: &str, job: &str) {
+    eventually(&format!("{job} active"), T, || async {
+        status(c, ns, cronjob)
+            .await
+            .active
+            .unwrap_or_default()
+            .iter()
+            .any(|r| r.name.as_deref() == Some(job))
+    })
+    .await;
+}
+
 /// The minute a Job of `cronjob` was scheduled for, from its name.
 fn minute_of(cronjob: &str, job: &str) -> i64 {
     job.strip_prefix(&format!("{cronjob}-"))
@@ -281,6 +294,7 @@ async fn forbid_skips_while_a_job_runs() {
     .await;
     s.at_minute(1).await;
     let first = wait_jobs(&s.client(), &ns, 1).await;
+    wait_active(&s.client(), &ns, "forbid", &first[0]).await;
     s.at_minute(2).await;
     let c = s.client();
     wait_event(
@@ -317,6 +331,7 @@ async fn replace_deletes_the_running_job() {
     .await;
     s.at_minute(1).await;
     let first = wait_jobs(&s.client(), &ns, 1).await;
+    wait_active(&s.client(), &ns, "replace", &first[0]).await;
     s.at_minute(2).await;
     let c = s.client();
     wait_event(
@@ -337,9 +352,11 @@ async fn replace_deletes_the_running_job() {
     .await;
 }
 
-/// Suspend stops new Jobs; resuming starts the missed time. An hourly schedule in a time zone
-/// half an hour off UTC runs on that zone's hours, and its Job's annotation says so. Bad specs
-/// are refused by the API server with upstream's messages.
+/// Suspend stops new Jobs; resuming starts the missed time. A start later than
+/// `startingDeadlineSeconds` is skipped; of more than 100 missed times the latest starts, with
+/// a warning. An hourly schedule in a time zone half an hour off UTC runs on that zone's hours,
+/// and its Job's annotation says so. Bad specs are refused by the API server with upstream's
+/// messages.
 #[tokio::test]
 async fn suspend_time_zones_and_validation() {
     let mut s = Clocked::start().await;
@@ -355,6 +372,15 @@ async fn suspend_time_zones_and_validation() {
         &c,
         &ns,
         &cronjob("kolkata", "@hourly", json!({"timeZone": "Asia/Kolkata"})),
+    )
+    .await;
+    // Two hours behind every minute: the latest time runs, with upstream's warning.
+    create(&c, &ns, &cronjob("behind", "* * * * *", json!({}))).await;
+    // Its last time is 5 s past when the server comes back: beyond a 2 s deadline.
+    create(
+        &c,
+        &ns,
+        &cronjob("late", "* * * * *", json!({"startingDeadlineSeconds": 2})),
     )
     .await;
     let bad = |name: &str, schedule: &str, spec: Value| cronjob(name, schedule, spec);
@@ -388,11 +414,22 @@ async fn suspend_time_zones_and_validation() {
         assert_eq!((status.code, status.message.as_str()), (422, message));
     }
 
-    s.at_minute(61).await;
+    s.at_minute(121).await;
     let c = s.client();
     // The hourly Job: at a whole hour in Kolkata, which is half past in UTC.
-    let made = wait_jobs(&c, &ns, 1).await;
-    assert!(made[0].starts_with("kolkata-"), "{made:?}");
+    let made = wait_jobs(&c, &ns, 2).await;
+    assert!(
+        made[0].starts_with("behind-") && made[1].starts_with("kolkata-"),
+        "{made:?}"
+    );
+    wait_event(
+        &c,
+        &ns,
+        "TooManyMissedTimes",
+        "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew",
+    )
+    .await;
+    let made = &made[1..];
     let job = Api::<Job>::namespaced(c.clone(), &ns)
         .get(&made[0])
         .await
@@ -403,11 +440,15 @@ async fn suspend_time_zones_and_validation() {
     assert!(scheduled.ends_with(":00:00+05:30"), "{scheduled}");
     assert_eq!(minute_of("kolkata", &made[0]) % 60, 30, "{scheduled}");
     // Suspended: nothing for it.
-    consistently("no Job while suspended", Duration::from_secs(2), || async {
-        !names(&jobs(&c, &ns).await)
-            .iter()
-            .any(|n| n.starts_with("paused-"))
-    })
+    consistently(
+        "no Job while suspended or too late",
+        Duration::from_secs(2),
+        || async {
+            !names(&jobs(&c, &ns).await)
+                .iter()
+                .any(|n| n.starts_with("paused-") || n.starts_with("late-"))
+        },
+    )
     .await;
     Api::<CronJob>::namespaced(c.clone(), &ns)
         .patch(
