@@ -13,6 +13,7 @@ pub mod discovery;
 mod in_process;
 mod reflector;
 mod remote;
+pub mod throttle;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -17,12 +17,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{
-    Event, EventSource, Node, NodeStatus, ObjectReference, Pod, PodStatus,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::api::core::v1::{Node, NodeStatus, ObjectReference, Pod, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kgc_client::Cluster;
 use kgc_controllers::Context;
+use kgc_controllers::events::Recorder;
 use kgc_node::containers::ContainerGcPolicy;
 use kgc_node::images::{ImageGcPolicy, ImageReason};
 use kgc_runtime::informer::{Cache, Informers, Key, View, describe};
@@ -208,6 +207,41 @@ impl Table {
     }
 }
 
+/// The Normal events kgc's kubelet records for what its GC removed. Upstream's image and
+/// container GC only log removals (`pkg/kubelet/images/image_gc_manager.go` `freeSpace`,
+/// `pkg/kubelet/kuberuntime/kuberuntime_gc.go`) and record Warnings when they fail; kgc also
+/// says what went, once per pass, so that `kubectl describe node` shows it.
+const IMAGES_COLLECTED: &str = "ImageGarbageCollected";
+const CONTAINERS_COLLECTED: &str = "ContainerGarbageCollected";
+/// How many names a removal event lists before "and N more".
+const NAMED: usize = 5;
+
+/// The event for one GC pass that removed `names`, each a `what` (and freed `freed` bytes).
+fn removed_note<'a>(
+    reason: &'static str,
+    what: &str,
+    names: impl ExactSizeIterator<Item = &'a str>,
+    freed: Option<u64>,
+) -> Note {
+    let n = names.len();
+    let mut listed: Vec<&str> = names.take(NAMED).collect();
+    let more = format!("and {} more", n.saturating_sub(NAMED));
+    if n > NAMED {
+        listed.push(&more);
+    }
+    let freed = freed.map_or(String::new(), |b| format!(", {b} bytes freed"));
+    Note {
+        warning: false,
+        reason,
+        message: format!(
+            "Removed {n} {what}{}{freed}: {}",
+            if n == 1 { "" } else { "s" },
+            listed.join(", ")
+        ),
+        field: None,
+    }
+}
+
 /// An event to record.
 struct Note {
     warning: bool,
@@ -254,16 +288,14 @@ struct Kubelet<C> {
     table: Arc<Mutex<Table>>,
     queue: WorkQueue<Work>,
     metrics: Metrics,
+    recorder: Recorder,
 }
 
 /// Runs the simulated kubelets until dropped. `registry` receives their metrics.
 pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, registry: Option<Registry>) {
     let pods_resource = ctx.informers.resource("", "pods").await;
     let nodes_resource = ctx.informers.resource("", "nodes").await;
-    let queue = match &ctx.queues {
-        Some(m) => WorkQueue::with_metrics(NAME, m),
-        None => WorkQueue::new(),
-    };
+    let queue = ctx.queue(NAME);
     let nodes = ctx.informers.cache::<SimNode>(nodes_resource);
     let pods = ctx.informers.cache::<Bound>(pods_resource);
     let table = Arc::new(Mutex::new(Table::default()));
@@ -311,6 +343,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, registry: Option<R
     pods.synced().await;
     tracing::info!(controller = NAME, "started");
     let kubelet = Arc::new(Kubelet {
+        recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
         ctx,
         config,
         pods,
@@ -379,13 +412,13 @@ impl<C: Cluster> Kubelet<C> {
         let step = match self.step(key, &pod, &node_name, &node, now) {
             Outcome::Nothing => return Ok(None),
             Outcome::NoSandbox(note) => {
-                self.pod_event(&pod, &node_name, &note, now).await;
+                self.pod_event(&pod, &node_name, &note);
                 return Ok(Some(SANDBOX_RETRY));
             }
             Outcome::Run(step) => step,
         };
         for e in &step.events {
-            self.pod_event(&pod, &node_name, e, now).await;
+            self.pod_event(&pod, &node_name, e);
         }
         if step.pulled {
             self.queue
@@ -625,7 +658,7 @@ impl<C: Cluster> Kubelet<C> {
         Ok(())
     }
 
-    async fn pod_event(&self, pod: &Pod, node: &str, e: &Note, now: Timestamp) {
+    fn pod_event(&self, pod: &Pod, node: &str, e: &Note) {
         let m = &pod.metadata;
         let involved = ObjectReference {
             api_version: Some("v1".to_owned()),
@@ -636,11 +669,10 @@ impl<C: Cluster> Kubelet<C> {
             field_path: e.field.clone(),
             ..ObjectReference::default()
         };
-        let namespace = m.namespace.clone().unwrap_or_else(|| "default".to_owned());
-        self.record(involved, &namespace, node, e, now).await;
+        self.record(involved, node, e);
     }
 
-    async fn node_event(&self, node: &str, e: &Note, now: Timestamp) {
+    fn node_event(&self, node: &str, e: &Note) {
         let involved = ObjectReference {
             kind: Some("Node".to_owned()),
             name: Some(node.to_owned()),
@@ -648,46 +680,15 @@ impl<C: Cluster> Kubelet<C> {
             uid: Some(node.to_owned()),
             ..ObjectReference::default()
         };
-        self.record(involved, "default", node, e, now).await;
+        self.record(involved, node, e);
     }
 
     /// Records an event as the kubelet's recorder does (source `kubelet` on the node).
-    async fn record(
-        &self,
-        involved: ObjectReference,
-        namespace: &str,
-        node: &str,
-        e: &Note,
-        now: Timestamp,
-    ) {
-        let nanos = self.ctx.clock.now().as_nanosecond().max(0);
-        let event = Event {
-            metadata: ObjectMeta {
-                name: Some(format!(
-                    "{}.{nanos:x}",
-                    involved.name.as_deref().unwrap_or_default()
-                )),
-                namespace: Some(namespace.to_owned()),
-                ..ObjectMeta::default()
-            },
-            involved_object: involved,
-            reason: Some(e.reason.to_owned()),
-            message: Some(e.message.clone()),
-            type_: Some(if e.warning { "Warning" } else { "Normal" }.to_owned()),
-            source: Some(EventSource {
-                component: Some(COMPONENT.to_owned()),
-                host: Some(node.to_owned()),
-            }),
-            reporting_component: Some(COMPONENT.to_owned()),
-            reporting_instance: Some(node.to_owned()),
-            first_timestamp: Some(Time(now)),
-            last_timestamp: Some(Time(now)),
-            count: Some(1),
-            ..Event::default()
-        };
-        let api: Api<Event> = Api::namespaced(self.ctx.client.clone(), namespace);
-        if let Err(err) = api.create(&PostParams::default(), &event).await {
-            tracing::debug!(controller = NAME, reason = e.reason, error = %err, "recording an event failed");
+    fn record(&self, involved: ObjectReference, node: &str, e: &Note) {
+        let recorder = self.recorder.on_host(node);
+        match e.warning {
+            true => recorder.warning(involved, e.reason, e.message.clone()),
+            false => recorder.normal(involved, e.reason, e.message.clone()),
         }
     }
 
@@ -724,6 +725,17 @@ impl<C: Cluster> Kubelet<C> {
                     );
                 }
                 self.metrics.containers_removed.inc_by(removed.len() as u64);
+                if !removed.is_empty() {
+                    self.node_event(
+                        name,
+                        &removed_note(
+                            CONTAINERS_COLLECTED,
+                            "dead containers",
+                            removed.iter().map(String::as_str),
+                            None,
+                        ),
+                    );
+                }
             }
             Err(e) => {
                 let e = Note {
@@ -732,7 +744,7 @@ impl<C: Cluster> Kubelet<C> {
                     message: e.to_string(),
                     field: None,
                 };
-                self.node_event(name, &e, now).await;
+                self.node_event(name, &e);
             }
         }
         Ok(period)
@@ -763,7 +775,7 @@ impl<C: Cluster> Kubelet<C> {
                     message: e.to_string(),
                     field: None,
                 };
-                self.node_event(name, &e, now).await;
+                self.node_event(name, &e);
                 return Ok(period);
             }
         };
@@ -776,6 +788,17 @@ impl<C: Cluster> Kubelet<C> {
             self.metrics.image_bytes_freed.inc_by(r.size.unwrap_or(0));
             tracing::info!(controller = NAME, node = name, image = %r.repo_tags.first().unwrap_or(&r.id), bytes = r.size.unwrap_or(0), reason, "image removed");
         }
+        if !pass.removed.is_empty() {
+            let freed = pass.removed.iter().map(|r| r.size.unwrap_or(0)).sum();
+            let names = pass
+                .removed
+                .iter()
+                .map(|r| r.repo_tags.first().unwrap_or(&r.id).as_str());
+            self.node_event(
+                name,
+                &removed_note(IMAGES_COLLECTED, "image", names, Some(freed)),
+            );
+        }
         if let Some(error) = pass.error {
             // `FreeDiskSpaceFailed` (upstream's `freeSpace` shortfall).
             let e = Note {
@@ -784,7 +807,7 @@ impl<C: Cluster> Kubelet<C> {
                 message: error,
                 field: None,
             };
-            self.node_event(name, &e, now).await;
+            self.node_event(name, &e);
         }
         if !pass.removed.is_empty() {
             self.publish_images(name).await?;

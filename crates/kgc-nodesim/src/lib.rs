@@ -14,7 +14,6 @@
 #![forbid(unsafe_code)]
 
 pub mod capacity;
-pub mod event;
 pub mod lease;
 pub mod lifecycle;
 pub mod node_status;
@@ -33,6 +32,20 @@ pub const SIMULATED: &str = "kgc.io/simulated";
 pub const STOPPED: &str = "kgc.io/stopped";
 /// Where nodes keep their heartbeat leases.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
+/// The source of the simulator's events (bad annotations).
+pub const COMPONENT: &str = "kgc-nodesim";
+
+/// The reference an event about a Node names it by, as upstream's `RecordNodeEvent`
+/// (`kubernetes/kubernetes pkg/controller/util/node/controller_utils.go`) builds it.
+pub fn node_reference(node: &Node) -> k8s_openapi::api::core::v1::ObjectReference {
+    k8s_openapi::api::core::v1::ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Node".into()),
+        name: node.metadata.name.clone(),
+        uid: node.metadata.uid.clone(),
+        ..Default::default()
+    }
+}
 
 /// The crate's errors.
 #[derive(Debug, thiserror::Error)]

@@ -29,16 +29,18 @@ use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kgc_client::Cluster;
 use kgc_controllers::Context;
+use kgc_controllers::events::Recorder;
 use kgc_lifecycle::node::Heartbeat;
 use kgc_runtime::informer::{Cache, Key, View};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::{NODE_LEASE_NAMESPACE, NodeObject, Result, is_status};
+use crate::{NODE_LEASE_NAMESPACE, NodeObject, Result, is_status, node_reference};
 
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "node-lifecycle";
+/// Upstream's field manager and event source for this controller.
 const MANAGER: &str = "node-controller";
 
 pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
@@ -340,6 +342,7 @@ impl View for ReadyPod {
 
 struct Controller<C> {
     ctx: Context<C>,
+    recorder: Recorder,
     config: Config,
     nodes: Cache<NodeObject>,
     leases: Cache<Heartbeat>,
@@ -372,6 +375,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     pods.synced().await;
     tracing::info!(controller = NAME, grace_period = ?config.grace_period, "started");
     let c = Arc::new(Controller {
+        recorder: Recorder::new(ctx.client.clone(), MANAGER, ctx.clock),
         ctx,
         config,
         nodes,
@@ -415,14 +419,37 @@ impl<C: Cluster> Controller<C> {
     async fn monitor(&self) {
         let nodes: Vec<NodeObject> = self.nodes.read(|m| m.values().cloned().collect());
         {
+            // `knownNodeSet`: nodes seen for the first time, and nodes gone, get their events.
             let names: std::collections::HashSet<&str> = nodes
                 .iter()
                 .filter_map(|n| n.0.metadata.name.as_deref())
                 .collect();
-            self.health
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .retain(|n, _| names.contains(n.as_str()));
+            let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+            for n in nodes.iter().filter(|n| {
+                n.0.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|name| !health.contains_key(name))
+            }) {
+                let name = n.0.metadata.name.as_deref().unwrap_or_default();
+                let message = format!("Registered Node {name} in Controller");
+                self.recorder
+                    .normal(node_reference(&n.0), "RegisteredNode", message);
+            }
+            health.retain(|n, _| {
+                let known = names.contains(n.as_str());
+                if !known {
+                    let gone = k8s_openapi::api::core::v1::ObjectReference {
+                        kind: Some("Node".into()),
+                        name: Some(n.clone()),
+                        ..Default::default()
+                    };
+                    let message = format!("Removing Node {n} from Controller");
+                    self.recorder.normal(gone, "RemovingNode", message);
+                    self.recorder.forget("default", n);
+                }
+                known
+            });
         }
         let mut current = Vec::with_capacity(nodes.len());
         for node in nodes {
@@ -547,6 +574,10 @@ impl<C: Cluster> Controller<C> {
             Err(e) => return Err(e.into()),
         };
         if was_ready {
+            // `RecordNodeStatusChange`.
+            let message = format!("Node {name} status is now: NodeNotReady");
+            self.recorder
+                .normal(node_reference(node), "NodeNotReady", message);
             self.mark_pods_not_ready(&name).await;
         }
         Ok(Some(written))

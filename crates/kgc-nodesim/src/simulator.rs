@@ -15,10 +15,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Namespace, Node};
+use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kgc_client::Cluster;
 use kgc_controllers::Context;
+use kgc_controllers::events::Recorder;
 use kgc_runtime::informer::{Cache, Key};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -27,8 +28,8 @@ use serde_json::json;
 use crate::capacity::Capacity;
 use crate::registration::{self, MAX_INDEX, NAME_PREFIX};
 use crate::{
-    NODE_LEASE_NAMESPACE, NodeObject, Result, SIMULATED, STOPPED, event, is_status, lease,
-    node_status,
+    COMPONENT, NODE_LEASE_NAMESPACE, NodeObject, Result, SIMULATED, STOPPED, is_status, lease,
+    node_reference, node_status,
 };
 
 /// The name `--controllers` knows it by.
@@ -77,6 +78,7 @@ struct Held {
 
 struct Simulator<C> {
     ctx: Context<C>,
+    recorder: Recorder,
     config: Config,
     nodes: Cache<NodeObject>,
     held: Mutex<HashMap<String, Held>>,
@@ -103,6 +105,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     }));
     nodes.synced().await;
     let sim = Arc::new(Simulator {
+        recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
         ctx,
         config,
         nodes,
@@ -268,11 +271,8 @@ impl<C: Cluster> Simulator<C> {
                 "Node {name}: annotation {key}: {value:?} is neither \"true\" nor \"false\"; {then}"
             );
             tracing::warn!(controller = NAME, node = %name, "{message}");
-            let event = event::warning(&node.0, "InvalidAnnotation", message, self.ctx.clock.now());
-            let api: Api<Event> = Api::namespaced(self.ctx.client.clone(), "default");
-            if let Err(e) = api.create(&post_params(), &event).await {
-                tracing::warn!(controller = NAME, node = %name, error = %e, "recording an event");
-            }
+            self.recorder
+                .warning(node_reference(&node.0), "InvalidAnnotation", message);
         }
     }
 

@@ -30,18 +30,44 @@ impl SourceObject {
     }
 }
 
-/// Reads every `.yaml`, `.yml` and `.json` file under `paths` (directories recursively, in name
-/// order), in the order given.
-pub fn load(paths: &[PathBuf]) -> Result<Vec<SourceObject>, Error> {
+/// Where manifests come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A file, or a directory's `.yaml`, `.yml` and `.json` files in name order, its
+    /// subdirectories too when `recursive` (kubectl's `-f DIR` reads one level, `-R` all).
+    Path { path: PathBuf, recursive: bool },
+    /// Standard input (`-f -`), read once: component `stdin`.
+    Stdin,
+}
+
+/// What [`Input::Stdin`] is called in components and messages.
+pub const STDIN: &str = "stdin";
+
+/// Reads every input, in the order given.
+pub fn load(inputs: &[Input]) -> Result<Vec<SourceObject>, Error> {
     let mut out = Vec::new();
-    for root in paths {
+    for input in inputs {
+        let (root, recursive) = match input {
+            Input::Stdin => {
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| {
+                    Error::Io {
+                        path: PathBuf::from(STDIN),
+                        source: e,
+                    }
+                })?;
+                parse(&text, Path::new(STDIN), STDIN, &mut out)?;
+                continue;
+            }
+            Input::Path { path, recursive } => (path, *recursive),
+        };
         let meta = std::fs::metadata(root).map_err(|e| Error::Io {
             path: root.clone(),
             source: e,
         })?;
         if meta.is_dir() {
             let mut files = Vec::new();
-            walk(root, &mut files)?;
+            walk(root, recursive, &mut files)?;
             for file in files {
                 let rel = file.strip_prefix(root).unwrap_or(&file).with_extension("");
                 load_file(&file, &rel.to_string_lossy(), &mut out)?;
@@ -57,7 +83,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<SourceObject>, Error> {
     Ok(out)
 }
 
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), Error> {
+fn walk(dir: &Path, recursive: bool, files: &mut Vec<PathBuf>) -> Result<(), Error> {
     let io = |e| Error::Io {
         path: dir.to_owned(),
         source: e,
@@ -70,7 +96,9 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), Error> {
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            walk(&path, files)?;
+            if recursive {
+                walk(&path, recursive, files)?;
+            }
         } else if matches!(
             path.extension().and_then(|e| e.to_str()),
             Some("yaml" | "yml" | "json")
@@ -86,7 +114,17 @@ fn load_file(file: &Path, component: &str, out: &mut Vec<SourceObject>) -> Resul
         path: file.to_owned(),
         source: e,
     })?;
-    for (line, doc) in documents(&text) {
+    parse(&text, file, component, out)
+}
+
+/// The objects of one file's text.
+fn parse(
+    text: &str,
+    file: &Path,
+    component: &str,
+    out: &mut Vec<SourceObject>,
+) -> Result<(), Error> {
+    for (line, doc) in documents(text) {
         let bad = |line: usize, message: String| Error::Source {
             file: file.to_owned(),
             line,
@@ -224,6 +262,13 @@ fn documents(text: &str) -> Vec<(usize, &str)> {
 mod tests {
     use super::*;
 
+    fn tree(path: PathBuf) -> Input {
+        Input::Path {
+            path,
+            recursive: true,
+        }
+    }
+
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
         let p = dir.join(name);
         if let Some(parent) = p.parent() {
@@ -247,7 +292,7 @@ mod tests {
             r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}]}"#,
         );
         write(dir.path(), "README.md", "not a manifest");
-        let objs = load(&[dir.path().to_owned()]).unwrap();
+        let objs = load(&[tree(dir.path().to_owned())]).unwrap();
         let got: Vec<_> = objs
             .iter()
             .map(|o| {
@@ -259,6 +304,14 @@ mod tests {
             })
             .collect();
         assert_eq!(got, [("db/list", 1, "s"), ("web", 1, "a"), ("web", 8, "b")]);
+        // kubectl's `-f DIR` without `-R`: the directory's own files only.
+        let flat = Input::Path {
+            path: dir.path().to_owned(),
+            recursive: false,
+        };
+        let objs = load(&[flat]).unwrap();
+        assert_eq!(objs.len(), 2);
+        assert!(objs.iter().all(|o| o.component == "web"));
     }
 
     #[test]
@@ -269,9 +322,10 @@ mod tests {
             "bad.yaml",
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: [unclosed\n",
         );
-        let err = load(&[f]).unwrap_err().to_string();
+        let err = load(&[tree(f.clone())]).unwrap_err().to_string();
         assert!(err.contains("bad.yaml:"), "{err}");
-        let Error::Source { line, .. } = load(&[dir.path().join("bad.yaml")]).unwrap_err() else {
+        let Error::Source { line, .. } = load(&[tree(dir.path().join("bad.yaml"))]).unwrap_err()
+        else {
             panic!()
         };
         assert!((5..=7).contains(&line), "line {line}");
@@ -285,16 +339,21 @@ mod tests {
             "a.yaml",
             "apiVersion: v1\nmetadata: {name: x}\n",
         );
-        assert!(load(&[f]).unwrap_err().to_string().contains("has no kind"));
+        assert!(
+            load(&[tree(f.clone())])
+                .unwrap_err()
+                .to_string()
+                .contains("has no kind")
+        );
         let f = write(dir.path(), "b.yaml", "apiVersion: v1\nkind: ConfigMap\n");
-        let err = load(&[f]).unwrap_err().to_string();
+        let err = load(&[tree(f.clone())]).unwrap_err().to_string();
         assert!(
             err.contains("b.yaml:1") && err.contains("no metadata.name"),
             "{err}"
         );
         let f = write(dir.path(), "c.yaml", "- 1\n");
         assert!(
-            load(&[f])
+            load(&[tree(f.clone())])
                 .unwrap_err()
                 .to_string()
                 .contains("must be an object")

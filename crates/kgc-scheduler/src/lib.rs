@@ -14,7 +14,6 @@
 #![forbid(unsafe_code)]
 
 pub mod cache;
-pub mod events;
 pub mod filter;
 pub mod node;
 pub mod pod;
@@ -129,7 +128,11 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
     );
     tracing::info!(controller = NAME, "started");
     let sched = Arc::new(scheduler::Scheduler {
-        recorder: events::Recorder::new(ctx.client.clone(), ctx.clock),
+        recorder: kgc_controllers::events::Recorder::new(
+            ctx.client.clone(),
+            pod::DEFAULT_SCHEDULER,
+            ctx.clock,
+        ),
         client: ctx.client.clone(),
         clock: ctx.clock,
         cache,

@@ -15,7 +15,6 @@ use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::cache::{Cache, State};
-use crate::events::Recorder;
 use crate::filter::{Rejection, filter, fit_error};
 use crate::pod::{Condition, Pod};
 use crate::queue::SchedulingQueue;
@@ -23,6 +22,7 @@ use crate::score::score;
 use crate::selector::Term;
 use crate::volume::Volumes;
 use crate::{Error, FIELD_MANAGER};
+use kgc_controllers::events::Recorder;
 
 /// Bindings in flight at most: the scheduling loop waits for a slot.
 pub const PARALLEL_BINDS: usize = 128;
@@ -205,11 +205,10 @@ impl Scheduler {
         match result {
             Ok(()) => {
                 self.queue.forget(&key);
-                self.recorder.forget(&key);
+                self.recorder.forget(&key.0, &key.1);
                 let message = format!("Successfully assigned {}/{} to {node}", key.0, key.1);
                 self.recorder
-                    .record(&key, &pod.uid, "Normal", "Scheduled", &message)
-                    .await;
+                    .normal(involved(&key, &pod), "Scheduled", message);
             }
             Err(e) => {
                 // What the assumption held is free again: pods judged against it may fit.
@@ -238,8 +237,7 @@ impl Scheduler {
             // Events carry at most 1024 characters of the message (`truncateMessage`).
             let note: String = message.chars().take(1024).collect();
             this.recorder
-                .record(&key, &pod.uid, "Warning", "FailedScheduling", &note)
-                .await;
+                .warning(involved(&key, &pod), "FailedScheduling", note);
         });
     }
 
@@ -279,6 +277,18 @@ impl Scheduler {
             .patch_status(&key.1, &params, &Patch::Strategic(&patch))
             .await?;
         Ok(())
+    }
+}
+
+/// The pod an event is about.
+fn involved(key: &Key, pod: &Pod) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        namespace: Some(key.0.clone()),
+        name: Some(key.1.clone()),
+        uid: Some(pod.uid.clone()),
+        ..ObjectReference::default()
     }
 }
 

@@ -42,6 +42,8 @@ pub struct Server<B> {
 pub const SIMULATORS: &[&str] = &[
     "replicaset",
     "deployment",
+    "job",
+    "daemonset",
     "cronjob",
     "provisioner",
     "persistentvolume-binder",

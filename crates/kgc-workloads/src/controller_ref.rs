@@ -76,6 +76,26 @@ impl Child for Pod {
     }
 }
 
+/// A cached typed child (a ReplicaSet, a ControllerRevision).
+impl<T: kube::Resource> Child for kgc_runtime::informer::Typed<T> {
+    fn labels(&self) -> &BTreeMap<String, String> {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        self.0.meta().labels.as_ref().unwrap_or(&NONE)
+    }
+    fn controller_uid(&self) -> Option<&str> {
+        self.0
+            .meta()
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|r| r.controller == Some(true))
+            .map(|r| r.uid.as_str())
+    }
+    fn deleting(&self) -> bool {
+        self.0.meta().deletion_timestamp.is_some()
+    }
+}
+
 /// What a claim does with one child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {
@@ -107,6 +127,60 @@ pub fn claim(owner: &Owner, selector: Option<&LabelSelector>, child: &impl Child
         None if owner.deleting || !matching || child.deleting() => Claim::Ignore,
         None => Claim::Adopt,
     }
+}
+
+/// Upstream `ClaimObject` over `candidates`, with its writes: the children kept or adopted.
+/// Releases and adoptions are strategic merge patches guarded by the child's uid (`id` gives
+/// a child's name and uid); `can_adopt` (upstream `RecheckDeletionTimestamp`: a fresh read of
+/// the owner) is awaited once, before the first adoption.
+pub async fn claim_all<K, T>(
+    api: &kube::Api<K>,
+    owner: &Owner,
+    selector: Option<&LabelSelector>,
+    candidates: Vec<T>,
+    id: impl Fn(&T) -> (String, String),
+    can_adopt: impl std::future::Future<Output = crate::Result<bool>>,
+) -> crate::Result<Vec<T>>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    T: Child,
+{
+    let mut can_adopt = Some(can_adopt);
+    let mut adopting = false;
+    let mut claimed = Vec::new();
+    for child in candidates {
+        let (name, uid) = id(&child);
+        let patch = match claim(owner, selector, &child) {
+            Claim::Keep => {
+                claimed.push(child);
+                continue;
+            }
+            Claim::Ignore => continue,
+            Claim::Release => owner.release_patch(&uid),
+            Claim::Adopt => {
+                if let Some(check) = can_adopt.take() {
+                    adopting = check.await?;
+                }
+                if !adopting {
+                    continue;
+                }
+                owner.adopt_patch(&uid)
+            }
+        };
+        let adopt = patch["metadata"]["ownerReferences"][0]["controller"] == true;
+        let params = kube::api::PatchParams::default();
+        match api
+            .patch(&name, &params, &kube::api::Patch::Strategic(patch))
+            .await
+        {
+            Ok(_) if adopt => claimed.push(child),
+            Ok(_) => {}
+            // Gone, or another object of the name: nothing of ours to adopt or release.
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(claimed)
 }
 
 #[cfg(test)]

@@ -46,25 +46,6 @@ const COMPONENT: &str = "deployment-controller";
 /// A cached Deployment (typed; there are few of them).
 pub type Deployment = kgc_runtime::informer::Typed<Typed>;
 
-impl Child for ReplicaSet {
-    fn labels(&self) -> &BTreeMap<String, String> {
-        static NONE: BTreeMap<String, String> = BTreeMap::new();
-        self.0.metadata.labels.as_ref().unwrap_or(&NONE)
-    }
-    fn controller_uid(&self) -> Option<&str> {
-        self.0
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|r| r.controller == Some(true))
-            .map(|r| r.uid.as_str())
-    }
-    fn deleting(&self) -> bool {
-        self.0.metadata.deletion_timestamp.is_some()
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct DKey(Key);
 
@@ -78,26 +59,9 @@ impl fmt::Display for DKey {
 /// with `rand.SafeEncodeString`'s alphabet. Upstream hashes the Go struct's printed form; kgc
 /// hashes the template's JSON, so names differ from a real cluster's but are as stable.
 pub fn template_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
-    let mut h: u32 = 2_166_136_261;
-    let mut write = |bytes: &[u8]| {
-        for b in bytes {
-            h ^= u32::from(*b);
-            h = h.wrapping_mul(16_777_619);
-        }
-    };
-    write(
-        serde_json::to_string(template)
-            .unwrap_or_default()
-            .as_bytes(),
-    );
-    if let Some(c) = collision_count {
-        write(&c.to_le_bytes());
-    }
-    const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    h.to_string()
-        .bytes()
-        .map(|b| char::from(ALPHANUMS[usize::from(b) % ALPHANUMS.len()]))
-        .collect()
+    let data = serde_json::to_string(template).unwrap_or_default();
+    let probe = collision_count.map(i32::to_le_bytes);
+    crate::history::safe_hash(&[data.as_bytes(), probe.as_ref().map_or(&[], |p| &p[..])])
 }
 
 /// The template without the hash label, as ReplicaSets are compared with their Deployment
@@ -135,7 +99,7 @@ fn available(rs: &TypedRs) -> i32 {
 
 /// An int-or-percent of `total`, rounded up or down (upstream
 /// `intstr.GetScaledValueFromIntOrPercent`).
-fn scaled(v: Option<&IntOrString>, default: &str, total: i32, round_up: bool) -> i32 {
+pub(crate) fn scaled(v: Option<&IntOrString>, default: &str, total: i32, round_up: bool) -> i32 {
     match v {
         Some(IntOrString::Int(i)) => *i,
         Some(IntOrString::String(s)) => percent(s, total, round_up),

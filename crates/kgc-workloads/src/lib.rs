@@ -7,6 +7,12 @@
 //!   deleted beyond `revisionHistoryLimit`;
 //! - [`cronjob`]: a Job per schedule time of each CronJob, within its concurrency policy and
 //!   starting deadline, and finished Jobs deleted beyond the history limits;
+//! - [`job`]: Jobs run their pods to completion, tracked with a finalizer until counted,
+//!   replaced after back-off until `backoffLimit`, stopped at `activeDeadlineSeconds`;
+//! - [`daemonset`]: a pod on every eligible node, placed by node affinity for the scheduler
+//!   to bind, rolled by RollingUpdate or OnDelete over ControllerRevisions;
+//! - [`history`]: the ControllerRevisions StatefulSets and DaemonSets record their templates
+//!   in;
 //! - [`controller_ref`]: upstream's `ControllerRefManager`, which every such controller claims
 //!   its children with;
 //! - [`expectations`]: upstream's `ControllerExpectations`, so a controller does not act again
@@ -19,8 +25,11 @@
 
 pub mod controller_ref;
 pub mod cronjob;
+pub mod daemonset;
 pub mod deployment;
 pub mod expectations;
+pub mod history;
+pub mod job;
 pub mod pods;
 pub mod replicaset;
 pub mod selector;

@@ -32,6 +32,10 @@ pub struct Pod {
     pub deleting: bool,
     pub phase: String,
     pub node_name: String,
+    /// The node the pod is bound to or, before it is, the one its required node affinity
+    /// names by `metadata.name` (upstream `daemon/util.GetTargetNodeName`): where a DaemonSet
+    /// pod belongs while it waits for the scheduler.
+    pub target_node: String,
     /// When the Ready condition last became True, if it is True.
     pub ready_since: Option<Timestamp>,
     /// The most restarts of any of its containers.
@@ -83,6 +87,7 @@ impl View for Pod {
             deleting: !m["deletionTimestamp"].is_null(),
             phase: text(&obj["status"]["phase"]),
             node_name: text(&obj["spec"]["nodeName"]),
+            target_node: target_node(&obj["spec"]),
             ready_since,
             restarts,
             created: m["creationTimestamp"].as_str().and_then(|t| t.parse().ok()),
@@ -92,6 +97,27 @@ impl View for Pod {
                 .unwrap_or(0),
         })
     }
+}
+
+/// `spec.nodeName`, else the single `metadata.name` a `matchFields` term of the required node
+/// affinity allows.
+fn target_node(spec: &Value) -> String {
+    if let Some(n) = spec["nodeName"].as_str().filter(|n| !n.is_empty()) {
+        return n.to_owned();
+    }
+    spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["matchFields"].as_array().into_iter().flatten())
+        .find(|f| {
+            f["key"] == "metadata.name"
+                && f["operator"] == "In"
+                && f["values"].as_array().is_some_and(|v| v.len() == 1)
+        })
+        .map(|f| text(&f["values"][0]))
+        .unwrap_or_default()
 }
 
 impl Pod {

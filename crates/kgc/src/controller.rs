@@ -36,6 +36,8 @@ pub struct Args {
     /// The kubeconfig context to use [default: the current context].
     #[arg(long)]
     context: Option<String>,
+    #[command(flatten)]
+    rate_limit: crate::rate_limit::Flags,
     /// Address of the health, metrics and debug endpoints (`:0` picks a free port; the address
     /// is printed on stdout).
     #[arg(long, default_value = "127.0.0.1:9443")]
@@ -180,16 +182,6 @@ impl Requests {
 }
 
 /// A kube client whose every request is counted.
-fn counting_client(config: kube::Config, requests: Arc<Requests>) -> anyhow::Result<kube::Client> {
-    let builder =
-        kube::client::ClientBuilder::try_from(config).context("building the Kubernetes client")?;
-    let layer = tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
-        requests.count(req.method(), req.uri());
-        req
-    });
-    Ok(builder.with_layer(&layer).build())
-}
-
 /// What the leadership terms and the admin endpoints share.
 struct Shared {
     client: kube::Client,
@@ -346,7 +338,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let registry = Registry::default();
     let requests = Arc::new(Requests::new(&registry));
     let root_ca = config.root_cert.as_deref().map(pem_bundle);
-    let client = counting_client(config, requests)?;
+    let count: crate::rate_limit::Observer =
+        Arc::new(move |method, uri| requests.count(method, uri));
+    let throttle = args.rate_limit.throttle(crate::rate_limit::CONTROLLER);
+    let client = crate::rate_limit::client(config, throttle, Some(count))?;
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     let lease = format!("{}/{}", args.lease_namespace, args.lease_name);
     anyhow::ensure!(

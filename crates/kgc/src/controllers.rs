@@ -12,11 +12,11 @@ use kgc_controllers::{
     Context, crd_finalizer, namespace, pod_termination, root_ca, serviceaccount,
 };
 use kgc_nodesim::{lifecycle as node_lifecycle, simulator as nodes_sim};
-use kgc_workloads::{cronjob, deployment, replicaset};
+use kgc_workloads::{cronjob, deployment, job, replicaset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC and the lifecycle
 /// collectors first (six), then the cluster's own controllers ([`OFF_AGAINST_A_CLUSTER`]).
-pub const ALL: [&str; 22] = [
+pub const ALL: [&str; 24] = [
     "gc",
     "podgc",
     "ttl",
@@ -30,6 +30,8 @@ pub const ALL: [&str; 22] = [
     root_ca::NAME,
     replicaset::NAME,
     deployment::NAME,
+    job::NAME,
+    kgc_workloads::daemonset::NAME,
     cronjob::NAME,
     kgc_volume::provisioner::NAME,
     kgc_volume::binder::NAME,
@@ -51,9 +53,9 @@ pub struct Selection {
     /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
     /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
-    /// root-ca-cert-publisher, replicaset, deployment, provisioner, persistentvolume-binder,
+    /// root-ca-cert-publisher, replicaset, deployment, job, daemonset, cronjob, provisioner,
+    /// persistentvolume-binder,
     /// pvc-protection, pv-protection, scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
-    /// cronjob.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -132,6 +134,11 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
         (root_ca::NAME, root_ca::run(ctx.clone()).boxed()),
         (replicaset::NAME, replicaset::run(ctx.clone()).boxed()),
         (deployment::NAME, deployment::run(ctx.clone()).boxed()),
+        (job::NAME, job::run(ctx.clone()).boxed()),
+        (
+            kgc_workloads::daemonset::NAME,
+            kgc_workloads::daemonset::run(ctx.clone()).boxed(),
+        ),
         (cronjob::NAME, cronjob::run(ctx.clone()).boxed()),
         (
             provisioner::NAME,

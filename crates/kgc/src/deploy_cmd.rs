@@ -1,10 +1,12 @@
 //! `kgc apply`, `kgc diff`, `kgc prune`, `kgc plan`, `kgc delete`: deploy a set of manifests
 //! and garbage-collect what the source no longer has (crate `kgc-prune`).
 //!
-//! Exit codes: 0 = done, nothing changed; 1 = error (nothing written when the error is in the
-//! input, a guard or ownership); 2 = done and something changed (for `diff`, `plan` and
-//! `--dry-run`: something would change); 3 = done, but something is undetermined (a kind that
-//! could not be listed) or a deleted object is still held by finalizers after `--wait`.
+//! Exit codes, as kubectl's, so that `kgc apply … && next` and `set -e` scripts go on after a
+//! good deploy: 0 = done, whether or not something changed; 1 = error (nothing written when the
+//! error is in the input, a guard or ownership); 2 = something changed (or would), only with
+//! `--exit-code` (as `git diff --exit-code`); 3 = done, but something is undetermined (a kind
+//! that could not be listed) or a deleted object is still held by finalizers. `kgc diff` is
+//! `kubectl diff`'s: 0 no differences, 1 differences, 2 error (3 undetermined).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -17,20 +19,31 @@ use kgc_prune::executor::{
 };
 use kgc_prune::ownership::Identity;
 use kgc_prune::plan::{Filters, Guards};
-use kgc_prune::source::{self, SourceObject};
+use kgc_prune::source::{self, Input, SourceObject};
 use serde_json::Value;
 
-/// Exit code: something changed (or would change).
+/// Exit code: something changed (or would change), with `--exit-code`.
 pub const EXIT_CHANGED: i32 = 2;
+/// `kgc diff`'s exit code when there are differences (`kubectl diff`'s).
+pub const EXIT_DIFFERENT: i32 = 1;
+/// `kgc diff`'s exit code on an error (`kubectl diff`: greater than 1).
+pub const EXIT_DIFF_ERROR: u8 = 2;
 /// Exit code: finished, but something is undetermined or still being deleted.
 pub const EXIT_INCOMPLETE: i32 = 3;
 
 /// Which set, from where, against which cluster.
 #[derive(clap::Args, Clone)]
 pub struct Target {
-    /// Files and directories of YAML/JSON manifests (each file is a component)
-    /// [default: the project file's components directory].
+    /// Files and directories of YAML/JSON manifests, directories with their subdirectories
+    /// (each file is a component) [default: the project file's components directory].
     paths: Vec<PathBuf>,
+    /// A file or directory of manifests, as kubectl's `-f` (repeatable; `-` reads standard
+    /// input; a directory's subdirectories only with `-R`).
+    #[arg(short = 'f', long = "filename", value_name = "PATH")]
+    filenames: Vec<PathBuf>,
+    /// Read the subdirectories of `-f` directories too.
+    #[arg(short = 'R', long)]
+    recursive: bool,
     /// The project file (app, environments, components directory) [default: ./kgc.yaml if it
     /// exists].
     #[arg(long)]
@@ -63,6 +76,8 @@ pub struct Target {
     /// Take over objects that another app, environment or tag owns.
     #[arg(long)]
     force_ownership: bool,
+    #[command(flatten)]
+    rate_limit: crate::rate_limit::Flags,
 }
 
 /// Safety limits on deletion.
@@ -81,6 +96,9 @@ pub struct Limits {
     /// How long `--wait` waits.
     #[arg(long, default_value = "5m", value_parser = crate::parse_duration)]
     timeout: Duration,
+    /// Exit with 2 when something changed (or, dry, would change), as `git diff --exit-code`.
+    #[arg(long)]
+    exit_code: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -104,7 +122,7 @@ pub struct ApplyArgs {
     dry_run: bool,
     /// Execute exactly this reviewed plan (`kgc plan -o FILE`), refusing if any object it
     /// touches changed since.
-    #[arg(long, conflicts_with_all = ["paths", "dry_run"])]
+    #[arg(long, conflicts_with_all = ["paths", "filenames", "dry_run"])]
     plan: Option<PathBuf>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
@@ -136,9 +154,18 @@ pub struct PlanArgs {
     target: Target,
     #[command(flatten)]
     limits: Limits,
-    /// Write the plan (JSON) here [default: stdout].
-    #[arg(short = 'o', long = "output")]
-    output: Option<PathBuf>,
+    /// Write the plan to this file instead of standard output (terraform's `plan -out`).
+    #[arg(long = "out", value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// The plan's format (`kgc apply --plan` reads either).
+    #[arg(short = 'o', long = "output", value_enum, default_value = "json")]
+    output: PlanFormat,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanFormat {
+    Json,
+    Yaml,
 }
 
 /// `kgc.yaml`.
@@ -164,20 +191,24 @@ struct Environment {
 struct Resolved {
     identity: Identity,
     namespace: String,
-    paths: Vec<PathBuf>,
+    inputs: Vec<Input>,
+    /// Where the context came from, for errors: the project file and environment.
+    context_origin: Option<String>,
     kubeconfig: Option<PathBuf>,
     context: Option<String>,
     filters: Filters,
     force_ownership: bool,
+    throttle: kgc_client::throttle::Throttle,
 }
 
 fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
-    let project_path = t.project.clone().or_else(|| {
+    let implicit = t.project.is_none();
+    let mut project_path = t.project.clone().or_else(|| {
         Path::new("kgc.yaml")
             .exists()
             .then(|| PathBuf::from("kgc.yaml"))
     });
-    let project: Project = match &project_path {
+    let mut project: Project = match &project_path {
         Some(p) => {
             let text =
                 std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
@@ -185,6 +216,21 @@ fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
         }
         None => Project::default(),
     };
+    if let Some(p) = project_path.as_deref().filter(|_| implicit) {
+        // A kgc.yaml found in the current directory is said, never silent; one for another
+        // app than `--app` names is not this run's and is left alone.
+        match (&t.app, &project.app) {
+            (Some(flag), Some(file)) if flag != file => {
+                eprintln!(
+                    "kgc: ignoring {}: it is app {file:?}, not {flag:?}",
+                    p.display()
+                );
+                project = Project::default();
+                project_path = None;
+            }
+            _ => eprintln!("kgc: using the project file {}", p.display()),
+        }
+    }
     let app = t
         .app
         .clone()
@@ -226,8 +272,25 @@ fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
         .cloned()
         .unwrap_or_default();
     let identity = Identity::new(&app, &env_name, t.tag.as_deref())?;
-    let mut paths = t.paths.clone();
-    if paths.is_empty() && need_paths {
+    let mut inputs: Vec<Input> = t
+        .paths
+        .iter()
+        .map(|p| Input::Path {
+            path: p.clone(),
+            recursive: true,
+        })
+        .chain(t.filenames.iter().map(|p| match p.to_str() {
+            Some("-") => Input::Stdin,
+            _ => Input::Path {
+                path: p.clone(),
+                recursive: t.recursive,
+            },
+        }))
+        .collect();
+    if inputs.iter().filter(|i| **i == Input::Stdin).count() > 1 {
+        anyhow::bail!("-f -: standard input can be read once");
+    }
+    if inputs.is_empty() && need_paths {
         let dir = project
             .components
             .clone()
@@ -236,8 +299,15 @@ fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
             .as_deref()
             .and_then(Path::parent)
             .unwrap_or(Path::new("."));
-        paths.push(base.join(dir));
+        inputs.push(Input::Path {
+            path: base.join(dir),
+            recursive: true,
+        });
     }
+    let context_origin = match (&t.context, &env.context, &project_path) {
+        (None, Some(_), Some(p)) => Some(format!("{} (environment {env_name})", p.display())),
+        _ => None,
+    };
     Ok(Resolved {
         identity,
         namespace: t
@@ -245,7 +315,8 @@ fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
             .clone()
             .or(env.namespace)
             .unwrap_or_else(|| "default".to_owned()),
-        paths,
+        inputs,
+        context_origin,
         kubeconfig: t.kubeconfig.clone(),
         context: t.context.clone().or(env.context),
         filters: Filters {
@@ -253,14 +324,19 @@ fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
             kinds: t.kinds.clone(),
         },
         force_ownership: t.force_ownership,
+        throttle: t.rate_limit.throttle(crate::rate_limit::DEPLOY),
     })
 }
 
 async fn connect(r: &Resolved) -> anyhow::Result<ApiServer> {
-    let config =
-        crate::controller::kube_config(r.kubeconfig.as_deref(), r.context.as_deref()).await?;
+    let config = crate::controller::kube_config(r.kubeconfig.as_deref(), r.context.as_deref())
+        .await
+        .with_context(|| match (&r.context, &r.context_origin) {
+            (Some(c), Some(origin)) => format!("the context {c:?} named by {origin}"),
+            _ => "the kubeconfig".to_owned(),
+        })?;
     let server = config.cluster_url.to_string();
-    let client = kube::Client::try_from(config).context("building the HTTP client")?;
+    let client = crate::rate_limit::client(config, r.throttle, None)?;
     ApiServer::connect(client)
         .await
         .with_context(|| format!("connecting to {server}"))
@@ -279,7 +355,7 @@ fn options(r: &Resolved, l: &Limits) -> Options {
 
 /// Reads the sources and plans against the cluster: everything before the first write.
 async fn prepare(r: &Resolved, l: &Limits) -> anyhow::Result<(ApiServer, Prepared)> {
-    let sources = source::load(&r.paths)?;
+    let sources = source::load(&r.inputs)?;
     let cluster = connect(r).await?;
     let prepared =
         executor::prepare(&cluster, sources, &r.identity, &r.namespace, &options(r, l)).await?;
@@ -318,12 +394,12 @@ impl Drop for Bar {
     }
 }
 
-fn exit_code(report: &Report) -> i32 {
+fn exit_code(report: &Report, on_change: bool) -> i32 {
     if report.failed() {
         1
     } else if report.incomplete() {
         EXIT_INCOMPLETE
-    } else if report.changed() {
+    } else if report.changed() && on_change {
         EXIT_CHANGED
     } else {
         0
@@ -419,9 +495,9 @@ fn print_report(report: &Report, format: Format) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn finish(report: &Report, format: Format) -> anyhow::Result<()> {
+fn finish(report: &Report, format: Format, limits: &Limits) -> anyhow::Result<()> {
     print_report(report, format)?;
-    match exit_code(report) {
+    match exit_code(report, limits.exit_code) {
         0 => Ok(()),
         1 => anyhow::bail!("the run did not complete (see above)"),
         code => std::process::exit(code),
@@ -435,8 +511,12 @@ pub async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
         Some(file) => {
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("reading the plan {}", file.display()))?;
-            let reviewed: Prepared = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not a kgc plan", file.display()))?;
+            // `kgc plan` writes JSON, or YAML with `-o yaml`.
+            let reviewed: Prepared = match serde_json::from_str(&text) {
+                Ok(p) => p,
+                Err(_) => serde_saphyr::from_str(&text)
+                    .with_context(|| format!("{} is not a kgc plan", file.display()))?,
+            };
             if reviewed.identity != r.identity || reviewed.namespace != r.namespace {
                 anyhow::bail!(
                     "the plan is for {} in namespace {}, not {} in {}",
@@ -479,7 +559,7 @@ pub async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
     )
     .await?;
     drop(bar);
-    finish(&report, args.output)
+    finish(&report, args.output, &args.limits)
 }
 
 /// The reviewed plan's desired objects as sources again (stamping is idempotent).
@@ -540,17 +620,21 @@ pub async fn prune(args: PruneArgs) -> anyhow::Result<()> {
     let r = resolve(&args.target, true)?;
     let (cluster, prepared) = prepare(&r, &args.limits).await?;
     let report = prune_only(&cluster, &prepared, &args.limits, args.dry_run).await?;
-    finish(&report, args.output)
+    finish(&report, args.output, &args.limits)
 }
 
 pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
     let r = resolve(&args.target, true)?;
     let (_, prepared) = prepare(&r, &args.limits).await?;
-    let text = serde_json::to_string_pretty(&prepared)?;
-    match &args.output {
-        Some(path) => std::fs::write(path, text + "\n")
-            .with_context(|| format!("writing {}", path.display()))?,
-        None => println!("{text}"),
+    let text = match args.output {
+        PlanFormat::Json => serde_json::to_string_pretty(&prepared)? + "\n",
+        PlanFormat::Yaml => serde_saphyr::to_string(&serde_json::to_value(&prepared)?)?,
+    };
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?
+        }
+        None => print!("{text}"),
     }
     let changes = prepared
         .changes
@@ -564,7 +648,7 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
         prepared.prune.kept.len(),
         prepared.prune.undetermined.len()
     );
-    if changes > 0 || !prepared.prune.deletes.is_empty() {
+    if args.limits.exit_code && (changes > 0 || !prepared.prune.deletes.is_empty()) {
         std::process::exit(EXIT_CHANGED);
     }
     Ok(())
@@ -585,7 +669,7 @@ pub async fn delete(args: PruneArgs) -> anyhow::Result<()> {
     {
         executor::delete_parent(&cluster, &prepared).await?;
     }
-    finish(&report, args.output)
+    finish(&report, args.output, &args.limits)
 }
 
 /// Strips what the server maintains, for a readable diff.
@@ -619,6 +703,7 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<()> {
         allow_empty: true,
         wait: false,
         timeout: Duration::ZERO,
+        exit_code: false,
     };
     let (cluster, prepared) = prepare(&r, &limits).await?;
     let mut out = std::io::stdout().lock();
@@ -683,7 +768,7 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<()> {
         std::process::exit(EXIT_INCOMPLETE);
     }
     if changed {
-        std::process::exit(EXIT_CHANGED);
+        std::process::exit(EXIT_DIFFERENT);
     }
     Ok(())
 }
@@ -717,7 +802,13 @@ mod tests {
         assert_eq!(r.identity.describe(), "app=shop,env=prod");
         assert_eq!(r.namespace, "shop");
         assert_eq!(r.context.as_deref(), Some("prod-ctx"));
-        assert_eq!(r.paths, [dir.path().join("manifests")]);
+        assert_eq!(
+            r.inputs,
+            [Input::Path {
+                path: dir.path().join("manifests"),
+                recursive: true
+            }]
+        );
         // Flags override the project.
         let r = resolve(
             &target(&["--project", p, "--env", "dev", "-n", "x", "src"]),
@@ -725,7 +816,37 @@ mod tests {
         )
         .unwrap();
         assert_eq!((r.namespace.as_str(), r.context), ("x", None));
-        assert_eq!(r.paths, [PathBuf::from("src")]);
+        assert_eq!(
+            r.inputs,
+            [Input::Path {
+                path: PathBuf::from("src"),
+                recursive: true
+            }]
+        );
+        // kubectl's -f: one level unless -R; `-` is standard input.
+        let r = resolve(
+            &target(&["--project", p, "--env", "dev", "-f", "a", "-f", "-"]),
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            r.inputs,
+            [
+                Input::Path {
+                    path: PathBuf::from("a"),
+                    recursive: false
+                },
+                Input::Stdin
+            ]
+        );
+        let r = resolve(&target(&["--project", p, "--env", "dev", "-Rf", "a"]), true).unwrap();
+        assert_eq!(
+            r.inputs,
+            [Input::Path {
+                path: PathBuf::from("a"),
+                recursive: true
+            }]
+        );
         // Several environments need --env; unknown ones are named.
         let err = resolve(&target(&["--project", p]), true)
             .unwrap_err()

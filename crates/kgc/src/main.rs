@@ -15,6 +15,7 @@ mod lifecycle;
 mod node_cmd;
 mod node_stop_cmd;
 mod nodes;
+mod rate_limit;
 mod secure;
 mod serve;
 mod signals;
@@ -69,6 +70,11 @@ enum Command {
     /// command (`kgc node gc|snapshot|simulate`); stop and start simulated nodes
     /// (`kgc node stop|start NAME`).
     Node(node_cmd::Args),
+    /// Print a shell completion script (`source <(kgc completion bash)`).
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Parses durations such as `30s`, `5m`, `1h`, `250ms`.
@@ -106,18 +112,55 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-/// Runs the command; a failure is one line on stderr (`kgc: what failed: why`), never a
-/// backtrace, and exit status 1.
+/// Runs the command. A failure is one line per cause on stderr (`kgc: error: what failed`,
+/// then `  caused by: why`), never a backtrace, whatever `RUST_BACKTRACE` says: those are for
+/// kgc's developers, who ask with `KGC_BACKTRACE=1`. Exit status 1, or 2 for `kgc diff` (whose
+/// 1 means "differences", as `kubectl diff`'s).
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format);
+    let developer = std::env::var_os("KGC_BACKTRACE").is_some_and(|v| v == "1");
+    if !developer {
+        std::panic::set_hook(Box::new(|info| {
+            eprintln!("kgc: internal error: {info}");
+        }));
+    }
+    let failure = match cli.command {
+        Command::Diff(_) => std::process::ExitCode::from(deploy_cmd::EXIT_DIFF_ERROR),
+        _ => std::process::ExitCode::FAILURE,
+    };
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) if developer => {
+            eprintln!("kgc: error: {e:?}");
+            failure
+        }
         Err(e) => {
-            eprintln!("kgc: {e:#}");
-            std::process::ExitCode::FAILURE
+            for line in error_lines(&e) {
+                eprintln!("{line}");
+            }
+            failure
         }
     }
+}
+
+/// `kgc: error: …` and a `  caused by: …` line per further cause, leaving out a cause whose
+/// text the line before already includes (an error that embeds its source in its message).
+fn error_lines(e: &anyhow::Error) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut last = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !last.is_empty() && last.contains(&text) {
+            continue;
+        }
+        lines.push(match lines.is_empty() {
+            true => format!("kgc: error: {text}"),
+            false => format!("  caused by: {text}"),
+        });
+        last = text;
+    }
+    lines
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -135,6 +178,37 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Plan(args) => deploy_cmd::plan(args).await,
             Command::Delete(args) => deploy_cmd::delete(args).await,
             Command::Node(args) => node_cmd::run(args).await,
+            Command::Completion { shell } => {
+                use clap::CommandFactory;
+                // Generated into memory: clap_complete panics on a write error, and a reader
+                // that stops early (`| head`) is no error.
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut Cli::command(), "kgc", &mut script);
+                match std::io::Write::write_all(&mut std::io::stdout(), &script) {
+                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+                    _ => Ok(()),
+                }
+            }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_is_one_line_per_cause_without_repeats() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let e = anyhow::Error::new(io)
+            .context("/x: no such file")
+            .context("reading the plan");
+        assert_eq!(
+            error_lines(&e),
+            [
+                "kgc: error: reading the plan",
+                "  caused by: /x: no such file"
+            ]
+        );
+    }
 }

@@ -22,24 +22,35 @@ const T: Duration = Duration::from_secs(20);
 struct Clocked {
     server: Server,
     base_secs: u64,
+    controllers: &'static str,
 }
 
 impl Clocked {
+    /// The CronJob controller alone.
     async fn start() -> Self {
+        Self::start_running("-*,cronjob").await
+    }
+
+    /// With `--controllers=CONTROLLERS`.
+    async fn start_running(controllers: &'static str) -> Self {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap()
             .as_secs();
         // Five seconds past the next minute.
         let base_secs = (65 - now % 60) % 60;
-        let args = Self::args(base_secs);
+        let args = Self::args(controllers, base_secs);
         let server = Server::living(&args.iter().map(String::as_str).collect::<Vec<_>>()).await;
-        Clocked { server, base_secs }
+        Clocked {
+            server,
+            base_secs,
+            controllers,
+        }
     }
 
-    fn args(offset_secs: u64) -> Vec<String> {
+    fn args(controllers: &str, offset_secs: u64) -> Vec<String> {
         vec![
-            "--controllers=-*,cronjob".into(),
+            format!("--controllers={controllers}"),
             "--clock-offset".into(),
             format!("{offset_secs}s"),
         ]
@@ -47,7 +58,7 @@ impl Clocked {
 
     /// Restarts the server `minutes` minutes later than the first start.
     async fn at_minute(&mut self, minutes: u64) {
-        let args = Self::args(self.base_secs + minutes * 60);
+        let args = Self::args(self.controllers, self.base_secs + minutes * 60);
         self.server
             .restart_with(&args.iter().map(String::as_str).collect::<Vec<_>>())
             .await;
@@ -464,4 +475,37 @@ async fn suspend_time_zones_and_validation() {
             .any(|n| n.starts_with("paused-"))
     })
     .await;
+}
+
+/// With every controller on, the CronJob's Job runs its pod to completion (the Job controller,
+/// the scheduler and the simulated kubelet), and `successfulJobsHistoryLimit: 0` deletes it
+/// once it is finished.
+#[tokio::test]
+async fn a_living_cluster_runs_the_job_and_keeps_no_history() {
+    let mut s = Clocked::start_running("*").await;
+    let ns = fresh_namespace(&s.client(), "cron-living").await;
+    create(
+        &s.client(),
+        &ns,
+        &cronjob(
+            "living",
+            "* * * * *",
+            json!({"successfulJobsHistoryLimit": 0}),
+        ),
+    )
+    .await;
+    s.at_minute(1).await;
+    let c = s.client();
+    let made = wait_jobs(&c, &ns, 1).await;
+    let job = &made[0];
+    // Deleted as soon as it is finished: the history cleanup comes first in a sync, and takes
+    // it off the active list itself (upstream's order, so no `SawCompletedJob`).
+    wait_event(&c, &ns, "SuccessfulDelete", &format!("Deleted job {job}")).await;
+    eventually("the Job gone", T, || async {
+        jobs(&c, &ns).await.is_empty()
+    })
+    .await;
+    let st = status(&c, &ns, "living").await;
+    assert!(st.last_successful_time.is_some(), "{st:?}");
+    assert!(st.active.as_ref().is_none_or(Vec::is_empty), "{st:?}");
 }

@@ -21,7 +21,7 @@ async fn server(extra: &[&str]) -> Server {
     let mut args = vec![
         "--in-memory",
         "--nodes=0",
-        "--disable=nodes-sim,node-lifecycle",
+        "--disable=nodes-sim,node-lifecycle,job",
         "--initial-container-restart-period",
         "1s",
         "--image-gc-period",
@@ -399,6 +399,29 @@ async fn image_gc_removes_unused_images_oldest_first_and_keeps_images_in_use() {
         )
         .await
     );
+    // What went is on the node's events too (kgc's own reason: upstream only logs it).
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    eventually(
+        "an ImageGarbageCollected event on the node",
+        DEADLINE,
+        || async {
+            events
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .any(|e| {
+                    e.involved_object.name.as_deref() == Some("sim-d")
+                        && e.reason.as_deref() == Some("ImageGarbageCollected")
+                        && e.message.as_deref().is_some_and(|m| {
+                            m.starts_with("Removed 1 image, ")
+                                && m.ends_with(": example.com/first:1")
+                        })
+                })
+        },
+    )
+    .await;
 }
 
 #[tokio::test]

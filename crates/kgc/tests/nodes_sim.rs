@@ -357,6 +357,45 @@ async fn stopped_nodes_go_unknown_unreachable_and_departed_ones_are_deleted() {
         ready(&get(&nodes, "kgc-node-0").await.unwrap()),
         Some("True")
     );
+    // The controller's events: each node registered, kgc-node-2 NotReady.
+    let events: Api<Event> = Api::namespaced(s.client(), "default");
+    eventually(
+        "RegisteredNode and NodeNotReady events",
+        secs(10),
+        || async {
+            let seen: Vec<(String, String, String)> = events
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .map(|e| {
+                    (
+                        e.involved_object.name.unwrap_or_default(),
+                        e.reason.unwrap_or_default(),
+                        e.message.unwrap_or_default(),
+                    )
+                })
+                .collect();
+            let has = |node: &str, reason: &str, message: &str| {
+                seen.iter()
+                    .any(|e| (e.0.as_str(), e.1.as_str(), e.2.as_str()) == (node, reason, message))
+            };
+            (0..3).all(|i| {
+                let n = format!("kgc-node-{i}");
+                has(
+                    &n,
+                    "RegisteredNode",
+                    &format!("Registered Node {n} in Controller"),
+                )
+            }) && has(
+                "kgc-node-2",
+                "NodeNotReady",
+                "Node kgc-node-2 status is now: NodeNotReady",
+            )
+        },
+    )
+    .await;
     // Its pods are marked not Ready.
     eventually("the pod on the silent node not Ready", secs(10), || async {
         pod_ready(&pods.get("on-node-2").await.unwrap()).as_deref() == Some("False")
@@ -371,7 +410,7 @@ async fn stopped_nodes_go_unknown_unreachable_and_departed_ones_are_deleted() {
     .await;
     let (ok, _, err) = node_cmd("start", "kgc-node-1");
     assert!(!ok);
-    assert_eq!(err.trim(), "kgc: node \"kgc-node-1\" not found");
+    assert_eq!(err.trim(), "kgc: error: node \"kgc-node-1\" not found");
 
     // Started again: Ready, untainted.
     let (ok, out, err) = node_cmd("start", "kgc-node-2");
@@ -406,7 +445,7 @@ fn a_bad_node_capacity_is_one_line_naming_flag_and_key() {
     assert!(!ok);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.starts_with("kgc: --node-capacity: memory: \"lots\": quantities must match"),
+        err.starts_with("kgc: error: --node-capacity: memory: \"lots\": quantities must match"),
         "{err}"
     );
     let (ok, _, err) = Kgc::run(&[

@@ -164,7 +164,7 @@ async fn remove_an_object() {
         "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {password: hunter2}\n";
     p.write("secret.yaml", SECRET);
     p.write("web.yaml", &(cm("a") + &cm("b")));
-    let r = p.apply(&[], 2).await;
+    let r = p.apply(&[], 0).await;
     assert_eq!(r["applied"].as_array().map(Vec::len), Some(3));
     // An unchanged re-apply writes nothing.
     let before = revision(&s);
@@ -184,11 +184,11 @@ async fn remove_an_object() {
     );
     p.write("web.yaml", &cm("a"));
     // A dry run reports the deletion and writes nothing.
-    let r = p.apply(&["--dry-run"], 2).await;
+    let r = p.apply(&["--dry-run"], 0).await;
     assert_eq!(deleted(&r), [format!("ConfigMap {ns}/b")]);
     assert_eq!(r["deleted"][0][1], "would-delete", "{r}");
     assert_eq!(revision(&s), before, "a dry run wrote something");
-    let r = p.apply(&[], 2).await;
+    let r = p.apply(&[], 0).await;
     assert_eq!(deleted(&r), [format!("ConfigMap {ns}/b")]);
     assert_eq!(
         names(&s, "configmaps", Some(&ns)).await,
@@ -201,16 +201,16 @@ async fn rename_an_object() {
     let (s, ns) = setup("rename").await;
     let p = Project::new(&s, "shop", "prod", &ns);
     p.write("web.yaml", &cm("old"));
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     p.write("web.yaml", &cm("new"));
     // --prune=false applies and keeps the old name.
-    let r = p.apply(&["--prune=false"], 2).await;
+    let r = p.apply(&["--prune=false"], 0).await;
     assert!(deleted(&r).is_empty(), "{r}");
     assert_eq!(
         names(&s, "configmaps", Some(&ns)).await,
         ["kgc-shop-prod", "new", "old"]
     );
-    let r = p.apply(&[], 2).await;
+    let r = p.apply(&[], 0).await;
     assert_eq!(deleted(&r), [format!("ConfigMap {ns}/old")]);
     assert_eq!(
         names(&s, "configmaps", Some(&ns)).await,
@@ -224,14 +224,14 @@ async fn remove_a_whole_component_file() {
     let p = Project::new(&s, "shop", "prod", &ns);
     p.write("web.yaml", &cm("web"));
     p.write("db.yaml", &(cm("db-1") + &cm("db-2")));
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     let live = s
         .kubectl_ok(&["get", "configmap", "db-1", "-n", &ns, "-o", "json"])
         .await;
     let live: Value = serde_json::from_str(&live).unwrap();
     assert_eq!(live["metadata"]["annotations"]["kgc.io/component"], "db");
     p.remove("db.yaml");
-    let r = p.apply(&[], 2).await;
+    let r = p.apply(&[], 0).await;
     assert_eq!(
         deleted(&r),
         [
@@ -247,9 +247,9 @@ async fn move_an_object_to_another_namespace() {
     let other = fresh_namespace(&s.client(), "move-to").await;
     let p = Project::new(&s, "shop", "prod", &ns);
     p.write("web.yaml", &cm("a"));
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     p.write("web.yaml", &cm_in(&other, "a"));
-    let r = p.apply(&[], 2).await;
+    let r = p.apply(&[], 0).await;
     assert_eq!(deleted(&r), [format!("ConfigMap {ns}/a")]);
     assert_eq!(names(&s, "configmaps", Some(&other)).await, ["a"]);
 }
@@ -260,10 +260,10 @@ async fn remove_the_last_object_of_a_namespace() {
     let other = fresh_namespace(&s.client(), "last-ns-other").await;
     let p = Project::new(&s, "shop", "prod", &ns);
     p.write("web.yaml", &(cm("a") + &cm_in(&other, "lonely")));
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     // The source no longer mentions `other` at all: the inventory still does.
     p.write("web.yaml", &cm("a"));
-    let r = p.apply(&[], 2).await;
+    let r = p.apply(&[], 0).await;
     assert_eq!(deleted(&r), [format!("ConfigMap {other}/lonely")]);
     assert!(names(&s, "configmaps", Some(&other)).await.is_empty());
     // The parent was trimmed: `other` is no longer recorded.
@@ -283,10 +283,10 @@ async fn remove_the_last_cluster_scoped_object() {
     let extra = unique("last-cluster-ns");
     let p = Project::new(&s, "shop", "prod", &ns);
     p.write("web.yaml", &(cm("a") + &namespace(&extra)));
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     assert!(names(&s, "namespaces", None).await.contains(&extra));
     p.write("web.yaml", &cm("a"));
-    let r = p.apply(&[], 2).await;
+    let r = p.apply(&[], 0).await;
     assert_eq!(deleted(&r), [format!("Namespace {extra}")]);
     poll_gone(&s, "namespace", &extra, None).await;
 }
@@ -341,19 +341,19 @@ async fn first_apply_with_a_crd_and_its_custom_resources() {
     p.write("crd.yaml", CRD);
     p.write("widgets.yaml", &(widget("w1") + &widget("w2")));
     // The dry run of a first apply cannot dry-run the custom resources: not an error.
-    p.apply(&["--dry-run"], 2).await;
-    p.apply(&[], 2).await;
+    p.apply(&["--dry-run"], 0).await;
+    p.apply(&[], 0).await;
     assert_eq!(names(&s, "widgets", Some(&ns)).await, ["w1", "w2"]);
     p.apply(&[], 0).await;
     // Removing one widget prunes it; removing the CRD and the rest prunes the widgets, then
     // the CRD.
     p.write("widgets.yaml", &widget("w1"));
-    let r = p.apply(&[], 2).await;
+    let r = p.apply(&[], 0).await;
     assert_eq!(deleted(&r), [format!("Widget {ns}/w2")]);
     p.remove("widgets.yaml");
     p.remove("crd.yaml");
     p.write("web.yaml", &cm("a"));
-    let r = p.apply(&["--wait"], 2).await;
+    let r = p.apply(&["--wait"], 0).await;
     assert_eq!(
         deleted(&r),
         [
@@ -369,7 +369,7 @@ async fn controller_created_children_carrying_copied_labels() {
     let (s, ns) = setup("children").await;
     let p = Project::new(&s, "shop", "prod", &ns);
     p.write("web.yaml", &cm("parent"));
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     let parent: Value = serde_json::from_str(
         &s.kubectl_ok(&["get", "configmap", "parent", "-n", &ns, "-o", "json"])
             .await,
@@ -408,7 +408,7 @@ async fn a_foreign_object_with_copied_labels() {
     let (s, ns) = setup("copy").await;
     let p = Project::new(&s, "shop", "prod", &ns);
     p.write("web.yaml", &cm("orig"));
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     // `kubectl get -o json | rename | kubectl create`: labels and annotations copied.
     let mut copy: Value = serde_json::from_str(
         &s.kubectl_ok(&["get", "configmap", "orig", "-n", &ns, "-o", "json"])
@@ -456,12 +456,12 @@ async fn two_environments_and_two_tags_in_one_namespace() {
     t1.write("x.yaml", &(cm("t1-1") + &cm("t1-2")));
     t2.write("x.yaml", &(cm("t2-1") + &cm("t2-2")));
     for p in [&a, &b, &t1, &t2] {
-        p.apply(&[], 2).await;
+        p.apply(&[], 0).await;
     }
     // Each set prunes only its own.
     for (p, prefix) in [(&a, "staging"), (&b, "prod"), (&t1, "t1"), (&t2, "t2")] {
         p.write("x.yaml", &cm(&format!("{prefix}-1")));
-        let r = p.apply(&[], 2).await;
+        let r = p.apply(&[], 0).await;
         assert_eq!(deleted(&r), [format!("ConfigMap {ns}/{prefix}-2")]);
     }
     let mut expected: Vec<String> = [
@@ -487,7 +487,7 @@ async fn two_environments_and_two_tags_in_one_namespace() {
         "{}",
         stderr(&out)
     );
-    t1.apply(&["--force-ownership"], 2).await;
+    t1.apply(&["--force-ownership"], 0).await;
     // Now tag pr-1 owns it: prod's next run refuses to take it back.
     let out = b.kgc("apply", &[]).await;
     assert_eq!(out.status.code(), Some(1));
@@ -500,7 +500,7 @@ async fn an_interrupted_run_followed_by_a_clean_run_prunes_correctly() {
     let extra = unique("interrupt-new");
     let p = Project::new(&s, "shop", "prod", &ns);
     p.write("web.yaml", &cm("a"));
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     // A run that adds a namespace of 600 objects is killed as soon as the namespace appears.
     let mut big = namespace(&extra);
     for i in 0..600 {
@@ -538,7 +538,7 @@ async fn an_interrupted_run_followed_by_a_clean_run_prunes_correctly() {
     );
     // The clean run's source has neither the namespace nor its objects.
     p.remove("big.yaml");
-    let r = p.apply(&["--wait", "--timeout", "60s"], 2).await;
+    let r = p.apply(&["--wait", "--timeout", "60s"], 0).await;
     let d = deleted(&r);
     assert!(d.contains(&format!("Namespace {extra}")), "{d:?}");
     assert_eq!(d.len(), created + 1, "{d:?}");
@@ -550,7 +550,7 @@ async fn max_deletes_and_an_empty_render() {
     let (s, ns) = setup("guards").await;
     let p = Project::new(&s, "shop", "prod", &ns);
     p.write("web.yaml", &(cm("a") + &cm("b") + &cm("c")));
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     p.write("web.yaml", &cm("a"));
     let before = revision(&s);
     let out = p.kgc("apply", &["--max-deletes", "1"]).await;
@@ -563,7 +563,7 @@ async fn max_deletes_and_an_empty_render() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("--allow-empty"), "{}", stderr(&out));
     assert_eq!(names(&s, "configmaps", Some(&ns)).await.len(), 4);
-    let r = p.apply(&["--allow-empty"], 2).await;
+    let r = p.apply(&["--allow-empty"], 0).await;
     assert_eq!(deleted(&r).len(), 3);
 }
 
@@ -572,13 +572,13 @@ async fn plan_drift() {
     let (s, ns) = setup("plan").await;
     let p = Project::new(&s, "shop", "prod", &ns);
     p.write("web.yaml", &(cm("a") + &cm("b")));
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     p.write("web.yaml", &(cm("a") + &cm("c")));
     let plan_dir = tempfile::tempdir().unwrap();
     let plan_file = plan_dir.path().join("plan.json");
     let plan_arg = plan_file.to_str().unwrap();
-    let out = p.kgc("plan", &["-o", plan_arg]).await;
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let out = p.kgc("plan", &["--out", plan_arg]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // Someone changes the object the plan deletes: the plan is refused, nothing is written.
     s.kubectl_ok(&["label", "configmap", "b", "-n", &ns, "touched=yes"])
         .await;
@@ -591,10 +591,12 @@ async fn plan_drift() {
         stderr(&out)
     );
     assert_eq!(revision(&s), before);
-    // A fresh plan executes exactly.
-    let out = p.kgc("plan", &["-o", plan_arg]).await;
+    // A fresh plan executes exactly (YAML too); `--exit-code` says it would change things.
+    let out = p
+        .kgc("plan", &["--out", plan_arg, "-o", "yaml", "--exit-code"])
+        .await;
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let r = p.apply(&["--plan", plan_arg], 2).await;
+    let r = p.apply(&["--plan", plan_arg], 0).await;
     assert_eq!(deleted(&r), [format!("ConfigMap {ns}/b")]);
     assert_eq!(
         names(&s, "configmaps", Some(&ns)).await,
@@ -607,13 +609,14 @@ async fn diff_prune_and_delete() {
     let (s, ns) = setup("diff").await;
     let p = Project::new(&s, "shop", "prod", &ns);
     p.write("web.yaml", &(cm("a") + &cm("b")));
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     p.write(
         "web.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: changed}\n---\n",
     );
+    // kubectl diff's exit codes: 1 for differences.
     let out = p.kgc("diff", &[]).await;
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("-  k: v") && text.contains("+  k: changed"),
@@ -624,17 +627,17 @@ async fn diff_prune_and_delete() {
         "{text}"
     );
     // `kgc prune` deletes without applying.
-    let out = p.kgc("prune", &["--dry-run"]).await;
+    let out = p.kgc("prune", &["--dry-run", "--exit-code"]).await;
     assert_eq!(out.status.code(), Some(2));
     let out = p.kgc("prune", &[]).await;
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
         names(&s, "configmaps", Some(&ns)).await,
         ["a", "kgc-shop-prod"]
     );
     // `kgc delete` removes the set and its parent.
     let out = p.kgc("delete", &[]).await;
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(names(&s, "configmaps", Some(&ns)).await.is_empty());
 }
 
@@ -712,7 +715,7 @@ async fn wait_reports_the_finalizer_that_holds_a_deleted_object() {
         &(cm("a")
             + "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, finalizers: [example.com/hold]}\n---\n"),
     );
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     p.write("web.yaml", &cm("a"));
     // Exit code 3: finished, but an object is still being deleted.
     let r = p.apply(&["--wait", "--timeout", "1s"], 3).await;
@@ -748,12 +751,12 @@ async fn a_namespace_holding_someone_elses_objects_is_kept() {
         "web.yaml",
         &(cm("a") + &namespace(&extra) + &cm_in(&extra, "ours")),
     );
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     // Someone puts an unlabelled object of their own into the set's namespace.
     s.kubectl_ok(&["create", "configmap", "theirs", "-n", &extra])
         .await;
     p.write("web.yaml", &cm("a"));
-    let r = p.apply(&[], 2).await;
+    let r = p.apply(&[], 0).await;
     let outcome = r["deleted"]
         .as_array()
         .into_iter()
@@ -784,10 +787,10 @@ async fn a_403_on_cluster_wide_lists_run_as_a_namespace_scoped_user() {
     let configmaps = || async { names(&s, "configmaps", Some(&ns)).await };
 
     p.write("web.yaml", &(cm("a") + &cm("b")));
-    let r = p.apply(&[], 2).await;
+    let r = p.apply(&[], 0).await;
     assert_eq!(r["applied"].as_array().map(Vec::len), Some(2), "{r}");
     p.write("web.yaml", &cm("a"));
-    let r = p.apply(&[], 2).await;
+    let r = p.apply(&[], 0).await;
     assert_eq!(deleted(&r), [format!("ConfigMap {ns}/b")], "{r}");
     assert!(!configmaps().await.contains(&"b".to_owned()));
 
@@ -799,7 +802,7 @@ async fn a_403_on_cluster_wide_lists_run_as_a_namespace_scoped_user() {
     );
     p.write("web.yaml", &(cm("a") + &cm("c") + &cluster_role));
     p.kubeconfig = s.kubeconfig_path();
-    p.apply(&[], 2).await;
+    p.apply(&[], 0).await;
     p.kubeconfig = deployer;
     p.write("web.yaml", &cm("a"));
     let r = p.apply(&[], 3).await;
@@ -824,6 +827,111 @@ async fn a_403_on_cluster_wide_lists_run_as_a_namespace_scoped_user() {
 
     // Nothing is lost: the admin's next run still knows the kind and prunes the ClusterRole.
     p.kubeconfig = s.kubeconfig_path();
-    let r = p.apply(&[], 2).await;
+    let r = p.apply(&[], 0).await;
     assert_eq!(deleted(&r), [format!("ClusterRole {role}")], "{r}");
+}
+
+/// Runs `kgc ARGS` with `stdin` on standard input and `RUST_BACKTRACE=1` (as many Rust users
+/// have it set): what a shell script sees.
+async fn kgc_in_shell(args: &[&str], stdin: &str) -> Output {
+    use tokio::io::AsyncWriteExt;
+    let mut c = tokio::process::Command::from(Kgc::command());
+    c.args(args)
+        .env("RUST_BACKTRACE", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = c.spawn().expect("running kgc");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).await.unwrap();
+    drop(input);
+    tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .expect("kgc finished within 120 s")
+        .expect("kgc's output")
+}
+
+#[tokio::test]
+async fn exit_codes_and_flags_fit_shell_habits() {
+    let (s, ns) = setup("habits").await;
+    let p = Project::new(&s, "shop", "prod", &ns);
+    let kubeconfig = s.kubeconfig_path();
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let ident = [
+        "--app",
+        "shop",
+        "--env",
+        "prod",
+        "-n",
+        &ns,
+        "--kubeconfig",
+        kubeconfig,
+    ];
+    // A good apply that changed something exits 0, as kubectl's; `--exit-code` opts into 2.
+    p.write("web.yaml", &cm("a"));
+    p.apply(&[], 0).await;
+    p.write("web.yaml", &(cm("a") + &cm("b")));
+    p.apply(&["--exit-code"], 2).await;
+    p.apply(&["--exit-code"], 0).await;
+    // kubectl diff's codes: 0 no differences, 1 differences, 2 error.
+    assert_eq!(p.kgc("diff", &[]).await.status.code(), Some(0));
+    p.write("web.yaml", &cm("a"));
+    assert_eq!(p.kgc("diff", &[]).await.status.code(), Some(1));
+    let missing = p.path("missing.yaml");
+    let mut args = vec!["diff", missing.to_str().unwrap()];
+    args.extend(ident);
+    let out = kgc_in_shell(&args, "").await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // One line per cause, no stack trace though RUST_BACKTRACE=1.
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "kgc: error: {}: No such file or directory (os error 2)",
+            missing.display()
+        )
+    );
+
+    // kubectl's -f: standard input, and a directory one level deep unless -R.
+    std::fs::create_dir(p.path("sub")).unwrap();
+    std::fs::write(p.path("sub/deep.yaml"), cm("deep")).unwrap();
+    let dir = p.dir.path().to_str().unwrap();
+    let mut args = vec!["apply", "-f", dir, "-f", "-"];
+    args.extend(ident);
+    let out = kgc_in_shell(&args, &cm("piped")).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        names(&s, "configmaps", Some(&ns)).await,
+        ["a", "kgc-shop-prod", "piped"]
+    );
+    let mut args = vec!["apply", "-R", "-f", dir];
+    args.extend(ident);
+    let out = kgc_in_shell(&args, "").await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        names(&s, "configmaps", Some(&ns)).await,
+        ["a", "deep", "kgc-shop-prod"]
+    );
+
+    // The client-side rate limit: a run of at least three requests (discovery, lists, the
+    // applies, the parent) at 2 a second with no burst takes at least a second.
+    let started = std::time::Instant::now();
+    let mut args = vec![
+        "apply",
+        "-R",
+        "-f",
+        dir,
+        "--kube-api-qps",
+        "2",
+        "--kube-api-burst",
+        "1",
+    ];
+    args.extend(ident);
+    let out = kgc_in_shell(&args, "").await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
 }

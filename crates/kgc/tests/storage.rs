@@ -81,7 +81,7 @@ async fn second_server_on_a_locked_data_dir_exits_naming_the_holder() {
 /// What a process trying a data directory held by `pid` prints.
 fn in_use(dir: &Path, pid: &str) -> String {
     format!(
-        "kgc: the data directory {} is in use by process {pid} (another kgc serve or add-user): \
+        "kgc: error: the data directory {} is in use by process {pid} (another kgc serve or add-user): \
          stop it, or choose another --data-dir",
         dir.display()
     )
@@ -503,7 +503,7 @@ async fn start_on_a_full_disk_fails_with_one_line() {
     assert_eq!(
         error_lines(&stderr),
         vec![format!(
-            "kgc: cannot start: the disk holding the data directory {} is full (no space left on \
+            "kgc: error: cannot start: the disk holding the data directory {} is full (no space left on \
              device): free some space and start again",
             dir.display()
         )],

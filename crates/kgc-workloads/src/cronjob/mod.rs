@@ -31,6 +31,8 @@ use kube::api::{Api, DeleteParams, PostParams, Preconditions, PropagationPolicy}
 use serde_json::json;
 
 use crate::controller_ref::Owner;
+use crate::job::Job;
+use crate::job::status::{COMPLETE, FAILED, true_condition};
 use crate::{Error, Result};
 use schedule::{Missed, Schedule, location};
 
@@ -49,7 +51,6 @@ const NEXT_SCHEDULE_DELTA: Duration = Duration::from_millis(100);
 
 /// A cached CronJob (typed; there are few of them).
 pub type CronJob = kgc_runtime::informer::Typed<Typed>;
-type Job = kgc_runtime::informer::Typed<TypedJob>;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct CjKey(Key);
@@ -133,14 +134,11 @@ fn controller_ref(
 }
 
 /// Upstream `getFinishedStatus`: `Complete` or `Failed`, when that condition is `True`.
-fn finished(job: &TypedJob) -> Option<&str> {
-    job.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
-        .map(|c| c.type_.as_str())
+fn finished(job: &TypedJob) -> Option<&'static str> {
+    let status = job.status.as_ref()?;
+    [COMPLETE, FAILED]
+        .into_iter()
+        .find(|t| true_condition(status, t).is_some())
 }
 
 /// Upstream `getJobName`: the CronJob's name and the scheduled time in minutes since the
@@ -203,8 +201,8 @@ fn by_start_time(a: &TypedJob, b: &TypedJob) -> std::cmp::Ordering {
 fn beyond_history_limits<'a>(cj: &Typed, jobs: &'a [TypedJob]) -> Vec<&'a TypedJob> {
     let mut out = Vec::new();
     for (condition, limit) in [
-        ("Complete", cj.spec.successful_jobs_history_limit),
-        ("Failed", cj.spec.failed_jobs_history_limit),
+        (COMPLETE, cj.spec.successful_jobs_history_limit),
+        (FAILED, cj.spec.failed_jobs_history_limit),
     ] {
         let Some(limit) = limit else { continue };
         let mut done: Vec<&TypedJob> = jobs
@@ -371,7 +369,7 @@ impl<C: Cluster> Controller<C> {
                         );
                     }
                     let completed = j.status.as_ref().and_then(|s| s.completion_time.clone());
-                    if condition == "Complete"
+                    if condition == COMPLETE
                         && let Some(c) = completed
                         && status
                             .last_successful_time
