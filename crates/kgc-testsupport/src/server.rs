@@ -46,6 +46,7 @@ pub const SIMULATORS: &[&str] = &[
     "job",
     "daemonset",
     "replicationcontroller",
+    "cronjob",
     "provisioner",
     "persistentvolume-binder",
     "scheduler",

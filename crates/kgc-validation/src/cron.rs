@@ -7,8 +7,9 @@
 
 use kgc_meta::gojson::go_quote;
 
-/// Bit 63 marks a field written as `*` or `?`.
-const STAR_BIT: u64 = 1 << 63;
+/// Bit 63 marks a field written as `*` or `?` (robfig/cron `starBit`: a day-of-month or
+/// day-of-week field so written makes the two fields AND, not OR).
+pub const STAR_BIT: u64 = 1 << 63;
 
 /// The range and names of one field.
 #[derive(Clone, Copy)]
@@ -66,7 +67,7 @@ const DOW: Bounds = Bounds {
 
 /// A parsed schedule: the bit sets of a five-field spec, or a descriptor.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Schedule {
+pub enum Schedule {
     Spec {
         minute: u64,
         hour: u64,
@@ -81,7 +82,7 @@ pub(crate) enum Schedule {
 }
 
 /// `cron.ParseStandard`.
-pub(crate) fn parse_standard(spec: &str) -> Result<Schedule, String> {
+pub fn parse_standard(spec: &str) -> Result<Schedule, String> {
     if spec.is_empty() {
         return Err("empty spec string".to_owned());
     }

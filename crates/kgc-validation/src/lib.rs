@@ -94,6 +94,8 @@ mod workload;
 /// Go's `time.ParseDuration` (nanoseconds, Go's error text), for the `kgc.io/*` annotations
 /// that take a duration.
 pub use cron::parse_duration as parse_go_duration;
+/// robfig/cron's standard parser, which the CronJob controller computes its schedule times from.
+pub use cron::{STAR_BIT as CRON_STAR_BIT, Schedule as CronSchedule, parse_standard as parse_cron};
 
 /// The errors upstream's validation finds in `obj`, a built-in object of `group`/`kind` (core
 /// is `""`), in upstream's order; empty when it is valid or the kind is not covered.

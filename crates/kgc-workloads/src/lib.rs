@@ -9,6 +9,8 @@
 //!   deleted beyond `revisionHistoryLimit`;
 //! - [`statefulset`]: pods with stable names and claims from `volumeClaimTemplates`, in
 //!   ordinal order, the claims' owner references set by `persistentVolumeClaimRetentionPolicy`;
+//! - [`cronjob`]: a Job per schedule time of each CronJob, within its concurrency policy and
+//!   starting deadline, and finished Jobs deleted beyond the history limits;
 //! - [`job`]: Jobs run their pods to completion, tracked with a finalizer until counted,
 //!   replaced after back-off until `backoffLimit`, stopped at `activeDeadlineSeconds`;
 //! - [`daemonset`]: a pod on every eligible node, placed by node affinity for the scheduler
@@ -26,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod controller_ref;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod expectations;

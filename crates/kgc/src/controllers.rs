@@ -12,11 +12,11 @@ use kgc_controllers::{
     Context, crd_finalizer, namespace, pod_termination, root_ca, serviceaccount,
 };
 use kgc_nodesim::{lifecycle as node_lifecycle, simulator as nodes_sim};
-use kgc_workloads::{deployment, job, replicaset, replicationcontroller, statefulset};
+use kgc_workloads::{cronjob, deployment, job, replicaset, replicationcontroller, statefulset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC and the lifecycle
 /// collectors first (six), then the cluster's own controllers ([`OFF_AGAINST_A_CLUSTER`]).
-pub const ALL: [&str; 25] = [
+pub const ALL: [&str; 26] = [
     "gc",
     "podgc",
     "ttl",
@@ -34,6 +34,7 @@ pub const ALL: [&str; 25] = [
     job::NAME,
     kgc_workloads::daemonset::NAME,
     replicationcontroller::NAME,
+    cronjob::NAME,
     kgc_volume::provisioner::NAME,
     kgc_volume::binder::NAME,
     kgc_volume::protection::PVC_NAME,
@@ -55,10 +56,8 @@ pub struct Selection {
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
     /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
     /// root-ca-cert-publisher, replicaset, replicationcontroller, deployment, statefulset, job,
-    /// daemonset,
-    /// provisioner,
-    /// persistentvolume-binder,
-    /// pvc-protection, pv-protection, scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
+    /// daemonset, cronjob, provisioner, persistentvolume-binder, pvc-protection, pv-protection,
+    /// scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -143,6 +142,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
             kgc_workloads::daemonset::NAME,
             kgc_workloads::daemonset::run(ctx.clone()).boxed(),
         ),
+        (cronjob::NAME, cronjob::run(ctx.clone()).boxed()),
         (
             replicationcontroller::NAME,
             replicationcontroller::run(ctx.clone()).boxed(),

@@ -17,7 +17,7 @@
 mod backoff;
 mod indexed;
 mod pod;
-mod status;
+pub(crate) mod status;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
