@@ -183,6 +183,18 @@ where
     Ok(claimed)
 }
 
+/// Upstream `RecheckDeletionTimestamp`: whether the owner `name`, read afresh through `api`,
+/// is still the one claiming (the same uid) and not being deleted. A cache may be behind a
+/// deletion and a re-creation under the same name; an adoption must not be.
+pub async fn still_owner<K>(api: &kube::Api<K>, name: &str, owner: &Owner) -> crate::Result<bool>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    Ok(api.get_opt(name).await?.is_some_and(|o| {
+        o.meta().uid.as_deref() == Some(owner.uid.as_str()) && o.meta().deletion_timestamp.is_none()
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use kgc_runtime::informer::View;

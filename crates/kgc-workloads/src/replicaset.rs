@@ -27,10 +27,10 @@ use kgc_controllers::Context;
 use kgc_controllers::events::{Recorder, reference};
 use kgc_meta::selector::LabelSelector;
 use kgc_runtime::informer::{Cache, Key, describe};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::core::NamespaceResourceScope;
 
-use crate::controller_ref::{Claim, Owner, claim};
+use crate::controller_ref::{Owner, claim_all, still_owner};
 use crate::expectations::Expectations;
 use crate::pods::{Pod, to_delete};
 use crate::selector::{matcher, matches};
@@ -357,48 +357,16 @@ impl<K: Kind, C: Cluster> Controller<K, C> {
         key: &Key,
     ) -> Result<Vec<Pod>> {
         let api: Api<TypedPod> = Api::namespaced(self.ctx.client.clone(), &key.0);
-        let mut claimed = Vec::new();
-        let mut can_adopt: Option<bool> = None;
-        for pod in self.candidates(key) {
-            match claim(owner, selector, &pod) {
-                Claim::Keep => claimed.push(pod),
-                Claim::Ignore => {}
-                Claim::Release => {
-                    let patch = Patch::Strategic(owner.release_patch(&pod.uid));
-                    match api.patch(&pod.name, &PatchParams::default(), &patch).await {
-                        Ok(_) => {}
-                        // Gone, or another pod of the name: nothing of ours to release.
-                        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                Claim::Adopt => {
-                    // Upstream `RecheckDeletionTimestamp`: a fresh read of the owner, once.
-                    if can_adopt.is_none() {
-                        can_adopt = Some(self.fresh_owner(owner, key).await?);
-                    }
-                    if can_adopt != Some(true) {
-                        continue;
-                    }
-                    let patch = Patch::Strategic(owner.adopt_patch(&pod.uid));
-                    match api.patch(&pod.name, &PatchParams::default(), &patch).await {
-                        Ok(_) => claimed.push(pod),
-                        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-            }
-        }
-        Ok(claimed)
-    }
-
-    /// Whether the owner, read afresh, is still the one claiming and not being deleted.
-    async fn fresh_owner(&self, owner: &Owner, key: &Key) -> Result<bool> {
-        let api: Api<K> = Api::namespaced(self.ctx.client.clone(), &key.0);
-        Ok(api.get_opt(&key.1).await?.is_some_and(|o| {
-            o.meta().uid.as_deref() == Some(owner.uid.as_str())
-                && o.meta().deletion_timestamp.is_none()
-        }))
+        let owners: Api<K> = Api::namespaced(self.ctx.client.clone(), &key.0);
+        claim_all(
+            &api,
+            owner,
+            selector,
+            self.candidates(key),
+            |p| (p.name.clone(), p.uid.clone()),
+            still_owner(&owners, &key.1, owner),
+        )
+        .await
     }
 
     /// Upstream `manageReplicas`: creates or deletes pods towards `spec.replicas`; the error

@@ -32,7 +32,7 @@ use serde_json::json;
 
 use self::placement::{REVISION_HASH, daemon_template, judge, node_work, pin_to_node};
 use self::update::{OnNode, fenceposts, rolling_update, rolls, status};
-use crate::controller_ref::{Owner, claim_all};
+use crate::controller_ref::{Owner, claim_all, still_owner};
 use crate::expectations::Expectations;
 use crate::history::{self, ControllerRevision, HASH_LABEL};
 use crate::pods::Pod;
@@ -413,10 +413,7 @@ impl<C: Cluster> Controller<C> {
     /// Whether the owner, read afresh, is still the one claiming and not being deleted.
     async fn fresh_owner(&self, owner: &Owner, key: &Key) -> Result<bool> {
         let api: Api<Typed> = Api::namespaced(self.ctx.client.clone(), &key.0);
-        Ok(api.get_opt(&key.1).await?.is_some_and(|ds| {
-            ds.metadata.uid.as_deref() == Some(owner.uid.as_str())
-                && ds.metadata.deletion_timestamp.is_none()
-        }))
+        still_owner(&api, &key.1, owner).await
     }
 
     /// Upstream `getDaemonPods`: the pods of the namespace it controls or may adopt.

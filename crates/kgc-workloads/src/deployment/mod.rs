@@ -31,7 +31,7 @@ use kgc_runtime::informer::{Cache, Key, describe};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::{Value, json};
 
-use crate::controller_ref::{Child, Claim, Owner, claim};
+use crate::controller_ref::{Child, Owner, claim_all, still_owner};
 use crate::replicaset::ReplicaSet;
 use crate::selector::matcher;
 use crate::{Error, Result};
@@ -348,31 +348,25 @@ impl<C: Cluster> Controller<C> {
                 .map(|(_, rs)| rs.clone())
                 .collect()
         });
-        let api = self.rs_api(&key.0);
-        let mut claimed = Vec::new();
-        for rs in candidates {
-            let name = rs.0.metadata.name.clone().unwrap_or_default();
-            let uid = rs.0.metadata.uid.clone().unwrap_or_default();
-            let patch = match claim(owner, Some(selector), &rs) {
-                Claim::Keep => {
-                    claimed.push(rs.0.clone());
-                    continue;
-                }
-                Claim::Ignore => continue,
-                Claim::Release => owner.release_patch(&uid),
-                Claim::Adopt => owner.adopt_patch(&uid),
-            };
-            let adopting = patch["metadata"]["ownerReferences"][0]["controller"] == true;
-            match api
-                .patch(&name, &PatchParams::default(), &Patch::Strategic(patch))
-                .await
-            {
-                Ok(rs) if adopting => claimed.push(rs),
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
+        let deployments: Api<Typed> = Api::namespaced(self.ctx.client.clone(), &key.0);
+        let mut claimed: Vec<TypedRs> = claim_all(
+            &self.rs_api(&key.0),
+            owner,
+            Some(selector),
+            candidates,
+            |rs| {
+                let m = &rs.0.metadata;
+                (
+                    m.name.clone().unwrap_or_default(),
+                    m.uid.clone().unwrap_or_default(),
+                )
+            },
+            still_owner(&deployments, &key.1, owner),
+        )
+        .await?
+        .into_iter()
+        .map(|rs| rs.0)
+        .collect();
         claimed.sort_by_key(|rs| rs.metadata.creation_timestamp.as_ref().map(|t| t.0));
         Ok(claimed)
     }

@@ -40,7 +40,7 @@ use serde_json::json;
 pub use self::backoff::{BASE as DEFAULT_POD_FAILURE_BACKOFF, MAX as MAX_POD_FAILURE_BACKOFF};
 pub use self::pod::{COMPLETION_INDEX, JobPod, TRACKING_FINALIZER};
 use self::status::Uncounted;
-use crate::controller_ref::{Claim, Owner, claim};
+use crate::controller_ref::{Owner, claim_all, still_owner};
 use crate::expectations::Expectations;
 use crate::pods::to_delete;
 use crate::replicaset::pod_from_template;
@@ -315,7 +315,6 @@ impl<C: Cluster> Controller<C> {
     /// namespace its controller reference names or that are orphans.
     async fn claim(
         &self,
-        job: &Typed,
         owner: &Owner,
         selector: Option<&LabelSelector>,
         key: &Key,
@@ -329,48 +328,16 @@ impl<C: Cluster> Controller<C> {
                 .collect()
         });
         let api: Api<TypedPod> = Api::namespaced(self.ctx.client.clone(), &key.0);
-        let mut claimed = Vec::new();
-        let mut can_adopt: Option<bool> = None;
-        for pod in candidates {
-            let patch = match claim(owner, selector, &pod) {
-                Claim::Keep => {
-                    claimed.push(pod);
-                    continue;
-                }
-                Claim::Ignore => continue,
-                Claim::Release => owner.release_patch(pod.uid()),
-                Claim::Adopt => {
-                    // Upstream `RecheckDeletionTimestamp`: a fresh read of the Job, once.
-                    if can_adopt.is_none() {
-                        let jobs: Api<Typed> = Api::namespaced(self.ctx.client.clone(), &key.0);
-                        can_adopt = Some(jobs.get_opt(&key.1).await?.is_some_and(|j| {
-                            j.metadata.uid == job.metadata.uid
-                                && j.metadata.deletion_timestamp.is_none()
-                        }));
-                    }
-                    if can_adopt != Some(true) {
-                        continue;
-                    }
-                    owner.adopt_patch(pod.uid())
-                }
-            };
-            let adopting = patch["metadata"]["ownerReferences"][0]["controller"] == true;
-            match api
-                .patch(
-                    &pod.pod.name,
-                    &PatchParams::default(),
-                    &Patch::Strategic(patch),
-                )
-                .await
-            {
-                Ok(_) if adopting => claimed.push(pod),
-                Ok(_) => {}
-                // Gone, or another pod of the name: nothing of ours to claim.
-                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(claimed)
+        let jobs: Api<Typed> = Api::namespaced(self.ctx.client.clone(), &key.0);
+        claim_all(
+            &api,
+            owner,
+            selector,
+            candidates,
+            |p| (p.pod.name.clone(), p.uid().to_owned()),
+            still_owner(&jobs, &key.1, owner),
+        )
+        .await
     }
 
     /// Upstream `syncJob`; a conflicting status write is retried shortly.
@@ -410,7 +377,7 @@ impl<C: Cluster> Controller<C> {
         let now = self.ctx.clock.now();
         // Expectations before the pods, so a pod arriving in between defers the count.
         let satisfied = self.expectations.satisfied(key);
-        let pods = self.claim(&job, &owner, selector.as_ref(), key).await?;
+        let pods = self.claim(&owner, selector.as_ref(), key).await?;
         let removing = self.seen().removing.get(key).cloned().unwrap_or_default();
         let mut st = job.status.clone().unwrap_or_default();
         let uncounted = Uncounted::of(&st);

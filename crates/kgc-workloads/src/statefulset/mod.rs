@@ -36,7 +36,7 @@ use serde_json::json;
 
 use self::control::{Action, Inputs, Revision, Why, plan};
 use self::identity::{Member, POD_INDEX, POD_NAME, claims, new_pod, ordinals, parent_and_ordinal};
-use crate::controller_ref::{Owner, claim_all};
+use crate::controller_ref::{Owner, claim_all, still_owner};
 use crate::expectations::Expectations;
 use crate::history::{self, ControllerRevision};
 use crate::selector::matcher;
@@ -330,16 +330,10 @@ impl<C: Cluster> Controller<C> {
         Ok(claimed)
     }
 
-    /// Upstream `RecheckDeletionTimestamp`: whether the set, read afresh, is still the one
-    /// claiming and not being deleted.
+    /// Upstream `RecheckDeletionTimestamp` for the set.
     async fn fresh_owner(&self, owner: &Owner, key: &Key) -> Result<bool> {
-        let fresh = Api::<Typed>::namespaced(self.ctx.client.clone(), &key.0)
-            .get_opt(&key.1)
-            .await?;
-        Ok(fresh.is_some_and(|s| {
-            s.metadata.uid.as_deref() == Some(owner.uid.as_str())
-                && s.metadata.deletion_timestamp.is_none()
-        }))
+        let api: Api<Typed> = Api::namespaced(self.ctx.client.clone(), &key.0);
+        still_owner(&api, &key.1, owner).await
     }
 
     /// Upstream `getStatefulSetRevisions`: the update revision is the set's template, recorded
