@@ -29,6 +29,20 @@ pub async fn read(body: Body) -> Result<Bytes, Status> {
         .map_err(|_| Status::too_large(MAX_BODY))
 }
 
+/// Reads and drops the body of a request refused before it was read (401, 403, 429), up to
+/// 256 KiB and for at most a second, as Go's HTTP server does for a handler that left its body
+/// unread (`maxPostHandlerReadBytes`). Without it the connection closes with the body unread,
+/// the kernel answers the rest of the client's write with a reset, and a client still writing
+/// (kubectl sends the body after the headers) reports "broken pipe" instead of the refusal.
+pub async fn discard(body: Body) {
+    const UNREAD: usize = 256 * 1024;
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(1),
+        axum::body::to_bytes(body, UNREAD),
+    )
+    .await;
+}
+
 /// Decodes an object body by its media type: JSON, YAML (as
 /// `curl --data-binary @x.yaml -H 'Content-Type: application/yaml'` sends), or the protobuf
 /// that kubectl's typed generators send (`kubectl create configmap|secret|deployment|…`).

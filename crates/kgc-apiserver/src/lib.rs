@@ -241,6 +241,7 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
                 let resp = e.into_response();
                 api.metrics.count(resp.status());
                 tracing::debug!(%method, %path, status = resp.status().as_u16(), "refused");
+                body::discard(body).await;
                 return resp;
             }
         },
@@ -251,6 +252,7 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
             Ok(permit) => permit,
             Err(resp) => {
                 api.metrics.count(resp.status());
+                body::discard(body).await;
                 return resp;
             }
         },

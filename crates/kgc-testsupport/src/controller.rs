@@ -39,11 +39,18 @@ impl Controller {
         let log = server
             .scratch()
             .join(format!("{}.log", unique("controller")));
+        // The tests judge what the controller does, not how fast a production-safe client
+        // limit lets it: unlimited unless the test sets a limit itself.
+        let unlimited: &[&str] = match args.iter().any(|a| a.starts_with("--kube-api-qps")) {
+            true => &[],
+            false => &["--kube-api-qps=0"],
+        };
         let mut child = B::command()
             .arg("controller")
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(["--listen", "127.0.0.1:0"])
+            .args(unlimited)
             .args(args)
             .env("RUST_LOG", process::rust_log())
             .stdin(Stdio::null())

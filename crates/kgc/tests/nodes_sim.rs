@@ -456,5 +456,13 @@ fn a_bad_node_capacity_is_one_line_naming_flag_and_key() {
         "/nonexistent/kubeconfig",
     ]);
     assert!(!ok);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    // One line per cause.
+    assert_eq!(
+        err.lines().collect::<Vec<_>>(),
+        [
+            "kgc: error: reading the kubeconfig /nonexistent/kubeconfig",
+            "  caused by: failed to read kubeconfig from '\"/nonexistent/kubeconfig\"': No such file or directory (os error 2)"
+        ],
+        "{err}"
+    );
 }
