@@ -27,12 +27,20 @@ const WARNING: &str = "Warning";
 /// correlator starts over, as upstream's LRU of 4,096 forgets.
 const REMEMBERED: usize = 10_000;
 
-/// An event's identity for the correlator: the involved object's namespace, name and uid, the
-/// type, reason and message.
-type Identity = (String, String, String, &'static str, String, String);
+/// The involved object of an event: its namespace and name.
+type Object = (String, String);
 
-/// The name and count of each event written, by identity.
-type Seen = HashMap<Identity, (String, i32)>;
+/// An event's identity for the correlator, within its object: the object's uid, the type,
+/// reason and message.
+type Identity = (String, &'static str, String, String);
+
+/// The name and count of each event written, by object, then identity: forgetting an object's
+/// events (the scheduler does at every bind) is one removal, not a scan of every event.
+#[derive(Default)]
+struct Seen {
+    objects: HashMap<Object, HashMap<Identity, (String, i32)>>,
+    events: usize,
+}
 
 /// Records the events of one component.
 #[derive(Clone)]
@@ -78,7 +86,11 @@ impl Recorder {
     /// Forgets the repeats of the events about the object `namespace`/`name` (it is gone, or
     /// what it waited for happened), so that memory follows the live objects.
     pub fn forget(&self, namespace: &str, name: &str) {
-        lock(&self.seen).retain(|(ns, n, ..), _| ns != namespace || n != name);
+        let mut seen = lock(&self.seen);
+        let object = (namespace.to_owned(), name.to_owned());
+        if let Some(gone) = seen.objects.remove(&object) {
+            seen.events -= gone.len();
+        }
     }
 
     fn record(&self, involved: ObjectReference, kind: &'static str, reason: &str, message: String) {
@@ -87,9 +99,8 @@ impl Recorder {
             .clone()
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "default".to_owned());
+        let object: Object = (namespace.clone(), involved.name.clone().unwrap_or_default());
         let id: Identity = (
-            namespace.clone(),
-            involved.name.clone().unwrap_or_default(),
             involved.uid.clone().unwrap_or_default(),
             kind,
             reason.to_owned(),
@@ -97,10 +108,14 @@ impl Recorder {
         );
         let now = Time(self.clock.now());
         let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
-        let repeat = lock(&self.seen).get_mut(&id).map(|(name, count)| {
-            *count += 1;
-            (name.clone(), *count)
-        });
+        let repeat = lock(&self.seen)
+            .objects
+            .get_mut(&object)
+            .and_then(|o| o.get_mut(&id))
+            .map(|(name, count)| {
+                *count += 1;
+                (name.clone(), *count)
+            });
         if let Some((name, count)) = repeat {
             let seen = self.seen.clone();
             let component = self.component;
@@ -111,7 +126,12 @@ impl Recorder {
                     .await
                 {
                     // Gone (deleted, or expired): the next repeat writes a new one.
-                    lock(&seen).remove(&id);
+                    let mut seen = lock(&seen);
+                    if let Some(o) = seen.objects.get_mut(&object)
+                        && o.remove(&id).is_some()
+                    {
+                        seen.events -= 1;
+                    }
                     tracing::debug!(component, error = %e, "counting a repeated event failed");
                 }
             });
@@ -149,10 +169,18 @@ impl Recorder {
             match api.create(&PostParams::default(), &event).await {
                 Ok(_) => {
                     let mut seen = lock(&seen);
-                    if seen.len() >= REMEMBERED {
-                        seen.clear();
+                    if seen.events >= REMEMBERED {
+                        *seen = Seen::default();
                     }
-                    seen.insert(id, (name, 1));
+                    if seen
+                        .objects
+                        .entry(object)
+                        .or_default()
+                        .insert(id, (name, 1))
+                        .is_none()
+                    {
+                        seen.events += 1;
+                    }
                 }
                 Err(e) => tracing::warn!(component, error = %e, "recording an event failed"),
             }

@@ -28,17 +28,34 @@ impl<B: KgcBinary> Server<B> {
     /// A server whose garbage collector takes `--gc-workers`/`--gc-resync` from `args`: built in
     /// by default; with `KGC_GC_VIA_CONTROLLER` set, a `kgc serve --disable gc` plus a
     /// `kgc controller` (no leader election) pointed at it, so that the same suite exercises the
-    /// remote path.
+    /// remote path. The cluster's own controllers are off (see [`Server::start_with`]).
     pub async fn start_gc(args: &[&str]) -> Self {
+        Self::gc_server(args, false).await
+    }
+
+    /// Like [`Server::start_gc`], in a living cluster (see [`Server::living`]): upstream's e2e
+    /// suites run where the workload controllers make the children the collector collects.
+    pub async fn start_gc_living(args: &[&str]) -> Self {
+        Self::gc_server(args, true).await
+    }
+
+    async fn gc_server(args: &[&str], living: bool) -> Self {
         if std::env::var_os(GC_VIA_CONTROLLER).is_none() {
-            return Self::start_with(args).await;
+            return match living {
+                true => Self::living(args).await,
+                false => Self::start_with(args).await,
+            };
         }
-        Self::start_gc_via_controller(args).await
+        Self::gc_via_controller(args, living).await
     }
 
     /// A `kgc serve --disable gc` plus a `kgc controller` (no leader election) pointed at it,
     /// the controller taking `--gc-workers`/`--gc-resync` from `args`.
     pub async fn start_gc_via_controller(args: &[&str]) -> Self {
+        Self::gc_via_controller(args, false).await
+    }
+
+    async fn gc_via_controller(args: &[&str], living: bool) -> Self {
         let (mut serve_args, mut gc_args) = (vec!["--disable", "gc"], vec!["--leader-elect=false"]);
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -49,7 +66,10 @@ impl<B: KgcBinary> Server<B> {
                 serve_args.push(*a);
             }
         }
-        let mut s = Self::start_with(&serve_args).await;
+        let mut s = match living {
+            true => Self::living(&serve_args).await,
+            false => Self::start_with(&serve_args).await,
+        };
         let controller = Controller::start(&s, &gc_args).await;
         set_graph_base(Some(controller.url().to_owned()));
         s.controller = Some(controller);

@@ -1,21 +1,20 @@
 //! Upstream's garbage-collector e2e specs (`test/e2e/apimachinery/garbage_collector.go`,
-//! `SIGDescribe("Garbage collector")`; numbered E1–E11 below), against a spawned
+//! `SIGDescribe("Garbage collector")`; numbered E1–E11 below), against a spawned living
 //! `kgc serve` through kube-rs.
 //!
-//! No workload controllers run in kgc. Where upstream relies on the ReplicationController,
-//! Deployment, ReplicaSet, CronJob or Job controller, the test creates the children that
-//! controller would have created, with `controller: true, blockOwnerDeletion: true` references
-//! (and the status fields upstream waits for, through the status subresource), and keeps the
-//! expectations. Because those children are created just before the owner is deleted rather
-//! than minutes before by a controller, the orphaning specs first wait until the collector has
-//! observed them (upstream's `GraphHasUID` wait; kubernetes#26120 is the race it avoids).
+//! As upstream's e2e suite runs against a whole cluster, these run against a living one: the
+//! ReplicationController, Deployment, ReplicaSet, CronJob and Job controllers create the
+//! children, the scheduler binds the pods to the simulated node and its kubelet runs them, and
+//! the collector (built in, or `kgc controller` with `KGC_GC_VIA_CONTROLLER`) cleans up beside
+//! them. Before deleting an owner whose children must be orphaned, the specs wait until the
+//! collector has observed the children (upstream's `GraphHasUID` wait; kubernetes#26120 is the
+//! race it avoids).
 //!
 //! The framework namespace is a fresh `gc-*` namespace per spec (one server per spec); the
-//! cluster has no nodes, so `estimateMaximumPods(10, 100)` is 10 and pods, never scheduled, are
-//! deleted immediately. Deadlines are upstream's (including `gcInformerResyncRetryTimeout`);
-//! polls run faster than upstream's where no single check depends on the interval. The 30 s
-//! "see if the garbage collector mistakenly deletes" sleeps are 2 s: kgc's collector acts
-//! within milliseconds.
+//! cluster has its one simulated node, so `estimateMaximumPods(10, 100)` is 55. Deadlines are
+//! upstream's (including `gcInformerResyncRetryTimeout`); polls run faster than upstream's
+//! where no single check depends on the interval. The 30 s "see if the garbage collector
+//! mistakenly deletes" sleeps are 2 s: kgc's collector acts within milliseconds.
 
 kgc_testsupport::bind_kgc!();
 
@@ -49,10 +48,10 @@ struct Framework {
 }
 
 impl Framework {
-    /// `framework.NewDefaultFramework("gc")`: a server (collector in-process, discovery
-    /// re-synced every second) and a fresh namespace.
+    /// `framework.NewDefaultFramework("gc")`: a living server (discovery re-synced every
+    /// second) and a fresh namespace.
     async fn new() -> Self {
-        let s = Server::start_gc(&["--in-memory", "--gc-resync", "1s"]).await;
+        let s = Server::start_gc_living(&["--in-memory", "--gc-resync", "1s"]).await;
         let c = s.client();
         let ns = fresh_namespace(&c, "gc").await;
         Framework { _s: s, c, ns }
@@ -138,47 +137,34 @@ fn new_gc_pod(name: &str) -> Pod {
     }))
 }
 
-/// The reference a workload controller puts on what it creates.
-fn controller_ref(api_version: &str, kind: &str, name: &str, uid: &str) -> Value {
-    json!({
-        "apiVersion": api_version, "kind": kind, "name": name, "uid": uid,
-        "controller": true, "blockOwnerDeletion": true,
-    })
+/// The uids of the pods of `owner` (its controller reference names its uid).
+async fn controlled_pods(f: &Framework, owner_uid: &str) -> Vec<String> {
+    f.api::<Pod>()
+        .list(&ListParams::default())
+        .await
+        .expect("listing pods")
+        .items
+        .iter()
+        .filter(|p| kgc_testsupport::pods::controller_uid(p).as_deref() == Some(owner_uid))
+        .map(uid_of)
+        .collect()
 }
 
-/// Does what the ReplicationController controller would: `replicas` pods from the template,
-/// controlled by the RC, then `status.replicas`. Returns the pods' uids.
-async fn emulate_rc_controller(f: &Framework, rc: &ReplicationController) -> Vec<String> {
-    let pods: Api<Pod> = f.api();
-    let spec = rc.spec.as_ref().expect("a spec");
-    let replicas = spec.replicas.unwrap_or(1);
-    let template = serde_json::to_value(spec.template.as_ref().expect("a template")).unwrap();
-    let owner = controller_ref("v1", "ReplicationController", &name_of(rc), &uid_of(rc));
-    let mut uids = Vec::new();
-    for _ in 0..replicas {
-        let pod: Pod = typed(json!({
-            "metadata": {
-                "generateName": format!("{}-", name_of(rc)),
-                "labels": template["metadata"]["labels"],
-                "ownerReferences": [owner],
-            },
-            "spec": template["spec"],
-        }));
-        let created = pods
-            .create(&PostParams::default(), &pod)
-            .await
-            .expect("creating a pod of the RC");
-        uids.push(uid_of(&created));
-    }
-    let rcs: Api<ReplicationController> = f.api();
-    rcs.patch_status(
-        &name_of(rc),
-        &PatchParams::default(),
-        &Patch::Merge(json!({"status": {"replicas": replicas}})),
-    )
-    .await
-    .expect("setting the RC's status.replicas");
-    uids
+/// Waits until `n` pods controlled by `owner_uid` exist (upstream's "wait for rc to create
+/// pods"); their uids.
+async fn wait_for_controlled_pods(f: &Framework, owner_uid: &str, n: usize) -> Vec<String> {
+    let ok = poll(FAST, REPLICA_SYNC_TIMEOUT, false, || async {
+        controlled_pods(f, owner_uid).await.len() == n
+    })
+    .await;
+    assert!(ok, "failed to wait for {n} pods of {owner_uid}");
+    controlled_pods(f, owner_uid).await
+}
+
+/// Waits until the ReplicationController controller has made the RC's pods; their uids.
+async fn wait_for_rc_pods(f: &Framework, rc: &ReplicationController) -> Vec<String> {
+    let replicas = rc.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    wait_for_controlled_pods(f, &uid_of(rc), replicas as usize).await
 }
 
 /// upstream `waitForReplicas`: `status.replicas == spec.replicas`.
@@ -299,7 +285,7 @@ async fn should_delete_pods_created_by_rc_when_not_orphaning() {
         )
         .await
         .expect("Failed to create replication controller");
-    emulate_rc_controller(&f, &rc).await;
+    wait_for_rc_pods(&f, &rc).await;
     // wait for rc to create some pods (deliberately not waiting for stasis)
     let some = poll(FAST, Duration::from_secs(30), false, || async {
         !pod_client
@@ -346,7 +332,7 @@ async fn should_orphan_pods_created_by_rc_if_delete_options_say_so() {
         .await
         .expect("Failed to create replication controller");
     // wait for rc to create pods
-    let pods = emulate_rc_controller(&f, &rc).await;
+    let pods = wait_for_rc_pods(&f, &rc).await;
     wait_for_replicas(&f, &rc).await;
     wait_observed(&f.c, &pods).await;
     // delete the rc
@@ -396,7 +382,7 @@ async fn should_orphan_pods_created_by_rc_if_delete_options_orphan_dependents_is
         .await
         .expect("Failed to create replication controller");
     // wait for rc to create pods
-    let pods = emulate_rc_controller(&f, &rc).await;
+    let pods = wait_for_rc_pods(&f, &rc).await;
     wait_for_replicas(&f, &rc).await;
     wait_observed(&f.c, &pods).await;
     // delete the rc with only a uid precondition
@@ -417,7 +403,7 @@ async fn should_orphan_pods_created_by_rc_if_delete_options_orphan_dependents_is
     assert_eq!(pods.len(), 2, "expect 2 pods");
 }
 
-/// The Deployment of E4/E5 with what the Deployment and ReplicaSet controllers would create:
+/// The Deployment of E4/E5 and what the Deployment and ReplicaSet controllers make of it:
 /// one ReplicaSet and its 2 pods. Returns (deployment, replica set, pod uids).
 async fn deployment_with_children(
     f: &Framework,
@@ -425,72 +411,46 @@ async fn deployment_with_children(
 ) -> (Deployment, ReplicaSet, Vec<String>) {
     let deploy_client: Api<Deployment> = f.api();
     let rs_client: Api<ReplicaSet> = f.api();
-    let pod_client: Api<Pod> = f.api();
     let deployment_name = "simpletest.deployment";
     // upstream `e2edeployment.NewDeployment(name, 2, labels, "nginx", nginx, RollingUpdate)`
-    let template = json!({
-        "metadata": {"labels": labels},
-        "spec": {
-            "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": "nginx", "image": "registry.k8s.io/e2e-test-images/nginx:1.14-4"}]
-        }
-    });
     let deployment: Deployment = typed(json!({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": deployment_name},
         "spec": {
             "replicas": 2,
             "selector": {"matchLabels": labels},
             "strategy": {"type": "RollingUpdate"},
-            "template": template,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "nginx", "image": "registry.k8s.io/e2e-test-images/nginx:1.14-4"}]
+                }
+            },
         }
     }));
     let deployment = deploy_client
         .create(&PostParams::default(), &deployment)
         .await
         .expect("Failed to create deployment");
-    // the Deployment controller's ReplicaSet
-    let mut rs_labels = labels.clone();
-    rs_labels["pod-template-hash"] = json!("5d4d8f9c7b");
-    let mut rs_template = template.clone();
-    rs_template["metadata"]["labels"] = rs_labels.clone();
-    let rs: ReplicaSet = typed(json!({
-        "metadata": {
-            "name": format!("{deployment_name}-5d4d8f9c7b"),
-            "labels": rs_labels,
-            "ownerReferences": [controller_ref("apps/v1", "Deployment", deployment_name, &uid_of(&deployment))],
-        },
-        "spec": {"replicas": 2, "selector": {"matchLabels": rs_labels}, "template": rs_template},
-    }));
-    let rs = rs_client
-        .create(&PostParams::default(), &rs)
-        .await
-        .expect("creating the ReplicaSet");
-    // the ReplicaSet controller's pods
-    let mut pods = Vec::new();
-    for _ in 0..2 {
-        let pod: Pod = typed(json!({
-            "metadata": {
-                "generateName": format!("{}-", name_of(&rs)),
-                "labels": rs_labels,
-                "ownerReferences": [controller_ref("apps/v1", "ReplicaSet", &name_of(&rs), &uid_of(&rs))],
-            },
-            "spec": rs_template["spec"],
-        }));
-        let created = pod_client
-            .create(&PostParams::default(), &pod)
-            .await
-            .expect("creating a pod of the ReplicaSet");
-        pods.push(uid_of(&created));
-    }
-    let generation = rs.metadata.generation.unwrap_or(1);
-    let rs = rs_client
-        .patch_status(
-            &name_of(&rs),
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"replicas": 2, "observedGeneration": generation}})),
-        )
-        .await
-        .expect("setting the ReplicaSet's status");
+    let owned_by = |rs: &ReplicaSet, uid: &str| {
+        rs.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|r| r.controller == Some(true) && r.uid == uid)
+    };
+    let uid = uid_of(&deployment);
+    let ours = || async {
+        let sets = rs_client.list(&ListParams::default()).await.unwrap().items;
+        sets.into_iter().find(|rs| owned_by(rs, &uid))
+    };
+    let ok = poll(FAST, REPLICA_SYNC_TIMEOUT, false, || async {
+        ours().await.is_some()
+    })
+    .await;
+    assert!(ok, "the Deployment made no ReplicaSet");
+    let rs = ours().await.expect("a ReplicaSet");
+    let pods = wait_for_controlled_pods(f, &uid_of(&rs), 2).await;
     (deployment, rs, pods)
 }
 
@@ -635,7 +595,7 @@ async fn should_keep_the_rc_around_until_all_its_pods_are_deleted_if_the_delete_
         .await
         .expect("Failed to create replication controller");
     // wait for rc to create pods
-    emulate_rc_controller(&f, &rc).await;
+    wait_for_rc_pods(&f, &rc).await;
     wait_for_replicas(&f, &rc).await;
     // delete the rc
     rc_client
@@ -693,8 +653,8 @@ async fn should_not_delete_dependents_that_have_both_valid_owner_and_owner_thats
         .await
         .expect("Failed to create replication controller");
     // wait for rc1 to be stable
-    emulate_rc_controller(&f, &rc1).await;
-    emulate_rc_controller(&f, &rc2).await;
+    wait_for_rc_pods(&f, &rc1).await;
+    wait_for_rc_pods(&f, &rc2).await;
     wait_for_replicas(&f, &rc1).await;
 
     // set half of pods created by rc simpletest-rc-to-be-deleted to have rc
@@ -1006,7 +966,6 @@ async fn should_delete_jobs_and_pods_created_by_cronjob() {
     let f = Framework::new().await;
     let cron_client: Api<CronJob> = f.api();
     let job_client: Api<Job> = f.api();
-    let pod_client: Api<Pod> = f.api();
     // Create the cronjob (upstream `newCronJob("simple", "*/1 * * * ?")`)
     let pod_spec = json!({
         "restartPolicy": "OnFailure",
@@ -1020,38 +979,10 @@ async fn should_delete_jobs_and_pods_created_by_cronjob() {
             "jobTemplate": {"spec": {"parallelism": 1, "completions": 1, "template": {"spec": pod_spec}}}
         }
     }));
-    let cron_job = cron_client
+    cron_client
         .create(&PostParams::default(), &cron_job)
         .await
         .expect("failed to create cronjob");
-    // What the CronJob controller and then the Job controller would create: one Job, one Pod.
-    let job: Job = typed(json!({
-        "metadata": {
-            "name": "simple-29000000",
-            "labels": {"job-name": "simple-29000000"},
-            "ownerReferences": [controller_ref("batch/v1", "CronJob", "simple", &uid_of(&cron_job))],
-        },
-        "spec": {
-            "parallelism": 1, "completions": 1,
-            "template": {"metadata": {"labels": {"job-name": "simple-29000000"}}, "spec": pod_spec}
-        }
-    }));
-    let job = job_client
-        .create(&PostParams::default(), &job)
-        .await
-        .expect("creating the CronJob's Job");
-    let pod: Pod = typed(json!({
-        "metadata": {
-            "generateName": "simple-29000000-",
-            "labels": {"job-name": "simple-29000000"},
-            "ownerReferences": [controller_ref("batch/v1", "Job", &name_of(&job), &uid_of(&job))],
-        },
-        "spec": pod_spec,
-    }));
-    pod_client
-        .create(&PostParams::default(), &pod)
-        .await
-        .expect("creating the Job's Pod");
     // Wait for the CronJob to create new Job
     let ok = poll(
         Duration::from_millis(500),
