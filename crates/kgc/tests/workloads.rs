@@ -647,3 +647,54 @@ async fn replica_sets_and_deployments_with_bad_input_are_refused() {
     let pods: Api<Pod> = Api::namespaced(s.client(), &ns);
     assert!(active(&pods).await.is_empty());
 }
+
+/// Two ReplicaSets whose selectors overlap: each keeps its own pods and never touches the
+/// other's (a pod with a controller is never adopted), so neither creates nor deletes in a
+/// storm (upstream's ControllerRefManager; kubernetes#26120 is the storm it ended).
+#[tokio::test]
+async fn overlapping_selectors_keep_their_own_pods_without_a_storm() {
+    let s = Server::living(&["--in-memory"]).await;
+    let ns = fresh_namespace(&s.client(), "overlap").await;
+    let pods: Api<Pod> = Api::namespaced(s.client(), &ns);
+    let sets: Api<ReplicaSet> = Api::namespaced(s.client(), &ns);
+    let rs = |name: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {{name: {name}}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: shared}}}}\n  template:\n    metadata: {{labels: {{app: shared, set: {name}}}}}\n    spec: {{containers: [{{name: c, image: nginx}}]}}\n"
+        )
+    };
+    s.kubectl_stdin_ok(
+        &["apply", "-n", &ns, "-f", "-"],
+        &(rs("a") + "---\n" + &rs("b")),
+    )
+    .await;
+    let uid = |name: &'static str| {
+        let sets = sets.clone();
+        async move { sets.get(name).await.unwrap().metadata.uid.unwrap() }
+    };
+    let (a, b) = (uid("a").await, uid("b").await);
+    let owned = |owner: &str, all: &[Pod]| {
+        all.iter()
+            .filter(|p| controller_uid(p).as_deref() == Some(owner))
+            .count()
+    };
+    eventually("two pods each", T, || async {
+        let all = active(&pods).await;
+        all.len() == 4 && owned(&a, &all) == 2 && owned(&b, &all) == 2
+    })
+    .await;
+    // Settled: no pod more is made or deleted, and each set counts its own two.
+    let names = |all: Vec<Pod>| {
+        let mut v: Vec<String> = all.into_iter().filter_map(|p| p.metadata.name).collect();
+        v.sort();
+        v
+    };
+    let settled = names(active(&pods).await);
+    consistently("the same four pods", Duration::from_secs(2), || async {
+        names(active(&pods).await) == settled
+    })
+    .await;
+    for name in ["a", "b"] {
+        let status = sets.get(name).await.unwrap().status.unwrap();
+        assert_eq!(status.replicas, 2, "{name}");
+    }
+}
