@@ -14,7 +14,7 @@ use k8s_openapi::api::apps::v1::ControllerRevision as TypedCr;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use serde_json::{Value, json};
 
 use crate::Result;
@@ -134,6 +134,34 @@ pub fn next_revision(revisions: &[TypedCr]) -> i64 {
         .max()
         .unwrap_or(0)
         + 1
+}
+
+/// Deletes what [`to_delete`] chooses, each guarded by its uid (a revision gone, or another
+/// of the same name, is left alone).
+pub async fn truncate(
+    api: &Api<TypedCr>,
+    revisions: &[TypedCr],
+    live: &[&str],
+    limit: i32,
+) -> Result<()> {
+    for r in to_delete(revisions, live, limit) {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: r.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api
+            .delete(r.metadata.name.as_deref().unwrap_or_default(), &params)
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// The revisions to delete so that at most `limit` remain besides the `live` ones (by name:

@@ -34,6 +34,7 @@ pub mod deployment;
 pub mod expectations;
 pub mod history;
 pub mod job;
+pub mod pod_control;
 pub mod pods;
 pub mod replicaset;
 pub mod replicationcontroller;

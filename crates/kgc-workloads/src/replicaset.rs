@@ -18,7 +18,6 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::future::join_all;
 use k8s_openapi::api::apps::v1::{ReplicaSet as Typed, ReplicaSetCondition, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod as TypedPod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -27,11 +26,12 @@ use kgc_controllers::Context;
 use kgc_controllers::events::{Recorder, reference};
 use kgc_meta::selector::LabelSelector;
 use kgc_runtime::informer::{Cache, Key, describe};
-use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use kube::api::{Api, PostParams};
 use kube::core::NamespaceResourceScope;
 
 use crate::controller_ref::{Owner, claim_all, still_owner};
 use crate::expectations::Expectations;
+use crate::pod_control::PodControl;
 use crate::pods::{Pod, to_delete};
 use crate::selector::{matcher, matches};
 use crate::{Error, Result};
@@ -414,39 +414,16 @@ impl<K: Kind, C: Cluster> Controller<K, C> {
             field_manager: Some(K::FIELD_MANAGER.to_owned()),
             ..PostParams::default()
         };
-        let (mut done, mut batch) = (0, 1);
-        while done < n {
-            let size = batch.min(n - done);
-            let results = join_all((0..size).map(|_| api.create(&params, &pod))).await;
-            done += size;
-            let mut error = None;
-            for r in results {
-                match r {
-                    Ok(created) => self.recorder.normal(
-                        object.clone(),
-                        "SuccessfulCreate",
-                        format!("Created pod: {}", created.metadata.name.unwrap_or_default()),
-                    ),
-                    Err(e) => {
-                        self.expectations.creation_observed(key);
-                        self.recorder.warning(
-                            object.clone(),
-                            "FailedCreate",
-                            format!("Error creating: {e}"),
-                        );
-                        error = Some(e);
-                    }
-                }
-            }
-            if let Some(e) = error {
-                for _ in done..n {
-                    self.expectations.creation_observed(key);
-                }
-                return Some(e.into());
-            }
-            batch *= 2;
-        }
-        None
+        let control = PodControl {
+            api: &api,
+            params: &params,
+            expectations: &self.expectations,
+            key,
+            recorder: &self.recorder,
+            involved: object,
+        };
+        let (_, error) = control.create(&vec![pod; n]).await;
+        error.map(Error::from)
     }
 
     /// Deletes the chosen pods, each guarded by its uid.
@@ -457,42 +434,20 @@ impl<K: Kind, C: Cluster> Controller<K, C> {
         victims: &[&Pod],
     ) -> Option<Error> {
         let api: Api<TypedPod> = Api::namespaced(self.ctx.client.clone(), &key.0);
-        let results = join_all(victims.iter().map(|p| {
-            let params = DeleteParams {
-                preconditions: Some(Preconditions {
-                    uid: Some(p.uid.clone()),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
-            let api = api.clone();
-            async move { (p.name.clone(), api.delete(&p.name, &params).await) }
-        }))
-        .await;
-        let mut error = None;
-        for (name, r) in results {
-            match r {
-                Ok(_) => self.recorder.normal(
-                    object.clone(),
-                    "SuccessfulDelete",
-                    format!("Deleted pod: {name}"),
-                ),
-                // Gone already, or replaced: no deletion of ours to wait for.
-                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {
-                    self.expectations.deletion_observed(key);
-                }
-                Err(e) => {
-                    self.expectations.deletion_observed(key);
-                    self.recorder.warning(
-                        object.clone(),
-                        "FailedDelete",
-                        format!("Error deleting: {e}"),
-                    );
-                    error = Some(e.into());
-                }
-            }
-        }
-        error
+        let params = PostParams::default();
+        let control = PodControl {
+            api: &api,
+            params: &params,
+            expectations: &self.expectations,
+            key,
+            recorder: &self.recorder,
+            involved: object,
+        };
+        let victims: Vec<(&str, &str)> = victims
+            .iter()
+            .map(|p| (p.name.as_str(), p.uid.as_str()))
+            .collect();
+        control.delete(&victims).await.map(Error::from)
     }
 }
 

@@ -505,7 +505,10 @@ async fn a_living_cluster_runs_the_job_and_keeps_no_history() {
         jobs(&c, &ns).await.is_empty()
     })
     .await;
-    let st = status(&c, &ns, "living").await;
-    assert!(st.last_successful_time.is_some(), "{st:?}");
-    assert!(st.active.as_ref().is_none_or(Vec::is_empty), "{st:?}");
+    // The status is written after the deletion, in the same sync.
+    eventually("lastSuccessfulTime and nothing active", T, || async {
+        let st = status(&c, &ns, "living").await;
+        st.last_successful_time.is_some() && st.active.as_ref().is_none_or(Vec::is_empty)
+    })
+    .await;
 }

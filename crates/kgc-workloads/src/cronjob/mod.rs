@@ -277,12 +277,22 @@ impl<C: Cluster> Controller<C> {
         self.cleanup_finished(&cj, &jobs, &mut status).await;
         let outcome = self.sync_cron_job(&cj, key, &jobs, &mut status).await;
         if status != before {
-            let active = status.active.as_ref().filter(|a| !a.is_empty());
-            let patch = json!({
-                "active": active,
-                "lastScheduleTime": status.last_schedule_time,
-                "lastSuccessfulTime": status.last_successful_time,
-            });
+            // Only what this sync changed: the cache may be behind our own last write, and a
+            // merge patch of a stale field would take it back (the times only move forward).
+            let mut patch = serde_json::Map::new();
+            if status.active != before.active {
+                let active = status.active.as_ref().filter(|a| !a.is_empty());
+                patch.insert("active".into(), json!(active));
+            }
+            if status.last_schedule_time != before.last_schedule_time {
+                patch.insert("lastScheduleTime".into(), json!(status.last_schedule_time));
+            }
+            if status.last_successful_time != before.last_successful_time {
+                patch.insert(
+                    "lastSuccessfulTime".into(),
+                    json!(status.last_successful_time),
+                );
+            }
             crate::patch_status(&self.cj_api(&key.0), &key.1, &patch).await?;
         }
         outcome

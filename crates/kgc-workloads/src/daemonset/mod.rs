@@ -17,7 +17,6 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use futures::future::join_all;
 use k8s_openapi::api::apps::v1::{ControllerRevision as TypedCr, DaemonSet as Typed};
 use k8s_openapi::api::core::v1::{Pod as TypedPod, PodTemplateSpec};
 use kgc_client::Cluster;
@@ -27,18 +26,19 @@ use kgc_meta::selector::LabelSelector;
 use kgc_runtime::informer::{Cache, Key, describe};
 use kgc_runtime::queue::WorkQueue;
 use kgc_scheduler::node::Node;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use self::placement::{REVISION_HASH, daemon_template, judge, node_work, pin_to_node};
 use self::update::{OnNode, fenceposts, rolling_update, rolls, status};
+use crate::Result;
 use crate::controller_ref::{Owner, claim_all, still_owner};
 use crate::expectations::Expectations;
 use crate::history::{self, ControllerRevision, HASH_LABEL};
+use crate::pod_control::PodControl;
 use crate::pods::Pod;
 use crate::replicaset::pod_from_template;
 use crate::selector::matcher;
-use crate::{Error, Result};
 
 /// The name `--controllers` knows it by (kube-controller-manager's).
 pub const NAME: &str = "daemonset";
@@ -513,84 +513,36 @@ impl<C: Cluster> Controller<C> {
         }
         self.expectations.expect(key, create.len(), delete.len());
         let api: Api<TypedPod> = Api::namespaced(self.ctx.client.clone(), &key.0);
-        let mut error: Option<Error> = None;
         let params = PostParams {
             field_manager: Some(FIELD_MANAGER.to_owned()),
             ..PostParams::default()
         };
-        let (mut done, mut batch) = (0, 1);
-        while done < create.len() {
-            let nodes = &create[done..(done + batch).min(create.len())];
-            done += nodes.len();
-            let results = join_all(nodes.iter().map(|node| {
+        let pods: Vec<TypedPod> = create
+            .iter()
+            .map(|node| {
                 let mut t = template.clone();
                 pin_to_node(&mut t, node);
-                let pod = pod_from_template(&t, &key.0, owner);
-                let (api, params) = (api.clone(), params.clone());
-                async move { api.create(&params, &pod).await }
-            }))
-            .await;
-            for r in results {
-                match r {
-                    Ok(created) => self.recorder.normal(
-                        reference(ds),
-                        "SuccessfulCreate",
-                        format!("Created pod: {}", created.metadata.name.unwrap_or_default()),
-                    ),
-                    Err(e) => {
-                        self.expectations.creation_observed(key);
-                        self.recorder.warning(
-                            reference(ds),
-                            "FailedCreate",
-                            format!("Error creating: {e}"),
-                        );
-                        error = Some(e.into());
-                    }
-                }
-            }
-            if error.is_some() {
-                for _ in done..create.len() {
-                    self.expectations.creation_observed(key);
-                }
-                break;
-            }
-            batch *= 2;
+                pod_from_template(&t, &key.0, owner)
+            })
+            .collect();
+        let control = PodControl {
+            api: &api,
+            params: &params,
+            expectations: &self.expectations,
+            key,
+            recorder: &self.recorder,
+            involved: &reference(ds),
+        };
+        let (_, created) = control.create(&pods).await;
+        let victims: Vec<(&str, &str)> = delete
+            .iter()
+            .map(|p| (p.name.as_str(), p.uid.as_str()))
+            .collect();
+        let deleted = control.delete(&victims).await;
+        match deleted.or(created) {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
         }
-        let results = join_all(delete.iter().map(|p| {
-            let params = DeleteParams {
-                preconditions: Some(Preconditions {
-                    uid: Some(p.uid.clone()),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
-            let api = api.clone();
-            async move { (p.name.clone(), api.delete(&p.name, &params).await) }
-        }))
-        .await;
-        for (name, r) in results {
-            match r {
-                Ok(_) => self.recorder.normal(
-                    reference(ds),
-                    "SuccessfulDelete",
-                    format!("Deleted pod: {name}"),
-                ),
-                // Gone already, or replaced: no deletion of ours to wait for.
-                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {
-                    self.expectations.deletion_observed(key);
-                }
-                Err(e) => {
-                    self.expectations.deletion_observed(key);
-                    self.recorder.warning(
-                        reference(ds),
-                        "FailedDelete",
-                        format!("Error deleting: {e}"),
-                    );
-                    error = Some(e.into());
-                }
-            }
-        }
-        error.map_or(Ok(()), Err)
     }
 
     /// Upstream `cleanupHistory`: old revisions no pod runs, beyond `revisionHistoryLimit`
@@ -608,24 +560,7 @@ impl<C: Cluster> Controller<C> {
             self.ctx.client.clone(),
             ds.metadata.namespace.as_deref().unwrap_or_default(),
         );
-        for r in history::to_delete(old, &live, limit) {
-            let params = DeleteParams {
-                preconditions: Some(Preconditions {
-                    uid: r.metadata.uid.clone(),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
-            match api
-                .delete(r.metadata.name.as_deref().unwrap_or_default(), &params)
-                .await
-            {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
+        history::truncate(&api, old, &live, limit).await
     }
 }
 

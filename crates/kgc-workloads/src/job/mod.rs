@@ -42,6 +42,7 @@ pub use self::pod::{COMPLETION_INDEX, JobPod, TRACKING_FINALIZER};
 use self::status::Uncounted;
 use crate::controller_ref::{Owner, claim_all, still_owner};
 use crate::expectations::Expectations;
+use crate::pod_control::PodControl;
 use crate::pods::to_delete;
 use crate::replicaset::pod_from_template;
 use crate::selector::matcher;
@@ -658,46 +659,21 @@ impl<C: Cluster> Controller<C> {
             ..PostParams::default()
         };
         let template = spec.template.clone();
-        let (mut done, mut batch) = (0, 1);
-        while done < n {
-            let size = batch.min(n - done);
-            let pods: Vec<TypedPod> = indexes[done..done + size]
-                .iter()
-                .map(|i| job_pod(&template, &key.0, owner, *i))
-                .collect();
-            let results = join_all(pods.iter().map(|p| api.create(&params, p))).await;
-            done += size;
-            let mut error = None;
-            for r in results {
-                match r {
-                    Ok(created) => {
-                        s.active += 1;
-                        self.recorder.normal(
-                            reference(job),
-                            "SuccessfulCreate",
-                            format!("Created pod: {}", created.metadata.name.unwrap_or_default()),
-                        );
-                    }
-                    Err(e) => {
-                        self.expectations.creation_observed(key);
-                        self.recorder.warning(
-                            reference(job),
-                            "FailedCreate",
-                            format!("Error creating: {e}"),
-                        );
-                        error = Some(e);
-                    }
-                }
-            }
-            if let Some(e) = error {
-                for _ in done..n {
-                    self.expectations.creation_observed(key);
-                }
-                return Some(e.into());
-            }
-            batch *= 2;
-        }
-        None
+        let pods: Vec<TypedPod> = indexes
+            .iter()
+            .map(|i| job_pod(&template, &key.0, owner, *i))
+            .collect();
+        let control = PodControl {
+            api: &api,
+            params: &params,
+            expectations: &self.expectations,
+            key,
+            recorder: &self.recorder,
+            involved: &reference(job),
+        };
+        let (made, error) = control.create(&pods).await;
+        s.active += made as i32;
+        error.map(Error::from)
     }
 
     /// Deletes `victims`, each guarded by its uid: how many were deleted and how many of those

@@ -435,24 +435,7 @@ impl<C: Cluster> Controller<C> {
             .revision_history_limit
             .unwrap_or(REVISION_HISTORY_LIMIT);
         let api: Api<TypedCr> = Api::namespaced(self.ctx.client.clone(), &key.0);
-        for r in history::to_delete(&revisions.all, &live, limit) {
-            let params = DeleteParams {
-                preconditions: Some(Preconditions {
-                    uid: r.metadata.uid.clone(),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
-            match api
-                .delete(r.metadata.name.as_deref().unwrap_or_default(), &params)
-                .await
-            {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
+        history::truncate(&api, &revisions.all, &live, limit).await
     }
 
     /// Makes the plan's writes: one at a time for `OrderedReady`; for `Parallel` each step
