@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use kgc_prune::desired::ObjectKey;
 use kgc_prune::executor::{
     self, Action, ApiServer, DeleteOutcome, Execution, Options, Prepared, Progress, Report,
 };
@@ -136,8 +137,10 @@ pub struct PruneArgs {
     target: Target,
     #[command(flatten)]
     limits: Limits,
+    /// List what would be deleted, delete nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     output: Format,
 }
@@ -692,6 +695,36 @@ fn diffable(v: &Value) -> Value {
     v
 }
 
+/// kubectl diff's `Masker` (`staging/src/k8s.io/kubectl/pkg/cmd/diff/diff.go`): a Secret's
+/// `data` and `stringData` values never reach the terminal; a value that changes shows as
+/// `*** (before)` and `*** (after)`, any other as `***`. Objects of other kinds are untouched.
+fn mask_secret(key: &ObjectKey, mut before: Option<&mut Value>, mut after: Option<&mut Value>) {
+    // By the key, not the objects: listed objects carry no kind.
+    if key.gk.kind != "Secret" || !key.gk.group.is_empty() {
+        return;
+    }
+    for field in ["data", "stringData"] {
+        let old = before.as_deref().and_then(|v| v.get(field)).cloned();
+        let new = after.as_deref().and_then(|v| v.get(field)).cloned();
+        let mask = |own: &mut Value, other: Option<&Value>, marker: &str| {
+            if let Some(map) = own.get_mut(field).and_then(Value::as_object_mut) {
+                for (k, v) in map.iter_mut() {
+                    let changed = other
+                        .and_then(|o| o.get(k))
+                        .is_some_and(|theirs| theirs != v);
+                    *v = Value::from(if changed { marker } else { "***" });
+                }
+            }
+        };
+        if let Some(b) = before.as_deref_mut() {
+            mask(b, new.as_ref(), "*** (before)");
+        }
+        if let Some(a) = after.as_deref_mut() {
+            mask(a, old.as_ref(), "*** (after)");
+        }
+    }
+}
+
 fn yaml(v: &Value) -> String {
     serde_saphyr::to_string(v).unwrap_or_else(|e| format!("# unprintable: {e}\n"))
 }
@@ -724,6 +757,8 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<()> {
                 diffable(&c.desired.object)
             }
         };
+        let (mut before, mut after) = (before, after);
+        mask_secret(&c.desired.key, before.as_mut(), Some(&mut after));
         let old = before.as_ref().map(yaml).unwrap_or_default();
         let new = yaml(&after);
         let name = c.desired.key.to_string();
@@ -740,7 +775,11 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<()> {
         let old = prepared
             .live
             .get(&d.key)
-            .map(|v| yaml(&diffable(v)))
+            .map(|v| {
+                let mut v = diffable(v);
+                mask_secret(&d.key, Some(&mut v), None);
+                yaml(&v)
+            })
             .unwrap_or_default();
         let name = d.key.to_string();
         write!(
@@ -856,6 +895,36 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("\"qa\""), "{err}");
+    }
+
+    #[test]
+    fn secret_values_are_masked_as_kubectl_diff_masks_them() {
+        let key = |kind: &str| ObjectKey {
+            gk: kgc_prune::gvk::GroupKind {
+                group: String::new(),
+                kind: kind.to_owned(),
+            },
+            namespace: "ns".into(),
+            name: "s".into(),
+        };
+        let mut before = serde_json::json!({
+            "data": {"same": "YQ==", "changed": "Yg==", "gone": "Yw=="}});
+        let mut after = serde_json::json!({
+            "data": {"same": "YQ==", "changed": "ZA==", "new": "ZQ=="}, "stringData": {"s": "x"}});
+        mask_secret(&key("Secret"), Some(&mut before), Some(&mut after));
+        assert_eq!(
+            before["data"],
+            serde_json::json!({"same": "***", "changed": "*** (before)", "gone": "***"})
+        );
+        assert_eq!(
+            after["data"],
+            serde_json::json!({"same": "***", "changed": "*** (after)", "new": "***"})
+        );
+        assert_eq!(after["stringData"]["s"], "***");
+        // Other kinds are shown as they are.
+        let mut cm = serde_json::json!({"data": {"k": "v"}});
+        mask_secret(&key("ConfigMap"), Some(&mut cm), None);
+        assert_eq!(cm["data"]["k"], "v");
     }
 
     #[test]

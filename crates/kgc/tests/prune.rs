@@ -935,3 +935,33 @@ async fn exit_codes_and_flags_fit_shell_habits() {
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn diff_masks_secret_values_as_kubectl_diff() {
+    let (s, ns) = setup("mask").await;
+    let p = Project::new(&s, "shop", "prod", &ns);
+    let secret = |v: &str| {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata: {{name: db}}\nstringData: {{password: {v}}}\n"
+        )
+    };
+    p.write("db.yaml", &secret("hunter2"));
+    p.apply(&[], 0).await;
+    p.write("db.yaml", &secret("correct-horse"));
+    let out = p.kgc("diff", &[]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("*** (before)") && text.contains("*** (after)"),
+        "{text}"
+    );
+    // Neither the values nor their base64 reach the terminal.
+    for leak in [
+        "hunter2",
+        "correct-horse",
+        "aHVudGVyMg==",
+        "Y29ycmVjdC1ob3JzZQ==",
+    ] {
+        assert!(!text.contains(leak), "{leak} in:\n{text}");
+    }
+}
