@@ -1,6 +1,7 @@
 //! What the controllers cost when there is little to do: the idle CPU of a server holding
 //! objects, and the requests the namespace controller makes to delete a namespace of many
-//! objects while other clients write elsewhere (issue 18: one controller runtime).
+//! objects while other clients write elsewhere (issue 18: one controller runtime), and how fast
+//! the owner-reference collector deletes under its client rate limit (issue 21).
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -28,6 +29,7 @@ impl Controller {
         kgc: &std::path::Path,
         kubeconfig: &std::path::Path,
         controllers: &str,
+        extra: Option<&str>,
     ) -> anyhow::Result<Self> {
         let mut child = std::process::Command::new(kgc)
             .arg("controller")
@@ -35,6 +37,7 @@ impl Controller {
             .arg(kubeconfig)
             .args(["--listen", "127.0.0.1:0", "--leader-elect=false"])
             .arg(format!("--controllers={controllers}"))
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -140,8 +143,12 @@ impl Bench {
         args.push("--controllers=*,-namespace".into());
         launch.extra_args = &args;
         let (server, _) = Server::start(launch).await?;
-        let controller =
-            Controller::start(&self.kgc, &dir.path().join("kubeconfig"), "-*,namespace")?;
+        let controller = Controller::start(
+            &self.kgc,
+            &dir.path().join("kubeconfig"),
+            "-*,namespace",
+            None,
+        )?;
         let mut conn = Conn::connect(server.addr).await?;
         for ns in ["doomed", "busy"] {
             create_namespace(&mut conn, ns).await?;
@@ -213,6 +220,97 @@ impl Bench {
         );
         drop(controller);
         server.stop().await?;
+        Ok(())
+    }
+}
+
+impl Bench {
+    /// How fast `kgc controller`'s owner-reference collector deletes against a remote server
+    /// under its default client rate limit (`--kube-api-qps` 20, `--kube-api-burst` 30, as
+    /// kube-controller-manager's), and unthrottled for comparison: one owner with
+    /// `--gc-dependents` ConfigMaps, deleted in the background.
+    pub(crate) async fn collector_rate(&mut self) -> anyhow::Result<()> {
+        let n = self.cli.gc_dependents;
+        println!(
+            "\n== collector deletions/s: 1 owner × {} ConfigMaps, background deletion, collected by `kgc controller --controllers=-*,gc` against `kgc serve --controllers=*,-gc`",
+            thousands(n as u64)
+        );
+        for (limit, extra) in [
+            ("default rate limit (20 qps, burst 30)", None),
+            ("unthrottled (--kube-api-qps=0)", Some("--kube-api-qps=0")),
+        ] {
+            let dir = self.tempdir("collector")?;
+            let mut launch = self.launch(dir.path(), true);
+            let mut args = launch.extra_args.to_vec();
+            args.push("--controllers=*,-gc".into());
+            launch.extra_args = &args;
+            let (server, _) = Server::start(launch).await?;
+            let mut conn = Conn::connect(server.addr).await?;
+            create_namespace(&mut conn, "cascade").await?;
+            let owner = conn
+                .expect(
+                    StatusCode::CREATED,
+                    Method::POST,
+                    &configmaps_path("cascade"),
+                    Some(configmap("owner", 0).to_string().into()),
+                )
+                .await?;
+            let owner: serde_json::Value = serde_json::from_slice(&owner)?;
+            let uid = owner["metadata"]["uid"].as_str().context("owner uid")?;
+            for i in 0..n {
+                let mut cm = configmap(&format!("dep-{i:06}"), i);
+                cm["metadata"]["labels"]["role"] = "dependent".into();
+                cm["metadata"]["ownerReferences"] = serde_json::json!([
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid}
+                ]);
+                conn.expect(
+                    StatusCode::CREATED,
+                    Method::POST,
+                    &configmaps_path("cascade"),
+                    Some(cm.to_string().into()),
+                )
+                .await?;
+            }
+            let controller =
+                Controller::start(&self.kgc, &dir.path().join("kubeconfig"), "-*,gc", extra)?;
+            let started = Instant::now();
+            conn.expect(
+                StatusCode::OK,
+                Method::DELETE,
+                &format!("{}/owner", configmaps_path("cascade")),
+                None,
+            )
+            .await?;
+            let list = format!(
+                "{}?labelSelector=role%3Ddependent",
+                configmaps_path("cascade")
+            );
+            loop {
+                let body = conn
+                    .expect(StatusCode::OK, Method::GET, &list, None)
+                    .await?;
+                let left: serde_json::Value = serde_json::from_slice(&body)?;
+                if left["items"].as_array().is_none_or(Vec::is_empty) {
+                    break;
+                }
+                anyhow::ensure!(
+                    started.elapsed() < Duration::from_secs(600),
+                    "dependents left after 600 s"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            let elapsed = started.elapsed();
+            let result = format!(
+                "{:.1} deletions/s ({} in {:.1} s)",
+                n as f64 / elapsed.as_secs_f64(),
+                thousands(n as u64),
+                elapsed.as_secs_f64()
+            );
+            println!("   {limit}: {result}");
+            self.row(format!("`kgc controller` GC, {limit}"), result);
+            drop(controller);
+            server.stop().await?;
+        }
         Ok(())
     }
 }

@@ -81,6 +81,9 @@ struct Cli {
     /// Nodes registered in the scheduling and workloads measurements.
     #[arg(long, default_value_t = 100)]
     sched_nodes: usize,
+    /// Dependents of the owner the `collector` measurement deletes.
+    #[arg(long, default_value_t = 1_000)]
+    gc_dependents: usize,
     /// Replicas of the Deployment the workloads measurement rolls.
     #[arg(long, default_value_t = 1_000)]
     rollout_replicas: usize,
@@ -152,6 +155,9 @@ enum Which {
     /// nodes created, Running and deleted; a Deployment of `--rollout-replicas` rolled (not
     /// part of `all`).
     Workloads,
+    /// `kgc controller`'s owner-reference collector deleting `--gc-dependents` dependents
+    /// under its default client rate limit and unthrottled (not part of `all`).
+    Collector,
 }
 
 /// One row of the final table.
@@ -945,6 +951,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Workloads {
         bench.workloads().await?;
+    }
+    if which == Which::Collector {
+        bench.collector_rate().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",
