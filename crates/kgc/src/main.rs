@@ -102,7 +102,10 @@ pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 
 fn init_logging(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // kube-client's builder logs a failed connection at ERROR before returning the error that
+    // `run` then prints as `kgc: error: …`: one cause, said once (RUST_LOG still shows it).
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,kube_client::client::builder=off"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

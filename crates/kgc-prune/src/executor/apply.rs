@@ -16,12 +16,15 @@ use super::client::ApiServer;
 use super::{Prepared, READY_TIMEOUT};
 
 /// Whether every field of `desired` has the same value in `live` (lists element-wise, same
-/// length). Fields only `live` has (server defaults, other managers) do not matter.
+/// length). Fields only `live` has (server defaults, other managers) do not matter, nor do
+/// fields `desired` sets to null: a server-side apply drops them, so a manifest written by
+/// `kubectl create … --dry-run=client -o yaml` (`creationTimestamp: null`) is unchanged when
+/// the live object has a timestamp, instead of rewritten on every run.
 pub fn contains(live: &Value, desired: &Value) -> bool {
     match (live, desired) {
         (Value::Object(l), Value::Object(d)) => d
             .iter()
-            .all(|(k, dv)| l.get(k).is_some_and(|lv| contains(lv, dv))),
+            .all(|(k, dv)| dv.is_null() || l.get(k).is_some_and(|lv| contains(lv, dv))),
         (Value::Array(l), Value::Array(d)) => {
             l.len() == d.len() && l.iter().zip(d).all(|(lv, dv)| contains(lv, dv))
         }
@@ -144,5 +147,13 @@ mod tests {
             &live,
             &json!({"metadata": {"labels": {"a": "b"}}})
         ));
+    }
+
+    #[test]
+    fn a_null_in_the_manifest_matches_what_the_server_set() {
+        let live = json!({"metadata": {"name": "a", "creationTimestamp": "2026-11-27T00:00:00Z"}, "spec": {}});
+        let desired =
+            json!({"metadata": {"name": "a", "creationTimestamp": null}, "spec": {"x": null}});
+        assert!(contains(&live, &desired));
     }
 }
