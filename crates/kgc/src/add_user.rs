@@ -1,6 +1,12 @@
 //! `kgc serve add-user NAME`: a client certificate signed by the data directory's CA, an
 //! optional RoleBinding (or ClusterRoleBinding) to one of the default roles, and a ready
-//! kubeconfig on stdout.
+//! kubeconfig on stdout or, with `--write-kubeconfig FILE`, in a file written only once
+//! everything else has succeeded (as k3s's `--write-kubeconfig`): a shell redirect would leave an
+//! empty, world-readable file behind when add-user fails.
+//!
+//! The namespace of `-n` must exist: like `kubectl create rolebinding -n NS`, add-user never
+//! creates one implicitly (a typo would otherwise make a namespace nobody asked for, and the
+//! binding would silently grant nothing where the operator meant it to).
 //!
 //! The binding is written through the running server when it answers (with the admin
 //! kubeconfig of the data directory), so the server sees it at once; when no server runs, it is
@@ -26,13 +32,17 @@ pub struct Args {
     /// Groups the user belongs to (the certificate's O entries); repeatable.
     #[arg(long = "group")]
     groups: Vec<String>,
-    /// Bind --role in this namespace (a RoleBinding); without it, --role binds cluster-wide
-    /// (a ClusterRoleBinding).
+    /// Bind --role in this namespace (a RoleBinding), which must exist: add-user does not
+    /// create it. Without -n, --role binds cluster-wide (a ClusterRoleBinding).
     #[arg(long, short = 'n', requires = "role")]
     namespace: Option<String>,
     /// The default ClusterRole to bind.
     #[arg(long, value_parser = ["view", "edit", "admin", "cluster-admin"])]
     role: Option<String>,
+    /// Write the kubeconfig to FILE (mode 0600, replaced whole, only on success) instead of
+    /// printing it on stdout.
+    #[arg(long, value_name = "FILE")]
+    write_kubeconfig: Option<std::path::PathBuf>,
 }
 
 pub async fn run(
@@ -88,7 +98,13 @@ pub async fn run(
             &format!("    namespace: {ns}\n"),
         );
     }
-    print!("{kubeconfig}");
+    match &args.write_kubeconfig {
+        Some(path) => {
+            crate::tls::write_private(path, &kubeconfig)?;
+            eprintln!("kubeconfig for {} written to {}", args.name, path.display());
+        }
+        None => print!("{kubeconfig}"),
+    }
     Ok(())
 }
 
@@ -149,6 +165,9 @@ async fn create_binding(
             eprintln!("{kind} {name} already exists");
             Ok(())
         }
+        Err(kube::Error::Api(s)) if s.code == 404 && namespace.is_some() => {
+            Err(missing_namespace(&kind, &name, namespace.as_deref()))
+        }
         Err(kube::Error::Api(s)) => Err(anyhow::anyhow!("creating {kind} {name}: {}", s.message)),
         Err(e) => {
             // No server answers: write into the stopped server's store.
@@ -203,9 +222,21 @@ async fn offline(
         Err(kgc_store::Error::Api(s)) if s.is(kgc_meta::Reason::AlreadyExists) => {
             eprintln!("{kind} {name} already exists")
         }
+        Err(kgc_store::Error::Api(s)) if s.is(kgc_meta::Reason::NotFound) => {
+            return Err(missing_namespace(kind, name, namespace));
+        }
         Err(e) => return Err(e).with_context(|| format!("creating {kind} {name}")),
     }
     Ok(())
+}
+
+/// The error for a binding whose namespace does not exist, with the command that fixes it.
+fn missing_namespace(kind: &str, name: &str, namespace: Option<&str>) -> anyhow::Error {
+    let ns = namespace.unwrap_or_default();
+    anyhow::anyhow!(
+        "creating {kind} {name}: namespace {ns:?} does not exist \
+         (add-user does not create it: `kubectl create namespace {ns}` first)"
+    )
 }
 
 fn decode_base64(s: &str) -> anyhow::Result<Vec<u8>> {

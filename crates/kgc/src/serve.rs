@@ -74,7 +74,8 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 enum Action {
     /// Sign a client certificate for a user with the data directory's CA, optionally bind it
-    /// to a default role, and print a kubeconfig for it on stdout.
+    /// to a default role, and print a kubeconfig for it on stdout (or write it with
+    /// --write-kubeconfig FILE).
     AddUser(crate::add_user::Args),
 }
 

@@ -325,21 +325,30 @@ fn write_pair(dir: &Path, name: &str, p: &Pair) -> anyhow::Result<()> {
     crate::serve::write_atomic(&dir.join(format!("{name}.crt")), &p.cert_pem)
 }
 
-/// Writes a secret file readable by its owner only (created so, never widened afterwards).
+/// Writes a secret file readable by its owner only (created so, never widened afterwards),
+/// through `PATH.tmp` in the same directory and a rename, so `path` is whole or untouched; the
+/// temporary file is removed when anything fails.
 pub fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    let written = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
         .open(&tmp)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    f.write_all(contents.as_bytes())
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+        .and_then(|mut f| f.write_all(contents.as_bytes()))
+        .with_context(|| format!("writing {}", tmp.display()))
+        .and_then(|()| {
+            std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+        });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 #[cfg(test)]

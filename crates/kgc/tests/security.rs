@@ -1468,3 +1468,75 @@ async fn admin_get_uid(admin: &Client, collection: &str, name: &str) -> String {
     assert_eq!(r.status, 200, "{}", r.text());
     r.json()["metadata"]["uid"].as_str().unwrap().to_owned()
 }
+
+/// `add-user -n NS` into a namespace that does not exist fails naming it, through the running
+/// server and into a stopped server's store alike, and leaves no kubeconfig (nor its temporary
+/// file) behind; once the namespace exists the same command writes a private, working one.
+#[tokio::test]
+async fn add_user_into_a_missing_namespace_fails_and_writes_no_kubeconfig() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut server = Server::start_secure(&[]).await;
+    let out = server.scratch().join("dana.kubeconfig");
+    let add = |server: &Server, ns: &str| {
+        let o = Kgc::command()
+            .args(["serve", "add-user", "dana", "--data-dir"])
+            .arg(server.data_dir())
+            .args(["-n", ns, "--role", "edit", "--write-kubeconfig"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr,
+        )
+    };
+    let scratch = server.scratch().to_owned();
+    let no_file_left = |what: &str| {
+        let left: Vec<_> = std::fs::read_dir(&scratch)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().starts_with("dana"))
+            .collect();
+        assert!(left.is_empty(), "{what}: left behind {left:?}");
+    };
+    let missing = "kgc: error: creating RoleBinding kgc-user:dana:edit: namespace \"nowhere\" does \
+                   not exist (add-user does not create it: `kubectl create namespace nowhere` first)";
+    let (ok, stdout, stderr) = add(&server, "nowhere");
+    assert!(!ok, "add-user into a missing namespace succeeded");
+    assert_eq!(stderr.trim_end(), missing);
+    assert_eq!(stdout, "");
+    no_file_left("through the server");
+    assert!(
+        !server
+            .kubectl_ok(&["get", "namespaces", "-o", "name"])
+            .await
+            .contains("namespace/nowhere"),
+        "add-user created the namespace"
+    );
+
+    // A stopped server's store refuses it the same way.
+    server.terminate();
+    let (ok, _, stderr) = add(&server, "nowhere");
+    assert!(
+        !ok,
+        "add-user into a missing namespace of a stopped store succeeded"
+    );
+    // (kube-client logs the refused connection before add-user turns to the store.)
+    assert_eq!(stderr.lines().last(), Some(missing), "{stderr}");
+    no_file_left("into the stopped store");
+
+    server.restart().await;
+    server.kubectl_ok(&["create", "namespace", "nowhere"]).await;
+    let (ok, stdout, stderr) = add(&server, "nowhere");
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "", "the kubeconfig went to the file, not stdout");
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+        0o600,
+        "a kubeconfig holds a private key"
+    );
+    let (ok, _, err) = kubectl_with(&server, &out, &["get", "pods"]).await;
+    assert!(ok, "dana's kubeconfig (namespace nowhere): {err}");
+}
