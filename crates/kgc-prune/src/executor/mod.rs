@@ -504,3 +504,79 @@ fn missing_parent_namespace(prepared: &Prepared) -> Error {
         prepared.namespace
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+    use serde_json::json;
+
+    fn prepared(creates: &[(&str, &str, Action)]) -> Prepared {
+        let identity = Identity::new("shop", "prod", None).unwrap();
+        let changes = creates
+            .iter()
+            .map(|(kind, name, action)| {
+                let gk = GroupKind::new("", kind);
+                Change {
+                    desired: Desired {
+                        key: ObjectKey {
+                            gk: gk.clone(),
+                            namespace: String::new(),
+                            name: (*name).to_owned(),
+                        },
+                        resource: Resource {
+                            gk: gk.clone(),
+                            version: "v1".into(),
+                            plural: format!("{}s", kind.to_lowercase()),
+                            namespaced: false,
+                        },
+                        component: "web".into(),
+                        origin: "web.yaml:1".into(),
+                        object: Value::Null,
+                        rank: order::rank(&gk, false),
+                    },
+                    action: *action,
+                    live_uid: None,
+                    live_resource_version: None,
+                }
+            })
+            .collect();
+        Prepared {
+            set_id: "set-1".into(),
+            namespace: "shop".into(),
+            identity,
+            previous: None,
+            current: Inventory::default(),
+            changes,
+            prune: PrunePlan::default(),
+            live: BTreeMap::new(),
+        }
+    }
+
+    /// A 404 as the API server sends it.
+    fn status(details: Value) -> Status {
+        serde_json::from_value(json!({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404,
+            "reason": "NotFound", "message": "not found", "details": details,
+        }))
+        .unwrap()
+    }
+
+    fn not_found(kind: &str, name: &str) -> Status {
+        status(json!({"name": name, "kind": kind}))
+    }
+
+    #[test]
+    fn a_dry_run_fails_on_a_missing_namespace_the_run_does_not_create() {
+        let p = prepared(&[
+            ("Namespace", "new", Action::Create),
+            ("Namespace", "old", Action::Unchanged),
+        ]);
+        assert!(p.dry_run_only_404(&not_found("namespaces", "new")));
+        assert!(!p.dry_run_only_404(&not_found("namespaces", "elsewhere")));
+        assert!(!p.dry_run_only_404(&not_found("namespaces", "old")));
+        // The resource itself is not served yet: its CRD is in the same run.
+        assert!(p.dry_run_only_404(&status(json!({}))));
+        assert_eq!(p.parent_key().to_string(), "ConfigMap shop/kgc-shop-prod");
+    }
+}
