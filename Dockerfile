@@ -9,6 +9,8 @@
 # runtime it links (libc, libm, libgcc_s: rusqlite builds SQLite in, TLS is rustls, git is gix,
 # protobuf is compiled by protox), running as a non-root user with no shell.
 
+# The builder is Debian 12 (bookworm) like both runtime images, so the binary needs no newer
+# glibc than they have.
 ARG RUST_VERSION=1.95
 
 FROM docker.io/library/rust:${RUST_VERSION}-bookworm AS build
