@@ -5,8 +5,21 @@
 //! good deploy: 0 = done, whether or not something changed; 1 = error (nothing written when the
 //! error is in the input, a guard or ownership); 2 = something changed (or would), only with
 //! `--exit-code` (as `git diff --exit-code`); 3 = done, but something is undetermined (a kind
-//! that could not be listed) or a deleted object is still held by finalizers. `kgc diff` is
-//! `kubectl diff`'s: 0 no differences, 1 differences, 2 error (3 undetermined).
+//! that could not be listed) or, with `--wait`, a deleted object is still held by finalizers
+//! at the deadline. `kgc diff` is `kubectl diff`'s: 0 no differences, 1 differences, 2 error
+//! (3 undetermined).
+//!
+//! Without `--wait` a DELETE the server accepted is "deleted" and exits 0, as
+//! `kubectl delete --wait=false` counts it: the run ends at the acceptance, before any
+//! finalizer (a PVC's protection, the GC's `foregroundDeletion`, a controller's cleanup) has
+//! had its chance, so "held" could not be told from "about to go", and exiting 3 after every
+//! delete of such an object would make 3 mean nothing. Who needs to know asks with `--wait`.
+//!
+//! An empty source is an error unless `--allow-empty` says so: an empty render (a failed
+//! template, a wrong path) must not delete the whole set. `kgc delete` is the way to delete
+//! it on purpose; it deletes the set's parent last, after every member and the namespace
+//! that held it, and only when nothing of the set was kept, so a second run finds what is
+//! left.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -489,7 +502,7 @@ fn print_report(report: &Report, format: Format) -> anyhow::Result<()> {
                 count(Action::Create),
                 count(Action::Update),
                 count(Action::Unchanged),
-                report.kept.len(),
+                report.kept_count(),
                 report.undetermined.len(),
             )?;
         }
@@ -667,10 +680,20 @@ pub async fn delete(args: PruneArgs) -> anyhow::Result<()> {
         &options(&r, &args.limits),
     )
     .await?;
-    let report = prune_only(&cluster, &prepared, &args.limits, args.dry_run).await?;
-    if !args.dry_run && !report.failed() && report.kept.is_empty() && report.undetermined.is_empty()
-    {
-        executor::delete_parent(&cluster, &prepared).await?;
+    let mut report = prune_only(&cluster, &prepared, &args.limits, args.dry_run).await?;
+    let parent = prepared.parent_key();
+    if prepared.previous.is_none() {
+        eprintln!(
+            "kgc: nothing to delete: there is no set {} in namespace {} (no {parent})",
+            r.identity.describe(),
+            r.namespace
+        );
+    } else if !report.failed() && report.kept_count() == 0 && report.undetermined.is_empty() {
+        let outcome = executor::delete_parent(&cluster, &prepared, &report, args.dry_run).await?;
+        report.deleted.push((parent, outcome));
+    } else {
+        // The inventory stays so that the next `kgc delete` finds what is left.
+        eprintln!("kgc: keeping {parent}: the set still has members (see above)");
     }
     finish(&report, args.output, &args.limits)
 }

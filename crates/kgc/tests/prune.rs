@@ -965,3 +965,155 @@ async fn diff_masks_secret_values_as_kubectl_diff() {
         assert!(!text.contains(leak), "{leak} in:\n{text}");
     }
 }
+
+/// Runs `kgc` through [`Project::kgc`], expecting exit code `code`; returns stdout.
+async fn kgc_ok(p: &Project, cmd: &str, args: &[&str], code: i32) -> (String, String) {
+    let out = p.kgc(cmd, args).await;
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr(&out),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "kgc {cmd} {args:?}\nstdout: {stdout}\nstderr: {err}"
+    );
+    (stdout, err)
+}
+
+/// Issue 21: `kgc delete` of a set whose Namespace holds the set's parent deletes the
+/// namespace (the parent does not keep it alive) and then the parent, as its dry run said; the
+/// summary counts are true, and a second `kgc delete` has nothing to do.
+#[tokio::test]
+async fn delete_takes_the_namespace_that_holds_the_parent() {
+    let s = Server::start().await;
+    let ns = unique("delete-own-ns");
+    let p = Project::new(&s, "shop", "prod", &ns);
+    p.write("web.yaml", &(namespace(&ns) + &cm("a")));
+    p.apply(&[], 0).await;
+    let everything = [
+        format!("ConfigMap {ns}/a"),
+        format!("ConfigMap {ns}/kgc-shop-prod"),
+        format!("Namespace {ns}"),
+    ];
+    let (dry, _) = kgc_ok(&p, "delete", &["--dry-run", "-o", "json"], 0).await;
+    let dry: Value = serde_json::from_str(&dry).unwrap();
+    assert_eq!(deleted(&dry), everything, "{dry}");
+    let (out, _) = kgc_ok(&p, "delete", &[], 0).await;
+    assert!(out.contains("3 deleted, 0 kept"), "{out}");
+    poll_gone(&s, "namespace", &ns, None).await;
+    let (out, err) = kgc_ok(&p, "delete", &[], 0).await;
+    assert!(err.contains("nothing to delete"), "{err}");
+    assert!(out.contains("0 deleted, 0 kept"), "{out}");
+}
+
+/// Issue 21: a namespace of the set that holds someone else's object is kept, the summary
+/// counts it, and the parent stays so that the next `kgc delete` finishes the job.
+#[tokio::test]
+async fn delete_keeps_the_parent_while_a_member_is_kept() {
+    let s = Server::start().await;
+    let ns = unique("delete-kept-ns");
+    let p = Project::new(&s, "shop", "prod", &ns);
+    p.write("web.yaml", &(namespace(&ns) + &cm("a")));
+    p.apply(&[], 0).await;
+    s.kubectl_ok(&["create", "configmap", "theirs", "-n", &ns])
+        .await;
+    let (out, err) = kgc_ok(&p, "delete", &[], 0).await;
+    assert!(out.contains("1 deleted, 1 kept"), "{out}");
+    assert!(
+        out.contains("ConfigMap theirs") && err.contains("keeping ConfigMap"),
+        "{out}\n{err}"
+    );
+    assert_eq!(
+        names(&s, "configmaps", Some(&ns)).await,
+        ["kgc-shop-prod", "theirs"]
+    );
+    s.kubectl_ok(&["delete", "configmap", "theirs", "-n", &ns])
+        .await;
+    let (out, _) = kgc_ok(&p, "delete", &[], 0).await;
+    assert!(out.contains("2 deleted, 0 kept"), "{out}");
+    poll_gone(&s, "namespace", &ns, None).await;
+}
+
+/// Issue 21: `kgc apply --dry-run` sends server-side dry runs through the same admission as the
+/// apply, so an object in a namespace that does not exist fails the dry run as it fails the
+/// apply; a namespace the same set creates is fine.
+#[tokio::test]
+async fn a_dry_run_fails_where_the_apply_would() {
+    let (s, ns) = setup("dry-ns").await;
+    let missing = unique("dry-missing");
+    let p = Project::new(&s, "shop", "prod", &ns);
+    p.write("web.yaml", &(cm("a") + &cm_in(&missing, "lost")));
+    let before = revision(&s);
+    let not_found = format!("namespaces \"{missing}\" not found");
+    let (dry, _) = kgc_ok(&p, "apply", &["--dry-run"], 1).await;
+    assert!(dry.contains(&not_found), "{dry}");
+    assert_eq!(revision(&s), before, "a dry run wrote something");
+    let (real, _) = kgc_ok(&p, "apply", &[], 1).await;
+    assert!(real.contains(&not_found), "{real}");
+
+    // The set's parent in a namespace nobody creates: the dry run says so too.
+    let nowhere = unique("dry-nowhere");
+    let q = Project::new(&s, "shop", "qa", &nowhere);
+    q.write("web.yaml", &cm("a"));
+    let (_, err) = kgc_ok(&q, "apply", &["--dry-run"], 1).await;
+    assert!(
+        err.contains(&format!(
+            "the namespace {nowhere} of the set's parent does not exist"
+        )),
+        "{err}"
+    );
+
+    // Objects in a namespace the same set creates would be created.
+    let created = unique("dry-created");
+    p.write(
+        "web.yaml",
+        &(cm("a") + &namespace(&created) + &cm_in(&created, "b")),
+    );
+    let before = revision(&s);
+    let r = p.apply(&["--dry-run"], 0).await;
+    let b = r["applied"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|a| key(&a[0]) == format!("ConfigMap {created}/b"))
+        .map(|a| a[1].clone());
+    assert_eq!(b, Some(Value::from("create")), "{r}");
+    assert_eq!(revision(&s), before, "a dry run wrote something");
+    p.apply(&[], 0).await;
+    assert_eq!(names(&s, "configmaps", Some(&created)).await, ["b"]);
+}
+
+/// Issue 21: without `--wait` an accepted delete is "deleted" and exits 0 (finalizers are only
+/// judged by waiting, exit code 3); an empty source is refused, naming `--allow-empty`.
+#[tokio::test]
+async fn without_wait_an_accepted_delete_exits_0() {
+    let (s, ns) = setup("no-wait").await;
+    let p = Project::new(&s, "shop", "prod", &ns);
+    p.write(
+        "web.yaml",
+        &(cm("a")
+            + "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, finalizers: [example.com/hold]}\n---\n"),
+    );
+    p.apply(&[], 0).await;
+    p.write("web.yaml", &cm("a"));
+    let r = p.apply(&[], 0).await;
+    assert_eq!(r["deleted"][0][1], "deleted", "{r}");
+    s.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "held",
+        "-n",
+        &ns,
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ])
+    .await;
+    p.write("web.yaml", "");
+    let (_, err) = kgc_ok(&p, "prune", &[], 1).await;
+    assert!(
+        err.contains("the source is empty") && err.contains("--allow-empty"),
+        "{err}"
+    );
+}

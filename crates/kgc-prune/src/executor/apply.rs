@@ -59,11 +59,13 @@ pub(super) fn as_stored(desired: &Value) -> std::borrow::Cow<'_, Value> {
     std::borrow::Cow::Owned(v)
 }
 
-/// Applies the parent with `inventory`; `false` when its namespace does not exist yet.
+/// Applies the parent with `inventory` (server-side dry run with `dry_run`); `false` when its
+/// namespace does not exist yet.
 pub(super) async fn write_parent(
     cluster: &ApiServer,
     prepared: &Prepared,
     inventory: &Inventory,
+    dry_run: bool,
 ) -> Result<bool, Error> {
     let cm = Resource {
         gk: GroupKind::new("", "ConfigMap"),
@@ -72,7 +74,7 @@ pub(super) async fn write_parent(
         namespaced: true,
     };
     let parent = inventory.parent(&prepared.identity, &prepared.namespace, &prepared.set_id);
-    match cluster.apply(&cm, &parent, false).await {
+    match cluster.apply(&cm, &parent, dry_run).await {
         Ok(_) => Ok(true),
         Err(Error::Kube {
             source: kube::Error::Api(s),

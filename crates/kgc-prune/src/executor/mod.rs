@@ -79,6 +79,39 @@ pub struct Prepared {
     pub live: BTreeMap<ObjectKey, Value>,
 }
 
+impl Prepared {
+    /// The set's parent ConfigMap (its inventory).
+    pub fn parent_key(&self) -> ObjectKey {
+        ObjectKey {
+            gk: GroupKind::new("", "ConfigMap"),
+            namespace: self.namespace.clone(),
+            name: self.identity.parent_name(),
+        }
+    }
+
+    /// Whether this run creates the Namespace `name` (a dry run cannot: objects in it are
+    /// judged as if it existed).
+    fn creates_namespace(&self, name: &str) -> bool {
+        self.changes.iter().any(|c| {
+            c.action == Action::Create
+                && c.desired.key.gk.is_namespace()
+                && c.desired.key.name == name
+        })
+    }
+
+    /// Whether a server-side dry run's 404 is one the real run would not meet: an object in a
+    /// namespace this run creates, or a custom resource whose CRD this run creates (a dry run
+    /// writes neither). Any other missing namespace fails the dry run as it fails the apply.
+    fn dry_run_only_404(&self, s: &kube::core::Status) -> bool {
+        match s.details.as_ref() {
+            Some(d) if d.kind == "namespaces" && d.group.is_empty() => {
+                self.creates_namespace(&d.name)
+            }
+            _ => true,
+        }
+    }
+}
+
 /// Options of a run.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -248,8 +281,20 @@ impl Report {
                 .any(|(_, o)| matches!(o, DeleteOutcome::Failed { .. }))
     }
 
+    /// How many members of the set were kept: by the plan, or by a rule found at delete time
+    /// (a namespace holding others' objects, a CRD with custom resources left, an object
+    /// replaced since it was listed).
+    pub fn kept_count(&self) -> usize {
+        self.kept.len()
+            + self
+                .deleted
+                .iter()
+                .filter(|(_, o)| matches!(o, DeleteOutcome::Kept { .. } | DeleteOutcome::Changed))
+                .count()
+    }
+
     /// Whether something was left undecided or unfinished (undetermined kinds, deletes held by
-    /// finalizers).
+    /// finalizers; see `Execution::wait`).
     pub fn incomplete(&self) -> bool {
         !self.undetermined.is_empty()
             || self
@@ -265,7 +310,9 @@ pub struct Execution {
     pub apply: bool,
     pub prune: bool,
     pub dry_run: bool,
-    /// Wait until deleted objects are gone, up to this long.
+    /// Wait until deleted objects are gone, up to this long. Without it an accepted DELETE is
+    /// `Deleted`, as `kubectl delete --wait=false` counts it: whether finalizers hold the
+    /// object is only known by waiting.
     pub wait: Option<Duration>,
     /// Deletes carry the listed resourceVersion as a precondition too (`--plan`).
     pub exact: bool,
@@ -307,10 +354,20 @@ pub async fn execute(
         // The parent is widened before anything else is written, so an interrupted run never
         // loses track of what it created; if its namespace does not exist yet, the CRDs and
         // Namespaces go first.
-        let parent_needed = !how.dry_run && prepared.previous.as_ref() != Some(&widened);
+        let parent_needed = prepared.previous.as_ref() != Some(&widened);
+        if how.dry_run {
+            // The real run writes the parent first: a dry run fails where that would.
+            if parent_needed
+                && !write_parent(cluster, prepared, &widened, true).await?
+                && !prepared.creates_namespace(&prepared.namespace)
+            {
+                return Err(missing_parent_namespace(prepared));
+            }
+        }
+        let parent_needed = parent_needed && !how.dry_run;
         let mut parent_written = !parent_needed;
         if parent_needed {
-            parent_written = write_parent(cluster, prepared, &widened).await?;
+            parent_written = write_parent(cluster, prepared, &widened, false).await?;
         }
         let mut by_rank: BTreeMap<u8, Vec<&Change>> = BTreeMap::new();
         for c in todo {
@@ -319,12 +376,9 @@ pub async fn execute(
         progress.phase("apply", by_rank.values().map(Vec::len).sum());
         for (rank, changes) in by_rank {
             if rank > order::RANK_NAMESPACE && !parent_written {
-                parent_written = write_parent(cluster, prepared, &widened).await?;
+                parent_written = write_parent(cluster, prepared, &widened, false).await?;
                 if !parent_written {
-                    return Err(Error::Invalid(format!(
-                        "the namespace {} of the set's parent does not exist and the source does not create it",
-                        prepared.namespace
-                    )));
+                    return Err(missing_parent_namespace(prepared));
                 }
             }
             let results: Vec<_> = futures::stream::iter(changes)
@@ -346,11 +400,15 @@ pub async fn execute(
                         report.applied.push((c.desired.key.clone(), c.action));
                         ready.push(c);
                     }
-                    // A custom resource whose CRD this very run creates cannot be dry-run.
+                    // Server-side dry runs go through the same admission as the apply
+                    // (NamespaceLifecycle included), so they fail where it would, except for
+                    // what this very run creates first. kgc is kinder here than `kubectl apply
+                    // --dry-run=server`, which fails on objects in a namespace the same apply
+                    // creates.
                     Err(Error::Kube {
                         source: kube::Error::Api(s),
                         ..
-                    }) if how.dry_run && s.code == 404 => {
+                    }) if how.dry_run && s.code == 404 && prepared.dry_run_only_404(&s) => {
                         report.applied.push((c.desired.key.clone(), c.action));
                     }
                     Err(e) => report
@@ -373,7 +431,7 @@ pub async fn execute(
             return Ok(report);
         }
         if !parent_written {
-            write_parent(cluster, prepared, &widened).await?;
+            write_parent(cluster, prepared, &widened, false).await?;
         }
     }
     if !how.prune {
@@ -396,9 +454,20 @@ pub async fn execute(
             }
         })
         .collect();
-    prune(cluster, &deletes, how, progress, &mut report).await;
+    let parent = prepared.parent_key();
+    prune(cluster, &deletes, &parent, how, progress, &mut report).await;
 
-    if !how.dry_run && !report.failed() {
+    // A deleted namespace takes the parent in it along (`kgc delete`, or an empty source with
+    // `--allow-empty`): there is nothing left to trim, and it could not be written.
+    let parent_namespace_deleted = report.deleted.iter().any(|(k, o)| {
+        k.gk.is_namespace()
+            && k.name == prepared.namespace
+            && matches!(
+                o,
+                DeleteOutcome::Deleted | DeleteOutcome::Gone | DeleteOutcome::Waiting { .. }
+            )
+    });
+    if !how.dry_run && !report.failed() && !parent_namespace_deleted {
         // Trim: what the source holds, plus wherever members are left (kept, failed,
         // undetermined), so the next run still looks there.
         let mut trimmed = prepared.current.clone();
@@ -423,8 +492,91 @@ pub async fn execute(
             }
         }
         if trimmed != widened {
-            write_parent(cluster, prepared, &trimmed).await?;
+            write_parent(cluster, prepared, &trimmed, false).await?;
         }
     }
     Ok(report)
+}
+
+fn missing_parent_namespace(prepared: &Prepared) -> Error {
+    Error::Invalid(format!(
+        "the namespace {} of the set's parent does not exist and the source does not create it",
+        prepared.namespace
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+    use serde_json::json;
+
+    fn prepared(creates: &[(&str, &str, Action)]) -> Prepared {
+        let identity = Identity::new("shop", "prod", None).unwrap();
+        let changes = creates
+            .iter()
+            .map(|(kind, name, action)| {
+                let gk = GroupKind::new("", kind);
+                Change {
+                    desired: Desired {
+                        key: ObjectKey {
+                            gk: gk.clone(),
+                            namespace: String::new(),
+                            name: (*name).to_owned(),
+                        },
+                        resource: Resource {
+                            gk: gk.clone(),
+                            version: "v1".into(),
+                            plural: format!("{}s", kind.to_lowercase()),
+                            namespaced: false,
+                        },
+                        component: "web".into(),
+                        origin: "web.yaml:1".into(),
+                        object: Value::Null,
+                        rank: order::rank(&gk, false),
+                    },
+                    action: *action,
+                    live_uid: None,
+                    live_resource_version: None,
+                }
+            })
+            .collect();
+        Prepared {
+            set_id: "set-1".into(),
+            namespace: "shop".into(),
+            identity,
+            previous: None,
+            current: Inventory::default(),
+            changes,
+            prune: PrunePlan::default(),
+            live: BTreeMap::new(),
+        }
+    }
+
+    /// A 404 as the API server sends it.
+    fn status(details: Value) -> Status {
+        serde_json::from_value(json!({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404,
+            "reason": "NotFound", "message": "not found", "details": details,
+        }))
+        .unwrap()
+    }
+
+    fn not_found(kind: &str, name: &str) -> Status {
+        status(json!({"name": name, "kind": kind}))
+    }
+
+    #[test]
+    fn a_dry_run_fails_on_a_missing_namespace_the_run_does_not_create() {
+        let p = prepared(&[
+            ("Namespace", "new", Action::Create),
+            ("Namespace", "old", Action::Unchanged),
+        ]);
+        assert!(p.dry_run_only_404(&not_found("namespaces", "new")));
+        assert!(!p.dry_run_only_404(&not_found("namespaces", "elsewhere")));
+        assert!(!p.dry_run_only_404(&not_found("namespaces", "old")));
+        // The resource itself is not served yet: its CRD is in the same run.
+        assert!(p.dry_run_only_404(&status(json!({}))));
+        assert_eq!(p.parent_key().to_string(), "ConfigMap shop/kgc-shop-prod");
+    }
 }

@@ -10,7 +10,7 @@ use kube::api::{DeleteParams, ListParams, Preconditions, PropagationPolicy};
 use serde_json::Value;
 
 use crate::Error;
-use crate::desired;
+use crate::desired::{self, ObjectKey};
 use crate::gvk::GroupKind;
 use crate::inventory::Inventory;
 use crate::listing::Resource;
@@ -57,10 +57,12 @@ fn candidate_resource(c: &Candidate) -> Resource {
 }
 
 /// Deletes in reverse apply order, a rank at a time, in parallel within a rank. CRDs go only
-/// after the set's custom resources are gone and none of anyone else's remain.
+/// after the set's custom resources are gone and none of anyone else's remain; a namespace
+/// only when it holds nothing but the set's `parent`.
 pub(super) async fn prune(
     cluster: &ApiServer,
     deletes: &[&Candidate],
+    parent: &ObjectKey,
     how: Execution,
     progress: &dyn Progress,
     report: &mut Report,
@@ -84,7 +86,7 @@ pub(super) async fn prune(
         }
         let results: Vec<_> = futures::stream::iter(batch)
             .map(|c| async move {
-                let outcome = delete_one(cluster, c, how.exact, how.wait).await;
+                let outcome = delete_one(cluster, c, parent, how.exact, how.wait).await;
                 progress.step();
                 (c.key.clone(), outcome)
             })
@@ -99,6 +101,7 @@ pub(super) async fn prune(
 async fn delete_one(
     cluster: &ApiServer,
     c: &Candidate,
+    parent: &ObjectKey,
     exact: bool,
     wait: Option<Duration>,
 ) -> DeleteOutcome {
@@ -109,7 +112,7 @@ async fn delete_one(
         return outcome;
     }
     if c.key.gk.is_namespace()
-        && let Some(outcome) = namespace_blocked(cluster, &c.key.name).await
+        && let Some(outcome) = namespace_blocked(cluster, &c.key.name, parent).await
     {
         return outcome;
     }
@@ -236,8 +239,15 @@ fn incidental(gk: &GroupKind) -> bool {
 /// controller and not one of the objects every namespace gets (the `default` ServiceAccount,
 /// the `kube-root-ca.crt` ConfigMap): deleting it would take others' objects with it (the gap
 /// behind argoproj/argo-cd#22607 and kubernetes-sigs/cli-utils#274). The set's own members
-/// were deleted a rank earlier. A kind that cannot be listed keeps the namespace.
-async fn namespace_blocked(cluster: &ApiServer, namespace: &str) -> Option<DeleteOutcome> {
+/// were deleted a rank earlier, and its `parent` never keeps the namespace: the plan only lets
+/// the parent's namespace go when the set is being deleted, and the parent goes with it (it is
+/// deleted while the parent still records the set, so a run that fails here leaves the
+/// inventory for the next one). A kind that cannot be listed keeps the namespace.
+async fn namespace_blocked(
+    cluster: &ApiServer,
+    namespace: &str,
+    parent: &ObjectKey,
+) -> Option<DeleteOutcome> {
     let resources: Vec<&Resource> = cluster
         .catalog
         .preferred
@@ -257,7 +267,11 @@ async fn namespace_blocked(cluster: &ApiServer, namespace: &str) -> Option<Delet
                     .find(|o| {
                         let m = &o.metadata;
                         let name = m.name.as_deref().unwrap_or("");
-                        m.deletion_timestamp.is_none()
+                        let is_parent = r.gk == parent.gk
+                            && namespace == parent.namespace
+                            && name == parent.name;
+                        !is_parent
+                            && m.deletion_timestamp.is_none()
                             && !m
                                 .owner_references
                                 .iter()
@@ -297,8 +311,27 @@ pub async fn prepare_delete(
     prepare(cluster, Vec::new(), identity, namespace, &options).await
 }
 
-/// Deletes the set's parent (after `kgc delete` removed every member).
-pub async fn delete_parent(cluster: &ApiServer, prepared: &Prepared) -> Result<(), Error> {
+/// Deletes the set's parent, last, once `kgc delete` left no member (in a dry run: says it
+/// would). When the set had the parent's namespace, `report` says that namespace was deleted
+/// just before, with the parent still in it: the parent goes with it (the namespace
+/// controller deletes what a terminating namespace holds), so it is not deleted twice.
+pub async fn delete_parent(
+    cluster: &ApiServer,
+    prepared: &Prepared,
+    report: &Report,
+    dry_run: bool,
+) -> Result<DeleteOutcome, Error> {
+    let with_namespace = report
+        .deleted
+        .iter()
+        .find_map(|(k, o)| (k.gk.is_namespace() && k.name == prepared.namespace).then_some(o));
+    match with_namespace {
+        Some(o @ (DeleteOutcome::Gone | DeleteOutcome::WouldDelete)) => return Ok(o.clone()),
+        Some(DeleteOutcome::Deleted | DeleteOutcome::Waiting { .. }) => {
+            return Ok(DeleteOutcome::Deleted);
+        }
+        _ => {}
+    }
     let cm = Resource {
         gk: GroupKind::new("", "ConfigMap"),
         version: "v1".into(),
@@ -307,10 +340,13 @@ pub async fn delete_parent(cluster: &ApiServer, prepared: &Prepared) -> Result<(
     };
     let name = prepared.identity.parent_name();
     let Some(parent) = cluster.get(&cm, &prepared.namespace, &name).await? else {
-        return Ok(());
+        return Ok(DeleteOutcome::NotFound);
     };
     // Only the parent that was read, and only while it is still kgc's.
     Inventory::from_parent(&parent, &prepared.set_id)?;
+    if dry_run {
+        return Ok(DeleteOutcome::WouldDelete);
+    }
     let dp = DeleteParams {
         preconditions: Some(Preconditions {
             uid: Some(str_at(&parent, "/metadata/uid").to_owned()),
@@ -323,8 +359,8 @@ pub async fn delete_parent(cluster: &ApiServer, prepared: &Prepared) -> Result<(
         .delete(&name, &dp)
         .await
     {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Ok(_) => Ok(DeleteOutcome::Deleted),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(DeleteOutcome::NotFound),
         Err(e) => Err(kube_err("deleting the set's parent")(e)),
     }
 }
