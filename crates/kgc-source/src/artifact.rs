@@ -1,8 +1,9 @@
 //! The artifact: one commit's manifests, read from its tree in the object database without a
 //! work tree (source-controller packs a tarball of a checkout; kgc needs neither).
 //!
-//! Bounded: a manifest blob over [`MAX_MANIFEST_BYTES`] or more than [`MAX_FILES`] manifests
-//! is an error, checked from object headers before any blob is loaded.
+//! Bounded: a manifest blob over [`MAX_MANIFEST_BYTES`] (checked from its header before it is
+//! loaded), more than [`MAX_FILES`] manifests or more than [`MAX_ARTIFACT_BYTES`] in all is an
+//! error.
 
 use std::collections::BTreeMap;
 
@@ -10,13 +11,15 @@ use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use gix::object::tree::EntryMode;
 
-use crate::{Error, GitRepository};
+use crate::{Error, GitRepository, auth};
 
 /// The largest manifest file read (kube-apiserver's request limit is 3 MiB; a multi-document
 /// file may hold several objects).
 pub const MAX_MANIFEST_BYTES: u64 = 8 << 20;
 /// The most manifest files one artifact holds.
 pub const MAX_FILES: usize = 20_000;
+/// The most bytes of manifests one artifact holds (a 2,000-object repository is a few MiB).
+pub const MAX_ARTIFACT_BYTES: u64 = 256 << 20;
 /// Symbolic links followed while resolving one path, as Linux's `MAXSYMLINKS`.
 const MAX_SYMLINKS: usize = 40;
 /// What kubectl reads from a directory (`kubectl apply -f DIR`: `.json`, `.yaml`, `.yml`).
@@ -47,8 +50,9 @@ pub(crate) fn read(
     repo: &gix::Repository,
     commit: ObjectId,
 ) -> Result<Artifact, Error> {
+    let url = auth::redact(&source.url);
     let reader = Reader {
-        url: &source.url,
+        url: &url,
         revision: source.reference.revision(commit),
         repo,
     };
@@ -74,10 +78,20 @@ pub(crate) fn read(
             Node::Blob(blob) => reader.add(&mut blobs, at, blob)?,
         }
     }
-    let files = blobs
-        .into_iter()
-        .map(|(path, blob)| reader.load(path, blob))
-        .collect::<Result<_, _>>()?;
+    let mut files = Vec::with_capacity(blobs.len());
+    let mut total = 0;
+    for (path, blob) in blobs {
+        let file = reader.load(path, blob)?;
+        total += file.content.len() as u64;
+        if total > MAX_ARTIFACT_BYTES {
+            return Err(Error::TooLarge {
+                url: url.to_string(),
+                revision: reader.revision,
+                limit: MAX_ARTIFACT_BYTES,
+            });
+        }
+        files.push(file);
+    }
     Ok(Artifact {
         revision: reader.revision,
         commit: commit.to_string(),

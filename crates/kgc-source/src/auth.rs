@@ -3,6 +3,7 @@
 //! is picked up by the next run). Tokens are never logged: they only reach gix's credential
 //! callback.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use gix::credentials::helper::Action;
@@ -52,12 +53,17 @@ impl Auth {
         }
     }
 
-    /// The value of git's `core.sshCommand` for a key file, if this is one.
-    pub(crate) fn ssh_command(&self) -> Option<String> {
-        match self {
-            Auth::SshKey(key) => Some(ssh_command(key)),
-            _ => None,
+    /// Points the cache repository's in-memory configuration (never its file: the key may
+    /// change between runs) at a key file, as `git -c core.sshCommand=…` would.
+    pub(crate) fn configure(&self, repo: &mut gix::Repository) -> gix::Result<()> {
+        if let Auth::SshKey(key) = self {
+            let mut config = repo.config_snapshot_mut();
+            config.set_value(
+                &gix::config::tree::Core::SSH_COMMAND,
+                ssh_command(key).as_str(),
+            )?;
         }
+        Ok(())
     }
 
     /// The HTTP account for a token, if this is one; `user` is the URL's own user name.
@@ -104,6 +110,29 @@ impl Auth {
     }
 }
 
+/// `url` with the password of its user info (`https://user:TOKEN@host/…`) masked, for errors
+/// and logs.
+pub(crate) fn redact(url: &str) -> Cow<'_, str> {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return Cow::Borrowed(url);
+    };
+    let authority_end = url[scheme_end..]
+        .find('/')
+        .map_or(url.len(), |i| scheme_end + i);
+    let authority = &url[scheme_end..authority_end];
+    match authority
+        .rfind('@')
+        .and_then(|at| authority[..at].find(':').map(|colon| (colon, at)))
+    {
+        Some((colon, at)) => Cow::Owned(format!(
+            "{}***{}",
+            &url[..scheme_end + colon + 1],
+            &url[scheme_end + at..]
+        )),
+        None => Cow::Borrowed(url),
+    }
+}
+
 /// gix's credential callback for a token: every `get` gets the account; nothing is stored or
 /// erased, since the token is not ours to keep.
 pub(crate) fn answer(account: &Account, action: Action) -> Option<Outcome> {
@@ -128,18 +157,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ssh_key_becomes_a_quoted_ssh_command() {
+    fn ssh_key_becomes_the_repository_ssh_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut repo = gix::init_bare(dir.path()).unwrap();
+        Auth::SshKey("/keys/deploy key".into())
+            .configure(&mut repo)
+            .unwrap();
         assert_eq!(
-            Auth::SshKey("/keys/deploy key".into())
-                .ssh_command()
-                .unwrap(),
+            repo.config_snapshot()
+                .string("core.sshCommand")
+                .unwrap()
+                .to_string(),
             "ssh -i '/keys/deploy key' -o IdentitiesOnly=yes"
         );
+        let on_disk = std::fs::read_to_string(dir.path().join("config")).unwrap();
+        assert!(!on_disk.contains("sshCommand"), "{on_disk}");
         assert_eq!(
             ssh_command(Path::new("/k/it's")),
             r"ssh -i '/k/it'\''s' -o IdentitiesOnly=yes"
         );
-        assert_eq!(Auth::Default.ssh_command(), None);
     }
 
     #[test]
@@ -153,6 +189,21 @@ mod tests {
         assert_eq!(outcome.identity, account);
         assert!(answer(&account, Action::Store("x".into())).is_none());
         assert!(answer(&account, Action::Erase("x".into())).is_none());
+    }
+
+    #[test]
+    fn passwords_in_urls_are_masked() {
+        assert_eq!(
+            redact("https://bot:s3cr3t@h.example/o/r.git"),
+            "https://bot:***@h.example/o/r.git"
+        );
+        assert_eq!(
+            redact("https://bot@h.example/a:b@c"),
+            "https://bot@h.example/a:b@c"
+        );
+        assert_eq!(redact("https://h.example/o/r"), "https://h.example/o/r");
+        assert_eq!(redact("git@h.example:o/r.git"), "git@h.example:o/r.git");
+        assert_eq!(redact("/srv/git/r"), "/srv/git/r");
     }
 
     #[test]

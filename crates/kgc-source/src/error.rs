@@ -55,4 +55,10 @@ pub enum Error {
         revision: String,
         limit: usize,
     },
+    #[error("{url} at {revision}: more than {} MiB of manifests under the given paths", limit >> 20)]
+    TooLarge {
+        url: String,
+        revision: String,
+        limit: u64,
+    },
 }

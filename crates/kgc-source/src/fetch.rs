@@ -27,16 +27,17 @@ pub(crate) struct Fetched {
 }
 
 pub(crate) fn fetch(source: &GitRepository, cache_dir: &Path) -> Result<Fetched, Error> {
-    let url = source.url.as_str();
+    let redacted = auth::redact(&source.url);
+    let url = redacted.as_ref();
     let invalid = |reason: String| Error::Invalid {
         url: url.to_owned(),
         reason,
     };
     source.reference.validate().map_err(invalid)?;
-    let parsed = gix::url::parse(url).map_err(|e| invalid(e.to_string()))?;
+    let parsed = gix::url::parse(source.url.as_str()).map_err(|e| invalid(e.to_string()))?;
     source.auth.check_scheme(url, &parsed.scheme)?;
 
-    let mut repo = open_cache(cache_dir, url)?;
+    let mut repo = open_cache(cache_dir, &source.url)?;
     if let Reference::Commit(hex) = &source.reference {
         let id = ObjectId::from_hex(hex.as_bytes()).map_err(|e| invalid(e.to_string()))?;
         if repo.find_commit(id).is_ok() {
@@ -47,15 +48,13 @@ pub(crate) fn fetch(source: &GitRepository, cache_dir: &Path) -> Result<Fetched,
             });
         }
     }
-    if let Some(command) = source.auth.ssh_command() {
-        let mut config = repo.config_snapshot_mut();
-        config
-            .set_value(&gix::config::tree::Core::SSH_COMMAND, command.as_str())
-            .map_err(|err| Error::Fetch {
-                url: url.to_owned(),
-                source: err,
-            })?;
-    }
+    source
+        .auth
+        .configure(&mut repo)
+        .map_err(|err| Error::Fetch {
+            url: url.to_owned(),
+            source: err,
+        })?;
     let account = source.auth.http_account(url, parsed.user())?;
 
     let fetch_error = |err: gix::Error| Error::Fetch {

@@ -22,7 +22,7 @@ mod tests;
 
 use std::path::Path;
 
-pub use artifact::{Artifact, MAX_FILES, MAX_MANIFEST_BYTES, ManifestFile};
+pub use artifact::{Artifact, MAX_ARTIFACT_BYTES, MAX_FILES, MAX_MANIFEST_BYTES, ManifestFile};
 pub use auth::Auth;
 pub use error::Error;
 pub use reference::Reference;
@@ -47,7 +47,7 @@ impl GitRepository {
         let fetched = fetch::fetch(self, cache_dir)?;
         let artifact = artifact::read(self, &fetched.repo, fetched.commit)?;
         tracing::debug!(
-            url = %self.url,
+            url = %auth::redact(&self.url),
             revision = %artifact.revision,
             transferred = fetched.transferred,
             files = artifact.files.len(),

@@ -363,3 +363,20 @@ fn a_broken_cache_is_made_anew() {
         head
     );
 }
+
+#[test]
+fn an_unreachable_remote_is_a_fetch_error_naming_it() {
+    let cache = tempfile::tempdir().unwrap();
+    let source = GitRepository {
+        url: "ssh://git@127.0.0.1:1/repo.git".into(),
+        reference: main(),
+        paths: vec![],
+        auth: Auth::SshKey("/nonexistent/kgc-key".into()),
+    };
+    let err = source.fetch(cache.path()).unwrap_err();
+    assert_eq!(err.to_string(), "fetching ssh://git@127.0.0.1:1/repo.git");
+    assert!(
+        std::error::Error::source(&err).is_some(),
+        "the transport's cause is kept"
+    );
+}
