@@ -57,6 +57,9 @@ pub(crate) fn fetch(source: &GitRepository, cache_dir: &Path) -> Result<Fetched,
         })?;
     let account = source.auth.http_account(url, parsed.user())?;
 
+    // reqwest is built without a TLS crypto provider (see the root Cargo.toml): ring, as kube.
+    // Installed once per process; one installed before (by the binary) is kept.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let fetch_error = |err: gix::Error| Error::Fetch {
         url: url.to_owned(),
         source: err,

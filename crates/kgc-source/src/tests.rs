@@ -379,4 +379,16 @@ fn an_unreachable_remote_is_a_fetch_error_naming_it() {
         std::error::Error::source(&err).is_some(),
         "the transport's cause is kept"
     );
+
+    let https = GitRepository {
+        url: "https://bot:s3cr3t@127.0.0.1:1/repo.git".into(),
+        auth: Auth::Default,
+        ..source
+    };
+    let err = https.fetch(cache.path()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "fetching https://bot:***@127.0.0.1:1/repo.git"
+    );
+    assert!(std::error::Error::source(&err).is_some());
 }
