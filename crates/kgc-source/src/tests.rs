@@ -74,6 +74,20 @@ fn main() -> Reference {
     Reference::Branch("main".into())
 }
 
+/// The commit a fetch resolved to, and whether it received any object.
+fn transfer(source: &GitRepository, cache: &Path) -> (String, bool) {
+    let fetched = fetch::fetch(source, cache).unwrap();
+    (fetched.commit.to_string(), fetched.transferred)
+}
+
+/// The cache repositories in `cache`.
+fn repositories(cache: &Path) -> Vec<PathBuf> {
+    let entries = std::fs::read_dir(cache).unwrap().map(|e| e.unwrap().path());
+    entries
+        .filter(|p| p.extension().is_some_and(|e| e == "git"))
+        .collect()
+}
+
 fn paths(artifact: &Artifact) -> Vec<&str> {
     artifact.files.iter().map(|f| f.path.as_str()).collect()
 }
@@ -120,15 +134,15 @@ fn refetch_sees_a_new_commit_and_transfers_nothing_when_unchanged() {
     let cache = tempfile::tempdir().unwrap();
     let source = origin.source(main(), &[]);
 
-    let fetched = fetch::fetch(&source, cache.path()).unwrap();
-    assert!(fetched.transferred);
-    assert_eq!(fetched.commit.to_string(), first);
-
-    let again = fetch::fetch(&source, cache.path()).unwrap();
-    assert!(!again.transferred, "an unchanged ref transfers no objects");
-    assert_eq!(again.commit.to_string(), first);
+    assert_eq!(transfer(&source, cache.path()), (first.clone(), true));
+    let again = transfer(&source, cache.path());
     assert_eq!(
-        std::fs::read_dir(cache.path()).unwrap().count(),
+        again,
+        (first, false),
+        "an unchanged ref transfers no objects"
+    );
+    assert_eq!(
+        repositories(cache.path()).len(),
         1,
         "one cache repository per URL"
     );
@@ -347,12 +361,9 @@ fn a_broken_cache_is_made_anew() {
     let head = origin.commit(&[("a.yaml", Some(CM))]);
     let cache = tempfile::tempdir().unwrap();
     origin.source(main(), &[]).fetch(cache.path()).unwrap();
-    let repo: PathBuf = std::fs::read_dir(cache.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let [repo] = &repositories(cache.path())[..] else {
+        panic!("one cache repository")
+    };
     std::fs::remove_dir_all(repo.join("objects")).unwrap();
     assert_eq!(
         origin
@@ -391,4 +402,41 @@ fn an_unreachable_remote_is_a_fetch_error_naming_it() {
         "fetching https://bot:***@127.0.0.1:1/repo.git"
     );
     assert!(std::error::Error::source(&err).is_some());
+}
+
+#[test]
+fn a_force_pushed_branch_is_followed() {
+    let origin = Origin::new();
+    let first = origin.commit(&[("a.yaml", Some(CM))]);
+    let cache = tempfile::tempdir().unwrap();
+    let source = origin.source(main(), &[]);
+    assert_eq!(source.fetch(cache.path()).unwrap().commit, first);
+
+    origin.git(&["commit", "-q", "--amend", "-m", "rewritten"]);
+    let rewritten = origin.git(&["rev-parse", "HEAD"]);
+    assert_ne!(rewritten, first);
+    assert_eq!(source.fetch(cache.path()).unwrap().commit, rewritten);
+
+    origin.git(&["reset", "-q", "--hard", &first]);
+    assert_eq!(
+        transfer(&source, cache.path()),
+        (first, false),
+        "a cached tip is not fetched again"
+    );
+}
+
+#[test]
+fn runs_sharing_a_cache_take_turns() {
+    let origin = Origin::new();
+    let head = layout(&origin);
+    let cache = tempfile::tempdir().unwrap();
+    let source = origin.source(main(), &[]);
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| source.fetch(cache.path())))
+            .collect();
+        for run in runs {
+            assert_eq!(run.join().unwrap().unwrap().commit, head);
+        }
+    });
 }
