@@ -83,12 +83,9 @@ pub(crate) fn fetch(source: &GitRepository, cache_dir: &Path) -> Result<Fetched,
         Some(account) => Ok(auth::answer(account, action)),
         None => configured(action),
     });
-    let options = ref_map::Options {
-        prefix_from_spec_as_filter_on_remote: true,
-        ..Default::default()
-    };
+    // The remote lists only refs under the refspec's prefix (ls-refs with a ref-prefix).
     let prepare = connection
-        .prepare_fetch(gix::progress::Discard, options)
+        .prepare_fetch(gix::progress::Discard, ref_map::Options::default())
         .map_err(fetch_error)?;
     let not_found = || Error::ReferenceNotFound {
         url: url.to_owned(),
