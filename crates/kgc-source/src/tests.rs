@@ -1,7 +1,8 @@
 //! Fetches from real repositories made by the `git` binary in a temporary directory.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use crate::{Artifact, Auth, Error, GitRepository, Reference, fetch};
 
@@ -24,7 +25,11 @@ impl Origin {
     }
 
     fn git(&self, args: &[&str]) -> String {
-        let output = Command::new("git")
+        self.git_with_input(args, b"")
+    }
+
+    fn git_with_input(&self, args: &[&str], input: &[u8]) -> String {
+        let mut child = Command::new("git")
             .args(args)
             .current_dir(self.path())
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -33,8 +38,13 @@ impl Origin {
             .env("GIT_AUTHOR_EMAIL", "kgc@example.invalid")
             .env("GIT_COMMITTER_NAME", "kgc")
             .env("GIT_COMMITTER_EMAIL", "kgc@example.invalid")
-            .output()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .expect("git runs");
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let output = child.wait_with_output().unwrap();
         assert!(
             output.status.success(),
             "git {args:?}: {}",
@@ -58,6 +68,24 @@ impl Origin {
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "--allow-empty", "-m", "change"]);
         self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// Commits index entries `(mode, blob, path)` made with git's plumbing: names and entries
+    /// that a work tree cannot easily hold (non-UTF-8 names, gitlinks, thousands of files).
+    fn commit_entries(&self, entries: &[(&str, &str, Vec<u8>)]) -> String {
+        let mut input = Vec::new();
+        for (mode, blob, path) in entries {
+            input.extend_from_slice(format!("{mode} {blob}\t").as_bytes());
+            input.extend_from_slice(path);
+            input.push(0);
+        }
+        self.git_with_input(&["update-index", "-z", "--add", "--index-info"], &input);
+        self.git(&["commit", "-q", "-m", "entries"]);
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    fn blob(&self, content: &[u8]) -> String {
+        self.git_with_input(&["hash-object", "-w", "--stdin"], content)
     }
 
     fn source(&self, reference: Reference, paths: &[&str]) -> GitRepository {
@@ -439,4 +467,70 @@ fn runs_sharing_a_cache_take_turns() {
             assert_eq!(run.join().unwrap().unwrap().commit, head);
         }
     });
+}
+
+#[test]
+fn submodules_and_non_utf8_names_are_not_read() {
+    let origin = Origin::new();
+    let cm = origin.blob(CM);
+    let commit = origin.commit(&[("a.yaml", Some(CM))]);
+    origin.commit_entries(&[("160000", &commit, b"sub".to_vec())]);
+    let cache = tempfile::tempdir().unwrap();
+    let fetch = |p: &[&str]| origin.source(main(), p).fetch(cache.path());
+    assert_eq!(
+        paths(&fetch(&[]).unwrap()),
+        ["a.yaml"],
+        "a submodule is not walked"
+    );
+    let err = fetch(&["sub"]).unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("a submodule, which kgc does not fetch"),
+        "{err}"
+    );
+
+    origin.commit_entries(&[
+        ("100644", &cm, b"bad/\xff.yaml".to_vec()),
+        ("100644", &cm, b"bad/\xff.png".to_vec()),
+        ("100644", &cm, b"ok/\xff.md".to_vec()),
+    ]);
+    assert_eq!(
+        paths(&fetch(&["ok"]).unwrap()),
+        Vec::<&str>::new(),
+        "only manifests need UTF-8 names"
+    );
+    let err = fetch(&["bad"]).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("bad/\u{fffd}.yaml at main@sha1:"),
+        "{err}"
+    );
+    assert!(err.to_string().ends_with(": not UTF-8"), "{err}");
+}
+
+#[test]
+fn more_than_the_file_limit_is_an_error() {
+    let origin = Origin::new();
+    let cm = origin.blob(CM);
+    let entries: Vec<_> = (0..=crate::MAX_FILES)
+        .map(|i| ("100644", cm.as_str(), format!("many/{i}.yaml").into_bytes()))
+        .collect();
+    origin.commit_entries(&entries);
+    let cache = tempfile::tempdir().unwrap();
+    let err = origin.source(main(), &[]).fetch(cache.path()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::TooManyFiles {
+                limit: crate::MAX_FILES,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .ends_with("more than 20000 manifest files under the given paths"),
+        "{err}"
+    );
 }
