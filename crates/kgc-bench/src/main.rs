@@ -13,6 +13,7 @@ mod pods;
 mod scheduling;
 mod server;
 mod stats;
+mod tree;
 mod watches;
 mod workloads;
 
@@ -152,6 +153,9 @@ enum Which {
     /// nodes created, Running and deleted; a Deployment of `--rollout-replicas` rolled (not
     /// part of `all`).
     Workloads,
+    /// `kgc tree` of one ownership tree of `--small-list` ConfigMaps: time and requests (not
+    /// part of `all`).
+    Tree,
 }
 
 /// One row of the final table.
@@ -945,6 +949,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Workloads {
         bench.workloads().await?;
+    }
+    if which == Which::Tree {
+        bench.tree().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",
