@@ -126,11 +126,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     match args.output {
         Format::Table => write!(out, "{}", tree.table(jiff::Timestamp::now()))?,
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&tree)?)?,
-        Format::Yaml => write!(
-            out,
-            "{}",
-            serde_saphyr::to_string(&serde_json::to_value(&tree)?)?
-        )?,
+        Format::Yaml => write!(out, "{}", serde_saphyr::to_string(&tree)?)?,
         Format::Svg => write!(out, "{}", kgc_explain::svg::render(&tree))?,
     }
     out.flush()?;
