@@ -13,6 +13,7 @@ mod pods;
 mod scheduling;
 mod server;
 mod stats;
+mod tree;
 mod watches;
 mod workloads;
 
@@ -158,6 +159,9 @@ enum Which {
     /// `kgc controller`'s owner-reference collector deleting `--gc-dependents` dependents
     /// under its default client rate limit and unthrottled (not part of `all`).
     Collector,
+    /// `kgc tree` of one ownership tree of `--small-list` ConfigMaps: time and requests (not
+    /// part of `all`).
+    Tree,
 }
 
 /// One row of the final table.
@@ -954,6 +958,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Collector {
         bench.collector_rate().await?;
+    }
+    if which == Which::Tree {
+        bench.tree().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",
