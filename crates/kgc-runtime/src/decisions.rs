@@ -58,6 +58,17 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// The filter of a query string's `namespace`, `name`, `uid` and `kind` (empty: any).
+    pub fn from_query<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Self {
+        let field = |k: &str| get(k).filter(|v| !v.is_empty()).map(str::to_owned);
+        Self {
+            namespace: field("namespace"),
+            name: field("name"),
+            uid: field("uid"),
+            kind: field("kind"),
+        }
+    }
+
     fn matches(&self, d: &Decision) -> bool {
         let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
         eq(&self.namespace, &d.namespace)

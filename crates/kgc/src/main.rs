@@ -20,6 +20,7 @@ mod secure;
 mod serve;
 mod signals;
 mod tls;
+mod why_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -70,6 +71,9 @@ enum Command {
     /// command (`kgc node gc|snapshot|simulate`); stop and start simulated nodes
     /// (`kgc node stop|start NAME`).
     Node(node_cmd::Args),
+    /// Why an object is kept, will be collected, is held in deletion, or was collected
+    /// (`kgc why KIND/NAME`); exit 4 while a finalizer holds its deletion.
+    Why(why_cmd::Args),
     /// Print a shell completion script (`source <(kgc completion bash)`).
     Completion {
         #[arg(value_enum)]
@@ -178,6 +182,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Plan(args) => deploy_cmd::plan(args).await,
             Command::Delete(args) => deploy_cmd::delete(args).await,
             Command::Node(args) => node_cmd::run(args).await,
+            Command::Why(args) => why_cmd::run(args).await,
             Command::Completion { shell } => {
                 use clap::CommandFactory;
                 // Generated into memory: clap_complete panics on a write error, and a reader
