@@ -183,7 +183,7 @@ impl Remote {
 }
 
 /// The resource as kube-rs names it, at its preferred version.
-fn api_resource(r: &ResourceInfo) -> ApiResource {
+pub fn api_resource(r: &ResourceInfo) -> ApiResource {
     let version = r.preferred_version();
     ApiResource {
         group: r.group.clone(),

@@ -1,0 +1,224 @@
+//! Builds a [`Graph`] from any cluster through kube-rs: discovery (the one every kgc collector
+//! uses), then one metadata-only LIST per listable resource, paged, a few at a time. This is
+//! what upstream's garbage collector reads too (`PartialObjectMetadata` lists,
+//! kubernetes/kubernetes `pkg/controller/garbagecollector/graph_builder.go`), so the graph
+//! holds exactly what the collector judges by.
+//!
+//! A kind the caller may not list is recorded as [`Unlisted`], never taken as empty: answers
+//! that depend on it say they are unknown.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kgc_client::{Cluster, Remote, api_resource};
+use kgc_meta::ResourceInfo;
+use kube::api::{Api, DynamicObject, ListParams};
+
+use crate::graph::{GroupKind, Node, Ready, Unlisted};
+use crate::{Error, Graph, Result, resolve};
+
+/// How many LISTs (or GETs) run at once: enough to hide latency, few enough to spare the API
+/// server (kubectl's discovery burst is of the same order).
+const CONCURRENCY: usize = 8;
+/// Objects per LIST page (kube-controller-manager's informers page at 500 too).
+const PAGE: u32 = 500;
+
+/// How far a load has come, reported after each resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Resources listed so far, of `total`.
+    pub listed: usize,
+    pub total: usize,
+    /// Objects read so far.
+    pub objects: usize,
+}
+
+/// Which namespaces to list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Every namespace and the cluster-scoped objects.
+    All,
+    /// One namespace and the cluster-scoped objects (kubectl-tree's default).
+    Namespace(String),
+}
+
+/// A cluster, discovered.
+pub struct Loader {
+    client: kube::Client,
+    resources: Vec<Arc<ResourceInfo>>,
+}
+
+impl Loader {
+    /// Discovers the server's resources.
+    pub async fn connect(client: kube::Client) -> Result<Self> {
+        let resources = Remote::new(client.clone())
+            .resources()
+            .await
+            .map_err(Error::Discovery)?;
+        Ok(Self { client, resources })
+    }
+
+    /// The served resources, in discovery order.
+    pub fn resources(&self) -> &[Arc<ResourceInfo>] {
+        &self.resources
+    }
+
+    /// The resource `kind` names, as kubectl resolves it.
+    pub fn resolve(&self, kind: &str) -> Result<Arc<ResourceInfo>> {
+        resolve::resolve(&self.resources, kind)
+    }
+
+    fn api(&self, r: &ResourceInfo, namespace: &str) -> Api<DynamicObject> {
+        let ar = api_resource(r);
+        if r.namespaced() && !namespace.is_empty() {
+            Api::namespaced_with(self.client.clone(), namespace, &ar)
+        } else {
+            Api::all_with(self.client.clone(), &ar)
+        }
+    }
+
+    /// One object's metadata (a single GET, before any list: a mistyped name fails at once,
+    /// not after listing the cluster).
+    pub async fn get(&self, r: &ResourceInfo, namespace: &str, name: &str) -> Result<Node> {
+        let namespace = if r.namespaced() { namespace } else { "" };
+        let found = self
+            .api(r, namespace)
+            .get_metadata_opt(name)
+            .await
+            .map_err(|source| Error::Request {
+                what: format!("{} {name}", resolve::qualified(r)),
+                source,
+            })?;
+        let m = found.ok_or_else(|| Error::NotFound {
+            resource: resolve::qualified(r),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        })?;
+        Ok(Node::from_metadata(
+            &api_resource(r).api_version,
+            &r.kind,
+            &m.metadata,
+        ))
+    }
+
+    /// The graph of every object in `scope`, `progress` told after each resource. Resources
+    /// are inserted in discovery order and an object met twice (Events are served by two
+    /// groups) keeps its first, core, form.
+    pub async fn graph(&self, scope: &Scope, mut progress: impl FnMut(Progress)) -> Graph {
+        let listable: Vec<&Arc<ResourceInfo>> = self
+            .resources
+            .iter()
+            .filter(|r| r.supports("list"))
+            .collect();
+        let mut graph = Graph::new(&self.resources);
+        let mut report = Progress {
+            listed: 0,
+            total: listable.len(),
+            objects: 0,
+        };
+        let mut lists = futures::stream::iter(listable)
+            .map(|r| self.list(r, scope))
+            .buffered(CONCURRENCY);
+        while let Some(listed) = lists.next().await {
+            match listed {
+                Ok(nodes) => {
+                    report.objects += nodes.len();
+                    for n in nodes {
+                        if graph.node(&n.uid).is_none() {
+                            graph.insert(n);
+                        }
+                    }
+                }
+                Err(Some(u)) => graph.mark_unlisted(u),
+                Err(None) => {}
+            }
+            report.listed += 1;
+            progress(report);
+        }
+        graph
+    }
+
+    /// Every object of one resource in `scope`, paged. `Err(None)`: the server no longer
+    /// serves it (nothing to know); `Err(Some(_))`: it could not be listed.
+    async fn list(
+        &self,
+        r: &ResourceInfo,
+        scope: &Scope,
+    ) -> std::result::Result<Vec<Node>, Option<Unlisted>> {
+        let namespace = match scope {
+            Scope::Namespace(ns) if r.namespaced() => ns.as_str(),
+            _ => "",
+        };
+        let api = self.api(r, namespace);
+        let api_version = api_resource(r).api_version;
+        let mut nodes = Vec::new();
+        let mut params = ListParams::default().limit(PAGE);
+        loop {
+            let page = match api.list_metadata(&params).await {
+                Ok(page) => page,
+                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 405 => return Err(None),
+                Err(e) => {
+                    tracing::debug!(resource = %resolve::qualified(r), "list failed: {e}");
+                    return Err(Some(Unlisted {
+                        group_kind: GroupKind::new(&r.group, &r.kind),
+                        namespace: (!namespace.is_empty()).then(|| namespace.to_owned()),
+                        reason: match e {
+                            kube::Error::Api(s) if s.code == 403 => {
+                                format!("forbidden: {}", s.message)
+                            }
+                            other => other.to_string(),
+                        },
+                    }));
+                }
+            };
+            nodes.extend(
+                page.items
+                    .iter()
+                    .map(|o| Node::from_metadata(&api_version, &r.kind, &o.metadata)),
+            );
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => return Ok(nodes),
+            }
+        }
+    }
+
+    /// Fills the `Ready` condition of the objects `uids` from a GET of each whole object (lists
+    /// of metadata do not carry status; the few objects an answer shows are cheap to read).
+    /// An object that cannot be read keeps `None`: its READY column stays empty.
+    pub async fn read_ready(&self, graph: &mut Graph, uids: &[String]) {
+        let wanted: Vec<(String, Arc<ResourceInfo>, String, String)> = uids
+            .iter()
+            .filter_map(|uid| {
+                let n = graph.node(uid)?;
+                let gk = n.group_kind();
+                let r = self
+                    .resources
+                    .iter()
+                    .find(|r| r.group == gk.group && r.kind == gk.kind && r.supports("get"))?;
+                Some((
+                    uid.clone(),
+                    Arc::clone(r),
+                    n.namespace.clone(),
+                    n.name.clone(),
+                ))
+            })
+            .collect();
+        let read: Vec<(String, Option<Ready>)> = futures::stream::iter(wanted)
+            .map(|(uid, r, ns, name)| async move {
+                let object = self.api(&r, &ns).get_opt(&name).await.ok().flatten();
+                let ready = object
+                    .and_then(|o| serde_json::to_value(o).ok())
+                    .and_then(|v| Ready::of(&v));
+                (uid, ready)
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+        for (uid, ready) in read {
+            if let Some(n) = graph.node_mut(&uid) {
+                n.ready = ready;
+            }
+        }
+    }
+}
