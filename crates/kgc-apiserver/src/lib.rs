@@ -388,7 +388,10 @@ async fn route(
             get_only(resp)
         }
         ["debug", "gc", "decisions"] => {
-            let decisions = api.decisions.as_ref().ok_or_else(Status::no_such_resource)?;
+            let decisions = api
+                .decisions
+                .as_ref()
+                .ok_or_else(Status::no_such_resource)?;
             let filter = Filter::from_query(|k| query.get(k));
             get_only(body::json(StatusCode::OK, &decisions.to_json(&filter)))
         }

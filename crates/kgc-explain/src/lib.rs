@@ -12,6 +12,7 @@ pub mod exit;
 pub mod graph;
 pub mod load;
 pub mod resolve;
+pub mod why;
 
 pub use graph::{Graph, Node, Owner, OwnerState};
 

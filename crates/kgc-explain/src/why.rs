@@ -101,13 +101,18 @@ impl Facts {
         let mut users: Vec<String> = pods
             .into_iter()
             .filter(|p| {
-                let scheduled = p["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty());
-                let finished = matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
+                let scheduled = p["spec"]["nodeName"]
+                    .as_str()
+                    .is_some_and(|n| !n.is_empty());
+                let finished =
+                    matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
                 scheduled
                     && !finished
-                    && p["spec"]["volumes"].as_array().into_iter().flatten().any(|v| {
-                        v["persistentVolumeClaim"]["claimName"].as_str() == Some(claim)
-                    })
+                    && p["spec"]["volumes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|v| v["persistentVolumeClaim"]["claimName"].as_str() == Some(claim))
             })
             .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_owned))
             .collect();
@@ -309,9 +314,7 @@ pub fn remover(f: &str) -> &'static str {
         FINALIZER_ORPHAN => {
             "the garbage collector, after removing this owner from its dependents' owner references"
         }
-        FINALIZER_PVC_PROTECTION => {
-            "the PVC protection controller, once no pod uses the claim"
-        }
+        FINALIZER_PVC_PROTECTION => "the PVC protection controller, once no pod uses the claim",
         FINALIZER_PV_PROTECTION => {
             "the PV protection controller, once the volume is bound to no claim"
         }
@@ -331,7 +334,11 @@ pub fn explain(graph: &Graph, node: &Node, facts: &Facts, now: jiff::Timestamp) 
         .unlisted()
         .iter()
         .map(|u| {
-            let scope = u.namespace.as_deref().map(|n| format!(" in namespace {n}")).unwrap_or_default();
+            let scope = u
+                .namespace
+                .as_deref()
+                .map(|n| format!(" in namespace {n}"))
+                .unwrap_or_default();
             format!("{}{scope} could not be listed ({})", u.group_kind, u.reason)
         })
         .collect();
@@ -451,7 +458,13 @@ fn owner_namespace(graph: &Graph, node: &Node, r: &kgc_meta::OwnerReference) -> 
     }
 }
 
-fn being_deleted(graph: &Graph, node: &Node, facts: &Facts, since: &str, now: jiff::Timestamp) -> Verdict {
+fn being_deleted(
+    graph: &Graph,
+    node: &Node,
+    facts: &Facts,
+    since: &str,
+    now: jiff::Timestamp,
+) -> Verdict {
     let for_seconds = since
         .parse::<jiff::Timestamp>()
         .map(|t| now.duration_since(t).as_secs().max(0))
@@ -483,7 +496,11 @@ fn being_deleted(graph: &Graph, node: &Node, facts: &Facts, since: &str, now: ji
                     })
                     .map(Waiting::of)
                     .collect(),
-                FINALIZER_ORPHAN => graph.dependents(&node.uid).into_iter().map(Waiting::of).collect(),
+                FINALIZER_ORPHAN => graph
+                    .dependents(&node.uid)
+                    .into_iter()
+                    .map(Waiting::of)
+                    .collect(),
                 FINALIZER_PVC_PROTECTION => facts
                     .claim_users
                     .iter()
@@ -657,7 +674,10 @@ fn render_waiting(out: &mut String, waiting: &[Waiting]) {
             };
             out.push_str(&format!("      {kind} {name}{deleting}\n"));
             for h in &w.held_by {
-                out.push_str(&format!("        held by {}: {}\n", h.finalizer, h.removed_by));
+                out.push_str(&format!(
+                    "        held by {}: {}\n",
+                    h.finalizer, h.removed_by
+                ));
             }
         }
     }
@@ -701,7 +721,13 @@ mod tests {
         let rs = object("apps/v1", "ReplicaSet", "a", "rs", &[]);
         let pod = object("v1", "Pod", "a", "p", &[("ReplicaSet", "rs", "uid-rs")]);
         let a = answer(&[rs, pod.clone()], "uid-p", &Facts::default());
-        assert!(matches!(a.verdict, Verdict::Kept { because: KeptBecause::OwnerExists, .. }));
+        assert!(matches!(
+            a.verdict,
+            Verdict::Kept {
+                because: KeptBecause::OwnerExists,
+                ..
+            }
+        ));
         assert_eq!(a.exit_code(), exit::OK);
         let a = answer(&[pod], "uid-p", &Facts::default());
         let Verdict::WillBeCollected { owners } = &a.verdict else {
@@ -712,7 +738,10 @@ mod tests {
 
     #[test]
     fn an_owner_deleting_its_dependents_in_the_foreground_is_no_solid_owner() {
-        let rs = deleting(object("apps/v1", "ReplicaSet", "a", "rs", &[]), &["foregroundDeletion"]);
+        let rs = deleting(
+            object("apps/v1", "ReplicaSet", "a", "rs", &[]),
+            &["foregroundDeletion"],
+        );
         let pod = object("v1", "Pod", "a", "p", &[("ReplicaSet", "rs", "uid-rs")]);
         let a = answer(&[rs, pod], "uid-p", &Facts::default());
         let Verdict::WillBeCollected { owners } = &a.verdict else {
@@ -727,13 +756,19 @@ mod tests {
         let a = answer(&[pv], "uid-pv", &Facts::default());
         assert!(matches!(
             a.verdict,
-            Verdict::Kept { because: KeptBecause::NamespacedOwnerOfClusterScoped, .. }
+            Verdict::Kept {
+                because: KeptBecause::NamespacedOwnerOfClusterScoped,
+                ..
+            }
         ));
     }
 
     #[test]
     fn foreground_waits_for_blocking_dependents_only() {
-        let rs = deleting(object("apps/v1", "ReplicaSet", "a", "rs", &[]), &["foregroundDeletion"]);
+        let rs = deleting(
+            object("apps/v1", "ReplicaSet", "a", "rs", &[]),
+            &["foregroundDeletion"],
+        );
         let blocking = deleting(
             object("v1", "Pod", "a", "p", &[("ReplicaSet", "rs", "uid-rs")]),
             &["example.com/x"],
@@ -742,22 +777,37 @@ mod tests {
         loose["metadata"]["ownerReferences"][0]["blockOwnerDeletion"] = json!(false);
         let a = answer(&[rs, blocking, loose], "uid-rs", &Facts::default());
         assert_eq!(a.exit_code(), exit::BLOCKED);
-        let Verdict::BeingDeleted { holds, for_seconds, .. } = &a.verdict else {
+        let Verdict::BeingDeleted {
+            holds, for_seconds, ..
+        } = &a.verdict
+        else {
             panic!("{a:?}")
         };
         assert_eq!(*for_seconds, 600);
         assert_eq!(holds[0].waiting_for.len(), 1);
         assert_eq!(holds[0].waiting_for[0].name, "p");
-        assert_eq!(holds[0].waiting_for[0].held_by[0].removed_by, remover("example.com/x"));
+        assert_eq!(
+            holds[0].waiting_for[0].held_by[0].removed_by,
+            remover("example.com/x")
+        );
         let text = render(&a);
-        assert!(text.contains("is being deleted since 2026-01-01T00:00:00Z (10m)"), "{text}");
-        assert!(text.contains("held by example.com/x: not a Kubernetes finalizer"), "{text}");
+        assert!(
+            text.contains("is being deleted since 2026-01-01T00:00:00Z (10m)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("held by example.com/x: not a Kubernetes finalizer"),
+            "{text}"
+        );
     }
 
     #[test]
     fn a_terminating_namespace_waits_for_its_content() {
         let ns = deleting(object("v1", "Namespace", "", "a", &[]), &[]);
-        let cm = deleting(object("v1", "ConfigMap", "a", "cm", &[]), &["example.com/x"]);
+        let cm = deleting(
+            object("v1", "ConfigMap", "a", "cm", &[]),
+            &["example.com/x"],
+        );
         let other = object("v1", "ConfigMap", "b", "elsewhere", &[]);
         let facts = Facts::of_object(
             "Namespace",
@@ -766,11 +816,18 @@ mod tests {
                 {"type": "NamespaceDeletionDiscoveryFailure", "status": "False", "reason": "r", "message": "ok"}]}}),
         );
         let a = answer(&[ns, cm, other], "uid-a", &facts);
-        let Verdict::BeingDeleted { holds, conditions, .. } = &a.verdict else {
+        let Verdict::BeingDeleted {
+            holds, conditions, ..
+        } = &a.verdict
+        else {
             panic!("{a:?}")
         };
         assert_eq!(holds[0].finalizer, "kubernetes");
-        let names: Vec<&str> = holds[0].waiting_for.iter().map(|w| w.name.as_str()).collect();
+        let names: Vec<&str> = holds[0]
+            .waiting_for
+            .iter()
+            .map(|w| w.name.as_str())
+            .collect();
         assert_eq!(names, ["cm"]);
         assert_eq!(conditions.len(), 1);
         assert_eq!(a.exit_code(), exit::BLOCKED);
@@ -782,7 +839,12 @@ mod tests {
             json!({"metadata": {"name": name}, "spec": {"nodeName": node,
                 "volumes": [{"persistentVolumeClaim": {"claimName": "data"}}]}, "status": {"phase": phase}})
         };
-        let pods = [pod("b", "n", "Running"), pod("a", "n", "Pending"), pod("c", "", "Pending"), pod("d", "n", "Succeeded")];
+        let pods = [
+            pod("b", "n", "Running"),
+            pod("a", "n", "Pending"),
+            pod("c", "", "Pending"),
+            pod("d", "n", "Succeeded"),
+        ];
         assert_eq!(Facts::pods_using_claim(&pods, "data"), ["a", "b"]);
         assert!(Facts::pods_using_claim(&pods, "other").is_empty());
     }

@@ -674,7 +674,10 @@ mod tests {
 
     #[test]
     fn deletion_reasons_name_each_owner_and_how_it_was_judged() {
-        let owners = [owner("ReplicaSet", "a", "u1"), owner("Deployment", "d", "u2")];
+        let owners = [
+            owner("ReplicaSet", "a", "u1"),
+            owner("Deployment", "d", "u2"),
+        ];
         assert_eq!(
             deletion_reason(&owners, &[OwnerState::Dangling, OwnerState::Dangling]),
             "all owners absent: not found by uid: ReplicaSet a (uid u1), Deployment d (uid u2)"

@@ -31,8 +31,8 @@ use std::time::Duration;
 
 use kgc_client::{Cluster, Deleted};
 pub use kgc_meta::time::Clock;
-use kgc_meta::{DeleteOptions, Preconditions, PropagationPolicy, Reason, ResourceInfo};
 use kgc_meta::time::format_time;
+use kgc_meta::{DeleteOptions, Preconditions, PropagationPolicy, Reason, ResourceInfo};
 use kgc_runtime::decisions::{Action, Decision, Decisions};
 use kgc_runtime::informer::{Informers, describe, key_of};
 use kgc_runtime::queue::WorkQueue;
@@ -156,7 +156,10 @@ impl<C: Cluster> Context<C> {
                     time: format_time(self.clock.now()),
                     collector: collector.to_owned(),
                     action: Action::Delete,
-                    api_version: kgc_meta::catalog::api_version(&resource.group, resource.preferred_version()),
+                    api_version: kgc_meta::catalog::api_version(
+                        &resource.group,
+                        resource.preferred_version(),
+                    ),
                     kind: resource.kind.clone(),
                     namespace: namespace.to_owned(),
                     name: name.to_owned(),

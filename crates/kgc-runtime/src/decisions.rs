@@ -168,7 +168,11 @@ mod tests {
         for i in 0..5 {
             d.record(decision(&format!("c{i}"), &format!("u{i}")));
         }
-        let names: Vec<String> = d.query(&Filter::default()).into_iter().map(|d| d.name).collect();
+        let names: Vec<String> = d
+            .query(&Filter::default())
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
         assert_eq!(names, ["c2", "c3", "c4"]);
     }
 

@@ -298,9 +298,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let mut lifecycle_task = None;
     if crate::lifecycle::LifecycleArgs::any_enabled(&disabled) {
         let metrics = Arc::new(kgc_lifecycle::Metrics::new(&registry));
-        let run = lifecycle_args
-            .clone()
-            .run(informers.clone(), disabled.clone(), metrics, decisions);
+        let run =
+            lifecycle_args
+                .clone()
+                .run(informers.clone(), disabled.clone(), metrics, decisions);
         lifecycle_task = Some(tokio::spawn(run));
     }
     let security_tasks = match &security {

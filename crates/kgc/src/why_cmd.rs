@@ -282,7 +282,10 @@ fn print(answer: &Answer, output: Output) -> anyhow::Result<()> {
     match output {
         Output::Text => print!("{}", why::render(answer)),
         Output::Json => println!("{}", serde_json::to_string_pretty(answer)?),
-        Output::Yaml => print!("{}", serde_saphyr::to_string(&serde_json::to_value(answer)?)?),
+        Output::Yaml => print!(
+            "{}",
+            serde_saphyr::to_string(&serde_json::to_value(answer)?)?
+        ),
     }
     Ok(())
 }

@@ -19,7 +19,12 @@ const DEADLINE: Duration = Duration::from_secs(20);
 
 /// Runs `kgc why ARGS -o json` against `s`; the exit code and the answer with every uid of
 /// `names` replaced by `<NAME>`, `ns` by `<ns>` and times by `<time>`.
-async fn why(s: &Server, args: &[&str], ns: &str, names: &BTreeMap<String, String>) -> (i32, Value) {
+async fn why(
+    s: &Server,
+    args: &[&str],
+    ns: &str,
+    names: &BTreeMap<String, String>,
+) -> (i32, Value) {
     let mut c = tokio::process::Command::from(Kgc::command());
     c.arg("why")
         .args(args)
@@ -37,7 +42,10 @@ async fn why(s: &Server, args: &[&str], ns: &str, names: &BTreeMap<String, Strin
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    (out.status.code().unwrap_or(-1), normalise(answer, ns, names))
+    (
+        out.status.code().unwrap_or(-1),
+        normalise(answer, ns, names),
+    )
 }
 
 fn normalise(v: Value, ns: &str, names: &BTreeMap<String, String>) -> Value {
@@ -72,9 +80,10 @@ fn configmaps(c: &Client, ns: &str) -> Api<DynamicObject> {
 
 /// Creates a ConfigMap; its uid.
 async fn configmap(c: &Client, ns: &str, metadata: Value) -> String {
-    let object: DynamicObject =
-        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}))
-            .expect("a ConfigMap");
+    let object: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}),
+    )
+    .expect("a ConfigMap");
     configmaps(c, ns)
         .create(&PostParams::default(), &object)
         .await
@@ -115,7 +124,10 @@ async fn a_foreground_deletion_held_by_a_dependents_finalizer() {
     cms.delete("owner", &DeleteParams::foreground())
         .await
         .expect("deleting the owner in the foreground");
-    eventually("the collector deletes the child", DEADLINE, || deleting(&cms, "child")).await;
+    eventually("the collector deletes the child", DEADLINE, || {
+        deleting(&cms, "child")
+    })
+    .await;
     let names = uids(&[(&owner, "owner"), (&child, "child")]);
     let (code, answer) = why(&s, &["configmap/owner", "-n", &ns], &ns, &names).await;
     assert_eq!(code, 4, "{answer:#}");
@@ -158,18 +170,33 @@ async fn a_namespace_stuck_on_a_custom_resource_with_a_custom_finalizer() {
                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}"#,
     )
     .await;
-    s.kubectl_ok(&["wait", "--for=condition=Established", "crd/widgets.example.com"])
-        .await;
+    s.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.example.com",
+    ])
+    .await;
     let widget = format!(
         r#"{{"apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {{"name": "w1", "namespace": "{ns}", "finalizers": ["example.com/hold"]}}}}"#
     );
     eventually("the Widget is served", DEADLINE, || async {
-        s.kubectl_stdin(&["create", "-f", "-"], &widget).await.status.success()
+        s.kubectl_stdin(&["create", "-f", "-"], &widget)
+            .await
+            .status
+            .success()
     })
     .await;
     let widget_uid = s
-        .kubectl_ok(&["get", "widget", "w1", "-n", &ns, "-o", "jsonpath={.metadata.uid}"])
+        .kubectl_ok(&[
+            "get",
+            "widget",
+            "w1",
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
         .await;
     let ns_uid = s
         .kubectl_ok(&["get", "ns", &ns, "-o", "jsonpath={.metadata.uid}"])
@@ -178,7 +205,13 @@ async fn a_namespace_stuck_on_a_custom_resource_with_a_custom_finalizer() {
     // Held once everything else is gone and the conditions say what remains.
     eventually("only the Widget remains", DEADLINE, || async {
         let out = s
-            .kubectl(&["get", "ns", &ns, "-o", "jsonpath={.status.conditions[*].message}"])
+            .kubectl(&[
+                "get",
+                "ns",
+                &ns,
+                "-o",
+                "jsonpath={.status.conditions[*].message}",
+            ])
             .await;
         let remaining = s
             .kubectl(&["get", "configmaps,serviceaccounts", "-n", &ns, "-o", "name"])
@@ -238,7 +271,15 @@ async fn a_claim_held_by_the_pod_using_it() {
     )
     .await;
     let uid = s
-        .kubectl_ok(&["get", "pvc", "data", "-n", &ns, "-o", "jsonpath={.metadata.uid}"])
+        .kubectl_ok(&[
+            "get",
+            "pvc",
+            "data",
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
         .await;
     s.kubectl_ok(&["delete", "pvc", "data", "-n", &ns, "--wait=false"])
         .await;
@@ -280,7 +321,9 @@ async fn an_owner_held_while_its_dependents_are_orphaned() {
         propagation_policy: Some(PropagationPolicy::Orphan),
         ..DeleteParams::default()
     };
-    cms.delete("owner", &orphan).await.expect("deleting the owner");
+    cms.delete("owner", &orphan)
+        .await
+        .expect("deleting the owner");
     let names = uids(&[(&owner, "owner"), (&child, "child")]);
     let (code, answer) = why(&s, &["cm/owner", "-n", &ns], &ns, &names).await;
     assert_eq!(code, 4, "{answer:#}");
@@ -381,7 +424,13 @@ async fn a_cluster_scoped_object_naming_a_namespaced_owner_is_never_collected() 
     );
     s.kubectl_stdin_ok(&["create", "-f", "-"], &role).await;
     let role_uid = s
-        .kubectl_ok(&["get", "clusterrole", "why-role", "-o", "jsonpath={.metadata.uid}"])
+        .kubectl_ok(&[
+            "get",
+            "clusterrole",
+            "why-role",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
         .await;
     let names = uids(&[(&owner, "owner"), (&role_uid, "role")]);
     let (code, answer) = why(&s, &["clusterrole/why-role"], &ns, &names).await;
