@@ -497,3 +497,51 @@ async fn recently_collected_by_the_garbage_collector() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not collected recently"), "{stderr}");
 }
+
+#[tokio::test]
+async fn recently_collected_by_a_lifecycle_collector() {
+    let s = Server::start().await;
+    let c = s.client();
+    let ns = fresh_namespace(&c, "why-ttl").await;
+    s.kubectl_stdin_ok(
+        &["create", "-n", &ns, "-f", "-"],
+        r#"{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "done"},
+            "spec": {"ttlSecondsAfterFinished": 0, "template": {"spec": {"restartPolicy": "Never",
+              "containers": [{"name": "c", "image": "busybox"}]}}}}"#,
+    )
+    .await;
+    let uid = s
+        .kubectl_ok(&["get", "job", "done", "-n", &ns, "-o", "jsonpath={.metadata.uid}"])
+        .await;
+    // What the Job controller writes once the Job has finished.
+    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let status = json!({"status": {"startTime": now, "completionTime": now, "conditions": [
+        {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": now},
+        {"type": "Complete", "status": "True", "lastTransitionTime": now}]}});
+    s.kubectl_ok(&[
+        "patch", "job", "done", "-n", &ns, "--subresource=status", "--type=merge", "-p",
+        &status.to_string(),
+    ])
+    .await;
+    eventually("the TTL collector deletes the Job", DEADLINE, || async {
+        let out = s.kubectl(&["get", "job", "done", "-n", &ns, "-o", "name"]).await;
+        !out.status.success()
+    })
+    .await;
+    let names = uids(&[(&uid, "job")]);
+    let (code, answer) = why(&s, &["job/done", "-n", &ns], &ns, &names).await;
+    assert_eq!(code, 0, "{answer:#}");
+    assert_eq!(
+        answer,
+        json!({
+            "object": {"apiVersion": "batch/v1", "kind": "Job", "namespace": "<ns>", "name": "done"},
+            "verdict": "collected",
+            "decisions": [{
+                "time": "<time>", "collector": "ttl", "action": "Delete",
+                "apiVersion": "batch/v1", "kind": "Job", "namespace": "<ns>", "name": "done",
+                "uid": "<job-uid>", "propagationPolicy": "Foreground",
+                "reason": "ttlSecondsAfterFinished expired after the Job finished"
+            }]
+        })
+    );
+}
