@@ -214,9 +214,15 @@ async fn gone(
         )));
     };
     let Some(last) = decisions.last() else {
+        let elsewhere = if args.server_url.is_none() {
+            " (if the garbage collector runs in a `kgc controller`, pass its address with \
+             --server-url)"
+        } else {
+            ""
+        };
         return Err(Failure::Gone(format!(
             "{what}, and the collectors' history does not mention it: it was not collected \
-             recently"
+             recently{elsewhere}"
         )));
     };
     let object = why::Object {

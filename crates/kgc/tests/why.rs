@@ -545,3 +545,49 @@ async fn recently_collected_by_a_lifecycle_collector() {
         })
     );
 }
+
+#[tokio::test]
+async fn recently_collected_by_a_kgc_controller() {
+    // The collector runs in `kgc controller`; its history is on the controller's address.
+    let s = Server::start_with(&["--in-memory", "--disable", "gc"]).await;
+    let controller = Controller::start(&s, &["--leader-elect=false", "--gc-resync", "1s"]).await;
+    let c = s.client();
+    let ns = fresh_namespace(&c, "why-ctl").await;
+    let owner = configmap(&c, &ns, json!({"name": "owner"})).await;
+    let child = configmap(
+        &c,
+        &ns,
+        json!({"name": "child", "ownerReferences": [owner_ref("owner", &owner, false)]}),
+    )
+    .await;
+    let cms = configmaps(&c, &ns);
+    cms.delete("owner", &DeleteParams::foreground())
+        .await
+        .expect("deleting the owner");
+    eventually("the controller collects the child", DEADLINE, || async {
+        matches!(cms.get_opt("child").await, Ok(None))
+    })
+    .await;
+    let names = uids(&[(&owner, "owner"), (&child, "child")]);
+    let (code, answer) = why(
+        &s,
+        &["cm/child", "-n", &ns, "--server-url", controller.url()],
+        &ns,
+        &names,
+    )
+    .await;
+    assert_eq!(code, 0, "{answer:#}");
+    assert_eq!(
+        answer,
+        json!({
+            "object": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "<ns>", "name": "child"},
+            "verdict": "collected",
+            "decisions": [{
+                "time": "<time>", "collector": "garbagecollector", "action": "Delete",
+                "apiVersion": "v1", "kind": "ConfigMap", "namespace": "<ns>", "name": "child",
+                "uid": "<child-uid>", "propagationPolicy": "Background",
+                "reason": "no owner remains: deleting its dependents in the foreground: ConfigMap owner (uid <owner-uid>)"
+            }]
+        })
+    );
+}
