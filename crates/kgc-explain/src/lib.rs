@@ -12,6 +12,8 @@ pub mod exit;
 pub mod graph;
 pub mod load;
 pub mod resolve;
+pub mod svg;
+pub mod tree;
 pub mod why;
 
 pub use graph::{Graph, Node, Owner, OwnerState};

@@ -7,6 +7,7 @@
 //! A kind the caller may not list is recorded as [`Unlisted`], never taken as empty: answers
 //! that depend on it say they are unknown.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -22,6 +23,8 @@ use crate::{Error, Graph, Result, resolve};
 const CONCURRENCY: usize = 8;
 /// Objects per LIST page (kube-controller-manager's informers page at 500 too).
 const PAGE: u32 = 500;
+/// Objects of one resource and namespace whose `Ready` is read one GET each; more are listed.
+const GET_AT_MOST: usize = 20;
 
 /// How far a load has come, reported after each resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,42 +186,73 @@ impl Loader {
         }
     }
 
-    /// Fills the `Ready` condition of the objects `uids` from a GET of each whole object (lists
-    /// of metadata do not carry status; the few objects an answer shows are cheap to read).
-    /// An object that cannot be read keeps `None`: its READY column stays empty.
+    /// Fills the `Ready` condition of the objects `uids` from the whole objects (lists of
+    /// metadata do not carry status). Only kinds with a status subresource can have the
+    /// condition; of each such kind in each namespace, a few objects are read one GET each, many
+    /// with one paged LIST. An object that cannot be read keeps `None`: its READY column stays
+    /// empty.
     pub async fn read_ready(&self, graph: &mut Graph, uids: &[String]) {
-        let wanted: Vec<(String, Arc<ResourceInfo>, String, String)> = uids
-            .iter()
-            .filter_map(|uid| {
-                let n = graph.node(uid)?;
-                let gk = n.group_kind();
-                let r = self
-                    .resources
-                    .iter()
-                    .find(|r| r.group == gk.group && r.kind == gk.kind && r.supports("get"))?;
-                Some((
-                    uid.clone(),
-                    Arc::clone(r),
-                    n.namespace.clone(),
-                    n.name.clone(),
-                ))
-            })
-            .collect();
-        let read: Vec<(String, Option<Ready>)> = futures::stream::iter(wanted)
-            .map(|(uid, r, ns, name)| async move {
-                let object = self.api(&r, &ns).get_opt(&name).await.ok().flatten();
-                let ready = object
-                    .and_then(|o| serde_json::to_value(o).ok())
-                    .and_then(|v| Ready::of(&v));
-                (uid, ready)
-            })
+        let mut groups: BTreeMap<(usize, String), Vec<(String, String)>> = BTreeMap::new();
+        for uid in uids {
+            let Some(n) = graph.node(uid) else { continue };
+            let gk = n.group_kind();
+            let found = self.resources.iter().position(|r| {
+                r.group == gk.group && r.kind == gk.kind && r.has_status() && r.supports("get")
+            });
+            if let Some(i) = found {
+                groups
+                    .entry((i, n.namespace.clone()))
+                    .or_default()
+                    .push((uid.clone(), n.name.clone()));
+            }
+        }
+        let read: Vec<Vec<(String, Option<Ready>)>> = futures::stream::iter(groups)
+            .map(|((i, ns), objects)| self.read_group(&self.resources[i], ns, objects))
             .buffer_unordered(CONCURRENCY)
             .collect()
             .await;
-        for (uid, ready) in read {
+        for (uid, ready) in read.into_iter().flatten() {
             if let Some(n) = graph.node_mut(&uid) {
                 n.ready = ready;
             }
         }
+    }
+
+    /// The `Ready` condition of `objects` (uid, name) of one resource in one namespace.
+    async fn read_group(
+        &self,
+        r: &ResourceInfo,
+        namespace: String,
+        objects: Vec<(String, String)>,
+    ) -> Vec<(String, Option<Ready>)> {
+        let api = self.api(r, &namespace);
+        let ready_of = |o: &DynamicObject| serde_json::to_value(o).ok().and_then(|v| Ready::of(&v));
+        if objects.len() <= GET_AT_MOST || !r.supports("list") {
+            let mut out = Vec::with_capacity(objects.len());
+            for (uid, name) in objects {
+                let object = api.get_opt(&name).await.ok().flatten();
+                // The same object, not a newer one of that name.
+                let ready = object
+                    .filter(|o| o.metadata.uid.as_deref() == Some(uid.as_str()))
+                    .and_then(|o| ready_of(&o));
+                out.push((uid, ready));
+            }
+            return out;
+        }
+        let mut by_uid: HashMap<String, Option<Ready>> =
+            objects.into_iter().map(|(uid, _)| (uid, None)).collect();
+        let mut params = ListParams::default().limit(PAGE);
+        while let Ok(page) = api.list(&params).await {
+            for o in &page.items {
+                if let Some(slot) = o.metadata.uid.as_ref().and_then(|u| by_uid.get_mut(u)) {
+                    *slot = ready_of(o);
+                }
+            }
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => break,
+            }
+        }
+        by_uid.into_iter().collect()
     }
 }

@@ -366,10 +366,10 @@ async fn prepare(r: &Resolved, l: &Limits) -> anyhow::Result<(ApiServer, Prepare
 }
 
 /// An indicatif bar on stderr (hidden when stderr is not a terminal).
-struct Bar(indicatif::ProgressBar);
+pub(crate) struct Bar(indicatif::ProgressBar);
 
 impl Bar {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
             indicatif::ProgressStyle::with_template("{msg:>7} [{bar:40}] {pos}/{len} {elapsed}")

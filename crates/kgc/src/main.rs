@@ -20,6 +20,7 @@ mod secure;
 mod serve;
 mod signals;
 mod tls;
+mod tree_cmd;
 mod why_cmd;
 
 use clap::{Parser, Subcommand};
@@ -71,6 +72,9 @@ enum Command {
     /// command (`kgc node gc|snapshot|simulate`); stop and start simulated nodes
     /// (`kgc node stop|start NAME`).
     Node(node_cmd::Args),
+    /// The ownership tree under an object (`--owners`: above it), with what the garbage
+    /// collector reads in it: deletions, finalizers, blocking and invalid references.
+    Tree(tree_cmd::Args),
     /// Why an object is kept, will be collected, is held in deletion, or was collected
     /// (`kgc why KIND/NAME`); exit 4 while a finalizer holds its deletion.
     Why(why_cmd::Args),
@@ -143,9 +147,17 @@ fn main() -> std::process::ExitCode {
             for line in error_lines(&e) {
                 eprintln!("{line}");
             }
-            failure
+            explain_exit(&e).unwrap_or(failure)
         }
     }
+}
+
+/// The distinct exit status of `kgc tree`/`kgc why` for an unknown kind or a missing object.
+fn explain_exit(e: &anyhow::Error) -> Option<std::process::ExitCode> {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<kgc_explain::Error>())
+        .and_then(|x| u8::try_from(x.exit_code()).ok())
+        .map(std::process::ExitCode::from)
 }
 
 /// `kgc: error: …` and a `  caused by: …` line per further cause, leaving out a cause whose
@@ -182,6 +194,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Plan(args) => deploy_cmd::plan(args).await,
             Command::Delete(args) => deploy_cmd::delete(args).await,
             Command::Node(args) => node_cmd::run(args).await,
+            Command::Tree(args) => tree_cmd::run(args).await,
             Command::Why(args) => why_cmd::run(args).await,
             Command::Completion { shell } => {
                 use clap::CommandFactory;

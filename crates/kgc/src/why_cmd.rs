@@ -53,53 +53,22 @@ enum Output {
 }
 
 /// Runs `kgc why`; ends the process with the verdict's exit code (see
-/// [`kgc_explain::exit`]): 0 kept, will be collected or collected; 4 held in deletion; 5 an
-/// unknown or ambiguous kind; 6 not found (and not in the history); 7 parts unknown.
+/// [`kgc_explain::exit`]): 0 kept, will be collected or collected; 4 held in deletion; 7 parts
+/// unknown. Errors carry theirs (5 an unknown or ambiguous kind, 6 not found and not in the
+/// history), which `main` returns.
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let code = match answer(&args).await {
-        Ok(answer) => {
-            print(&answer, args.output)?;
-            answer.exit_code()
+    let answer = answer(&args).await?;
+    print(&answer, args.output)?;
+    match answer.exit_code() {
+        exit::OK => Ok(()),
+        code => {
+            std::io::stdout().flush()?;
+            std::process::exit(code)
         }
-        Err(Failure::Explain(e)) => {
-            let code = e.exit_code();
-            if code == exit::ERROR {
-                return Err(e.into());
-            }
-            eprintln!("kgc: error: {e}");
-            code
-        }
-        Err(Failure::Gone(message)) => {
-            eprintln!("kgc: error: {message}");
-            exit::NOT_FOUND
-        }
-        Err(Failure::Other(e)) => return Err(e),
-    };
-    std::io::stdout().flush()?;
-    std::process::exit(code)
-}
-
-/// Why no answer was given.
-enum Failure {
-    Explain(Error),
-    /// The object is not found and the history does not hold it.
-    Gone(String),
-    Other(anyhow::Error),
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Self {
-        Failure::Explain(e)
     }
 }
 
-impl From<anyhow::Error> for Failure {
-    fn from(e: anyhow::Error) -> Self {
-        Failure::Other(e)
-    }
-}
-
-async fn answer(args: &Args) -> Result<Answer, Failure> {
+async fn answer(args: &Args) -> anyhow::Result<Answer> {
     let (kind, name) = resolve::parse_reference(&args.target)?;
     let config =
         crate::controller::kube_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
@@ -118,8 +87,8 @@ async fn answer(args: &Args) -> Result<Answer, Failure> {
     };
     let node = match loader.get(&resource, &namespace, &name).await {
         Ok(node) => node,
-        Err(Error::NotFound { .. }) => {
-            return gone(args, &client, &resource, &namespace, &name).await;
+        Err(e @ Error::NotFound { .. }) => {
+            return gone(args, &client, &resource, e).await;
         }
         Err(e) => return Err(e.into()),
     };
@@ -191,27 +160,26 @@ async fn facts(
     }
 }
 
-/// The answer about an object that does not exist: the history's entries about it, if any.
+/// The answer about an object that does not exist (`missing`): the history's entries about
+/// it; else `missing`, saying what the history knows.
 async fn gone(
     args: &Args,
     client: &kube::Client,
     resource: &ResourceInfo,
-    namespace: &str,
-    name: &str,
-) -> Result<Answer, Failure> {
-    let what = if namespace.is_empty() {
-        format!("{} {name:?} not found", resolve::qualified(resource))
-    } else {
-        format!(
-            "{} {name:?} not found in namespace {namespace:?}",
-            resolve::qualified(resource)
-        )
+    missing: Error,
+) -> anyhow::Result<Answer> {
+    let Error::NotFound {
+        namespace, name, ..
+    } = &missing
+    else {
+        return Err(missing.into());
     };
     let Some(decisions) = history(args, client, resource, namespace, name).await? else {
-        return Err(Failure::Gone(format!(
-            "{what}; no collector history available (the cluster runs no kgc collector, or \
+        let what = format!(
+            "{missing}; no collector history available (the cluster runs no kgc collector, or \
              pass a `kgc controller`'s address with --server-url)"
-        )));
+        );
+        return Err(anyhow::Error::new(missing).context(what));
     };
     let Some(last) = decisions.last() else {
         let elsewhere = if args.server_url.is_none() {
@@ -220,16 +188,17 @@ async fn gone(
         } else {
             ""
         };
-        return Err(Failure::Gone(format!(
-            "{what}, and the collectors' history does not mention it: it was not collected \
+        let what = format!(
+            "{missing}, and the collectors' history does not mention it: it was not collected \
              recently{elsewhere}"
-        )));
+        );
+        return Err(anyhow::Error::new(missing).context(what));
     };
     let object = why::Object {
         api_version: last.api_version.clone(),
         kind: last.kind.clone(),
-        namespace: namespace.to_owned(),
-        name: name.to_owned(),
+        namespace: namespace.clone(),
+        name: name.clone(),
         uid: String::new(),
         finalizers: Vec::new(),
         deletion_timestamp: None,

@@ -511,20 +511,39 @@ async fn recently_collected_by_a_lifecycle_collector() {
     )
     .await;
     let uid = s
-        .kubectl_ok(&["get", "job", "done", "-n", &ns, "-o", "jsonpath={.metadata.uid}"])
+        .kubectl_ok(&[
+            "get",
+            "job",
+            "done",
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
         .await;
     // What the Job controller writes once the Job has finished.
-    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
     let status = json!({"status": {"startTime": now, "completionTime": now, "conditions": [
         {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": now},
         {"type": "Complete", "status": "True", "lastTransitionTime": now}]}});
     s.kubectl_ok(&[
-        "patch", "job", "done", "-n", &ns, "--subresource=status", "--type=merge", "-p",
+        "patch",
+        "job",
+        "done",
+        "-n",
+        &ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
         &status.to_string(),
     ])
     .await;
     eventually("the TTL collector deletes the Job", DEADLINE, || async {
-        let out = s.kubectl(&["get", "job", "done", "-n", &ns, "-o", "name"]).await;
+        let out = s
+            .kubectl(&["get", "job", "done", "-n", &ns, "-o", "name"])
+            .await;
         !out.status.success()
     })
     .await;

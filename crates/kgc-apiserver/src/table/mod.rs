@@ -24,7 +24,7 @@
 mod cell;
 mod column;
 mod crd;
-mod duration;
+use kgc_meta::duration;
 mod printers;
 #[cfg(test)]
 mod tests;

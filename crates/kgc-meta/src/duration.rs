@@ -1,10 +1,10 @@
 //! Human ages, as kubernetes/apimachinery pkg/util/duration/duration.go `HumanDuration`
-//! prints them.
+//! prints them: the API server's tables and `kgc tree` share them.
 
 use jiff::SignedDuration;
 
 /// apimachinery `duration.HumanDuration`: about two significant figures.
-pub(super) fn human_duration(d: SignedDuration) -> String {
+pub fn human_duration(d: SignedDuration) -> String {
     // Go truncates toward zero (`int(d.Seconds())`), as `as_secs` does.
     let seconds = d.as_secs();
     if seconds < -1 {

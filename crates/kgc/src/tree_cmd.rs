@@ -1,0 +1,134 @@
+//! `kgc tree KIND/NAME`: the ownership tree under (or, with `--owners`, above) an object, from
+//! any cluster, as kubectl-tree draws it, with what the garbage collector reads in it.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use kgc_explain::load::{Loader, Scope};
+use kgc_explain::tree::{self, Direction};
+use kgc_explain::{exit, resolve};
+use kgc_prune::executor::Progress as _;
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Yaml,
+    Svg,
+}
+
+/// Exit codes, shared with `kgc why`.
+const EXIT_CODES: &str = "\
+Exit status:
+  0  the tree is complete
+  1  an error (the cluster unreachable, a request failed)
+  5  KIND is unknown to the server, or a short name several kinds share (the candidates are named)
+  6  the object does not exist
+  7  the tree was drawn, but some kinds could not be listed (forbidden): their objects are missing";
+
+#[derive(clap::Args)]
+#[command(after_help = EXIT_CODES)]
+pub struct Args {
+    /// The object, as `KIND/NAME` or `KIND NAME`; KIND as kubectl takes it: kind, plural,
+    /// singular or short name, optionally `.group` (`deploy/web`, `certificates.cert-manager.io/x`).
+    #[arg(value_name = "KIND/NAME", required = true, num_args = 1..=2)]
+    object: Vec<String>,
+    /// The object's namespace [default: the context's, else `default`].
+    #[arg(short, long)]
+    namespace: Option<String>,
+    /// List every namespace, not just the object's: dependents in other namespaces (always
+    /// invalid references) are then shown too. A cluster-scoped object always lists all.
+    #[arg(short = 'A', long)]
+    all_namespaces: bool,
+    /// Walk upwards: the object's owners, and theirs.
+    #[arg(long)]
+    owners: bool,
+    #[arg(short, long, value_enum, default_value = "table")]
+    output: Format,
+    /// The kubeconfig to use [default: $KUBECONFIG, else ~/.kube/config, else in-cluster].
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long)]
+    context: Option<String>,
+    #[command(flatten)]
+    rate_limit: crate::rate_limit::Flags,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let (kind, name) = resolve::parse_reference(&args.object)?;
+    let config =
+        crate::controller::kube_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+    let namespace = args
+        .namespace
+        .clone()
+        .unwrap_or_else(|| config.default_namespace.clone());
+    let server = config.cluster_url.to_string();
+    let throttle = args.rate_limit.throttle(crate::rate_limit::DEPLOY);
+    let client = crate::rate_limit::client(config, throttle, None)?;
+    let loader = Loader::connect(client)
+        .await
+        .with_context(|| format!("connecting to {server}"))?;
+    let resource = loader.resolve(&kind)?;
+    let target = loader.get(&resource, &namespace, &name).await?;
+
+    let scope = if args.all_namespaces || !resource.namespaced() {
+        Scope::All
+    } else {
+        Scope::Namespace(namespace)
+    };
+    let bar = crate::deploy_cmd::Bar::new();
+    let mut listed = 0;
+    let mut graph = loader
+        .graph(&scope, |p| {
+            if listed == 0 {
+                bar.phase("listing", p.total);
+            }
+            for _ in listed..p.listed {
+                bar.step();
+            }
+            listed = p.listed;
+        })
+        .await;
+    drop(bar);
+    if graph.node(&target.uid).is_none() {
+        // Its kind could not be listed, yet the object could be read.
+        graph.insert(target.clone());
+    }
+    let direction = if args.owners {
+        Direction::Owners
+    } else {
+        Direction::Dependents
+    };
+    let root = graph.node(&target.uid).context("the object vanished")?;
+    let uids = tree::build(&graph, root, direction).uids();
+    loader.read_ready(&mut graph, &uids).await;
+    let root = graph.node(&target.uid).context("the object vanished")?;
+    let tree = tree::build(&graph, root, direction);
+
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        Format::Table => write!(out, "{}", tree.table(jiff::Timestamp::now()))?,
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&tree)?)?,
+        Format::Yaml => write!(
+            out,
+            "{}",
+            serde_saphyr::to_string(&serde_json::to_value(&tree)?)?
+        )?,
+        Format::Svg => write!(out, "{}", kgc_explain::svg::render(&tree))?,
+    }
+    out.flush()?;
+    if !tree.unlisted.is_empty() {
+        if args.output != Format::Table {
+            for u in &tree.unlisted {
+                eprintln!(
+                    "kgc: warning: could not list {} ({}): objects of that kind are missing",
+                    u.group_kind, u.reason
+                );
+            }
+        }
+        std::process::exit(exit::INCOMPLETE);
+    }
+    Ok(())
+}
