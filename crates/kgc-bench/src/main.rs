@@ -14,6 +14,7 @@ mod scheduling;
 mod server;
 mod stats;
 mod watches;
+mod why;
 mod workloads;
 
 use std::net::SocketAddr;
@@ -90,6 +91,9 @@ struct Cli {
     /// Where the temporary data directories go [default: the system temporary directory].
     #[arg(long)]
     data_root: Option<PathBuf>,
+    /// Objects holding the namespace of the `why` measurement.
+    #[arg(long, default_value_t = 1_000)]
+    held: usize,
     /// What the create measurement posts: ConfigMaps, or Secrets carrying the same data
     /// (encrypted at rest by default).
     #[arg(long, value_enum, default_value = "configmaps")]
@@ -152,6 +156,8 @@ enum Which {
     /// nodes created, Running and deleted; a Deployment of `--rollout-replicas` rolled (not
     /// part of `all`).
     Workloads,
+    /// `kgc why` on a namespace stuck in Terminating on `--held` objects (not part of `all`).
+    Why,
 }
 
 /// One row of the final table.
@@ -945,6 +951,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Workloads {
         bench.workloads().await?;
+    }
+    if which == Which::Why {
+        bench.why().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",
