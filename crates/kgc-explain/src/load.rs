@@ -25,6 +25,8 @@ const CONCURRENCY: usize = 8;
 const PAGE: u32 = 500;
 /// Objects of one resource and namespace whose `Ready` is read one GET each; more are listed.
 const GET_AT_MOST: usize = 20;
+/// The aggregated discovery document, as kubectl asks for it.
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
 
 /// How far a load has come, reported after each resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,12 +54,20 @@ pub struct Loader {
 }
 
 impl Loader {
-    /// Discovers the server's resources.
+    /// Discovers the server's resources, and puts them in the order kube-apiserver lists
+    /// groups (the core group, then the built-in groups by priority, then the others by name),
+    /// the order kubectl's RESTMapper prefers them in; kube-rs's discovery has none.
     pub async fn connect(client: kube::Client) -> Result<Self> {
-        let resources = Remote::new(client.clone())
+        let mut resources = Remote::new(client.clone())
             .resources()
             .await
             .map_err(Error::Discovery)?;
+        let builtin = kgc_meta::Catalog::builtin();
+        let rank = |g: &str| {
+            let known = builtin.groups().iter().position(|b| b == g);
+            (known.unwrap_or(usize::MAX), g.to_owned())
+        };
+        resources.sort_by_cached_key(|r| (rank(&r.group), r.plural.clone()));
         Ok(Self { client, resources })
     }
 
@@ -66,9 +76,60 @@ impl Loader {
         &self.resources
     }
 
-    /// The resource `kind` names, as kubectl resolves it.
-    pub fn resolve(&self, kind: &str) -> Result<Arc<ResourceInfo>> {
+    /// The resource `kind` names, as kubectl resolves it. Short names are not in kube-rs's
+    /// discovery (kgc-client's has those of built-in kinds from kgc's catalog): when `kind` is
+    /// not a full name, they are read from the aggregated discovery documents first (two
+    /// requests), so a custom resource's short names count, and clash, as in kubectl.
+    pub async fn resolve(&mut self, kind: &str) -> Result<Arc<ResourceInfo>> {
+        if let Some(r) = resolve::by_name(&self.resources, kind) {
+            return Ok(r);
+        }
+        self.read_short_names().await;
         resolve::resolve(&self.resources, kind)
+    }
+
+    /// Sets every resource's short names from the server's aggregated discovery
+    /// (`apidiscovery.k8s.io/v2`). A server without it keeps kgc's catalog's short names.
+    async fn read_short_names(&mut self) {
+        let mut short: HashMap<(String, String), Vec<String>> = HashMap::new();
+        for path in ["/api", "/apis"] {
+            let request = http::Request::get(path)
+                .header(http::header::ACCEPT, AGGREGATED)
+                .body(Vec::new());
+            let Ok(request) = request else { continue };
+            let Ok(text) = self.client.request_text(request).await else {
+                continue;
+            };
+            let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            if doc["kind"] != "APIGroupDiscoveryList" {
+                continue;
+            }
+            for group in doc["items"].as_array().into_iter().flatten() {
+                let name = group["metadata"]["name"].as_str().unwrap_or_default();
+                let versions = group["versions"].as_array().into_iter().flatten();
+                for r in versions.flat_map(|v| v["resources"].as_array().into_iter().flatten()) {
+                    let names = r["shortNames"].as_array().into_iter().flatten();
+                    short
+                        .entry((
+                            name.to_owned(),
+                            r["resource"].as_str().unwrap_or_default().to_owned(),
+                        ))
+                        .or_insert_with(|| {
+                            names
+                                .filter_map(|n| n.as_str().map(str::to_owned))
+                                .collect()
+                        });
+                }
+            }
+        }
+        if short.is_empty() {
+            return;
+        }
+        for r in &mut self.resources {
+            if let Some(names) = short.get(&(r.group.clone(), r.plural.clone())) {
+                Arc::make_mut(r).short_names = names.clone();
+            }
+        }
     }
 
     fn api(&self, r: &ResourceInfo, namespace: &str) -> Api<DynamicObject> {

@@ -31,34 +31,18 @@ pub fn parse_reference(args: &[String]) -> Result<(String, String)> {
 
 /// The listable resource `kind` names among `resources` (in discovery order).
 pub fn resolve(resources: &[Arc<ResourceInfo>], kind: &str) -> Result<Arc<ResourceInfo>> {
-    let wanted = kind.to_ascii_lowercase();
-    let (name, qualifier) = match wanted.split_once('.') {
-        Some((n, q)) => (n, Some(q)),
-        None => (wanted.as_str(), None),
-    };
-    let in_scope = |r: &&Arc<ResourceInfo>| {
-        r.supports("list")
-            && match qualifier {
-                None => true,
-                Some(q) if q == r.group => true,
-                // `resource.version.group` (and `resource.version` for the core group).
-                Some(q) => q.split_once('.').map_or_else(
-                    || r.group.is_empty() && r.serves_version(q),
-                    |(v, g)| g == r.group && r.serves_version(v),
-                ),
-            }
-    };
-    let full = resources
-        .iter()
-        .filter(in_scope)
-        .find(|r| r.plural == name || r.singular == name || r.kind.eq_ignore_ascii_case(name));
-    if let Some(r) = full {
-        return Ok(Arc::clone(r));
+    if let Some(r) = by_name(resources, kind) {
+        return Ok(r);
     }
+    let wanted = Wanted::new(kind);
     let short: Vec<&Arc<ResourceInfo>> = resources
         .iter()
-        .filter(in_scope)
-        .filter(|r| r.short_names.iter().any(|s| s.eq_ignore_ascii_case(name)))
+        .filter(|r| wanted.in_scope(r))
+        .filter(|r| {
+            r.short_names
+                .iter()
+                .any(|s| s.eq_ignore_ascii_case(wanted.name))
+        })
         .collect();
     match short.as_slice() {
         [] => Err(Error::UnknownKind(kind.to_owned())),
@@ -67,6 +51,55 @@ pub fn resolve(resources: &[Arc<ResourceInfo>], kind: &str) -> Result<Arc<Resour
             name: kind.to_owned(),
             candidates: many.iter().map(|r| qualified(r)).collect(),
         }),
+    }
+}
+
+/// The resource `kind` names by plural, singular or kind (not by short name): the first in
+/// discovery order.
+pub fn by_name(resources: &[Arc<ResourceInfo>], kind: &str) -> Option<Arc<ResourceInfo>> {
+    let wanted = Wanted::new(kind);
+    resources
+        .iter()
+        .filter(|r| wanted.in_scope(r))
+        .find(|r| {
+            r.plural.eq_ignore_ascii_case(wanted.name)
+                || r.singular.eq_ignore_ascii_case(wanted.name)
+                || r.kind.eq_ignore_ascii_case(wanted.name)
+        })
+        .cloned()
+}
+
+/// A resource argument split into its name and its `group` or `version.group` qualifier.
+struct Wanted<'a> {
+    name: &'a str,
+    qualifier: Option<&'a str>,
+}
+
+impl<'a> Wanted<'a> {
+    fn new(kind: &'a str) -> Self {
+        match kind.split_once('.') {
+            Some((name, q)) => Self {
+                name,
+                qualifier: Some(q),
+            },
+            None => Self {
+                name: kind,
+                qualifier: None,
+            },
+        }
+    }
+
+    fn in_scope(&self, r: &ResourceInfo) -> bool {
+        r.supports("list")
+            && match self.qualifier {
+                None => true,
+                Some(q) if q.eq_ignore_ascii_case(&r.group) => true,
+                // `resource.version.group` (and `resource.version` for the core group).
+                Some(q) => q.split_once('.').map_or_else(
+                    || r.group.is_empty() && r.serves_version(q),
+                    |(v, g)| g.eq_ignore_ascii_case(&r.group) && r.serves_version(v),
+                ),
+            }
     }
 }
 

@@ -139,7 +139,7 @@ fn order_layers(boxes: &[Box_], edges: &[Edge]) -> Vec<Vec<usize>> {
         layers[b.layer].push(i);
     }
     let mut position: HashMap<usize, usize> = HashMap::new();
-    for l in 0..count {
+    for (l, layer) in layers.iter_mut().enumerate() {
         if l > 0 {
             let key = |i: usize| {
                 let above: Vec<f64> = edges
@@ -157,11 +157,11 @@ fn order_layers(boxes: &[Box_], edges: &[Edge]) -> Vec<Vec<usize>> {
                     above.iter().sum::<f64>() / above.len() as f64
                 }
             };
-            let mut keyed: Vec<(f64, usize)> = layers[l].iter().map(|&i| (key(i), i)).collect();
+            let mut keyed: Vec<(f64, usize)> = layer.iter().map(|&i| (key(i), i)).collect();
             keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            layers[l] = keyed.into_iter().map(|(_, i)| i).collect();
+            *layer = keyed.into_iter().map(|(_, i)| i).collect();
         }
-        for (p, &i) in layers[l].iter().enumerate() {
+        for (p, &i) in layer.iter().enumerate() {
             position.insert(i, p);
         }
     }

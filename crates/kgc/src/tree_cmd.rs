@@ -67,10 +67,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let server = config.cluster_url.to_string();
     let throttle = args.rate_limit.throttle(crate::rate_limit::DEPLOY);
     let client = crate::rate_limit::client(config, throttle, None)?;
-    let loader = Loader::connect(client)
+    let mut loader = Loader::connect(client)
         .await
         .with_context(|| format!("connecting to {server}"))?;
-    let resource = loader.resolve(&kind)?;
+    let resource = loader.resolve(&kind).await?;
     let target = loader.get(&resource, &namespace, &name).await?;
 
     let scope = if args.all_namespaces || !resource.namespaced() {

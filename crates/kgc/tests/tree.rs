@@ -348,7 +348,7 @@ spec:
 /// kinds that could not are named, and the exit code says the answer is incomplete.
 #[tokio::test]
 async fn forbidden_kinds_are_named() {
-    let s = Server::start_secure(&["--in-memory", "--disable", "gc"]).await;
+    let s = Server::start_secure(&["--disable", "gc"]).await;
     let ns = fresh_namespace(&s.client(), "tree-rbac").await;
     let root = create(&s, configmap(&ns, "root", json!([]))).await;
     create(
