@@ -78,8 +78,8 @@ async fn answer(args: &Args) -> anyhow::Result<Answer> {
         .unwrap_or_else(|| config.default_namespace.clone());
     let throttle = args.rate_limit.throttle(crate::rate_limit::DEPLOY);
     let client = crate::rate_limit::client(config, throttle, None)?;
-    let loader = Loader::connect(client.clone()).await?;
-    let resource = loader.resolve(&kind)?;
+    let mut loader = Loader::connect(client.clone()).await?;
+    let resource = loader.resolve(&kind).await?;
     let namespace = if resource.namespaced() {
         namespace
     } else {
