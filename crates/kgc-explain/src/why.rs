@@ -330,9 +330,29 @@ pub fn remover(f: &str) -> &'static str {
 
 /// The verdict about `node` (which `graph` holds), at `now`.
 pub fn explain(graph: &Graph, node: &Node, facts: &Facts, now: jiff::Timestamp) -> Answer {
+    let verdict = match &node.deletion_timestamp {
+        Some(since) => being_deleted(graph, node, facts, since, now),
+        None => judged(graph, node),
+    };
+    // Kinds that could not be listed matter where the verdict rests on what the graph lacks:
+    // owners of those kinds, or dependents and content (of any kind) a finalizer waits for.
+    let depends_on_listing = match &verdict {
+        Verdict::Undetermined { .. } => true,
+        Verdict::BeingDeleted { holds, .. } => holds.iter().any(|h| {
+            [
+                FINALIZER_FOREGROUND,
+                FINALIZER_ORPHAN,
+                FINALIZER_NAMESPACE,
+                FINALIZER_CRD,
+            ]
+            .contains(&h.finalizer.as_str())
+        }),
+        _ => false,
+    };
     let unknown = graph
         .unlisted()
         .iter()
+        .filter(|_| depends_on_listing)
         .map(|u| {
             let scope = u
                 .namespace
@@ -342,10 +362,6 @@ pub fn explain(graph: &Graph, node: &Node, facts: &Facts, now: jiff::Timestamp) 
             format!("{}{scope} could not be listed ({})", u.group_kind, u.reason)
         })
         .collect();
-    let verdict = match &node.deletion_timestamp {
-        Some(since) => being_deleted(graph, node, facts, since, now),
-        None => judged(graph, node),
-    };
     Answer {
         object: Object::of(node),
         verdict,

@@ -610,3 +610,49 @@ async fn recently_collected_by_a_kgc_controller() {
         })
     );
 }
+
+/// A user who may read only one namespace, and not its Secrets: an answer that rests on what
+/// could not be listed names it; one that does not, does not.
+#[tokio::test]
+async fn kinds_that_could_not_be_listed_are_named_where_they_matter() {
+    let s = Server::start_secure(&["--disable", "gc"]).await;
+    let c = s.client();
+    let ns = fresh_namespace(&c, "why-rbac").await;
+    let owner = configmap(&c, &ns, json!({"name": "owner"})).await;
+    configmap(
+        &c,
+        &ns,
+        json!({"name": "child", "ownerReferences": [owner_ref("owner", &owner, true)]}),
+    )
+    .await;
+    configmaps(&c, &ns)
+        .delete("owner", &DeleteParams::foreground())
+        .await
+        .expect("deleting the owner in the foreground");
+    let user = add_user(&s, "viewer", &["-n", &ns, "--role", "view"]);
+    let run = |target: &'static str| {
+        let mut cmd = tokio::process::Command::from(Kgc::command());
+        cmd.args(["why", target, "-n", &ns, "-o", "json", "--kubeconfig"])
+            .arg(&user);
+        async move { cmd.output().await.expect("running kgc why") }
+    };
+    // The owner waits for its blocking dependents, of any kind: Secrets could be among them.
+    let out = run("cm/owner").await;
+    assert_eq!(out.status.code(), Some(4));
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let unknown = answer["unknown"].as_array().expect("unknown parts").clone();
+    assert!(
+        unknown.iter().any(|u| u.as_str().is_some_and(|u| {
+            u.starts_with(&format!(
+                "Secret in namespace {ns} could not be listed (forbidden"
+            ))
+        })),
+        "{answer:#}"
+    );
+    // The child's verdict rests on its owner alone, which could be read.
+    let out = run("cm/child").await;
+    assert_eq!(out.status.code(), Some(0));
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(answer["verdict"], "willBeCollected", "{answer:#}");
+    assert!(answer.get("unknown").is_none(), "{answer:#}");
+}
