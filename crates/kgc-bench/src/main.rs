@@ -13,6 +13,7 @@ mod pods;
 mod scheduling;
 mod server;
 mod stats;
+mod tree;
 mod watches;
 mod why;
 mod workloads;
@@ -156,6 +157,9 @@ enum Which {
     /// nodes created, Running and deleted; a Deployment of `--rollout-replicas` rolled (not
     /// part of `all`).
     Workloads,
+    /// `kgc tree` of one ownership tree of `--small-list` ConfigMaps: time and requests (not
+    /// part of `all`).
+    Tree,
     /// `kgc why` on a namespace stuck in Terminating on `--held` objects (not part of `all`).
     Why,
 }
@@ -951,6 +955,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Workloads {
         bench.workloads().await?;
+    }
+    if which == Which::Tree {
+        bench.tree().await?;
     }
     if which == Which::Why {
         bench.why().await?;

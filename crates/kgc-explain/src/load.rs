@@ -7,7 +7,7 @@
 //! A kind the caller may not list is recorded as [`Unlisted`], never taken as empty: answers
 //! that depend on it say they are unknown.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -165,14 +165,48 @@ impl Loader {
         ))
     }
 
-    /// The graph of every object in `scope`, `progress` told after each resource. Resources
-    /// are inserted in discovery order and an object met twice (Events are served by two
-    /// groups) keeps its first, core, form.
-    pub async fn graph(&self, scope: &Scope, mut progress: impl FnMut(Progress)) -> Graph {
+    /// The kinds of the objects connected to `uid` by ownership (owners and dependents,
+    /// transitively), as the garbage collector inside `kgc serve` or a `kgc controller` serving
+    /// this API knows them (`/debug/controllers/garbagecollector/graph`): one request that
+    /// spares listing every other kind. `None` when the server has no such collector (any
+    /// other cluster).
+    ///
+    /// The collector's graph follows the cluster through watches, so an object created a
+    /// moment ago may not be in it yet; its kind is then missed only if no other object of
+    /// that kind is connected.
+    pub async fn collector_kinds(&self, uid: &str) -> Option<BTreeSet<GroupKind>> {
+        let uid: String = uid
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let path = format!("/debug/controllers/garbagecollector/graph?format=json&uid={uid}");
+        let request = http::Request::get(path).body(Vec::new()).ok()?;
+        let text = self.client.request_text(request).await.ok()?;
+        let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let nodes = doc["nodes"].as_array()?;
+        let s = |v: &serde_json::Value, k: &str| v[k].as_str().unwrap_or_default().to_owned();
+        Some(
+            nodes
+                .iter()
+                .map(|n| GroupKind::of(&s(n, "apiVersion"), &s(n, "kind")))
+                .collect(),
+        )
+    }
+
+    /// The graph of every object in `scope` (of the `kinds` given, or of every kind),
+    /// `progress` told after each resource. Resources are inserted in discovery order and an
+    /// object met twice (Events are served by two groups) keeps its first, core, form.
+    pub async fn graph(
+        &self,
+        scope: &Scope,
+        kinds: Option<&BTreeSet<GroupKind>>,
+        mut progress: impl FnMut(Progress),
+    ) -> Graph {
         let listable: Vec<&Arc<ResourceInfo>> = self
             .resources
             .iter()
             .filter(|r| r.supports("list"))
+            .filter(|r| kinds.is_none_or(|k| k.contains(&GroupKind::new(&r.group, &r.kind))))
             .collect();
         let mut graph = Graph::new(&self.resources);
         let mut report = Progress {

@@ -283,14 +283,20 @@ fn row(b: &Branch, prefix: &str, now: Timestamp) -> [String; 8] {
     let age = |t: &Option<String>| {
         t.as_deref()
             .and_then(|t| t.parse::<Timestamp>().ok())
-            .map(|t| human_duration(now.duration_since(t)))
+            .map(|t| now.duration_since(t))
+            .map(|d| match d.is_negative() {
+                // A graceful deletion's timestamp is when its grace period ends.
+                true => format!("in {}", human_duration(-d)),
+                false => human_duration(d),
+            })
             .unwrap_or_default()
     };
     let (ready, reason) = o
         .ready
         .as_ref()
         .map(|r| (r.status.clone(), r.reason.clone()))
-        .unwrap_or_default();
+        // kubectl-tree's mark for an object without a `Ready` condition.
+        .unwrap_or_else(|| ("-".to_owned(), String::new()));
     [
         o.namespace.clone(),
         format!(
@@ -342,6 +348,8 @@ mod tests {
         let mut held = object("v1", "Pod", "a", "p2", &[("ReplicaSet", "rs", "uid-rs")]);
         held["metadata"]["deletionTimestamp"] = "2026-01-01T00:30:00Z".into();
         held["metadata"]["finalizers"] = serde_json::json!(["example.com/hold"]);
+        let mut graceful = object("v1", "Pod", "a", "p3", &[("ReplicaSet", "rs", "uid-rs")]);
+        graceful["metadata"]["deletionTimestamp"] = "2026-01-01T01:00:30Z".into();
         let g = graph(&[
             object("apps/v1", "Deployment", "a", "web", &[]),
             object(
@@ -353,6 +361,7 @@ mod tests {
             ),
             object("v1", "Pod", "a", "p1", &[("ReplicaSet", "rs", "uid-rs")]),
             held,
+            graceful,
             object(
                 "apps/v1",
                 "ReplicaSet",
@@ -367,11 +376,12 @@ mod tests {
             t.table(now),
             "\
 NAMESPACE  NAME                READY  REASON  AGE  DELETING  FINALIZERS        REFERENCE
-a          Deployment/web                     60m
-a          ├─ReplicaSet/rs                    60m                              controller, blocks
-a          │ ├─Pod/p1                         60m                              controller, blocks
-a          │ └─Pod/p2                         60m  30m       example.com/hold  controller, blocks
-b          └─ReplicaSet/stray                 60m                              controller, blocks, INVALID: owner is in namespace a
+a          Deployment/web      -              60m
+a          ├─ReplicaSet/rs     -              60m                              controller, blocks
+a          │ ├─Pod/p1          -              60m                              controller, blocks
+a          │ ├─Pod/p2          -              60m  30m       example.com/hold  controller, blocks
+a          │ └─Pod/p3          -              60m  in 30s                      controller, blocks
+b          └─ReplicaSet/stray  -              60m                              controller, blocks, INVALID: owner is in namespace a
 "
         );
         let up = build(&g, g.node("uid-p1").unwrap(), Direction::Owners);

@@ -1,5 +1,9 @@
 //! `kgc tree KIND/NAME`: the ownership tree under (or, with `--owners`, above) an object, from
 //! any cluster, as kubectl-tree draws it, with what the garbage collector reads in it.
+//!
+//! The graph comes from metadata-only lists (one per kind). Against `kgc serve` or a cluster
+//! whose collector is a `kgc controller` answering on the API's address, the collector's graph
+//! first says which kinds the object's ownership reaches, and only those are listed.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -46,6 +50,10 @@ pub struct Args {
     owners: bool,
     #[arg(short, long, value_enum, default_value = "table")]
     output: Format,
+    /// List every kind even when the server's garbage collector (`kgc serve`, `kgc
+    /// controller`) could say which kinds the object's ownership graph holds.
+    #[arg(long)]
+    list_all_kinds: bool,
     /// The kubeconfig to use [default: $KUBECONFIG, else ~/.kube/config, else in-cluster].
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
@@ -78,10 +86,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     } else {
         Scope::Namespace(namespace)
     };
+    let kinds = match args.list_all_kinds {
+        true => None,
+        false => loader.collector_kinds(&target.uid).await.map(|mut k| {
+            k.insert(target.group_kind());
+            k
+        }),
+    };
     let bar = crate::deploy_cmd::Bar::new();
     let mut listed = 0;
     let mut graph = loader
-        .graph(&scope, |p| {
+        .graph(&scope, kinds.as_ref(), |p| {
             if listed == 0 {
                 bar.phase("listing", p.total);
             }
@@ -111,11 +126,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     match args.output {
         Format::Table => write!(out, "{}", tree.table(jiff::Timestamp::now()))?,
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&tree)?)?,
-        Format::Yaml => write!(
-            out,
-            "{}",
-            serde_saphyr::to_string(&serde_json::to_value(&tree)?)?
-        )?,
+        Format::Yaml => write!(out, "{}", serde_saphyr::to_string(&tree)?)?,
         Format::Svg => write!(out, "{}", kgc_explain::svg::render(&tree))?,
     }
     out.flush()?;

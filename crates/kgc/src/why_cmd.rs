@@ -99,7 +99,7 @@ async fn answer(args: &Args) -> anyhow::Result<Answer> {
         _ if resource.namespaced() => Scope::Namespace(namespace.clone()),
         _ => Scope::All,
     };
-    let mut graph = loader.graph(&scope, |_| {}).await;
+    let mut graph = loader.graph(&scope, None, |_| {}).await;
     if graph.node(&node.uid).is_none() {
         graph.insert(node.clone());
     }

@@ -148,6 +148,12 @@ async fn deployment_replicaset_pods() {
         })
     );
 
+    // The collector's graph narrowed the lists above; listing every kind finds the same tree.
+    assert_eq!(
+        tree_json(&s, &["deploy/web", "-n", &ns, "--list-all-kinds"], 0).await,
+        tree_json(&s, &["deploy/web", "-n", &ns], 0).await
+    );
+
     let name = active(&pods).await[0].metadata.name.clone().unwrap();
     let up = tree_json(&s, &["pod", &name, "-n", &ns, "--owners"], 0).await;
     let kinds = |b: &Value| -> Vec<String> {
