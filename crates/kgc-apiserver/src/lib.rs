@@ -41,6 +41,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use kgc_meta::Status;
+use kgc_runtime::decisions::{Decisions, Filter};
 use kgc_runtime::metrics::{Format, GaugeFn, Registry};
 use kgc_store::Store;
 use prometheus_client::metrics::counter::Counter;
@@ -80,6 +81,8 @@ pub struct ApiServer {
     /// registered there.
     registry: Registry,
     graph: Option<GraphHook>,
+    /// The collectors' decision history (`/debug/gc/decisions`), when they run in-process.
+    decisions: Option<Decisions>,
     /// Authentication (and authorization); `None` on the insecure port, where every request is
     /// served as kube-apiserver's old insecure port did.
     authn: Option<Arc<authn::Authenticator>>,
@@ -152,6 +155,7 @@ impl ApiServer {
             shutdown,
             address,
             graph: None,
+            decisions: None,
             authn: None,
             rbac: None,
             inflight: None,
@@ -200,6 +204,12 @@ impl ApiServer {
     pub fn with_metrics(mut self, registry: Registry) -> Self {
         self.metrics = Arc::new(Metrics::new(&registry, &self.store));
         self.registry = registry;
+        self
+    }
+
+    /// Serves the collectors' decision history on `/debug/gc/decisions`.
+    pub fn with_decisions(mut self, decisions: Decisions) -> Self {
+        self.decisions = Some(decisions);
         self
     }
 
@@ -376,6 +386,14 @@ async fn route(
             resp.headers_mut()
                 .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
             get_only(resp)
+        }
+        ["debug", "gc", "decisions"] => {
+            let decisions = api
+                .decisions
+                .as_ref()
+                .ok_or_else(Status::no_such_resource)?;
+            let filter = Filter::from_query(|k| query.get(k));
+            get_only(body::json(StatusCode::OK, &decisions.to_json(&filter)))
         }
         ["openapi", "v2"] => {
             let protobuf = discovery::OPENAPI_V2_PROTOBUF_ACCEPT

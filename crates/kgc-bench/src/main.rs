@@ -15,6 +15,7 @@ mod server;
 mod stats;
 mod tree;
 mod watches;
+mod why;
 mod workloads;
 
 use std::net::SocketAddr;
@@ -94,6 +95,9 @@ struct Cli {
     /// Where the temporary data directories go [default: the system temporary directory].
     #[arg(long)]
     data_root: Option<PathBuf>,
+    /// Objects holding the namespace of the `why` measurement.
+    #[arg(long, default_value_t = 1_000)]
+    held: usize,
     /// What the create measurement posts: ConfigMaps, or Secrets carrying the same data
     /// (encrypted at rest by default).
     #[arg(long, value_enum, default_value = "configmaps")]
@@ -162,6 +166,8 @@ enum Which {
     /// `kgc tree` of one ownership tree of `--small-list` ConfigMaps: time and requests (not
     /// part of `all`).
     Tree,
+    /// `kgc why` on a namespace stuck in Terminating on `--held` objects (not part of `all`).
+    Why,
 }
 
 /// One row of the final table.
@@ -961,6 +967,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Tree {
         bench.tree().await?;
+    }
+    if which == Which::Why {
+        bench.why().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",

@@ -243,6 +243,11 @@ impl Graph {
         self.nodes.is_empty()
     }
 
+    /// Every object, in no particular order.
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.values()
+    }
+
     pub fn node(&self, uid: &str) -> Option<&Node> {
         self.nodes.get(uid)
     }

@@ -14,6 +14,7 @@ pub mod load;
 pub mod resolve;
 pub mod svg;
 pub mod tree;
+pub mod why;
 
 pub use graph::{Graph, Node, Owner, OwnerState};
 

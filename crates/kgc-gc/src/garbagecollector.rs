@@ -21,6 +21,9 @@ use kgc_meta::{
     PropagationPolicy, Reason, ResourceInfo,
 };
 
+use kgc_meta::time::format_time;
+use kgc_runtime::decisions::{Action, Decision};
+
 use crate::Shared;
 use crate::graph::{Entry, Graph, Node, Uid, UidKey};
 use crate::graph_builder::GraphEvent;
@@ -32,6 +35,9 @@ const HURRY: usize = 64;
 /// How long a worker waits for the graph to catch up with the watches before it retries the
 /// item later (a watch restarting after an error can take this long).
 const CATCH_UP: Duration = Duration::from_secs(5);
+
+/// The collector's name in the decision history.
+const DECISION_COLLECTOR: &str = "garbagecollector";
 
 /// How a work item ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -250,7 +256,32 @@ impl<C: Cluster> Shared<C> {
         } else {
             PropagationPolicy::Background
         };
-        self.delete_object(item, &resource, &latest, policy).await
+        let reason = deletion_reason(&latest.owner_references, &states);
+        self.delete_object(item, &resource, &latest, policy).await?;
+        self.record(Action::Delete, &item.identity, Some(policy), reason);
+        Ok(())
+    }
+
+    /// Records one decision in the process's history.
+    fn record(
+        &self,
+        action: Action,
+        object: &ObjectRef,
+        policy: Option<PropagationPolicy>,
+        reason: String,
+    ) {
+        self.config.decisions.record(Decision {
+            time: format_time(self.config.clock.now()),
+            collector: DECISION_COLLECTOR.to_owned(),
+            action,
+            api_version: object.api_version.clone(),
+            kind: object.kind.clone(),
+            namespace: object.namespace.clone(),
+            name: object.name.clone(),
+            uid: object.uid.clone(),
+            propagation_policy: policy.map(|p| p.as_str().to_owned()),
+            reason,
+        });
     }
 
     /// Classifies one owner reference of `item` (upstream `isDangling` plus the
@@ -516,6 +547,7 @@ impl<C: Cluster> Shared<C> {
         };
         let owner_uid = [owner.identity.uid.clone()];
         let owner_uid = &owner_uid;
+        let owner_identity = &owner.identity;
         let results: Vec<Result<(), ItemError>> = futures::stream::iter(dependents)
             .map(|dep| async move {
                 let resource = self.resolve(&dep.api_version, &dep.kind)?;
@@ -533,6 +565,16 @@ impl<C: Cluster> Shared<C> {
                 {
                     Ok(()) => {
                         self.metrics.refs_removed.inc();
+                        self.record(
+                            Action::Orphan,
+                            &dep,
+                            None,
+                            format!(
+                                "orphaned: its owner {} {} (uid {}) was deleted with \
+                                 propagationPolicy Orphan; the owner reference was removed",
+                                owner_identity.kind, owner_identity.name, owner_identity.uid
+                            ),
+                        );
                         Ok(())
                     }
                     Err(e) if e.is(Reason::NotFound) || e.is(Reason::Conflict) => Ok(()),
@@ -578,6 +620,38 @@ impl<C: Cluster> Shared<C> {
     }
 }
 
+/// Why `attemptToDelete` deletes an object whose owners resolved to `states`: no owner is
+/// solid, so each is absent (not found by its uid, as the collector looks owners up) or
+/// deleting its dependents in the foreground.
+fn deletion_reason(owners: &[OwnerReference], states: &[OwnerState]) -> String {
+    let describe = |r: &OwnerReference| format!("{} {} (uid {})", r.kind, r.name, r.uid);
+    let list = |want: OwnerState| -> Vec<String> {
+        owners
+            .iter()
+            .zip(states)
+            .filter(|(_, s)| **s == want)
+            .map(|(r, _)| describe(r))
+            .collect()
+    };
+    let (absent, waiting) = (list(OwnerState::Dangling), list(OwnerState::Waiting));
+    let mut parts = Vec::new();
+    if !absent.is_empty() {
+        parts.push(format!("not found by uid: {}", absent.join(", ")));
+    }
+    if !waiting.is_empty() {
+        parts.push(format!(
+            "deleting its dependents in the foreground: {}",
+            waiting.join(", ")
+        ));
+    }
+    let lead = if waiting.is_empty() {
+        "all owners absent"
+    } else {
+        "no owner remains"
+    };
+    format!("{lead}: {}", parts.join("; "))
+}
+
 /// Whether `now` would lead `attemptToDelete` to the same DELETE as `then`: the same owner
 /// references, deletion state and collector finalizers (which choose the propagation policy).
 fn decided_alike(now: &ObjectMeta, then: &ObjectMeta) -> bool {
@@ -586,4 +660,32 @@ fn decided_alike(now: &ObjectMeta, then: &ObjectMeta) -> bool {
         && [FINALIZER_ORPHAN, FINALIZER_FOREGROUND]
             .iter()
             .all(|f| now.has_finalizer(f) == then.has_finalizer(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner(kind: &str, name: &str, uid: &str) -> OwnerReference {
+        OwnerReference::from_json(&serde_json::json!({
+            "apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid,
+        }))
+    }
+
+    #[test]
+    fn deletion_reasons_name_each_owner_and_how_it_was_judged() {
+        let owners = [
+            owner("ReplicaSet", "a", "u1"),
+            owner("Deployment", "d", "u2"),
+        ];
+        assert_eq!(
+            deletion_reason(&owners, &[OwnerState::Dangling, OwnerState::Dangling]),
+            "all owners absent: not found by uid: ReplicaSet a (uid u1), Deployment d (uid u2)"
+        );
+        assert_eq!(
+            deletion_reason(&owners, &[OwnerState::Dangling, OwnerState::Waiting]),
+            "no owner remains: not found by uid: ReplicaSet a (uid u1); deleting its dependents \
+             in the foreground: Deployment d (uid u2)"
+        );
+    }
 }

@@ -32,6 +32,7 @@ use tokio::sync::{Notify, mpsc};
 use garbagecollector::Outcome;
 use graph::Uid;
 use graph_builder::{Effects, GraphBuilder, GraphEvent};
+use kgc_runtime::decisions::Decisions;
 use kgc_runtime::informer::Informers;
 use kgc_runtime::queue::WorkQueue;
 pub use metrics::Metrics;
@@ -54,6 +55,9 @@ pub struct Config {
     pub orphan_concurrency: usize,
     /// The server clock, for the times of the events the collector records.
     pub clock: Clock,
+    /// Where the collector records what it deleted or orphaned, and why (shared with the
+    /// process's other collectors, served on `/debug/gc/decisions`).
+    pub decisions: Decisions,
 }
 
 impl Default for Config {
@@ -64,6 +68,7 @@ impl Default for Config {
             initial_sync_timeout: Duration::from_secs(30),
             orphan_concurrency: 32,
             clock: Clock::default(),
+            decisions: Decisions::default(),
         }
     }
 }

@@ -31,7 +31,9 @@ use std::time::Duration;
 
 use kgc_client::{Cluster, Deleted};
 pub use kgc_meta::time::Clock;
+use kgc_meta::time::format_time;
 use kgc_meta::{DeleteOptions, Preconditions, PropagationPolicy, Reason, ResourceInfo};
+use kgc_runtime::decisions::{Action, Decision, Decisions};
 use kgc_runtime::informer::{Informers, describe, key_of};
 use kgc_runtime::queue::WorkQueue;
 pub use metrics::Metrics;
@@ -82,6 +84,9 @@ pub struct Context<C> {
     pub informers: Informers<C>,
     pub clock: Clock,
     pub metrics: Arc<Metrics>,
+    /// Where each deletion is recorded with its reason (the process's history, served on
+    /// `/debug/gc/decisions`).
+    pub decisions: Decisions,
 }
 
 impl<C: Cluster> Context<C> {
@@ -93,7 +98,13 @@ impl<C: Cluster> Context<C> {
             informers,
             clock,
             metrics,
+            decisions: Decisions::default(),
         }
+    }
+
+    /// This context recording into the process's `decisions`.
+    pub fn with_decisions(self, decisions: Decisions) -> Self {
+        Self { decisions, ..self }
     }
 
     /// A work queue reporting under `name` when the process exposes metrics.
@@ -141,6 +152,21 @@ impl<C: Cluster> Context<C> {
                 self.metrics.deleted(collector, reason);
                 let pending = matches!(d, Deleted::Pending(_));
                 tracing::info!(collector, reason, kind = %resource.kind, %object, %uid, pending, "deleted");
+                self.decisions.record(Decision {
+                    time: format_time(self.clock.now()),
+                    collector: collector.to_owned(),
+                    action: Action::Delete,
+                    api_version: kgc_meta::catalog::api_version(
+                        &resource.group,
+                        resource.preferred_version(),
+                    ),
+                    kind: resource.kind.clone(),
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                    uid: uid.to_owned(),
+                    propagation_policy: options.propagation_policy.map(|p| p.as_str().to_owned()),
+                    reason: explain(collector, reason).to_owned(),
+                });
                 Ok(true)
             }
             Err(e) if e.is(Reason::NotFound) || e.is(Reason::Conflict) => {
@@ -153,6 +179,29 @@ impl<C: Cluster> Context<C> {
                 Err(e.into())
             }
         }
+    }
+}
+
+/// A collector's reason label (as counted in its metrics) in words, for the decision history.
+fn explain(collector: &str, reason: &'static str) -> &'static str {
+    match (collector, reason) {
+        ("podgc", "terminated") => {
+            "terminated pods exceed --terminated-pod-gc-threshold; the oldest are deleted"
+        }
+        ("podgc", "orphaned") => "its node no longer exists",
+        ("podgc", "unscheduled") => "terminating and never scheduled to a node",
+        ("podgc", "out-of-service") => "terminating on a node tainted out-of-service",
+        ("ttl", "expired") => "ttlSecondsAfterFinished expired after the Job finished",
+        ("csr", "issued-past-deadline") => "approved and issued, and kept past its deadline",
+        ("csr", "denied") => "denied longer ago than denied requests are kept",
+        ("csr", "failed") => "failed longer ago than failed requests are kept",
+        ("csr", "pending") => "pending longer than pending requests are kept",
+        ("csr", "expired") => "its issued certificate has expired",
+        ("pv", "reclaimed") => "its claim is gone and its reclaim policy is Delete",
+        ("nodes", "departed") => {
+            "its lease expired and --node-exists-command says the machine is gone"
+        }
+        _ => reason,
     }
 }
 

@@ -6,10 +6,12 @@
 //!   event handlers;
 //! - [`queue`]: the one work queue (de-duplicating, delaying, rate limited, with metrics);
 //! - [`backoff`]: client-go's reflector back-off, with which failed watches are re-opened;
-//! - [`metrics`]: the process's one metrics registry.
+//! - [`metrics`]: the process's one metrics registry;
+//! - [`decisions`]: the collectors' bounded history of what they deleted or orphaned, and why.
 #![forbid(unsafe_code)]
 
 pub use kgc_client::backoff;
+pub mod decisions;
 pub mod informer;
 pub mod metrics;
 pub mod queue;

@@ -25,6 +25,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::watch;
 
+use kgc_runtime::decisions::Filter;
+
 use crate::admin::{Admin, text};
 use crate::leader_election::{self, Ended, LeaderElector};
 
@@ -278,6 +280,7 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
         informers.clone(),
         shared.disable.clone(),
         Arc::clone(&shared.lifecycle_metrics),
+        config.decisions.clone(),
     );
     let controllers = {
         let ctx = kgc_controllers::Context {
@@ -394,10 +397,21 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     let ready = Arc::clone(&shared);
     let dump = Arc::clone(&shared);
-    let admin = Admin::new(registry, move || readyz(Arc::clone(&ready))).debug(
-        "controllers/garbagecollector/graph",
-        get(move |Query(q): Query<HashMap<String, String>>| std::future::ready(graph(&dump, &q))),
-    );
+    let decisions = config.decisions.clone();
+    let admin = Admin::new(registry, move || readyz(Arc::clone(&ready)))
+        .debug(
+            "controllers/garbagecollector/graph",
+            get(move |Query(q): Query<HashMap<String, String>>| {
+                std::future::ready(graph(&dump, &q))
+            }),
+        )
+        .debug(
+            "gc/decisions",
+            get(move |Query(q): Query<HashMap<String, String>>| {
+                let filter = Filter::from_query(|k| q.get(k).map(String::as_str));
+                std::future::ready(axum::Json(decisions.to_json(&filter)))
+            }),
+        );
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let work = if args.leader_elect {

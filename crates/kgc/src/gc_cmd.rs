@@ -45,7 +45,7 @@ enum Format {
 }
 
 /// Percent-encodes a query value (RFC 3986 unreserved characters pass).
-fn encode(v: &str) -> String {
+pub(crate) fn encode(v: &str) -> String {
     let mut out = String::with_capacity(v.len());
     for b in v.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {

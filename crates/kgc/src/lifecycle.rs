@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use kgc_client::Cluster;
 use kgc_lifecycle::{Clock, Context, Metrics};
+use kgc_runtime::decisions::Decisions;
 use kgc_runtime::informer::Informers;
 
 #[derive(clap::Args, Clone, Debug)]
@@ -94,8 +95,9 @@ impl LifecycleArgs {
         informers: Informers<C>,
         disabled: Vec<String>,
         metrics: Arc<Metrics>,
+        decisions: Decisions,
     ) {
-        let ctx = Context::new(informers, self.clock(), metrics);
+        let ctx = Context::new(informers, self.clock(), metrics).with_decisions(decisions);
         kgc_lifecycle::run(ctx, self.config(&disabled)).await;
     }
 }

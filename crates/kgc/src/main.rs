@@ -21,6 +21,7 @@ mod serve;
 mod signals;
 mod tls;
 mod tree_cmd;
+mod why_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -74,6 +75,9 @@ enum Command {
     /// The ownership tree under an object (`--owners`: above it), with what the garbage
     /// collector reads in it: deletions, finalizers, blocking and invalid references.
     Tree(tree_cmd::Args),
+    /// Why an object is kept, will be collected, is held in deletion, or was collected
+    /// (`kgc why KIND/NAME`); exit 4 while a finalizer holds its deletion.
+    Why(why_cmd::Args),
     /// Print a shell completion script (`source <(kgc completion bash)`).
     Completion {
         #[arg(value_enum)]
@@ -194,6 +198,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Delete(args) => deploy_cmd::delete(args).await,
             Command::Node(args) => node_cmd::run(args).await,
             Command::Tree(args) => tree_cmd::run(args).await,
+            Command::Why(args) => why_cmd::run(args).await,
             Command::Completion { shell } => {
                 use clap::CommandFactory;
                 // Generated into memory: clap_complete panics on a write error, and a reader

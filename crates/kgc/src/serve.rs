@@ -265,6 +265,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if admission_off(kgc_apiserver::serviceaccount_admission::PLUGIN) {
         api = api.without_service_account_admission();
     }
+    // The collectors' decision history, served on `/debug/gc/decisions`.
+    let decisions = kgc_runtime::decisions::Decisions::default();
+    api = api.with_decisions(decisions.clone());
     let mut gc_task = None;
     if !disabled.iter().any(|d| d == "gc") {
         let gc = GarbageCollector::with_metrics(
@@ -273,6 +276,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 workers: args.gc_workers,
                 resync: args.gc_resync,
                 clock: args.lifecycle.clock(),
+                decisions: decisions.clone(),
                 ..GcConfig::default()
             },
             kgc_gc::Metrics::new(&registry),
@@ -295,9 +299,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let mut lifecycle_task = None;
     if crate::lifecycle::LifecycleArgs::any_enabled(&disabled) {
         let metrics = Arc::new(kgc_lifecycle::Metrics::new(&registry));
-        let run = lifecycle_args
-            .clone()
-            .run(informers.clone(), disabled.clone(), metrics);
+        let run =
+            lifecycle_args
+                .clone()
+                .run(informers.clone(), disabled.clone(), metrics, decisions);
         lifecycle_task = Some(tokio::spawn(run));
     }
     let security_tasks = match &security {
