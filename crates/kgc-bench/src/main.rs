@@ -13,6 +13,7 @@ mod pods;
 mod scheduling;
 mod server;
 mod stats;
+mod sync;
 mod watches;
 mod workloads;
 
@@ -152,6 +153,10 @@ enum Which {
     /// nodes created, Running and deleted; a Deployment of `--rollout-replicas` rolled (not
     /// part of `all`).
     Workloads,
+    /// `kgc sync --once` of a 2,000-object git repository: first sync, unchanged re-sync, a
+    /// commit changing 10% and removing 10%, with `kubectl apply --prune` as the reference (not
+    /// part of `all`).
+    Sync,
 }
 
 /// One row of the final table.
@@ -945,6 +950,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Workloads {
         bench.workloads().await?;
+    }
+    if which == Which::Sync {
+        bench.sync().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",

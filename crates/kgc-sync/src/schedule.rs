@@ -1,6 +1,6 @@
 //! The loop: a run every interval, sooner after a failure ([`Backoff`]), until told to stop.
 //! A run in progress is finished before stopping (a SIGTERM never cuts an apply short); losing
-//! the leader lease aborts the task instead, as client-go cancels the leader's context.
+//! the leader lease drops the loop instead, as client-go cancels the leader's context.
 
 use tokio::sync::watch;
 

@@ -37,14 +37,14 @@ pub const EXIT_INCOMPLETE: i32 = 3;
 pub struct Target {
     /// Files and directories of YAML/JSON manifests, directories with their subdirectories
     /// (each file is a component) [default: the project file's components directory].
-    paths: Vec<PathBuf>,
+    pub(crate) paths: Vec<PathBuf>,
     /// A file or directory of manifests, as kubectl's `-f` (repeatable; `-` reads standard
     /// input; a directory's subdirectories only with `-R`).
     #[arg(short = 'f', long = "filename", value_name = "PATH")]
-    filenames: Vec<PathBuf>,
+    pub(crate) filenames: Vec<PathBuf>,
     /// Read the subdirectories of `-f` directories too.
     #[arg(short = 'R', long)]
-    recursive: bool,
+    pub(crate) recursive: bool,
     /// The project file (app, environments, components directory) [default: ./kgc.yaml if it
     /// exists].
     #[arg(long)]
@@ -57,7 +57,7 @@ pub struct Target {
     pub(crate) env: Option<String>,
     /// Keep this run's objects apart from untagged runs and other tags (branch deploys).
     #[arg(long)]
-    tag: Option<String>,
+    pub(crate) tag: Option<String>,
     /// The kubeconfig [default: $KUBECONFIG, else ~/.kube/config].
     #[arg(long)]
     pub(crate) kubeconfig: Option<PathBuf>,
@@ -70,10 +70,10 @@ pub struct Target {
     pub(crate) namespace: Option<String>,
     /// Only prune objects of these components (the scope is still the whole source).
     #[arg(long = "component")]
-    components: Vec<String>,
+    pub(crate) components: Vec<String>,
     /// Only prune objects of these kinds (`Kind` or `Kind.group`).
     #[arg(long = "kind")]
-    kinds: Vec<String>,
+    pub(crate) kinds: Vec<String>,
     /// Take over objects that another app, environment or tag owns.
     #[arg(long)]
     pub(crate) force_ownership: bool,

@@ -281,6 +281,31 @@ async fn first_sync_prunes_removed_files_and_paths() {
     assert_eq!(set.configmaps(&s).await, ["a"]);
 }
 
+/// A ConfigMap's uid and resourceVersion.
+async fn live(s: &Server, ns: &str, name: &str) -> (Value, Value) {
+    let json = s
+        .kubectl_ok(&["get", "configmap", "-n", ns, name, "-o", "json"])
+        .await;
+    let v: Value = serde_json::from_str(&json).unwrap();
+    (
+        v["metadata"]["uid"].clone(),
+        v["metadata"]["resourceVersion"].clone(),
+    )
+}
+
+/// Polls until the set's ConfigMaps are `want`.
+async fn wait_for(s: &Server, set: &Set, want: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let got = set.configmaps(s).await;
+        if got == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "waited for {want:?}, have {got:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 #[tokio::test]
 async fn branch_and_url_switches_with_the_same_manifests_change_nothing() {
     let s = Server::start().await;
@@ -290,18 +315,7 @@ async fn branch_and_url_switches_with_the_same_manifests_change_nothing() {
     repo.write("deploy/b.yaml", &cm("b", "1"));
     repo.commit("first");
     set.once(repo.path(), &[], 0).await;
-    let live = |s: &Server, name: &str| {
-        let (ns, name) = (set.ns.clone(), name.to_owned());
-        let kubectl = s.kubectl_ok(&["get", "configmap", "-n", &ns, &name, "-o", "json"]);
-        async move {
-            let v: Value = serde_json::from_str(&kubectl.await).unwrap();
-            (
-                v["metadata"]["uid"].clone(),
-                v["metadata"]["resourceVersion"].clone(),
-            )
-        }
-    };
-    let before = (live(&s, "a").await, live(&s, "b").await);
+    let before = (live(&s, &set.ns, "a").await, live(&s, &set.ns, "b").await);
 
     // Another branch with the same manifests (and a commit of its own).
     repo.git(&["checkout", "-q", "-b", "release"]);
@@ -318,7 +332,7 @@ async fn branch_and_url_switches_with_the_same_manifests_change_nothing() {
         .await;
     assert!(all_unchanged(&r), "{r}");
     assert_eq!(
-        (live(&s, "a").await, live(&s, "b").await),
+        (live(&s, &set.ns, "a").await, live(&s, &set.ns, "b").await),
         before,
         "a switch re-labelled or replaced something"
     );
@@ -485,25 +499,11 @@ async fn the_daemon_picks_up_a_new_commit_within_an_interval() {
         .to_owned();
     assert!(url.starts_with("http://"), "{first}");
 
-    let wait_for = |want: Vec<&'static str>| {
-        let (set, s) = (&set, &s);
-        async move {
-            let deadline = Instant::now() + Duration::from_secs(15);
-            loop {
-                let got = set.configmaps(s).await;
-                if got == want {
-                    return;
-                }
-                assert!(Instant::now() < deadline, "waited for {want:?}, have {got:?}");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-    };
-    wait_for(vec!["a"]).await;
+    wait_for(&s, &set, &["a"]).await;
     repo.write("b.yaml", &cm("b", "1"));
     let second = repo.commit("add b");
     let added = Instant::now();
-    wait_for(vec!["a", "b"]).await;
+    wait_for(&s, &set, &["a", "b"]).await;
     assert!(
         added.elapsed() < Duration::from_secs(5),
         "picked up after {:?}",
