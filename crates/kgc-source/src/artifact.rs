@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use gix::ObjectId;
-use gix::bstr::ByteSlice;
+use gix::bstr::{BStr, BString, ByteSlice};
 use gix::object::tree::EntryMode;
 
 use crate::{Error, GitRepository, auth};
@@ -125,11 +125,12 @@ impl Reader<'_> {
         let mut pending = vec![(tree, prefix.to_owned())];
         while let Some((tree, prefix)) = pending.pop() {
             for (mode, name, id) in self.entries(tree, &prefix)? {
-                let path = if prefix.is_empty() {
-                    name
-                } else {
-                    format!("{prefix}/{name}")
-                };
+                // What may hold a manifest must have a UTF-8 name; anything else is skipped
+                // whatever its name.
+                if !(mode.is_tree() || is_manifest(&name)) {
+                    continue;
+                }
+                let path = self.join(&prefix, name.as_ref())?;
                 if mode.is_tree() {
                     pending.push((id, path));
                 } else if mode.is_blob() && is_manifest(&path) {
@@ -166,11 +167,27 @@ impl Reader<'_> {
     }
 
     /// A tree's entries as (mode, UTF-8 name, id).
+    /// `prefix/name` as a repository-relative path; a name that is not UTF-8 is an error.
+    fn join(&self, prefix: &str, name: &BStr) -> Result<String, Error> {
+        let path = |name: &str| {
+            if prefix.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{prefix}/{name}")
+            }
+        };
+        match name.to_str() {
+            Ok(name) => Ok(path(name)),
+            Err(_) => Err(self.manifest_error(&path(&name.to_str_lossy()), "not UTF-8")),
+        }
+    }
+
+    /// A tree's entries as (mode, name, id).
     fn entries(
         &self,
         tree: ObjectId,
         at: &str,
-    ) -> Result<Vec<(EntryMode, String, ObjectId)>, Error> {
+    ) -> Result<Vec<(EntryMode, BString, ObjectId)>, Error> {
         let what = || {
             if at.is_empty() {
                 "the root tree".to_owned()
@@ -183,17 +200,10 @@ impl Reader<'_> {
             .find_tree(tree)
             .map_err(|e| self.read_error(&what(), e))?;
         let decoded = tree.decode().map_err(|e| self.read_error(&what(), e))?;
-        decoded
-            .entries
-            .iter()
-            .map(|entry| {
-                let name = entry.filename.to_str().map_err(|_| {
-                    let lossy = format!("{at}/{}", entry.filename.to_str_lossy());
-                    self.manifest_error(lossy.trim_start_matches('/'), "not UTF-8")
-                })?;
-                Ok((entry.mode, name.to_owned(), entry.oid.to_owned()))
-            })
-            .collect()
+        let entries = decoded.entries.iter();
+        Ok(entries
+            .map(|entry| (entry.mode, entry.filename.to_owned(), entry.oid.to_owned()))
+            .collect())
     }
 
     /// Walks `components` from the root tree, following links within the repository.
@@ -211,7 +221,7 @@ impl Reader<'_> {
                 let Some((mode, _, id)) = self
                     .entries(tree, &at)?
                     .into_iter()
-                    .find(|(_, name, _)| name == component)
+                    .find(|(_, name, _)| name == component.as_bytes())
                 else {
                     return Err(self.not_found(asked));
                 };
@@ -332,6 +342,8 @@ impl Reader<'_> {
     }
 }
 
-fn is_manifest(path: &str) -> bool {
-    MANIFEST_EXTENSIONS.iter().any(|ext| path.ends_with(ext))
+fn is_manifest(path: impl AsRef<[u8]>) -> bool {
+    MANIFEST_EXTENSIONS
+        .iter()
+        .any(|ext| path.as_ref().ends_with(ext.as_bytes()))
 }

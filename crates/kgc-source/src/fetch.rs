@@ -1,13 +1,15 @@
 //! Fetching into the bare cache repository: one per URL under the cache directory, reused
 //! across runs, so a re-sync of a ref that did not move lists the remote's refs and transfers
-//! nothing (gix compares the advertised tip with the cached ref before negotiating).
+//! nothing (a tip already in the cache is not negotiated). Runs of several processes on one
+//! cache take turns under an OS file lock, released even when a process is killed.
 //!
 //! Only the asked-for ref is fetched, at depth 1, as source-controller's shallow clone does
 //! (`fluxcd/pkg git/gogit/clone.go`); a commit is fetched by id (git's protocol v2 serves any
 //! object id) and, being immutable, never again once cached.
 
+use std::fs::File;
 use std::num::NonZeroU32;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use gix::ObjectId;
@@ -21,6 +23,8 @@ use crate::{Error, GitRepository, Reference, auth};
 /// The cache repository after a fetch, and the commit the reference resolved to.
 pub(crate) struct Fetched {
     pub repo: gix::Repository,
+    /// Held until the artifact is read: no other run recreates the cache meanwhile.
+    _lock: std::fs::File,
     pub commit: ObjectId,
     /// Whether any object was received; false for an unchanged ref or a cached commit.
     pub transferred: bool,
@@ -37,12 +41,13 @@ pub(crate) fn fetch(source: &GitRepository, cache_dir: &Path) -> Result<Fetched,
     let parsed = gix::url::parse(source.url.as_str()).map_err(|e| invalid(e.to_string()))?;
     source.auth.check_scheme(url, &parsed.scheme)?;
 
-    let mut repo = open_cache(cache_dir, &source.url)?;
+    let (mut repo, _lock) = open_cache(cache_dir, &source.url)?;
     if let Reference::Commit(hex) = &source.reference {
         let id = ObjectId::from_hex(hex.as_bytes()).map_err(|e| invalid(e.to_string()))?;
         if repo.find_commit(id).is_ok() {
             return Ok(Fetched {
                 repo,
+                _lock,
                 commit: id,
                 transferred: false,
             });
@@ -57,6 +62,9 @@ pub(crate) fn fetch(source: &GitRepository, cache_dir: &Path) -> Result<Fetched,
         })?;
     let account = source.auth.http_account(url, parsed.user())?;
 
+    // reqwest is built without a TLS crypto provider (see the root Cargo.toml): ring, as kube.
+    // Installed once per process; one installed before (by the binary) is kept.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let fetch_error = |err: gix::Error| Error::Fetch {
         url: url.to_owned(),
         source: err,
@@ -75,12 +83,9 @@ pub(crate) fn fetch(source: &GitRepository, cache_dir: &Path) -> Result<Fetched,
         Some(account) => Ok(auth::answer(account, action)),
         None => configured(action),
     });
-    let options = ref_map::Options {
-        prefix_from_spec_as_filter_on_remote: true,
-        ..Default::default()
-    };
+    // The remote lists only refs under the refspec's prefix (ls-refs with a ref-prefix).
     let prepare = connection
-        .prepare_fetch(gix::progress::Discard, options)
+        .prepare_fetch(gix::progress::Discard, ref_map::Options::default())
         .map_err(fetch_error)?;
     let not_found = || Error::ReferenceNotFound {
         url: url.to_owned(),
@@ -118,15 +123,16 @@ pub(crate) fn fetch(source: &GitRepository, cache_dir: &Path) -> Result<Fetched,
         .id;
     Ok(Fetched {
         repo,
+        _lock,
         commit,
         transferred,
     })
 }
 
-/// The cache repository of `url`: named by a hash of the URL (which may carry a user name, and
-/// must not become a path), created bare on first use. A repository that does not open (a run
-/// killed during its creation) is made anew: it is only a cache.
-fn open_cache(cache_dir: &Path, url: &str) -> Result<gix::Repository, Error> {
+/// The cache repository of `url`, locked: named by a hash of the URL (which may carry a user
+/// name, and must not become a path), created bare on first use. A repository that does not
+/// open (a run killed while creating it) is made anew: it is only a cache.
+fn open_cache(cache_dir: &Path, url: &str) -> Result<(gix::Repository, File), Error> {
     let digest = Sha256::digest(url.as_bytes());
     let name: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
     let path = cache_dir.join(format!("{name}.git"));
@@ -135,27 +141,27 @@ fn open_cache(cache_dir: &Path, url: &str) -> Result<gix::Repository, Error> {
             path: path.to_owned(),
             source,
         };
+    std::fs::create_dir_all(cache_dir).map_err(|e| cache_error(cache_dir, e.into()))?;
+    let lock_path = cache_dir.join(format!("{name}.lock"));
+    let lock = File::create(&lock_path)
+        .and_then(|file| file.lock().map(|()| file))
+        .map_err(|e| cache_error(&lock_path, e.into()))?;
     if path.exists() {
         match gix::open(&path) {
-            Ok(repo) if repo.is_bare() => return Ok(repo),
+            Ok(repo) if repo.is_bare() => return Ok((repo, lock)),
             Ok(_) | Err(_) => {
                 tracing::warn!(cache = %path.display(), "git cache does not open as a bare repository; recreating it");
                 std::fs::remove_dir_all(&path).map_err(|e| cache_error(&path, e.into()))?;
             }
         }
     }
-    // Created under a temporary name and renamed, so a crash never leaves a half-made cache
-    // at the real name.
-    std::fs::create_dir_all(cache_dir).map_err(|e| cache_error(cache_dir, e.into()))?;
-    let staging: PathBuf = cache_dir.join(format!("{name}.git.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
-    gix::init_bare(&staging).map_err(|e| cache_error(&staging, e.into()))?;
-    if let Err(e) = std::fs::rename(&staging, &path) {
-        let _ = std::fs::remove_dir_all(&staging);
-        // Another run created it first: use theirs.
-        if !path.exists() {
-            return Err(cache_error(&path, e.into()));
-        }
+    // Made under another name and renamed: a run killed meanwhile leaves no half-made cache.
+    let staging = cache_dir.join(format!("{name}.git.tmp"));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(|e| cache_error(&staging, e.into()))?;
     }
-    gix::open(&path).map_err(|e| cache_error(&path, e.into()))
+    gix::init_bare(&staging).map_err(|e| cache_error(&staging, e.into()))?;
+    std::fs::rename(&staging, &path).map_err(|e| cache_error(&path, e.into()))?;
+    let repo = gix::open(&path).map_err(|e| cache_error(&path, e.into()))?;
+    Ok((repo, lock))
 }

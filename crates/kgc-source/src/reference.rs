@@ -56,7 +56,7 @@ impl Reference {
     }
 
     /// Flux v2's revision: `<branch or tag>@sha1:<hex>`, or `sha1:<hex>` for a commit
-    /// (`fluxcd/pkg git.Commit.String`).
+    /// (`fluxcd/pkg git/git.go`, `Commit.String`).
     pub(crate) fn revision(&self, commit: ObjectId) -> String {
         match self {
             Reference::Branch(name) | Reference::Tag(name) => format!("{name}@sha1:{commit}"),

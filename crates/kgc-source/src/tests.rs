@@ -1,7 +1,8 @@
 //! Fetches from real repositories made by the `git` binary in a temporary directory.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use crate::{Artifact, Auth, Error, GitRepository, Reference, fetch};
 
@@ -24,7 +25,11 @@ impl Origin {
     }
 
     fn git(&self, args: &[&str]) -> String {
-        let output = Command::new("git")
+        self.git_with_input(args, b"")
+    }
+
+    fn git_with_input(&self, args: &[&str], input: &[u8]) -> String {
+        let mut child = Command::new("git")
             .args(args)
             .current_dir(self.path())
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -33,8 +38,13 @@ impl Origin {
             .env("GIT_AUTHOR_EMAIL", "kgc@example.invalid")
             .env("GIT_COMMITTER_NAME", "kgc")
             .env("GIT_COMMITTER_EMAIL", "kgc@example.invalid")
-            .output()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .expect("git runs");
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let output = child.wait_with_output().unwrap();
         assert!(
             output.status.success(),
             "git {args:?}: {}",
@@ -60,6 +70,24 @@ impl Origin {
         self.git(&["rev-parse", "HEAD"])
     }
 
+    /// Commits index entries `(mode, blob, path)` made with git's plumbing: names and entries
+    /// that a work tree cannot easily hold (non-UTF-8 names, gitlinks, thousands of files).
+    fn commit_entries(&self, entries: &[(&str, &str, Vec<u8>)]) -> String {
+        let mut input = Vec::new();
+        for (mode, blob, path) in entries {
+            input.extend_from_slice(format!("{mode} {blob}\t").as_bytes());
+            input.extend_from_slice(path);
+            input.push(0);
+        }
+        self.git_with_input(&["update-index", "-z", "--add", "--index-info"], &input);
+        self.git(&["commit", "-q", "-m", "entries"]);
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    fn blob(&self, content: &[u8]) -> String {
+        self.git_with_input(&["hash-object", "-w", "--stdin"], content)
+    }
+
     fn source(&self, reference: Reference, paths: &[&str]) -> GitRepository {
         GitRepository {
             url: self.path().display().to_string(),
@@ -72,6 +100,20 @@ impl Origin {
 
 fn main() -> Reference {
     Reference::Branch("main".into())
+}
+
+/// The commit a fetch resolved to, and whether it received any object.
+fn transfer(source: &GitRepository, cache: &Path) -> (String, bool) {
+    let fetched = fetch::fetch(source, cache).unwrap();
+    (fetched.commit.to_string(), fetched.transferred)
+}
+
+/// The cache repositories in `cache`.
+fn repositories(cache: &Path) -> Vec<PathBuf> {
+    let entries = std::fs::read_dir(cache).unwrap().map(|e| e.unwrap().path());
+    entries
+        .filter(|p| p.extension().is_some_and(|e| e == "git"))
+        .collect()
 }
 
 fn paths(artifact: &Artifact) -> Vec<&str> {
@@ -120,15 +162,15 @@ fn refetch_sees_a_new_commit_and_transfers_nothing_when_unchanged() {
     let cache = tempfile::tempdir().unwrap();
     let source = origin.source(main(), &[]);
 
-    let fetched = fetch::fetch(&source, cache.path()).unwrap();
-    assert!(fetched.transferred);
-    assert_eq!(fetched.commit.to_string(), first);
-
-    let again = fetch::fetch(&source, cache.path()).unwrap();
-    assert!(!again.transferred, "an unchanged ref transfers no objects");
-    assert_eq!(again.commit.to_string(), first);
+    assert_eq!(transfer(&source, cache.path()), (first.clone(), true));
+    let again = transfer(&source, cache.path());
     assert_eq!(
-        std::fs::read_dir(cache.path()).unwrap().count(),
+        again,
+        (first, false),
+        "an unchanged ref transfers no objects"
+    );
+    assert_eq!(
+        repositories(cache.path()).len(),
         1,
         "one cache repository per URL"
     );
@@ -347,12 +389,9 @@ fn a_broken_cache_is_made_anew() {
     let head = origin.commit(&[("a.yaml", Some(CM))]);
     let cache = tempfile::tempdir().unwrap();
     origin.source(main(), &[]).fetch(cache.path()).unwrap();
-    let repo: PathBuf = std::fs::read_dir(cache.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let [repo] = &repositories(cache.path())[..] else {
+        panic!("one cache repository")
+    };
     std::fs::remove_dir_all(repo.join("objects")).unwrap();
     assert_eq!(
         origin
@@ -378,5 +417,120 @@ fn an_unreachable_remote_is_a_fetch_error_naming_it() {
     assert!(
         std::error::Error::source(&err).is_some(),
         "the transport's cause is kept"
+    );
+
+    let https = GitRepository {
+        url: "https://bot:s3cr3t@127.0.0.1:1/repo.git".into(),
+        auth: Auth::Default,
+        ..source
+    };
+    let err = https.fetch(cache.path()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "fetching https://bot:***@127.0.0.1:1/repo.git"
+    );
+    assert!(std::error::Error::source(&err).is_some());
+}
+
+#[test]
+fn a_force_pushed_branch_is_followed() {
+    let origin = Origin::new();
+    let first = origin.commit(&[("a.yaml", Some(CM))]);
+    let cache = tempfile::tempdir().unwrap();
+    let source = origin.source(main(), &[]);
+    assert_eq!(source.fetch(cache.path()).unwrap().commit, first);
+
+    origin.git(&["commit", "-q", "--amend", "-m", "rewritten"]);
+    let rewritten = origin.git(&["rev-parse", "HEAD"]);
+    assert_ne!(rewritten, first);
+    assert_eq!(source.fetch(cache.path()).unwrap().commit, rewritten);
+
+    origin.git(&["reset", "-q", "--hard", &first]);
+    assert_eq!(
+        transfer(&source, cache.path()),
+        (first, false),
+        "a cached tip is not fetched again"
+    );
+}
+
+#[test]
+fn runs_sharing_a_cache_take_turns() {
+    let origin = Origin::new();
+    let head = layout(&origin);
+    let cache = tempfile::tempdir().unwrap();
+    let source = origin.source(main(), &[]);
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| source.fetch(cache.path())))
+            .collect();
+        for run in runs {
+            assert_eq!(run.join().unwrap().unwrap().commit, head);
+        }
+    });
+}
+
+#[test]
+fn submodules_and_non_utf8_names_are_not_read() {
+    let origin = Origin::new();
+    let cm = origin.blob(CM);
+    let commit = origin.commit(&[("a.yaml", Some(CM))]);
+    origin.commit_entries(&[("160000", &commit, b"sub".to_vec())]);
+    let cache = tempfile::tempdir().unwrap();
+    let fetch = |p: &[&str]| origin.source(main(), p).fetch(cache.path());
+    assert_eq!(
+        paths(&fetch(&[]).unwrap()),
+        ["a.yaml"],
+        "a submodule is not walked"
+    );
+    let err = fetch(&["sub"]).unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("a submodule, which kgc does not fetch"),
+        "{err}"
+    );
+
+    origin.commit_entries(&[
+        ("100644", &cm, b"bad/\xff.yaml".to_vec()),
+        ("100644", &cm, b"bad/\xff.png".to_vec()),
+        ("100644", &cm, b"ok/\xff.md".to_vec()),
+    ]);
+    assert_eq!(
+        paths(&fetch(&["ok"]).unwrap()),
+        Vec::<&str>::new(),
+        "only manifests need UTF-8 names"
+    );
+    let err = fetch(&["bad"]).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("bad/\u{fffd}.yaml at main@sha1:"),
+        "{err}"
+    );
+    assert!(err.to_string().ends_with(": not UTF-8"), "{err}");
+}
+
+#[test]
+fn more_than_the_file_limit_is_an_error() {
+    let origin = Origin::new();
+    let cm = origin.blob(CM);
+    let entries: Vec<_> = (0..=crate::MAX_FILES)
+        .map(|i| ("100644", cm.as_str(), format!("many/{i}.yaml").into_bytes()))
+        .collect();
+    origin.commit_entries(&entries);
+    let cache = tempfile::tempdir().unwrap();
+    let err = origin.source(main(), &[]).fetch(cache.path()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::TooManyFiles {
+                limit: crate::MAX_FILES,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .ends_with("more than 20000 manifest files under the given paths"),
+        "{err}"
     );
 }
