@@ -153,7 +153,11 @@ impl Bench {
             c
         };
         let mut runs = Vec::new();
-        for step in ["first sync", "unchanged re-sync", "10% changed, 10% removed"] {
+        for step in [
+            "first sync",
+            "unchanged re-sync",
+            "10% changed, 10% removed",
+        ] {
             if step.starts_with("10%") {
                 write_tree(&repo, |i| i % 10 == 9, |i| i % 10 == 0)?;
                 git(&repo, &["add", "-A"])?;
@@ -176,7 +180,10 @@ impl Bench {
             let unchanged = step == "unchanged re-sync";
             let row = self.row(
                 format!("kgc sync, {} objects: {step}", thousands(OBJECTS as u64)),
-                format!("{} ({writes} writes, the sync record's included)", secs(took)),
+                format!(
+                    "{} ({writes} writes, the sync record's included)",
+                    secs(took)
+                ),
             );
             if unchanged {
                 row.target = "≤ 0.5 s, no object written".into();
@@ -184,7 +191,10 @@ impl Bench {
                 row.met = Some(took <= RESYNC_GOAL && writes <= 1);
             }
             row.reference = match reference {
-                Some(d) => format!("kubectl apply --prune: {} ({kubectl_writes} writes)", secs(d)),
+                Some(d) => format!(
+                    "kubectl apply --prune: {} ({kubectl_writes} writes)",
+                    secs(d)
+                ),
                 None => "kubectl apply --prune failed".into(),
             };
         }

@@ -36,7 +36,7 @@ pub enum Error {
         source: tokio::task::JoinError,
     },
     /// The revision's manifests could not be read, or the engine refused or failed the run.
-    #[error("{revision}")]
+    #[error("revision {revision}")]
     Deploy {
         revision: String,
         source: kgc_prune::Error,

@@ -175,7 +175,11 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<()> {
 
 /// `$XDG_CACHE_HOME/kgc/git`, else `~/.cache/kgc/git`.
 fn default_cache_dir() -> anyhow::Result<PathBuf> {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     env("XDG_CACHE_HOME")
         .or_else(|| env("HOME").map(|h| h.join(".cache")))
         .map(|d| d.join("kgc").join("git"))
@@ -242,8 +246,8 @@ async fn once(k: &Kustomization, client: &kube::Client, args: &RunArgs) -> anyho
         1 => Err(match run.error {
             Some(e) => anyhow::Error::new(e).context(format!("syncing {}", k.describe_source())),
             None => anyhow::anyhow!(
-                "syncing {revision}: the run did not complete (see above); {} stays the applied revision",
-                run.record.revision.as_deref().unwrap_or("no revision")
+                "syncing {revision}: the run did not complete (see above); the applied revision stays {}",
+                run.record.revision.as_deref().unwrap_or("none")
             ),
         }),
         code => {

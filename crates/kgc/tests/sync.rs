@@ -132,9 +132,8 @@ impl Set {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-            Value::String(String::from_utf8_lossy(&out.stderr).into_owned())
-        })
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&out.stderr).into_owned()))
     }
 
     async fn status(&self) -> Value {
@@ -175,7 +174,9 @@ impl Set {
 }
 
 fn cm(name: &str, value: &str) -> String {
-    format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{k: {value}}}\n")
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{k: \"{value}\"}}\n"
+    )
 }
 
 /// `Kind ns/name` of a report's deletions.
@@ -238,7 +239,10 @@ async fn first_sync_prunes_removed_files_and_paths() {
     assert_eq!(st["counts"]["created"], 2);
     assert_eq!(st["suspended"], false);
     assert!(
-        st["source"].as_str().unwrap().ends_with("branch=main paths=app"),
+        st["source"]
+            .as_str()
+            .unwrap()
+            .ends_with("branch=main paths=app"),
         "{st}"
     );
     assert!(
@@ -259,7 +263,10 @@ async fn first_sync_prunes_removed_files_and_paths() {
         .once(repo.path(), &["--path", "app", "--exit-code"], 0)
         .await;
     assert!(all_unchanged(&r), "{r}");
-    assert!(store_revision(&s) <= before + 1, "an unchanged re-sync wrote objects");
+    assert!(
+        store_revision(&s) <= before + 1,
+        "an unchanged re-sync wrote objects"
+    );
 
     // A removed file is pruned; --exit-code says it changed.
     repo.remove("app/b.yaml");
@@ -301,7 +308,10 @@ async fn wait_for(s: &Server, set: &Set, want: &[&str]) {
         if got == want {
             return;
         }
-        assert!(Instant::now() < deadline, "waited for {want:?}, have {got:?}");
+        assert!(
+            Instant::now() < deadline,
+            "waited for {want:?}, have {got:?}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -325,11 +335,14 @@ async fn branch_and_url_switches_with_the_same_manifests_change_nothing() {
     // Another URL: a clone.
     let clone = tempfile::tempdir().unwrap();
     let dest = clone.path().join("mirror");
-    repo.git(&["clone", "-q", repo.path().to_str().unwrap(), dest.to_str().unwrap()]);
+    repo.git(&[
+        "clone",
+        "-q",
+        repo.path().to_str().unwrap(),
+        dest.to_str().unwrap(),
+    ]);
     let url = format!("file://{}", dest.display());
-    let r = set
-        .once(Path::new(&url), &["--branch", "release"], 0)
-        .await;
+    let r = set.once(Path::new(&url), &["--branch", "release"], 0).await;
     assert!(all_unchanged(&r), "{r}");
     assert_eq!(
         (live(&s, &set.ns, "a").await, live(&s, &set.ns, "b").await),
@@ -338,7 +351,10 @@ async fn branch_and_url_switches_with_the_same_manifests_change_nothing() {
     );
     let st = set.status().await;
     assert_eq!(st["revision"], format!("release@sha1:{release}"), "{st}");
-    assert!(st["source"].as_str().unwrap().starts_with("file://"), "{st}");
+    assert!(
+        st["source"].as_str().unwrap().starts_with("file://"),
+        "{st}"
+    );
 }
 
 #[tokio::test]
@@ -368,14 +384,20 @@ async fn a_renamed_object_is_replaced_and_drift_is_restored() {
     ])
     .await;
     let r = set.once(repo.path(), &[], 0).await;
-    assert!(applied(&r).contains(&("new".into(), "update".into())), "{r}");
+    assert!(
+        applied(&r).contains(&("new".into(), "update".into())),
+        "{r}"
+    );
     let v: Value = serde_json::from_str(
         &s.kubectl_ok(&["get", "configmap", "new", "-n", &set.ns, "-o", "json"])
             .await,
     )
     .unwrap();
     assert_eq!(v["data"]["k"], "1", "kgc's field is restored: {v}");
-    assert_eq!(v["data"]["theirs"], "x", "another manager's field is left: {v}");
+    assert_eq!(
+        v["data"]["theirs"], "x",
+        "another manager's field is left: {v}"
+    );
     assert_eq!(v["metadata"]["labels"]["team"], "blue", "{v}");
     // And the next run finds nothing to do.
     let r = set.once(repo.path(), &[], 0).await;
@@ -400,11 +422,20 @@ async fn an_unreadable_revision_applies_and_prunes_nothing() {
     let out = set.once(repo.path(), &[], 1).await;
     let err = out.as_str().unwrap_or_default().to_owned();
     assert!(err.contains("bad.yaml"), "{err}");
-    assert!(err.starts_with("kgc: error: "), "{err}");
+    assert!(err.contains("\nkgc: error: syncing "), "{err}");
+    assert!(err.contains("\n  caused by: bad.yaml:2: "), "{err}");
     assert!(!err.contains("stack backtrace"), "{err}");
     assert_eq!(set.configmaps(&s).await, ["a", "b"], "something was pruned");
     let a = s
-        .kubectl_ok(&["get", "configmap", "a", "-n", &set.ns, "-o", "jsonpath={.data.k}"])
+        .kubectl_ok(&[
+            "get",
+            "configmap",
+            "a",
+            "-n",
+            &set.ns,
+            "-o",
+            "jsonpath={.data.k}",
+        ])
         .await;
     assert_eq!(a.trim(), "1", "something was applied");
     let st = set.status().await;
@@ -428,10 +459,7 @@ async fn an_unreadable_revision_applies_and_prunes_nothing() {
     set.once(repo.path(), &[], 1).await;
     set.once(repo.path(), &["--branch", "nope"], 1).await;
     assert_eq!(set.configmaps(&s).await, ["a", "b"]);
-    assert_eq!(
-        set.status().await["revision"],
-        format!("main@sha1:{good}")
-    );
+    assert_eq!(set.status().await["revision"], format!("main@sha1:{good}"));
 
     // Fixed: applied and pruned.
     repo.remove("odd.yaml");
@@ -451,14 +479,22 @@ async fn a_suspended_sync_does_nothing_until_resumed() {
     repo.commit("first");
     set.once(repo.path(), &[], 0).await;
     let out = set.run(&["suspend"]).await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(set.status().await["suspended"], true);
     repo.remove("b.yaml");
     repo.commit("remove b");
     set.once(repo.path(), &[], 3).await;
     assert_eq!(set.configmaps(&s).await, ["a", "b"]);
     let out = set.run(&["resume"]).await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(set.status().await["suspended"], false);
     set.once(repo.path(), &[], 0).await;
     assert_eq!(set.configmaps(&s).await, ["a"]);
