@@ -69,7 +69,7 @@ enum Command {
     Delete(deploy_cmd::PruneArgs),
     /// Sync a git repository's manifests into a set, every interval (Flux's loop): apply, prune,
     /// record the revision (`kgc sync status|suspend|resume`).
-    Sync(sync_cmd::SyncArgs),
+    Sync(Box<sync_cmd::SyncArgs>),
     /// Node garbage collection over the CRI: the kubelet's image and container GC as a
     /// command (`kgc node gc|snapshot|simulate`); stop and start simulated nodes
     /// (`kgc node stop|start NAME`).
@@ -181,7 +181,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Prune(args) => deploy_cmd::prune(args).await,
             Command::Plan(args) => deploy_cmd::plan(args).await,
             Command::Delete(args) => deploy_cmd::delete(args).await,
-            Command::Sync(args) => sync_cmd::run(args).await,
+            Command::Sync(args) => sync_cmd::run(*args).await,
             Command::Node(args) => node_cmd::run(args).await,
             Command::Completion { shell } => {
                 use clap::CommandFactory;

@@ -185,7 +185,7 @@ fn deleted(report: &Value) -> Vec<String> {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|d| format!("{}", d[0]["name"].as_str().unwrap_or("")))
+        .map(|d| d[0]["name"].as_str().unwrap_or("").to_owned())
         .collect();
     v.sort();
     v
