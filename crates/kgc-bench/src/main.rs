@@ -14,6 +14,7 @@ mod scheduling;
 mod server;
 mod stats;
 mod tree;
+mod sync;
 mod watches;
 mod why;
 mod workloads;
@@ -168,6 +169,10 @@ enum Which {
     Tree,
     /// `kgc why` on a namespace stuck in Terminating on `--held` objects (not part of `all`).
     Why,
+    /// `kgc sync --once` of a 2,000-object git repository: first sync, unchanged re-sync, a
+    /// commit changing 10% and removing 10%, with `kubectl apply --prune` as the reference (not
+    /// part of `all`).
+    Sync,
 }
 
 /// One row of the final table.
@@ -970,6 +975,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Why {
         bench.why().await?;
+    }
+    if which == Which::Sync {
+        bench.sync().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",

@@ -99,14 +99,42 @@ fn walk(dir: &Path, recursive: bool, files: &mut Vec<PathBuf>) -> Result<(), Err
             if recursive {
                 walk(&path, recursive, files)?;
             }
-        } else if matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        ) {
+        } else if is_manifest(&path) {
             files.push(path);
         }
     }
     Ok(())
+}
+
+/// Whether a file is read as manifests: `.yaml`, `.yml` and `.json` (kubectl's extensions).
+pub fn is_manifest(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml" | "json")
+    )
+}
+
+/// The objects of files held in memory (a git commit's blobs), each named by its path, its
+/// component that path without the extension; files that are not manifests are skipped. A
+/// file that is not UTF-8 text is an error naming it, as is any object the files hold wrongly.
+pub fn parse_files<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Result<Vec<SourceObject>, Error> {
+    let mut out = Vec::new();
+    for (path, content) in files {
+        let file = Path::new(path);
+        if !is_manifest(file) {
+            continue;
+        }
+        let text = std::str::from_utf8(content).map_err(|e| Error::Source {
+            file: file.to_owned(),
+            line: 1,
+            message: format!("not UTF-8 text: {e}"),
+        })?;
+        let component = file.with_extension("");
+        parse(text, file, &component.to_string_lossy(), &mut out)?;
+    }
+    Ok(out)
 }
 
 fn load_file(file: &Path, component: &str, out: &mut Vec<SourceObject>) -> Result<(), Error> {
@@ -358,6 +386,25 @@ mod tests {
                 .to_string()
                 .contains("must be an object")
         );
+    }
+
+    #[test]
+    fn files_in_memory_are_components_by_path() {
+        let files = [
+            (
+                "deploy/web.yaml",
+                &b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"[..],
+            ),
+            ("deploy/README.md", &b"# not a manifest"[..]),
+        ];
+        let objs = parse_files(files).unwrap();
+        assert_eq!(objs.len(), 1);
+        assert_eq!(objs[0].component, "deploy/web");
+        assert_eq!(objs[0].origin(), "deploy/web.yaml:1");
+        let err = parse_files([("x.yaml", &b"\xff\xfe"[..])]).unwrap_err();
+        assert!(err.to_string().starts_with("x.yaml:1: not UTF-8"), "{err}");
+        let err = parse_files([("bad.yml", &b"kind: [\n"[..])]).unwrap_err();
+        assert!(err.to_string().starts_with("bad.yml:"), "{err}");
     }
 
     #[test]

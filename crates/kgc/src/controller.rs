@@ -129,7 +129,7 @@ fn pem_bundle(certs: &[Vec<u8>]) -> Arc<str> {
     pem.into()
 }
 
-fn default_identity() -> String {
+pub(crate) fn default_identity() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_owned())

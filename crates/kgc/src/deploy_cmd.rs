@@ -46,52 +46,52 @@ pub const EXIT_DIFF_ERROR: u8 = 2;
 pub const EXIT_INCOMPLETE: i32 = 3;
 
 /// Which set, from where, against which cluster.
-#[derive(clap::Args, Clone)]
+#[derive(clap::Args, Clone, Default)]
 pub struct Target {
     /// Files and directories of YAML/JSON manifests, directories with their subdirectories
     /// (each file is a component) [default: the project file's components directory].
-    paths: Vec<PathBuf>,
+    pub(crate) paths: Vec<PathBuf>,
     /// A file or directory of manifests, as kubectl's `-f` (repeatable; `-` reads standard
     /// input; a directory's subdirectories only with `-R`).
     #[arg(short = 'f', long = "filename", value_name = "PATH")]
-    filenames: Vec<PathBuf>,
+    pub(crate) filenames: Vec<PathBuf>,
     /// Read the subdirectories of `-f` directories too.
     #[arg(short = 'R', long)]
-    recursive: bool,
+    pub(crate) recursive: bool,
     /// The project file (app, environments, components directory) [default: ./kgc.yaml if it
     /// exists].
     #[arg(long)]
-    project: Option<PathBuf>,
+    pub(crate) project: Option<PathBuf>,
     /// The application name [default: the project's `app`].
     #[arg(long)]
-    app: Option<String>,
+    pub(crate) app: Option<String>,
     /// The environment [default: the project's only environment].
     #[arg(long)]
-    env: Option<String>,
+    pub(crate) env: Option<String>,
     /// Keep this run's objects apart from untagged runs and other tags (branch deploys).
     #[arg(long)]
-    tag: Option<String>,
+    pub(crate) tag: Option<String>,
     /// The kubeconfig [default: $KUBECONFIG, else ~/.kube/config].
     #[arg(long)]
-    kubeconfig: Option<PathBuf>,
+    pub(crate) kubeconfig: Option<PathBuf>,
     /// The kubeconfig context [default: the environment's, else the current context].
     #[arg(long)]
-    context: Option<String>,
+    pub(crate) context: Option<String>,
     /// The namespace of objects that name none, and of the set's parent [default: the
     /// environment's, else `default`].
     #[arg(short = 'n', long)]
-    namespace: Option<String>,
+    pub(crate) namespace: Option<String>,
     /// Only prune objects of these components (the scope is still the whole source).
     #[arg(long = "component")]
-    components: Vec<String>,
+    pub(crate) components: Vec<String>,
     /// Only prune objects of these kinds (`Kind` or `Kind.group`).
     #[arg(long = "kind")]
-    kinds: Vec<String>,
+    pub(crate) kinds: Vec<String>,
     /// Take over objects that another app, environment or tag owns.
     #[arg(long)]
-    force_ownership: bool,
+    pub(crate) force_ownership: bool,
     #[command(flatten)]
-    rate_limit: crate::rate_limit::Flags,
+    pub(crate) rate_limit: crate::rate_limit::Flags,
 }
 
 /// Safety limits on deletion.
@@ -99,20 +99,20 @@ pub struct Target {
 pub struct Limits {
     /// Refuse to delete more than N objects (checked before anything is written).
     #[arg(long)]
-    max_deletes: Option<usize>,
+    pub(crate) max_deletes: Option<usize>,
     /// Allow an empty source to delete every object of the set.
     #[arg(long)]
-    allow_empty: bool,
+    pub(crate) allow_empty: bool,
     /// Wait until every deleted object is gone (same uid), reporting the finalizers that hold
     /// those that are not.
     #[arg(long)]
-    wait: bool,
+    pub(crate) wait: bool,
     /// How long `--wait` waits.
     #[arg(long, default_value = "5m", value_parser = crate::parse_duration)]
-    timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Exit with 2 when something changed (or, dry, would change), as `git diff --exit-code`.
     #[arg(long)]
-    exit_code: bool,
+    pub(crate) exit_code: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -204,20 +204,20 @@ struct Environment {
 
 /// A resolved target.
 #[derive(Debug)]
-struct Resolved {
-    identity: Identity,
-    namespace: String,
-    inputs: Vec<Input>,
+pub(crate) struct Resolved {
+    pub(crate) identity: Identity,
+    pub(crate) namespace: String,
+    pub(crate) inputs: Vec<Input>,
     /// Where the context came from, for errors: the project file and environment.
-    context_origin: Option<String>,
-    kubeconfig: Option<PathBuf>,
-    context: Option<String>,
-    filters: Filters,
-    force_ownership: bool,
-    throttle: kgc_client::throttle::Throttle,
+    pub(crate) context_origin: Option<String>,
+    pub(crate) kubeconfig: Option<PathBuf>,
+    pub(crate) context: Option<String>,
+    pub(crate) filters: Filters,
+    pub(crate) force_ownership: bool,
+    pub(crate) throttle: kgc_client::throttle::Throttle,
 }
 
-fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
+pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
     let implicit = t.project.is_none();
     let mut project_path = t.project.clone().or_else(|| {
         Path::new("kgc.yaml")
@@ -344,7 +344,8 @@ fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
     })
 }
 
-async fn connect(r: &Resolved) -> anyhow::Result<ApiServer> {
+/// The target's client and the server's URL (for messages).
+pub(crate) async fn client(r: &Resolved) -> anyhow::Result<(kube::Client, String)> {
     let config = crate::controller::kube_config(r.kubeconfig.as_deref(), r.context.as_deref())
         .await
         .with_context(|| match (&r.context, &r.context_origin) {
@@ -352,13 +353,17 @@ async fn connect(r: &Resolved) -> anyhow::Result<ApiServer> {
             _ => "the kubeconfig".to_owned(),
         })?;
     let server = config.cluster_url.to_string();
-    let client = crate::rate_limit::client(config, r.throttle, None)?;
+    Ok((crate::rate_limit::client(config, r.throttle, None)?, server))
+}
+
+async fn connect(r: &Resolved) -> anyhow::Result<ApiServer> {
+    let (client, server) = client(r).await?;
     ApiServer::connect(client)
         .await
         .with_context(|| format!("connecting to {server}"))
 }
 
-fn options(r: &Resolved, l: &Limits) -> Options {
+pub(crate) fn options(r: &Resolved, l: &Limits) -> Options {
     Options {
         filters: r.filters.clone(),
         guards: Guards {
@@ -422,7 +427,7 @@ fn exit_code(report: &Report, on_change: bool) -> i32 {
     }
 }
 
-fn print_report(report: &Report, format: Format) -> anyhow::Result<()> {
+pub(crate) fn print_report(report: &Report, format: Format) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(report)?)?,

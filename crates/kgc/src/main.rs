@@ -19,6 +19,7 @@ mod rate_limit;
 mod secure;
 mod serve;
 mod signals;
+mod sync_cmd;
 mod tls;
 mod tree_cmd;
 mod why_cmd;
@@ -68,6 +69,9 @@ enum Command {
     Plan(deploy_cmd::PlanArgs),
     /// Delete every object of an app's environment (and tag), and its parent.
     Delete(deploy_cmd::PruneArgs),
+    /// Sync a git repository's manifests into a set, every interval (Flux's loop): apply, prune,
+    /// record the revision (`kgc sync status|suspend|resume`).
+    Sync(Box<sync_cmd::SyncArgs>),
     /// Node garbage collection over the CRI: the kubelet's image and container GC as a
     /// command (`kgc node gc|snapshot|simulate`); stop and start simulated nodes
     /// (`kgc node stop|start NAME`).
@@ -196,6 +200,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Prune(args) => deploy_cmd::prune(args).await,
             Command::Plan(args) => deploy_cmd::plan(args).await,
             Command::Delete(args) => deploy_cmd::delete(args).await,
+            Command::Sync(args) => sync_cmd::run(*args).await,
             Command::Node(args) => node_cmd::run(args).await,
             Command::Tree(args) => tree_cmd::run(args).await,
             Command::Why(args) => why_cmd::run(args).await,

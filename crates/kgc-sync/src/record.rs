@@ -1,0 +1,309 @@
+//! What a Flux Kustomization keeps in its status (`lastAppliedRevision`,
+//! `lastAttemptedRevision`, the Ready condition's reason and message; `fluxcd/kustomize-controller
+//! api/v1/kustomization_types.go`), kept as annotations on the set's parent ConfigMap: the parent
+//! is the set's one object, and annotations are readable with `kubectl get -o yaml`.
+//!
+//! The record is written by server-side apply under its own field manager ([`FIELD_MANAGER`]),
+//! so the engine's applies of the parent (manager `kgc`) and the record never undo each other,
+//! and an annotation the record no longer carries (an old error message) is removed by the apply
+//! itself. [`ANNOTATION_SUSPENDED`] is not part of it: people and `kgc sync suspend` set it.
+
+use std::collections::BTreeMap;
+
+use kgc_prune::executor::{Action, DeleteOutcome, Report};
+
+pub const ANNOTATION_SOURCE: &str = "kgc.io/sync-source";
+/// The revision last applied completely (`main@sha1:<hex>`), kept across failed runs.
+pub const ANNOTATION_REVISION: &str = "kgc.io/sync-revision";
+/// The revision of the last run, whatever its outcome.
+pub const ANNOTATION_ATTEMPTED_REVISION: &str = "kgc.io/sync-attempted-revision";
+pub const ANNOTATION_LAST_ATTEMPT: &str = "kgc.io/sync-last-attempt";
+pub const ANNOTATION_OUTCOME: &str = "kgc.io/sync-outcome";
+pub const ANNOTATION_MESSAGE: &str = "kgc.io/sync-message";
+pub const ANNOTATION_COUNTS: &str = "kgc.io/sync-counts";
+/// `"true"`: the loop applies and prunes nothing (Flux's `spec.suspend`).
+pub const ANNOTATION_SUSPENDED: &str = "kgc.io/sync-suspended";
+
+/// The field manager of the record's applies.
+pub const FIELD_MANAGER: &str = "kgc-sync";
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Outcome {
+    /// Everything applied and pruned (Flux: Ready, `ReconciliationSucceeded`).
+    Succeeded,
+    /// Applied, but some kind could not be listed or a pruned object is still held by
+    /// finalizers: done as far as it could be judged.
+    Incomplete,
+    /// The source could not be read completely, or the engine refused or failed: nothing
+    /// applied or pruned when the error came before the first write, and the previous revision
+    /// stays the applied one (Flux: `ReconciliationFailed`).
+    Failed,
+    /// Suspended: nothing was done.
+    Suspended,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Succeeded => "Succeeded",
+            Outcome::Incomplete => "Incomplete",
+            Outcome::Failed => "Failed",
+            Outcome::Suspended => "Suspended",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        [
+            Outcome::Succeeded,
+            Outcome::Incomplete,
+            Outcome::Failed,
+            Outcome::Suspended,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == s)
+    }
+
+    /// The exit code of `kgc sync --once`, as `kgc apply`'s: 0 done, 1 error, 2 changed (only
+    /// with `--exit-code`), 3 done but undetermined, held by finalizers, or suspended.
+    pub fn exit_code(self, changed: bool, exit_code_on_change: bool) -> i32 {
+        match self {
+            Outcome::Failed => 1,
+            Outcome::Incomplete | Outcome::Suspended => 3,
+            Outcome::Succeeded if changed && exit_code_on_change => 2,
+            Outcome::Succeeded => 0,
+        }
+    }
+}
+
+/// What a run did, by action.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    pub created: usize,
+    pub configured: usize,
+    pub unchanged: usize,
+    pub deleted: usize,
+    pub kept: usize,
+    pub undetermined: usize,
+}
+
+impl Counts {
+    pub fn of(report: &Report) -> Self {
+        let applied = |a: Action| report.applied.iter().filter(|(_, x)| *x == a).count();
+        Counts {
+            created: applied(Action::Create),
+            configured: applied(Action::Update),
+            unchanged: applied(Action::Unchanged),
+            deleted: report
+                .deleted
+                .iter()
+                .filter(|(_, o)| matches!(o, DeleteOutcome::Deleted | DeleteOutcome::Gone))
+                .count(),
+            kept: report.kept.len(),
+            undetermined: report.undetermined.len(),
+        }
+    }
+
+    /// `created=1,configured=0,...`.
+    fn encode(&self) -> String {
+        self.fields()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    fn decode(s: &str) -> Self {
+        let mut c = Counts::default();
+        for (k, v) in s.split(',').filter_map(|kv| kv.split_once('=')) {
+            let v = v.trim().parse().unwrap_or(0);
+            match k.trim() {
+                "created" => c.created = v,
+                "configured" => c.configured = v,
+                "unchanged" => c.unchanged = v,
+                "deleted" => c.deleted = v,
+                "kept" => c.kept = v,
+                "undetermined" => c.undetermined = v,
+                _ => {}
+            }
+        }
+        c
+    }
+
+    fn fields(&self) -> [(&'static str, usize); 6] {
+        [
+            ("created", self.created),
+            ("configured", self.configured),
+            ("unchanged", self.unchanged),
+            ("deleted", self.deleted),
+            ("kept", self.kept),
+            ("undetermined", self.undetermined),
+        ]
+    }
+}
+
+impl std::fmt::Display for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self
+            .fields()
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect();
+        f.write_str(&parts.join(", "))
+    }
+}
+
+/// A set's sync record, as read from or written to its parent.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Record {
+    /// The source: URL (without credentials), reference and paths.
+    pub source: String,
+    /// The revision last applied (`main@sha1:<hex>`).
+    pub revision: Option<String>,
+    pub attempted_revision: Option<String>,
+    /// RFC 3339.
+    pub last_attempt: Option<String>,
+    pub outcome: Option<Outcome>,
+    /// The error of a failed run, or what held an incomplete one.
+    pub message: Option<String>,
+    pub counts: Counts,
+    pub suspended: bool,
+}
+
+impl Record {
+    pub fn from_annotations(a: &BTreeMap<String, String>) -> Self {
+        let get = |k: &str| a.get(k).filter(|v| !v.is_empty()).cloned();
+        Record {
+            source: get(ANNOTATION_SOURCE).unwrap_or_default(),
+            revision: get(ANNOTATION_REVISION),
+            attempted_revision: get(ANNOTATION_ATTEMPTED_REVISION),
+            last_attempt: get(ANNOTATION_LAST_ATTEMPT),
+            outcome: get(ANNOTATION_OUTCOME).and_then(|o| Outcome::parse(&o)),
+            message: get(ANNOTATION_MESSAGE),
+            counts: get(ANNOTATION_COUNTS)
+                .map(|c| Counts::decode(&c))
+                .unwrap_or_default(),
+            suspended: is_suspended(a),
+        }
+    }
+
+    /// The annotations the record applies (every one, so that the apply owns exactly these).
+    pub fn annotations(&self) -> BTreeMap<String, String> {
+        let mut a = BTreeMap::new();
+        let mut put = |k: &str, v: Option<&str>| {
+            if let Some(v) = v {
+                a.insert(k.to_owned(), v.to_owned());
+            }
+        };
+        put(ANNOTATION_SOURCE, Some(&self.source));
+        put(ANNOTATION_REVISION, self.revision.as_deref());
+        put(
+            ANNOTATION_ATTEMPTED_REVISION,
+            self.attempted_revision.as_deref(),
+        );
+        put(ANNOTATION_LAST_ATTEMPT, self.last_attempt.as_deref());
+        put(ANNOTATION_OUTCOME, self.outcome.map(Outcome::as_str));
+        put(ANNOTATION_MESSAGE, self.message.as_deref());
+        put(ANNOTATION_COUNTS, Some(&self.counts.encode()));
+        a
+    }
+}
+
+/// Whether the parent's annotations suspend the sync (`"true"`, as Flux's `spec.suspend`; any
+/// other value is not).
+pub fn is_suspended(a: &BTreeMap<String, String>) -> bool {
+    a.get(ANNOTATION_SUSPENDED)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// A URL for records and messages: credentials in its user part become `***` (a token given
+/// as `https://x-access-token:TOKEN@host/…` must never reach an annotation or an Event).
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => {
+            let user = &rest[..at];
+            let user = match user.split_once(':') {
+                Some((name, _)) => format!("{name}:***"),
+                None if scheme.starts_with("http") => "***".to_owned(),
+                // ssh://git@host: the user name is no secret.
+                None => user.to_owned(),
+            };
+            format!("{scheme}://{user}{}", &rest[at..])
+        }
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_through_annotations() {
+        let r = Record {
+            source: "https://example.com/r.git branch=main paths=deploy".into(),
+            revision: Some("main@sha1:abc".into()),
+            attempted_revision: Some("main@sha1:def".into()),
+            last_attempt: Some("2026-11-27T02:00:00Z".into()),
+            outcome: Some(Outcome::Failed),
+            message: Some("deploy/x.yaml:3: bad".into()),
+            counts: Counts {
+                created: 1,
+                configured: 2,
+                unchanged: 3,
+                deleted: 4,
+                kept: 5,
+                undetermined: 6,
+            },
+            suspended: false,
+        };
+        let a = r.annotations();
+        assert_eq!(
+            a[ANNOTATION_COUNTS],
+            "created=1,configured=2,unchanged=3,deleted=4,kept=5,undetermined=6"
+        );
+        assert_eq!(Record::from_annotations(&a), r);
+        // A successful run carries no message: the apply of the record removes the old one.
+        let ok = Record {
+            message: None,
+            outcome: Some(Outcome::Succeeded),
+            ..r
+        };
+        assert!(!ok.annotations().contains_key(ANNOTATION_MESSAGE));
+        let mut a = ok.annotations();
+        a.insert(ANNOTATION_SUSPENDED.into(), "True".into());
+        assert!(Record::from_annotations(&a).suspended);
+        a.insert(ANNOTATION_SUSPENDED.into(), "no".into());
+        assert!(!Record::from_annotations(&a).suspended);
+        assert_eq!(
+            Record::from_annotations(&BTreeMap::new()),
+            Record::default()
+        );
+    }
+
+    #[test]
+    fn exit_codes_are_kgc_applys() {
+        assert_eq!(Outcome::Succeeded.exit_code(true, false), 0);
+        assert_eq!(Outcome::Succeeded.exit_code(true, true), 2);
+        assert_eq!(Outcome::Succeeded.exit_code(false, true), 0);
+        assert_eq!(Outcome::Failed.exit_code(false, false), 1);
+        assert_eq!(Outcome::Incomplete.exit_code(true, true), 3);
+        assert_eq!(Outcome::Suspended.exit_code(false, false), 3);
+    }
+
+    #[test]
+    fn credentials_never_reach_the_record() {
+        assert_eq!(
+            redact("https://x-access-token:s3cr3t@github.com/o/r.git"),
+            "https://x-access-token:***@github.com/o/r.git"
+        );
+        assert_eq!(redact("https://tok@host/r.git"), "https://***@host/r.git");
+        assert_eq!(redact("ssh://git@host/r.git"), "ssh://git@host/r.git");
+        assert_eq!(redact("/tmp/repo"), "/tmp/repo");
+        assert_eq!(redact("https://host/a@b/r.git"), "https://host/a@b/r.git");
+    }
+}
