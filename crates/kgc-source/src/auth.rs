@@ -110,27 +110,24 @@ impl Auth {
     }
 }
 
-/// `url` with the password of its user info (`https://user:TOKEN@host/…`) masked, for errors
-/// and logs.
-pub(crate) fn redact(url: &str) -> Cow<'_, str> {
-    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+/// `url` for errors, logs, records and events: the password of its user info
+/// (`https://user:TOKEN@host/…`) becomes `***`, and so does a lone http(s) user, which GitHub
+/// and GitLab accept as a token (`https://TOKEN@host/…`); ssh's user (`ssh://git@host`) is no
+/// secret and stays.
+pub fn redact(url: &str) -> Cow<'_, str> {
+    let Some((scheme, rest)) = url.split_once("://") else {
         return Cow::Borrowed(url);
     };
-    let authority_end = url[scheme_end..]
-        .find('/')
-        .map_or(url.len(), |i| scheme_end + i);
-    let authority = &url[scheme_end..authority_end];
-    match authority
-        .rfind('@')
-        .and_then(|at| authority[..at].find(':').map(|colon| (colon, at)))
-    {
-        Some((colon, at)) => Cow::Owned(format!(
-            "{}***{}",
-            &url[..scheme_end + colon + 1],
-            &url[scheme_end + at..]
-        )),
-        None => Cow::Borrowed(url),
-    }
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    let Some(at) = authority.rfind('@') else {
+        return Cow::Borrowed(url);
+    };
+    let user = match authority[..at].split_once(':') {
+        Some((name, _)) => format!("{name}:***"),
+        None if scheme.starts_with("http") => "***".to_owned(),
+        None => return Cow::Borrowed(url),
+    };
+    Cow::Owned(format!("{scheme}://{user}{}", &rest[at..]))
 }
 
 /// gix's credential callback for a token: every `get` gets the account; nothing is stored or
@@ -199,8 +196,11 @@ mod tests {
         );
         assert_eq!(
             redact("https://bot@h.example/a:b@c"),
-            "https://bot@h.example/a:b@c"
+            "https://***@h.example/a:b@c"
         );
+        assert_eq!(redact("https://tok@host/r.git"), "https://***@host/r.git");
+        assert_eq!(redact("ssh://git@host/r.git"), "ssh://git@host/r.git");
+        assert_eq!(redact("https://host/a@b/r.git"), "https://host/a@b/r.git");
         assert_eq!(redact("https://h.example/o/r"), "https://h.example/o/r");
         assert_eq!(redact("git@h.example:o/r.git"), "git@h.example:o/r.git");
         assert_eq!(redact("/srv/git/r"), "/srv/git/r");

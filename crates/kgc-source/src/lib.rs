@@ -23,7 +23,7 @@ mod tests;
 use std::path::Path;
 
 pub use artifact::{Artifact, MAX_ARTIFACT_BYTES, MAX_FILES, MAX_MANIFEST_BYTES, ManifestFile};
-pub use auth::Auth;
+pub use auth::{Auth, redact};
 pub use error::Error;
 pub use reference::Reference;
 

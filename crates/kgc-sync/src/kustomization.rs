@@ -65,7 +65,7 @@ impl Kustomization {
             Reference::Tag(t) => format!("tag={t}"),
             Reference::Commit(c) => format!("commit={c}"),
         };
-        let mut s = format!("{} {reference}", record::redact(&self.source.url));
+        let mut s = format!("{} {reference}", kgc_source::redact(&self.source.url));
         if !self.source.paths.is_empty() {
             s.push_str(&format!(" paths={}", self.source.paths.join(",")));
         }
@@ -157,7 +157,7 @@ impl Kustomization {
                 previous.revision.clone()
             },
             attempted_revision: attempted,
-            last_attempt: Some(
+            last_change: Some(
                 started
                     .round(k8s_openapi::jiff::Unit::Second)
                     .unwrap_or(started)
@@ -171,7 +171,9 @@ impl Kustomization {
         let changed = report.as_ref().is_some_and(Report::changed);
         let duration = clock.elapsed();
 
-        let written = if ours {
+        let unchanged = !changed && record.says_the_same_as(&previous);
+        let record = if unchanged { previous.clone() } else { record };
+        let written = if ours && !unchanged {
             self.write_record(client, &record).await
         } else {
             None
@@ -204,7 +206,7 @@ impl Kustomization {
     ) -> Result<(String, Report), (Option<String>, Error)> {
         let repo = self.source.clone();
         let cache = self.cache_dir.clone();
-        let url = record::redact(&self.source.url);
+        let url = kgc_source::redact(&self.source.url).into_owned();
         let artifact = match tokio::task::spawn_blocking(move || repo.fetch(&cache)).await {
             Ok(Ok(a)) => a,
             Ok(Err(source)) => return Err((None, Error::Fetch { url, source })),

@@ -17,7 +17,10 @@ pub const ANNOTATION_SOURCE: &str = "kgc.io/sync-source";
 pub const ANNOTATION_REVISION: &str = "kgc.io/sync-revision";
 /// The revision of the last run, whatever its outcome.
 pub const ANNOTATION_ATTEMPTED_REVISION: &str = "kgc.io/sync-attempted-revision";
-pub const ANNOTATION_LAST_ATTEMPT: &str = "kgc.io/sync-last-attempt";
+/// When the record last changed: a run that changes nothing and ends as the last one did
+/// leaves the record alone (Flux's Ready condition keeps its `lastTransitionTime` too), so an
+/// unchanged re-sync writes nothing; the daemon's `/metrics` has every attempt.
+pub const ANNOTATION_LAST_CHANGE: &str = "kgc.io/sync-last-change";
 pub const ANNOTATION_OUTCOME: &str = "kgc.io/sync-outcome";
 pub const ANNOTATION_MESSAGE: &str = "kgc.io/sync-message";
 pub const ANNOTATION_COUNTS: &str = "kgc.io/sync-counts";
@@ -161,8 +164,8 @@ pub struct Record {
     /// The revision last applied (`main@sha1:<hex>`).
     pub revision: Option<String>,
     pub attempted_revision: Option<String>,
-    /// RFC 3339.
-    pub last_attempt: Option<String>,
+    /// When the record last changed (RFC 3339; see [`ANNOTATION_LAST_CHANGE`]).
+    pub last_change: Option<String>,
     pub outcome: Option<Outcome>,
     /// The error of a failed run, or what held an incomplete one.
     pub message: Option<String>,
@@ -177,7 +180,7 @@ impl Record {
             source: get(ANNOTATION_SOURCE).unwrap_or_default(),
             revision: get(ANNOTATION_REVISION),
             attempted_revision: get(ANNOTATION_ATTEMPTED_REVISION),
-            last_attempt: get(ANNOTATION_LAST_ATTEMPT),
+            last_change: get(ANNOTATION_LAST_CHANGE),
             outcome: get(ANNOTATION_OUTCOME).and_then(|o| Outcome::parse(&o)),
             message: get(ANNOTATION_MESSAGE),
             counts: get(ANNOTATION_COUNTS)
@@ -185,6 +188,16 @@ impl Record {
                 .unwrap_or_default(),
             suspended: is_suspended(a),
         }
+    }
+
+    /// Whether a run that wrote nothing would record just what is already recorded (all but
+    /// the time and the counts, which describe the run that last changed something).
+    pub fn says_the_same_as(&self, other: &Record) -> bool {
+        self.source == other.source
+            && self.revision == other.revision
+            && self.attempted_revision == other.attempted_revision
+            && self.outcome == other.outcome
+            && self.message == other.message
     }
 
     /// The annotations the record applies (every one, so that the apply owns exactly these).
@@ -201,7 +214,7 @@ impl Record {
             ANNOTATION_ATTEMPTED_REVISION,
             self.attempted_revision.as_deref(),
         );
-        put(ANNOTATION_LAST_ATTEMPT, self.last_attempt.as_deref());
+        put(ANNOTATION_LAST_CHANGE, self.last_change.as_deref());
         put(ANNOTATION_OUTCOME, self.outcome.map(Outcome::as_str));
         put(ANNOTATION_MESSAGE, self.message.as_deref());
         put(ANNOTATION_COUNTS, Some(&self.counts.encode()));
@@ -216,28 +229,6 @@ pub fn is_suspended(a: &BTreeMap<String, String>) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
-/// A URL for records and messages: credentials in its user part become `***` (a token given
-/// as `https://x-access-token:TOKEN@host/…` must never reach an annotation or an Event).
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => {
-            let user = &rest[..at];
-            let user = match user.split_once(':') {
-                Some((name, _)) => format!("{name}:***"),
-                None if scheme.starts_with("http") => "***".to_owned(),
-                // ssh://git@host: the user name is no secret.
-                None => user.to_owned(),
-            };
-            format!("{scheme}://{user}{}", &rest[at..])
-        }
-        None => url.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,7 +239,7 @@ mod tests {
             source: "https://example.com/r.git branch=main paths=deploy".into(),
             revision: Some("main@sha1:abc".into()),
             attempted_revision: Some("main@sha1:def".into()),
-            last_attempt: Some("2026-11-27T02:00:00Z".into()),
+            last_change: Some("2026-11-27T02:00:00Z".into()),
             outcome: Some(Outcome::Failed),
             message: Some("deploy/x.yaml:3: bad".into()),
             counts: Counts {
@@ -296,14 +287,25 @@ mod tests {
     }
 
     #[test]
-    fn credentials_never_reach_the_record() {
-        assert_eq!(
-            redact("https://x-access-token:s3cr3t@github.com/o/r.git"),
-            "https://x-access-token:***@github.com/o/r.git"
-        );
-        assert_eq!(redact("https://tok@host/r.git"), "https://***@host/r.git");
-        assert_eq!(redact("ssh://git@host/r.git"), "ssh://git@host/r.git");
-        assert_eq!(redact("/tmp/repo"), "/tmp/repo");
-        assert_eq!(redact("https://host/a@b/r.git"), "https://host/a@b/r.git");
+    fn a_run_that_says_the_same_leaves_the_record_alone() {
+        let first = Record {
+            source: "file:///r branch=main".into(),
+            revision: Some("main@sha1:ab".into()),
+            attempted_revision: Some("main@sha1:ab".into()),
+            last_change: Some("2026-11-27T02:00:00Z".into()),
+            outcome: Some(Outcome::Succeeded),
+            ..Record::default()
+        };
+        let later = Record {
+            last_change: Some("2026-11-27T02:01:00Z".into()),
+            ..first.clone()
+        };
+        assert!(later.says_the_same_as(&first));
+        let failed = Record {
+            outcome: Some(Outcome::Failed),
+            message: Some("fetching file:///r: gone".into()),
+            ..later.clone()
+        };
+        assert!(!failed.says_the_same_as(&first));
     }
 }

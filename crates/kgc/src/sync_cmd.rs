@@ -409,7 +409,7 @@ async fn status(a: StatusArgs) -> anyhow::Result<()> {
                 ("SOURCE", rec.source.clone()),
                 ("REVISION", or(rec.revision.as_deref(), "none applied")),
                 ("ATTEMPTED", or(rec.attempted_revision.as_deref(), "-")),
-                ("LAST RUN", or(rec.last_attempt.as_deref(), "never")),
+                ("LAST CHANGE", or(rec.last_change.as_deref(), "never")),
                 ("OUTCOME", or(rec.outcome.map(Outcome::as_str), "-")),
                 ("COUNTS", rec.counts.to_string()),
                 ("SUSPENDED", rec.suspended.to_string()),

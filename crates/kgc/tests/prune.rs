@@ -142,6 +142,16 @@ fn namespace(name: &str) -> String {
 async fn setup(prefix: &str) -> (Server, String) {
     let s = Server::start().await;
     let ns = fresh_namespace(&s.client(), prefix).await;
+    // The namespace's own write (its `default` ServiceAccount, which upstream's e2e framework
+    // waits for too) is done before a test counts revisions.
+    let sa: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        kube::Api::namespaced(s.client(), &ns);
+    eventually(
+        "the namespace's default ServiceAccount",
+        Duration::from_secs(10),
+        || async { matches!(sa.get_opt("default").await, Ok(Some(_))) },
+    )
+    .await;
     (s, ns)
 }
 

@@ -257,16 +257,31 @@ async fn first_sync_prunes_removed_files_and_paths() {
     let a: Value = serde_json::from_str(&a).unwrap();
     assert_eq!(a["metadata"]["annotations"]["kgc.io/component"], "app/a");
 
-    // Unchanged: exit 0 even with --exit-code, and no object written (the record only).
-    let before = store_revision(&s);
+    // Unchanged: exit 0 even with --exit-code, and nothing written, the record included (it
+    // says what it said).
+    let parent_version = || async {
+        s.kubectl_ok(&[
+            "get",
+            "configmap",
+            "kgc-shop-prod",
+            "-n",
+            &set.ns,
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ])
+        .await
+    };
+    let (before, parent_before) = (store_revision(&s), parent_version().await);
     let r = set
         .once(repo.path(), &["--path", "app", "--exit-code"], 0)
         .await;
     assert!(all_unchanged(&r), "{r}");
-    assert!(
-        store_revision(&s) <= before + 1,
-        "an unchanged re-sync wrote objects"
+    assert_eq!(
+        parent_version().await,
+        parent_before,
+        "an unchanged re-sync rewrote the record"
     );
+    assert_eq!(store_revision(&s), before, "an unchanged re-sync wrote");
 
     // A removed file is pruned; --exit-code says it changed.
     repo.remove("app/b.yaml");
