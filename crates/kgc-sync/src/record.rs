@@ -15,7 +15,7 @@ use kgc_prune::executor::{Action, DeleteOutcome, Report};
 pub const ANNOTATION_SOURCE: &str = "kgc.io/sync-source";
 /// The revision last applied completely (`main@sha1:<hex>`), kept across failed runs.
 pub const ANNOTATION_REVISION: &str = "kgc.io/sync-revision";
-/// The revision of the last run, whatever its outcome.
+/// The revision of the last recorded run, whatever its outcome.
 pub const ANNOTATION_ATTEMPTED_REVISION: &str = "kgc.io/sync-attempted-revision";
 /// When the record last changed: a run that changes nothing and ends as the last one did
 /// leaves the record alone (Flux's Ready condition keeps its `lastTransitionTime` too), so an

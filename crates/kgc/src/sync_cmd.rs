@@ -37,7 +37,7 @@ pub struct SyncArgs {
 
 #[derive(clap::Subcommand)]
 enum SyncCommand {
-    /// The set's sync record: revision, source, last run, outcome, counts, suspended.
+    /// The set's sync record: revision, source, last change, outcome, counts, suspended.
     Status(StatusArgs),
     /// Suspend the sync: the loop applies and prunes nothing until resumed.
     Suspend(SetArgs),
