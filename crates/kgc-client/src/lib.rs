@@ -23,7 +23,7 @@ use kgc_meta::{DeleteOptions, GroupResource, ObjectMeta, ResourceInfo, Status};
 use serde_json::Value;
 
 pub use in_process::InProcess;
-pub use remote::{Remote, api_resource};
+pub use remote::{Remote, api_resource, meta};
 
 /// Errors of cluster operations. API outcomes keep their `metav1.Status`, so collectors decide
 /// by [`Status::reason`] the same way whichever cluster answered.

@@ -194,8 +194,8 @@ pub fn api_resource(r: &ResourceInfo) -> ApiResource {
     }
 }
 
-/// `metav1.ObjectMeta` (kube-rs) to the collectors' view of it.
-fn meta(m: &kube::core::ObjectMeta) -> ObjectMeta {
+/// `metav1.ObjectMeta` (kube-rs) to the collectors' view of it (also `kgc tree`'s graph).
+pub fn meta(m: &kube::core::ObjectMeta) -> ObjectMeta {
     ObjectMeta {
         namespace: m.namespace.clone().unwrap_or_default(),
         name: m.name.clone().unwrap_or_default(),

@@ -92,19 +92,7 @@ impl Node {
             kind: kind.to_owned(),
             namespace: m.namespace.clone().unwrap_or_default(),
             name: m.name.clone().unwrap_or_default(),
-            owner_references: m
-                .owner_references
-                .iter()
-                .flatten()
-                .map(|r| OwnerReference {
-                    api_version: r.api_version.clone(),
-                    kind: r.kind.clone(),
-                    name: r.name.clone(),
-                    uid: r.uid.clone(),
-                    controller: r.controller,
-                    block_owner_deletion: r.block_owner_deletion,
-                })
-                .collect(),
+            owner_references: kgc_client::meta(m).owner_references,
             finalizers: m.finalizers.clone().unwrap_or_default(),
             deletion_timestamp: m.deletion_timestamp.as_ref().map(|t| t.0.to_string()),
             creation_timestamp: m.creation_timestamp.as_ref().map(|t| t.0.to_string()),

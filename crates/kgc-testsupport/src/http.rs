@@ -163,6 +163,17 @@ pub async fn metrics_text(client: &Client) -> String {
         .text()
 }
 
+/// `kgc_store_revision` from the server's `/metrics`: every write bumps it, so a test asserts
+/// that something wrote nothing by comparing two readings.
+pub async fn store_revision(client: &Client) -> u64 {
+    metrics_text(client)
+        .await
+        .lines()
+        .find_map(|l| l.strip_prefix("kgc_store_revision "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("kgc_store_revision on /metrics")
+}
+
 /// Asserts a `metav1.Status` failure body: code, reason and exact message.
 #[track_caller]
 pub fn assert_status(resp: &RawResponse, code: u16, reason: &str, message: &str) {

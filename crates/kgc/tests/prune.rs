@@ -155,16 +155,6 @@ async fn setup(prefix: &str) -> (Server, String) {
     (s, ns)
 }
 
-/// `kgc_store_revision` from `/metrics`: every write bumps it.
-fn revision(s: &Server) -> u64 {
-    let (status, body) = http_get(&format!("{}/metrics", s.url()));
-    assert_eq!(status, 200);
-    body.lines()
-        .find_map(|l| l.strip_prefix("kgc_store_revision "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("kgc_store_revision on /metrics")
-}
-
 #[tokio::test]
 async fn remove_an_object() {
     let (s, ns) = setup("rm-object").await;
@@ -177,7 +167,7 @@ async fn remove_an_object() {
     let r = p.apply(&[], 0).await;
     assert_eq!(r["applied"].as_array().map(Vec::len), Some(3));
     // An unchanged re-apply writes nothing.
-    let before = revision(&s);
+    let before = store_revision(&s.client()).await;
     let r = p.apply(&[], 0).await;
     assert!(
         r["applied"]
@@ -188,7 +178,7 @@ async fn remove_an_object() {
         "{r}"
     );
     assert_eq!(
-        revision(&s),
+        store_revision(&s.client()).await,
         before,
         "an unchanged re-apply wrote something"
     );
@@ -197,7 +187,11 @@ async fn remove_an_object() {
     let r = p.apply(&["--dry-run"], 0).await;
     assert_eq!(deleted(&r), [format!("ConfigMap {ns}/b")]);
     assert_eq!(r["deleted"][0][1], "would-delete", "{r}");
-    assert_eq!(revision(&s), before, "a dry run wrote something");
+    assert_eq!(
+        store_revision(&s.client()).await,
+        before,
+        "a dry run wrote something"
+    );
     let r = p.apply(&[], 0).await;
     assert_eq!(deleted(&r), [format!("ConfigMap {ns}/b")]);
     assert_eq!(
@@ -562,11 +556,15 @@ async fn max_deletes_and_an_empty_render() {
     p.write("web.yaml", &(cm("a") + &cm("b") + &cm("c")));
     p.apply(&[], 0).await;
     p.write("web.yaml", &cm("a"));
-    let before = revision(&s);
+    let before = store_revision(&s.client()).await;
     let out = p.kgc("apply", &["--max-deletes", "1"]).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("--max-deletes 1"), "{}", stderr(&out));
-    assert_eq!(revision(&s), before, "a refused run wrote something");
+    assert_eq!(
+        store_revision(&s.client()).await,
+        before,
+        "a refused run wrote something"
+    );
     // An empty render (the file is there but renders nothing) prunes nothing.
     p.write("web.yaml", "# nothing\n");
     let out = p.kgc("apply", &[]).await;
@@ -592,7 +590,7 @@ async fn plan_drift() {
     // Someone changes the object the plan deletes: the plan is refused, nothing is written.
     s.kubectl_ok(&["label", "configmap", "b", "-n", &ns, "touched=yes"])
         .await;
-    let before = revision(&s);
+    let before = store_revision(&s.client()).await;
     let out = p.kgc("apply", &["--plan", plan_arg]).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -600,7 +598,7 @@ async fn plan_drift() {
         "{}",
         stderr(&out)
     );
-    assert_eq!(revision(&s), before);
+    assert_eq!(store_revision(&s.client()).await, before);
     // A fresh plan executes exactly (YAML too); `--exit-code` says it would change things.
     let out = p
         .kgc("plan", &["--out", plan_arg, "-o", "yaml", "--exit-code"])
@@ -655,7 +653,7 @@ async fn diff_prune_and_delete() {
 async fn bad_input_fails_before_anything_is_written() {
     let (s, ns) = setup("bad").await;
     let p = Project::new(&s, "shop", "prod", &ns);
-    let before = revision(&s);
+    let before = store_revision(&s.client()).await;
     let cases: [(&str, &str, &str); 5] = [
         (
             "a.yaml",
@@ -696,7 +694,11 @@ async fn bad_input_fails_before_anything_is_written() {
         "{}",
         stderr(&out)
     );
-    assert_eq!(revision(&s), before, "bad input wrote something");
+    assert_eq!(
+        store_revision(&s.client()).await,
+        before,
+        "bad input wrote something"
+    );
     // A kubeconfig pointing nowhere.
     let kc = p.path("nowhere.kubeconfig");
     std::fs::write(
@@ -1054,11 +1056,15 @@ async fn a_dry_run_fails_where_the_apply_would() {
     let missing = unique("dry-missing");
     let p = Project::new(&s, "shop", "prod", &ns);
     p.write("web.yaml", &(cm("a") + &cm_in(&missing, "lost")));
-    let before = revision(&s);
+    let before = store_revision(&s.client()).await;
     let not_found = format!("namespaces \"{missing}\" not found");
     let (dry, _) = kgc_ok(&p, "apply", &["--dry-run"], 1).await;
     assert!(dry.contains(&not_found), "{dry}");
-    assert_eq!(revision(&s), before, "a dry run wrote something");
+    assert_eq!(
+        store_revision(&s.client()).await,
+        before,
+        "a dry run wrote something"
+    );
     let (real, _) = kgc_ok(&p, "apply", &[], 1).await;
     assert!(real.contains(&not_found), "{real}");
 
@@ -1080,7 +1086,7 @@ async fn a_dry_run_fails_where_the_apply_would() {
         "web.yaml",
         &(cm("a") + &namespace(&created) + &cm_in(&created, "b")),
     );
-    let before = revision(&s);
+    let before = store_revision(&s.client()).await;
     let r = p.apply(&["--dry-run"], 0).await;
     let b = r["applied"]
         .as_array()
@@ -1089,7 +1095,11 @@ async fn a_dry_run_fails_where_the_apply_would() {
         .find(|a| key(&a[0]) == format!("ConfigMap {created}/b"))
         .map(|a| a[1].clone());
     assert_eq!(b, Some(Value::from("create")), "{r}");
-    assert_eq!(revision(&s), before, "a dry run wrote something");
+    assert_eq!(
+        store_revision(&s.client()).await,
+        before,
+        "a dry run wrote something"
+    );
     p.apply(&[], 0).await;
     assert_eq!(names(&s, "configmaps", Some(&created)).await, ["b"]);
 }

@@ -210,16 +210,6 @@ fn all_unchanged(report: &Value) -> bool {
     applied(report).iter().all(|(_, a)| a == "unchanged") && deleted(report).is_empty()
 }
 
-/// `kgc_store_revision` from `/metrics`: every write bumps it.
-fn store_revision(s: &Server) -> u64 {
-    let (status, body) = http_get(&format!("{}/metrics", s.url()));
-    assert_eq!(status, 200);
-    body.lines()
-        .find_map(|l| l.strip_prefix("kgc_store_revision "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("kgc_store_revision on /metrics")
-}
-
 #[tokio::test]
 async fn first_sync_prunes_removed_files_and_paths() {
     let s = Server::start().await;
@@ -271,7 +261,7 @@ async fn first_sync_prunes_removed_files_and_paths() {
         ])
         .await
     };
-    let (before, parent_before) = (store_revision(&s), parent_version().await);
+    let (before, parent_before) = (store_revision(&s.client()).await, parent_version().await);
     let r = set
         .once(repo.path(), &["--path", "app", "--exit-code"], 0)
         .await;
@@ -281,7 +271,11 @@ async fn first_sync_prunes_removed_files_and_paths() {
         parent_before,
         "an unchanged re-sync rewrote the record"
     );
-    assert_eq!(store_revision(&s), before, "an unchanged re-sync wrote");
+    assert_eq!(
+        store_revision(&s.client()).await,
+        before,
+        "an unchanged re-sync wrote"
+    );
 
     // A removed file is pruned; --exit-code says it changed.
     repo.remove("app/b.yaml");
