@@ -18,6 +18,45 @@ pub const DEPLOY: Throttle = Throttle {
     burst: 100,
 };
 
+/// kubectl's `--kubeconfig` and `--context` with the rate limit: how the commands that only
+/// read a cluster (`kgc tree`, `kgc why`) reach it.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Cluster {
+    /// The kubeconfig [default: $KUBECONFIG, else ~/.kube/config, else in-cluster].
+    #[arg(long)]
+    kubeconfig: Option<std::path::PathBuf>,
+    /// The kubeconfig context [default: the current context].
+    #[arg(long)]
+    context: Option<String>,
+    #[command(flatten)]
+    rate_limit: Flags,
+}
+
+/// A client of the cluster, and what the kubeconfig says about it.
+pub struct Connection {
+    pub client: kube::Client,
+    /// The context's namespace, else `default`.
+    pub namespace: String,
+    /// The API server's URL, for messages.
+    pub server: String,
+}
+
+impl Cluster {
+    pub async fn connect(&self, defaults: Throttle) -> anyhow::Result<Connection> {
+        let config =
+            crate::controller::kube_config(self.kubeconfig.as_deref(), self.context.as_deref())
+                .await?;
+        let namespace = config.default_namespace.clone();
+        let server = config.cluster_url.to_string();
+        let client = client(config, self.rate_limit.throttle(defaults), None)?;
+        Ok(Connection {
+            client,
+            namespace,
+            server,
+        })
+    }
+}
+
 #[derive(clap::Args, Clone, Copy, Debug, Default)]
 pub struct Flags {
     /// Requests a second to the API server, sustained (0: unlimited) [default: 20 for

@@ -6,7 +6,6 @@
 //! first says which kinds the object's ownership reaches, and only those are listed.
 
 use std::io::Write as _;
-use std::path::PathBuf;
 
 use anyhow::Context;
 use kgc_explain::load::{Loader, Scope};
@@ -54,30 +53,17 @@ pub struct Args {
     /// controller`) could say which kinds the object's ownership graph holds.
     #[arg(long)]
     list_all_kinds: bool,
-    /// The kubeconfig to use [default: $KUBECONFIG, else ~/.kube/config, else in-cluster].
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context to use.
-    #[arg(long)]
-    context: Option<String>,
     #[command(flatten)]
-    rate_limit: crate::rate_limit::Flags,
+    cluster: crate::rate_limit::Cluster,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let (kind, name) = resolve::parse_reference(&args.object)?;
-    let config =
-        crate::controller::kube_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
-    let namespace = args
-        .namespace
-        .clone()
-        .unwrap_or_else(|| config.default_namespace.clone());
-    let server = config.cluster_url.to_string();
-    let throttle = args.rate_limit.throttle(crate::rate_limit::DEPLOY);
-    let client = crate::rate_limit::client(config, throttle, None)?;
-    let mut loader = Loader::connect(client)
+    let cluster = args.cluster.connect(crate::rate_limit::DEPLOY).await?;
+    let namespace = args.namespace.clone().unwrap_or(cluster.namespace);
+    let mut loader = Loader::connect(cluster.client)
         .await
-        .with_context(|| format!("connecting to {server}"))?;
+        .with_context(|| format!("connecting to {}", cluster.server))?;
     let resource = loader.resolve(&kind).await?;
     let target = loader.get(&resource, &namespace, &name).await?;
 

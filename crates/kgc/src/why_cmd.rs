@@ -7,7 +7,6 @@
 //! or of a `kgc controller`). The verdict itself is `kgc_explain::why`'s.
 
 use std::io::Write as _;
-use std::path::PathBuf;
 
 use anyhow::Context as _;
 use kgc_explain::exit;
@@ -31,18 +30,12 @@ pub struct Args {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     output: Output,
-    /// The kubeconfig naming the API server [default: $KUBECONFIG, else ~/.kube/config].
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context to use [default: the current context].
-    #[arg(long)]
-    context: Option<String>,
     /// Read the collectors' decision history from this address (a `kgc controller`'s
     /// `--listen`, such as http://127.0.0.1:9443) instead of the API server.
     #[arg(long)]
     server_url: Option<String>,
     #[command(flatten)]
-    rate_limit: crate::rate_limit::Flags,
+    cluster: crate::rate_limit::Cluster,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -70,15 +63,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
 async fn answer(args: &Args) -> anyhow::Result<Answer> {
     let (kind, name) = resolve::parse_reference(&args.target)?;
-    let config =
-        crate::controller::kube_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
-    let namespace = args
-        .namespace
-        .clone()
-        .unwrap_or_else(|| config.default_namespace.clone());
-    let throttle = args.rate_limit.throttle(crate::rate_limit::DEPLOY);
-    let client = crate::rate_limit::client(config, throttle, None)?;
-    let mut loader = Loader::connect(client.clone()).await?;
+    let cluster = args.cluster.connect(crate::rate_limit::DEPLOY).await?;
+    let namespace = args.namespace.clone().unwrap_or(cluster.namespace);
+    let client = cluster.client;
+    let mut loader = Loader::connect(client.clone())
+        .await
+        .with_context(|| format!("connecting to {}", cluster.server))?;
     let resource = loader.resolve(&kind).await?;
     let namespace = if resource.namespaced() {
         namespace
