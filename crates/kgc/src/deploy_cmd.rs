@@ -193,6 +193,49 @@ struct Project {
     components: Option<PathBuf>,
     #[serde(default)]
     environments: BTreeMap<String, Environment>,
+    /// `kgc sync`'s source for every environment.
+    #[serde(default)]
+    sync: SyncSource,
+}
+
+/// `kgc sync`'s git source in the project file: at the top, and per environment (an
+/// environment's fields win over the top's, flags over both), so one file names the
+/// repository once and each environment its branch or paths.
+#[derive(serde::Deserialize, Default, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SyncSource {
+    pub(crate) git: Option<String>,
+    pub(crate) branch: Option<String>,
+    pub(crate) tag: Option<String>,
+    pub(crate) commit: Option<String>,
+    #[serde(default)]
+    pub(crate) paths: Vec<String>,
+    pub(crate) interval: Option<String>,
+}
+
+impl SyncSource {
+    /// `self`'s fields where set, else `base`'s; the reference (branch, tag or commit) is
+    /// taken whole, so an environment's `tag` is not mixed with the top's `branch`.
+    pub(crate) fn over(self, base: &SyncSource) -> SyncSource {
+        let has_reference = self.branch.is_some() || self.tag.is_some() || self.commit.is_some();
+        let (branch, tag, commit) = if has_reference {
+            (self.branch, self.tag, self.commit)
+        } else {
+            (base.branch.clone(), base.tag.clone(), base.commit.clone())
+        };
+        SyncSource {
+            git: self.git.or_else(|| base.git.clone()),
+            branch,
+            tag,
+            commit,
+            paths: if self.paths.is_empty() {
+                base.paths.clone()
+            } else {
+                self.paths
+            },
+            interval: self.interval.or_else(|| base.interval.clone()),
+        }
+    }
 }
 
 #[derive(serde::Deserialize, Default, Clone)]
@@ -200,6 +243,8 @@ struct Project {
 struct Environment {
     context: Option<String>,
     namespace: Option<String>,
+    #[serde(default)]
+    sync: SyncSource,
 }
 
 /// A resolved target.
@@ -215,6 +260,8 @@ pub(crate) struct Resolved {
     pub(crate) filters: Filters,
     pub(crate) force_ownership: bool,
     pub(crate) throttle: kgc_client::throttle::Throttle,
+    /// `kgc sync`'s source from the project file (the environment's over the top's).
+    pub(crate) sync: SyncSource,
 }
 
 pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
@@ -341,6 +388,7 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
         },
         force_ownership: t.force_ownership,
         throttle: t.rate_limit.throttle(crate::rate_limit::DEPLOY),
+        sync: env.sync.over(&project.sync),
     })
 }
 
@@ -853,6 +901,32 @@ mod tests {
 
     fn target(args: &[&str]) -> Target {
         Cli::parse_from(std::iter::once("kgc").chain(args.iter().copied())).target
+    }
+
+    #[test]
+    fn the_project_file_names_the_sync_source_once_and_each_environment_its_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("kgc.yaml");
+        std::fs::write(
+            &project,
+            "app: shop\nsync: {git: https://git.example/shop.git, paths: [deploy], interval: 5m}\nenvironments:\n  prod: {sync: {tag: v1, paths: [deploy/prod]}}\n  dev: {}\n",
+        )
+        .unwrap();
+        let p = project.to_str().unwrap();
+        let prod = resolve(&target(&["--project", p, "--env", "prod"]), false).unwrap();
+        assert_eq!(
+            prod.sync,
+            SyncSource {
+                git: Some("https://git.example/shop.git".into()),
+                tag: Some("v1".into()),
+                paths: vec!["deploy/prod".into()],
+                interval: Some("5m".into()),
+                ..SyncSource::default()
+            }
+        );
+        let dev = resolve(&target(&["--project", p, "--env", "dev"]), false).unwrap();
+        assert_eq!(dev.sync.paths, ["deploy"]);
+        assert_eq!(dev.sync.tag, None);
     }
 
     #[test]

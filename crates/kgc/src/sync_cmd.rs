@@ -23,7 +23,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use crate::admin::Admin;
-use crate::deploy_cmd::{self, Format, Limits, Target};
+use crate::deploy_cmd::{self, Format, Limits, SyncSource, Target};
 use crate::leader_election::{self, Ended, LeaderElector};
 
 #[derive(clap::Args)]
@@ -105,10 +105,11 @@ struct StatusArgs {
 
 #[derive(clap::Args)]
 struct RunArgs {
-    /// The git repository: a local path, `file://`, `https://` or `ssh://` URL.
-    #[arg(long, value_name = "URL", required = true)]
+    /// The git repository: a local path, `file://`, `https://` or `ssh://` URL [default: the
+    /// project file's `sync.git`].
+    #[arg(long, value_name = "URL")]
     git: Option<String>,
-    /// The branch to follow [default: main].
+    /// The branch to follow [default: the project file's reference, else main].
     #[arg(long, group = "reference")]
     branch: Option<String>,
     /// A tag to sync.
@@ -118,12 +119,13 @@ struct RunArgs {
     #[arg(long, group = "reference", value_name = "SHA")]
     commit: Option<String>,
     /// A directory of the repository whose manifests are synced (repeatable) [default: the
-    /// whole repository].
+    /// project file's `sync.paths`, else the whole repository].
     #[arg(long = "path", value_name = "P")]
     paths: Vec<String>,
-    /// How often to sync; failures are retried sooner, with back-off up to the interval.
-    #[arg(long, default_value = "1m", value_parser = crate::parse_duration)]
-    interval: Duration,
+    /// How often to sync; failures are retried sooner, with back-off up to the interval
+    /// [default: the project file's `sync.interval`, else 1m].
+    #[arg(long, value_parser = crate::parse_duration)]
+    interval: Option<Duration>,
     /// Sync once and exit (CI): 0 done, 1 error, 2 changed with --exit-code, 3 undetermined
     /// or suspended.
     #[arg(long)]
@@ -187,11 +189,24 @@ fn default_cache_dir() -> anyhow::Result<PathBuf> {
 }
 
 impl RunArgs {
-    fn source(&self) -> GitRepository {
-        let reference = match (&self.branch, &self.tag, &self.commit) {
-            (_, Some(t), _) => Reference::Tag(t.clone()),
-            (_, _, Some(c)) => Reference::Commit(c.clone()),
-            (Some(b), _, _) => Reference::Branch(b.clone()),
+    /// The git source: flags over the project file's `sync`.
+    fn source(&self, project: &SyncSource) -> anyhow::Result<GitRepository> {
+        let s = SyncSource {
+            git: self.git.clone(),
+            branch: self.branch.clone(),
+            tag: self.tag.clone(),
+            commit: self.commit.clone(),
+            paths: self.paths.clone(),
+            interval: None,
+        }
+        .over(project);
+        let url = s
+            .git
+            .context("no git repository: pass --git, or set `sync.git` in the project file")?;
+        let reference = match (s.branch, s.tag, s.commit) {
+            (_, Some(t), _) => Reference::Tag(t),
+            (_, _, Some(c)) => Reference::Commit(c),
+            (Some(b), _, _) => Reference::Branch(b),
             (None, None, None) => Reference::Branch("main".into()),
         };
         let auth = match (&self.ssh_key, &self.token_file, &self.token_env) {
@@ -200,11 +215,21 @@ impl RunArgs {
             (_, _, Some(v)) => Auth::TokenEnv(v.clone()),
             _ => Auth::Default,
         };
-        GitRepository {
-            url: self.git.clone().unwrap_or_default(),
+        Ok(GitRepository {
+            url,
             reference,
-            paths: self.paths.clone(),
+            paths: s.paths,
             auth,
+        })
+    }
+
+    /// `--interval`, else the project file's `sync.interval`, else a minute (Flux's examples).
+    fn interval(&self, project: &SyncSource) -> anyhow::Result<Duration> {
+        match (self.interval, &project.interval) {
+            (Some(i), _) => Ok(i),
+            (None, Some(s)) => crate::parse_duration(s)
+                .map_err(|e| anyhow::anyhow!("sync.interval in the project file: {e}")),
+            (None, None) => Ok(Duration::from_secs(60)),
         }
     }
 }
@@ -217,12 +242,12 @@ async fn sync(args: RunArgs) -> anyhow::Result<()> {
         None => default_cache_dir()?,
     };
     let k = Kustomization {
-        source: args.source(),
+        source: args.source(&r.sync)?,
         identity: r.identity.clone(),
         namespace: r.namespace.clone(),
         options: deploy_cmd::options(&r, &args.limits),
         cache_dir,
-        interval: args.interval,
+        interval: args.interval(&r.sync)?,
         wait: args.limits.wait.then_some(args.limits.timeout),
     };
     if args.once {

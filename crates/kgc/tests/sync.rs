@@ -586,3 +586,65 @@ async fn the_daemon_picks_up_a_new_commit_within_an_interval() {
         .unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test]
+async fn the_project_file_names_the_source_and_flags_win() {
+    let s = Server::start().await;
+    let set = Set::new(&s, "sync-project").await;
+    let repo = Repo::new();
+    repo.write("app/a.yaml", &cm("a", "1"));
+    repo.write("other/x.yaml", &cm("x", "1"));
+    repo.commit("first");
+    repo.git(&["checkout", "-q", "-b", "release"]);
+    repo.write("app/b.yaml", &cm("b", "1"));
+    repo.commit("release");
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("kgc.yaml");
+    std::fs::write(
+        &project,
+        format!(
+            "app: shop\nsync: {{git: {:?}, paths: [app]}}\nenvironments:\n  prod: {{namespace: {}, sync: {{branch: release}}}}\n",
+            repo.path().to_str().unwrap(),
+            set.ns
+        ),
+    )
+    .unwrap();
+    let cache = set.cache.path().to_str().unwrap().to_owned();
+    let project = project.to_str().unwrap();
+    // No --git: the repository, the environment's branch and the top's paths come from the file.
+    let out = set
+        .run(&["--once", "--project", project, "--cache-dir", &cache])
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(set.configmaps(&s).await, ["a", "b"]);
+    let st = set.status().await;
+    assert!(
+        st["revision"]
+            .as_str()
+            .unwrap()
+            .starts_with("release@sha1:"),
+        "{st}"
+    );
+    // Flags win: --path other takes the place of the file's paths.
+    let out = set
+        .run(&[
+            "--once",
+            "--project",
+            project,
+            "--cache-dir",
+            &cache,
+            "--path",
+            "other",
+        ])
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(set.configmaps(&s).await, ["x"]);
+}
