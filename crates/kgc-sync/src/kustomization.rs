@@ -39,6 +39,9 @@ pub struct Kustomization {
     pub interval: Duration,
     /// Wait for pruned objects to be gone, up to this long.
     pub wait: Option<Duration>,
+    /// How long a fetch may take (Flux's GitRepository `spec.timeout`, 60 s by default): a
+    /// stalled transfer fails the run, which then prunes nothing, instead of hanging the loop.
+    pub fetch_timeout: Duration,
 }
 
 /// What one run did.
@@ -207,10 +210,22 @@ impl Kustomization {
         let repo = self.source.clone();
         let cache = self.cache_dir.clone();
         let url = kgc_source::redact(&self.source.url).into_owned();
-        let artifact = match tokio::task::spawn_blocking(move || repo.fetch(&cache)).await {
-            Ok(Ok(a)) => a,
-            Ok(Err(source)) => return Err((None, Error::Fetch { url, source })),
-            Err(source) => return Err((None, Error::FetchTask { url, source })),
+        // A blocking fetch cannot be cancelled: on a timeout its thread is left to finish or
+        // fail on its own (holding the URL's cache lock, so the next fetch waits behind it).
+        let fetch = tokio::task::spawn_blocking(move || repo.fetch(&cache));
+        let artifact = match tokio::time::timeout(self.fetch_timeout, fetch).await {
+            Ok(Ok(Ok(a))) => a,
+            Ok(Ok(Err(source))) => return Err((None, Error::Fetch { url, source })),
+            Ok(Err(source)) => return Err((None, Error::FetchTask { url, source })),
+            Err(_) => {
+                return Err((
+                    None,
+                    Error::FetchTimeout {
+                        url,
+                        after: self.fetch_timeout,
+                    },
+                ));
+            }
         };
         let revision = artifact.revision.clone();
         let deploy = |source| {
@@ -403,6 +418,7 @@ mod tests {
             identity: Identity::new("a", "e", None).unwrap(),
             namespace: "ns".into(),
             options: Options::default(),
+            fetch_timeout: Duration::from_secs(60),
             cache_dir: PathBuf::new(),
             interval: Duration::from_secs(60),
             wait: None,

@@ -29,6 +29,12 @@ pub enum Error {
         url: String,
         source: kgc_source::Error,
     },
+    /// The fetch did not finish in time: nothing is applied or pruned.
+    #[error("fetching {url}: no answer within {after:?} (--fetch-timeout)")]
+    FetchTimeout {
+        url: String,
+        after: std::time::Duration,
+    },
     /// The fetch task itself failed (panicked or was cancelled).
     #[error("fetching {url}: the fetch task failed")]
     FetchTask {

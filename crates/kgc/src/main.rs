@@ -190,7 +190,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
+    // `kgc sync` may give up on a git fetch (`--fetch-timeout`) whose blocking thread cannot be
+    // cancelled: once the command is done, that thread must not keep the process alive, as
+    // dropping the runtime would. Other commands' blocking work (the store's) is waited for.
+    let detach_blocking = matches!(cli.command, Command::Sync(_));
+    let result = runtime.block_on(async move {
         match cli.command {
             Command::Serve(args) => serve::run(*args).await,
             Command::Controller(args) => controller::run(args).await,
@@ -216,7 +220,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             }
         }
-    })
+    });
+    if detach_blocking {
+        runtime.shutdown_background();
+    }
+    result
 }
 
 #[cfg(test)]

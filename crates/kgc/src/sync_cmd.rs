@@ -139,6 +139,10 @@ struct RunArgs {
     /// An environment variable holding a token for `https://` URLs.
     #[arg(long, value_name = "VAR", group = "auth")]
     token_env: Option<String>,
+    /// How long a fetch may take before the run fails (and prunes nothing), as Flux's
+    /// GitRepository `spec.timeout`.
+    #[arg(long, default_value = "60s", value_parser = crate::parse_duration)]
+    fetch_timeout: Duration,
     /// Where fetched repositories are kept [default: $XDG_CACHE_HOME/kgc/git, else
     /// ~/.cache/kgc/git].
     #[arg(long, value_name = "DIR")]
@@ -249,6 +253,7 @@ async fn sync(args: RunArgs) -> anyhow::Result<()> {
         cache_dir,
         interval: args.interval(&r.sync)?,
         wait: args.limits.wait.then_some(args.limits.timeout),
+        fetch_timeout: args.fetch_timeout,
     };
     if args.once {
         return once(&k, &client, &args).await;

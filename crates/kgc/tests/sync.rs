@@ -648,3 +648,39 @@ async fn the_project_file_names_the_source_and_flags_win() {
     );
     assert_eq!(set.configmaps(&s).await, ["x"]);
 }
+
+#[tokio::test]
+async fn a_stalled_fetch_times_out_and_prunes_nothing() {
+    let s = Server::start().await;
+    let set = Set::new(&s, "sync-stalled").await;
+    let repo = Repo::new();
+    repo.write("a.yaml", &cm("a", "1"));
+    repo.commit("first");
+    set.once(repo.path(), &[], 0).await;
+    // A git server that accepts connections and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/shop.git", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().take(4).collect();
+        std::thread::sleep(Duration::from_secs(60));
+        drop(held);
+    });
+    let cache = set.cache.path().to_str().unwrap().to_owned();
+    let started = std::time::Instant::now();
+    let out = set
+        .run(&[
+            "--once",
+            "--git",
+            &url,
+            "--cache-dir",
+            &cache,
+            "--fetch-timeout",
+            "1s",
+        ])
+        .await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no answer within 1s"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(20), "{err}");
+    assert_eq!(set.configmaps(&s).await, ["a"], "something was pruned");
+}
