@@ -224,12 +224,6 @@ impl<C: Cluster> Binder<C> {
         Api::all(self.ctx.client.clone())
     }
 
-    fn class(&self, name: &str) -> Option<StorageClass> {
-        self.classes
-            .get(&(String::new(), name.to_owned()))
-            .map(|c| c.0)
-    }
-
     /// Whether the claim is yet to be told `reason` (and now counts as told).
     fn first_time(&self, claim: &PersistentVolumeClaim, reason: &'static str) -> bool {
         let uid = claim.metadata.uid.clone().unwrap_or_default();
@@ -292,9 +286,10 @@ impl<C: Cluster> Binder<C> {
     /// `syncUnboundClaim` for a claim that names no volume.
     async fn sync_claim_without_volume(&self, claim: PersistentVolumeClaim) -> Result<()> {
         let class_name = claim_class(&claim).to_owned();
-        let class = (!class_name.is_empty())
-            .then(|| self.class(&class_name))
-            .flatten();
+        let class = match class_name.as_str() {
+            "" => None,
+            name => class::get(&self.classes, &self.ctx.client, name).await?,
+        };
         let delay = class.as_ref().is_some_and(class::waits_for_first_consumer);
         let selected = selected_node(&claim);
         // kgc's scheduler only chooses the node; the volume it would bind upstream is bound

@@ -77,6 +77,22 @@ pub fn default_class<'a>(
 }
 
 /// `volumeBindingMode: WaitForFirstConsumer` (upstream's `IsDelayBindingMode`).
+/// A class by name from the informer's cache, else from the API server: a class created just
+/// before its claim may not be in the cache yet, and calling it missing would send a spurious
+/// `ProvisioningFailed` and leave the claim waiting for a resync.
+pub(crate) async fn get(
+    cache: &kgc_runtime::informer::Cache<kgc_runtime::informer::Typed<StorageClass>>,
+    client: &kube::Client,
+    name: &str,
+) -> Result<Option<StorageClass>> {
+    if let Some(class) = cache.get(&(String::new(), name.to_owned())) {
+        return Ok(Some(class.0));
+    }
+    Ok(Api::<StorageClass>::all(client.clone())
+        .get_opt(name)
+        .await?)
+}
+
 pub fn waits_for_first_consumer(class: &StorageClass) -> bool {
     class.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer")
 }

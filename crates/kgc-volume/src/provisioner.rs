@@ -140,26 +140,14 @@ impl<C: Cluster> Provisioner<C> {
             return Ok(());
         }
         let class_name = crate::matching::claim_class(&claim).to_owned();
-        // A class created just before its claim may not be in the cache yet: ask the API
-        // before calling it missing.
-        let cached = self.classes.get(&(String::new(), class_name.clone()));
-        let class = match cached {
-            Some(Typed(class)) => class,
-            None => match Api::<StorageClass>::all(self.ctx.client.clone())
-                .get_opt(&class_name)
-                .await?
-            {
-                Some(class) => class,
-                None => {
-                    return self
-                        .fail(
-                            &claim,
-                            &class_name,
-                            format!("storageclass.storage.k8s.io {class_name:?} not found"),
-                        )
-                        .await;
-                }
-            },
+        let Some(class) = class::get(&self.classes, &self.ctx.client, &class_name).await? else {
+            return self
+                .fail(
+                    &claim,
+                    &class_name,
+                    format!("storageclass.storage.k8s.io {class_name:?} not found"),
+                )
+                .await;
         };
         let node = crate::binder::selected_node(&claim).map(str::to_owned);
         if class::waits_for_first_consumer(&class) && node.is_none() {
