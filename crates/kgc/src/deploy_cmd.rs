@@ -422,9 +422,15 @@ pub(crate) fn options(r: &Resolved, l: &Limits) -> Options {
     }
 }
 
+/// The one reader of a target's sources: what `kgc build` prints is what `kgc apply`, `diff`,
+/// `prune`, `plan` and `delete` read, from the same arguments.
+pub(crate) fn read_sources(r: &Resolved) -> anyhow::Result<Vec<SourceObject>> {
+    Ok(source::load(&r.inputs)?)
+}
+
 /// Reads the sources and plans against the cluster: everything before the first write.
 async fn prepare(r: &Resolved, l: &Limits) -> anyhow::Result<(ApiServer, Prepared)> {
-    let sources = source::load(&r.inputs)?;
+    let sources = read_sources(r)?;
     let cluster = connect(r).await?;
     let prepared =
         executor::prepare(&cluster, sources, &r.identity, &r.namespace, &options(r, l)).await?;
