@@ -14,6 +14,7 @@ pub mod error;
 pub mod fieldspec;
 pub mod fs;
 pub mod resource;
+pub mod selector;
 pub mod yaml;
 
 pub use error::Error;
