@@ -1,0 +1,22 @@
+//! The crate's one error type: every variant names the file (and field) at fault, so a
+//! command prints it as one line.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A kustomization (or a file it names) is wrong: `file`, the field at fault (dotted, as
+    /// kustomize names it, e.g. `patches[1].target`), and why.
+    #[error("{}: {field}: {message}", file.display())]
+    Invalid {
+        file: PathBuf,
+        field: String,
+        message: String,
+    },
+}

@@ -1,0 +1,20 @@
+//! kustomize v5, natively: a directory holding a `kustomization.yaml` (`.yml`, `Kustomization`)
+//! built into the same objects, in the same order, as `kubectl kustomize` (kustomize v5.5)
+//! prints them. No subprocess and no Go: the transformers are re-implemented over
+//! `serde_json::Value`, the field specs kustomize applies to built-in kinds are its own tables
+//! (`kubernetes-sigs/kustomize api/internal/konfig/builtinpluginconsts`) kept as data in
+//! `builtin/`, and patches go through kgc-patch.
+//!
+//! Remote bases (URLs) and `helmCharts` are refused with an error that says so (Flux's
+//! `--no-remote-bases`). Files are read through [`fs::FileSystem`], confined to the
+//! kustomization's root as kustomize's default `LoadRestrictionsRootOnly`.
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod fieldspec;
+pub mod fs;
+pub mod resource;
+pub mod selector;
+pub mod yaml;
+
+pub use error::Error;
