@@ -6,6 +6,7 @@
 //! See docs/BENCHMARKS.md.
 #![forbid(unsafe_code)]
 
+mod build;
 mod controllers;
 mod http;
 mod nodes;
@@ -169,6 +170,9 @@ enum Which {
     Tree,
     /// `kgc why` on a namespace stuck in Terminating on `--held` objects (not part of `all`).
     Why,
+    /// `kgc build` of a 2,000-object kustomize tree against `kubectl kustomize`, and of a qbec
+    /// app of 500 objects (not part of `all`).
+    Build,
     /// `kgc sync --once` of a 2,000-object git repository: first sync, unchanged re-sync, a
     /// commit changing 10% and removing 10%, with `kubectl apply --prune` as the reference (not
     /// part of `all`).
@@ -978,6 +982,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Sync {
         bench.sync().await?;
+    }
+    if which == Which::Build {
+        bench.build().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",

@@ -90,7 +90,7 @@ async fn store_revision(conn: &mut Conn) -> anyhow::Result<u64> {
 }
 
 /// Runs `cmd` to success; how long it took.
-fn timed(cmd: &mut Command, what: &str) -> anyhow::Result<Duration> {
+pub(crate) fn timed(cmd: &mut Command, what: &str) -> anyhow::Result<Duration> {
     let started = Instant::now();
     let out = cmd.output().with_context(|| format!("running {what}"))?;
     let took = started.elapsed();

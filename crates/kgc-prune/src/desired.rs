@@ -52,6 +52,12 @@ pub struct Desired {
 /// Resolves a group/version/kind to a served resource (the executor asks discovery).
 pub trait KindResolver {
     fn resolve(&self, group: &str, version: &str, kind: &str) -> Option<Resource>;
+
+    /// A kind neither served nor defined by a CRD in the source: an error against a server;
+    /// a resolver that reads no server may assume instead.
+    fn assume(&self, _group: &str, _version: &str, _kind: &str) -> Option<Resource> {
+        None
+    }
 }
 
 /// Resolves, defaults, de-duplicates and stamps `sources`. Kinds the server does not serve
@@ -87,6 +93,7 @@ pub fn build(
                     .find(|r| r.gk.group == group && r.gk.kind == k && r.version == version)
                     .cloned()
             })
+            .or_else(|| kinds.assume(group, version, &k))
             .ok_or_else(|| Error::Source {
                 file: s.file.clone(),
                 line: s.line,
@@ -135,6 +142,37 @@ pub fn build(
         });
     }
     Ok(out)
+}
+
+/// The kinds a server would serve, known without one: kgc-meta's built-in catalog, and any
+/// other kind taken as namespaced (as most custom resources are). `kgc build` stamps through
+/// it, reading no cluster; `kgc apply` asks the server's discovery instead.
+pub struct Offline(kgc_meta::catalog::Catalog);
+
+impl Default for Offline {
+    fn default() -> Self {
+        Offline(kgc_meta::catalog::Catalog::builtin())
+    }
+}
+
+impl KindResolver for Offline {
+    fn resolve(&self, group: &str, version: &str, kind: &str) -> Option<Resource> {
+        self.0.by_kind(group, version, kind).map(|info| Resource {
+            gk: GroupKind::new(group, kind),
+            version: version.to_owned(),
+            plural: info.plural.clone(),
+            namespaced: info.namespaced(),
+        })
+    }
+
+    fn assume(&self, group: &str, version: &str, kind: &str) -> Option<Resource> {
+        Some(Resource {
+            gk: GroupKind::new(group, kind),
+            version: version.to_owned(),
+            plural: format!("{}s", kind.to_lowercase()),
+            namespaced: true,
+        })
+    }
 }
 
 fn api_version(v: &Value) -> &str {

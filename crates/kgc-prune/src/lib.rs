@@ -35,7 +35,8 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}:{line}: {message}", file.display())]
+    /// Line 0: an object a kustomization built (kustomize keeps no lines).
+    #[error("{}{}: {message}", file.display(), if *line == 0 { String::new() } else { format!(":{line}") })]
     Source {
         file: PathBuf,
         line: usize,
@@ -43,6 +44,9 @@ pub enum Error {
     },
     #[error("{0}")]
     Invalid(String),
+    /// A kustomization could not be built (its error names the file and field).
+    #[error(transparent)]
+    Kustomize(#[from] kgc_kustomize::Error),
     /// Another set or tool owns an object or the parent.
     #[error("{0}")]
     Ownership(String),

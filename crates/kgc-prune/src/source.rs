@@ -1,12 +1,19 @@
-//! Sources: files and directories of YAML or JSON manifests.
+//! Sources: files and directories of YAML or JSON manifests, and kustomizations.
 //!
 //! Each file is a *component* (qbec's unit): its objects carry the `kgc.io/component`
 //! annotation, and `--component` filters on it. Documents are split on `---` lines so that every
 //! error names the file and the line of the document, and `List` kinds are flattened. Nothing is
 //! sent anywhere from here: a bad file fails the run before the first write.
+//!
+//! A directory holding a kustomization file (`kustomization.yaml`, `.yml`, `Kustomization`) is
+//! built as `kubectl kustomize` builds it (kgc-kustomize) and is one component, named after the
+//! directory; inside a plain directory, such a subdirectory is built the same way instead of
+//! being walked, as Flux's generated kustomization includes it as a base
+//! (`fluxcd/pkg/kustomize` `generator.go`).
 
 use std::path::{Path, PathBuf};
 
+use kgc_kustomize::fs::Disk;
 use serde_json::Value;
 
 use crate::Error;
@@ -18,15 +25,19 @@ pub struct SourceObject {
     /// its extension (a file argument is named by its stem).
     pub component: String,
     pub file: PathBuf,
-    /// The 1-based line the object's document starts at.
+    /// The 1-based line the object's document starts at; 0 for an object a kustomization
+    /// built (kustomize keeps no lines), whose `file` is the kustomization file.
     pub line: usize,
     pub object: Value,
 }
 
 impl SourceObject {
-    /// `file:line`, for messages.
+    /// `file:line` (the file alone for a kustomization's object), for messages.
     pub fn origin(&self) -> String {
-        format!("{}:{}", self.file.display(), self.line)
+        match self.line {
+            0 => self.file.display().to_string(),
+            line => format!("{}:{line}", self.file.display()),
+        }
     }
 }
 
@@ -66,12 +77,36 @@ pub fn load(inputs: &[Input]) -> Result<Vec<SourceObject>, Error> {
             source: e,
         })?;
         if meta.is_dir() {
-            let mut files = Vec::new();
-            walk(root, recursive, &mut files)?;
-            for file in files {
-                let rel = file.strip_prefix(root).unwrap_or(&file).with_extension("");
-                load_file(&file, &rel.to_string_lossy(), &mut out)?;
+            if let Some(file) = kgc_kustomize::find(&Disk, root)? {
+                kustomize(root, &file, &file_name(root), &mut out)?;
+                continue;
             }
+            let mut found = Vec::new();
+            walk(root, recursive, &mut found)?;
+            for f in found {
+                match f {
+                    Found::File(file) => {
+                        let rel = file.strip_prefix(root).unwrap_or(&file).with_extension("");
+                        load_file(&file, &rel.to_string_lossy(), &mut out)?;
+                    }
+                    Found::Kustomization { dir, file } => {
+                        let rel = dir.strip_prefix(root).unwrap_or(&dir);
+                        kustomize(&dir, &file, &rel.to_string_lossy(), &mut out)?;
+                    }
+                }
+            }
+        } else if kgc_kustomize::FILE_NAMES
+            .iter()
+            .any(|n| root.file_name().is_some_and(|f| f == *n))
+        {
+            // `-f overlays/prod/kustomization.yaml` means the kustomization, not a manifest.
+            let dir = root.parent().unwrap_or(Path::new("."));
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            kustomize(dir, root, &file_name(dir), &mut out)?;
         } else {
             let stem = root
                 .file_stem()
@@ -83,7 +118,36 @@ pub fn load(inputs: &[Input]) -> Result<Vec<SourceObject>, Error> {
     Ok(out)
 }
 
-fn walk(dir: &Path, recursive: bool, files: &mut Vec<PathBuf>) -> Result<(), Error> {
+/// What a directory walk finds: manifest files, and kustomizations to build whole.
+enum Found {
+    File(PathBuf),
+    Kustomization { dir: PathBuf, file: PathBuf },
+}
+
+/// A path's last component, for naming the component of a kustomization given as an
+/// argument (`overlays/prod` is `prod`); the absolute path's for `.`.
+fn file_name(path: &Path) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let name = path.file_name().or_else(|| absolute.file_name());
+    name.map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Builds the kustomization of `dir` (its file is `file`, for messages): every object is of
+/// `component`, and its origin is the kustomization file (kustomize keeps no line numbers).
+fn kustomize(
+    dir: &Path,
+    file: &Path,
+    component: &str,
+    out: &mut Vec<SourceObject>,
+) -> Result<(), Error> {
+    for object in kgc_kustomize::build(&Disk, dir)? {
+        push(object, file, component, 0, out)?;
+    }
+    Ok(())
+}
+
+fn walk(dir: &Path, recursive: bool, files: &mut Vec<Found>) -> Result<(), Error> {
     let io = |e| Error::Io {
         path: dir.to_owned(),
         source: e,
@@ -96,11 +160,13 @@ fn walk(dir: &Path, recursive: bool, files: &mut Vec<PathBuf>) -> Result<(), Err
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            if recursive {
+            if let Some(file) = kgc_kustomize::find(&Disk, &path)? {
+                files.push(Found::Kustomization { dir: path, file });
+            } else if recursive {
                 walk(&path, recursive, files)?;
             }
         } else if is_manifest(&path) {
-            files.push(path);
+            files.push(Found::File(path));
         }
     }
     Ok(())

@@ -27,11 +27,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use kgc_prune::desired::ObjectKey;
+use kgc_prune::desired::{self, ObjectKey};
 use kgc_prune::executor::{
     self, Action, ApiServer, DeleteOutcome, Execution, Options, Prepared, Progress, Report,
 };
-use kgc_prune::ownership::Identity;
+use kgc_prune::ownership::{self, Identity};
 use kgc_prune::plan::{Filters, Guards};
 use kgc_prune::source::{self, Input, SourceObject};
 use serde_json::Value;
@@ -264,7 +264,8 @@ pub(crate) struct Resolved {
     pub(crate) sync: SyncSource,
 }
 
-pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
+/// The project file (`--project`, else `./kgc.yaml` when it exists) and its path.
+fn load_project(t: &Target) -> anyhow::Result<(Option<PathBuf>, Project)> {
     let implicit = t.project.is_none();
     let mut project_path = t.project.clone().or_else(|| {
         Path::new("kgc.yaml")
@@ -294,6 +295,52 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
             _ => eprintln!("kgc: using the project file {}", p.display()),
         }
     }
+    Ok((project_path, project))
+}
+
+/// The inputs the arguments name, else (`need_paths`) the project's components directory.
+fn inputs(
+    t: &Target,
+    project: &Project,
+    project_path: Option<&Path>,
+    need_paths: bool,
+) -> anyhow::Result<Vec<Input>> {
+    let mut inputs: Vec<Input> = t
+        .paths
+        .iter()
+        .map(|p| Input::Path {
+            path: p.clone(),
+            recursive: true,
+        })
+        .chain(t.filenames.iter().map(|p| match p.to_str() {
+            Some("-") => Input::Stdin,
+            _ => Input::Path {
+                path: p.clone(),
+                recursive: t.recursive,
+            },
+        }))
+        .collect();
+    if inputs.iter().filter(|i| **i == Input::Stdin).count() > 1 {
+        anyhow::bail!("-f -: standard input can be read once");
+    }
+    if inputs.is_empty() && need_paths {
+        let dir = project
+            .components
+            .clone()
+            .context("no manifests: pass files or directories, or set `components` in kgc.yaml")?;
+        let base = project_path
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("."));
+        inputs.push(Input::Path {
+            path: base.join(dir),
+            recursive: true,
+        });
+    }
+    Ok(inputs)
+}
+
+pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
+    let (project_path, project) = load_project(t)?;
     let app = t
         .app
         .clone()
@@ -335,38 +382,7 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
         .cloned()
         .unwrap_or_default();
     let identity = Identity::new(&app, &env_name, t.tag.as_deref())?;
-    let mut inputs: Vec<Input> = t
-        .paths
-        .iter()
-        .map(|p| Input::Path {
-            path: p.clone(),
-            recursive: true,
-        })
-        .chain(t.filenames.iter().map(|p| match p.to_str() {
-            Some("-") => Input::Stdin,
-            _ => Input::Path {
-                path: p.clone(),
-                recursive: t.recursive,
-            },
-        }))
-        .collect();
-    if inputs.iter().filter(|i| **i == Input::Stdin).count() > 1 {
-        anyhow::bail!("-f -: standard input can be read once");
-    }
-    if inputs.is_empty() && need_paths {
-        let dir = project
-            .components
-            .clone()
-            .context("no manifests: pass files or directories, or set `components` in kgc.yaml")?;
-        let base = project_path
-            .as_deref()
-            .and_then(Path::parent)
-            .unwrap_or(Path::new("."));
-        inputs.push(Input::Path {
-            path: base.join(dir),
-            recursive: true,
-        });
-    }
+    let inputs = inputs(t, &project, project_path.as_deref(), need_paths)?;
     let context_origin = match (&t.context, &env.context, &project_path) {
         (None, Some(_), Some(p)) => Some(format!("{} (environment {env_name})", p.display())),
         _ => None,
@@ -426,6 +442,64 @@ pub(crate) fn options(r: &Resolved, l: &Limits) -> Options {
 /// `prune`, `plan` and `delete` read, from the same arguments.
 pub(crate) fn read_sources(r: &Resolved) -> anyhow::Result<Vec<SourceObject>> {
     Ok(source::load(&r.inputs)?)
+}
+
+#[derive(clap::Args)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Output format: a YAML stream as `kubectl kustomize` prints it, or a JSON `List`.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+    output: BuildFormat,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BuildFormat {
+    Yaml,
+    Json,
+}
+
+/// `kgc build`: what `kgc apply` would apply from the same arguments, printed. Without `--app`
+/// or `--env` it is the source as rendered, nothing added (a kustomization prints as
+/// `kubectl kustomize` prints it); with them, stamped as the set stamps it (its labels and
+/// annotations, the namespace defaulted), the kinds judged by the built-in catalog, since
+/// `kgc build` reads no cluster.
+pub async fn build(args: BuildArgs) -> anyhow::Result<()> {
+    let t = &args.target;
+    let objects: Vec<Value> = if t.app.is_some() || t.env.is_some() {
+        let r = resolve(t, true)?;
+        let sources = read_sources(&r)?;
+        let set_id =
+            ownership::applyset_id(&r.identity.parent_name(), &r.namespace, "ConfigMap", "");
+        desired::build(
+            sources,
+            &r.identity,
+            &set_id,
+            &r.namespace,
+            &desired::Offline::default(),
+        )?
+        .into_iter()
+        .map(|d| d.object)
+        .collect()
+    } else {
+        let (project_path, project) = load_project(t)?;
+        let inputs = inputs(t, &project, project_path.as_deref(), true)?;
+        source::load(&inputs)?
+            .into_iter()
+            .map(|s| s.object)
+            .collect()
+    };
+    let text = match args.output {
+        BuildFormat::Yaml => kgc_kustomize::yaml::to_string(&objects),
+        BuildFormat::Json => {
+            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
+            format!("{}\n", serde_json::to_string_pretty(&list)?)
+        }
+    };
+    match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }
 
 /// Reads the sources and plans against the cluster: everything before the first write.

@@ -59,6 +59,10 @@ enum Command {
     Controller(controller::Args),
     /// Inspect the garbage collector (`kgc gc graph`).
     Gc(gc_cmd::Args),
+    /// Print what `kgc apply` would apply from the same arguments (kustomizations built as
+    /// `kubectl kustomize` builds them), as a YAML stream; with `--app`/`--env`, stamped as
+    /// the set stamps it.
+    Build(deploy_cmd::BuildArgs),
     /// Apply manifests with server-side apply, then prune what the source no longer has.
     Apply(deploy_cmd::ApplyArgs),
     /// Show what `kgc apply` would create, change and delete, as a unified diff.
@@ -199,6 +203,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Serve(args) => serve::run(*args).await,
             Command::Controller(args) => controller::run(args).await,
             Command::Gc(args) => gc_cmd::run(args).await,
+            Command::Build(args) => deploy_cmd::build(args).await,
             Command::Apply(args) => deploy_cmd::apply(args).await,
             Command::Diff(args) => deploy_cmd::diff(args).await,
             Command::Prune(args) => deploy_cmd::prune(args).await,
