@@ -476,3 +476,66 @@ async fn sync_adopts_from_qbec_on_its_first_run() {
         ["keep", "kgc-shop-prod", "other-app", "other-env", "plain"]
     );
 }
+
+/// `kubectl apply --prune --applyset=configmaps/SET` of `yaml` in `ns` (ApplySet is alpha in
+/// kubectl 1.32: `KUBECTL_APPLYSET=true`).
+async fn kubectl_applyset(s: &Server, ns: &str, set: &str, yaml: &str) {
+    let args = [
+        "apply",
+        "-n",
+        ns,
+        "--server-side",
+        "--prune",
+        &format!("--applyset=configmaps/{set}"),
+        "-f",
+        "-",
+    ];
+    let mut cmd = s.kubectl_command(&args);
+    cmd.env("KUBECTL_APPLYSET", "true");
+    let out = run_kubectl(cmd, "kubectl", &args, Some(yaml)).await;
+    assert!(
+        out.status.success(),
+        "kubectl apply --applyset: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn adopt_an_applyset_that_kubectl_made() {
+    let s = Server::start().await;
+    let ns = fresh_namespace(&s.client(), "adopt-kubectl-applyset").await;
+    let plain = |name: &str| configmap(&ns, name, "{}", "1");
+    kubectl_applyset(&s, &ns, "old-set", &(plain("keep") + &plain("old"))).await;
+    kubectl_applyset(&s, &ns, "dev-set", &plain("other-env")).await;
+    s.kubectl_stdin_ok(&["apply", "-f", "-"], &plain("plain"))
+        .await;
+    let dir = tempfile::tempdir().expect("a source directory");
+    std::fs::write(
+        dir.path().join("web.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: keep}\ndata: {k: \"2\"}\n",
+    )
+    .expect("writing the source");
+    let args = [
+        "-o",
+        "json",
+        "--adopt",
+        "applyset",
+        "--adopt-name",
+        "configmaps/old-set",
+    ];
+    let out = kgc(&s, "apply", dir.path(), &ns, &args).await;
+    let report: Value = serde_json::from_str(&expect(&out, 0, "kgc apply --adopt applyset"))
+        .expect("a JSON report");
+    assert_eq!(deleted(&report), ["old"], "{report}");
+    assert_eq!(
+        configmaps(&s, &ns).await,
+        [
+            "dev-set",
+            "keep",
+            "kgc-shop-prod",
+            "old-set",
+            "other-env",
+            "plain"
+        ]
+    );
+}
