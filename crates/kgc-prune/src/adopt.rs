@@ -636,7 +636,7 @@ mod tests {
         // The parent itself, and a parent that is not the one named, or kgc's.
         assert!(
             r.selects(
-                &obj(json!({LABEL_PART_OF: id, LABEL_APPLYSET_ID: set})),
+                &obj(json!({LABEL_PART_OF: set, LABEL_APPLYSET_ID: set})),
                 &cm(),
                 SET
             )
