@@ -385,6 +385,13 @@ async fn adopt_from_a_kubectl_applyset() {
     .await;
 }
 
+/// A kapp app's ConfigMap `name` whose members carry `kapp.k14s.io/app=value`.
+fn kapp_app(ns: &str, name: &str, value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: {ns}, labels: {{kapp.k14s.io/is-app: \"\"}}}}\ndata:\n  spec: '{{\"labelKey\":\"kapp.k14s.io/app\",\"labelValue\":\"{value}\",\"usedGKs\":[{{\"Group\":\"\",\"Kind\":\"ConfigMap\"}}]}}'\n---\n"
+    )
+}
+
 #[tokio::test]
 async fn adopt_from_kapp() {
     let s = Server::start().await;
@@ -396,16 +403,11 @@ async fn adopt_from_kapp() {
         };
         format!("{{kapp.k14s.io/app: \"{value}\", kapp.k14s.io/association: v1.abc}}")
     };
-    let app = |ns: &str, name: &str, value: &str| {
-        format!(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: {ns}, labels: {{kapp.k14s.io/is-app: \"\"}}}}\ndata:\n  spec: '{{\"labelKey\":\"kapp.k14s.io/app\",\"labelValue\":\"{value}\",\"usedGKs\":[{{\"Group\":\"\",\"Kind\":\"ConfigMap\"}}]}}'\n---\n"
-        )
-    };
     let records = |ns: &str| {
         [
-            app(ns, "shop", "1641592268838201000"),
-            app(ns, "shop-dev", "1641592268838202000"),
-            app(ns, "cart", "1641592268838203000"),
+            kapp_app(ns, "shop", "1641592268838201000"),
+            kapp_app(ns, "shop-dev", "1641592268838202000"),
+            kapp_app(ns, "cart", "1641592268838203000"),
         ]
         .concat()
     };
