@@ -260,17 +260,9 @@ async fn a_qbec_tag_is_adopted_only_by_that_tag() {
     };
     let (ns, dir) = old_tool_objects(&s, "adopt-qbec-tag", &tagged, &no_records).await;
     // An untagged run adopts no tagged object.
-    let out = kgc(
-        &s,
-        "apply",
-        dir.path(),
-        &ns,
-        &["-o", "json", "--adopt", "qbec"],
-    )
-    .await;
-    let report: Value =
-        serde_json::from_str(&expect(&out, 0, "kgc apply --adopt qbec")).expect("a JSON report");
-    assert!(deleted(&report).is_empty(), "{report}");
+    let out = kgc(&s, "diff", dir.path(), &ns, &["--adopt", "qbec"]).await;
+    let diff = expect(&out, 1, "kgc diff --adopt qbec");
+    assert!(!diff.contains("# adopt"), "{diff}");
     let out = kgc(
         &s,
         "apply",
