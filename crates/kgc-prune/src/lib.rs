@@ -8,6 +8,7 @@
 //! CD this follows (and the gaps it closes) is summarised in each module.
 #![forbid(unsafe_code)]
 
+pub mod adopt;
 pub mod desired;
 pub mod executor;
 pub mod gvk;

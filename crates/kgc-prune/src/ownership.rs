@@ -98,7 +98,13 @@ impl Identity {
 /// + `-v1` (kubectl staging/src/k8s.io/kubectl/pkg/cmd/apply/applyset.go, `ID()`).
 pub fn applyset_id(name: &str, namespace: &str, kind: &str, group: &str) -> String {
     let digest = Sha256::digest(format!("{name}.{namespace}.{kind}.{group}").as_bytes());
-    let b64: String = kgc_meta::encoding::base64(&digest)
+    format!("applyset-{}-v1", base64url(&digest))
+}
+
+/// Unpadded URL-safe base64 (Go's `base64.RawURLEncoding`), the form of label values that
+/// other tools derive from digests.
+pub(crate) fn base64url(bytes: &[u8]) -> String {
+    kgc_meta::encoding::base64(bytes)
         .chars()
         .filter(|c| *c != '=')
         .map(|c| match c {
@@ -106,8 +112,7 @@ pub fn applyset_id(name: &str, namespace: &str, kind: &str, group: &str) -> Stri
             '/' => '_',
             c => c,
         })
-        .collect();
-    format!("applyset-{b64}-v1")
+        .collect()
 }
 
 /// A hex sha256 of a JSON value (serde_json writes maps in a fixed order).

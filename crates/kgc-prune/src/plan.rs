@@ -64,6 +64,8 @@ pub struct Input<'a> {
     pub undetermined: &'a [Undetermined],
     /// Uids of objects applied in this run.
     pub applied_uids: &'a HashSet<String>,
+    /// Uids of objects adopted from another tool (`--adopt`): members, whatever their marks.
+    pub adopted_uids: &'a HashSet<String>,
     pub filters: &'a Filters,
     pub guards: Guards,
 }
@@ -145,7 +147,12 @@ pub fn plan(input: &Input<'_>) -> Result<PrunePlan, Error> {
             {
                 continue; // the set's own parent
             }
-            match ownership::owner(live, &r.gk, input.identity, input.set_id) {
+            let owner = if input.adopted_uids.contains(uid) {
+                Owner::Ours
+            } else {
+                ownership::owner(live, &r.gk, input.identity, input.set_id)
+            };
+            match owner {
                 Owner::Ours => {}
                 other => {
                     if !key.namespace.is_empty() && !input.local.contains(&key) {
@@ -330,6 +337,7 @@ mod tests {
         listed: Vec<Listed>,
         undetermined: Vec<Undetermined>,
         applied: HashSet<String>,
+        adopted: HashSet<String>,
         filters: Filters,
         guards: Guards,
     }
@@ -344,6 +352,7 @@ mod tests {
                     .collect(),
                 undetermined: Vec::new(),
                 applied: HashSet::new(),
+                adopted: HashSet::new(),
                 filters: Filters::default(),
                 guards: Guards {
                     allow_empty: true,
@@ -361,6 +370,7 @@ mod tests {
                 listed: &self.listed,
                 undetermined: &self.undetermined,
                 applied_uids: &self.applied,
+                adopted_uids: &self.adopted,
                 filters: &self.filters,
                 guards: self.guards,
             })
@@ -430,6 +440,23 @@ mod tests {
             .map(|k| k.key.name)
             .collect();
         assert_eq!(kept, ["copy", "child"]);
+    }
+
+    #[test]
+    fn adopted_objects_are_members_and_the_rest_of_their_namespace_is_not() {
+        let cm = res("", "ConfigMap", true);
+        let foreign = |name: &str, uid: &str| json!({"metadata": {"name": name, "namespace": "prod", "uid": uid, "labels": {"qbec.io/application": "shop"}}});
+        let mut c = Case::new(vec![(
+            cm.clone(),
+            vec![
+                foreign("kept", "u1"),
+                foreign("old", "u2"),
+                foreign("theirs", "u3"),
+            ],
+        )]);
+        c.local.insert(key("", "ConfigMap", "prod", "kept"));
+        c.adopted = ["u1".to_owned(), "u2".to_owned()].into();
+        assert_eq!(c.deleted(), ["ConfigMap prod/old"]);
     }
 
     #[test]

@@ -27,9 +27,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use kgc_prune::adopt::{Adopt, Tool};
 use kgc_prune::desired::{self, ObjectKey};
 use kgc_prune::executor::{
-    self, Action, ApiServer, DeleteOutcome, Execution, Options, Prepared, Progress, Report,
+    self, Action, Adoption, ApiServer, DeleteOutcome, Execution, Options, Prepared, Progress,
+    Report,
 };
 use kgc_prune::ownership::{self, Identity};
 use kgc_prune::plan::{Filters, Guards};
@@ -91,7 +93,33 @@ pub struct Target {
     #[arg(long)]
     pub(crate) force_ownership: bool,
     #[command(flatten)]
+    pub(crate) adopt: AdoptFlags,
+    #[command(flatten)]
     pub(crate) rate_limit: crate::rate_limit::Flags,
+}
+
+/// Moving in from another deploy tool (crate `kgc-prune`, module `adopt`).
+#[derive(clap::Args, Clone, Default)]
+pub struct AdoptFlags {
+    /// Take into the set the objects this tool applied for the app and environment: those the
+    /// source has become the set's, the others are pruned (qbec, flux, flux1, applyset, kapp).
+    #[arg(long, value_name = "TOOL")]
+    pub(crate) adopt: Option<Tool>,
+    /// The old tool's name of the set: qbec `APP[/ENV]` [default: --app, --env]; flux
+    /// `NAMESPACE/NAME` of the Kustomization; flux1 `URL#BRANCH[#PATH,...]` (fluxd's git
+    /// flags); applyset `[RESOURCE[.GROUP]/]NAME` (kubectl's --applyset, in -n); kapp
+    /// `[NAMESPACE/]APP` [default: -n, --app].
+    #[arg(long, value_name = "NAME", requires = "adopt")]
+    pub(crate) adopt_name: Option<String>,
+}
+
+impl AdoptFlags {
+    fn adopt(&self) -> Option<Adopt> {
+        self.adopt.map(|tool| Adopt {
+            tool,
+            name: self.adopt_name.clone(),
+        })
+    }
 }
 
 /// Safety limits on deletion.
@@ -259,6 +287,7 @@ pub(crate) struct Resolved {
     pub(crate) context: Option<String>,
     pub(crate) filters: Filters,
     pub(crate) force_ownership: bool,
+    pub(crate) adopt: Option<Adopt>,
     pub(crate) throttle: kgc_client::throttle::Throttle,
     /// `kgc sync`'s source from the project file (the environment's over the top's).
     pub(crate) sync: SyncSource,
@@ -403,6 +432,7 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
             kinds: t.kinds.clone(),
         },
         force_ownership: t.force_ownership,
+        adopt: t.adopt.adopt(),
         throttle: t.rate_limit.throttle(crate::rate_limit::DEPLOY),
         sync: env.sync.over(&project.sync),
     })
@@ -435,6 +465,7 @@ pub(crate) fn options(r: &Resolved, l: &Limits) -> Options {
             allow_empty: l.allow_empty,
         },
         force_ownership: r.force_ownership,
+        adopt: r.adopt.clone(),
     }
 }
 
@@ -596,6 +627,9 @@ pub(crate) fn print_report(report: &Report, format: Format) -> anyhow::Result<()
             for k in &report.kept {
                 rows.push(["kept".to_owned(), k.key.to_string(), k.reason.clone()]);
             }
+            for (key, from) in report.adoption.iter().flat_map(adopted) {
+                rows.push(["adopted".to_owned(), key.to_string(), from]);
+            }
             for u in &report.undetermined {
                 let where_ = u.namespace.as_deref().unwrap_or("all namespaces");
                 rows.push([
@@ -644,6 +678,11 @@ pub(crate) fn print_report(report: &Report, format: Format) -> anyhow::Result<()
     Ok(())
 }
 
+/// The adopted objects, each with where it came from.
+fn adopted(a: &Adoption) -> impl Iterator<Item = (&ObjectKey, String)> {
+    a.objects.iter().map(|k| (k, format!("from {}", a.from)))
+}
+
 fn finish(report: &Report, format: Format, limits: &Limits) -> anyhow::Result<()> {
     print_report(report, format)?;
     match exit_code(report, limits.exit_code) {
@@ -683,6 +722,7 @@ pub async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
                 allow_empty: true,
             };
             opts.force_ownership = true;
+            opts.adopt = reviewed.adoption.as_ref().map(|a| a.adopt.clone());
             let fresh =
                 executor::prepare(&cluster, sources, &r.identity, &r.namespace, &opts).await?;
             executor::check_drift(&reviewed, &fresh)?;
@@ -948,6 +988,14 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<()> {
     }
     for k in &prepared.prune.kept {
         writeln!(out, "# kept {}: {}", k.key, k.reason)?;
+    }
+    for (key, from) in prepared.adoption.iter().flat_map(adopted) {
+        let fate = if prepared.prune.deletes.iter().any(|d| d.key == *key) {
+            "pruned"
+        } else {
+            "taken over"
+        };
+        writeln!(out, "# adopt {key}: {from}, {fate}")?;
     }
     for u in &prepared.prune.undetermined {
         writeln!(

@@ -153,6 +153,8 @@ struct RunArgs {
     #[arg(long)]
     force_ownership: bool,
     #[command(flatten)]
+    adopt: deploy_cmd::AdoptFlags,
+    #[command(flatten)]
     limits: Limits,
     /// Output format of `--once`'s report.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
@@ -239,7 +241,11 @@ impl RunArgs {
 }
 
 async fn sync(args: RunArgs) -> anyhow::Result<()> {
-    let r = deploy_cmd::resolve(&args.set.target(args.force_ownership), false)?;
+    let target = Target {
+        adopt: args.adopt.clone(),
+        ..args.set.target(args.force_ownership)
+    };
+    let r = deploy_cmd::resolve(&target, false)?;
     let (client, _) = deploy_cmd::client(&r).await?;
     let cache_dir = match &args.cache_dir {
         Some(d) => d.clone(),

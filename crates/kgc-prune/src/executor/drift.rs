@@ -113,6 +113,7 @@ mod tests {
                 }],
                 ..PrunePlan::default()
             },
+            adoption: None,
             live: BTreeMap::new(),
         }
     }

@@ -7,6 +7,7 @@
 //! pruned object. An unchanged re-apply therefore writes nothing at all: the parent is only
 //! re-applied when its kinds or namespaces change.
 
+mod adopt;
 mod apply;
 mod client;
 mod drift;
@@ -19,6 +20,7 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use crate::Error;
+use crate::adopt::Adopt;
 use crate::desired::{self, Desired, ObjectKey};
 use crate::gvk::GroupKind;
 use crate::inventory::Inventory;
@@ -74,6 +76,9 @@ pub struct Prepared {
     pub current: Inventory,
     pub changes: Vec<Change>,
     pub prune: PrunePlan,
+    /// What `--adopt` took over from another tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adoption: Option<Adoption>,
     /// Live objects of the set, by key (for diffs), not serialised.
     #[serde(skip)]
     pub live: BTreeMap<ObjectKey, Value>,
@@ -119,6 +124,20 @@ pub struct Options {
     pub guards: Guards,
     /// Take over objects another set owns.
     pub force_ownership: bool,
+    /// Take over the objects another tool applied for this set (`--adopt`), on every run that
+    /// asks: adopting is idempotent, and a first run interrupted before its prune is finished
+    /// by the next one.
+    pub adopt: Option<Adopt>,
+}
+
+/// The objects a run adopts from another tool: those the source has are applied as the set's,
+/// the others are pruned.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Adoption {
+    pub adopt: Adopt,
+    /// The old set, for messages (`qbec app=shop env=prod`).
+    pub from: String,
+    pub objects: Vec<ObjectKey>,
 }
 
 /// Reads the parent, lists the scope and computes changes and the prune plan; writes nothing.
@@ -161,8 +180,23 @@ pub async fn prepare(
         .iter()
         .filter_map(|gk| cluster.catalog().preferred(gk).cloned())
         .collect();
-    let (listed, undetermined) =
+    let (mut listed, mut undetermined) =
         listing::list_scope(cluster, &resources, &scope.namespaces, LABEL_APP).await;
+    let mut adopted_uids = HashSet::new();
+    let adoption = match &options.adopt {
+        Some(a) => {
+            let found = adopt::find(cluster, a, identity, namespace, &scope, &set_id).await?;
+            listed.extend(found.listed);
+            undetermined.extend(found.undetermined);
+            adopted_uids = found.uids;
+            Some(Adoption {
+                adopt: a.clone(),
+                from: found.describe,
+                objects: found.keys,
+            })
+        }
+        None => None,
+    };
 
     let mut live: BTreeMap<ObjectKey, Value> = BTreeMap::new();
     for l in &listed {
@@ -183,6 +217,7 @@ pub async fn prepare(
         if let Some(l) = l
             && let Owner::Other(other) = ownership::owner(l, &d.key.gk, identity, &set_id)
             && !options.force_ownership
+            && !adopted_uids.contains(str_at(l, "/metadata/uid"))
         {
             conflicts.push(format!("{} ({}) belongs to {other}", d.key, d.origin));
         }
@@ -215,6 +250,7 @@ pub async fn prepare(
         listed: &listed,
         undetermined: &undetermined,
         applied_uids: &known_uids,
+        adopted_uids: &adopted_uids,
         filters: &options.filters,
         guards: options.guards,
     })?;
@@ -226,6 +262,7 @@ pub async fn prepare(
         current,
         changes,
         prune,
+        adoption,
         live,
     })
 }
@@ -256,6 +293,9 @@ pub struct Report {
     /// Prune did not run (`--prune=false`, or an apply failed).
     pub prune_skipped: Option<String>,
     pub dry_run: bool,
+    /// What `--adopt` took over (the pruned ones are in `deleted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adoption: Option<Adoption>,
 }
 impl Report {
     /// Whether anything was (or, in a dry run, would be) written.
@@ -329,6 +369,7 @@ pub async fn execute(
         dry_run: how.dry_run,
         kept: prepared.prune.kept.clone(),
         undetermined: prepared.prune.undetermined.clone(),
+        adoption: prepared.adoption.clone(),
         ..Report::default()
     };
     let widened = prepared
@@ -549,6 +590,7 @@ mod tests {
             current: Inventory::default(),
             changes,
             prune: PrunePlan::default(),
+            adoption: None,
             live: BTreeMap::new(),
         }
     }
