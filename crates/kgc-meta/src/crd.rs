@@ -184,7 +184,7 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
                         "must be object at the root",
                     )),
                 }
-                schema_types(schema, &root, &mut errs);
+                openapi_schema(schema, &root, &mut errs);
             }
         }
         if let Some(scale) = v.pointer("/subresources/scale").filter(|s| s.is_object()) {
@@ -240,7 +240,7 @@ const SCHEMA_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "objec
 /// `pkg/apis/apiextensions/validation/validation.go` `ValidateCustomResourceDefinitionOpenAPISchema`
 /// and `pkg/apiserver/schema/validation.go` for `pattern`), naming the path as upstream does:
 /// `…properties[spec].properties[color].type`.
-fn schema_types(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
+fn openapi_schema(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
     if let Some(t) = schema.get("type") {
         match t.as_str() {
             Some(t) if t.is_empty() || SCHEMA_TYPES.contains(&t) => {}
@@ -255,16 +255,17 @@ fn schema_types(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
     }
     value_validations(schema, path, errs);
     list_type(schema, path, errs);
+    x_validations(schema, path, errs);
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (k, v) in props {
-            schema_types(v, &format!("{path}.properties[{k}]"), errs);
+            openapi_schema(v, &format!("{path}.properties[{k}]"), errs);
         }
     }
     if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
-        schema_types(items, &format!("{path}.items"), errs);
+        openapi_schema(items, &format!("{path}.items"), errs);
     }
     if let Some(add) = schema.get("additionalProperties").filter(|a| a.is_object()) {
-        schema_types(add, &format!("{path}.additionalProperties"), errs);
+        openapi_schema(add, &format!("{path}.additionalProperties"), errs);
     }
     for junctor in ["allOf", "anyOf", "oneOf"] {
         for (i, sub) in schema
@@ -274,11 +275,11 @@ fn schema_types(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
             .flatten()
             .enumerate()
         {
-            schema_types(sub, &format!("{path}.{junctor}[{i}]"), errs);
+            openapi_schema(sub, &format!("{path}.{junctor}[{i}]"), errs);
         }
     }
     if let Some(not) = schema.get("not").filter(|n| n.is_object()) {
-        schema_types(not, &format!("{path}.not"), errs);
+        openapi_schema(not, &format!("{path}.not"), errs);
     }
 }
 
@@ -331,6 +332,85 @@ fn go_regexp_error(e: &regex::Error, pattern: &str) -> String {
         reason
     };
     format!("error parsing regexp: {go}: `{pattern}`")
+}
+
+/// The reasons an `x-kubernetes-validations` rule may give, sorted as upstream lists them.
+const VALIDATION_REASONS: [&str; 4] = [
+    "FieldValueDuplicate",
+    "FieldValueForbidden",
+    "FieldValueInvalid",
+    "FieldValueRequired",
+];
+
+/// The shape of `x-kubernetes-validations` rules (upstream
+/// `ValidateCustomResourceDefinitionOpenAPISchema`). The CEL rules themselves are neither
+/// compiled nor run here.
+fn x_validations(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let newline = |s: &str| s.contains(['\n', '\r']);
+    let rules = schema
+        .get("x-kubernetes-validations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    for (i, rule) in rules.enumerate() {
+        let at = format!("{path}.x-kubernetes-validations[{i}]");
+        let text = |key: &str| rule.get(key).and_then(Value::as_str).unwrap_or("");
+        let (expr, message) = (text("rule"), text("message"));
+        if expr.trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("{at}.rule"),
+                "rule is not specified",
+            ));
+        } else if !message.is_empty() && message.trim().is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{at}.message"),
+                message,
+                "message must be non-empty if specified",
+            ));
+        } else if newline(message.trim()) {
+            errs.push(FieldError::invalid(
+                format!("{at}.message"),
+                message,
+                "message must not contain line breaks",
+            ));
+        } else if newline(expr.trim()) && message.trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("{at}.message"),
+                "message must be specified if rule contains line breaks",
+            ));
+        }
+        let message_expression = text("messageExpression");
+        if !message_expression.is_empty() && message_expression.trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("{at}.messageExpression"),
+                "messageExpression must be non-empty if specified",
+            ));
+        }
+        if let Some(reason) = rule.get("reason").and_then(Value::as_str)
+            && !VALIDATION_REASONS.contains(&reason)
+        {
+            errs.push(FieldError::not_supported(
+                format!("{at}.reason"),
+                reason,
+                &VALIDATION_REASONS,
+            ));
+        }
+        let field_path = text("fieldPath");
+        if !field_path.is_empty() && field_path.trim().is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{at}.fieldPath"),
+                field_path,
+                "fieldPath must be non-empty if specified",
+            ));
+        }
+        if newline(field_path) {
+            errs.push(FieldError::invalid(
+                format!("{at}.fieldPath"),
+                field_path,
+                "fieldPath must not contain line breaks",
+            ));
+        }
+    }
 }
 
 /// `x-kubernetes-list-type` and `x-kubernetes-list-map-keys` (upstream
@@ -771,6 +851,32 @@ mod tests {
             assert!(got.contains(&want), "missing {want}\nin {got:#?}");
         }
         assert_eq!(got.len(), 7, "{got:#?}");
+
+        let mut rules = widget();
+        rules["spec"]["versions"][1]["schema"]["openAPIV3Schema"] = json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": " "},
+            {"rule": "self.a > 0", "message": "a\nb"},
+            {"rule": "self.a > 0", "reason": "Bogus"},
+            {"rule": "self.a > 0", "message": "ok"},
+        ]});
+        let got: Vec<String> = validate(&rules, None)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let at = "spec.versions[1].schema.openAPIV3Schema.x-kubernetes-validations";
+        assert_eq!(
+            got,
+            [
+                format!("{at}[0].rule: Required value: rule is not specified"),
+                format!(
+                    "{at}[1].message: Invalid value: \"a\\nb\": message must not contain line breaks"
+                ),
+                format!(
+                    "{at}[2].reason: Unsupported value: \"Bogus\": supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\""
+                ),
+            ]
+        );
     }
 
     #[test]

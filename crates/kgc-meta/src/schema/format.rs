@@ -6,8 +6,6 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use regex::Regex;
-
 /// Whether `value` is valid for `format`; `None` when the format is not one upstream checks.
 pub fn check(format: &str, value: &str) -> Option<bool> {
     let ok = match format {
@@ -54,7 +52,7 @@ const HOSTNAME: &str = r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})
 
 /// The fixed patterns above always compile; a failure would only make the format reject.
 fn matches(pattern: &str, value: &str) -> bool {
-    Regex::new(pattern).is_ok_and(|re| re.is_match(value))
+    super::pattern::is_match(pattern, value)
 }
 
 fn is_hostname(value: &str) -> bool {

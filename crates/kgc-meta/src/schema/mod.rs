@@ -8,7 +8,8 @@
 //! `required`, `nullable`, `minimum`/`maximum` (exclusive or not), `multipleOf`,
 //! `minLength`/`maxLength`, `pattern`, `format`, `minItems`/`maxItems`, `uniqueItems`,
 //! `minProperties`/`maxProperties`, `x-kubernetes-list-type` (`set`, `map`),
-//! `x-kubernetes-int-or-string`, and `allOf`/`anyOf`/`oneOf`/`not`.
+//! `x-kubernetes-int-or-string`, and `allOf`/`anyOf`/`oneOf`/`not`. The CEL rules of
+//! `x-kubernetes-validations` are not run.
 
 use serde_json::{Map, Value};
 
@@ -17,6 +18,7 @@ use crate::validation::FieldError;
 
 mod format;
 mod listtype;
+mod pattern;
 
 fn preserves_unknown(schema: &Value) -> bool {
     schema
@@ -339,7 +341,7 @@ fn validate_string(s: &str, v: &Value, schema: &Value, field: &str, errs: &mut V
     if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
         // A pattern that does not compile is refused with its CRD; one stored before that
         // check fails closed rather than letting every value through.
-        let matched = regex::Regex::new(pattern).is_ok_and(|re| re.is_match(s));
+        let matched = pattern::is_match(pattern, s);
         if !matched {
             errs.push(openapi_error(
                 field,
