@@ -184,7 +184,7 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
                         "must be object at the root",
                     )),
                 }
-                schema_types(schema, &root, &mut errs);
+                openapi_schema(schema, &root, &mut errs);
             }
         }
         if let Some(scale) = v.pointer("/subresources/scale").filter(|s| s.is_object()) {
@@ -236,9 +236,11 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
 /// The OpenAPI types a structural schema may use.
 const SCHEMA_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
 
-/// Checks every `type` in a schema (upstream `ValidateCustomResourceDefinitionOpenAPISchema`),
-/// naming the path as upstream does: `…properties[spec].properties[color].type`.
-fn schema_types(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
+/// Checks every `type` and the value validations of a schema (apiextensions-apiserver
+/// `pkg/apis/apiextensions/validation/validation.go` `ValidateCustomResourceDefinitionOpenAPISchema`
+/// and `pkg/apiserver/schema/validation.go` for `pattern`), naming the path as upstream does:
+/// `…properties[spec].properties[color].type`.
+fn openapi_schema(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
     if let Some(t) = schema.get("type") {
         match t.as_str() {
             Some(t) if t.is_empty() || SCHEMA_TYPES.contains(&t) => {}
@@ -251,16 +253,266 @@ fn schema_types(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
             )),
         }
     }
+    value_validations(schema, path, errs);
+    list_type(schema, path, errs);
+    x_validations(schema, path, errs);
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (k, v) in props {
-            schema_types(v, &format!("{path}.properties[{k}]"), errs);
+            openapi_schema(v, &format!("{path}.properties[{k}]"), errs);
         }
     }
     if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
-        schema_types(items, &format!("{path}.items"), errs);
+        openapi_schema(items, &format!("{path}.items"), errs);
     }
     if let Some(add) = schema.get("additionalProperties").filter(|a| a.is_object()) {
-        schema_types(add, &format!("{path}.additionalProperties"), errs);
+        openapi_schema(add, &format!("{path}.additionalProperties"), errs);
+    }
+    for junctor in ["allOf", "anyOf", "oneOf"] {
+        for (i, sub) in schema
+            .get(junctor)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            openapi_schema(sub, &format!("{path}.{junctor}[{i}]"), errs);
+        }
+    }
+    if let Some(not) = schema.get("not").filter(|n| n.is_object()) {
+        openapi_schema(not, &format!("{path}.not"), errs);
+    }
+}
+
+/// `pattern` must compile (with RE2 syntax, as Go's `regexp`), `uniqueItems` may not be true.
+fn value_validations(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+        && !pattern.is_empty()
+        && let Err(e) = regex::Regex::new(pattern)
+    {
+        errs.push(FieldError::invalid(
+            format!("{path}.pattern"),
+            pattern,
+            format!(
+                "must be a valid regular expression, but isn't: {}",
+                go_regexp_error(&e, pattern)
+            ),
+        ));
+    }
+    if schema.get("uniqueItems").and_then(Value::as_bool) == Some(true) {
+        errs.push(FieldError::forbidden(
+            format!("{path}.uniqueItems"),
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+        ));
+    }
+}
+
+/// A regex compile error in Go's `regexp/syntax` words where the two agree on the cause
+/// (`error parsing regexp: missing closing ): `(a``); otherwise the `regex` crate's own reason.
+fn go_regexp_error(e: &regex::Error, pattern: &str) -> String {
+    let text = e.to_string();
+    let reason = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .unwrap_or(text.as_str());
+    let go = if reason.contains("repetition operator missing expression") {
+        "missing argument to repetition operator"
+    } else if reason.contains("unclosed group") {
+        "missing closing )"
+    } else if reason.contains("unopened group") {
+        "unexpected )"
+    } else if reason.contains("unclosed character class") {
+        "missing closing ]"
+    } else if reason.contains("not supported") {
+        "invalid or unsupported Perl syntax"
+    } else if reason.contains("escape") {
+        "invalid escape sequence"
+    } else if reason.contains("invalid character class range") {
+        "invalid character class range"
+    } else {
+        reason
+    };
+    format!("error parsing regexp: {go}: `{pattern}`")
+}
+
+/// The reasons an `x-kubernetes-validations` rule may give, sorted as upstream lists them.
+const VALIDATION_REASONS: [&str; 4] = [
+    "FieldValueDuplicate",
+    "FieldValueForbidden",
+    "FieldValueInvalid",
+    "FieldValueRequired",
+];
+
+/// The shape of `x-kubernetes-validations` rules (upstream
+/// `ValidateCustomResourceDefinitionOpenAPISchema`). The CEL rules themselves are neither
+/// compiled nor run here.
+fn x_validations(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let newline = |s: &str| s.contains(['\n', '\r']);
+    let rules = schema
+        .get("x-kubernetes-validations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    for (i, rule) in rules.enumerate() {
+        let at = format!("{path}.x-kubernetes-validations[{i}]");
+        let text = |key: &str| rule.get(key).and_then(Value::as_str).unwrap_or("");
+        let (expr, message) = (text("rule"), text("message"));
+        if expr.trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("{at}.rule"),
+                "rule is not specified",
+            ));
+        } else if !message.is_empty() && message.trim().is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{at}.message"),
+                message,
+                "message must be non-empty if specified",
+            ));
+        } else if newline(message.trim()) {
+            errs.push(FieldError::invalid(
+                format!("{at}.message"),
+                message,
+                "message must not contain line breaks",
+            ));
+        } else if newline(expr.trim()) && message.trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("{at}.message"),
+                "message must be specified if rule contains line breaks",
+            ));
+        }
+        let message_expression = text("messageExpression");
+        if !message_expression.is_empty() && message_expression.trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("{at}.messageExpression"),
+                "messageExpression must be non-empty if specified",
+            ));
+        }
+        if let Some(reason) = rule.get("reason").and_then(Value::as_str)
+            && !VALIDATION_REASONS.contains(&reason)
+        {
+            errs.push(FieldError::not_supported(
+                format!("{at}.reason"),
+                reason,
+                &VALIDATION_REASONS,
+            ));
+        }
+        let field_path = text("fieldPath");
+        if !field_path.is_empty() && field_path.trim().is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{at}.fieldPath"),
+                field_path,
+                "fieldPath must be non-empty if specified",
+            ));
+        }
+        if newline(field_path) {
+            errs.push(FieldError::invalid(
+                format!("{at}.fieldPath"),
+                field_path,
+                "fieldPath must not contain line breaks",
+            ));
+        }
+    }
+}
+
+/// `x-kubernetes-list-type` and `x-kubernetes-list-map-keys` (upstream
+/// `ValidateCustomResourceDefinitionOpenAPISchema`).
+fn list_type(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let list_type = schema.get("x-kubernetes-list-type").and_then(Value::as_str);
+    let keys = schema
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let ty = schema.get("type").and_then(Value::as_str).unwrap_or("");
+    if list_type.is_some() && ty != "array" {
+        let detail = "must be array if x-kubernetes-list-type is specified";
+        errs.push(if ty.is_empty() {
+            FieldError::required(format!("{path}.type"), detail)
+        } else {
+            FieldError::invalid(format!("{path}.type"), ty, detail)
+        });
+    }
+    if let Some(t) = list_type
+        && !matches!(t, "atomic" | "set" | "map")
+    {
+        errs.push(FieldError::not_supported(
+            format!("{path}.x-kubernetes-list-type"),
+            t,
+            &["atomic", "set", "map"],
+        ));
+    }
+    if !keys.is_empty() {
+        let detail = "must be map if x-kubernetes-list-map-keys is non-empty";
+        match list_type {
+            None => errs.push(FieldError::required(
+                format!("{path}.x-kubernetes-list-type"),
+                detail,
+            )),
+            Some("map") => {}
+            Some(t) => errs.push(FieldError::invalid(
+                format!("{path}.x-kubernetes-list-type"),
+                t,
+                detail,
+            )),
+        }
+    }
+    if list_type != Some("map") {
+        return;
+    }
+    if keys.is_empty() {
+        errs.push(FieldError::required(
+            format!("{path}.x-kubernetes-list-map-keys"),
+            "must not be empty if x-kubernetes-list-type is map",
+        ));
+    }
+    let Some(items) = schema.get("items").filter(|i| i.is_object()) else {
+        errs.push(FieldError::required(
+            format!("{path}.items"),
+            "must have a schema if x-kubernetes-list-type is map",
+        ));
+        return;
+    };
+    let item_type = items.get("type").and_then(Value::as_str).unwrap_or("");
+    if item_type != "object" {
+        errs.push(FieldError::invalid(
+            format!("{path}.items.type"),
+            item_type,
+            "must be object if parent array's x-kubernetes-list-type is map",
+        ));
+        return;
+    }
+    let keys_value = Value::Array(keys.clone());
+    let mut seen = Vec::new();
+    for k in keys.iter().filter_map(Value::as_str) {
+        match items.pointer(&format!(
+            "/properties/{}",
+            k.replace('~', "~0").replace('/', "~1")
+        )) {
+            Some(prop) => {
+                if matches!(
+                    prop.get("type").and_then(Value::as_str),
+                    Some("array" | "object")
+                ) {
+                    errs.push(FieldError::invalid(
+                        format!("{path}.items.properties[{k}].type"),
+                        item_type,
+                        "must be a scalar type if parent array's x-kubernetes-list-type is map",
+                    ));
+                }
+            }
+            None => errs.push(FieldError::invalid_value(
+                format!("{path}.x-kubernetes-list-map-keys"),
+                &keys_value,
+                "entries must all be names of item properties",
+            )),
+        }
+        if seen.contains(&k) {
+            errs.push(FieldError::invalid_value(
+                format!("{path}.x-kubernetes-list-map-keys"),
+                &keys_value,
+                "must not contain duplicate entries",
+            ));
+        }
+        seen.push(k);
     }
 }
 
@@ -553,6 +805,78 @@ mod tests {
         let mut with_status = crd.clone();
         with_status["status"] = st;
         assert!(is_established(&with_status));
+    }
+
+    #[test]
+    fn schema_keywords_are_checked_as_upstream_checks_them() {
+        let mut crd = widget();
+        crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"] = json!({"type": "object",
+        "properties": {
+            "a": {"type": "string", "pattern": "+"},
+            "b": {"type": "array", "uniqueItems": true},
+            "c": {"type": "array", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object"}},
+            "d": {"type": "array", "x-kubernetes-list-type": "map", "items": {"type": "string"}},
+            "e": {"type": "string", "x-kubernetes-list-type": "set"},
+            "f": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["nope"],
+                  "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+        }});
+        let got: Vec<String> = validate(&crd, None)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let root = "spec.versions[1].schema.openAPIV3Schema.properties";
+        for want in [
+            format!(
+                "{root}[a].pattern: Invalid value: \"+\": must be a valid regular expression, but isn't: error parsing regexp: missing argument to repetition operator: `+`"
+            ),
+            format!(
+                "{root}[b].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"
+            ),
+            format!(
+                "{root}[c].x-kubernetes-list-type: Required value: must be map if x-kubernetes-list-map-keys is non-empty"
+            ),
+            format!(
+                "{root}[d].x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map"
+            ),
+            format!(
+                "{root}[d].items.type: Invalid value: \"string\": must be object if parent array's x-kubernetes-list-type is map"
+            ),
+            format!(
+                "{root}[e].type: Invalid value: \"string\": must be array if x-kubernetes-list-type is specified"
+            ),
+            format!(
+                "{root}[f].x-kubernetes-list-map-keys: Invalid value: [\"nope\"]: entries must all be names of item properties"
+            ),
+        ] {
+            assert!(got.contains(&want), "missing {want}\nin {got:#?}");
+        }
+        assert_eq!(got.len(), 7, "{got:#?}");
+
+        let mut rules = widget();
+        rules["spec"]["versions"][1]["schema"]["openAPIV3Schema"] = json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": " "},
+            {"rule": "self.a > 0", "message": "a\nb"},
+            {"rule": "self.a > 0", "reason": "Bogus"},
+            {"rule": "self.a > 0", "message": "ok"},
+        ]});
+        let got: Vec<String> = validate(&rules, None)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let at = "spec.versions[1].schema.openAPIV3Schema.x-kubernetes-validations";
+        assert_eq!(
+            got,
+            [
+                format!("{at}[0].rule: Required value: rule is not specified"),
+                format!(
+                    "{at}[1].message: Invalid value: \"a\\nb\": message must not contain line breaks"
+                ),
+                format!(
+                    "{at}[2].reason: Unsupported value: \"Bogus\": supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\""
+                ),
+            ]
+        );
     }
 
     #[test]
