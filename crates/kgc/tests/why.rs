@@ -147,7 +147,7 @@ async fn a_foreground_deletion_held_by_a_dependents_finalizer() {
                     "uid": "<child-uid>", "deletionTimestamp": "<time>",
                     "heldBy": [{
                         "finalizer": "example.com/hold",
-                        "removedBy": "not a Kubernetes finalizer; the controller that added it must remove it"
+                        "removedBy": "the controller that added it (it is not a Kubernetes finalizer)"
                     }]
                 }]
             }]
@@ -241,7 +241,7 @@ async fn a_namespace_stuck_on_a_custom_resource_with_a_custom_finalizer() {
                     "uid": "<widget-uid>", "deletionTimestamp": "<time>",
                     "heldBy": [{
                         "finalizer": "example.com/hold",
-                        "removedBy": "not a Kubernetes finalizer; the controller that added it must remove it"
+                        "removedBy": "the controller that added it (it is not a Kubernetes finalizer)"
                     }]
                 }]
             }],
