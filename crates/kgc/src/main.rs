@@ -304,6 +304,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_usage_errors_command_is_the_first_word_not_a_flag_or_its_value() {
+        let words = |s: &str| {
+            s.split(' ')
+                .map(std::ffi::OsString::from)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            subcommand(words("--log-format json diff --bogus")).as_deref(),
+            Some("diff")
+        );
+        assert_eq!(subcommand(words("-h apply")).as_deref(), Some("apply"));
+        assert_eq!(subcommand(words("--bogus")), None);
+    }
+
+    #[test]
     fn an_error_is_one_line_per_cause_without_repeats() {
         let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
         let e = anyhow::Error::new(io)
