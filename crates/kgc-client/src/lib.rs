@@ -12,6 +12,7 @@ pub mod backoff;
 pub mod discovery;
 mod in_process;
 mod reflector;
+mod refused;
 mod remote;
 pub mod throttle;
 
@@ -23,6 +24,7 @@ use kgc_meta::{DeleteOptions, GroupResource, ObjectMeta, ResourceInfo, Status};
 use serde_json::Value;
 
 pub use in_process::InProcess;
+pub use refused::Refused;
 pub use remote::{Remote, api_resource, meta};
 
 /// Errors of cluster operations. API outcomes keep their `metav1.Status`, so collectors decide
@@ -31,6 +33,9 @@ pub use remote::{Remote, api_resource, meta};
 pub enum Error {
     #[error(transparent)]
     Api(#[from] Status),
+    /// The API server refused the connection (kubectl's one line).
+    #[error("{0}")]
+    Refused(#[source] Refused),
     #[error("cluster unreachable: {0}")]
     Transport(String),
 }
@@ -40,7 +45,7 @@ impl Error {
     pub fn status(&self) -> Option<&Status> {
         match self {
             Error::Api(s) => Some(s),
-            Error::Transport(_) => None,
+            Error::Refused(_) | Error::Transport(_) => None,
         }
     }
 

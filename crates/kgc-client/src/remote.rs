@@ -13,6 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use crate::Refused;
 use crate::backoff::Backoff;
 use futures::stream::{BoxStream, StreamExt};
 use kgc_meta::catalog::api_version;
@@ -288,11 +289,15 @@ pub(crate) fn status(s: &kube::core::Status) -> Status {
     }
 }
 
-/// API answers keep their status; everything else is the transport failing.
+/// API answers keep their status; everything else is the transport failing (a refused
+/// connection said as kubectl says it).
 pub(crate) fn from_kube(e: kube::Error) -> Error {
     match e {
         kube::Error::Api(s) => Error::Api(status(&s)),
-        other => Error::Transport(other.to_string()),
+        other => match Refused::find(&other) {
+            Some(r) => Error::Refused(r.clone()),
+            None => Error::Transport(other.to_string()),
+        },
     }
 }
 

@@ -62,11 +62,10 @@ impl Error {
     /// The exit code a command ends with for this error (see [`exit`]).
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::UnknownKind(_) | Error::Ambiguous { .. } | Error::BadReference(_) => {
-                exit::UNKNOWN_KIND
-            }
+            Error::UnknownKind(_) | Error::Ambiguous { .. } => exit::UNKNOWN_KIND,
             Error::NotFound { .. } => exit::NOT_FOUND,
-            Error::Discovery(_) | Error::Request { .. } => exit::ERROR,
+            // A usage error, as kubectl's.
+            Error::BadReference(_) | Error::Discovery(_) | Error::Request { .. } => exit::ERROR,
         }
     }
 }

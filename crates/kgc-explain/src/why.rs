@@ -267,8 +267,15 @@ pub enum Verdict {
     /// period ends).
     #[serde(rename_all = "camelCase")]
     BeingDeleted {
+        /// The deletionTimestamp: when the deletion was asked for, or, for a graceful deletion
+        /// (a pod's), when its grace period ends.
         since: String,
+        /// How long ago `since` was (0 while a grace period runs).
         for_seconds: i64,
+        /// A graceful deletion: the seconds left of its grace period, after which the kubelet's
+        /// confirmation (or the collector) completes it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        grace_ends_in_seconds: Option<i64>,
         holds: Vec<Hold>,
         /// A namespace's `Namespace*` conditions that are true.
         #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -324,7 +331,7 @@ pub fn remover(f: &str) -> &'static str {
         FINALIZER_CRD => {
             "the apiextensions server, once every custom resource of the definition is gone"
         }
-        _ => "not a Kubernetes finalizer; the controller that added it must remove it",
+        _ => "the controller that added it (it is not a Kubernetes finalizer)",
     }
 }
 
@@ -481,10 +488,13 @@ fn being_deleted(
     since: &str,
     now: jiff::Timestamp,
 ) -> Verdict {
-    let for_seconds = since
+    // A graceful deletion's timestamp is when its grace period ends: in the future.
+    let ago = since
         .parse::<jiff::Timestamp>()
-        .map(|t| now.duration_since(t).as_secs().max(0))
+        .map(|t| now.duration_since(t).as_secs())
         .unwrap_or(0);
+    let for_seconds = ago.max(0);
+    let grace_ends_in_seconds = (ago < 0).then_some(-ago);
     let namespace_content = || -> Vec<Waiting> {
         let mut content: Vec<Waiting> = graph
             .nodes()
@@ -556,6 +566,7 @@ fn being_deleted(
     Verdict::BeingDeleted {
         since: since.to_owned(),
         for_seconds,
+        grace_ends_in_seconds,
         holds,
         conditions: facts
             .namespace_conditions
@@ -624,18 +635,25 @@ pub fn render(a: &Answer) -> String {
         Verdict::BeingDeleted {
             since,
             for_seconds,
+            grace_ends_in_seconds,
             holds,
             conditions,
         } => {
+            // As `kgc tree` shows a graceful deletion: when it completes (`in 26s`).
+            let when = match grace_ends_in_seconds {
+                Some(left) => format!(
+                    "in its grace period, which ends at {since} (in {})",
+                    age(*left)
+                ),
+                None => format!("since {since} ({})", age(*for_seconds)),
+            };
             if holds.is_empty() {
                 out.push_str(&format!(
-                    "{what} is being deleted since {since} ({}); no finalizer holds it.\n",
-                    age(*for_seconds)
+                    "{what} is being deleted {when}; no finalizer holds it.\n"
                 ));
             } else {
                 out.push_str(&format!(
-                    "{what} is being deleted since {since} ({}) and is held by {} finalizer{}:\n",
-                    age(*for_seconds),
+                    "{what} is being deleted {when} and is held by {} finalizer{}:\n",
                     holds.len(),
                     if holds.len() == 1 { "" } else { "s" }
                 ));
@@ -691,7 +709,7 @@ fn render_waiting(out: &mut String, waiting: &[Waiting]) {
             out.push_str(&format!("      {kind} {name}{deleting}\n"));
             for h in &w.held_by {
                 out.push_str(&format!(
-                    "        held by {}: {}\n",
+                    "        held by {}, removed by {}\n",
                     h.finalizer, h.removed_by
                 ));
             }
@@ -699,14 +717,9 @@ fn render_waiting(out: &mut String, waiting: &[Waiting]) {
     }
 }
 
-/// An age as kubectl prints one (`45s`, `3m`, `2h`, `5d`).
+/// An age as kubectl and `kgc tree` print one (`45s`, `3m10s`, `2h`, `5d`).
 fn age(seconds: i64) -> String {
-    match seconds {
-        s if s < 120 => format!("{s}s"),
-        s if s < 7200 => format!("{}m", s / 60),
-        s if s < 172_800 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86_400),
-    }
+    kgc_meta::duration::human_duration(jiff::SignedDuration::from_secs(seconds))
 }
 
 #[cfg(test)]
@@ -812,9 +825,50 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("held by example.com/x: not a Kubernetes finalizer"),
+            text.contains(
+                "held by example.com/x, removed by the controller that added it (it is not a \
+                 Kubernetes finalizer)"
+            ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_finalizer_kubernetes_does_not_know_is_said_in_a_sentence() {
+        let cm = deleting(
+            object("v1", "ConfigMap", "a", "cm", &[]),
+            &["example.com/x"],
+        );
+        let text = render(&answer(&[cm], "uid-cm", &Facts::default()));
+        assert!(
+            text.contains(
+                "\n  example.com/x: removed by the controller that added it (it is not a \
+                 Kubernetes finalizer)\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_pod_in_its_grace_period_says_when_its_deletion_completes() {
+        let mut pod = object("v1", "Pod", "a", "p", &[]);
+        pod["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:10:26Z");
+        let a = answer(&[pod], "uid-p", &Facts::default());
+        let Verdict::BeingDeleted {
+            for_seconds,
+            grace_ends_in_seconds,
+            ..
+        } = &a.verdict
+        else {
+            panic!("{a:?}")
+        };
+        assert_eq!((*for_seconds, *grace_ends_in_seconds), (0, Some(26)));
+        assert_eq!(
+            render(&a),
+            "Pod a/p is being deleted in its grace period, which ends at 2026-01-01T00:10:26Z \
+             (in 26s); no finalizer holds it.\n"
+        );
+        assert_eq!(serde_json::to_value(&a).unwrap()["graceEndsInSeconds"], 26);
     }
 
     #[test]

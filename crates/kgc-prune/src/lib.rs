@@ -58,7 +58,7 @@ pub enum Error {
     #[error("the cluster changed since the plan was made: {0}")]
     Drift(String),
     #[error("discovering the server's kinds: {0}")]
-    Discovery(kgc_client::Error),
+    Discovery(#[source] kgc_client::Error),
     #[error("{context}: {source}")]
     Kube {
         context: String,

@@ -224,10 +224,7 @@ fn parse(
             line,
             message,
         };
-        let value: Value = serde_saphyr::from_str(doc).map_err(|e| {
-            let at = e.location().map_or(0, |l| l.line() as usize);
-            bad(line + at.saturating_sub(1), e.to_string())
-        })?;
+        let value: Value = serde_saphyr::from_str(doc).map_err(|e| yaml_error(file, line, &e))?;
         match value {
             Value::Null => {}
             Value::Object(_) => push(value, file, component, line, out)?,
@@ -240,6 +237,46 @@ fn parse(
         }
     }
     Ok(())
+}
+
+/// A YAML error in `file`, whose text parsed began on line `first_line`: one line,
+/// `FILE:LINE: message`, the line counted in the whole file.
+pub fn yaml_error(file: &Path, first_line: usize, e: &serde_saphyr::Error) -> Error {
+    let at = e.location().map_or(0, |l| l.line() as usize);
+    Error::Source {
+        file: file.to_owned(),
+        line: first_line + at.saturating_sub(1),
+        message: yaml_message(e),
+    }
+}
+
+/// A YAML error's message alone, on one line: serde-saphyr's `Display` draws a code frame
+/// (the lines around the error, `^` under its column) and ends in `at line L, column C`.
+fn yaml_message(e: &serde_saphyr::Error) -> String {
+    use std::borrow::Cow;
+
+    use serde_saphyr::{DefaultMessageFormatter, Localizer, Location, MessageFormatter};
+
+    /// English, without the location suffix.
+    struct Unlocated;
+    impl Localizer for Unlocated {
+        fn attach_location<'a>(&self, base: Cow<'a, str>, _: Location) -> Cow<'a, str> {
+            base
+        }
+    }
+    struct Plain;
+    impl MessageFormatter for Plain {
+        fn localizer(&self) -> &dyn Localizer {
+            &Unlocated
+        }
+        fn format_message<'a>(&self, err: &'a serde_saphyr::Error) -> Cow<'a, str> {
+            DefaultMessageFormatter.format_message(err)
+        }
+    }
+    e.render_with_options(serde_saphyr::render_options! {
+        formatter: &Plain,
+        snippets: serde_saphyr::SnippetMode::Off,
+    })
 }
 
 /// Adds `value`, flattening `List` kinds (`v1/List` and `*List` with `items`).

@@ -79,8 +79,10 @@ impl Kustomization {
         Api::namespaced(client.clone(), &self.namespace)
     }
 
-    /// One run: read the record, fetch, apply and prune, record, announce.
-    pub async fn reconcile(&self, client: &kube::Client) -> Run {
+    /// One run: read the record, fetch, apply and prune, record, announce. `next_run` is when
+    /// the loop runs again, said in the success Event as Flux says it; `None` for a single run
+    /// (`kgc sync --once`), which has no next.
+    pub async fn reconcile(&self, client: &kube::Client, next_run: Option<Duration>) -> Run {
         let started = Timestamp::now();
         let clock = Instant::now();
         let name = self.identity.parent_name();
@@ -173,6 +175,9 @@ impl Kustomization {
         };
         let changed = report.as_ref().is_some_and(Report::changed);
         let duration = clock.elapsed();
+        // This run's counts, for its log line: an unchanged run keeps the record (and its
+        // counts, of the run that last changed something) as it is.
+        let counts = record.counts;
 
         let unchanged = !changed && record.says_the_same_as(&previous);
         let record = if unchanged { previous.clone() } else { record };
@@ -181,13 +186,18 @@ impl Kustomization {
         } else {
             None
         };
-        self.announce(client, &previous, &record, changed, duration, written)
+        let said = Said {
+            changed,
+            duration,
+            next_run,
+        };
+        self.announce(client, &previous, &record, said, written)
             .await;
         tracing::info!(
             set = %self.identity.describe(),
             revision = record.attempted_revision.as_deref().unwrap_or(""),
             outcome = outcome.as_str(),
-            counts = %record.counts,
+            counts = %counts,
             message = record.message.as_deref().unwrap_or(""),
             "Reconciliation finished in {duration:.1?}"
         );
@@ -305,15 +315,16 @@ impl Kustomization {
         client: &kube::Client,
         previous: &Record,
         record: &Record,
-        changed: bool,
-        duration: Duration,
+        said: Said,
         written: Option<ConfigMap>,
     ) {
         let failed = record.outcome == Some(Outcome::Failed);
         let news = if failed {
             previous.outcome != record.outcome || previous.message != record.message
         } else {
-            changed || previous.outcome != record.outcome || previous.revision != record.revision
+            said.changed
+                || previous.outcome != record.outcome
+                || previous.revision != record.revision
         };
         if !news {
             return;
@@ -327,31 +338,23 @@ impl Kustomization {
             resource_version: written.and_then(|cm| cm.metadata.resource_version),
             field_path: None,
         };
-        let revision = record
-            .attempted_revision
-            .as_deref()
-            .unwrap_or("unknown revision");
         let (reason, message) = if failed {
-            (
-                event::FAILED,
-                format!(
-                    "{}: {}",
-                    revision,
-                    record.message.as_deref().unwrap_or("failed")
-                ),
-            )
+            (event::FAILED, event::failed(record))
         } else {
             (
                 event::SUCCEEDED,
-                format!(
-                    "Reconciliation finished in {duration:.1?}, next run in {}: {revision} ({})",
-                    human(self.interval),
-                    record.counts
-                ),
+                event::succeeded(record, said.duration, said.next_run),
             )
         };
         event::emit(client, reference, failed, reason, message).await;
     }
+}
+
+/// What a run's Event says beyond the record.
+struct Said {
+    changed: bool,
+    duration: Duration,
+    next_run: Option<Duration>,
 }
 
 /// What kept a completed run from being clean: apply errors, failed or held deletions,
@@ -380,31 +383,9 @@ fn problems(report: &Report) -> Option<String> {
     (!p.is_empty()).then(|| p.join("; "))
 }
 
-/// `1m`, `90s`, `1h`: an interval as people write it.
-fn human(d: Duration) -> String {
-    let s = d.as_secs();
-    if d.subsec_millis() != 0 || s == 0 {
-        format!("{d:?}")
-    } else if s.is_multiple_of(3600) {
-        format!("{}h", s / 3600)
-    } else if s.is_multiple_of(60) {
-        format!("{}m", s / 60)
-    } else {
-        format!("{s}s")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn intervals_read_as_written() {
-        assert_eq!(human(Duration::from_secs(60)), "1m");
-        assert_eq!(human(Duration::from_secs(90)), "90s");
-        assert_eq!(human(Duration::from_secs(7200)), "2h");
-        assert_eq!(human(Duration::from_millis(1500)), "1.5s");
-    }
 
     #[test]
     fn sources_are_described_without_credentials() {

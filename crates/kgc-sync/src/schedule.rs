@@ -16,7 +16,7 @@ pub async fn run(
 ) {
     let mut backoff = Backoff::new(k.interval);
     while !*stop.borrow() {
-        let run = k.reconcile(client).await;
+        let run = k.reconcile(client, Some(k.interval)).await;
         if let Some(m) = metrics {
             m.observe(&run);
         }

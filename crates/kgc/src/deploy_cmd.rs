@@ -305,7 +305,7 @@ fn load_project(t: &Target) -> anyhow::Result<(Option<PathBuf>, Project)> {
         Some(p) => {
             let text =
                 std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            serde_saphyr::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
+            serde_saphyr::from_str(&text).map_err(|e| source::yaml_error(p, 1, &e))?
         }
         None => Project::default(),
     };
@@ -703,6 +703,7 @@ pub async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
             let reviewed: Prepared = match serde_json::from_str(&text) {
                 Ok(p) => p,
                 Err(_) => serde_saphyr::from_str(&text)
+                    .map_err(|e| source::yaml_error(file, 1, &e))
                     .with_context(|| format!("{} is not a kgc plan", file.display()))?,
             };
             if reviewed.identity != r.identity || reviewed.namespace != r.namespace {

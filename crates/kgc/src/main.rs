@@ -116,6 +116,13 @@ pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     std::time::Duration::try_from_secs_f64(secs).map_err(|e| format!("invalid duration {s:?}: {e}"))
 }
 
+/// Colour in the logs only where a person reads them: on a terminal, and not when `NO_COLOR`
+/// is set to anything (no-color.org); a log file or a pipe gets plain text.
+fn log_colour() -> bool {
+    use std::io::IsTerminal as _;
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
+}
+
 fn init_logging(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     // kube-client's builder logs a failed connection at ERROR before returning the error that
@@ -124,6 +131,7 @@ fn init_logging(format: LogFormat) {
         .unwrap_or_else(|_| EnvFilter::new("info,kube_client::client::builder=off"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(log_colour())
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -134,9 +142,12 @@ fn init_logging(format: LogFormat) {
 /// Runs the command. A failure is one line per cause on stderr (`kgc: error: what failed`,
 /// then `  caused by: why`), never a backtrace, whatever `RUST_BACKTRACE` says: those are for
 /// kgc's developers, who ask with `KGC_BACKTRACE=1`. Exit status 1, or 2 for `kgc diff` (whose
-/// 1 means "differences", as `kubectl diff`'s).
+/// 1 means "differences", as `kubectl diff`'s); a usage error too (see [`usage_error`]).
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse().and_then(|cli| cli.command.check().map(|()| cli)) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     init_logging(cli.log_format);
     let developer = std::env::var_os("KGC_BACKTRACE").is_some_and(|v| v == "1");
     if !developer {
@@ -163,6 +174,62 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// Prints a usage error (an unknown flag, a missing argument) or the help or version asked for.
+/// The error exits with the command's error status, as kubectl's usage errors exit 1: never
+/// clap's 2, which is "changed" for `kgc apply --exit-code` and `kgc sync --once`.
+fn usage_error(e: &clap::Error) -> std::process::ExitCode {
+    // Nothing more can be said when stderr is gone.
+    let _ = e.print();
+    if !e.use_stderr() {
+        return std::process::ExitCode::SUCCESS;
+    }
+    match subcommand(std::env::args_os().skip(1)).as_deref() {
+        Some("diff") => std::process::ExitCode::from(deploy_cmd::EXIT_DIFF_ERROR),
+        _ => std::process::ExitCode::FAILURE,
+    }
+}
+
+/// The subcommand `args` name: the first that is neither a flag nor `--log-format`'s value
+/// (the one global option taking one).
+fn subcommand(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<String> {
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let arg = arg.to_string_lossy().into_owned();
+        if arg == "--log-format" {
+            args.next();
+        } else if !arg.starts_with('-') {
+            return Some(arg);
+        }
+    }
+    None
+}
+
+impl Command {
+    /// What clap cannot check: `kgc why`'s and `kgc tree`'s `KIND/NAME` (`kgc why cm` names no
+    /// object), a usage error before any connection, as kubectl's `error: …`.
+    fn check(&self) -> Result<(), clap::Error> {
+        let (name, target) = match self {
+            Command::Why(a) => ("why", a.target()),
+            Command::Tree(a) => ("tree", a.target()),
+            _ => return Ok(()),
+        };
+        kgc_explain::resolve::parse_reference(target)
+            .map(|_| ())
+            .map_err(|e| {
+                use clap::CommandFactory as _;
+                let mut cli = Cli::command();
+                cli.build();
+                let message = e.to_string();
+                match cli.find_subcommand_mut(name) {
+                    Some(command) => {
+                        command.error(clap::error::ErrorKind::ValueValidation, message)
+                    }
+                    None => cli.error(clap::error::ErrorKind::ValueValidation, message),
+                }
+            })
+    }
+}
+
 /// The distinct exit status of `kgc tree`/`kgc why` for an unknown kind or a missing object.
 fn explain_exit(e: &anyhow::Error) -> Option<std::process::ExitCode> {
     e.chain()
@@ -173,7 +240,12 @@ fn explain_exit(e: &anyhow::Error) -> Option<std::process::ExitCode> {
 
 /// `kgc: error: …` and a `  caused by: …` line per further cause, leaving out a cause whose
 /// text the line before already includes (an error that embeds its source in its message).
+/// A refused connection is kubectl's one line alone: what was being done when the server was
+/// down adds nothing a person needs.
 fn error_lines(e: &anyhow::Error) -> Vec<String> {
+    if let Some(refused) = e.chain().find_map(kgc_client::Refused::find) {
+        return vec![format!("kgc: error: {refused}")];
+    }
     let mut lines: Vec<String> = Vec::new();
     let mut last = String::new();
     for cause in e.chain() {
@@ -235,6 +307,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_usage_errors_command_is_the_first_word_not_a_flag_or_its_value() {
+        let words = |s: &str| {
+            s.split(' ')
+                .map(std::ffi::OsString::from)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            subcommand(words("--log-format json diff --bogus")).as_deref(),
+            Some("diff")
+        );
+        assert_eq!(subcommand(words("-h apply")).as_deref(), Some("apply"));
+        assert_eq!(subcommand(words("--bogus")), None);
+    }
 
     #[test]
     fn an_error_is_one_line_per_cause_without_repeats() {

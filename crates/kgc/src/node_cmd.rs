@@ -183,7 +183,7 @@ fn read_document<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<
     if text.trim_start().starts_with('{') || text.trim_start().starts_with('[') {
         serde_json::from_str(&text).with_context(|| format!("parsing {} as JSON", path.display()))
     } else {
-        serde_saphyr::from_str(&text).with_context(|| format!("parsing {} as YAML", path.display()))
+        serde_saphyr::from_str(&text).map_err(|e| kgc_prune::source::yaml_error(path, 1, &e).into())
     }
 }
 

@@ -87,6 +87,8 @@ pub fn client(
     throttle: Throttle,
     observe: Option<Observer>,
 ) -> anyhow::Result<kube::Client> {
+    // Outermost: a refused connection is kubectl's one line whichever layer it comes through.
+    let refused = kgc_client::Refused::layer(&config.cluster_url);
     let builder =
         kube::client::ClientBuilder::try_from(config).context("building the Kubernetes client")?;
     let observe =
@@ -99,5 +101,6 @@ pub fn client(
     Ok(builder
         .with_layer(&tower::util::option_layer(throttle.layer()))
         .with_layer(&observe)
+        .with_layer(&refused)
         .build())
 }

@@ -268,7 +268,7 @@ async fn sync(args: RunArgs) -> anyhow::Result<()> {
 }
 
 async fn once(k: &Kustomization, client: &kube::Client, args: &RunArgs) -> anyhow::Result<()> {
-    let run = k.reconcile(client).await;
+    let run = k.reconcile(client, None).await;
     if let Some(report) = &run.report {
         deploy_cmd::print_report(report, args.output)?;
     }
@@ -451,8 +451,10 @@ async fn status(a: StatusArgs) -> anyhow::Result<()> {
                 ("SUSPENDED", rec.suspended.to_string()),
                 ("MESSAGE", or(rec.message.as_deref(), "")),
             ];
+            // kubectl's tabwriter: every cell padded to its column's widest, then 3 spaces.
+            let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
             for (k, v) in rows {
-                println!("{k:<10} {v}");
+                println!("{k:<width$}   {v}");
             }
         }
     }

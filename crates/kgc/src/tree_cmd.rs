@@ -25,7 +25,7 @@ pub enum Format {
 const EXIT_CODES: &str = "\
 Exit status:
   0  the tree is complete
-  1  an error (the cluster unreachable, a request failed)
+  1  an error (a usage error, the cluster unreachable, a request failed)
   5  KIND is unknown to the server, or a short name several kinds share (the candidates are named)
   6  the object does not exist
   7  the tree was drawn, but some kinds could not be listed (forbidden): their objects are missing";
@@ -55,6 +55,13 @@ pub struct Args {
     list_all_kinds: bool,
     #[command(flatten)]
     cluster: crate::rate_limit::Cluster,
+}
+
+impl Args {
+    /// The object's `KIND/NAME` (or `KIND NAME`) as given, for `main` to check before running.
+    pub(crate) fn target(&self) -> &[String] {
+        &self.object
+    }
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {

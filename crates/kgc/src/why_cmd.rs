@@ -38,6 +38,13 @@ pub struct Args {
     cluster: crate::rate_limit::Cluster,
 }
 
+impl Args {
+    /// The object's `KIND/NAME` (or `KIND NAME`) as given, for `main` to check before running.
+    pub(crate) fn target(&self) -> &[String] {
+        &self.target
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Output {
     Text,

@@ -684,3 +684,99 @@ async fn a_stalled_fetch_times_out_and_prunes_nothing() {
     assert!(started.elapsed() < Duration::from_secs(20), "{err}");
     assert_eq!(set.configmaps(&s).await, ["a"], "something was pruned");
 }
+
+/// `(reason, message)` of the Events on the set's parent, oldest first.
+async fn events(s: &Server, set: &Set) -> Vec<(String, String)> {
+    let out = s
+        .kubectl_ok(&[
+            "get",
+            "events",
+            "-n",
+            &set.ns,
+            "--sort-by=.metadata.name",
+            "-o",
+            "json",
+        ])
+        .await;
+    let v: Value = serde_json::from_str(&out).unwrap();
+    v["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["involvedObject"]["name"] == "kgc-shop-prod")
+        .map(|e| {
+            let text = |k: &str| e[k].as_str().unwrap_or("").to_owned();
+            (text("reason"), text("message"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn what_a_sync_says_is_about_its_own_run() {
+    let s = Server::start().await;
+    let set = Set::new(&s, "sync-words").await;
+    let repo = Repo::new();
+    repo.write("a.yaml", &cm("a", "1"));
+    let first = repo.commit("first");
+    set.once(repo.path(), &[], 0).await;
+
+    // A single run has no next run to announce.
+    let said = events(&s, &set).await;
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(said[0].0, "ReconciliationSucceeded");
+    assert!(
+        said[0].1.starts_with("Reconciliation finished in ")
+            && said[0].1.ends_with(&format!(
+                ": main@sha1:{first} (1 created, 0 configured, 0 unchanged, 0 deleted, 0 kept, 0 undetermined)"
+            ))
+            && !said[0].1.contains("next run"),
+        "{said:?}"
+    );
+
+    // An unchanged run logs its own counts, not those of the run that created `a`.
+    let cache = set.cache.path().to_str().unwrap().to_owned();
+    let git = repo.path().to_str().unwrap().to_owned();
+    let out = set
+        .command(&["--once", "--git", &git, "--cache-dir", &cache])
+        .env("RUST_LOG", "info")
+        .output()
+        .await
+        .expect("running kgc sync");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains(
+            "counts=0 created, 0 configured, 1 unchanged, 0 deleted, 0 kept, 0 undetermined"
+        ),
+        "{log}"
+    );
+
+    // A failure names its revision once.
+    repo.write("bad.yaml", "apiVersion: v1\nkind: [unclosed\n");
+    let bad = repo.commit("bad");
+    set.once(repo.path(), &[], 1).await;
+    let said = events(&s, &set).await;
+    let (reason, message) = said.last().unwrap();
+    assert_eq!(reason, "ReconciliationFailed", "{said:?}");
+    assert_eq!(message.matches(&bad).count(), 1, "{message}");
+    assert!(message.contains("bad.yaml:2: "), "{message}");
+
+    // `kgc sync status`: every value starts in the same column.
+    let out = set.run(&["status"]).await;
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let starts: Vec<usize> = table
+        .lines()
+        .map(|l| {
+            let key_end = l.find("   ").unwrap_or_else(|| panic!("{l:?} in\n{table}"));
+            key_end + l[key_end..].len() - l[key_end..].trim_start().len()
+        })
+        .collect();
+    assert_eq!(starts.len(), 9, "{table}");
+    assert!(starts.iter().all(|&c| c == starts[0]), "{table}");
+    assert!(table.contains("\nLAST CHANGE   "), "{table}");
+}

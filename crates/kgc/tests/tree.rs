@@ -340,12 +340,14 @@ spec:
         )
     );
 
+    // A kind without a name: a usage error, as kubectl's (exit 1, with the usage line).
     let o = kgc_tree(&kc, &["missing"]).await;
     assert_eq!(
         (o.status.code(), err(&o).as_str()),
         (
-            Some(5),
-            "kgc: error: \"missing\": expected KIND/NAME (or KIND NAME)"
+            Some(1),
+            "error: \"missing\": expected KIND/NAME (or KIND NAME)\n\nUsage: kgc tree [OPTIONS] \
+             <KIND/NAME>...\n\nFor more information, try '--help'."
         )
     );
 }

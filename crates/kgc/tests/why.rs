@@ -147,7 +147,7 @@ async fn a_foreground_deletion_held_by_a_dependents_finalizer() {
                     "uid": "<child-uid>", "deletionTimestamp": "<time>",
                     "heldBy": [{
                         "finalizer": "example.com/hold",
-                        "removedBy": "not a Kubernetes finalizer; the controller that added it must remove it"
+                        "removedBy": "the controller that added it (it is not a Kubernetes finalizer)"
                     }]
                 }]
             }]
@@ -241,7 +241,7 @@ async fn a_namespace_stuck_on_a_custom_resource_with_a_custom_finalizer() {
                     "uid": "<widget-uid>", "deletionTimestamp": "<time>",
                     "heldBy": [{
                         "finalizer": "example.com/hold",
-                        "removedBy": "not a Kubernetes finalizer; the controller that added it must remove it"
+                        "removedBy": "the controller that added it (it is not a Kubernetes finalizer)"
                     }]
                 }]
             }],
@@ -655,4 +655,44 @@ async fn kinds_that_could_not_be_listed_are_named_where_they_matter() {
     let answer: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(answer["verdict"], "willBeCollected", "{answer:#}");
     assert!(answer.get("unknown").is_none(), "{answer:#}");
+}
+
+/// A pod on a node (none answers for it) deleted with a grace period: its deletionTimestamp is
+/// when the grace period ends, and `kgc why` says when that is, as `kgc tree` does.
+#[tokio::test]
+async fn a_pod_in_its_grace_period_says_when_its_deletion_completes() {
+    let s = Server::start().await;
+    let c = s.client();
+    let ns = fresh_namespace(&c, "why-grace").await;
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(c.clone(), &ns);
+    let pod = typed(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"nodeName": "far-away", "containers": [{"name": "c", "image": "busybox"}]}
+    }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let params = DeleteParams {
+        grace_period_seconds: Some(300),
+        ..DeleteParams::default()
+    };
+    pods.delete("p", &params).await.unwrap();
+    let out = tokio::process::Command::from(Kgc::command())
+        .args(["why", "pod/p", "-n", &ns, "--kubeconfig"])
+        .arg(s.kubeconfig_path())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("running kgc why");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let prefix = format!("Pod {ns}/p is being deleted in its grace period, which ends at ");
+    assert!(text.starts_with(&prefix), "{text}");
+    // 300 s from the delete, less the time the test took: `in 4m5xs`.
+    assert!(text.contains(" (in 4m"), "{text}");
+    assert!(text.ends_with("); no finalizer holds it.\n"), "{text}");
 }
