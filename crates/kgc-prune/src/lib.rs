@@ -17,6 +17,7 @@ pub mod listing;
 pub mod order;
 pub mod ownership;
 pub mod plan;
+pub mod readiness;
 pub mod source;
 
 use std::path::PathBuf;

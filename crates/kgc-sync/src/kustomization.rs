@@ -22,7 +22,7 @@ use kgc_source::{GitRepository, Reference};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::Value;
 
-use crate::record::{self, Counts, Outcome, Record};
+use crate::record::{self, Counts, Health, Outcome, Record};
 use crate::{Error, event};
 
 /// A git source synced into a set.
@@ -37,7 +37,8 @@ pub struct Kustomization {
     pub cache_dir: PathBuf,
     /// How often the loop runs (said in the success Event, as Flux says it).
     pub interval: Duration,
-    /// Wait for pruned objects to be gone, up to this long.
+    /// Wait for pruned objects to be gone and applied ones ready, up to this long; a run that
+    /// waits records the set's health.
     pub wait: Option<Duration>,
     /// How long a fetch may take (Flux's GitRepository `spec.timeout`, 60 s by default): a
     /// stalled transfer fails the run, which then prunes nothing, instead of hanging the loop.
@@ -154,6 +155,13 @@ impl Kustomization {
             (None, None) => None,
         };
         let applied = matches!(outcome, Outcome::Succeeded | Outcome::Incomplete);
+        let (health, health_message) = match self.wait {
+            Some(_) => {
+                let (h, m) = Health::of(report.as_ref());
+                (Some(h), m)
+            }
+            None => (None, None),
+        };
         let record = Record {
             source: self.describe_source(),
             revision: if applied {
@@ -172,6 +180,8 @@ impl Kustomization {
             message,
             counts: report.as_ref().map(Counts::of).unwrap_or_default(),
             suspended: false,
+            health,
+            health_message,
         };
         let changed = report.as_ref().is_some_and(Report::changed);
         let duration = clock.elapsed();
@@ -371,6 +381,9 @@ fn problems(report: &Report) -> Option<String> {
             )),
             _ => {}
         }
+    }
+    for n in &report.not_ready {
+        p.push(format!("{} is {}: {}", n.key, n.status, n.message));
     }
     for u in &report.undetermined {
         p.push(format!(

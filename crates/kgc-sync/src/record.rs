@@ -24,6 +24,12 @@ pub const ANNOTATION_LAST_CHANGE: &str = "kgc.io/sync-last-change";
 pub const ANNOTATION_OUTCOME: &str = "kgc.io/sync-outcome";
 pub const ANNOTATION_MESSAGE: &str = "kgc.io/sync-message";
 pub const ANNOTATION_COUNTS: &str = "kgc.io/sync-counts";
+/// Whether the applied objects were ready when the run ended (Flux's `Healthy` condition):
+/// `True`, `False` or `Unknown`; only recorded by runs that wait (`--wait`, as Flux checks
+/// health only with `spec.wait` or `spec.healthChecks`).
+pub const ANNOTATION_HEALTHY: &str = "kgc.io/sync-healthy";
+/// Which objects were not ready, and why.
+pub const ANNOTATION_HEALTH_MESSAGE: &str = "kgc.io/sync-health-message";
 /// `"true"`: the loop applies and prunes nothing (Flux's `spec.suspend`).
 pub const ANNOTATION_SUSPENDED: &str = "kgc.io/sync-suspended";
 
@@ -75,6 +81,55 @@ impl Outcome {
             Outcome::Incomplete | Outcome::Suspended => 3,
             Outcome::Succeeded if changed && exit_code_on_change => 2,
             Outcome::Succeeded => 0,
+        }
+    }
+}
+
+/// Flux's `Healthy` condition status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Health {
+    /// Every applied object was ready (kstatus Current).
+    True,
+    /// Some were not ready at the deadline, or Failed.
+    False,
+    /// The run did not get to check (it failed before or while applying).
+    Unknown,
+}
+
+impl Health {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Health::True => "True",
+            Health::False => "False",
+            Health::Unknown => "Unknown",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        [Health::True, Health::False, Health::Unknown]
+            .into_iter()
+            .find(|h| h.as_str() == s)
+    }
+
+    /// The health a waiting run found: `report` is the engine's, when the run got that far.
+    /// Returns the health and, unless healthy, why.
+    pub fn of(report: Option<&Report>) -> (Self, Option<String>) {
+        match report {
+            Some(r) if r.apply_errors.is_empty() && r.not_ready.is_empty() => (Health::True, None),
+            Some(r) if r.apply_errors.is_empty() => (
+                Health::False,
+                Some(
+                    r.not_ready
+                        .iter()
+                        .map(|n| format!("{} is {}: {}", n.key, n.status, n.message))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
+            ),
+            _ => (
+                Health::Unknown,
+                Some("not checked: the run did not apply everything".into()),
+            ),
         }
     }
 }
@@ -171,6 +226,9 @@ pub struct Record {
     pub message: Option<String>,
     pub counts: Counts,
     pub suspended: bool,
+    /// Recorded by runs that wait (see [`ANNOTATION_HEALTHY`]).
+    pub health: Option<Health>,
+    pub health_message: Option<String>,
 }
 
 impl Record {
@@ -187,6 +245,8 @@ impl Record {
                 .map(|c| Counts::decode(&c))
                 .unwrap_or_default(),
             suspended: is_suspended(a),
+            health: get(ANNOTATION_HEALTHY).and_then(|h| Health::parse(&h)),
+            health_message: get(ANNOTATION_HEALTH_MESSAGE),
         }
     }
 
@@ -198,6 +258,8 @@ impl Record {
             && self.attempted_revision == other.attempted_revision
             && self.outcome == other.outcome
             && self.message == other.message
+            && self.health == other.health
+            && self.health_message == other.health_message
     }
 
     /// The annotations the record applies (every one, so that the apply owns exactly these).
@@ -218,6 +280,8 @@ impl Record {
         put(ANNOTATION_OUTCOME, self.outcome.map(Outcome::as_str));
         put(ANNOTATION_MESSAGE, self.message.as_deref());
         put(ANNOTATION_COUNTS, Some(&self.counts.encode()));
+        put(ANNOTATION_HEALTHY, self.health.map(Health::as_str));
+        put(ANNOTATION_HEALTH_MESSAGE, self.health_message.as_deref());
         a
     }
 }
@@ -251,6 +315,8 @@ mod tests {
                 undetermined: 6,
             },
             suspended: false,
+            health: Some(Health::False),
+            health_message: Some("Deployment ns/web is InProgress: Available: 0/1".into()),
         };
         let a = r.annotations();
         assert_eq!(
@@ -274,6 +340,35 @@ mod tests {
             Record::from_annotations(&BTreeMap::new()),
             Record::default()
         );
+    }
+
+    #[test]
+    fn health_is_what_the_wait_found() {
+        use kgc_prune::desired::ObjectKey;
+        use kgc_prune::executor::NotReady;
+        use kgc_prune::gvk::GroupKind;
+        use kgc_prune::readiness::Status;
+        assert_eq!(Health::of(Some(&Report::default())), (Health::True, None));
+        let stuck = Report {
+            not_ready: vec![NotReady {
+                key: ObjectKey {
+                    gk: GroupKind::new("apps", "Deployment"),
+                    namespace: "shop".into(),
+                    name: "web".into(),
+                },
+                status: Status::InProgress,
+                message: "Available: 0/1".into(),
+            }],
+            ..Report::default()
+        };
+        assert_eq!(
+            Health::of(Some(&stuck)),
+            (
+                Health::False,
+                Some("Deployment.apps shop/web is InProgress: Available: 0/1".into())
+            )
+        );
+        assert_eq!(Health::of(None).0, Health::Unknown);
     }
 
     #[test]
@@ -301,6 +396,12 @@ mod tests {
             ..first.clone()
         };
         assert!(later.says_the_same_as(&first));
+        let unhealthy = Record {
+            health: Some(Health::False),
+            health_message: Some("Job ns/j is Failed: Job Failed. failed: 1/1".into()),
+            ..later.clone()
+        };
+        assert!(!unhealthy.says_the_same_as(&first));
         let failed = Record {
             outcome: Some(Outcome::Failed),
             message: Some("fetching file:///r: gone".into()),

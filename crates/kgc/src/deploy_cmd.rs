@@ -6,7 +6,8 @@
 //! error is in the input, a guard or ownership); 2 = something changed (or would), only with
 //! `--exit-code` (as `git diff --exit-code`); 3 = done, but something is undetermined (a kind
 //! that could not be listed) or, with `--wait`, a deleted object is still held by finalizers
-//! at the deadline. `kgc diff` is `kubectl diff`'s: 0 no differences, 1 differences, 2 error
+//! or an applied one is not ready (kstatus's Current; Failed ends the wait early) at the
+//! deadline. `kgc diff` is `kubectl diff`'s: 0 no differences, 1 differences, 2 error
 //! (3 undetermined).
 //!
 //! Without `--wait` a DELETE the server accepted is "deleted" and exits 0, as
@@ -132,7 +133,8 @@ pub struct Limits {
     #[arg(long)]
     pub(crate) allow_empty: bool,
     /// Wait until every deleted object is gone (same uid), reporting the finalizers that hold
-    /// those that are not.
+    /// those that are not, and every applied object is ready (kstatus's rules: rolled out,
+    /// complete, bound, established), reporting why those that are not are not (exit 3).
     #[arg(long)]
     pub(crate) wait: bool,
     /// How long `--wait` waits.
@@ -566,6 +568,10 @@ impl Progress for Bar {
     fn step(&self) {
         self.0.inc(1);
     }
+    fn waiting(&self, ready: usize, by_kind: &str) {
+        self.0.set_position(ready as u64);
+        self.0.set_message(format!("{by_kind} ready"));
+    }
 }
 
 impl Drop for Bar {
@@ -630,6 +636,13 @@ pub(crate) fn print_report(report: &Report, format: Format) -> anyhow::Result<()
             for (key, from) in report.adoption.iter().flat_map(adopted) {
                 rows.push(["adopted".to_owned(), key.to_string(), from]);
             }
+            for n in &report.not_ready {
+                rows.push([
+                    "not ready".to_owned(),
+                    n.key.to_string(),
+                    format!("{}: {}", n.status, n.message),
+                ]);
+            }
             for u in &report.undetermined {
                 let where_ = u.namespace.as_deref().unwrap_or("all namespaces");
                 rows.push([
@@ -672,6 +685,9 @@ pub(crate) fn print_report(report: &Report, format: Format) -> anyhow::Result<()
                 report.kept_count(),
                 report.undetermined.len(),
             )?;
+            if !report.not_ready.is_empty() {
+                writeln!(out, "{} not ready", report.not_ready.len())?;
+            }
         }
     }
     out.flush()?;

@@ -37,7 +37,8 @@ pub struct SyncArgs {
 
 #[derive(clap::Subcommand)]
 enum SyncCommand {
-    /// The set's sync record: revision, source, last change, outcome, counts, suspended.
+    /// The set's sync record: revision, source, last change, outcome, counts, suspended,
+    /// health.
     Status(StatusArgs),
     /// Suspend the sync: the loop applies and prunes nothing until resumed.
     Suspend(SetArgs),
@@ -449,6 +450,14 @@ async fn status(a: StatusArgs) -> anyhow::Result<()> {
                 ("OUTCOME", or(rec.outcome.map(Outcome::as_str), "-")),
                 ("COUNTS", rec.counts.to_string()),
                 ("SUSPENDED", rec.suspended.to_string()),
+                (
+                    "HEALTHY",
+                    match (rec.health, rec.health_message.as_deref()) {
+                        (None, _) => "- (not checked: sync with --wait)".to_owned(),
+                        (Some(h), None) => h.as_str().to_owned(),
+                        (Some(h), Some(m)) => format!("{} ({m})", h.as_str()),
+                    },
+                ),
                 ("MESSAGE", or(rec.message.as_deref(), "")),
             ];
             // kubectl's tabwriter: every cell padded to its column's widest, then 3 spaces.

@@ -780,3 +780,66 @@ async fn what_a_sync_says_is_about_its_own_run() {
     assert!(starts.iter().all(|&c| c == starts[0]), "{table}");
     assert!(table.contains("\nLAST CHANGE   "), "{table}");
 }
+
+/// A Job: on a server without the Job controller it never starts, so it is never ready.
+const JOB: &str = "apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox}]
+";
+
+#[tokio::test]
+async fn a_sync_that_waits_records_the_sets_health() {
+    let s = Server::start().await;
+    let set = Set::new(&s, "sync-health").await;
+    let repo = Repo::new();
+    repo.write("a.yaml", &cm("a", "1"));
+    repo.write("job.yaml", JOB);
+    repo.commit("a job that never runs");
+    // Not ready at the deadline: exit 3, unhealthy, and why.
+    set.once(repo.path(), &["--wait", "--timeout", "1s"], 3)
+        .await;
+    let st = set.status().await;
+    assert_eq!(st["health"], "False", "{st}");
+    assert_eq!(st["outcome"], "Incomplete", "{st}");
+    assert_eq!(
+        st["health_message"],
+        format!(
+            "Job.batch {}/migrate is InProgress: Job not started",
+            set.ns
+        ),
+        "{st}"
+    );
+    let table = set.run(&["status"]).await;
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("HEALTHY") && l.contains("False (Job.batch ")),
+        "{table}"
+    );
+
+    repo.remove("job.yaml");
+    repo.commit("no job");
+    set.once(repo.path(), &["--wait", "--timeout", "10s"], 0)
+        .await;
+    let st = set.status().await;
+    assert_eq!(st["health"], "True", "{st}");
+    assert!(st["health_message"].is_null(), "{st}");
+    // Healthy again and unchanged: nothing written.
+    let before = store_revision(&s.client()).await;
+    set.once(repo.path(), &["--wait", "--timeout", "10s"], 0)
+        .await;
+    assert_eq!(
+        store_revision(&s.client()).await,
+        before,
+        "an unchanged, healthy re-sync wrote"
+    );
+    // A run that does not wait does not judge health: the record drops it.
+    set.once(repo.path(), &[], 0).await;
+    assert!(set.status().await["health"].is_null());
+}

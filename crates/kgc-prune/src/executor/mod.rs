@@ -12,9 +12,10 @@ mod apply;
 mod client;
 mod drift;
 mod prune;
+mod wait;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use serde_json::Value;
@@ -35,6 +36,7 @@ pub use apply::contains;
 pub use client::{ApiServer, ServerCatalog};
 pub use drift::check_drift;
 pub use prune::{DeleteOutcome, delete_parent, prepare_delete};
+pub use wait::NotReady;
 
 use apply::{as_stored, wait_ready, write_parent};
 use prune::prune;
@@ -273,6 +275,9 @@ pub trait Progress: Sync {
     fn phase(&self, name: &str, total: usize);
     /// One step done.
     fn step(&self);
+    /// While waiting for readiness: how many objects are ready, and `Deployment 3/4, Job
+    /// 1/1` (ready of each kind).
+    fn waiting(&self, _ready: usize, _by_kind: &str) {}
 }
 /// No progress output.
 pub struct Quiet;
@@ -296,6 +301,10 @@ pub struct Report {
     /// What `--adopt` took over (the pruned ones are in `deleted`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adoption: Option<Adoption>,
+    /// With `--wait`: applied objects that were not ready (kstatus Current) at the deadline,
+    /// or Failed before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_ready: Vec<NotReady>,
 }
 impl Report {
     /// Whether anything was (or, in a dry run, would be) written.
@@ -334,9 +343,10 @@ impl Report {
     }
 
     /// Whether something was left undecided or unfinished (undetermined kinds, deletes held by
-    /// finalizers; see `Execution::wait`).
+    /// finalizers, applied objects not ready; see `Execution::wait`).
     pub fn incomplete(&self) -> bool {
         !self.undetermined.is_empty()
+            || !self.not_ready.is_empty()
             || self
                 .deleted
                 .iter()
@@ -350,16 +360,42 @@ pub struct Execution {
     pub apply: bool,
     pub prune: bool,
     pub dry_run: bool,
-    /// Wait until deleted objects are gone, up to this long. Without it an accepted DELETE is
-    /// `Deleted`, as `kubectl delete --wait=false` counts it: whether finalizers hold the
-    /// object is only known by waiting.
+    /// Wait until deleted objects are gone and applied ones ready, up to this long from the
+    /// start of the run. Without it an accepted DELETE is `Deleted`, as `kubectl delete
+    /// --wait=false` counts it: whether finalizers hold the object is only known by waiting.
     pub wait: Option<Duration>,
     /// Deletes carry the listed resourceVersion as a precondition too (`--plan`).
     pub exact: bool,
 }
 
-/// Applies and prunes a prepared run.
+/// Applies and prunes a prepared run; with `how.wait`, then waits until what it applied
+/// (changed or not: an unchanged Deployment may still be rolling out) is ready.
 pub async fn execute(
+    cluster: &ApiServer,
+    prepared: &Prepared,
+    how: Execution,
+    progress: &dyn Progress,
+) -> Result<Report, Error> {
+    let started = Instant::now();
+    let mut report = apply_and_prune(cluster, prepared, how, progress).await?;
+    if let Some(wait) = how.wait
+        && how.apply
+        && !how.dry_run
+        && report.apply_errors.is_empty()
+    {
+        let applied: HashSet<&ObjectKey> = report.applied.iter().map(|(k, _)| k).collect();
+        let targets: Vec<&Desired> = prepared
+            .changes
+            .iter()
+            .map(|c| &c.desired)
+            .filter(|d| applied.contains(&d.key))
+            .collect();
+        report.not_ready = wait::until_ready(cluster, &targets, started + wait, progress).await;
+    }
+    Ok(report)
+}
+
+async fn apply_and_prune(
     cluster: &ApiServer,
     prepared: &Prepared,
     how: Execution,
