@@ -381,6 +381,9 @@ fn new_state(ctx: &EvalContext) -> State {
             .ext_vars
             .insert(name.as_str().into(), arg);
     }
+    for native in crate::natives::Native::ALL {
+        init.add_native(native.name(), native);
+    }
     let mut builder = State::builder();
     builder
         .import_resolver(Imports {
@@ -675,6 +678,31 @@ spec:
                 &json!("gold"),
                 &json!("shop")
             )
+        );
+    }
+
+    #[test]
+    fn inline_code_imports_from_the_app_root_and_qbecs_natives_parse() {
+        let (_dir, app) = app_with(&[
+            ("config/replicas.libsonnet", "7"),
+            ("config/extra.yaml", "a: 1\n---\n---\n- b\n"),
+            (
+                "components/web.jsonnet",
+                "local docs = std.native('parseYaml')(importstr '../config/extra.yaml');
+                 {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'web'},
+                  data: {n: std.toString(std.extVar('replicas')), docs: std.toString(docs),
+                         json: std.toString(std.native('parseJson')('{\"a\": [1]}'))}}",
+            ),
+        ]);
+        let dev = render(
+            &app,
+            "dev",
+            &[(Flag::ExtCode, "replicas=import 'config/replicas.libsonnet'")],
+        )
+        .unwrap();
+        assert_eq!(
+            dev[0].object["data"],
+            json!({"n": "7", "docs": "[{\"a\": 1}, [\"b\"]]", "json": "{\"a\": [1]}"})
         );
     }
 

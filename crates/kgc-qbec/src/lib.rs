@@ -10,6 +10,7 @@
 
 mod app;
 mod eval;
+mod natives;
 mod vars;
 mod walk;
 
