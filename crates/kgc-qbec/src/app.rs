@@ -181,6 +181,12 @@ impl App {
     /// Loads `dir/qbec.yaml`, its env files and its components, checking what qbec checks
     /// when it loads an app.
     pub fn load(dir: &Path) -> Result<App, Error> {
+        // Absolute and canonical, as the files jsonnet imports are: messages show paths
+        // relative to it.
+        let dir = &dir.canonicalize().map_err(|source| Error::Io {
+            path: dir.to_owned(),
+            source,
+        })?;
         let file = dir.join(FILE_NAME);
         let text = std::fs::read_to_string(&file).map_err(|source| Error::Io {
             path: file.clone(),

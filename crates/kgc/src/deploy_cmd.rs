@@ -92,6 +92,8 @@ pub struct Target {
     pub(crate) force_ownership: bool,
     #[command(flatten)]
     pub(crate) rate_limit: crate::rate_limit::Flags,
+    #[command(flatten)]
+    pub(crate) qbec: crate::qbec_app::Flags,
 }
 
 /// Safety limits on deletion.
@@ -262,6 +264,8 @@ pub(crate) struct Resolved {
     pub(crate) throttle: kgc_client::throttle::Throttle,
     /// `kgc sync`'s source from the project file (the environment's over the top's).
     pub(crate) sync: SyncSource,
+    /// A qbec app's environment, rendered instead of reading `inputs`.
+    pub(crate) qbec: Option<crate::qbec_app::Source>,
 }
 
 pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
@@ -292,6 +296,33 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
                 project_path = None;
             }
             _ => eprintln!("kgc: using the project file {}", p.display()),
+        }
+    }
+    // A qbec app stands in for the project file (qbec_app.rs).
+    let has_paths = !t.paths.is_empty() || !t.filenames.is_empty();
+    let qbec = crate::qbec_app::load(
+        &t.qbec,
+        t.project.is_some(),
+        project_path.is_some(),
+        has_paths,
+    )?;
+    if let Some(q) = &qbec {
+        project = Project {
+            app: Some(q.app.name().to_owned()),
+            ..Project::default()
+        };
+        project_path = Some(q.app.file().to_owned());
+        let envs = q.environments(
+            t.env.as_deref(),
+            t.tag.as_deref(),
+            t.kubeconfig.as_deref(),
+            t.context.is_some(),
+        )?;
+        for (name, context, namespace) in envs {
+            let namespace = Some(namespace);
+            let sync = SyncSource::default();
+            let env = Environment { context, namespace, sync };
+            project.environments.insert(name, env);
         }
     }
     let app = t
@@ -353,7 +384,8 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
     if inputs.iter().filter(|i| **i == Input::Stdin).count() > 1 {
         anyhow::bail!("-f -: standard input can be read once");
     }
-    if inputs.is_empty() && need_paths {
+    let qbec = qbec.map(|q| q.into_source(&env_name, t.tag.as_deref()));
+    if inputs.is_empty() && need_paths && qbec.is_none() {
         let dir = project
             .components
             .clone()
@@ -389,6 +421,7 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
         force_ownership: t.force_ownership,
         throttle: t.rate_limit.throttle(crate::rate_limit::DEPLOY),
         sync: env.sync.over(&project.sync),
+        qbec,
     })
 }
 
@@ -425,6 +458,9 @@ pub(crate) fn options(r: &Resolved, l: &Limits) -> Options {
 /// The one reader of a target's sources: what `kgc build` prints is what `kgc apply`, `diff`,
 /// `prune`, `plan` and `delete` read, from the same arguments.
 pub(crate) fn read_sources(r: &Resolved) -> anyhow::Result<Vec<SourceObject>> {
+    if let Some(q) = &r.qbec {
+        return q.render();
+    }
     Ok(source::load(&r.inputs)?)
 }
 
