@@ -93,7 +93,7 @@ pub struct Target {
     #[command(flatten)]
     pub(crate) rate_limit: crate::rate_limit::Flags,
     #[command(flatten)]
-    pub(crate) qbec: crate::qbec_app::Flags,
+    pub(crate) qbec: crate::qbec_app::QbecFlags,
 }
 
 /// Safety limits on deletion.
@@ -321,7 +321,11 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
         for (name, context, namespace) in envs {
             let namespace = Some(namespace);
             let sync = SyncSource::default();
-            let env = Environment { context, namespace, sync };
+            let env = Environment {
+                context,
+                namespace,
+                sync,
+            };
             project.environments.insert(name, env);
         }
     }
