@@ -77,7 +77,7 @@ async fn apply(s: &Server, cwd: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
-/// The ConfigMaps' names in a namespace, without the ones the server makes.
+/// The ConfigMaps' names in a namespace, without the server's and the set's parent.
 async fn config_maps(s: &Server, ns: &str) -> Vec<String> {
     let out = s
         .kubectl_ok(&["get", "configmaps", "-n", ns, "-o", "name"])
@@ -85,7 +85,7 @@ async fn config_maps(s: &Server, ns: &str) -> Vec<String> {
     let mut v: Vec<String> = out
         .lines()
         .filter_map(|l| l.strip_prefix("configmap/"))
-        .filter(|n| *n != "kube-root-ca.crt")
+        .filter(|n| *n != "kube-root-ca.crt" && !n.starts_with("kgc-"))
         .map(str::to_owned)
         .collect();
     v.sort();
