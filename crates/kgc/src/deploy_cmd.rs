@@ -97,6 +97,8 @@ pub struct Target {
     pub(crate) adopt: AdoptFlags,
     #[command(flatten)]
     pub(crate) rate_limit: crate::rate_limit::Flags,
+    #[command(flatten)]
+    pub(crate) qbec: crate::qbec_app::QbecFlags,
 }
 
 /// Moving in from another deploy tool (crate `kgc-prune`, module `adopt`).
@@ -293,6 +295,8 @@ pub(crate) struct Resolved {
     pub(crate) throttle: kgc_client::throttle::Throttle,
     /// `kgc sync`'s source from the project file (the environment's over the top's).
     pub(crate) sync: SyncSource,
+    /// A qbec app's environment, rendered instead of reading `inputs`.
+    pub(crate) qbec: Option<crate::qbec_app::Source>,
 }
 
 /// The project file (`--project`, else `./kgc.yaml` when it exists) and its path.
@@ -371,7 +375,38 @@ fn inputs(
 }
 
 pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> {
-    let (project_path, project) = load_project(t)?;
+    let (mut project_path, mut project) = load_project(t)?;
+    // A qbec app stands in for the project file (qbec_app.rs).
+    let has_paths = !t.paths.is_empty() || !t.filenames.is_empty();
+    let qbec = crate::qbec_app::load(
+        &t.qbec,
+        t.project.is_some(),
+        project_path.is_some(),
+        has_paths,
+    )?;
+    if let Some(q) = &qbec {
+        project = Project {
+            app: Some(q.app.name().to_owned()),
+            ..Project::default()
+        };
+        project_path = Some(q.app.file().to_owned());
+        let envs = q.environments(
+            t.env.as_deref(),
+            t.tag.as_deref(),
+            t.kubeconfig.as_deref(),
+            t.context.is_some(),
+        )?;
+        for (name, context, namespace) in envs {
+            let namespace = Some(namespace);
+            let sync = SyncSource::default();
+            let env = Environment {
+                context,
+                namespace,
+                sync,
+            };
+            project.environments.insert(name, env);
+        }
+    }
     let app = t
         .app
         .clone()
@@ -413,7 +448,8 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
         .cloned()
         .unwrap_or_default();
     let identity = Identity::new(&app, &env_name, t.tag.as_deref())?;
-    let inputs = inputs(t, &project, project_path.as_deref(), need_paths)?;
+    let qbec = qbec.map(|q| q.into_source(&env_name, t.tag.as_deref()));
+    let inputs = inputs(t, &project, project_path.as_deref(), need_paths && qbec.is_none())?;
     let context_origin = match (&t.context, &env.context, &project_path) {
         (None, Some(_), Some(p)) => Some(format!("{} (environment {env_name})", p.display())),
         _ => None,
@@ -437,6 +473,7 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
         adopt: t.adopt.adopt(),
         throttle: t.rate_limit.throttle(crate::rate_limit::DEPLOY),
         sync: env.sync.over(&project.sync),
+        qbec,
     })
 }
 
@@ -474,6 +511,9 @@ pub(crate) fn options(r: &Resolved, l: &Limits) -> Options {
 /// The one reader of a target's sources: what `kgc build` prints is what `kgc apply`, `diff`,
 /// `prune`, `plan` and `delete` read, from the same arguments.
 pub(crate) fn read_sources(r: &Resolved) -> anyhow::Result<Vec<SourceObject>> {
+    if let Some(q) = &r.qbec {
+        return q.render();
+    }
     Ok(source::load(&r.inputs)?)
 }
 

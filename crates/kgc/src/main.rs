@@ -15,6 +15,7 @@ mod lifecycle;
 mod node_cmd;
 mod node_stop_cmd;
 mod nodes;
+mod qbec_app;
 mod rate_limit;
 mod secure;
 mod serve;
