@@ -150,7 +150,7 @@ pub fn validate_field_manager(query: &Query, options: &str) -> Result<(), Status
     errors.extend(
         manager
             .char_indices()
-            .filter(|(_, c)| !printable(*c))
+            .filter(|(_, c)| !kgc_meta::gojson::is_go_printable(*c))
             .map(|(i, c)| {
                 FieldError::invalid(
                     "fieldManager",
@@ -163,17 +163,6 @@ pub fn validate_field_manager(query: &Query, options: &str) -> Result<(), Status
         true => Ok(()),
         false => Err(Status::invalid("meta.k8s.io", options, "", &errors)),
     }
-}
-
-/// Go's `unicode.IsPrint` as far as the standard library can tell it: no control or format
-/// character, no private use, no space but U+0020.
-fn printable(c: char) -> bool {
-    let format = matches!(c, '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}'
-        | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206f}' | '\u{feff}'
-        | '\u{fff9}'..='\u{fffb}');
-    let private = matches!(c, '\u{e000}'..='\u{f8ff}' | '\u{f0000}'..='\u{10ffff}');
-    !(c.is_control() || (c.is_whitespace() && c != ' ') || format || private)
 }
 
 /// An apply conflict or invalid configuration as the Status kube-apiserver answers.
@@ -224,7 +213,7 @@ mod tests {
     fn field_managers_are_short_and_printable() {
         let check = |m: &str| {
             let q = format!("fieldManager={}", urlencoding(m));
-            validate_field_manager(&Query::parse(Some(&q)), "CreateOptions")
+            validate_field_manager(&Query::parse(Some(q.as_str())), "CreateOptions")
                 .map_err(|s| s.message)
         };
         assert_eq!(check("kubectl-client-side-apply"), Ok(()));
@@ -232,15 +221,19 @@ mod tests {
         assert_eq!(check("héllo wörld"), Ok(()));
         assert_eq!(
             check(&"m".repeat(129)),
-            Err("CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be \
+            Err(
+                "CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be \
                  more than 128 bytes"
-                .to_owned())
+                    .to_owned()
+            )
         );
         assert_eq!(
             check("a\u{1}b"),
-            Err("CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \
+            Err(
+                "CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \
                  \"a\\x01b\": invalid character U+0001 (at position 1)"
-                .to_owned())
+                    .to_owned()
+            )
         );
         assert!(check("tab\there").is_err());
         assert!(check("zero\u{200b}width").is_err());

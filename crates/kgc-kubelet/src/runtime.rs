@@ -527,7 +527,11 @@ mod tests {
             restart: RestartPolicy::Always,
             stop_after: Duration::ZERO,
         };
-        p.stop = Some(Stop::after_sigterm(at(0), Duration::from_secs(3600), at(30)));
+        p.stop = Some(Stop::after_sigterm(
+            at(0),
+            Duration::from_secs(3600),
+            at(30),
+        ));
         let (_, next) = p.advance(&forever, &Settings::default(), at(10));
         assert_eq!(next, Some(at(30)));
         assert!(!p.terminal);
@@ -545,10 +549,34 @@ mod tests {
             Stop::after_sigterm(at(10), Duration::from_secs(stop_after), at(10 + grace))
         };
         // At once by default, in the time the annotation says, killed when grace ends first.
-        assert_eq!(sigterm(0, 30), Stop { at: at(10), code: STOPPED });
-        assert_eq!(sigterm(20, 30), Stop { at: at(30), code: STOPPED });
-        assert_eq!(sigterm(3600, 30), Stop { at: at(40), code: KILLED });
-        assert_eq!(sigterm(0, 0), Stop { at: at(10), code: STOPPED });
+        assert_eq!(
+            sigterm(0, 30),
+            Stop {
+                at: at(10),
+                code: STOPPED
+            }
+        );
+        assert_eq!(
+            sigterm(20, 30),
+            Stop {
+                at: at(30),
+                code: STOPPED
+            }
+        );
+        assert_eq!(
+            sigterm(3600, 30),
+            Stop {
+                at: at(40),
+                code: KILLED
+            }
+        );
+        assert_eq!(
+            sigterm(0, 0),
+            Stop {
+                at: at(10),
+                code: STOPPED
+            }
+        );
         let mut p = pod(&[("app", false)]);
         let forever = Behaviour {
             run_for: None,

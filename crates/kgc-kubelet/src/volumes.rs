@@ -59,18 +59,16 @@ pub fn needed(spec: &PodSpec) -> Vec<(String, Needed)> {
 
 /// The volumes of a pod in `namespace` whose object `exists` says is missing, each with the
 /// message a kubelet's `FailedMount` event carries.
-pub fn missing(
-    spec: &PodSpec,
-    namespace: &str,
-    exists: impl Fn(&Needed) -> bool,
-) -> Vec<Missing> {
+pub fn missing(spec: &PodSpec, namespace: &str, exists: impl Fn(&Needed) -> bool) -> Vec<Missing> {
     needed(spec)
         .into_iter()
         .filter(|(_, n)| !exists(n))
         .map(|(volume, needed)| {
             let message = match &needed {
                 Needed::Secret(s) => {
-                    format!("MountVolume.SetUp failed for volume {volume:?} : secret {s:?} not found")
+                    format!(
+                        "MountVolume.SetUp failed for volume {volume:?} : secret {s:?} not found"
+                    )
                 }
                 Needed::ConfigMap(c) => format!(
                     "MountVolume.SetUp failed for volume {volume:?} : configmap {c:?} not found"
@@ -94,8 +92,7 @@ mod tests {
     use super::*;
 
     fn spec(volumes: serde_json::Value) -> PodSpec {
-        serde_json::from_value(json!({"containers": [{"name": "c"}], "volumes": volumes}))
-            .unwrap()
+        serde_json::from_value(json!({"containers": [{"name": "c"}], "volumes": volumes})).unwrap()
     }
 
     #[test]

@@ -471,7 +471,7 @@ mod tests {
         let selected = ListOptions {
             namespace: Some("ns".into()),
             limit: Some(2),
-            labels: kgc_meta::selector::LabelSelector::parse("!missing").unwrap(),
+            labels: kgc_meta::LabelSelector::parse("!missing").unwrap(),
             ..ListOptions::default()
         };
         let page = store.list(&gr, &selected).unwrap();

@@ -1083,7 +1083,13 @@ async fn field_managers_must_be_short_and_printable() {
             "CreateOptions",
             json!({"metadata": {"name": "managed"}}).to_string(),
         ),
-        ("PUT", f.keep_path(), "application/json", "UpdateOptions", f.keep.to_string()),
+        (
+            "PUT",
+            f.keep_path(),
+            "application/json",
+            "UpdateOptions",
+            f.keep.to_string(),
+        ),
         (
             "PATCH",
             f.keep_path(),
@@ -1102,9 +1108,8 @@ async fn field_managers_must_be_short_and_printable() {
         ),
     ];
     for (method, path, media, options, body) in &cases {
-        let r = f
-            .s
-            .raw(
+        let r =
+            f.s.raw(
                 method,
                 &format!("{path}?fieldManager={long}"),
                 Some(media),
@@ -1121,9 +1126,8 @@ async fn field_managers_must_be_short_and_printable() {
                  than 128 bytes"
             )
         );
-        let r = f
-            .s
-            .raw(
+        let r =
+            f.s.raw(
                 method,
                 &format!("{path}?fieldManager=a%01b"),
                 Some(media),
@@ -1142,9 +1146,8 @@ async fn field_managers_must_be_short_and_printable() {
             .await;
     }
     f.absent("managed").await;
-    let r = f
-        .s
-        .raw(
+    let r =
+        f.s.raw(
             "POST",
             &format!("{}?fieldManager={}", f.cms(), "m".repeat(128)),
             Some("application/json"),
@@ -1198,7 +1201,10 @@ async fn oversized_bodies_are_answered_413_whatever_their_size() {
             let mut text = Vec::new();
             let read = rd.read_to_end(&mut text).await;
             let text = String::from_utf8_lossy(&text);
-            assert!(read.is_ok(), "{mib} MiB (chunked: {chunked}): {read:?}: {text}");
+            assert!(
+                read.is_ok(),
+                "{mib} MiB (chunked: {chunked}): {read:?}: {text}"
+            );
             assert!(
                 text.starts_with("HTTP/1.1 413"),
                 "{mib} MiB (chunked: {chunked}): {text}"

@@ -320,9 +320,12 @@ async fn deleted_pods_stop_at_once_unless_told_to_stop_slowly() {
     let ns = fresh_namespace(&client, "kubelet").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let slow = json!({"metadata": {"annotations": {"kgc.io/stop-after": "2s"}}});
-    pods.create(&PostParams::default(), &pod("prompt", "sim-stop", json!({})))
-        .await
-        .unwrap();
+    pods.create(
+        &PostParams::default(),
+        &pod("prompt", "sim-stop", json!({})),
+    )
+    .await
+    .unwrap();
     pods.create(&PostParams::default(), &pod("slow", "sim-stop", slow))
         .await
         .unwrap();
@@ -330,10 +333,14 @@ async fn deleted_pods_stop_at_once_unless_told_to_stop_slowly() {
         wait_pod(&pods, name, "Running", |p| phase(p) == "Running").await;
     }
     let deleted = Instant::now();
-    pods.delete("prompt", &DeleteParams::default()).await.unwrap();
-    eventually("the pod is deleted at once", Duration::from_secs(5), || async {
-        pods.get_opt("prompt").await.unwrap().is_none()
-    })
+    pods.delete("prompt", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "the pod is deleted at once",
+        Duration::from_secs(5),
+        || async { pods.get_opt("prompt").await.unwrap().is_none() },
+    )
     .await;
     assert!(
         deleted.elapsed() < Duration::from_secs(1),
@@ -389,9 +396,9 @@ async fn pods_wait_for_the_objects_their_volumes_mount() {
                 e.reason.as_deref() == Some("FailedMount") && e.message.as_deref() == Some(m)
             })
         };
-        said("MountVolume.SetUp failed for volume "creds" : secret "db" not found")
+        said("MountVolume.SetUp failed for volume \"creds\" : secret \"db\" not found")
             && said(
-                "MountVolume.SetUp failed for volume "conf" : configmap "settings" not found",
+                "MountVolume.SetUp failed for volume \"conf\" : configmap \"settings\" not found",
             )
     })
     .await;

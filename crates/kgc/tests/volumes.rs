@@ -632,12 +632,16 @@ async fn a_selected_node_that_names_no_node_gets_no_volume() {
         .await
         .expect("selecting a node");
     let refused = "failed to get target node: node \"no-such-node\" not found";
-    eventually("a ProvisioningFailed event naming the node", DEADLINE, || async {
-        events_of(&c, &ns, "orphan").await.iter().any(|e| {
-            e.reason.as_deref() == Some("ProvisioningFailed")
-                && e.message.as_deref() == Some(refused)
-        })
-    })
+    eventually(
+        "a ProvisioningFailed event naming the node",
+        DEADLINE,
+        || async {
+            events_of(&c, &ns, "orphan").await.iter().any(|e| {
+                e.reason.as_deref() == Some("ProvisioningFailed")
+                    && e.message.as_deref() == Some(refused)
+            })
+        },
+    )
     .await;
     let name = format!("pvc-{}", pvc.metadata.uid.unwrap());
     consistently("no volume", Duration::from_secs(1), || async {

@@ -44,9 +44,6 @@ pub(super) async fn get(
             true,
             api.store.clock().now(),
         );
-        if let Some(n) = page.remaining_item_count {
-            t["metadata"]["remainingItemCount"] = Value::from(n);
-        }
         return Ok(body::json(StatusCode::OK, &t));
     }
     Ok(object(info, req, StatusCode::OK, &o))
