@@ -13,7 +13,7 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, header};
 use kgc_managedfields::{DefaultSchema, FieldSet, ListType, PathElement, Schema};
 use kgc_meta::status::Cause;
-use kgc_meta::{ResourceInfo, Status};
+use kgc_meta::{FieldError, ResourceInfo, Status};
 use kgc_patch::strategic::{self, Strategy};
 use serde_json::Value;
 
@@ -128,6 +128,43 @@ pub fn field_manager(query: &Query, headers: &HeaderMap) -> String {
         .to_owned()
 }
 
+/// `FieldManagerMaxLength`: the longest `fieldManager` a write may name, in bytes.
+const FIELD_MANAGER_MAX_LENGTH: usize = 128;
+
+/// The `fieldManager` of a create, update or patch, checked as kube-apiserver checks its
+/// options before it reads the body (`apimachinery pkg/apis/meta/v1/validation/validation.go`
+/// `ValidateFieldManager`): at most 128 bytes, printable characters only. `options` names the
+/// options kind of the 422 (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+pub fn validate_field_manager(query: &Query, options: &str) -> Result<(), Status> {
+    let Some(manager) = query.get("fieldManager") else {
+        return Ok(());
+    };
+    let mut errors = Vec::new();
+    if manager.len() > FIELD_MANAGER_MAX_LENGTH {
+        errors.push(FieldError::too_long(
+            "fieldManager",
+            manager,
+            FIELD_MANAGER_MAX_LENGTH,
+        ));
+    }
+    errors.extend(
+        manager
+            .char_indices()
+            .filter(|(_, c)| !kgc_meta::gojson::is_go_printable(*c))
+            .map(|(i, c)| {
+                FieldError::invalid(
+                    "fieldManager",
+                    manager,
+                    format!("invalid character U+{:04X} (at position {i})", u32::from(c)),
+                )
+            }),
+    );
+    match errors.is_empty() {
+        true => Ok(()),
+        false => Err(Status::invalid("meta.k8s.io", options, "", &errors)),
+    }
+}
+
 /// An apply conflict or invalid configuration as the Status kube-apiserver answers.
 pub fn status(err: kgc_managedfields::Error, info: &ResourceInfo, name: &str) -> Status {
     match err {
@@ -170,6 +207,49 @@ mod tests {
             s.list_type(&["spec", "template", "spec", "containers", "args"]),
             ListType::Atomic
         );
+    }
+
+    #[test]
+    fn field_managers_are_short_and_printable() {
+        let check = |m: &str| {
+            let q = format!("fieldManager={}", urlencoding(m));
+            validate_field_manager(&Query::parse(Some(q.as_str())), "CreateOptions")
+                .map_err(|s| s.message)
+        };
+        assert_eq!(check("kubectl-client-side-apply"), Ok(()));
+        assert_eq!(check(&"m".repeat(128)), Ok(()));
+        assert_eq!(check("héllo wörld"), Ok(()));
+        assert_eq!(
+            check(&"m".repeat(129)),
+            Err(
+                "CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be \
+                 more than 128 bytes"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            check("a\u{1}b"),
+            Err(
+                "CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \
+                 \"a\\x01b\": invalid character U+0001 (at position 1)"
+                    .to_owned()
+            )
+        );
+        assert!(check("tab\there").is_err());
+        assert!(check("zero\u{200b}width").is_err());
+        assert!(validate_field_manager(&Query::parse(None), "PatchOptions").is_ok());
+    }
+
+    /// Percent-encodes every byte outside the unreserved set.
+    fn urlencoding(s: &str) -> String {
+        s.bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                    char::from(b).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect()
     }
 
     #[test]

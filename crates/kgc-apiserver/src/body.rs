@@ -22,12 +22,55 @@ pub fn media_type(headers: &HeaderMap) -> String {
         .to_ascii_lowercase()
 }
 
-/// Reads a body up to [`MAX_BODY`]; larger bodies are a 413, as upstream answers them.
+/// Reads a body up to [`MAX_BODY`]; a larger body is a 413, as upstream answers it
+/// (`apiserver pkg/endpoints/handlers/rest.go` `limitedReadBody`): refused before a byte is
+/// read when its `Content-Length` says so, else once the limit is passed. Either way the rest
+/// is read and dropped in the background (see [`drain`]), so that a client still sending
+/// receives the 413 instead of a reset connection, and the connection stays usable.
 pub async fn read(body: Body) -> Result<Bytes, Status> {
-    axum::body::to_bytes(body, MAX_BODY)
-        .await
-        .map_err(|_| Status::too_large(MAX_BODY))
+    use futures::StreamExt;
+    if axum::body::HttpBody::size_hint(&body).lower() > MAX_BODY as u64 {
+        drain(body.into_data_stream());
+        return Err(Status::too_large(MAX_BODY));
+    }
+    let mut stream = body.into_data_stream();
+    let mut buf = bytes::BytesMut::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            Status::bad_request(format!("the body of the request could not be read: {e}"))
+        })?;
+        if buf.len() + chunk.len() > MAX_BODY {
+            drain(stream);
+            return Err(Status::too_large(MAX_BODY));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(buf.freeze())
 }
+
+/// Reads and drops the rest of a refused body, in the background and bounded (at most
+/// [`DRAIN_MAX`] bytes for at most [`DRAIN_FOR`]): the connection is then closed with nothing
+/// left unread in the server's buffers, and the kernel does not reset it under the 413 the
+/// client has yet to read (Go's server does the same by lingering, `closeWriteAndWait`).
+fn drain(mut stream: axum::body::BodyDataStream) {
+    use futures::StreamExt;
+    tokio::spawn(async move {
+        let mut left = DRAIN_MAX;
+        let reading = async {
+            while let Some(Ok(chunk)) = stream.next().await {
+                left = left.saturating_sub(chunk.len() as u64);
+                if left == 0 {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_FOR, reading).await;
+    });
+}
+
+/// How much of a refused body is still read, and for how long.
+const DRAIN_MAX: u64 = 1 << 30;
+const DRAIN_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Reads and drops the body of a request refused before it was read (401, 403, 429), up to
 /// 256 KiB and for at most a second, as Go's HTTP server does for a handler that left its body

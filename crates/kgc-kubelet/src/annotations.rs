@@ -10,6 +10,10 @@ use kgc_meta::quantity::Quantity;
 pub const RUN_FOR: &str = "kgc.io/run-for";
 /// The exit code a container that finishes exits with (default 0).
 pub const EXIT_CODE: &str = "kgc.io/exit-code";
+/// How long each container takes to stop once sent SIGTERM (Go duration syntax; default 0:
+/// it stops at once, as nginx and most images do). The pod's grace period caps it: a container
+/// still running when the grace period ends is killed (SIGKILL).
+pub const STOP_AFTER: &str = "kgc.io/stop-after";
 /// The size of the pod's images when the node pulls them (a Quantity, e.g. `250Mi`).
 pub const IMAGE_SIZE: &str = "kgc.io/image-size";
 
@@ -18,6 +22,7 @@ pub const IMAGE_SIZE: &str = "kgc.io/image-size";
 pub struct Directives {
     pub run_for: Option<Duration>,
     pub exit_code: Option<i32>,
+    pub stop_after: Option<Duration>,
     pub image_size: Option<u64>,
     /// One message per malformed annotation, naming it.
     pub problems: Vec<String>,
@@ -29,15 +34,8 @@ pub fn read(annotations: Option<&BTreeMap<String, String>>) -> Directives {
     let Some(a) = annotations else {
         return d;
     };
-    if let Some(v) = a.get(RUN_FOR) {
-        match kgc_validation::parse_go_duration(v) {
-            Ok(ns) if ns >= 0 => d.run_for = Some(Duration::from_nanos(ns.unsigned_abs())),
-            Ok(_) => d
-                .problems
-                .push(bad(RUN_FOR, v, "a duration cannot be negative")),
-            Err(e) => d.problems.push(bad(RUN_FOR, v, &e)),
-        }
-    }
+    d.run_for = duration(a, RUN_FOR, &mut d.problems);
+    d.stop_after = duration(a, STOP_AFTER, &mut d.problems);
     if let Some(v) = a.get(EXIT_CODE) {
         match v.trim().parse::<i32>() {
             Ok(n) if (0..=255).contains(&n) => d.exit_code = Some(n),
@@ -60,6 +58,26 @@ pub fn read(annotations: Option<&BTreeMap<String, String>>) -> Directives {
     d
 }
 
+/// A non-negative Go duration annotation, if present and well formed.
+fn duration(
+    a: &BTreeMap<String, String>,
+    annotation: &str,
+    problems: &mut Vec<String>,
+) -> Option<Duration> {
+    let v = a.get(annotation)?;
+    match kgc_validation::parse_go_duration(v) {
+        Ok(ns) if ns >= 0 => Some(Duration::from_nanos(ns.unsigned_abs())),
+        Ok(_) => {
+            problems.push(bad(annotation, v, "a duration cannot be negative"));
+            None
+        }
+        Err(e) => {
+            problems.push(bad(annotation, v, &e));
+            None
+        }
+    }
+}
+
 fn bad(annotation: &str, value: &str, why: &str) -> String {
     format!(
         "annotation {annotation}: {value:?} is not valid ({why}); the pod runs as if it were absent"
@@ -80,8 +98,14 @@ mod tests {
 
     #[test]
     fn well_formed_annotations_are_read() {
-        let d = of(&[(RUN_FOR, "1m30s"), (EXIT_CODE, "3"), (IMAGE_SIZE, "100Mi")]);
+        let d = of(&[
+            (RUN_FOR, "1m30s"),
+            (EXIT_CODE, "3"),
+            (IMAGE_SIZE, "100Mi"),
+            (STOP_AFTER, "20s"),
+        ]);
         assert_eq!(d.run_for, Some(Duration::from_secs(90)));
+        assert_eq!(d.stop_after, Some(Duration::from_secs(20)));
         assert_eq!(d.exit_code, Some(3));
         assert_eq!(d.image_size, Some(100 << 20));
         assert!(d.problems.is_empty());
@@ -101,5 +125,8 @@ mod tests {
         assert!(d.problems[1].contains(EXIT_CODE));
         assert!(d.problems[2].contains(IMAGE_SIZE));
         assert_eq!(of(&[(RUN_FOR, "-5s")]).problems.len(), 1);
+        let slow = of(&[(STOP_AFTER, "later")]);
+        assert_eq!(slow.stop_after, None);
+        assert!(slow.problems[0].contains(STOP_AFTER), "{slow:?}");
     }
 }

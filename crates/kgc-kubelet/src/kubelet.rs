@@ -36,8 +36,9 @@ use crate::image::resolve;
 use crate::ipam::Range;
 use crate::metrics::Metrics;
 use crate::node::NodeRuntime;
-use crate::runtime::{Behaviour, PodRuntime, RestartPolicy, Settings, Spec, State};
+use crate::runtime::{Behaviour, PodRuntime, RestartPolicy, Settings, Spec, State, Stop};
 use crate::status::{self, Placement};
+use crate::volumes::{self, Needed};
 use crate::{Error, SIMULATED, STOPPED};
 
 /// The name `--controllers` knows it by.
@@ -51,6 +52,9 @@ const COMPONENT: &str = "kubelet";
 const MAX_STATUS_IMAGES: usize = 50;
 /// How long a pod whose sandbox could not be created waits before the next try.
 const SANDBOX_RETRY: Duration = Duration::from_secs(10);
+/// How long a pod whose volumes cannot be mounted waits before the next try, besides the try
+/// made when a Secret, ConfigMap or claim of its namespace appears.
+const MOUNT_RETRY: Duration = Duration::from_secs(5);
 /// How long image changes gather before `status.images` is patched.
 const PUBLISH_DELAY: Duration = Duration::from_secs(1);
 
@@ -143,12 +147,43 @@ pub async fn simulated_nodes<C: Cluster>(
     Arc::new(move |name: &str| nodes.read(|m| m.contains_key(&(String::new(), name.to_owned()))))
 }
 
+/// That an object exists: the kubelet only needs to know whether a pod's volume can be mounted.
+#[derive(Clone, Copy, Debug)]
+struct Exists;
+
+impl View for Exists {
+    fn view(_: &Value) -> Option<Self> {
+        Some(Exists)
+    }
+}
+
+/// The Secrets, ConfigMaps and claims the pods' volumes mount.
+struct Mountable {
+    secrets: Cache<Exists>,
+    config_maps: Cache<Exists>,
+    claims: Cache<Exists>,
+}
+
+impl Mountable {
+    fn exists(&self, namespace: &str, needed: &Needed) -> bool {
+        let (cache, name) = match needed {
+            Needed::Secret(n) => (&self.secrets, n),
+            Needed::ConfigMap(n) => (&self.config_maps, n),
+            Needed::Claim(n) => (&self.claims, n),
+        };
+        cache.get(&(namespace.to_owned(), name.clone())).is_some()
+    }
+}
+
 /// What the queue holds.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Work {
     Pod(Key),
     /// A node's simulation changed (started, stopped, new range): its pods are looked at.
     Node(String),
+    /// A Secret, ConfigMap or claim of this namespace changed: its pods not started yet are
+    /// looked at (one may wait for it to mount a volume).
+    Mounts(String),
     /// A node's container GC, then image GC, and its `status.images` patch.
     Containers(String),
     Images(String),
@@ -160,6 +195,7 @@ impl std::fmt::Display for Work {
         match self {
             Work::Pod(k) => write!(f, "pod {}", describe(k)),
             Work::Node(n) => write!(f, "node {n}"),
+            Work::Mounts(ns) => write!(f, "volumes of namespace {ns}"),
             Work::Containers(n) => write!(f, "container GC of {n}"),
             Work::Images(n) => write!(f, "image GC of {n}"),
             Work::Publish(n) => write!(f, "images of {n}"),
@@ -256,6 +292,8 @@ enum Outcome {
     Nothing,
     /// The sandbox could not be created (no address): reported, tried again later.
     NoSandbox(Note),
+    /// A volume cannot be mounted: the pod waits in `ContainerCreating`, told why.
+    NoMounts(Vec<Note>),
     Run(Box<Step>),
 }
 
@@ -285,6 +323,7 @@ struct Kubelet<C> {
     config: Config,
     pods: Cache<Bound>,
     nodes: Cache<SimNode>,
+    mountable: Mountable,
     table: Arc<Mutex<Table>>,
     queue: WorkQueue<Work>,
     metrics: Metrics,
@@ -298,6 +337,27 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, registry: Option<R
     let queue = ctx.queue(NAME);
     let nodes = ctx.informers.cache::<SimNode>(nodes_resource);
     let pods = ctx.informers.cache::<Bound>(pods_resource);
+    let mountable = Mountable {
+        secrets: ctx
+            .informers
+            .cache::<Exists>(ctx.informers.resource("", "secrets").await),
+        config_maps: ctx
+            .informers
+            .cache::<Exists>(ctx.informers.resource("", "configmaps").await),
+        claims: ctx
+            .informers
+            .cache::<Exists>(ctx.informers.resource("", "persistentvolumeclaims").await),
+    };
+    for cache in [
+        &mountable.secrets,
+        &mountable.config_maps,
+        &mountable.claims,
+    ] {
+        let q = queue.clone();
+        cache.on_change(Arc::new(move |key: &Key, _: Option<&Exists>| {
+            q.add(Work::Mounts(key.0.clone()));
+        }));
+    }
     let table = Arc::new(Mutex::new(Table::default()));
     let metrics = match &registry {
         Some(r) => {
@@ -341,6 +401,9 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, registry: Option<R
     }));
     nodes.synced().await;
     pods.synced().await;
+    mountable.secrets.synced().await;
+    mountable.config_maps.synced().await;
+    mountable.claims.synced().await;
     tracing::info!(controller = NAME, "started");
     let kubelet = Arc::new(Kubelet {
         recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
@@ -348,6 +411,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, registry: Option<R
         config,
         pods,
         nodes,
+        mountable,
         table,
         queue: queue.clone(),
         metrics,
@@ -386,6 +450,21 @@ impl<C: Cluster> Kubelet<C> {
                 }
                 Ok(None)
             }
+            Work::Mounts(ns) => {
+                let waiting: Vec<Key> = {
+                    let t = lock(&self.table);
+                    self.pods.read(|m| {
+                        m.keys()
+                            .filter(|k| k.0 == ns && !t.pods.contains_key(*k))
+                            .cloned()
+                            .collect()
+                    })
+                };
+                for k in waiting {
+                    self.queue.add(Work::Pod(k));
+                }
+                Ok(None)
+            }
             Work::Containers(name) => self.collect_containers(&name).await,
             Work::Images(name) => self.collect_images(&name).await,
             Work::Publish(name) => self.publish_images(&name).await.map(|()| None),
@@ -414,6 +493,26 @@ impl<C: Cluster> Kubelet<C> {
             Outcome::NoSandbox(note) => {
                 self.pod_event(&pod, &node_name, &note);
                 return Ok(Some(SANDBOX_RETRY));
+            }
+            Outcome::NoMounts(_) if pod.metadata.deletion_timestamp.is_some() => {
+                // Nothing was started: nothing to stop.
+                self.finish_deletion(key, &pod).await?;
+                return Ok(None);
+            }
+            Outcome::NoMounts(notes) => {
+                for note in &notes {
+                    self.pod_event(&pod, &node_name, note);
+                }
+                let placement = Placement {
+                    host_ip: node.host_ip.clone(),
+                    pod_ip: None,
+                };
+                let qos = crate::qos::class(pod.spec.as_ref().expect("a bound pod has a spec"));
+                let status = status::creating(&pod, &placement, qos, now);
+                if pod.status.as_ref() != Some(&status) {
+                    self.write_status(key, &pod, status).await?;
+                }
+                return Ok(Some(MOUNT_RETRY));
             }
             Outcome::Run(step) => step,
         };
@@ -475,6 +574,20 @@ impl<C: Cluster> Kubelet<C> {
             if matches!(phase, Some("Succeeded" | "Failed")) {
                 return Outcome::Nothing;
             }
+            let missing = volumes::missing(spec, &key.0, |n| self.mountable.exists(&key.0, n));
+            if !missing.is_empty() {
+                return Outcome::NoMounts(
+                    missing
+                        .into_iter()
+                        .map(|m| Note {
+                            warning: true,
+                            reason: "FailedMount",
+                            message: m.message,
+                            field: None,
+                        })
+                        .collect(),
+                );
+            }
             let d = annotations::read(pod.metadata.annotations.as_ref());
             events.extend(d.problems.iter().map(|p| Note {
                 warning: true,
@@ -535,6 +648,7 @@ impl<C: Cluster> Kubelet<C> {
                     .or(job.then_some(self.config.runtime.job_pod_duration)),
                 exit_code: d.exit_code.unwrap_or(0),
                 restart: RestartPolicy::parse(spec.restart_policy.as_deref()),
+                stop_after: d.stop_after.unwrap_or_default(),
             };
             let address = match held {
                 Some(ip) => Some(ip.to_string()),
@@ -557,12 +671,17 @@ impl<C: Cluster> Kubelet<C> {
             return Outcome::Nothing;
         };
         if let Some(ts) = &pod.metadata.deletion_timestamp
-            && entry.rt.kill_at.is_none()
+            && entry.rt.stop.is_none()
             && !entry.rt.terminal
         {
-            // The kubelet stops the containers with the pod's grace period, which the
-            // deletionTimestamp ends (`killPodWithSyncResult`, a Killing event each).
-            entry.rt.kill_at = Some(ts.0);
+            // The kubelet sends SIGTERM now and kills what still runs when the grace period,
+            // which the deletionTimestamp ends, is over (`killPodWithSyncResult`, a Killing
+            // event each); the containers stop on SIGTERM after `kgc.io/stop-after`.
+            entry.rt.stop = Some(Stop::after_sigterm(
+                now.min(ts.0),
+                entry.behaviour.stop_after,
+                ts.0,
+            ));
             for c in entry.rt.containers.iter().filter(|c| !c.init || c.sidecar) {
                 if matches!(c.state, State::Running { .. }) {
                     events.push(Note {

@@ -9,6 +9,7 @@
 //! - [`status`]: the API status from that (`generateAPIPodStatus`, pure);
 //! - [`node`]: a node's images, dead containers and their garbage collection;
 //! - [`kubelet`]: the controller: shared caches, one work queue, status writes;
+//! - [`volumes`]: the Secrets, ConfigMaps and claims a pod needs before it starts;
 //! - [`annotations`], [`image`], [`ipam`], [`qos`]: the small rules.
 #![forbid(unsafe_code)]
 
@@ -21,6 +22,7 @@ pub mod node;
 pub mod qos;
 pub mod runtime;
 pub mod status;
+pub mod volumes;
 
 pub use kubelet::{Config, NAME, run, simulated_nodes};
 

@@ -69,10 +69,43 @@ pub struct Behaviour {
     pub run_for: Option<Duration>,
     pub exit_code: i32,
     pub restart: RestartPolicy,
+    /// How long a container takes to stop on SIGTERM (`kgc.io/stop-after`, default 0).
+    pub stop_after: Duration,
 }
 
 /// The exit code of a container killed at the end of its grace period (SIGKILL).
 pub const KILLED: i32 = 137;
+/// The exit code of a container that stopped on SIGTERM within its grace period, as nginx
+/// and most images do.
+pub const STOPPED: i32 = 0;
+
+/// When a deleted pod's containers stop, and with which exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stop {
+    pub at: Timestamp,
+    pub code: i32,
+}
+
+impl Stop {
+    /// The stop of containers sent SIGTERM at `sigterm` that take `stop_after` to stop, in a
+    /// grace period ending at `deadline`: they exit on their own if that comes first, or are
+    /// killed at the deadline (`killContainer`: SIGTERM, then SIGKILL when the grace period
+    /// ends; upstream `pkg/kubelet/kuberuntime/kuberuntime_container.go`).
+    pub fn after_sigterm(sigterm: Timestamp, stop_after: Duration, deadline: Timestamp) -> Stop {
+        let own = after(sigterm, stop_after);
+        if own <= deadline {
+            Stop {
+                at: own,
+                code: STOPPED,
+            }
+        } else {
+            Stop {
+                at: deadline,
+                code: KILLED,
+            }
+        }
+    }
+}
 
 /// One finished attempt.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,8 +169,8 @@ pub struct PodRuntime {
     pub containers: Vec<Container>,
     /// Every container has stopped and none will start again: the sandbox is gone.
     pub terminal: bool,
-    /// When a deleted pod's grace period ends and its containers are killed.
-    pub kill_at: Option<Timestamp>,
+    /// When a deleted pod's containers stop (on SIGTERM, or killed when its grace period ends).
+    pub stop: Option<Stop>,
 }
 
 fn container_id(uid: &str, name: &str, attempt: u32) -> String {
@@ -221,7 +254,7 @@ impl PodRuntime {
             started: now,
             containers,
             terminal: false,
-            kill_at: None,
+            stop: None,
         }
     }
 
@@ -250,7 +283,7 @@ impl PodRuntime {
                         let Some(end) = b.run_for.map(|d| after(started, d)) else {
                             break;
                         };
-                        if end > now || self.kill_at.is_some_and(|k| k <= end) {
+                        if end > now || self.stop.is_some_and(|k| k.at <= end) {
                             break;
                         }
                         let exit = c.exit(b.exit_code, end);
@@ -276,7 +309,7 @@ impl PodRuntime {
                         }
                     }
                     State::BackOff { until, .. } => {
-                        if until > now || self.kill_at.is_some_and(|k| k <= until) {
+                        if until > now || self.stop.is_some_and(|k| k.at <= until) {
                             break;
                         }
                         restart(c, &uid, until, s, &mut dead);
@@ -284,7 +317,7 @@ impl PodRuntime {
                 }
             }
         }
-        if let Some(k) = self.kill_at.filter(|k| *k <= now) {
+        if let Some(k) = self.stop.filter(|k| k.at <= now) {
             self.kill(k);
         } else if self.regular().all(|c| matches!(c.state, State::Exited(_))) {
             // Nothing will restart: the sidecars are stopped and the sandbox goes.
@@ -304,18 +337,18 @@ impl PodRuntime {
                 State::BackOff { until, .. } => Some(until),
                 _ => None,
             });
-            due.chain(self.kill_at).min()
+            due.chain(self.stop.map(|k| k.at)).min()
         };
         (dead, next)
     }
 
-    /// Stops every container at `at` (the grace period's end): running ones are killed, a
-    /// container in back-off stays exited.
-    fn kill(&mut self, at: Timestamp) {
+    /// Stops every container as `stop` says: running ones exit with its code, a container
+    /// in back-off stays exited.
+    fn kill(&mut self, stop: Stop) {
         for c in &mut self.containers {
             match c.state.clone() {
                 State::Running { .. } => {
-                    let exit = c.exit(KILLED, at);
+                    let exit = c.exit(stop.code, stop.at);
                     c.state = State::Exited(exit);
                 }
                 State::BackOff { .. } => {
@@ -401,6 +434,7 @@ mod tests {
             run_for: Some(Duration::from_secs(run_for)),
             exit_code: code,
             restart,
+            stop_after: Duration::ZERO,
         }
     }
 
@@ -415,6 +449,7 @@ mod tests {
             run_for: None,
             exit_code: 0,
             restart: RestartPolicy::Always,
+            stop_after: Duration::ZERO,
         };
         let (dead, next) = p.advance(&forever, &Settings::default(), at(1000));
         assert!(dead.is_empty() && next.is_none() && !p.terminal);
@@ -490,8 +525,13 @@ mod tests {
             run_for: None,
             exit_code: 0,
             restart: RestartPolicy::Always,
+            stop_after: Duration::ZERO,
         };
-        p.kill_at = Some(at(30));
+        p.stop = Some(Stop::after_sigterm(
+            at(0),
+            Duration::from_secs(3600),
+            at(30),
+        ));
         let (_, next) = p.advance(&forever, &Settings::default(), at(10));
         assert_eq!(next, Some(at(30)));
         assert!(!p.terminal);
@@ -501,6 +541,56 @@ mod tests {
             panic!("exited")
         };
         assert_eq!((e.code, e.finished), (KILLED, at(30)));
+    }
+
+    #[test]
+    fn a_deleted_pod_stops_on_sigterm_within_its_grace_period() {
+        let sigterm = |stop_after: u64, grace: i64| {
+            Stop::after_sigterm(at(10), Duration::from_secs(stop_after), at(10 + grace))
+        };
+        // At once by default, in the time the annotation says, killed when grace ends first.
+        assert_eq!(
+            sigterm(0, 30),
+            Stop {
+                at: at(10),
+                code: STOPPED
+            }
+        );
+        assert_eq!(
+            sigterm(20, 30),
+            Stop {
+                at: at(30),
+                code: STOPPED
+            }
+        );
+        assert_eq!(
+            sigterm(3600, 30),
+            Stop {
+                at: at(40),
+                code: KILLED
+            }
+        );
+        assert_eq!(
+            sigterm(0, 0),
+            Stop {
+                at: at(10),
+                code: STOPPED
+            }
+        );
+        let mut p = pod(&[("app", false)]);
+        let forever = Behaviour {
+            run_for: None,
+            exit_code: 0,
+            restart: RestartPolicy::Always,
+            stop_after: Duration::ZERO,
+        };
+        p.stop = Some(sigterm(0, 30));
+        p.advance(&forever, &Settings::default(), at(10));
+        assert!(p.terminal);
+        let State::Exited(e) = &p.containers[0].state else {
+            panic!("exited")
+        };
+        assert_eq!((e.code, e.finished), (STOPPED, at(10)));
     }
 
     #[test]

@@ -281,8 +281,7 @@ pub fn generate(
     qos: &str,
     now: Timestamp,
 ) -> PodStatus {
-    let old = pod.status.clone().unwrap_or_default();
-    let generation = pod.metadata.generation;
+    let old_phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     let (init, regular): (Vec<&Container>, Vec<&Container>) =
         rt.containers.iter().partition(|c| c.init);
     let statuses: Vec<ContainerStatus> = regular.iter().map(|c| container_status(pod, c)).collect();
@@ -290,13 +289,95 @@ pub fn generate(
         init.iter().map(|c| container_status(pod, c)).collect();
     let mut phase = phase(rt, restart);
     // Pods are not allowed to leave a terminal phase.
-    if let Some(p @ ("Succeeded" | "Failed")) = old.phase.as_deref() {
+    if let Some(p @ ("Succeeded" | "Failed")) = old_phase {
         phase = if p == "Succeeded" {
             "Succeeded"
         } else {
             "Failed"
         };
     }
+    let observed = Observed {
+        statuses,
+        init_statuses,
+        phase,
+        sandbox: !rt.terminal,
+        started: rt.started,
+    };
+    assemble(pod, observed, placement, qos, now)
+}
+
+/// The status of a pod whose containers cannot be created yet (a volume it mounts is missing):
+/// `Pending`, each container waiting `ContainerCreating` (`PodInitializing` when the pod has
+/// init containers), as `convertToAPIContainerStatuses` reports containers the runtime does
+/// not have.
+pub fn creating(pod: &Pod, placement: &Placement, qos: &str, now: Timestamp) -> PodStatus {
+    let spec = pod.spec.clone().unwrap_or_default();
+    let init = spec.init_containers.unwrap_or_default();
+    let reason = if init.is_empty() {
+        "ContainerCreating"
+    } else {
+        "PodInitializing"
+    };
+    let waiting = |c: &k8s_openapi::api::core::v1::Container| ContainerStatus {
+        name: c.name.clone(),
+        image: c.image.clone().unwrap_or_default(),
+        image_id: String::new(),
+        started: Some(false),
+        ready: false,
+        restart_count: 0,
+        state: Some(ContainerState {
+            waiting: Some(ContainerStateWaiting {
+                reason: Some(reason.to_owned()),
+                message: None,
+            }),
+            ..Default::default()
+        }),
+        last_state: Some(ContainerState::default()),
+        ..Default::default()
+    };
+    let observed = Observed {
+        statuses: spec.containers.iter().map(waiting).collect(),
+        init_statuses: init.iter().map(waiting).collect(),
+        phase: "Pending",
+        sandbox: false,
+        started: now,
+    };
+    let placement = Placement {
+        host_ip: placement.host_ip.clone(),
+        pod_ip: None,
+    };
+    assemble(pod, observed, &placement, qos, now)
+}
+
+/// What the kubelet saw of a pod's containers.
+struct Observed {
+    statuses: Vec<ContainerStatus>,
+    init_statuses: Vec<ContainerStatus>,
+    phase: &'static str,
+    /// The sandbox is up (`PodReadyToStartContainers`).
+    sandbox: bool,
+    /// When the kubelet started the pod (`startTime`, kept once set).
+    started: Timestamp,
+}
+
+/// The status from what the kubelet saw, the old status's conditions' transition times and
+/// the conditions the kubelet does not own kept.
+fn assemble(
+    pod: &Pod,
+    observed: Observed,
+    placement: &Placement,
+    qos: &str,
+    now: Timestamp,
+) -> PodStatus {
+    let old = pod.status.clone().unwrap_or_default();
+    let generation = pod.metadata.generation;
+    let Observed {
+        statuses,
+        init_statuses,
+        phase,
+        sandbox,
+        started,
+    } = observed;
     let kept: Vec<PodCondition> = old
         .conditions
         .iter()
@@ -305,7 +386,7 @@ pub fn generate(
         .cloned()
         .collect();
     let mut conditions = kept.clone();
-    for mut c in kubelet_conditions(pod, &statuses, &init_statuses, phase, !rt.terminal, &kept) {
+    for mut c in kubelet_conditions(pod, &statuses, &init_statuses, phase, sandbox, &kept) {
         let before = old
             .conditions
             .iter()
@@ -329,7 +410,7 @@ pub fn generate(
         host_ip,
         pod_ips: pod_ip.clone().map(|ip| vec![PodIP { ip }]),
         pod_ip,
-        start_time: old.start_time.clone().or(Some(time(rt.started))),
+        start_time: old.start_time.clone().or(Some(time(started))),
         qos_class: Some(qos.to_owned()),
         container_statuses: Some(statuses),
         init_container_statuses: (!init_statuses.is_empty()).then_some(init_statuses),
@@ -474,6 +555,7 @@ mod tests {
             run_for: Some(std::time::Duration::from_secs(1)),
             exit_code: 0,
             restart: RestartPolicy::Never,
+            stop_after: std::time::Duration::ZERO,
         };
         rt.advance(&b, &Settings::default(), at(1));
         let s = generate(
@@ -522,6 +604,7 @@ mod tests {
             run_for: Some(std::time::Duration::from_secs(1)),
             exit_code: 1,
             restart: RestartPolicy::OnFailure,
+            stop_after: std::time::Duration::ZERO,
         };
         rt.advance(&b, &Settings::default(), at(2));
         let s = generate(

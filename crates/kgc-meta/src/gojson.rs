@@ -39,7 +39,7 @@ pub fn go_quote(s: &str) -> String {
 
 /// An approximation of Go's `unicode.IsPrint`: graphic characters and the ASCII space, but no
 /// other spaces, controls, format characters, private-use characters or noncharacters.
-fn is_go_printable(c: char) -> bool {
+pub fn is_go_printable(c: char) -> bool {
     if c == ' ' {
         return true;
     }

@@ -447,6 +447,39 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn pages_without_a_selector_count_the_items_after_them() {
+        let store = store_with_history(1_000).await;
+        let info = configmaps(&store);
+        let gr = info.group_resource();
+        for name in ["a", "b", "c", "d", "e"] {
+            create(&store, &info, "ns", name).await;
+        }
+        let mut opts = ListOptions {
+            namespace: Some("ns".into()),
+            limit: Some(2),
+            ..ListOptions::default()
+        };
+        let mut counts = Vec::new();
+        loop {
+            let page = store.list(&gr, &opts).unwrap();
+            counts.push(page.remaining_item_count);
+            let Some(t) = page.continue_token else { break };
+            opts.read = ReadFrom::Continue(Continue::decode(&t, Some("ns")).unwrap());
+        }
+        assert_eq!(counts, [Some(3), Some(1), None]);
+        // Through a selector the count is not known without matching everything: none.
+        let selected = ListOptions {
+            namespace: Some("ns".into()),
+            limit: Some(2),
+            labels: kgc_meta::LabelSelector::parse("!missing").unwrap(),
+            ..ListOptions::default()
+        };
+        let page = store.list(&gr, &selected).unwrap();
+        assert!(page.continue_token.is_some());
+        assert_eq!(page.remaining_item_count, None);
+    }
+
+    #[tokio::test]
     async fn a_revision_whose_history_is_gone_is_expired() {
         let store = store_with_history(4).await;
         let info = configmaps(&store);

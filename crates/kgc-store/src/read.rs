@@ -66,6 +66,11 @@ pub struct ListResult {
     pub resource_version: u64,
     /// Set while more items remain.
     pub continue_token: Option<String>,
+    /// How many items remain after this page, when more remain and the list has no selector
+    /// (`metadata.remainingItemCount`: kube-apiserver counts the keys left in the range, which
+    /// it cannot do truthfully through a selector; `apiserver pkg/storage/etcd3/store.go`
+    /// `GetList`).
+    pub remaining_item_count: Option<u64>,
 }
 
 /// The answer to a read of a revision the store has not reached (`kubernetes/apiserver
@@ -171,15 +176,20 @@ impl Store {
         let from = start.map_or(Bound::Unbounded, Bound::Included);
         let limit = opts.limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
         let mut items = Vec::new();
-        let mut more = false;
+        let counted = opts.labels.is_empty() && opts.fields.is_empty();
+        let mut remaining = 0u64;
         matching_at(&st, &filter, rv, from, |o| {
-            if items.len() == limit {
-                more = true;
-                return ControlFlow::Break(());
+            if items.len() < limit {
+                items.push(Arc::clone(o));
+                return ControlFlow::Continue(());
             }
-            items.push(Arc::clone(o));
-            ControlFlow::Continue(())
+            remaining += 1;
+            match counted {
+                true => ControlFlow::Continue(()),
+                false => ControlFlow::Break(()),
+            }
         });
+        let more = remaining > 0;
         let continue_token = match items.last() {
             Some(last) if more => Some(
                 Continue::after(&(last.namespace.clone(), last.name.clone()), rv)
@@ -191,6 +201,7 @@ impl Store {
             items,
             resource_version: rv,
             continue_token,
+            remaining_item_count: (more && counted).then_some(remaining),
         })
     }
 

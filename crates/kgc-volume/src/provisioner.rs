@@ -10,7 +10,8 @@
 //! volume; the directory has the volume's name and is made only inside the volumes root (the
 //! root the `pv` collector's deleter is confined to, which removes it on reclaim `Delete`):
 //! nothing a user writes becomes part of a path. A claim asking for more than the free space of
-//! the root's file system is refused with `ProvisioningFailed` and nothing is created.
+//! the root's file system is refused with `ProvisioningFailed` and nothing is created, and so
+//! is a claim whose selected node names no Node.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -56,8 +57,19 @@ struct Provisioner<C> {
     claims: Cache<Claim>,
     volumes: Cache<Volume>,
     classes: Cache<Class>,
+    nodes: Cache<NodeExists>,
     /// The last failure told each claim (uid), so that retries do not repeat the same event.
     told: Mutex<HashMap<String, String>>,
+}
+
+/// That a Node exists, all the provisioner needs to know of one.
+#[derive(Debug, Clone, Copy)]
+struct NodeExists;
+
+impl kgc_runtime::informer::View for NodeExists {
+    fn view(_: &serde_json::Value) -> Option<Self> {
+        Some(NodeExists)
+    }
 }
 
 /// Creates the default class, then provisions claims until dropped.
@@ -73,10 +85,12 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         .informers
         .resource("storage.k8s.io", "storageclasses")
         .await;
+    let node_resource = ctx.informers.resource("", "nodes").await;
     let queue = ctx.queue::<ClaimKey>(NAME);
     let claims = ctx.informers.cache::<Claim>(pvcs);
     let volumes = ctx.informers.cache::<Volume>(pvs);
     let classes = ctx.informers.cache::<Class>(scs);
+    let nodes = ctx.informers.cache::<NodeExists>(node_resource);
     let q = queue.clone();
     claims.on_change(Arc::new(move |key: &Key, c: Option<&Claim>| {
         if c.is_some_and(|c| handed_over(&c.0)) {
@@ -86,6 +100,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     claims.synced().await;
     volumes.synced().await;
     classes.synced().await;
+    nodes.synced().await;
     tracing::info!(controller = NAME, root = ?config.root, "started");
     let p = Arc::new(Provisioner {
         ctx,
@@ -93,6 +108,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         claims,
         volumes,
         classes,
+        nodes,
         told: Mutex::default(),
     });
     let sync = move |key: ClaimKey| {
@@ -152,6 +168,14 @@ impl<C: Cluster> Provisioner<C> {
         let node = crate::binder::selected_node(&claim).map(str::to_owned);
         if class::waits_for_first_consumer(&class) && node.is_none() {
             return Ok(());
+        }
+        if let Some(n) = &node
+            && self.nodes.get(&(String::new(), n.clone())).is_none()
+        {
+            // sig-storage-lib-external-provisioner `provisionClaimOperation`: the selected
+            // node is read first, and a claim naming no Node gets no volume.
+            let msg = format!("failed to get target node: node {n:?} not found");
+            return self.report_failure(&claim, msg).await;
         }
         let Some(name) = volume_name(&claim) else {
             let msg = format!(
@@ -227,6 +251,11 @@ impl<C: Cluster> Provisioner<C> {
     /// `ProvisioningFailed` (once per distinct reason), and a retry with back-off.
     async fn fail(&self, claim: &PersistentVolumeClaim, class: &str, why: String) -> Result<()> {
         let msg = format!("failed to provision volume with StorageClass {class:?}: {why}");
+        self.report_failure(claim, msg).await
+    }
+
+    /// `ProvisioningFailed` with `msg` (once per distinct message), and a retry with back-off.
+    async fn report_failure(&self, claim: &PersistentVolumeClaim, msg: String) -> Result<()> {
         let uid = claim.metadata.uid.clone().unwrap_or_default();
         let live: HashSet<String> = self.claims.read(|m| {
             m.values()

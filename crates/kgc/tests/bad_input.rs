@@ -1068,3 +1068,153 @@ async fn annotations_over_256_kib_are_unprocessable() {
     assert_eq!(r.status, 422, "{}", &r.text()[..r.text().len().min(300)]);
     f.intact("an oversized annotation update").await;
 }
+
+/// `fieldManager` is at most 128 bytes of printable characters on every write, refused with
+/// kube-apiserver's 422 before the body is read; the stored object is left alone.
+#[tokio::test]
+async fn field_managers_must_be_short_and_printable() {
+    let f = Fixture::new().await;
+    let long = "m".repeat(129);
+    let cases = [
+        (
+            "POST",
+            f.cms(),
+            "application/json",
+            "CreateOptions",
+            json!({"metadata": {"name": "managed"}}).to_string(),
+        ),
+        (
+            "PUT",
+            f.keep_path(),
+            "application/json",
+            "UpdateOptions",
+            f.keep.to_string(),
+        ),
+        (
+            "PATCH",
+            f.keep_path(),
+            "application/merge-patch+json",
+            "PatchOptions",
+            json!({"data": {"k": "changed"}}).to_string(),
+        ),
+        (
+            "PATCH",
+            f.keep_path(),
+            "application/apply-patch+yaml",
+            "PatchOptions",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "keep"},
+                   "data": {"k": "changed"}})
+            .to_string(),
+        ),
+    ];
+    for (method, path, media, options, body) in &cases {
+        let r =
+            f.s.raw(
+                method,
+                &format!("{path}?fieldManager={long}"),
+                Some(media),
+                body.clone(),
+            )
+            .await;
+        let v = r.json();
+        assert_eq!(r.status, 422, "{method} {media}: {v}");
+        assert_eq!(v["reason"], "Invalid");
+        assert_eq!(
+            v["message"],
+            format!(
+                "{options}.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more \
+                 than 128 bytes"
+            )
+        );
+        let r =
+            f.s.raw(
+                method,
+                &format!("{path}?fieldManager=a%01b"),
+                Some(media),
+                body.clone(),
+            )
+            .await;
+        assert_eq!(r.status, 422, "{method} {media}: {}", r.text());
+        assert_eq!(
+            r.json()["message"],
+            format!(
+                "{options}.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \
+                 \"a\\x01b\": invalid character U+0001 (at position 1)"
+            )
+        );
+        f.intact(&format!("{method} {media} with a bad fieldManager"))
+            .await;
+    }
+    f.absent("managed").await;
+    let r =
+        f.s.raw(
+            "POST",
+            &format!("{}?fieldManager={}", f.cms(), "m".repeat(128)),
+            Some("application/json"),
+            json!({"metadata": {"name": "managed"}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, 201, "128 bytes are allowed: {}", r.text());
+}
+
+/// A body over 3 MiB is answered 413 with upstream's Status whatever its size, with or
+/// without a Content-Length, and the client still sending it reads the answer: the connection
+/// is not reset under it.
+#[tokio::test]
+async fn oversized_bodies_are_answered_413_whatever_their_size() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let f = Fixture::new().await;
+    let addr = f.s.url().trim_start_matches("http://").to_owned();
+    for mib in [4usize, 8, 64] {
+        for chunked in [false, true] {
+            let size = mib << 20;
+            let conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            let (mut rd, mut wr) = conn.into_split();
+            let framing = if chunked {
+                "Transfer-Encoding: chunked".to_owned()
+            } else {
+                format!("Content-Length: {size}")
+            };
+            let head = format!(
+                "POST {} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+                 {framing}\r\nConnection: close\r\n\r\n",
+                f.cms()
+            );
+            let writer = tokio::spawn(async move {
+                wr.write_all(head.as_bytes()).await?;
+                let piece = vec![b' '; 64 << 10];
+                for _ in 0..size / piece.len() {
+                    if chunked {
+                        wr.write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+                            .await?;
+                        wr.write_all(&piece).await?;
+                        wr.write_all(b"\r\n").await?;
+                    } else {
+                        wr.write_all(&piece).await?;
+                    }
+                }
+                if chunked {
+                    wr.write_all(b"0\r\n\r\n").await?;
+                }
+                Ok::<_, std::io::Error>(())
+            });
+            let mut text = Vec::new();
+            let read = rd.read_to_end(&mut text).await;
+            let text = String::from_utf8_lossy(&text);
+            assert!(
+                read.is_ok(),
+                "{mib} MiB (chunked: {chunked}): {read:?}: {text}"
+            );
+            assert!(
+                text.starts_with("HTTP/1.1 413"),
+                "{mib} MiB (chunked: {chunked}): {text}"
+            );
+            assert!(
+                text.contains("\"message\":\"Request entity too large: limit is 3145728\""),
+                "{text}"
+            );
+            let _ = writer.await;
+        }
+    }
+    f.intact("oversized bodies").await;
+}

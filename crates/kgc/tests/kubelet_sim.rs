@@ -278,8 +278,10 @@ async fn graceful_deletion_waits_for_the_grace_period() {
     simulated_node(&client, "sim-c", "10.244.9.0/24", "172.18.0.9").await;
     let ns = fresh_namespace(&client, "kubelet").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    // Four seconds, of which the deletionTimestamp (whole seconds) keeps at least three.
-    let extra = json!({"spec": {"terminationGracePeriodSeconds": 4}});
+    // Four seconds, of which the deletionTimestamp (whole seconds) keeps at least three; the
+    // container ignores SIGTERM for an hour, so it is killed when the grace period ends.
+    let extra = json!({"metadata": {"annotations": {"kgc.io/stop-after": "1h"}},
+                       "spec": {"terminationGracePeriodSeconds": 4}});
     pods.create(&PostParams::default(), &pod("slow", "sim-c", extra))
         .await
         .unwrap();
@@ -305,6 +307,123 @@ async fn graceful_deletion_waits_for_the_grace_period() {
             .any(|e| e.reason.as_deref() == Some("Killing")
                 && e.message.as_deref() == Some("Stopping container app")),
         "{killing:?}"
+    );
+}
+
+/// A container stops on SIGTERM at once by default, as nginx does: the deletion completes in
+/// well under a second, not after the 30 s grace period; `kgc.io/stop-after` slows the stop.
+#[tokio::test]
+async fn deleted_pods_stop_at_once_unless_told_to_stop_slowly() {
+    let s = server(&[]).await;
+    let client = s.client();
+    simulated_node(&client, "sim-stop", "10.244.21.0/24", "172.18.0.21").await;
+    let ns = fresh_namespace(&client, "kubelet").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let slow = json!({"metadata": {"annotations": {"kgc.io/stop-after": "2s"}}});
+    pods.create(
+        &PostParams::default(),
+        &pod("prompt", "sim-stop", json!({})),
+    )
+    .await
+    .unwrap();
+    pods.create(&PostParams::default(), &pod("slow", "sim-stop", slow))
+        .await
+        .unwrap();
+    for name in ["prompt", "slow"] {
+        wait_pod(&pods, name, "Running", |p| phase(p) == "Running").await;
+    }
+    let deleted = Instant::now();
+    pods.delete("prompt", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "the pod is deleted at once",
+        Duration::from_secs(5),
+        || async { pods.get_opt("prompt").await.unwrap().is_none() },
+    )
+    .await;
+    assert!(
+        deleted.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        deleted.elapsed()
+    );
+    let deleted = Instant::now();
+    pods.delete("slow", &DeleteParams::default()).await.unwrap();
+    eventually("the slow pod is deleted", DEADLINE, || async {
+        pods.get_opt("slow").await.unwrap().is_none()
+    })
+    .await;
+    let took = deleted.elapsed();
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+}
+
+/// A pod mounting a Secret, ConfigMap or claim that does not exist is not started: it waits in
+/// `ContainerCreating` with `FailedMount` events, and starts once they appear; an optional
+/// Secret that is missing does not hold it.
+#[tokio::test]
+async fn pods_wait_for_the_objects_their_volumes_mount() {
+    let s = server(&[]).await;
+    let client = s.client();
+    simulated_node(&client, "sim-mount", "10.244.22.0/24", "172.18.0.22").await;
+    let ns = fresh_namespace(&client, "kubelet").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let volumes = json!({"spec": {"volumes": [
+        {"name": "creds", "secret": {"secretName": "db"}},
+        {"name": "maybe", "secret": {"secretName": "absent", "optional": true}},
+        {"name": "conf", "configMap": {"name": "settings"}},
+    ]}});
+    pods.create(&PostParams::default(), &pod("mounts", "sim-mount", volumes))
+        .await
+        .unwrap();
+    let waiting = |p: &Pod| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|c| c.first()?.state.as_ref()?.waiting.as_ref()?.reason.clone())
+    };
+    wait_pod(&pods, "mounts", "ContainerCreating", |p| {
+        phase(p) == "Pending" && waiting(p).as_deref() == Some("ContainerCreating")
+    })
+    .await;
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    eventually("FailedMount events as a kubelet words them", DEADLINE, || async {
+        let all = events.list(&ListParams::default()).await.unwrap().items;
+        let said = |m: &str| {
+            all.iter().any(|e| {
+                e.reason.as_deref() == Some("FailedMount") && e.message.as_deref() == Some(m)
+            })
+        };
+        said("MountVolume.SetUp failed for volume \"creds\" : secret \"db\" not found")
+            && said(
+                "MountVolume.SetUp failed for volume \"conf\" : configmap \"settings\" not found",
+            )
+    })
+    .await;
+    consistently("the pod waits", Duration::from_millis(500), || async {
+        phase(&pods.get("mounts").await.unwrap()) == "Pending"
+    })
+    .await;
+    let secret: k8s_openapi::api::core::v1::Secret =
+        typed(json!({"metadata": {"name": "db"}, "stringData": {"password": "x"}}));
+    Api::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let cm: k8s_openapi::api::core::v1::ConfigMap =
+        typed(json!({"metadata": {"name": "settings"}, "data": {"a": "b"}}));
+    let created = Instant::now();
+    Api::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+    wait_pod(&pods, "mounts", "Running", |p| phase(p) == "Running").await;
+    assert!(
+        created.elapsed() < Duration::from_secs(3),
+        "started when the ConfigMap appeared, not on a resync: {:?}",
+        created.elapsed()
     );
 }
 

@@ -128,6 +128,57 @@ async fn pagination_with_limit_and_continue() {
     );
 }
 
+/// A page without a selector says how many items remain after it (`remainingItemCount`), as
+/// kube-apiserver's does, in JSON and in a Table; through a selector it says nothing.
+#[tokio::test]
+async fn pages_without_a_selector_carry_the_remaining_item_count() {
+    let s = Server::start().await;
+    let ns = fresh_namespace(&s.client(), "remaining").await;
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    for i in 0..5 {
+        api.create(
+            &PostParams::default(),
+            &configmap(&format!("cm-{i}"), json!({"n": "x"})),
+        )
+        .await
+        .unwrap();
+    }
+    let mut counts = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default().limit(2);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = api.list(&lp).await.unwrap();
+        counts.push(page.metadata.remaining_item_count);
+        token = page.metadata.continue_.filter(|t| !t.is_empty());
+        if token.is_none() {
+            break;
+        }
+    }
+    assert_eq!(counts, [Some(3), Some(1), None]);
+    let selected = api
+        .list(&ListParams::default().limit(2).labels("n=x"))
+        .await
+        .unwrap();
+    assert!(selected.metadata.continue_.is_some());
+    assert_eq!(selected.metadata.remaining_item_count, None);
+    let path = format!("/api/v1/namespaces/{ns}/configmaps?limit=1");
+    let table = s
+        .client()
+        .request::<Value>(
+            http::Request::get(&path)
+                .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(table["kind"], "Table");
+    assert_eq!(table["metadata"]["remainingItemCount"], 4, "{table}");
+}
+
 #[tokio::test]
 async fn label_selectors_with_every_operator() {
     let s = Server::start().await;

@@ -613,3 +613,43 @@ async fn a_selected_node_binds_a_pre_created_volume_reachable_from_it() {
         "nothing provisioned"
     );
 }
+
+/// A claim whose `volume.kubernetes.io/selected-node` names no Node is not provisioned: the
+/// provisioner reads the node first and reports `ProvisioningFailed`, as
+/// sig-storage-lib-external-provisioner does.
+#[tokio::test]
+async fn a_selected_node_that_names_no_node_gets_no_volume() {
+    let s = Server::living(&["--in-memory"]).await;
+    let c = s.client();
+    let ns = fresh_namespace(&c, "ghost-node").await;
+    let pvc = claim(&c, &ns, "orphan", None, "8Mi").await;
+    Api::<PersistentVolumeClaim>::namespaced(c.clone(), &ns)
+        .patch(
+            "orphan",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"volume.kubernetes.io/selected-node": "no-such-node"}}})),
+        )
+        .await
+        .expect("selecting a node");
+    let refused = "failed to get target node: node \"no-such-node\" not found";
+    eventually(
+        "a ProvisioningFailed event naming the node",
+        DEADLINE,
+        || async {
+            events_of(&c, &ns, "orphan").await.iter().any(|e| {
+                e.reason.as_deref() == Some("ProvisioningFailed")
+                    && e.message.as_deref() == Some(refused)
+            })
+        },
+    )
+    .await;
+    let name = format!("pvc-{}", pvc.metadata.uid.unwrap());
+    consistently("no volume", Duration::from_secs(1), || async {
+        get_pv(&c, &name).await.is_none()
+    })
+    .await;
+    assert_eq!(
+        phase_of(&get_claim(&c, &ns, "orphan").await.unwrap()),
+        "Pending"
+    );
+}

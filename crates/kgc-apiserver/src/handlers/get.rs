@@ -115,7 +115,7 @@ pub(super) async fn list(
         }
     };
     if let Some((version, include)) = table {
-        let t = table::table(
+        let mut t = table::table(
             info,
             page.items.iter().map(|o| &**o),
             version,
@@ -125,6 +125,9 @@ pub(super) async fn list(
             true,
             api.store.clock().now(),
         );
+        if let Some(n) = page.remaining_item_count {
+            t["metadata"]["remainingItemCount"] = Value::from(n);
+        }
         return Ok(body::json(StatusCode::OK, &t));
     }
     let size: usize = page.items.iter().map(|o| o.raw.len() + 1).sum();
@@ -139,6 +142,10 @@ pub(super) async fn list(
     if let Some(c) = &page.continue_token {
         out.push_str(",\"continue\":");
         out.push_str(&Value::from(c.as_str()).to_string());
+    }
+    if let Some(n) = page.remaining_item_count {
+        out.push_str(",\"remainingItemCount\":");
+        out.push_str(&n.to_string());
     }
     out.push_str("},\"items\":[");
     let version = served_version(info, req);

@@ -74,6 +74,15 @@ pub async fn serve(
         ))
         .into());
     }
+    let options = match req.verb {
+        Verb::Create => Some("CreateOptions"),
+        Verb::Update => Some("UpdateOptions"),
+        Verb::Patch => Some("PatchOptions"),
+        _ => None,
+    };
+    if let Some(options) = options {
+        crate::apply::validate_field_manager(query, options)?;
+    }
     let ns = req.namespace.clone().unwrap_or_default();
     let name = req.name.clone().unwrap_or_default();
     match req.subresource.as_deref() {
