@@ -80,10 +80,7 @@ impl<'a> Target<'a> {
         let file = kustomization::find(fs, dir)?.ok_or_else(|| Error::Invalid {
             file: dir.to_owned(),
             field: String::new(),
-            message: format!(
-                "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
-                dir.display()
-            ),
+            message: missing_kustomization(dir),
         })?;
         let text = Loader::new(fs, dir).read_to_string(
             file.file_name()
@@ -214,6 +211,9 @@ impl<'a> Target<'a> {
                 ),
             ));
         }
+        if kustomization::find(self.fs, &path)?.is_none() {
+            return Err(self.invalid(field, missing_kustomization(&path)));
+        }
         Ok(Entry::Directory(Box::new(Target::load(self.fs, &path)?)))
     }
 
@@ -305,6 +305,14 @@ impl<'a> Target<'a> {
         }
         Ok(())
     }
+}
+
+/// kustomize's `ErrMissingKustomization`.
+fn missing_kustomization(dir: &Path) -> String {
+    format!(
+        "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
+        dir.display()
+    )
 }
 
 enum Entry<'a> {

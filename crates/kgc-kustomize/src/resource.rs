@@ -66,7 +66,7 @@ impl ResId {
         }
     }
 
-    /// kustomize's `ResId.String`, as its messages print ids.
+    /// kustomize's `ResId.String`, as its messages print ids (`Service.v1.[noGrp]/web.[noNs]`).
     pub fn display(&self) -> String {
         let or = |s: &str, d: &str| {
             if s.is_empty() {
@@ -76,12 +76,12 @@ impl ResId {
             }
         };
         format!(
-            "{}.{}.{}|{}|{}",
+            "{}.{}.{}/{}.{}",
             or(&self.kind, "[noKind]"),
             or(&self.version, "[noVer]"),
             or(&self.group, "[noGrp]"),
-            or(&self.namespace, "~X"),
-            or(&self.name, "~N"),
+            or(&self.name, "[noName]"),
+            or(&self.namespace, "[noNs]"),
         )
     }
 }

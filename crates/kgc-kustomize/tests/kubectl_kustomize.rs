@@ -77,3 +77,82 @@ fn overlay_suffix_annotations_images_templates_and_component() {
 fn overlay_prefix_suffix_selectors_replicas_digest_and_namespace_object() {
     same_as_kubectl("app/overlays/prod");
 }
+
+#[test]
+fn missing_resource_file() {
+    let (ours, theirs) = both_refuse("errors/missing-file");
+    assert!(theirs.contains("absent.yaml") && theirs.contains("no such file or directory"));
+    assert!(
+        ours.ends_with("kustomization.yaml: resources[1]: absent.yaml: no such file or directory"),
+        "{ours}"
+    );
+}
+
+#[test]
+fn directory_without_kustomization() {
+    let (ours, theirs) = both_refuse("errors/no-kustomization");
+    let gist = "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory";
+    assert!(theirs.contains(gist));
+    assert!(
+        ours.contains("kustomization.yaml: resources[0]: ") && ours.contains(gist),
+        "{ours}"
+    );
+}
+
+#[test]
+fn cycle_of_bases() {
+    let (ours, theirs) = both_refuse("errors/cycle/a");
+    assert!(theirs.contains("cycle detected: candidate root"));
+    assert!(
+        ours.contains("kustomization.yaml: resources[0]: cycle detected: candidate root '"),
+        "{ours}"
+    );
+    assert!(
+        ours.contains("/errors/cycle/a' contains visited root '"),
+        "{ours}"
+    );
+}
+
+#[test]
+fn remote_base_is_refused() {
+    let (ours, _) = both_refuse("errors/remote");
+    assert!(
+        ours.ends_with("kustomization.yaml: resources[1]: remote bases are not supported: \"https://github.com/kubernetes-sigs/kustomize//examples/helloWorld?ref=v5.5.0\""),
+        "{ours}"
+    );
+}
+
+#[test]
+fn helm_charts_are_refused() {
+    let (ours, theirs) = both_refuse("errors/helm");
+    assert!(theirs.contains("must specify --enable-helm"));
+    assert!(
+        ours.contains("kustomization.yaml: helmCharts: helm charts are not supported"),
+        "{ours}"
+    );
+}
+
+#[test]
+fn unknown_field() {
+    let (ours, theirs) = both_refuse("errors/unknown-field");
+    let gist = "invalid Kustomization: json: unknown field \"namePrefx\"";
+    assert!(
+        theirs.contains(&gist.replace('"', "\\\"")) || theirs.contains(gist),
+        "{theirs}"
+    );
+    assert!(
+        ours.ends_with(&format!("kustomization.yaml: namePrefx: {gist}")),
+        "{ours}"
+    );
+}
+
+#[test]
+fn duplicate_id() {
+    let (ours, theirs) = both_refuse("errors/duplicate-id");
+    let gist = "may not add resource with an already registered id: Service.v1.[noGrp]/web.[noNs]";
+    assert!(theirs.contains(gist));
+    assert!(
+        ours.ends_with(&format!("kustomization.yaml: resources[1]: {gist}")),
+        "{ours}"
+    );
+}
