@@ -156,3 +156,43 @@ fn duplicate_id() {
         "{ours}"
     );
 }
+
+#[test]
+fn legacy_order_by_default() {
+    same_as_kubectl("sort/legacy");
+}
+
+#[test]
+fn fifo_order_keeps_input_order() {
+    same_as_kubectl("sort/fifo");
+}
+
+#[test]
+fn legacy_order_with_custom_kind_lists() {
+    same_as_kubectl("sort/custom");
+}
+
+#[test]
+fn labels_with_and_without_selectors_and_templates() {
+    same_as_kubectl("labels/selectors");
+}
+
+#[test]
+fn labels_with_own_fields_and_annotations() {
+    same_as_kubectl("labels/fields");
+}
+
+#[test]
+fn nested_bases_with_prefixes_at_each_level_and_a_list_file() {
+    same_as_kubectl("nested");
+}
+
+#[test]
+fn rbac_subjects_namespaces_and_references() {
+    same_as_kubectl("rbac");
+}
+
+#[test]
+fn multi_document_json_and_local_config_files() {
+    same_as_kubectl("files");
+}
