@@ -339,7 +339,10 @@ pub fn parse_resources(path: &Path, text: &str) -> Result<Vec<Resource>, Error> 
         field,
         message,
     };
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text)
+    // kyaml reads resources with go-yaml v3 (YAML 1.2): only `true`/`false` are booleans,
+    // `y`, `yes`, `on` stay strings.
+    let options = serde_saphyr::options! { strict_booleans: true };
+    let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(text, options)
         .map_err(|e| invalid("documents".into(), e.to_string()))?;
     let mut out = Vec::new();
     for (i, doc) in docs.into_iter().enumerate() {

@@ -24,7 +24,9 @@ fn kubectl(dir: &Path) -> Result<Vec<Value>, String> {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
     let text = String::from_utf8(out.stdout).expect("utf-8");
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).expect("kubectl's output parses");
+    let options = serde_saphyr::options! { strict_booleans: true };
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple_with_options(&text, options).expect("kubectl's output parses");
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 
@@ -195,4 +197,14 @@ fn rbac_subjects_namespaces_and_references() {
 #[test]
 fn multi_document_json_and_local_config_files() {
     same_as_kubectl("files");
+}
+
+#[test]
+fn crds_add_name_references_labels_and_annotations() {
+    same_as_kubectl("crds");
+}
+
+#[test]
+fn configurations_extend_the_builtin_tables() {
+    same_as_kubectl("configurations");
 }
