@@ -208,3 +208,9 @@ fn crds_add_name_references_labels_and_annotations() {
 fn configurations_extend_the_builtin_tables() {
     same_as_kubectl("configurations");
 }
+
+#[test]
+fn references_of_every_builtin_kind_follow_prefix_suffix_and_namespace() {
+    same_as_kubectl("references/base");
+    same_as_kubectl("references/overlay");
+}
