@@ -214,3 +214,13 @@ fn references_of_every_builtin_kind_follow_prefix_suffix_and_namespace() {
     same_as_kubectl("references/base");
     same_as_kubectl("references/overlay");
 }
+
+#[test]
+fn images_tag_suffix_digest_ports_and_custom_resources() {
+    same_as_kubectl("edge/images");
+}
+
+#[test]
+fn references_stay_in_their_namespace() {
+    same_as_kubectl("edge/multins");
+}
