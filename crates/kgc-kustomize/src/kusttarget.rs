@@ -199,7 +199,13 @@ impl<'a> Target<'a> {
             return Err(self.invalid(field, format!("{entry}: no such file or directory")));
         }
         if !self.fs.is_dir(&path) {
-            return Ok(Entry::File(path));
+            // A file must lie under the kustomization's directory (kustomize's
+            // `LoadRestrictionsRootOnly`); a directory may be anywhere.
+            return match self.loader().resolve(entry) {
+                Ok(path) => Ok(Entry::File(path)),
+                Err(Error::Io { source, .. }) => Err(self.invalid(field, source.to_string())),
+                Err(e) => Err(e),
+            };
         }
         if let Some(visited) = stack.iter().find(|v| v.starts_with(&path)) {
             return Err(self.invalid(
@@ -221,6 +227,12 @@ impl<'a> Target<'a> {
     /// are refused.
     fn generate(&self, _acc: &mut Accumulator) -> Result<(), Error> {
         let k = &self.k;
+        if !k.build_metadata.is_empty() {
+            return Err(self.invalid(
+                "buildMetadata",
+                "origin, transformer and managed-by annotations are not supported".into(),
+            ));
+        }
         if !k.helm_charts.is_empty()
             || !k.helm_chart_inflation_generator.is_empty()
             || k.helm_globals.is_some()

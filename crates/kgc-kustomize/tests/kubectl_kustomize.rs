@@ -224,3 +224,24 @@ fn images_tag_suffix_digest_ports_and_custom_resources() {
 fn references_stay_in_their_namespace() {
     same_as_kubectl("edge/multins");
 }
+
+#[test]
+fn resource_file_outside_the_root() {
+    let (ours, theirs) = both_refuse("errors/outside-root");
+    let gist = "/errors/duplicate-id/a.yaml' is not in or below '";
+    assert!(theirs.contains("security; file '") && theirs.contains(gist));
+    assert!(
+        ours.contains("kustomization.yaml: resources[0]: security; file '") && ours.contains(gist),
+        "{ours}"
+    );
+}
+
+#[test]
+fn two_kustomization_files() {
+    let (ours, theirs) = both_refuse("errors/two-files");
+    assert!(theirs.contains("Found multiple kustomization files under: "));
+    assert!(
+        ours.contains("Found multiple kustomization files under: "),
+        "{ours}"
+    );
+}
