@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::builtinconfig::TransformerConfig;
 use crate::fs::{FileSystem, Loader, normalize};
@@ -55,7 +55,7 @@ impl Accumulator {
     fn append(&mut self, more: Vec<Resource>) -> Result<(), String> {
         for r in more {
             let id = r.id();
-            if self.resources.iter().any(|o| o.id() == id) {
+            if self.resources.iter().any(|o| o.id().same(&id)) {
                 return Err(format!(
                     "may not add resource with an already registered id: {}",
                     id.display()
@@ -398,7 +398,7 @@ fn checked(object: Value) -> Result<Resource, String> {
 
 /// The build's bookkeeping annotations removed (kustomize's `RemoveBuildAnnotations`, and
 /// its origin and transformer annotations, which no `buildMetadata` asked for); an
-/// annotations map left empty goes too.
+/// empty annotations map goes too.
 fn clean(mut object: Value) -> Value {
     let internal = |k: &str| {
         k.starts_with("internal.config.kubernetes.io/")
@@ -415,13 +415,14 @@ fn clean(mut object: Value) -> Value {
             )
     };
     if let Some(Value::Object(metadata)) = object.get_mut("metadata") {
-        let mut emptied = false;
         if let Some(Value::Object(annotations)) = metadata.get_mut("annotations") {
-            let before = annotations.len();
             annotations.retain(|k, _| !internal(k));
-            emptied = annotations.is_empty() && before > 0;
         }
-        if emptied {
+        // kyaml drops an annotations map left empty, even one written as `{}`.
+        if metadata
+            .get("annotations")
+            .is_some_and(|a| a.as_object().is_some_and(Map::is_empty))
+        {
             metadata.remove("annotations");
         }
     }

@@ -55,7 +55,7 @@ pub fn apply(
             set_default_subjects(&mut r.object, namespace);
         }
         let now = resources[i].id();
-        if resources.iter().filter(|o| o.id() == now).count() != 1 {
+        if resources.iter().filter(|o| o.id().same(&now)).count() != 1 {
             return Err(format!(
                 "namespace transformation produces ID conflict: {}",
                 now.display()

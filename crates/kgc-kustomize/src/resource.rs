@@ -66,6 +66,16 @@ impl ResId {
         }
     }
 
+    /// kustomize's `ResId.Equals`: the same kind and name, in the same effective namespace
+    /// (no namespace is `default`).
+    pub fn same(&self, other: &ResId) -> bool {
+        self.group == other.group
+            && self.version == other.version
+            && self.kind == other.kind
+            && self.name == other.name
+            && self.effective_namespace() == other.effective_namespace()
+    }
+
     /// kustomize's `ResId.String`, as its messages print ids (`Service.v1.[noGrp]/web.[noNs]`).
     pub fn display(&self) -> String {
         let or = |s: &str, d: &str| {
