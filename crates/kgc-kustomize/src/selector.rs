@@ -3,8 +3,8 @@
 
 use serde::Deserialize;
 
-use crate::resource::Resource;
 use crate::Error;
+use crate::resource::Resource;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
