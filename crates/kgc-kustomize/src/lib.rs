@@ -13,6 +13,7 @@
 pub mod error;
 pub mod fieldspec;
 pub mod fs;
+pub mod generator;
 pub mod resource;
 pub mod selector;
 pub mod yaml;
