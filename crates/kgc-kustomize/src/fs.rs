@@ -91,13 +91,10 @@ impl<'a> Loader<'a> {
     /// The text of `rel`, confined; not UTF-8 is an error naming it.
     pub fn read_to_string(&self, rel: &str) -> Result<String, Error> {
         let path = self.resolve(rel)?;
-        let bytes = self
-            .fs
-            .read(&path)
-            .map_err(|source| Error::Io {
-                path: path.clone(),
-                source,
-            })?;
+        let bytes = self.fs.read(&path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
         String::from_utf8(bytes).map_err(|e| Error::Io {
             path,
             source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
