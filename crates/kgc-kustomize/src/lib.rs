@@ -10,11 +10,32 @@
 //! kustomization's root as kustomize's default `LoadRestrictionsRootOnly`.
 #![forbid(unsafe_code)]
 
+pub mod build;
+pub mod builtinconfig;
+pub mod crds;
 pub mod error;
 pub mod fieldspec;
 pub mod fs;
+pub mod imagetag;
+pub mod kustomization;
+pub mod labels;
+pub mod nameprefix;
+pub mod nameref;
+pub mod namespace;
+pub mod replicacount;
 pub mod resource;
+pub mod scope;
 pub mod selector;
+pub mod sortorder;
 pub mod yaml;
 
+use std::path::{Path, PathBuf};
+
+pub use build::build;
 pub use error::Error;
+
+/// The kustomization file of `dir` (`kustomization.yaml`, `kustomization.yml` or
+/// `Kustomization`), if it has one.
+pub fn find(fs: &dyn fs::FileSystem, dir: &Path) -> Result<Option<PathBuf>, Error> {
+    kustomization::find(fs, dir)
+}

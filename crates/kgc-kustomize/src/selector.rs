@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::Error;
-use crate::resource::{ResId, Resource};
+use crate::resource::Resource;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -137,8 +137,8 @@ impl CompiledSelector {
     pub fn matches(&self, r: &Resource) -> bool {
         let is = |re: &Option<Regex>, s: &str| re.as_ref().is_none_or(|re| re.is_match(s));
         let (cur, org) = (r.id(), r.original_id());
-        (is(&self.namespace, &effective_namespace(&org))
-            || is(&self.namespace, &effective_namespace(&cur)))
+        (is(&self.namespace, org.effective_namespace())
+            || is(&self.namespace, cur.effective_namespace()))
             && (is(&self.name, &org.name) || is(&self.name, &cur.name))
             && is(&self.group, &cur.group)
             && is(&self.version, &cur.version)
@@ -168,64 +168,10 @@ fn string_map(object: &Value, field: &str) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-/// kustomize's `ResId.EffectiveNamespace` (`kyaml/resid/resid.go`): cluster-scoped kinds have
-/// no namespace at all (upstream's `~X`, which no selector's regex can match by accident), a
-/// namespaced object naming none is in `default`.
-pub fn effective_namespace(id: &ResId) -> String {
-    if is_cluster_scoped(&id.kind) {
-        "~X".to_owned()
-    } else if id.namespace.is_empty() {
-        "default".to_owned()
-    } else {
-        id.namespace.clone()
-    }
-}
-
-/// The built-in cluster-scoped kinds (kustomize reads them from its OpenAPI bundle,
-/// `kyaml/openapi`); every other kind, custom resources included, is namespaced, as upstream
-/// assumes for kinds it does not know.
-fn is_cluster_scoped(kind: &str) -> bool {
-    matches!(
-        kind,
-        "APIService"
-            | "CertificateSigningRequest"
-            | "ClusterRole"
-            | "ClusterRoleBinding"
-            | "ClusterTrustBundle"
-            | "ComponentStatus"
-            | "CSIDriver"
-            | "CSINode"
-            | "CustomResourceDefinition"
-            | "DeviceClass"
-            | "FlowSchema"
-            | "IngressClass"
-            | "MutatingAdmissionPolicy"
-            | "MutatingAdmissionPolicyBinding"
-            | "MutatingWebhookConfiguration"
-            | "Namespace"
-            | "Node"
-            | "PersistentVolume"
-            | "PodSecurityPolicy"
-            | "PriorityClass"
-            | "PriorityLevelConfiguration"
-            | "RuntimeClass"
-            | "SelfSubjectAccessReview"
-            | "SelfSubjectRulesReview"
-            | "StorageClass"
-            | "StorageVersion"
-            | "SubjectAccessReview"
-            | "TokenReview"
-            | "ValidatingAdmissionPolicy"
-            | "ValidatingAdmissionPolicyBinding"
-            | "ValidatingWebhookConfiguration"
-            | "VolumeAttachment"
-            | "VolumeAttributesClass"
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resource::ResId;
     use serde_json::json;
 
     fn res(kind: &str, name: &str, ns: Option<&str>) -> Resource {

@@ -1,0 +1,416 @@
+//! A build (kustomize's `api/krusty/kustomizer.go` over `api/internal/target/kusttarget.go`):
+//! a kustomization's resources are read (files, and directories built as kustomizations in
+//! turn), its generators run, its components applied, then the transformers its fields
+//! configure run in kustomize's fixed order. At the top only: generator hashes appended to
+//! names, name references fixed, resources marked local dropped, the output sorted, and the
+//! build's internal annotations removed.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::builtinconfig::TransformerConfig;
+use crate::fs::{FileSystem, Loader, normalize};
+use crate::kustomization::{self, Kind, Kustomization};
+use crate::nameprefix::Affix;
+use crate::resource::Resource;
+use crate::{Error, imagetag, labels, nameprefix, nameref, namespace, replicacount, sortorder};
+
+/// Builds the kustomization in `dir` into the objects `kubectl kustomize dir` prints, in its
+/// order.
+pub fn build(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<Value>, Error> {
+    let dir = normalize(dir);
+    let mut stack = Vec::new();
+    let mut acc = Accumulator::default();
+    let target = Target::load(fs, &dir, &mut stack)?;
+    if target.k.kind() == Kind::Component {
+        return Err(target.invalid(
+            "kind",
+            "a Component can only be built as part of a Kustomization's components".into(),
+        ));
+    }
+    target.accumulate(&mut acc, &mut stack)?;
+    // kustomize's `makeCustomizedResMap`: these run once, over the whole build.
+    nameref::apply(&mut acc.resources, &acc.config.name_reference)
+        .map_err(|m| target.invalid("resources", m))?;
+    acc.resources
+        .retain(|r| r.annotation(LOCAL_CONFIG) != Some("true"));
+    sortorder::apply(&mut acc.resources, target.k.sort_options.as_ref())
+        .map_err(|m| target.invalid("sortOptions", m))?;
+    Ok(acc.resources.into_iter().map(|r| clean(r.object)).collect())
+}
+
+/// kustomize's `config.kubernetes.io/local-config`: a resource for the tools, not the cluster.
+const LOCAL_CONFIG: &str = "config.kubernetes.io/local-config";
+
+/// What a build has gathered so far (kustomize's `accumulator.ResAccumulator`).
+#[derive(Default)]
+struct Accumulator {
+    resources: Vec<Resource>,
+    config: TransformerConfig,
+}
+
+impl Accumulator {
+    /// Adds resources; an id already present is kustomize's error.
+    fn append(&mut self, more: Vec<Resource>) -> Result<(), String> {
+        for r in more {
+            let id = r.id();
+            if self.resources.iter().any(|o| o.id() == id) {
+                return Err(format!(
+                    "may not add resource with an already registered id: {}",
+                    id.display()
+                ));
+            }
+            self.resources.push(r);
+        }
+        Ok(())
+    }
+}
+
+/// One kustomization being built.
+struct Target<'a> {
+    fs: &'a dyn FileSystem,
+    dir: PathBuf,
+    file: PathBuf,
+    k: Kustomization,
+}
+
+impl<'a> Target<'a> {
+    fn load(
+        fs: &'a dyn FileSystem,
+        dir: &Path,
+        stack: &mut Vec<PathBuf>,
+    ) -> Result<Target<'a>, Error> {
+        let file = kustomization::find(fs, dir)?.ok_or_else(|| Error::Invalid {
+            file: dir.to_owned(),
+            field: String::new(),
+            message: format!(
+                "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
+                dir.display()
+            ),
+        })?;
+        let text = Loader::new(fs, dir).read_to_string(
+            file.file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default(),
+        )?;
+        let k = Kustomization::parse(&file, &text)?;
+        let _ = stack;
+        Ok(Target {
+            fs,
+            dir: dir.to_owned(),
+            file,
+            k,
+        })
+    }
+
+    fn invalid(&self, field: &str, message: String) -> Error {
+        Error::Invalid {
+            file: self.file.clone(),
+            field: field.to_owned(),
+            message,
+        }
+    }
+
+    fn loader(&self) -> Loader<'_> {
+        Loader::new(self.fs, &self.dir)
+    }
+
+    /// kustomize's `accumulateTarget`.
+    fn accumulate(&self, acc: &mut Accumulator, stack: &mut Vec<PathBuf>) -> Result<(), Error> {
+        stack.push(self.dir.clone());
+        for (i, entry) in self.k.resources.iter().enumerate() {
+            let field = format!("resources[{i}]");
+            match self.entry(entry, &field, stack)? {
+                Entry::Directory(sub) => {
+                    if sub.k.kind() == Kind::Component {
+                        return Err(self.invalid(
+                            &field,
+                            format!(
+                                "expected kind != 'Component' for path '{}'",
+                                sub.dir.display()
+                            ),
+                        ));
+                    }
+                    let mut inner = Accumulator::default();
+                    sub.accumulate(&mut inner, stack)?;
+                    acc.config.merge(&inner.config);
+                    acc.append(inner.resources)
+                        .map_err(|m| self.invalid(&field, m))?;
+                }
+                Entry::File(path) => {
+                    let rel = path.strip_prefix(&self.dir).unwrap_or(&path);
+                    let text = self.loader().read_to_string(&rel.to_string_lossy())?;
+                    let resources = parse_resources(&path, &text)?;
+                    acc.append(resources).map_err(|m| self.invalid(&field, m))?;
+                }
+            }
+        }
+        acc.config.merge(TransformerConfig::builtin());
+        for (i, rel) in self.k.configurations.iter().enumerate() {
+            let field = format!("configurations[{i}]");
+            let text = self.loader().read_to_string(rel)?;
+            let config: TransformerConfig = serde_saphyr::from_str(&text)
+                .map_err(|e| self.invalid(&field, format!("{rel}: {e}")))?;
+            acc.config.merge(&config);
+        }
+        for (i, rel) in self.k.crds.iter().enumerate() {
+            let field = format!("crds[{i}]");
+            let text = self.loader().read_to_string(rel)?;
+            let config = crate::crds::config(&text)
+                .map_err(|m| self.invalid(&field, format!("{rel}: {m}")))?;
+            acc.config.merge(&config);
+        }
+        self.generate(acc)?;
+        for (i, entry) in self.k.components.iter().enumerate() {
+            let field = format!("components[{i}]");
+            match self.entry(entry, &field, stack)? {
+                Entry::Directory(sub) if sub.k.kind() == Kind::Component => {
+                    sub.accumulate(acc, stack)?;
+                }
+                Entry::Directory(sub) => {
+                    return Err(self.invalid(
+                        &field,
+                        format!(
+                            "expected kind 'Component' for path '{}' but got '{}'",
+                            sub.dir.display(),
+                            if sub.k.kind.is_empty() {
+                                "Kustomization"
+                            } else {
+                                &sub.k.kind
+                            }
+                        ),
+                    ));
+                }
+                Entry::File(path) => {
+                    return Err(self.invalid(
+                        &field,
+                        format!("component '{}' must be a directory", path.display()),
+                    ));
+                }
+            }
+        }
+        self.transform(acc)?;
+        stack.pop();
+        Ok(())
+    }
+
+    /// A `resources`/`components` entry: a directory holding a kustomization, or a file.
+    fn entry(&self, entry: &str, field: &str, stack: &[PathBuf]) -> Result<Entry<'a>, Error> {
+        let path = normalize(&self.dir.join(entry));
+        if !self.fs.exists(&path) {
+            if is_remote(entry) {
+                return Err(
+                    self.invalid(field, format!("remote bases are not supported: {entry:?}"))
+                );
+            }
+            return Err(self.invalid(field, format!("{entry}: no such file or directory")));
+        }
+        if !self.fs.is_dir(&path) {
+            return Ok(Entry::File(path));
+        }
+        if let Some(visited) = stack.iter().find(|v| v.starts_with(&path)) {
+            return Err(self.invalid(
+                field,
+                format!(
+                    "cycle detected: candidate root '{}' contains visited root '{}'",
+                    path.display(),
+                    visited.display()
+                ),
+            ));
+        }
+        let mut scratch = Vec::new();
+        Ok(Entry::Directory(Target::load(
+            self.fs,
+            &path,
+            &mut scratch,
+        )?))
+    }
+
+    /// The generators (`configMapGenerator`, `secretGenerator`); helm and plugin generators
+    /// are refused.
+    fn generate(&self, _acc: &mut Accumulator) -> Result<(), Error> {
+        let k = &self.k;
+        if !k.helm_charts.is_empty()
+            || !k.helm_chart_inflation_generator.is_empty()
+            || k.helm_globals.is_some()
+        {
+            return Err(self.invalid(
+                "helmCharts",
+                "helm charts are not supported: render the chart and list its output in resources"
+                    .into(),
+            ));
+        }
+        for (field, list) in [
+            ("generators", &k.generators),
+            ("transformers", &k.transformers),
+            ("validators", &k.validators),
+        ] {
+            if !list.is_empty() {
+                return Err(self.invalid(field, "kustomize plugins are not supported".into()));
+            }
+        }
+        if !k.config_map_generator.is_empty() || !k.secret_generator.is_empty() {
+            return Err(self.invalid(
+                "configMapGenerator",
+                "generators are not supported yet".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// kustomize's `runTransformers`, the built-in ones in `configureBuiltinTransformers`'s
+    /// order.
+    fn transform(&self, acc: &mut Accumulator) -> Result<(), Error> {
+        let k = &self.k;
+        let config = &acc.config;
+        let rs = &mut acc.resources;
+        if !k.patches_strategic_merge.is_empty()
+            || !k.patches.is_empty()
+            || !k.patches_json6902.is_empty()
+        {
+            return Err(self.invalid("patches", "patches are not supported yet".into()));
+        }
+        namespace::apply(rs, &k.namespace, &config.namespace)
+            .map_err(|m| self.invalid("namespace", m))?;
+        nameprefix::apply(rs, Affix::Prefix, &k.name_prefix, &config.name_prefix)
+            .map_err(|m| self.invalid("namePrefix", m))?;
+        nameprefix::apply(rs, Affix::Suffix, &k.name_suffix, &config.name_suffix)
+            .map_err(|m| self.invalid("nameSuffix", m))?;
+        for (i, label) in k.labels.iter().enumerate() {
+            let mut specs = label.field_specs.clone();
+            crate::fieldspec::merge(&mut specs, &config.labels);
+            if label.include_selectors {
+                crate::fieldspec::merge(&mut specs, &config.common_labels);
+            } else {
+                if label.include_templates {
+                    crate::fieldspec::merge(&mut specs, &config.template_labels);
+                }
+                crate::fieldspec::merge(
+                    &mut specs,
+                    &[crate::fieldspec::FieldSpec {
+                        path: "metadata/labels".into(),
+                        create: true,
+                        ..Default::default()
+                    }],
+                );
+            }
+            labels::apply(rs, &label.pairs, &specs)
+                .map_err(|m| self.invalid(&format!("labels[{i}]"), m))?;
+        }
+        labels::apply(rs, &k.common_labels, &config.common_labels)
+            .map_err(|m| self.invalid("commonLabels", m))?;
+        labels::apply(rs, &k.common_annotations, &config.common_annotations)
+            .map_err(|m| self.invalid("commonAnnotations", m))?;
+        for (i, replica) in k.replicas.iter().enumerate() {
+            replicacount::apply(rs, replica, &config.replicas)
+                .map_err(|m| self.invalid(&format!("replicas[{i}]"), m))?;
+        }
+        for (i, image) in k.images.iter().enumerate() {
+            imagetag::apply(rs, image, &config.images)
+                .map_err(|m| self.invalid(&format!("images[{i}]"), m))?;
+        }
+        if !k.replacements.is_empty() || !k.vars.is_empty() {
+            return Err(self.invalid("replacements", "replacements are not supported yet".into()));
+        }
+        Ok(())
+    }
+}
+
+enum Entry<'a> {
+    Directory(Box<Target<'a>>),
+    File(PathBuf),
+}
+
+/// Whether a `resources` entry names a remote base (kustomize's repo specs: URLs, `git::`,
+/// scp-like `git@host:`, and the hosts it knows without a scheme).
+fn is_remote(entry: &str) -> bool {
+    entry.contains("://")
+        || entry.starts_with("git::")
+        || entry.starts_with("git@")
+        || ["github.com/", "gitlab.com/", "bitbucket.org/"]
+            .iter()
+            .any(|h| entry.starts_with(h))
+        || entry.contains("?ref=")
+}
+
+/// The objects of a resource file: every YAML (or JSON) document, `List`s flattened.
+pub fn parse_resources(path: &Path, text: &str) -> Result<Vec<Resource>, Error> {
+    let invalid = |field: String, message: String| Error::Invalid {
+        file: path.to_owned(),
+        field,
+        message,
+    };
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text)
+        .map_err(|e| invalid("documents".into(), e.to_string()))?;
+    let mut out = Vec::new();
+    for (i, doc) in docs.into_iter().enumerate() {
+        let field = format!("documents[{i}]");
+        match doc {
+            Value::Null => {}
+            Value::Object(ref o) => {
+                let kind = o.get("kind").and_then(Value::as_str).unwrap_or_default();
+                if kind.ends_with("List") && o.get("items").is_some_and(Value::is_array) {
+                    if let Some(Value::Array(items)) = o.get("items") {
+                        for item in items {
+                            out.push(checked(item.clone()).map_err(|m| invalid(field.clone(), m))?);
+                        }
+                    }
+                } else {
+                    out.push(checked(doc).map_err(|m| invalid(field, m))?);
+                }
+            }
+            _ => return Err(invalid(field, "not a YAML mapping".into())),
+        }
+    }
+    Ok(out)
+}
+
+/// A resource must say what it is: kustomize refuses objects without kind or name.
+fn checked(object: Value) -> Result<Resource, String> {
+    let has = |p: &str| {
+        object
+            .pointer(p)
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+    };
+    if !has("/kind") {
+        return Err("missing kind in object".into());
+    }
+    if !has("/metadata/name") {
+        return Err("missing metadata.name in object".into());
+    }
+    Ok(Resource::new(object))
+}
+
+/// The build's bookkeeping annotations removed (kustomize's `RemoveBuildAnnotations`, and
+/// its origin and transformer annotations, which no `buildMetadata` asked for); an
+/// annotations map left empty goes too.
+fn clean(mut object: Value) -> Value {
+    let internal = |k: &str| {
+        k.starts_with("internal.config.kubernetes.io/")
+            || matches!(
+                k,
+                "config.kubernetes.io/path"
+                    | "config.kubernetes.io/index"
+                    | "config.kubernetes.io/id"
+                    | "config.kubernetes.io/origin"
+                    | "alpha.config.kubernetes.io/transformations"
+                    | "kustomize.config.k8s.io/id"
+                    | "kustomize.config.k8s.io/needs-hash"
+                    | "kustomize.config.k8s.io/behavior"
+            )
+    };
+    if let Some(Value::Object(metadata)) = object.get_mut("metadata") {
+        let mut emptied = false;
+        if let Some(Value::Object(annotations)) = metadata.get_mut("annotations") {
+            let before = annotations.len();
+            annotations.retain(|k, _| !internal(k));
+            emptied = annotations.is_empty() && before > 0;
+        }
+        if emptied {
+            metadata.remove("annotations");
+        }
+    }
+    object
+}
