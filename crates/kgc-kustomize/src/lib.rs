@@ -10,7 +10,6 @@
 //! kustomization's root as kustomize's default `LoadRestrictionsRootOnly`.
 #![forbid(unsafe_code)]
 
-pub mod build;
 pub mod builtinconfig;
 pub mod crds;
 pub mod error;
@@ -18,6 +17,7 @@ pub mod fieldspec;
 pub mod fs;
 pub mod imagetag;
 pub mod kustomization;
+pub mod kusttarget;
 pub mod labels;
 pub mod nameprefix;
 pub mod nameref;
@@ -31,8 +31,8 @@ pub mod yaml;
 
 use std::path::{Path, PathBuf};
 
-pub use build::build;
 pub use error::Error;
+pub use kusttarget::build;
 
 /// The kustomization file of `dir` (`kustomization.yaml`, `kustomization.yml` or
 /// `Kustomization`), if it has one.

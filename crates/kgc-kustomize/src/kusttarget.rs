@@ -22,7 +22,7 @@ pub fn build(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<Value>, Error> {
     let dir = normalize(dir);
     let mut stack = Vec::new();
     let mut acc = Accumulator::default();
-    let target = Target::load(fs, &dir, &mut stack)?;
+    let target = Target::load(fs, &dir)?;
     if target.k.kind() == Kind::Component {
         return Err(target.invalid(
             "kind",
@@ -76,11 +76,7 @@ struct Target<'a> {
 }
 
 impl<'a> Target<'a> {
-    fn load(
-        fs: &'a dyn FileSystem,
-        dir: &Path,
-        stack: &mut Vec<PathBuf>,
-    ) -> Result<Target<'a>, Error> {
+    fn load(fs: &'a dyn FileSystem, dir: &Path) -> Result<Target<'a>, Error> {
         let file = kustomization::find(fs, dir)?.ok_or_else(|| Error::Invalid {
             file: dir.to_owned(),
             field: String::new(),
@@ -95,7 +91,6 @@ impl<'a> Target<'a> {
                 .unwrap_or_default(),
         )?;
         let k = Kustomization::parse(&file, &text)?;
-        let _ = stack;
         Ok(Target {
             fs,
             dir: dir.to_owned(),
@@ -219,12 +214,7 @@ impl<'a> Target<'a> {
                 ),
             ));
         }
-        let mut scratch = Vec::new();
-        Ok(Entry::Directory(Target::load(
-            self.fs,
-            &path,
-            &mut scratch,
-        )?))
+        Ok(Entry::Directory(Box::new(Target::load(self.fs, &path)?)))
     }
 
     /// The generators (`configMapGenerator`, `secretGenerator`); helm and plugin generators
