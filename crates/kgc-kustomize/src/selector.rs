@@ -215,11 +215,9 @@ mod tests {
                 .unwrap()
         );
         // Cluster-scoped kinds have no namespace, not even `default`.
-        assert!(
-            !sel("namespace: default")
-                .matches(&res("ClusterRole", "a", None))
-                .unwrap()
-        );
+        let mut role = res("ClusterRole", "a", None);
+        role.object["apiVersion"] = json!("rbac.authorization.k8s.io/v1");
+        assert!(!sel("namespace: default").matches(&role).unwrap());
     }
 
     #[test]
