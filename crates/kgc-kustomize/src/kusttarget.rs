@@ -11,8 +11,11 @@ use serde_json::{Map, Value};
 
 use crate::builtinconfig::TransformerConfig;
 use crate::fs::{FileSystem, Loader, normalize};
+use crate::generator::{self, GeneratorArgs, GeneratorOptions};
 use crate::kustomization::{self, Kind, Kustomization};
 use crate::nameprefix::Affix;
+use crate::openapi::Schemas;
+use crate::patch::{self, Patch};
 use crate::resource::Resource;
 use crate::{Error, imagetag, labels, nameprefix, nameref, namespace, replicacount, sortorder};
 
@@ -29,8 +32,9 @@ pub fn build(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<Value>, Error> {
             "a Component can only be built as part of a Kustomization's components".into(),
         ));
     }
-    target.accumulate(&mut acc, &mut stack)?;
+    target.accumulate(&mut acc, &mut stack, &Schemas::Builtin)?;
     // kustomize's `makeCustomizedResMap`: these run once, over the whole build.
+    generator::add_hash_suffixes(&mut acc.resources)?;
     nameref::apply(&mut acc.resources, &acc.config.name_reference)
         .map_err(|m| target.invalid("resources", m))?;
     acc.resources
@@ -96,6 +100,16 @@ impl<'a> Target<'a> {
         })
     }
 
+    /// A field kept as JSON by [`Kustomization`], decoded into its owner's type.
+    fn decode<T: serde::de::DeserializeOwned>(
+        &self,
+        field: &str,
+        value: &Value,
+    ) -> Result<T, Error> {
+        serde_json::from_value(value.clone())
+            .map_err(|e| self.invalid(field, format!("invalid Kustomization: {e}")))
+    }
+
     fn invalid(&self, field: &str, message: String) -> Error {
         Error::Invalid {
             file: self.file.clone(),
@@ -109,8 +123,22 @@ impl<'a> Target<'a> {
     }
 
     /// kustomize's `accumulateTarget`.
-    fn accumulate(&self, acc: &mut Accumulator, stack: &mut Vec<PathBuf>) -> Result<(), Error> {
+    /// `schemas` is the parent's (a kustomization without `openapi:` keeps it).
+    fn accumulate(
+        &self,
+        acc: &mut Accumulator,
+        stack: &mut Vec<PathBuf>,
+        schemas: &Schemas,
+    ) -> Result<(), Error> {
         stack.push(self.dir.clone());
+        let own;
+        let schemas = match &self.k.openapi {
+            Some(field) => {
+                own = Schemas::load(&self.loader(), Some(field))?;
+                &own
+            }
+            None => schemas,
+        };
         for (i, entry) in self.k.resources.iter().enumerate() {
             let field = format!("resources[{i}]");
             match self.entry(entry, &field, stack)? {
@@ -125,7 +153,7 @@ impl<'a> Target<'a> {
                         ));
                     }
                     let mut inner = Accumulator::default();
-                    sub.accumulate(&mut inner, stack)?;
+                    sub.accumulate(&mut inner, stack, schemas)?;
                     acc.config.merge(&inner.config);
                     acc.append(inner.resources)
                         .map_err(|m| self.invalid(&field, m))?;
@@ -158,7 +186,7 @@ impl<'a> Target<'a> {
             let field = format!("components[{i}]");
             match self.entry(entry, &field, stack)? {
                 Entry::Directory(sub) if sub.k.kind() == Kind::Component => {
-                    sub.accumulate(acc, stack)?;
+                    sub.accumulate(acc, stack, schemas)?;
                 }
                 Entry::Directory(sub) => {
                     return Err(self.invalid(
@@ -182,7 +210,7 @@ impl<'a> Target<'a> {
                 }
             }
         }
-        self.transform(acc)?;
+        self.transform(acc, schemas)?;
         stack.pop();
         Ok(())
     }
@@ -225,7 +253,7 @@ impl<'a> Target<'a> {
 
     /// The generators (`configMapGenerator`, `secretGenerator`); helm and plugin generators
     /// are refused.
-    fn generate(&self, _acc: &mut Accumulator) -> Result<(), Error> {
+    fn generate(&self, acc: &mut Accumulator) -> Result<(), Error> {
         let k = &self.k;
         if !k.build_metadata.is_empty() {
             return Err(self.invalid(
@@ -252,27 +280,53 @@ impl<'a> Target<'a> {
                 return Err(self.invalid(field, "kustomize plugins are not supported".into()));
             }
         }
-        if !k.config_map_generator.is_empty() || !k.secret_generator.is_empty() {
-            return Err(self.invalid(
+        let global: Option<GeneratorOptions> = match &k.generator_options {
+            Some(v) => Some(self.decode("generatorOptions", v)?),
+            None => None,
+        };
+        // kustomize's `configureBuiltinGenerators`: ConfigMaps, then Secrets.
+        for (kind, field, list) in [
+            (
+                generator::Kind::ConfigMap,
                 "configMapGenerator",
-                "generators are not supported yet".into(),
-            ));
+                &k.config_map_generator,
+            ),
+            (
+                generator::Kind::Secret,
+                "secretGenerator",
+                &k.secret_generator,
+            ),
+        ] {
+            for (i, entry) in list.iter().enumerate() {
+                let args: GeneratorArgs = self.decode(&format!("{field}[{i}]"), entry)?;
+                let generated = generator::generate(
+                    &self.loader(),
+                    &self.file,
+                    kind,
+                    i,
+                    &args,
+                    global.as_ref(),
+                )?;
+                generator::absorb(&mut acc.resources, generated)?;
+            }
         }
         Ok(())
     }
 
     /// kustomize's `runTransformers`, the built-in ones in `configureBuiltinTransformers`'s
     /// order.
-    fn transform(&self, acc: &mut Accumulator) -> Result<(), Error> {
+    fn transform(&self, acc: &mut Accumulator, schemas: &Schemas) -> Result<(), Error> {
         let k = &self.k;
         let config = &acc.config;
         let rs = &mut acc.resources;
-        if !k.patches_strategic_merge.is_empty()
-            || !k.patches.is_empty()
-            || !k.patches_json6902.is_empty()
-        {
-            return Err(self.invalid("patches", "patches are not supported yet".into()));
-        }
+        let loader = self.loader();
+        let strategic: Vec<String> = self.decode(
+            "patchesStrategicMerge",
+            &Value::from(k.patches_strategic_merge.clone()),
+        )?;
+        patch::apply_patches_strategic_merge(rs, &strategic, &loader, schemas)?;
+        let patches: Vec<Patch> = self.decode("patches", &Value::from(k.patches.clone()))?;
+        patch::apply_patches(rs, &patches, &loader, schemas)?;
         namespace::apply(rs, &k.namespace, &config.namespace)
             .map_err(|m| self.invalid("namespace", m))?;
         nameprefix::apply(rs, Affix::Prefix, &k.name_prefix, &config.name_prefix)
@@ -304,6 +358,9 @@ impl<'a> Target<'a> {
             .map_err(|m| self.invalid("commonLabels", m))?;
         labels::apply(rs, &k.common_annotations, &config.common_annotations)
             .map_err(|m| self.invalid("commonAnnotations", m))?;
+        let json6902: Vec<Patch> =
+            self.decode("patchesJson6902", &Value::from(k.patches_json6902.clone()))?;
+        patch::apply_patches_json6902(rs, &json6902, &loader)?;
         for (i, replica) in k.replicas.iter().enumerate() {
             replicacount::apply(rs, replica, &config.replicas)
                 .map_err(|m| self.invalid(&format!("replicas[{i}]"), m))?;
