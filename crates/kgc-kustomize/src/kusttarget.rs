@@ -5,6 +5,7 @@
 //! names, name references fixed, resources marked local dropped, the output sorted, and the
 //! build's internal annotations removed.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -16,7 +17,7 @@ use crate::kustomization::{self, Kind, Kustomization};
 use crate::nameprefix::Affix;
 use crate::openapi::Schemas;
 use crate::patch::{self, Patch};
-use crate::resource::Resource;
+use crate::resource::{IdKey, Resource};
 use crate::{Error, imagetag, labels, nameprefix, nameref, namespace, replicacount, sortorder};
 
 /// Builds the kustomization in `dir` into the objects `kubectl kustomize dir` prints, in its
@@ -57,9 +58,10 @@ struct Accumulator {
 impl Accumulator {
     /// Adds resources; an id already present is kustomize's error.
     fn append(&mut self, more: Vec<Resource>) -> Result<(), String> {
+        let mut seen: HashSet<IdKey> = self.resources.iter().map(|r| r.id().key()).collect();
         for r in more {
             let id = r.id();
-            if self.resources.iter().any(|o| o.id().same(&id)) {
+            if !seen.insert(id.key()) {
                 return Err(format!(
                     "may not add resource with an already registered id: {}",
                     id.display()
