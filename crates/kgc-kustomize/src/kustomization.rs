@@ -190,8 +190,10 @@ impl Kustomization {
         let value: Value = if text.trim().is_empty() {
             Value::Object(Default::default())
         } else {
-            serde_saphyr::from_str(text)
-                .map_err(|e| invalid("", format!("invalid Kustomization: {e}")))?
+            serde_saphyr::from_str(text).map_err(|e| {
+                let e = crate::kusttarget::first_line(&e.to_string());
+                invalid("", format!("invalid Kustomization: {e}"))
+            })?
         };
         let value = match value {
             Value::Null => Value::Object(Default::default()),

@@ -412,9 +412,15 @@ pub fn parse_resources(path: &Path, text: &str) -> Result<Vec<Resource>, Error> 
     };
     // kyaml reads resources with go-yaml v3 (YAML 1.2): only `true`/`false` are booleans,
     // `y`, `yes`, `on` stay strings.
-    let options = serde_saphyr::options! { strict_booleans: true };
+    // serde-saphyr's default budget (1024 documents, 250k nodes) guards untrusted input; a
+    // repository's manifests (CRD bundles) exceed it, so the limits are raised, not removed.
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_documents = 1_000_000;
+    budget.max_nodes = 50_000_000;
+    budget.max_events = 200_000_000;
+    let options = serde_saphyr::options! { strict_booleans: true, budget: Some(budget) };
     let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(text, options)
-        .map_err(|e| invalid("documents".into(), e.to_string()))?;
+        .map_err(|e| invalid("documents".into(), first_line(&e.to_string())))?;
     let mut out = Vec::new();
     for (i, doc) in docs.into_iter().enumerate() {
         let field = format!("documents[{i}]");
@@ -436,6 +442,11 @@ pub fn parse_resources(path: &Path, text: &str) -> Result<Vec<Resource>, Error> 
         }
     }
     Ok(out)
+}
+
+/// A parser's message without its source excerpt: errors are one line.
+pub(crate) fn first_line(message: &str) -> String {
+    message.lines().next().unwrap_or_default().trim().to_owned()
 }
 
 /// A resource must say what it is: kustomize refuses objects without kind or name.
