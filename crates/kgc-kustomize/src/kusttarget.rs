@@ -112,6 +112,14 @@ impl<'a> Target<'a> {
             .map_err(|e| self.invalid(field, format!("invalid Kustomization: {e}")))
     }
 
+    /// A file the kustomization names in `field`; failing to read it is an error naming both.
+    fn read(&self, field: &str, rel: &str) -> Result<String, Error> {
+        self.loader().read_to_string(rel).map_err(|e| match e {
+            Error::Io { source, .. } => self.invalid(field, format!("{rel}: {source}")),
+            e => e,
+        })
+    }
+
     fn invalid(&self, field: &str, message: String) -> Error {
         Error::Invalid {
             file: self.file.clone(),
@@ -162,7 +170,7 @@ impl<'a> Target<'a> {
                 }
                 Entry::File(path) => {
                     let rel = path.strip_prefix(&self.dir).unwrap_or(&path);
-                    let text = self.loader().read_to_string(&rel.to_string_lossy())?;
+                    let text = self.read(&field, &rel.to_string_lossy())?;
                     let resources = parse_resources(&path, &text)?;
                     acc.append(resources).map_err(|m| self.invalid(&field, m))?;
                 }
@@ -171,14 +179,14 @@ impl<'a> Target<'a> {
         acc.config.merge(TransformerConfig::builtin());
         for (i, rel) in self.k.configurations.iter().enumerate() {
             let field = format!("configurations[{i}]");
-            let text = self.loader().read_to_string(rel)?;
+            let text = self.read(&field, rel)?;
             let config: TransformerConfig = serde_saphyr::from_str(&text)
                 .map_err(|e| self.invalid(&field, format!("{rel}: {e}")))?;
             acc.config.merge(&config);
         }
         for (i, rel) in self.k.crds.iter().enumerate() {
             let field = format!("crds[{i}]");
-            let text = self.loader().read_to_string(rel)?;
+            let text = self.read(&field, rel)?;
             let config = crate::crds::config(&text)
                 .map_err(|m| self.invalid(&field, format!("{rel}: {m}")))?;
             acc.config.merge(&config);
