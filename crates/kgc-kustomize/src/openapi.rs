@@ -92,7 +92,9 @@ impl OpenApi {
 
     /// Parses a Swagger document; definitions naming a group-version-kind index their kind.
     pub fn parse(text: &str) -> Result<OpenApi, String> {
-        let doc: Value = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        // The parser's first line; the rest draws the offending line.
+        let doc: Value = serde_saphyr::from_str(text)
+            .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_owned())?;
         let definitions = match doc.get("definitions") {
             Some(Value::Object(d)) => d.clone(),
             Some(_) => return Err("expected a map of definitions".to_owned()),

@@ -164,7 +164,7 @@ pub fn apply_patches_strategic_merge(
                     field: "documents".to_owned(),
                 };
                 let docs = serde_saphyr::from_multiple::<Value>(&text)
-                    .map_err(|e| source.error(e.to_string()))?;
+                    .map_err(|e| source.error(first_line(&e)))?;
                 (source, docs)
             }
         };
@@ -252,10 +252,19 @@ fn patch_text(p: &Patch, loader: &Loader, entry: &Source) -> Result<(Source, Str
     }
 }
 
+/// The first line of a YAML parser's message (the rest draws the offending line).
+fn first_line(e: &impl std::fmt::Display) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_owned()
+}
+
 /// A YAML list is a JSON patch; mappings are strategic merge patches.
 fn parse(text: &str, source: &Source) -> Result<Loaded, Error> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text)
-        .map_err(|e| source.error(format!("unable to parse SM or JSON patch: {e}")))?;
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| {
+        source.error(format!(
+            "unable to parse SM or JSON patch: {}",
+            first_line(&e)
+        ))
+    })?;
     let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
     match docs.as_slice() {
         [Value::Array(ops)] => Ok(Loaded::Json(ops.clone())),
