@@ -198,7 +198,7 @@ impl<'a> Node<'a> {
         match self {
             Node::Builtin(_) => None,
             Node::BuiltinField(m) => (m.strategy() == Strategy::Merge)
-                .then(|| m.merge_key().map(str::to_owned).into_iter().collect()),
+                .then(|| m.merge_key().map(builtin_list_map_keys).unwrap_or_default()),
             Node::OpenApi(_, s) => {
                 let strategy = s.get("x-kubernetes-patch-strategy")?.as_str()?;
                 if !strategy.split(',').any(|p| p == "merge") {
@@ -225,6 +225,21 @@ impl<'a> Node<'a> {
             }
         }
     }
+}
+
+/// The keys of a built-in merged list, from its merge key: kustomize's bundled schema
+/// (Kubernetes 1.21.2, `kyaml/openapi/kubernetesapi`) gives three such lists
+/// `x-kubernetes-list-map-keys` of two keys, which kgc-patch's table (one merge key per list)
+/// does not carry: container and service ports (by protocol too) and topology spread
+/// constraints.
+fn builtin_list_map_keys(merge_key: &str) -> Vec<String> {
+    let keys: &[&str] = match merge_key {
+        "containerPort" => &["containerPort", "protocol"],
+        "port" => &["port", "protocol"],
+        "topologyKey" => &["topologyKey", "whenUnsatisfiable"],
+        other => return vec![other.to_owned()],
+    };
+    keys.iter().map(|&k| k.to_owned()).collect()
 }
 
 #[cfg(test)]

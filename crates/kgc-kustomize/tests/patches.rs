@@ -614,3 +614,170 @@ patches:
         assert!(ours.contains(gist), "{ours}");
     }
 }
+
+#[test]
+fn strategic_merge_across_built_in_kinds() {
+    same_as_kubectl(&[
+        (
+            "resources.yaml",
+            r#"apiVersion: v1
+kind: Service
+metadata: {name: svc, namespace: prod}
+spec:
+  ports:
+  - {name: http, port: 80, targetPort: 8080}
+  - {name: https, port: 443, protocol: TCP}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: cron}
+spec:
+  schedule: "* * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          initContainers:
+          - {name: init, image: init:1}
+          containers:
+          - name: job
+            image: job:1
+            env:
+            - {name: A, value: "1"}
+            - {name: B, value: "2"}
+            volumeMounts:
+            - {name: v, mountPath: /v}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce]}
+  template:
+    spec:
+      containers:
+      - {name: db, image: db:1}
+      tolerations:
+      - {key: a, operator: Exists}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: ing}
+spec:
+  rules:
+  - host: a.example.com
+  - host: b.example.com
+"#,
+        ),
+        (
+            "kustomization.yaml",
+            r#"resources: [resources.yaml]
+patches:
+- patch: |-
+    apiVersion: v1
+    kind: Service
+    metadata: {name: svc, namespace: prod}
+    spec:
+      ports:
+      - {port: 443, name: tls}
+      - {port: 8443, name: alt}
+- patch: |-
+    apiVersion: batch/v1
+    kind: CronJob
+    metadata: {name: cron}
+    spec:
+      jobTemplate:
+        spec:
+          template:
+            spec:
+              initContainers:
+              - {name: init2, image: init:2}
+              containers:
+              - name: job
+                env:
+                - {name: A, $patch: delete}
+                - {name: C, value: "3"}
+                volumeMounts:
+                - {mountPath: /w, name: w}
+                resources:
+                  limits: {cpu: "1"}
+- patch: |-
+    apiVersion: apps/v1
+    kind: StatefulSet
+    metadata: {name: db}
+    spec:
+      volumeClaimTemplates:
+      - metadata: {name: other}
+      template:
+        spec:
+          tolerations:
+          - {key: b, operator: Exists}
+          containers:
+          - name: db
+            ports:
+            - {containerPort: 5432, protocol: TCP}
+- patch: |-
+    apiVersion: networking.k8s.io/v1
+    kind: Ingress
+    metadata: {name: ing, annotations: {x: "1"}}
+    spec:
+      rules:
+      - host: c.example.com
+"#,
+        ),
+    ]);
+}
+
+/// Items without their merge key, and ports keyed by port and protocol: kustomize's (kyaml's)
+/// loose matching loses some items, and kgc prints the same.
+#[test]
+fn strategic_merge_of_items_missing_keys() {
+    same_as_kubectl(&[
+        (
+            "dep.yaml",
+            r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  template:
+    spec:
+      containers:
+      - name: a
+        env:
+        - {name: A, value: "1"}
+        - {value: nokey}
+        ports:
+        - {containerPort: 80}
+        - {containerPort: 53, protocol: UDP}
+        - {containerPort: 53, protocol: TCP}
+      topologySpreadConstraints:
+      - {topologyKey: zone, whenUnsatisfiable: DoNotSchedule, maxSkew: 1}
+"#,
+        ),
+        (
+            "kustomization.yaml",
+            r#"resources: [dep.yaml]
+patches:
+- patch: |-
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: d}
+    spec:
+      template:
+        spec:
+          containers:
+          - name: a
+            env:
+            - {name: B, value: "2"}
+            ports:
+            - {containerPort: 53, name: dns}
+            - {containerPort: 81, protocol: TCP}
+          topologySpreadConstraints:
+          - {topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, maxSkew: 2}
+          - {topologyKey: zone, maxSkew: 3}
+"#,
+        ),
+    ]);
+}
