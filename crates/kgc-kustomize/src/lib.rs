@@ -16,6 +16,7 @@ pub mod error;
 pub mod fieldspec;
 pub mod fs;
 pub mod imagetag;
+pub mod json6902;
 pub mod kustomization;
 pub mod kusttarget;
 pub mod labels;

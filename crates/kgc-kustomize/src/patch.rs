@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::Error;
 use crate::fs::Loader;
+use crate::json6902;
 use crate::kustomization;
 use crate::merge2;
 use crate::openapi::Schemas;
@@ -259,6 +260,16 @@ fn first_line(e: &impl std::fmt::Display) -> String {
 
 /// A YAML list is a JSON patch; mappings are strategic merge patches.
 fn parse(text: &str, source: &Source) -> Result<Loaded, Error> {
+    // Text that opens a list is JSON to kustomize (`jsonPatchFromBytes`), not YAML: a flow
+    // list of YAML maps (`[{op: add, …}]`) is refused.
+    if text.starts_with('[') {
+        return match serde_json::from_str::<Value>(text) {
+            Ok(Value::Array(ops)) => Ok(Loaded::Json(ops)),
+            _ => Err(source.error(
+                "unable to parse SM or JSON patch: a patch that opens with '[' must be a JSON list",
+            )),
+        };
+    }
     let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| {
         source.error(format!(
             "unable to parse SM or JSON patch: {}",
@@ -406,26 +417,10 @@ fn patch_selected(
     Ok(())
 }
 
-/// Applies JSON patch `ops` to `r`, all or nothing; a failing operation is reported as
-/// kustomize reports it (`error in remove for path: '/spec/x': …`).
+/// Applies JSON patch `ops` to `r`, all or nothing, naming the resource when one fails.
 fn json_patch(r: &mut Resource, ops: &[Value], source: &Source) -> Result<(), Error> {
-    let patch = Value::Array(ops.to_vec());
-    kgc_patch::json_patch(&mut r.object, &patch).map_err(|e| match e {
-        kgc_patch::Error::Apply(e) => {
-            let op = ops
-                .get(e.operation)
-                .and_then(|o| o.get("op"))
-                .and_then(Value::as_str)
-                .unwrap_or("operation");
-            source.error(format!(
-                "error in {op} for path: '{}': {} (on {})",
-                e.path,
-                e.kind,
-                id_string(&r.id())
-            ))
-        }
-        other => source.error(other.to_string()),
-    })
+    json6902::apply(&mut r.object, ops)
+        .map_err(|m| source.error(format!("{m} (on {})", id_string(&r.id()))))
 }
 
 #[cfg(test)]
@@ -579,7 +574,7 @@ mod tests {
         .to_string();
         assert_eq!(
             e,
-            "/k/p.yaml: patch: error in remove for path: '/spec/nothere': path is invalid (on Deployment.v1.apps/web.[noNs])"
+            "/k/p.yaml: patch: error in remove for path: '/spec/nothere': Unable to remove nonexistent key: nothere: missing value (on Deployment.v1.apps/web.[noNs])"
         );
         let e = run(
             &[],
@@ -605,7 +600,7 @@ mod tests {
     fn a_target_matching_nothing_is_silent() {
         let rs = run(
             &[],
-            "- patch: '{kind: Nope, metadata: {name: x}}'\n  target: {kind: Nope}\n- patch: '[{op: remove, path: /x}]'\n  target: {kind: Nope}\n",
+            "- patch: '{kind: Nope, metadata: {name: x}}'\n  target: {kind: Nope}\n- patch: '[{\"op\": \"remove\", \"path\": \"/x\"}]'\n  target: {kind: Nope}\n",
         )
         .unwrap();
         assert_eq!(rs, resources());
@@ -633,7 +628,7 @@ mod tests {
         assert_eq!(rs[1].object["spec"]["type"], json!("NodePort"));
         assert_eq!(rs[0].object["spec"]["replicas"], json!(4));
         let p = patches(
-            "- target: {kind: Deployment, name: web}\n  patch: '[{op: add, path: /spec/paused, value: true}]'\n",
+            "- target: {kind: Deployment, name: web}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/paused\", \"value\": true}]'\n",
         );
         apply_patches_json6902(&mut rs, &p, &loader).unwrap();
         assert_eq!(rs[0].object["spec"]["paused"], json!(true));

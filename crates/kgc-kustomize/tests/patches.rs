@@ -334,6 +334,12 @@ patchesJson6902:
 - op: test
   path: /spec/template/spec/containers/0/image
   value: app:1
+- op: replace
+  path: /spec/paused
+  value: true
+- op: copy
+  from: /spec/nothing
+  path: /spec/copiedNull
 "#,
         ),
     ]);
@@ -583,11 +589,9 @@ fn a_failing_json6902_operation() {
             "resources: [resources.yaml]\npatches:\n- path: ops.yaml\n  target: {name: api}\n",
         ),
     ]);
-    assert!(theirs.contains("test"), "{theirs}");
-    assert!(
-        ours.contains("error in test for path: '/spec/replicas'"),
-        "{ours}"
-    );
+    let gist = "testing value /spec/replicas failed: test failed";
+    assert!(theirs.contains(gist), "{theirs}");
+    assert!(ours.contains(gist) && ours.contains("ops.yaml"), "{ours}");
 }
 
 #[test]
@@ -780,4 +784,22 @@ patches:
 "#,
         ),
     ]);
+}
+
+/// A patch text that opens with `[` is JSON to kustomize: a YAML flow list is refused.
+#[test]
+fn a_yaml_flow_list_is_not_a_json_patch() {
+    let (ours, theirs) = both_refuse(&[
+        ("resources.yaml", DEPLOYMENTS),
+        (
+            "kustomization.yaml",
+            "resources: [resources.yaml]\npatches:\n- patch: '[{op: add, path: /spec/paused, value: true}]'\n  target: {kind: Deployment}\n",
+        ),
+    ]);
+    let gist = "unable to parse SM or JSON patch";
+    assert!(theirs.contains(gist), "{theirs}");
+    assert!(
+        ours.contains(gist) && ours.contains("patches[0].patch"),
+        "{ours}"
+    );
 }
