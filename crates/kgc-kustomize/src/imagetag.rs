@@ -83,19 +83,24 @@ fn update(v: &mut Value, image: &Image) -> Result<(), String> {
     Ok(())
 }
 
-/// kustomize's `image.IsImageMatched`: `value` is `name`, optionally followed by `@sha256`
-/// and a `:tag` of `[a-zA-Z0-9_.{}-]` characters.
+/// kustomize's `image.IsImageMatched` (`api/internal/image/image.go`): `value` is `name`,
+/// then an optional `:tag`, then an optional `@sha256:digest`, both of
+/// `[a-zA-Z0-9_.{}-]` characters.
 fn matches(value: &str, name: &str) -> bool {
+    let allowed = |s: &str| {
+        s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.{}-".contains(c))
+    };
     let Some(rest) = value.strip_prefix(name) else {
         return false;
     };
-    let rest = rest.strip_prefix("@sha256").unwrap_or(rest);
-    match rest.strip_prefix(':') {
-        None => rest.is_empty(),
-        Some(tag) => tag
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.{}-".contains(c)),
-    }
+    let (tag, digest) = match rest.split_once('@') {
+        Some((tag, digest)) => (tag, Some(digest)),
+        None => (rest, None),
+    };
+    let tag_ok = tag.is_empty() || tag.strip_prefix(':').is_some_and(allowed);
+    let digest_ok = digest.is_none_or(|d| d.strip_prefix("sha256:").is_some_and(allowed));
+    tag_ok && digest_ok
 }
 
 /// kustomize's `image.Split`: name, tag and digest; a `:` before the first `/` is a

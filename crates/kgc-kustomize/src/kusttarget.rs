@@ -5,15 +5,19 @@
 //! names, name references fixed, resources marked local dropped, the output sorted, and the
 //! build's internal annotations removed.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::builtinconfig::TransformerConfig;
 use crate::fs::{FileSystem, Loader, normalize};
+use crate::generator::{self, GeneratorArgs, GeneratorOptions};
 use crate::kustomization::{self, Kind, Kustomization};
 use crate::nameprefix::Affix;
-use crate::resource::Resource;
+use crate::openapi::Schemas;
+use crate::patch::{self, Patch};
+use crate::resource::{IdKey, Resource};
 use crate::{Error, imagetag, labels, nameprefix, nameref, namespace, replicacount, sortorder};
 
 /// Builds the kustomization in `dir` into the objects `kubectl kustomize dir` prints, in its
@@ -29,8 +33,9 @@ pub fn build(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<Value>, Error> {
             "a Component can only be built as part of a Kustomization's components".into(),
         ));
     }
-    target.accumulate(&mut acc, &mut stack)?;
+    target.accumulate(&mut acc, &mut stack, &Schemas::Builtin)?;
     // kustomize's `makeCustomizedResMap`: these run once, over the whole build.
+    generator::add_hash_suffixes(&mut acc.resources)?;
     nameref::apply(&mut acc.resources, &acc.config.name_reference)
         .map_err(|m| target.invalid("resources", m))?;
     acc.resources
@@ -53,9 +58,10 @@ struct Accumulator {
 impl Accumulator {
     /// Adds resources; an id already present is kustomize's error.
     fn append(&mut self, more: Vec<Resource>) -> Result<(), String> {
+        let mut seen: HashSet<IdKey> = self.resources.iter().map(|r| r.id().key()).collect();
         for r in more {
             let id = r.id();
-            if self.resources.iter().any(|o| o.id() == id) {
+            if !seen.insert(id.key()) {
                 return Err(format!(
                     "may not add resource with an already registered id: {}",
                     id.display()
@@ -80,10 +86,7 @@ impl<'a> Target<'a> {
         let file = kustomization::find(fs, dir)?.ok_or_else(|| Error::Invalid {
             file: dir.to_owned(),
             field: String::new(),
-            message: format!(
-                "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
-                dir.display()
-            ),
+            message: missing_kustomization(dir),
         })?;
         let text = Loader::new(fs, dir).read_to_string(
             file.file_name()
@@ -99,6 +102,16 @@ impl<'a> Target<'a> {
         })
     }
 
+    /// A field kept as JSON by [`Kustomization`], decoded into its owner's type.
+    fn decode<T: serde::de::DeserializeOwned>(
+        &self,
+        field: &str,
+        value: &Value,
+    ) -> Result<T, Error> {
+        serde_json::from_value(value.clone())
+            .map_err(|e| self.invalid(field, format!("invalid Kustomization: {e}")))
+    }
+
     fn invalid(&self, field: &str, message: String) -> Error {
         Error::Invalid {
             file: self.file.clone(),
@@ -112,8 +125,22 @@ impl<'a> Target<'a> {
     }
 
     /// kustomize's `accumulateTarget`.
-    fn accumulate(&self, acc: &mut Accumulator, stack: &mut Vec<PathBuf>) -> Result<(), Error> {
+    /// `schemas` is the parent's (a kustomization without `openapi:` keeps it).
+    fn accumulate(
+        &self,
+        acc: &mut Accumulator,
+        stack: &mut Vec<PathBuf>,
+        schemas: &Schemas,
+    ) -> Result<(), Error> {
         stack.push(self.dir.clone());
+        let own;
+        let schemas = match &self.k.openapi {
+            Some(field) => {
+                own = Schemas::load(&self.loader(), Some(field))?;
+                &own
+            }
+            None => schemas,
+        };
         for (i, entry) in self.k.resources.iter().enumerate() {
             let field = format!("resources[{i}]");
             match self.entry(entry, &field, stack)? {
@@ -128,7 +155,7 @@ impl<'a> Target<'a> {
                         ));
                     }
                     let mut inner = Accumulator::default();
-                    sub.accumulate(&mut inner, stack)?;
+                    sub.accumulate(&mut inner, stack, schemas)?;
                     acc.config.merge(&inner.config);
                     acc.append(inner.resources)
                         .map_err(|m| self.invalid(&field, m))?;
@@ -161,7 +188,7 @@ impl<'a> Target<'a> {
             let field = format!("components[{i}]");
             match self.entry(entry, &field, stack)? {
                 Entry::Directory(sub) if sub.k.kind() == Kind::Component => {
-                    sub.accumulate(acc, stack)?;
+                    sub.accumulate(acc, stack, schemas)?;
                 }
                 Entry::Directory(sub) => {
                     return Err(self.invalid(
@@ -185,7 +212,7 @@ impl<'a> Target<'a> {
                 }
             }
         }
-        self.transform(acc)?;
+        self.transform(acc, schemas)?;
         stack.pop();
         Ok(())
     }
@@ -202,7 +229,13 @@ impl<'a> Target<'a> {
             return Err(self.invalid(field, format!("{entry}: no such file or directory")));
         }
         if !self.fs.is_dir(&path) {
-            return Ok(Entry::File(path));
+            // A file must lie under the kustomization's directory (kustomize's
+            // `LoadRestrictionsRootOnly`); a directory may be anywhere.
+            return match self.loader().resolve(entry) {
+                Ok(path) => Ok(Entry::File(path)),
+                Err(Error::Io { source, .. }) => Err(self.invalid(field, source.to_string())),
+                Err(e) => Err(e),
+            };
         }
         if let Some(visited) = stack.iter().find(|v| v.starts_with(&path)) {
             return Err(self.invalid(
@@ -214,13 +247,22 @@ impl<'a> Target<'a> {
                 ),
             ));
         }
+        if kustomization::find(self.fs, &path)?.is_none() {
+            return Err(self.invalid(field, missing_kustomization(&path)));
+        }
         Ok(Entry::Directory(Box::new(Target::load(self.fs, &path)?)))
     }
 
     /// The generators (`configMapGenerator`, `secretGenerator`); helm and plugin generators
     /// are refused.
-    fn generate(&self, _acc: &mut Accumulator) -> Result<(), Error> {
+    fn generate(&self, acc: &mut Accumulator) -> Result<(), Error> {
         let k = &self.k;
+        if !k.build_metadata.is_empty() {
+            return Err(self.invalid(
+                "buildMetadata",
+                "origin, transformer and managed-by annotations are not supported".into(),
+            ));
+        }
         if !k.helm_charts.is_empty()
             || !k.helm_chart_inflation_generator.is_empty()
             || k.helm_globals.is_some()
@@ -240,27 +282,53 @@ impl<'a> Target<'a> {
                 return Err(self.invalid(field, "kustomize plugins are not supported".into()));
             }
         }
-        if !k.config_map_generator.is_empty() || !k.secret_generator.is_empty() {
-            return Err(self.invalid(
+        let global: Option<GeneratorOptions> = match &k.generator_options {
+            Some(v) => Some(self.decode("generatorOptions", v)?),
+            None => None,
+        };
+        // kustomize's `configureBuiltinGenerators`: ConfigMaps, then Secrets.
+        for (kind, field, list) in [
+            (
+                generator::Kind::ConfigMap,
                 "configMapGenerator",
-                "generators are not supported yet".into(),
-            ));
+                &k.config_map_generator,
+            ),
+            (
+                generator::Kind::Secret,
+                "secretGenerator",
+                &k.secret_generator,
+            ),
+        ] {
+            for (i, entry) in list.iter().enumerate() {
+                let args: GeneratorArgs = self.decode(&format!("{field}[{i}]"), entry)?;
+                let generated = generator::generate(
+                    &self.loader(),
+                    &self.file,
+                    kind,
+                    i,
+                    &args,
+                    global.as_ref(),
+                )?;
+                generator::absorb(&mut acc.resources, generated)?;
+            }
         }
         Ok(())
     }
 
     /// kustomize's `runTransformers`, the built-in ones in `configureBuiltinTransformers`'s
     /// order.
-    fn transform(&self, acc: &mut Accumulator) -> Result<(), Error> {
+    fn transform(&self, acc: &mut Accumulator, schemas: &Schemas) -> Result<(), Error> {
         let k = &self.k;
         let config = &acc.config;
         let rs = &mut acc.resources;
-        if !k.patches_strategic_merge.is_empty()
-            || !k.patches.is_empty()
-            || !k.patches_json6902.is_empty()
-        {
-            return Err(self.invalid("patches", "patches are not supported yet".into()));
-        }
+        let loader = self.loader();
+        let strategic: Vec<String> = self.decode(
+            "patchesStrategicMerge",
+            &Value::from(k.patches_strategic_merge.clone()),
+        )?;
+        patch::apply_patches_strategic_merge(rs, &strategic, &loader, schemas)?;
+        let patches: Vec<Patch> = self.decode("patches", &Value::from(k.patches.clone()))?;
+        patch::apply_patches(rs, &patches, &loader, schemas)?;
         namespace::apply(rs, &k.namespace, &config.namespace)
             .map_err(|m| self.invalid("namespace", m))?;
         nameprefix::apply(rs, Affix::Prefix, &k.name_prefix, &config.name_prefix)
@@ -292,6 +360,9 @@ impl<'a> Target<'a> {
             .map_err(|m| self.invalid("commonLabels", m))?;
         labels::apply(rs, &k.common_annotations, &config.common_annotations)
             .map_err(|m| self.invalid("commonAnnotations", m))?;
+        let json6902: Vec<Patch> =
+            self.decode("patchesJson6902", &Value::from(k.patches_json6902.clone()))?;
+        patch::apply_patches_json6902(rs, &json6902, &loader)?;
         for (i, replica) in k.replicas.iter().enumerate() {
             replicacount::apply(rs, replica, &config.replicas)
                 .map_err(|m| self.invalid(&format!("replicas[{i}]"), m))?;
@@ -305,6 +376,14 @@ impl<'a> Target<'a> {
         }
         Ok(())
     }
+}
+
+/// kustomize's `ErrMissingKustomization`.
+fn missing_kustomization(dir: &Path) -> String {
+    format!(
+        "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
+        dir.display()
+    )
 }
 
 enum Entry<'a> {
@@ -331,7 +410,10 @@ pub fn parse_resources(path: &Path, text: &str) -> Result<Vec<Resource>, Error> 
         field,
         message,
     };
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text)
+    // kyaml reads resources with go-yaml v3 (YAML 1.2): only `true`/`false` are booleans,
+    // `y`, `yes`, `on` stay strings.
+    let options = serde_saphyr::options! { strict_booleans: true };
+    let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(text, options)
         .map_err(|e| invalid("documents".into(), e.to_string()))?;
     let mut out = Vec::new();
     for (i, doc) in docs.into_iter().enumerate() {
@@ -375,7 +457,7 @@ fn checked(object: Value) -> Result<Resource, String> {
 
 /// The build's bookkeeping annotations removed (kustomize's `RemoveBuildAnnotations`, and
 /// its origin and transformer annotations, which no `buildMetadata` asked for); an
-/// annotations map left empty goes too.
+/// empty annotations map goes too.
 fn clean(mut object: Value) -> Value {
     let internal = |k: &str| {
         k.starts_with("internal.config.kubernetes.io/")
@@ -392,13 +474,14 @@ fn clean(mut object: Value) -> Value {
             )
     };
     if let Some(Value::Object(metadata)) = object.get_mut("metadata") {
-        let mut emptied = false;
         if let Some(Value::Object(annotations)) = metadata.get_mut("annotations") {
-            let before = annotations.len();
             annotations.retain(|k, _| !internal(k));
-            emptied = annotations.is_empty() && before > 0;
         }
-        if emptied {
+        // kyaml drops an annotations map left empty, even one written as `{}`.
+        if metadata
+            .get("annotations")
+            .is_some_and(|a| a.as_object().is_some_and(Map::is_empty))
+        {
             metadata.remove("annotations");
         }
     }

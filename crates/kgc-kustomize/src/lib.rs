@@ -15,6 +15,7 @@ pub mod crds;
 pub mod error;
 pub mod fieldspec;
 pub mod fs;
+pub mod generator;
 pub mod imagetag;
 pub mod json6902;
 pub mod kustomization;

@@ -6,6 +6,9 @@ use serde_json::{Map, Value};
 
 use crate::scope;
 
+/// [`ResId::key`]: group, version, kind, name, effective namespace.
+pub type IdKey = (String, String, String, String, String);
+
 /// kustomize's `resid.ResId`: group, version, kind, name and namespace.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ResId {
@@ -66,7 +69,19 @@ impl ResId {
         }
     }
 
-    /// kustomize's `ResId.String`, as its messages print ids.
+    /// kustomize's `ResId.Equals` as a key: ids with equal keys are the same resource (the
+    /// same kind and name in the same effective namespace; no namespace is `default`).
+    pub fn key(&self) -> IdKey {
+        (
+            self.group.clone(),
+            self.version.clone(),
+            self.kind.clone(),
+            self.name.clone(),
+            self.effective_namespace().to_owned(),
+        )
+    }
+
+    /// kustomize's `ResId.String`, as its messages print ids (`Service.v1.[noGrp]/web.[noNs]`).
     pub fn display(&self) -> String {
         let or = |s: &str, d: &str| {
             if s.is_empty() {
@@ -76,12 +91,12 @@ impl ResId {
             }
         };
         format!(
-            "{}.{}.{}|{}|{}",
+            "{}.{}.{}/{}.{}",
             or(&self.kind, "[noKind]"),
             or(&self.version, "[noVer]"),
             or(&self.group, "[noGrp]"),
-            or(&self.namespace, "~X"),
-            or(&self.name, "~N"),
+            or(&self.name, "[noName]"),
+            or(&self.namespace, "[noNs]"),
         )
     }
 }

@@ -24,7 +24,9 @@ fn kubectl(dir: &Path) -> Result<Vec<Value>, String> {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
     let text = String::from_utf8(out.stdout).expect("utf-8");
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).expect("kubectl's output parses");
+    let options = serde_saphyr::options! { strict_booleans: true };
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple_with_options(&text, options).expect("kubectl's output parses");
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 
@@ -76,4 +78,185 @@ fn overlay_suffix_annotations_images_templates_and_component() {
 #[test]
 fn overlay_prefix_suffix_selectors_replicas_digest_and_namespace_object() {
     same_as_kubectl("app/overlays/prod");
+}
+
+#[test]
+fn missing_resource_file() {
+    let (ours, theirs) = both_refuse("errors/missing-file");
+    assert!(theirs.contains("absent.yaml") && theirs.contains("no such file or directory"));
+    assert!(
+        ours.ends_with("kustomization.yaml: resources[1]: absent.yaml: no such file or directory"),
+        "{ours}"
+    );
+}
+
+#[test]
+fn directory_without_kustomization() {
+    let (ours, theirs) = both_refuse("errors/no-kustomization");
+    let gist = "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory";
+    assert!(theirs.contains(gist));
+    assert!(
+        ours.contains("kustomization.yaml: resources[0]: ") && ours.contains(gist),
+        "{ours}"
+    );
+}
+
+#[test]
+fn cycle_of_bases() {
+    let (ours, theirs) = both_refuse("errors/cycle/a");
+    assert!(theirs.contains("cycle detected: candidate root"));
+    assert!(
+        ours.contains("kustomization.yaml: resources[0]: cycle detected: candidate root '"),
+        "{ours}"
+    );
+    assert!(
+        ours.contains("/errors/cycle/a' contains visited root '"),
+        "{ours}"
+    );
+}
+
+#[test]
+fn remote_base_is_refused() {
+    let (ours, _) = both_refuse("errors/remote");
+    assert!(
+        ours.ends_with("kustomization.yaml: resources[1]: remote bases are not supported: \"https://github.com/kubernetes-sigs/kustomize//examples/helloWorld?ref=v5.5.0\""),
+        "{ours}"
+    );
+}
+
+#[test]
+fn helm_charts_are_refused() {
+    let (ours, theirs) = both_refuse("errors/helm");
+    assert!(theirs.contains("must specify --enable-helm"));
+    assert!(
+        ours.contains("kustomization.yaml: helmCharts: helm charts are not supported"),
+        "{ours}"
+    );
+}
+
+#[test]
+fn unknown_field() {
+    let (ours, theirs) = both_refuse("errors/unknown-field");
+    let gist = "invalid Kustomization: json: unknown field \"namePrefx\"";
+    assert!(
+        theirs.contains(&gist.replace('"', "\\\"")) || theirs.contains(gist),
+        "{theirs}"
+    );
+    assert!(
+        ours.ends_with(&format!("kustomization.yaml: namePrefx: {gist}")),
+        "{ours}"
+    );
+}
+
+#[test]
+fn duplicate_id() {
+    let (ours, theirs) = both_refuse("errors/duplicate-id");
+    let gist = "may not add resource with an already registered id: Service.v1.[noGrp]/web.[noNs]";
+    assert!(theirs.contains(gist));
+    assert!(
+        ours.ends_with(&format!("kustomization.yaml: resources[1]: {gist}")),
+        "{ours}"
+    );
+}
+
+#[test]
+fn legacy_order_by_default() {
+    same_as_kubectl("sort/legacy");
+}
+
+#[test]
+fn fifo_order_keeps_input_order() {
+    same_as_kubectl("sort/fifo");
+}
+
+#[test]
+fn legacy_order_with_custom_kind_lists() {
+    same_as_kubectl("sort/custom");
+}
+
+#[test]
+fn labels_with_and_without_selectors_and_templates() {
+    same_as_kubectl("labels/selectors");
+}
+
+#[test]
+fn labels_with_own_fields_and_annotations() {
+    same_as_kubectl("labels/fields");
+}
+
+#[test]
+fn nested_bases_with_prefixes_at_each_level_and_a_list_file() {
+    same_as_kubectl("nested");
+}
+
+#[test]
+fn rbac_subjects_namespaces_and_references() {
+    same_as_kubectl("rbac");
+}
+
+#[test]
+fn multi_document_json_and_local_config_files() {
+    same_as_kubectl("files");
+}
+
+#[test]
+fn crds_add_name_references_labels_and_annotations() {
+    same_as_kubectl("crds");
+}
+
+#[test]
+fn configurations_extend_the_builtin_tables() {
+    same_as_kubectl("configurations");
+}
+
+#[test]
+fn references_of_every_builtin_kind_follow_prefix_suffix_and_namespace() {
+    same_as_kubectl("references/base");
+    same_as_kubectl("references/overlay");
+}
+
+#[test]
+fn images_tag_suffix_digest_ports_and_custom_resources() {
+    same_as_kubectl("edge/images");
+}
+
+#[test]
+fn references_stay_in_their_namespace() {
+    same_as_kubectl("edge/multins");
+}
+
+#[test]
+fn resource_file_outside_the_root() {
+    let (ours, theirs) = both_refuse("errors/outside-root");
+    let gist = "/errors/duplicate-id/a.yaml' is not in or below '";
+    assert!(theirs.contains("security; file '") && theirs.contains(gist));
+    assert!(
+        ours.contains("kustomization.yaml: resources[0]: security; file '") && ours.contains(gist),
+        "{ours}"
+    );
+}
+
+#[test]
+fn two_kustomization_files() {
+    let (ours, theirs) = both_refuse("errors/two-files");
+    assert!(theirs.contains("Found multiple kustomization files under: "));
+    assert!(
+        ours.contains("Found multiple kustomization files under: "),
+        "{ours}"
+    );
+}
+
+#[test]
+fn generators_with_hashes_and_references() {
+    same_as_kubectl("generators/base");
+}
+
+#[test]
+fn generators_merged_and_replaced_by_an_overlay_rotate_their_hash() {
+    same_as_kubectl("generators/overlay");
+}
+
+#[test]
+fn patches_strategic_json_and_targeted_through_an_overlay() {
+    same_as_kubectl("patches/overlay");
 }
