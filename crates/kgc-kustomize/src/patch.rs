@@ -151,7 +151,10 @@ pub fn apply_patches_strategic_merge(
         };
         // kustomize tries the entry as YAML first and falls back to reading a file by that name.
         let docs = match serde_saphyr::from_multiple::<Value>(entry) {
-            Ok(docs) if !docs.is_empty() && docs.iter().all(|d| d.is_object() || d.is_null()) => {
+            Ok(docs)
+                if docs.iter().any(is_resource)
+                    && docs.iter().all(|d| is_resource(d) || d.is_null()) =>
+            {
                 (inline, docs)
             }
             _ => {
@@ -173,8 +176,10 @@ pub fn apply_patches_strategic_merge(
     }
     for (source, docs) in &loaded {
         for doc in docs.iter().filter(|d| !d.is_null()) {
-            if !doc.is_object() {
-                return Err(source.error("a strategic merge patch must be a YAML mapping"));
+            if !is_resource(doc) {
+                return Err(source.error(
+                    "a strategic merge patch must be a resource with kind and metadata.name",
+                ));
             }
             let target = by_id(resources, doc, source)?;
             patch_selected(
@@ -253,6 +258,17 @@ fn patch_text(p: &Patch, loader: &Loader, entry: &Source) -> Result<(Source, Str
     }
 }
 
+/// A strategic merge patch is a resource: kustomize reads it as one, so it needs a kind and a
+/// name even when a target chooses what it patches.
+fn is_resource(doc: &Value) -> bool {
+    let has = |p: &str| {
+        doc.pointer(p)
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+    };
+    has("/kind") && has("/metadata/name")
+}
+
 /// The first line of a YAML parser's message (the rest draws the offending line).
 fn first_line(e: &impl std::fmt::Display) -> String {
     e.to_string().lines().next().unwrap_or_default().to_owned()
@@ -279,10 +295,10 @@ fn parse(text: &str, source: &Source) -> Result<Loaded, Error> {
     let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
     match docs.as_slice() {
         [Value::Array(ops)] => Ok(Loaded::Json(ops.clone())),
-        _ if docs.iter().all(Value::is_object) => Ok(Loaded::Strategic(docs)),
+        _ if docs.iter().all(is_resource) => Ok(Loaded::Strategic(docs)),
         _ => Err(source.error(
-            "unable to parse SM or JSON patch: expected YAML mappings (strategic merge) or one \
-             list of operations (JSON 6902)",
+            "unable to parse SM or JSON patch: expected resources with kind and metadata.name \
+             (strategic merge) or one list of operations (JSON 6902)",
         )),
     }
 }

@@ -803,3 +803,21 @@ fn a_yaml_flow_list_is_not_a_json_patch() {
         "{ours}"
     );
 }
+
+/// A strategic merge patch is read as a resource: without a name it is refused, target or not.
+#[test]
+fn a_strategic_merge_patch_without_name() {
+    let (ours, theirs) = both_refuse(&[
+        ("resources.yaml", DEPLOYMENTS),
+        (
+            "kustomization.yaml",
+            "resources: [resources.yaml]\npatches:\n- patch: '{kind: Deployment, spec: {paused: true}}'\n  target: {kind: Deployment}\n",
+        ),
+    ]);
+    let gist = "unable to parse SM or JSON patch";
+    assert!(theirs.contains(gist), "{theirs}");
+    assert!(
+        ours.contains(gist) && ours.contains("patches[0].patch"),
+        "{ours}"
+    );
+}
