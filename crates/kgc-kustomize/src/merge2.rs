@@ -15,6 +15,8 @@
 //!   `$setElementOrder` and `$deleteFromPrimitiveList` are not kustomize directives.
 //! - Values taken from the patch where the object has none are the patch merged with itself:
 //!   their `null` fields and `$patch: delete` maps are dropped.
+//! - The whole object is walked, not only where the patch goes: its empty values (`key:`) are
+//!   dropped, and its merged lists rebuilt, wherever they are.
 
 use std::collections::BTreeSet;
 
@@ -149,13 +151,18 @@ fn walk_map(
                     false,
                 ))),
             },
-            // An explicit `null` in the object survives a patch that does not mention it.
-            None => Ok(dest.map(|d| (d.clone(), true))),
+            // A `null` in the object the patch does not mention: kyaml keeps `key: null` and
+            // `key: ~` but drops `key:` (an empty value), which serde cannot tell apart; the
+            // bare `key:` is the common spelling (`emptyDir:`), so it is dropped.
             _ => Ok(None),
         };
     };
     match origin {
-        None => Ok(Some((Value::Object(d.clone()), true))),
+        // The object's map is walked all the same: its empty values go (above).
+        None => Ok(Some((
+            Value::Object(merge_fields(d, &Map::new(), schema, path)?),
+            true,
+        ))),
         Some(Value::Object(o)) => match map_directive(o).map_err(|e| at(path, e))? {
             Directive::Delete => Ok(None),
             Directive::Replace(o) => Ok(Some((
@@ -241,7 +248,8 @@ fn walk_merged_list(
     let (mut d, o): (Vec<Value>, Vec<Value>) = match (present(dest), origin) {
         // Where the object has no list, the patch's merges with itself.
         (None, Some(Value::Array(o))) => (o.clone(), o.clone()),
-        (Some(Value::Array(d)), None) => return Ok(Some((Value::Array(d.clone()), true))),
+        // The object's list is rebuilt all the same (kyaml walks every merged list).
+        (Some(Value::Array(d)), None) => (d.clone(), Vec::new()),
         (Some(Value::Array(d)), Some(Value::Array(o))) => {
             match list_directive(o).map_err(|e| at(path, e))? {
                 Directive::Delete => return Ok(None),

@@ -821,3 +821,44 @@ fn a_strategic_merge_patch_without_name() {
         "{ours}"
     );
 }
+
+/// kustomize walks the whole object a strategic merge patch touches: empty values go, even
+/// where the patch does not reach.
+#[test]
+fn strategic_merge_drops_empty_values_everywhere() {
+    same_as_kubectl(&[
+        (
+            "dep.yaml",
+            r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+  annotations:
+    keep: "1"
+    empty:
+spec:
+  paused:
+  template:
+    spec:
+      volumes:
+      - name: v
+        emptyDir:
+      containers:
+      - name: a
+        image: A
+        args: [x]
+"#,
+        ),
+        (
+            "kustomization.yaml",
+            r#"resources: [dep.yaml]
+patches:
+- patch: |-
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: d}
+    spec: {replicas: 2}
+"#,
+        ),
+    ]);
+}
