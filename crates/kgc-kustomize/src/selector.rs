@@ -84,32 +84,6 @@ impl Selector {
     }
 }
 
-impl std::fmt::Display for Selector {
-    /// kustomize's `Selector.String()` gist: the id fields set, then the label and annotation
-    /// selectors, for messages that say which target matched nothing.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let parts = [
-            ("group", &self.group),
-            ("version", &self.version),
-            ("kind", &self.kind),
-            ("name", &self.name),
-            ("namespace", &self.namespace),
-            ("labelSelector", &self.label_selector),
-            ("annotationSelector", &self.annotation_selector),
-        ];
-        let set: Vec<String> = parts
-            .iter()
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        if set.is_empty() {
-            f.write_str("{}")
-        } else {
-            write!(f, "{{{}}}", set.join(", "))
-        }
-    }
-}
-
 fn invalid(field: &str, message: String) -> Error {
     Error::Invalid {
         file: PathBuf::new(),

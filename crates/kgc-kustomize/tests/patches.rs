@@ -862,3 +862,31 @@ patches:
         ),
     ]);
 }
+
+#[test]
+fn a_kind_change_and_a_targeted_delete() {
+    same_as_kubectl(&[
+        ("resources.yaml", DEPLOYMENTS),
+        (
+            "kustomization.yaml",
+            r#"resources: [resources.yaml]
+patches:
+- target: {kind: Deployment, name: worker}
+  options: {allowKindChange: true, allowNameChange: true}
+  patch: |-
+    apiVersion: apps/v1
+    kind: StatefulSet
+    metadata:
+      name: worker-set
+    spec:
+      serviceName: worker
+- target: {labelSelector: tier=back, kind: Deployment}
+  patch: |-
+    kind: Deployment
+    metadata:
+      name: any
+    $patch: delete
+"#,
+        ),
+    ]);
+}
