@@ -21,8 +21,9 @@ use serde_json::Value;
 use crate::Error;
 use crate::resource::Resource;
 
+/// As written; unknown fields are refused, as kustomize reads kustomizations strictly.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Selector {
     #[serde(default)]
     pub group: String,
@@ -76,11 +77,6 @@ impl Selector {
             labels: labels("labelSelector", &self.label_selector)?,
             annotations: labels("annotationSelector", &self.annotation_selector)?,
         })
-    }
-
-    /// True when the selector restricts nothing (every resource matches).
-    pub fn is_empty(&self) -> bool {
-        *self == Selector::default()
     }
 }
 
@@ -175,7 +171,7 @@ mod tests {
         );
         assert!(!sel("group: ''\nkind: Service").matches(&r).unwrap());
         assert!(sel("{}").matches(&r).unwrap());
-        assert!(sel("{}").is_empty());
+        assert!(serde_saphyr::from_str::<Selector>("foo: 1").is_err());
     }
 
     #[test]
