@@ -26,6 +26,7 @@ pub mod nameref;
 pub mod namespace;
 pub mod openapi;
 pub mod patch;
+pub mod replacement;
 pub mod replicacount;
 pub mod resource;
 pub mod scope;
