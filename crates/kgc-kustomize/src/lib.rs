@@ -32,6 +32,7 @@ pub mod resource;
 pub mod scope;
 pub mod selector;
 pub mod sortorder;
+pub mod var;
 pub mod yaml;
 
 use std::path::{Path, PathBuf};

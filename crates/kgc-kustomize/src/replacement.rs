@@ -360,7 +360,7 @@ fn source_value(resources: &[Resource], source: &SourceSelector) -> Result<Value
 
 /// kustomize's `SmarterPathSplitter` on `.`: `\.` escapes a dot, a leading `.` is dropped,
 /// and brackets keep their dots (`[a.b]` is the field `a.b`, `[name=a.b]` a list match).
-fn split_path(path: &str) -> Vec<String> {
+pub(crate) fn split_path(path: &str) -> Vec<String> {
     let mut raw: Vec<&str> = path.split('.').collect();
     if raw.len() > 1 && raw[0].is_empty() {
         raw.remove(0);
@@ -440,7 +440,7 @@ fn wrong_kind(expected: &str, got: &Value) -> String {
 }
 
 /// kyaml's `PathGetter` without creation, for the source.
-fn lookup<'a>(node: &'a Value, parts: &[String]) -> Result<Option<&'a Value>, String> {
+pub(crate) fn lookup<'a>(node: &'a Value, parts: &[String]) -> Result<Option<&'a Value>, String> {
     let Some((part, rest)) = parts.split_first() else {
         return Ok(Some(node));
     };

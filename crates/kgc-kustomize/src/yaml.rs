@@ -896,7 +896,7 @@ fn format_number(n: &Number) -> String {
 }
 
 /// Go's `strconv.FormatFloat(f, 'g', -1, 64)` for a finite value.
-fn go_format_g(f: f64) -> String {
+pub(crate) fn go_format_g(f: f64) -> String {
     // Rust's `{:e}` gives the shortest digits that read back as `f`, as Go's does.
     let e = format!("{f:e}");
     let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
