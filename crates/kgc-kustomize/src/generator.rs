@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::Error;
 use crate::fs::Loader;
-use crate::resource::{ResId, Resource};
+use crate::resource::Resource;
 
 /// kustomize's build annotation marking a generated object whose name gets the content hash
 /// (`api/internal/utils/annotations.go` `BuildAnnotationsGenAddHashSuffix`).
@@ -385,14 +385,14 @@ pub fn absorb(resources: &mut Vec<Resource>, generated: Generated) -> Result<(),
             r.previous
                 .iter()
                 .chain(std::iter::once(&r.id()))
-                .any(|other| same_id(&id, other))
+                .any(|other| id.same(other))
         })
         .map(|(i, _)| i)
         .collect();
     match (matches.as_slice(), behavior) {
         ([], Behavior::Merge | Behavior::Replace) => Err(invalid(format!(
             "id {} does not exist; cannot merge or replace",
-            describe(&id)
+            id.display()
         ))),
         ([], _) => {
             resources.push(resource);
@@ -405,50 +405,14 @@ pub fn absorb(resources: &mut Vec<Resource>, generated: Generated) -> Result<(),
         }
         ([_], _) => Err(invalid(format!(
             "id {} exists; behavior must be merge or replace",
-            describe(&id)
+            id.display()
         ))),
         (many, _) => Err(invalid(format!(
             "found {} objects that could accept merge of {}",
             many.len(),
-            describe(&id)
+            id.display()
         ))),
     }
-}
-
-/// kustomize's `ResId.Equals`: same group, version, kind and name, in the same effective
-/// namespace (none is `default`; ConfigMaps and Secrets are namespaced).
-fn same_id(a: &ResId, b: &ResId) -> bool {
-    let ns = |id: &ResId| {
-        if id.namespace.is_empty() {
-            "default".to_owned()
-        } else {
-            id.namespace.clone()
-        }
-    };
-    a.group == b.group
-        && a.version == b.version
-        && a.kind == b.kind
-        && a.name == b.name
-        && ns(a) == ns(b)
-}
-
-/// An id as kustomize prints one (`ResId.String`): `Kind.version.group/name.namespace`.
-fn describe(id: &ResId) -> String {
-    let or = |s: &str, none: &str| {
-        if s.is_empty() {
-            none.to_owned()
-        } else {
-            s.to_owned()
-        }
-    };
-    format!(
-        "{}.{}.{}/{}.{}",
-        id.kind,
-        or(&id.version, "[noVer]"),
-        or(&id.group, "[noGrp]"),
-        or(&id.name, "[noName]"),
-        or(&id.namespace, "[noNs]")
-    )
 }
 
 /// The generator's object `new` over the base's `old`: the name, namespace and build

@@ -27,11 +27,13 @@ pub mod nameref;
 pub mod namespace;
 pub mod openapi;
 pub mod patch;
+pub mod replacement;
 pub mod replicacount;
 pub mod resource;
 pub mod scope;
 pub mod selector;
 pub mod sortorder;
+pub mod var;
 pub mod yaml;
 
 use std::path::{Path, PathBuf};

@@ -560,41 +560,99 @@ fn is_printable(c: char) -> bool {
         && c != '\u{FEFF}'
 }
 
-/// Whether `s`, written plain, would read back as a string under go-yaml v2's YAML 1.1
-/// resolution (`resolve.go` `resolve`): if not, the emitter quotes it.
-fn resolves_to_string(s: &str) -> bool {
-    const SPECIAL: &[&str] = &[
-        "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", "n", "N", "no",
-        "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF", "", "~", "null", "Null",
-        "NULL", ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
-        "-.Inf", "-.INF",
-    ];
-    let Some(first) = s.bytes().next() else {
-        return false;
-    };
-    match first {
-        b'y' | b'Y' | b'n' | b'N' | b't' | b'T' | b'f' | b'F' | b'o' | b'O' | b'~' => {
-            !SPECIAL.contains(&s)
+/// What a plain (unquoted) scalar reads back as under go-yaml's resolution (`resolve.go`
+/// `resolve`, the same code in v2 and v3 but for v2's YAML 1.1 booleans).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Plain {
+    Null,
+    Bool(bool),
+    Int(Number),
+    Float(f64),
+    Timestamp,
+    Str,
+}
+
+impl Plain {
+    /// The YAML tag, as go-yaml names it in its errors.
+    pub(crate) fn tag(&self) -> &'static str {
+        match self {
+            Plain::Null => "!!null",
+            Plain::Bool(_) => "!!bool",
+            Plain::Int(_) => "!!int",
+            Plain::Float(_) => "!!float",
+            Plain::Timestamp => "!!timestamp",
+            Plain::Str => "!!str",
         }
-        b'.' => !SPECIAL.contains(&s) && !go_parse_float(s),
-        b'+' | b'-' | b'0'..=b'9' => {
-            if SPECIAL.contains(&s) || is_timestamp(s) {
-                return false;
-            }
-            let plain: String = s.chars().filter(|&c| c != '_').collect();
-            !(go_parse_int(&plain) || (is_yaml_style_float(&plain) && go_parse_float(&plain)))
-        }
-        _ => true,
     }
 }
 
-/// `strconv.ParseInt(s, 0, 64)` or `strconv.ParseUint(s, 0, 64)` succeeds: an optional sign
-/// (signed only), then `0x`/`0o`/`0b` or a leading `0` (octal), or decimal.
-fn go_parse_int(s: &str) -> bool {
-    let (negative, body) = match s.as_bytes().first() {
-        Some(b'+') => (false, &s[1..]),
-        Some(b'-') => (true, &s[1..]),
-        _ => (false, s),
+/// `s` resolved as a plain scalar: with `yaml_1_1` (go-yaml v2) `y`, `yes`, `on`, `n`, `no`,
+/// `off` and their capitalised forms are booleans too.
+pub(crate) fn resolve(s: &str, yaml_1_1: bool) -> Plain {
+    match s {
+        "true" | "True" | "TRUE" => return Plain::Bool(true),
+        "false" | "False" | "FALSE" => return Plain::Bool(false),
+        "" | "~" | "null" | "Null" | "NULL" => return Plain::Null,
+        ".nan" | ".NaN" | ".NAN" => return Plain::Float(f64::NAN),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Plain::Float(f64::INFINITY);
+        }
+        "-.inf" | "-.Inf" | "-.INF" => return Plain::Float(f64::NEG_INFINITY),
+        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" if yaml_1_1 => {
+            return Plain::Bool(true);
+        }
+        "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" if yaml_1_1 => {
+            return Plain::Bool(false);
+        }
+        _ => {}
+    }
+    match s.as_bytes()[0] {
+        b'.' => go_parse_float(s).map_or(Plain::Str, Plain::Float),
+        b'+' | b'-' | b'0'..=b'9' => {
+            if is_timestamp(s) {
+                return Plain::Timestamp;
+            }
+            let plain: String = s.chars().filter(|&c| c != '_').collect();
+            if let Some(n) = go_parse_int(&plain) {
+                return Plain::Int(n);
+            }
+            match go_parse_float(&plain) {
+                Some(f) if is_yaml_style_float(&plain) => Plain::Float(f),
+                _ => Plain::Str,
+            }
+        }
+        _ => Plain::Str,
+    }
+}
+
+/// Whether `s`, written plain, would read back as a string under go-yaml v2's YAML 1.1
+/// resolution: if not, the emitter quotes it.
+fn resolves_to_string(s: &str) -> bool {
+    resolve(s, true) == Plain::Str
+}
+
+/// The value go-yaml v3 decodes an untagged plain scalar `s` to, as JSON (kyaml's view of a
+/// node it created without a tag): timestamps stay strings, as v3 leaves them when decoding
+/// into an interface; so do infinities and NaN, which JSON cannot hold.
+pub(crate) fn plain_value(s: &str) -> Value {
+    match resolve(s, false) {
+        Plain::Null => Value::Null,
+        Plain::Bool(b) => Value::Bool(b),
+        Plain::Int(n) => Value::Number(n),
+        Plain::Float(f) => {
+            Number::from_f64(f).map_or_else(|| Value::String(s.into()), Value::Number)
+        }
+        Plain::Timestamp | Plain::Str => Value::String(s.to_owned()),
+    }
+}
+
+/// `strconv.ParseInt(s, 0, 64)`, else `strconv.ParseUint(s, 0, 64)` (which takes no sign):
+/// `0x`/`0o`/`0b` or a leading `0` (octal) after an optional sign, or decimal.
+fn go_parse_int(s: &str) -> Option<Number> {
+    let (sign, body) = match s.as_bytes().first() {
+        Some(b'+') => (Some(false), &s[1..]),
+        Some(b'-') => (Some(true), &s[1..]),
+        _ => (None, s),
     };
     let (radix, digits) = if let Some(d) = body.strip_prefix("0x").or(body.strip_prefix("0X")) {
         (16, d)
@@ -608,12 +666,15 @@ fn go_parse_int(s: &str) -> bool {
         (10, body)
     };
     if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
-        return false;
+        return None;
     }
-    match u128::from_str_radix(digits, radix) {
-        Ok(v) if negative => v <= 1 << 63,
-        Ok(v) => v <= u128::from(u64::MAX),
-        Err(_) => false,
+    let v = u128::from_str_radix(digits, radix).ok()?;
+    match sign {
+        Some(true) if v <= 1 << 63 => Some(Number::from((-(v as i128)) as i64)),
+        Some(true) => None,
+        _ if v <= i64::MAX as u128 => Some(Number::from(v as i64)),
+        None if v <= u128::from(u64::MAX) => Some(Number::from(v as u64)),
+        _ => None,
     }
 }
 
@@ -654,70 +715,44 @@ fn is_yaml_style_float(s: &str) -> bool {
     i == b.len()
 }
 
-/// `strconv.ParseFloat(s, 64)` succeeds: decimal floats in range, `inf`/`infinity`/`nan`
-/// (any case, optionally signed) and hexadecimal floats with a `p` exponent.
-fn go_parse_float(s: &str) -> bool {
+/// `strconv.ParseFloat(s, 64)` for the decimal forms `resolve` reaches it with (`.5`, `1e3`,
+/// `-1.`): no underscores, and out of range is an error.
+fn go_parse_float(s: &str) -> Option<f64> {
     let body = s.strip_prefix(['+', '-']).unwrap_or(s);
-    let lower = body.to_ascii_lowercase();
-    if lower == "inf" || lower == "infinity" || (lower == "nan" && body.len() == s.len()) {
-        return true;
+    let b = body.as_bytes();
+    let mut i = 0;
+    let mut mantissa = 0;
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        mantissa += 1;
+        i += 1;
     }
-    if let Some(hex) = lower.strip_prefix("0x") {
-        return is_go_hex_float(hex);
-    }
-    let decimal = |t: &str| {
-        let b = t.as_bytes();
-        let mut i = 0;
-        let mut mantissa = 0;
-        while b.get(i).is_some_and(|c| c.is_ascii_digit() || *c == b'_') {
-            mantissa += usize::from(b[i] != b'_');
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            mantissa += 1;
             i += 1;
         }
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            while b.get(i).is_some_and(|c| c.is_ascii_digit() || *c == b'_') {
-                mantissa += usize::from(b[i] != b'_');
-                i += 1;
-            }
-        }
-        if mantissa == 0 {
-            return false;
-        }
-        if matches!(b.get(i), Some(b'e' | b'E')) {
-            i += 1;
-            if matches!(b.get(i), Some(b'+' | b'-')) {
-                i += 1;
-            }
-            let start = i;
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-            if i == start {
-                return false;
-            }
-        }
-        i == b.len()
-    };
-    // Underscores are allowed only after a base prefix.
-    if body.contains('_') || !decimal(body) {
-        return false;
     }
-    // Out of range is an error (`ErrRange`).
-    body.parse::<f64>().is_ok_and(f64::is_finite)
-}
-
-fn is_go_hex_float(s: &str) -> bool {
-    let Some((mantissa, exponent)) = s.split_once('p') else {
-        return false;
-    };
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let hex = |t: &str| t.chars().all(|c| c.is_ascii_hexdigit() || c == '_');
-    let exponent = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-    !(int.is_empty() && frac.is_empty())
-        && hex(int)
-        && hex(frac)
-        && !exponent.is_empty()
-        && exponent.chars().all(|c| c.is_ascii_digit() || c == '_')
+    if mantissa == 0 {
+        return None;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+    }
+    if i != b.len() {
+        return None;
+    }
+    s.parse::<f64>().ok().filter(|f| f.is_finite())
 }
 
 /// go-yaml v2's `parseTimestamp`: `2006-1-2`, `2006-1-2T15:4:5.999999999Z07:00` (`T` or `t`)
@@ -861,7 +896,7 @@ fn format_number(n: &Number) -> String {
 }
 
 /// Go's `strconv.FormatFloat(f, 'g', -1, 64)` for a finite value.
-fn go_format_g(f: f64) -> String {
+pub(crate) fn go_format_g(f: f64) -> String {
     // Rust's `{:e}` gives the shortest digits that read back as `f`, as Go's does.
     let e = format!("{f:e}");
     let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
