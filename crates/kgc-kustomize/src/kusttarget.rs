@@ -17,7 +17,9 @@ use crate::kustomization::{self, Kind, Kustomization};
 use crate::nameprefix::Affix;
 use crate::openapi::Schemas;
 use crate::patch::{self, Patch};
+use crate::replacement;
 use crate::resource::{IdKey, Resource};
+use crate::var::{self, Var};
 use crate::{Error, imagetag, labels, nameprefix, nameref, namespace, replicacount, sortorder};
 
 /// Builds the kustomization in `dir` into the objects `kubectl kustomize dir` prints, in its
@@ -38,6 +40,9 @@ pub fn build(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<Value>, Error> {
     generator::add_hash_suffixes(&mut acc.resources)?;
     nameref::apply(&mut acc.resources, &acc.config.name_reference)
         .map_err(|m| target.invalid("resources", m))?;
+    // kustomize's `ResolveVars`; a var nothing refers to is not an error.
+    var::resolve(&mut acc.resources, &acc.vars, &acc.config.var_reference)
+        .map_err(|m| target.invalid("vars", m))?;
     acc.resources
         .retain(|r| r.annotation(LOCAL_CONFIG) != Some("true"));
     sortorder::apply(&mut acc.resources, target.k.sort_options.as_ref())
@@ -53,6 +58,8 @@ const LOCAL_CONFIG: &str = "config.kubernetes.io/local-config";
 struct Accumulator {
     resources: Vec<Resource>,
     config: TransformerConfig,
+    /// The vars declared so far, resolved once at the top.
+    vars: Vec<Var>,
 }
 
 impl Accumulator {
@@ -165,6 +172,8 @@ impl<'a> Target<'a> {
                     let mut inner = Accumulator::default();
                     sub.accumulate(&mut inner, stack, schemas)?;
                     acc.config.merge(&inner.config);
+                    var::declare(&mut acc.vars, &inner.vars)
+                        .map_err(|m| self.invalid(&field, m))?;
                     acc.append(inner.resources)
                         .map_err(|m| self.invalid(&field, m))?;
                 }
@@ -221,6 +230,8 @@ impl<'a> Target<'a> {
             }
         }
         self.transform(acc, schemas)?;
+        let vars: Vec<Var> = self.decode("vars", &Value::from(self.k.vars.clone()))?;
+        var::mark(&mut acc.resources, &mut acc.vars, &vars).map_err(|m| self.invalid("vars", m))?;
         stack.pop();
         Ok(())
     }
@@ -379,9 +390,8 @@ impl<'a> Target<'a> {
             imagetag::apply(rs, image, &config.images)
                 .map_err(|m| self.invalid(&format!("images[{i}]"), m))?;
         }
-        if !k.replacements.is_empty() || !k.vars.is_empty() {
-            return Err(self.invalid("replacements", "replacements are not supported yet".into()));
-        }
+        let replacements = replacement::load(&loader, &self.file, &k.replacements)?;
+        replacement::apply(rs, &replacements)?;
         Ok(())
     }
 }

@@ -81,6 +81,11 @@ impl ResId {
         )
     }
 
+    /// kustomize's `ResId.Equals`.
+    pub fn same(&self, other: &ResId) -> bool {
+        self.key() == other.key()
+    }
+
     /// kustomize's `ResId.String`, as its messages print ids (`Service.v1.[noGrp]/web.[noNs]`).
     pub fn display(&self) -> String {
         let or = |s: &str, d: &str| {
