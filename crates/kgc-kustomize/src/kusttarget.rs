@@ -17,10 +17,10 @@ use crate::kustomization::{self, Kind, Kustomization};
 use crate::nameprefix::Affix;
 use crate::openapi::Schemas;
 use crate::patch::{self, Patch};
-use crate::replacement;
 use crate::resource::{IdKey, Resource};
 use crate::var::{self, Var};
 use crate::{Error, imagetag, labels, nameprefix, nameref, namespace, replicacount, sortorder};
+use crate::{plugins, replacement};
 
 /// Builds the kustomization in `dir` into the objects `kubectl kustomize dir` prints, in its
 /// order.
@@ -200,7 +200,7 @@ impl<'a> Target<'a> {
                 .map_err(|m| self.invalid(&field, format!("{rel}: {m}")))?;
             acc.config.merge(&config);
         }
-        self.generate(acc)?;
+        self.generate(acc, stack)?;
         for (i, entry) in self.k.components.iter().enumerate() {
             let field = format!("components[{i}]");
             match self.entry(entry, &field, stack)? {
@@ -229,7 +229,7 @@ impl<'a> Target<'a> {
                 }
             }
         }
-        self.transform(acc, schemas)?;
+        self.transform(acc, schemas, stack)?;
         let vars: Vec<Var> = self.decode("vars", &Value::from(self.k.vars.clone()))?;
         var::mark(&mut acc.resources, &mut acc.vars, &vars).map_err(|m| self.invalid("vars", m))?;
         stack.pop();
@@ -274,7 +274,7 @@ impl<'a> Target<'a> {
 
     /// The generators (`configMapGenerator`, `secretGenerator`); helm and plugin generators
     /// are refused.
-    fn generate(&self, acc: &mut Accumulator) -> Result<(), Error> {
+    fn generate(&self, acc: &mut Accumulator, stack: &mut Vec<PathBuf>) -> Result<(), Error> {
         let k = &self.k;
         if !k.build_metadata.is_empty() {
             return Err(self.invalid(
@@ -292,14 +292,11 @@ impl<'a> Target<'a> {
                     .into(),
             ));
         }
-        for (field, list) in [
-            ("generators", &k.generators),
-            ("transformers", &k.transformers),
-            ("validators", &k.validators),
-        ] {
-            if !list.is_empty() {
-                return Err(self.invalid(field, "kustomize plugins are not supported".into()));
-            }
+        if !k.validators.is_empty() {
+            return Err(self.invalid(
+                "validators",
+                "external plugins disabled; validators are not supported".into(),
+            ));
         }
         let global: Option<GeneratorOptions> = match &k.generator_options {
             Some(v) => Some(self.decode("generatorOptions", v)?),
@@ -331,12 +328,68 @@ impl<'a> Target<'a> {
                 generator::absorb(&mut acc.resources, generated)?;
             }
         }
+        let configs = self.plugin_configs("generators", &k.generators, stack)?;
+        for (i, (field, config)) in configs.iter().enumerate() {
+            let origin = plugins::Origin {
+                file: &self.file,
+                field,
+            };
+            plugins::generate(&mut acc.resources, config, &self.loader(), &origin, i)?;
+        }
         Ok(())
+    }
+
+    /// The plugin configs a `generators:`/`transformers:` list names (kustomize's
+    /// `configureExternalTransformers`): entries that are YAML objects themselves first, then
+    /// the files and kustomization directories named, in order.
+    fn plugin_configs(
+        &self,
+        field: &str,
+        entries: &[String],
+        stack: &mut Vec<PathBuf>,
+    ) -> Result<Vec<(String, Value)>, Error> {
+        let mut configs = Vec::new();
+        let mut named = Vec::new();
+        for (i, entry) in entries.iter().enumerate() {
+            let here = format!("{field}[{i}]");
+            let docs: Vec<Value> = serde_saphyr::from_multiple(entry).unwrap_or_default();
+            if docs.iter().any(Value::is_object)
+                && docs.iter().all(|d| d.is_object() || d.is_null())
+            {
+                configs.extend(
+                    docs.into_iter()
+                        .filter(Value::is_object)
+                        .map(|d| (here.clone(), d)),
+                );
+            } else {
+                named.push((here, entry));
+            }
+        }
+        for (here, entry) in named {
+            let objects: Vec<Resource> = match self.entry(entry, &here, stack)? {
+                Entry::Directory(sub) => {
+                    let mut inner = Accumulator::default();
+                    sub.accumulate(&mut inner, stack, &Schemas::Builtin)?;
+                    inner.resources
+                }
+                Entry::File(path) => {
+                    let rel = path.strip_prefix(&self.dir).unwrap_or(&path);
+                    parse_resources(&path, &self.read(&here, &rel.to_string_lossy())?)?
+                }
+            };
+            configs.extend(objects.into_iter().map(|r| (here.clone(), clean(r.object))));
+        }
+        Ok(configs)
     }
 
     /// kustomize's `runTransformers`, the built-in ones in `configureBuiltinTransformers`'s
     /// order.
-    fn transform(&self, acc: &mut Accumulator, schemas: &Schemas) -> Result<(), Error> {
+    fn transform(
+        &self,
+        acc: &mut Accumulator,
+        schemas: &Schemas,
+        stack: &mut Vec<PathBuf>,
+    ) -> Result<(), Error> {
         let k = &self.k;
         let config = &acc.config;
         let rs = &mut acc.resources;
@@ -348,7 +401,7 @@ impl<'a> Target<'a> {
         patch::apply_patches_strategic_merge(rs, &strategic, &loader, schemas)?;
         let patches: Vec<Patch> = self.decode("patches", &Value::from(k.patches.clone()))?;
         patch::apply_patches(rs, &patches, &loader, schemas)?;
-        namespace::apply(rs, &k.namespace, &config.namespace)
+        namespace::apply(rs, &k.namespace, &config.namespace, Default::default())
             .map_err(|m| self.invalid("namespace", m))?;
         nameprefix::apply(rs, Affix::Prefix, &k.name_prefix, &config.name_prefix)
             .map_err(|m| self.invalid("namePrefix", m))?;
@@ -392,6 +445,14 @@ impl<'a> Target<'a> {
         }
         let replacements = replacement::load(&loader, &self.file, &k.replacements)?;
         replacement::apply(rs, &replacements)?;
+        // kustomize's `configureExternalTransformers`: after the built-in ones.
+        for (field, config) in self.plugin_configs("transformers", &k.transformers, stack)? {
+            let origin = plugins::Origin {
+                file: &self.file,
+                field: &field,
+            };
+            plugins::transform(&mut acc.resources, &config, &loader, schemas, &origin)?;
+        }
         Ok(())
     }
 }

@@ -27,6 +27,7 @@ pub mod nameref;
 pub mod namespace;
 pub mod openapi;
 pub mod patch;
+pub mod plugins;
 pub mod replacement;
 pub mod replicacount;
 pub mod resource;

@@ -10,18 +10,56 @@ use serde_json::Value;
 use crate::fieldspec::FieldSpec;
 use crate::resource::Resource;
 
+/// What happens to (Cluster)RoleBinding subjects (kustomize's `RoleBindingSubjectMode`, the
+/// `setRoleBindingSubjects` of a configured `NamespaceTransformer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Subjects {
+    /// Subjects named `default` (kustomize's default, `defaultOnly`).
+    #[default]
+    DefaultOnly,
+    /// `none`.
+    None,
+    /// `allServiceAccounts`.
+    AllServiceAccounts,
+}
+
+impl Subjects {
+    pub fn parse(mode: &str) -> Result<Subjects, String> {
+        match mode {
+            "" | "defaultOnly" => Ok(Subjects::DefaultOnly),
+            "none" => Ok(Subjects::None),
+            "allServiceAccounts" => Ok(Subjects::AllServiceAccounts),
+            other => Err(format!(
+                "invalid value \"{other}\" for setRoleBindingSubjects: must be one of \"defaultOnly\", \"none\" or \"allServiceAccounts\""
+            )),
+        }
+    }
+}
+
+/// A configured `NamespaceTransformer`'s options; a kustomization's `namespace:` uses the
+/// defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Options {
+    /// Only set namespaces where none is set.
+    pub unset_only: bool,
+    pub subjects: Subjects,
+}
+
 /// Sets `namespace` on `resources`; two objects ending with the same id is kustomize's error.
 pub fn apply(
     resources: &mut [Resource],
     namespace: &str,
     specs: &[FieldSpec],
+    options: Options,
 ) -> Result<(), String> {
     if namespace.is_empty() {
         return Ok(());
     }
     let created = Value::String(String::new());
     let mut set = |v: &mut Value| {
-        *v = Value::String(namespace.to_owned());
+        if !options.unset_only || v.as_str().is_none_or(str::is_empty) {
+            *v = Value::String(namespace.to_owned());
+        }
         Ok(())
     };
     for r in resources.iter_mut() {
@@ -53,7 +91,7 @@ pub fn apply(
             }
         }
         if binding {
-            set_default_subjects(&mut r.object, namespace);
+            set_subjects(&mut r.object, options.subjects, &mut set)?;
         }
     }
     // kustomize checks after each resource; every namespaced resource ends in the same
@@ -71,19 +109,32 @@ pub fn apply(
     Ok(())
 }
 
-/// kustomize's default `setRoleBindingSubjects: defaultOnly`: a subject named `default` is
-/// the namespace's default ServiceAccount, which moves with the namespace.
-fn set_default_subjects(object: &mut Value, namespace: &str) {
+/// kustomize's `roleBindingHack`: by default a subject named `default` (the namespace's
+/// default ServiceAccount, which moves with the namespace); or every ServiceAccount subject.
+fn set_subjects(
+    object: &mut Value,
+    mode: Subjects,
+    set: &mut dyn FnMut(&mut Value) -> Result<(), String>,
+) -> Result<(), String> {
     let Some(Value::Array(subjects)) = object.get_mut("subjects") else {
-        return;
+        return Ok(());
     };
     for subject in subjects {
-        if let Some(s) = subject.as_object_mut()
-            && s.get("name").and_then(Value::as_str) == Some("default")
-        {
-            s.insert("namespace".into(), Value::String(namespace.to_owned()));
+        let Some(s) = subject.as_object_mut() else {
+            continue;
+        };
+        let chosen = match mode {
+            Subjects::None => false,
+            Subjects::DefaultOnly => s.get("name").and_then(Value::as_str) == Some("default"),
+            Subjects::AllServiceAccounts => {
+                s.get("kind").and_then(Value::as_str) == Some("ServiceAccount")
+            }
+        };
+        if chosen {
+            set(s.entry("namespace").or_insert(Value::String(String::new())))?;
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -94,7 +145,13 @@ mod tests {
 
     fn run(objects: Vec<Value>) -> Vec<Value> {
         let mut rs: Vec<Resource> = objects.into_iter().map(Resource::new).collect();
-        apply(&mut rs, "prod", &TransformerConfig::builtin().namespace).unwrap();
+        apply(
+            &mut rs,
+            "prod",
+            &TransformerConfig::builtin().namespace,
+            Options::default(),
+        )
+        .unwrap();
         rs.into_iter().map(|r| r.object).collect()
     }
 
@@ -128,7 +185,7 @@ mod tests {
                 json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "b"}}),
             ),
         ];
-        let err = apply(&mut rs, "prod", &[]).unwrap_err();
+        let err = apply(&mut rs, "prod", &[], Options::default()).unwrap_err();
         assert!(err.contains("ID conflict"), "{err}");
     }
 }

@@ -260,3 +260,8 @@ fn generators_merged_and_replaced_by_an_overlay_rotate_their_hash() {
 fn patches_strategic_json_and_targeted_through_an_overlay() {
     same_as_kubectl("patches/overlay");
 }
+
+#[test]
+fn builtin_plugin_configs_inline_in_files_and_in_a_kustomization() {
+    same_as_kubectl("plugins");
+}
