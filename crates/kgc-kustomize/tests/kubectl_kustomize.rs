@@ -265,3 +265,14 @@ fn patches_strategic_json_and_targeted_through_an_overlay() {
 fn builtin_plugin_configs_inline_in_files_and_in_a_kustomization() {
     same_as_kubectl("plugins");
 }
+
+#[test]
+fn vars_resolved_at_the_top_across_bases() {
+    same_as_kubectl("vars/base");
+    same_as_kubectl("vars/overlay");
+}
+
+#[test]
+fn replacements_inline_and_from_a_file() {
+    same_as_kubectl("replacements");
+}
