@@ -497,7 +497,12 @@ pub fn parse_resources(path: &Path, text: &str) -> Result<Vec<Resource>, Error> 
     budget.max_documents = 1_000_000;
     budget.max_nodes = 50_000_000;
     budget.max_events = 200_000_000;
-    let options = serde_saphyr::options! { strict_booleans: true, budget: Some(budget) };
+    // go-yaml v3 reads a leading-zero integer as octal (`0755` is 493), as `strconv`'s base 0.
+    let options = serde_saphyr::options! {
+        strict_booleans: true,
+        legacy_octal_numbers: true,
+        budget: Some(budget),
+    };
     let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(text, options)
         .map_err(|e| invalid("documents".into(), first_line(&e.to_string())))?;
     let mut out = Vec::new();
@@ -528,8 +533,27 @@ pub(crate) fn first_line(message: &str) -> String {
     message.lines().next().unwrap_or_default().trim().to_owned()
 }
 
+/// kustomize turns objects into JSON on the way (kyaml's `RNode.Map`): a float without a
+/// fraction (`1.0`, `1e3`) becomes the integer JSON prints it as.
+fn json_numbers(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.0e15
+            {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(json_numbers),
+        Value::Object(map) => map.values_mut().for_each(json_numbers),
+        _ => {}
+    }
+}
+
 /// A resource must say what it is: kustomize refuses objects without kind or name.
-fn checked(object: Value) -> Result<Resource, String> {
+fn checked(mut object: Value) -> Result<Resource, String> {
+    json_numbers(&mut object);
     let has = |p: &str| {
         object
             .pointer(p)

@@ -287,3 +287,42 @@ pub fn generate(
     let generated = generator::generate(loader, origin.file, kind, index, &args, None)?;
     generator::absorb(resources, generated)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::Disk;
+    use serde_json::json;
+
+    fn origin() -> Origin<'static> {
+        Origin {
+            file: Path::new("k/kustomization.yaml"),
+            field: "transformers[0]",
+        }
+    }
+
+    #[test]
+    fn external_plugins_are_refused_as_kubectl_does() {
+        let mut rs = Vec::new();
+        let config = json!({"apiVersion": "someteam.example.com/v1", "kind": "ChartInflator"});
+        let loader = Loader::new(&Disk, Path::new("k"));
+        let err = transform(&mut rs, &config, &loader, &Schemas::Builtin, &origin()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "k/kustomization.yaml: transformers[0]: external plugins disabled; unable to load external plugin 'ChartInflator'"
+        );
+    }
+
+    #[test]
+    fn label_plugin_uses_its_own_field_specs_and_stringifies_values() {
+        let mut rs = vec![Resource::new(json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "s"}, "spec": {}}))];
+        let config = json!({"apiVersion": "builtin", "kind": "LabelTransformer",
+            "labels": {"area": 51},
+            "fieldSpecs": [{"path": "spec/selector", "create": true}]});
+        let loader = Loader::new(&Disk, Path::new("k"));
+        transform(&mut rs, &config, &loader, &Schemas::Builtin, &origin()).unwrap();
+        assert_eq!(rs[0].object["spec"]["selector"]["area"], "51");
+        assert!(rs[0].object["metadata"].get("labels").is_none());
+    }
+}
