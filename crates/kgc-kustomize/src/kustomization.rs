@@ -101,7 +101,7 @@ pub struct LegacySortOptions {
     pub order_last: Vec<String>,
 }
 
-/// The file, as written (deprecated fields folded in by [`Kustomization::load`]).
+/// The file, as written (deprecated fields folded in by [`Kustomization::parse`]).
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Kustomization {
