@@ -75,7 +75,8 @@ const BUILTIN: &[&str] = &[
 ];
 
 impl TransformerConfig {
-    /// kustomize's built-in tables, parsed once.
+    /// kustomize's built-in tables (`MakeDefaultConfig`: read as one document, then sorted),
+    /// parsed once.
     pub fn builtin() -> &'static TransformerConfig {
         static CONFIG: OnceLock<TransformerConfig> = OnceLock::new();
         CONFIG.get_or_init(|| {
@@ -87,34 +88,85 @@ impl TransformerConfig {
                     Ok(part) => part,
                     Err(e) => panic!("builtin field-spec table does not parse: {e}"),
                 };
-                config.merge(&part);
+                config.extend(part);
             }
+            config.sort();
             config
         })
     }
 
-    /// `other` merged in (kustomize's `TransformerConfig.Merge`): field specs deduplicated,
-    /// name references of one kind pooled.
-    pub fn merge(&mut self, other: &TransformerConfig) {
-        fieldspec::merge(&mut self.name_prefix, &other.name_prefix);
-        fieldspec::merge(&mut self.name_suffix, &other.name_suffix);
-        fieldspec::merge(&mut self.namespace, &other.namespace);
-        fieldspec::merge(&mut self.common_labels, &other.common_labels);
-        fieldspec::merge(&mut self.labels, &other.labels);
-        fieldspec::merge(&mut self.template_labels, &other.template_labels);
-        fieldspec::merge(&mut self.common_annotations, &other.common_annotations);
-        fieldspec::merge(&mut self.var_reference, &other.var_reference);
-        fieldspec::merge(&mut self.images, &other.images);
-        fieldspec::merge(&mut self.replicas, &other.replicas);
+    /// A `configurations:` file's table (kustomize's `makeTransformerConfigFromBytes`).
+    pub fn parse(text: &str) -> Result<TransformerConfig, String> {
+        let mut config: TransformerConfig = serde_saphyr::from_str(text)
+            .map_err(|e| crate::kusttarget::first_line(&e.to_string()))?;
+        config.sort();
+        Ok(config)
+    }
+
+    fn extend(&mut self, other: TransformerConfig) {
+        self.name_prefix.extend(other.name_prefix);
+        self.name_suffix.extend(other.name_suffix);
+        self.namespace.extend(other.namespace);
+        self.common_labels.extend(other.common_labels);
+        self.labels.extend(other.labels);
+        self.template_labels.extend(other.template_labels);
+        self.common_annotations.extend(other.common_annotations);
+        self.name_reference.extend(other.name_reference);
+        self.var_reference.extend(other.var_reference);
+        self.images.extend(other.images);
+        self.replicas.extend(other.replicas);
+    }
+
+    /// `other` merged in (kustomize's `TransformerConfig.Merge`): field specs as
+    /// [`fieldspec::merge`], name references of one kind pooled, then every table sorted as
+    /// kustomize sorts it (the order decides which of two overlapping specs a later merge
+    /// keeps, so it is kustomize's, not ours).
+    pub fn merge(&mut self, other: &TransformerConfig) -> Result<(), String> {
+        fieldspec::merge(&mut self.name_prefix, &other.name_prefix)?;
+        fieldspec::merge(&mut self.name_suffix, &other.name_suffix)?;
+        fieldspec::merge(&mut self.namespace, &other.namespace)?;
+        fieldspec::merge(&mut self.common_labels, &other.common_labels)?;
+        fieldspec::merge(&mut self.labels, &other.labels)?;
+        fieldspec::merge(&mut self.template_labels, &other.template_labels)?;
+        fieldspec::merge(&mut self.common_annotations, &other.common_annotations)?;
+        fieldspec::merge(&mut self.var_reference, &other.var_reference)?;
+        fieldspec::merge(&mut self.images, &other.images)?;
+        fieldspec::merge(&mut self.replicas, &other.replicas)?;
         for backref in &other.name_reference {
             let same = |b: &&mut NameBackReference| {
                 b.group == backref.group && b.version == backref.version && b.kind == backref.kind
             };
             match self.name_reference.iter_mut().find(same) {
-                Some(mine) => fieldspec::merge(&mut mine.field_specs, &backref.field_specs),
+                Some(mine) => fieldspec::merge(&mut mine.field_specs, &backref.field_specs)?,
                 None => self.name_reference.push(backref.clone()),
             }
         }
+        self.sort();
+        Ok(())
+    }
+
+    /// kustomize's `sortFields`.
+    fn sort(&mut self) {
+        for specs in [
+            &mut self.name_prefix,
+            &mut self.name_suffix,
+            &mut self.namespace,
+            &mut self.common_labels,
+            &mut self.labels,
+            &mut self.template_labels,
+            &mut self.common_annotations,
+            &mut self.var_reference,
+            &mut self.images,
+            &mut self.replicas,
+        ] {
+            fieldspec::sort(specs);
+        }
+        self.name_reference.sort_by(|a, b| {
+            fieldspec::gvk_order(
+                (&a.group, &a.version, &a.kind),
+                (&b.group, &b.version, &b.kind),
+            )
+        });
     }
 }
 

@@ -30,7 +30,9 @@ pub fn config(text: &str) -> Result<TransformerConfig, String> {
         // kustomize's `makeGvkFromTypeName`: the kind is the type name after its last dot.
         let kind = name.rsplit('.').next().unwrap_or(name);
         let mut visited = Vec::new();
-        load(&mut config, kind, &defs, name, &[], &mut visited);
+        let mut one = TransformerConfig::default();
+        load(&mut one, kind, &defs, name, &[], &mut visited)?;
+        config.merge(&one)?;
     }
     Ok(config)
 }
@@ -52,12 +54,12 @@ fn load(
     type_name: &str,
     path: &[&str],
     visited: &mut Vec<String>,
-) {
+) -> Result<(), String> {
     let Some(props) = defs.get(type_name).and_then(properties) else {
-        return;
+        return Ok(());
     };
     if visited.iter().any(|v| v == type_name) {
-        return;
+        return Ok(());
     }
     visited.push(type_name.to_owned());
     for (prop, schema) in props {
@@ -71,13 +73,13 @@ fn load(
         };
         let one = |specs: &mut Vec<FieldSpec>| crate::fieldspec::merge(specs, &[spec(&here)]);
         if ext("x-kubernetes-annotation").is_some() {
-            one(&mut config.common_annotations);
+            one(&mut config.common_annotations)?;
         }
         if ext("x-kubernetes-label-selector").is_some() {
-            one(&mut config.common_labels);
+            one(&mut config.common_labels)?;
         }
         if ext("x-kubernetes-identity").is_some() {
-            one(&mut config.name_prefix);
+            one(&mut config.name_prefix)?;
         }
         if let (Some(version), Some(target)) = (
             ext("x-kubernetes-object-ref-api-version"),
@@ -94,13 +96,14 @@ fn load(
                     ..NameBackReference::default()
                 }],
                 ..TransformerConfig::default()
-            });
+            })?;
         }
         if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
-            load(config, kind, defs, reference, &here, visited);
+            load(config, kind, defs, reference, &here, visited)?;
         }
     }
     visited.pop();
+    Ok(())
 }
 
 #[cfg(test)]

@@ -120,20 +120,60 @@ fn walk(
     }
 }
 
-/// Field specs merged as kustomize's `FsSlice.MergeAll`: a spec already present (same kind
-/// and path) is kept once.
-pub fn merge(into: &mut Vec<FieldSpec>, more: &[FieldSpec]) {
+/// Field specs merged as kustomize's `FsSlice.MergeAll`: a spec is left out when one
+/// already present has its path and is selected by its kind (kustomize's
+/// `effectivelyEquals`, which is not symmetric: a kind-less spec arriving after a kinded one
+/// with its path is dropped, not the other way round); the two differing in `create` is
+/// kustomize's error.
+pub fn merge(into: &mut Vec<FieldSpec>, more: &[FieldSpec]) -> Result<(), String> {
     for spec in more {
-        let same = |s: &FieldSpec| {
-            s.group == spec.group
-                && s.version == spec.version
-                && s.kind == spec.kind
-                && s.path == spec.path
-        };
-        if !into.iter().any(same) {
-            into.push(spec.clone());
+        let same = into.iter().find(|s| {
+            s.path == spec.path
+                && (spec.group.is_empty() || spec.group == s.group)
+                && (spec.version.is_empty() || spec.version == s.version)
+                && (spec.kind.is_empty() || spec.kind == s.kind)
+        });
+        match same {
+            Some(s) if s.create != spec.create => {
+                return Err(format!("conflicting fieldspecs for path '{}'", spec.path));
+            }
+            Some(_) => {}
+            None => into.push(spec.clone()),
         }
     }
+    Ok(())
+}
+
+/// kustomize's `Gvk.IsLessThan` order (the legacy kind order, then
+/// `group_version_kind`), by which it sorts field-spec tables after each merge.
+pub fn gvk_order(
+    (g1, v1, k1): (&str, &str, &str),
+    (g2, v2, k2): (&str, &str, &str),
+) -> std::cmp::Ordering {
+    let key = |g: &str, v: &str, k: &str| {
+        let or = |s: &str, d: &str| {
+            if s.is_empty() {
+                d.to_owned()
+            } else {
+                s.to_owned()
+            }
+        };
+        (
+            crate::sortorder::kind_rank(k, None),
+            format!("{}_{}_{}", or(g, "~G"), or(v, "~V"), or(k, "~K")),
+        )
+    };
+    key(g1, v1, k1).cmp(&key(g2, v2, k2))
+}
+
+/// A table sorted as kustomize's `sort.Sort(FsSlice)`.
+pub fn sort(specs: &mut [FieldSpec]) {
+    specs.sort_by(|a, b| {
+        gvk_order(
+            (&a.group, &a.version, &a.kind),
+            (&b.group, &b.version, &b.kind),
+        )
+    });
 }
 
 #[cfg(test)]

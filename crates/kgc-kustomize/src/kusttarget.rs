@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::builtinconfig::TransformerConfig;
+use crate::fieldspec::{self, FieldSpec};
 use crate::fs::{FileSystem, Loader, normalize};
 use crate::generator::{self, GeneratorArgs, GeneratorOptions};
-use crate::kustomization::{self, Kind, Kustomization};
+use crate::kustomization::{self, Kind, Kustomization, Label};
 use crate::nameprefix::Affix;
 use crate::openapi::Schemas;
 use crate::patch::{self, Patch};
@@ -171,7 +172,9 @@ impl<'a> Target<'a> {
                     }
                     let mut inner = Accumulator::default();
                     sub.accumulate(&mut inner, stack, schemas)?;
-                    acc.config.merge(&inner.config);
+                    acc.config
+                        .merge(&inner.config)
+                        .map_err(|m| self.invalid(&field, m))?;
                     var::declare(&mut acc.vars, &inner.vars)
                         .map_err(|m| self.invalid(&field, m))?;
                     acc.append(inner.resources)
@@ -185,21 +188,37 @@ impl<'a> Target<'a> {
                 }
             }
         }
-        acc.config.merge(TransformerConfig::builtin());
-        for (i, rel) in self.k.configurations.iter().enumerate() {
-            let field = format!("configurations[{i}]");
-            let text = self.read(&field, rel)?;
-            let config: TransformerConfig = serde_saphyr::from_str(&text)
-                .map_err(|e| self.invalid(&field, format!("{rel}: {e}")))?;
-            acc.config.merge(&config);
+        // kustomize's `MakeTransformerConfig`: the defaults, merged with the `configurations`
+        // files (merged with each other first); then the tables the `crds` declare.
+        let mut tables = TransformerConfig::builtin().clone();
+        if !self.k.configurations.is_empty() {
+            let mut files = TransformerConfig::default();
+            for (i, rel) in self.k.configurations.iter().enumerate() {
+                let field = format!("configurations[{i}]");
+                let text = self.read(&field, rel)?;
+                let config = TransformerConfig::parse(&text)
+                    .and_then(|c| files.merge(&c))
+                    .map_err(|m| self.invalid(&field, format!("{rel}: {m}")));
+                config?;
+            }
+            tables
+                .merge(&files)
+                .map_err(|m| self.invalid("configurations", m))?;
         }
+        acc.config
+            .merge(&tables)
+            .map_err(|m| self.invalid("configurations", m))?;
+        let mut crds = TransformerConfig::default();
         for (i, rel) in self.k.crds.iter().enumerate() {
             let field = format!("crds[{i}]");
             let text = self.read(&field, rel)?;
-            let config = crate::crds::config(&text)
+            crate::crds::config(&text)
+                .and_then(|c| crds.merge(&c))
                 .map_err(|m| self.invalid(&field, format!("{rel}: {m}")))?;
-            acc.config.merge(&config);
         }
+        acc.config
+            .merge(&crds)
+            .map_err(|m| self.invalid("crds", m))?;
         self.generate(acc, stack)?;
         for (i, entry) in self.k.components.iter().enumerate() {
             let field = format!("components[{i}]");
@@ -408,25 +427,10 @@ impl<'a> Target<'a> {
         nameprefix::apply(rs, Affix::Suffix, &k.name_suffix, &config.name_suffix)
             .map_err(|m| self.invalid("nameSuffix", m))?;
         for (i, label) in k.labels.iter().enumerate() {
-            let mut specs = label.field_specs.clone();
-            crate::fieldspec::merge(&mut specs, &config.labels);
-            if label.include_selectors {
-                crate::fieldspec::merge(&mut specs, &config.common_labels);
-            } else {
-                if label.include_templates {
-                    crate::fieldspec::merge(&mut specs, &config.template_labels);
-                }
-                crate::fieldspec::merge(
-                    &mut specs,
-                    &[crate::fieldspec::FieldSpec {
-                        path: "metadata/labels".into(),
-                        create: true,
-                        ..Default::default()
-                    }],
-                );
-            }
-            labels::apply(rs, &label.pairs, &specs)
-                .map_err(|m| self.invalid(&format!("labels[{i}]"), m))?;
+            let field = format!("labels[{i}]");
+            let specs = label_specs(label, config)
+                .map_err(|m| self.invalid(&field, format!("failed to merge labels: {m}")))?;
+            labels::apply(rs, &label.pairs, &specs).map_err(|m| self.invalid(&field, m))?;
         }
         labels::apply(rs, &k.common_labels, &config.common_labels)
             .map_err(|m| self.invalid("commonLabels", m))?;
@@ -463,6 +467,28 @@ fn missing_kustomization(dir: &Path) -> String {
         "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
         dir.display()
     )
+}
+
+/// The fields a `labels` entry sets (kustomize's LabelTransformer configurator): its own
+/// `fields`, the configured label fields, and the selectors (`includeSelectors`), or the
+/// pod templates (`includeTemplates`) and `metadata/labels`.
+fn label_specs(label: &Label, config: &TransformerConfig) -> Result<Vec<FieldSpec>, String> {
+    let mut specs = label.field_specs.clone();
+    fieldspec::merge(&mut specs, &config.labels)?;
+    if label.include_selectors {
+        fieldspec::merge(&mut specs, &config.common_labels)?;
+    } else {
+        if label.include_templates {
+            fieldspec::merge(&mut specs, &config.template_labels)?;
+        }
+        let metadata = FieldSpec {
+            path: "metadata/labels".into(),
+            create: true,
+            ..FieldSpec::default()
+        };
+        fieldspec::merge(&mut specs, &[metadata])?;
+    }
+    Ok(specs)
 }
 
 enum Entry<'a> {

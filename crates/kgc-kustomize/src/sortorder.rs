@@ -3,7 +3,6 @@
 //! webhooks last), then by namespace and name; `fifo` keeps the order resources were read.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 use crate::kustomization::SortOptions;
 use crate::resource::{ResId, Resource};
@@ -60,17 +59,10 @@ pub fn apply(resources: &mut [Resource], options: Option<&SortOptions>) -> Resul
                 Some(l) => l.order_last.iter().map(String::as_str).collect(),
                 None => ORDER_LAST.to_vec(),
             };
-            let mut rank: HashMap<&str, i64> = HashMap::new();
-            let n = first.len() as i64;
-            for (i, k) in first.iter().enumerate() {
-                rank.insert(k, i as i64 - n);
-            }
-            for (i, k) in last.iter().enumerate() {
-                rank.insert(k, 1 + i as i64);
-            }
+            let lists = (first.as_slice(), last.as_slice());
             resources.sort_by_cached_key(|r| {
                 let id = r.id();
-                let rank = rank.get(id.kind.as_str()).copied().unwrap_or(0);
+                let rank = kind_rank(&id.kind, Some(lists));
                 LegacyKey { rank, id }
             });
             Ok(())
@@ -78,6 +70,20 @@ pub fn apply(resources: &mut [Resource], options: Option<&SortOptions>) -> Resul
         other => Err(format!(
             "the field 'sortOptions.order' must be one of [fifo, legacy], got {other:?}"
         )),
+    }
+}
+
+/// A kind's place: negative for the kinds that go first, positive for those that go last,
+/// 0 for the rest (kustomize's `typeOrders`); `lists` are (first, last), kustomize's
+/// defaults when `None`.
+pub fn kind_rank(kind: &str, lists: Option<(&[&str], &[&str])>) -> i64 {
+    let (first, last) = lists.unwrap_or((&ORDER_FIRST, &ORDER_LAST));
+    if let Some(i) = first.iter().position(|k| *k == kind) {
+        return i as i64 - first.len() as i64;
+    }
+    match last.iter().position(|k| *k == kind) {
+        Some(i) => 1 + i as i64,
+        None => 0,
     }
 }
 

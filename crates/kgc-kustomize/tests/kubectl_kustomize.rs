@@ -276,3 +276,8 @@ fn vars_resolved_at_the_top_across_bases() {
 fn replacements_inline_and_from_a_file() {
     same_as_kubectl("replacements");
 }
+
+#[test]
+fn configurations_with_a_kinded_name_prefix_replace_the_builtin_one() {
+    same_as_kubectl("configurations-prefix");
+}
