@@ -190,7 +190,11 @@ impl Kustomization {
         let value: Value = if text.trim().is_empty() {
             Value::Object(Default::default())
         } else {
-            serde_saphyr::from_str(text).map_err(|e| {
+            // sigs.k8s.io/yaml (go-yaml v2) keeps the last of repeated keys.
+            let options = serde_saphyr::options! {
+                duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins,
+            };
+            serde_saphyr::from_str_with_options(text, options).map_err(|e| {
                 let e = crate::kusttarget::first_line(&e.to_string());
                 invalid("", format!("invalid Kustomization: {e}"))
             })?
@@ -340,6 +344,12 @@ mod tests {
     fn field_names_match_regardless_of_case_as_in_go() {
         let k = parse("patchesJSON6902: []\nNamePrefix: p-\n").unwrap();
         assert_eq!(k.name_prefix, "p-");
+    }
+
+    #[test]
+    fn repeated_keys_keep_the_last_as_go_yaml_does() {
+        let k = parse("namePrefix: a-\nnamePrefix: b-\n").unwrap();
+        assert_eq!(k.name_prefix, "b-");
     }
 
     #[test]

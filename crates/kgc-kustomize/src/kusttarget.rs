@@ -580,6 +580,18 @@ fn json_numbers(value: &mut Value) {
 /// A resource must say what it is: kustomize refuses objects without kind or name.
 fn checked(mut object: Value) -> Result<Resource, String> {
     json_numbers(&mut object);
+    // kyaml's reader rewrites the annotations (it adds and later drops its own), which leaves
+    // every value a string: `port: 8080` comes out `"8080"`, `x: null` as `"null"`.
+    if let Some(Value::Object(annotations)) = object.pointer_mut("/metadata/annotations") {
+        for value in annotations.values_mut() {
+            let text = match &*value {
+                Value::String(_) => continue,
+                Value::Null => "null".to_owned(),
+                other => other.to_string(),
+            };
+            *value = Value::String(text);
+        }
+    }
     let has = |p: &str| {
         object
             .pointer(p)

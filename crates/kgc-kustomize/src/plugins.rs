@@ -1,6 +1,6 @@
 //! Built-in plugins configured by hand in `generators:` and `transformers:` (kustomize's
 //! `api/internal/plugins/loader` with `api/internal/builtins`): a config with
-//! `apiVersion: builtin` and a plugin's kind runs the same code as the kustomization fields,
+//! `apiVersion: builtin` and a plugin's kind (kustomize's `TransformerFactories`) runs the same code as the kustomization fields,
 //! with the config's own field specs. Every other config names an external plugin, which
 //! kustomize (and kubectl) refuse by default: so does this crate.
 
@@ -15,7 +15,7 @@ use crate::Error;
 use crate::fieldspec::FieldSpec;
 use crate::fs::Loader;
 use crate::generator::{self, GeneratorArgs};
-use crate::kustomization::{Image, Replica, SortOptions};
+use crate::kustomization::{Image, Replica};
 use crate::nameprefix::{self, Affix};
 use crate::namespace::{self, Subjects};
 use crate::openapi::Schemas;
@@ -23,7 +23,7 @@ use crate::patch::{self, Patch, PatchOptions};
 use crate::replacement;
 use crate::resource::Resource;
 use crate::selector::Selector;
-use crate::{imagetag, labels, replicacount, sortorder};
+use crate::{imagetag, labels, replicacount};
 
 /// A section of a config; a missing one reads as an empty map.
 fn section(config: &Value, key: &str) -> Value {
@@ -192,14 +192,20 @@ pub fn transform(
             namespace::apply(resources, &c.metadata.namespace, &fields(config)?, options)
                 .map_err(failed)
         }
-        "PrefixTransformer" | "SuffixTransformer" => {
+        // kustomize's legacy `PrefixSuffixTransformer` is the two, prefix first.
+        "PrefixTransformer" | "SuffixTransformer" | "PrefixSuffixTransformer" => {
             let a: Affixes = origin.decode(config)?;
-            let (affix, value) = if kind == "PrefixTransformer" {
-                (Affix::Prefix, a.prefix)
-            } else {
-                (Affix::Suffix, a.suffix)
-            };
-            nameprefix::apply(resources, affix, &value, &fields(config)?).map_err(failed)
+            if config.get("fieldSpecs").is_none_or(Value::is_null) {
+                return Err(origin.error("fieldSpecs is not expected to be nil".into()));
+            }
+            let specs = fields(config)?;
+            if kind != "SuffixTransformer" {
+                nameprefix::apply(resources, Affix::Prefix, &a.prefix, &specs).map_err(failed)?;
+            }
+            if kind != "PrefixTransformer" {
+                nameprefix::apply(resources, Affix::Suffix, &a.suffix, &specs).map_err(failed)?;
+            }
+            Ok(())
         }
         "ImageTagTransformer" => {
             let image: Image = origin.decode(&section(config, "imageTag"))?;
@@ -245,10 +251,6 @@ pub fn transform(
             let list: Vec<Value> = origin.decode(&list)?;
             let replacements = replacement::load(loader, origin.file, &list)?;
             replacement::apply(resources, &replacements)
-        }
-        "SortOrderTransformer" => {
-            let options: SortOptions = origin.decode(&section(config, "sortOptions"))?;
-            sortorder::apply(resources, Some(&options)).map_err(failed)
         }
         "HashTransformer" => generator::add_hash_suffixes(resources),
         other => Err(origin.error(format!(
