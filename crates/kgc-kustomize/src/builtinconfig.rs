@@ -97,8 +97,8 @@ impl TransformerConfig {
 
     /// A `configurations:` file's table (kustomize's `makeTransformerConfigFromBytes`).
     pub fn parse(text: &str) -> Result<TransformerConfig, String> {
-        let mut config: TransformerConfig = serde_saphyr::from_str(text)
-            .map_err(|e| crate::kusttarget::first_line(&e.to_string()))?;
+        let mut config: TransformerConfig =
+            serde_saphyr::from_str(text).map_err(|e| crate::error::first_line(&e.to_string()))?;
         config.sort();
         Ok(config)
     }

@@ -29,3 +29,8 @@ fn field_prefix(field: &str) -> String {
         format!("{field}: ")
     }
 }
+
+/// A parser's message without its source excerpt: errors are one line.
+pub(crate) fn first_line(message: &str) -> String {
+    message.lines().next().unwrap_or_default().trim().to_owned()
+}

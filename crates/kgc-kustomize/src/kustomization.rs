@@ -195,7 +195,7 @@ impl Kustomization {
                 duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins,
             };
             serde_saphyr::from_str_with_options(text, options).map_err(|e| {
-                let e = crate::kusttarget::first_line(&e.to_string());
+                let e = crate::error::first_line(&e.to_string());
                 invalid("", format!("invalid Kustomization: {e}"))
             })?
         };

@@ -22,6 +22,7 @@
 pub mod builtinconfig;
 pub mod crds;
 pub mod error;
+pub mod factory;
 pub mod fieldspec;
 pub mod fs;
 pub mod generator;
