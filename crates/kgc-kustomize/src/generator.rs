@@ -325,7 +325,7 @@ fn file_source(source: &str) -> Result<(String, &str), String> {
 /// An env file's pairs (kustomize's `keyValuesFromLines`): a byte-order mark on the first line
 /// is dropped; leading whitespace is trimmed; blank lines and `#` comments are skipped;
 /// `KEY=value` splits at the first `=` (nothing else is trimmed, and `export` is not special);
-/// a line without `=` is a key with an empty value.
+/// a line without `=` is a key with an empty value, a line starting with `=` is skipped.
 fn env_pairs(content: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
     let mut pairs = Vec::new();
     let content = content.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(content);
@@ -342,7 +342,10 @@ fn env_pairs(content: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
             continue;
         }
         let (key, value) = line.split_once('=').unwrap_or((line, ""));
-        pairs.push((key.to_owned(), value.as_bytes().to_vec()));
+        // kustomize takes an empty key for a blank line.
+        if !key.is_empty() {
+            pairs.push((key.to_owned(), value.as_bytes().to_vec()));
+        }
     }
     Ok(pairs)
 }
@@ -954,6 +957,63 @@ mod tests {
         assert!(absorb(&mut resources, g("name: m\n")).is_err());
         absorb(&mut resources, g("name: other\n")).expect("created");
         assert_eq!(resources.len(), 4);
+    }
+
+    #[test]
+    fn env_files_with_a_bom_crlf_and_odd_lines() {
+        let dir = fixture();
+        std::fs::write(
+            dir.path().join("e.env"),
+            b"\xef\xbb\xbfA=1\r\nB = two words \r\n  # c\r\nexport C=\"q\"\r\n=bad\r\n",
+        )
+        .expect("write");
+        std::fs::create_dir(dir.path().join("dir")).expect("mkdir");
+        std::fs::write(dir.path().join("dir/f.txt"), b"x").expect("write");
+        let loader = Loader::new(&Disk, dir.path());
+        let g = generate(
+            &loader,
+            Path::new("k.yaml"),
+            Kind::ConfigMap,
+            0,
+            &args("name: e\nenvs:\n- e.env\nfiles:\n- dir/f.txt\n"),
+            None,
+        )
+        .expect("generate");
+        let mut resources = vec![g.resource];
+        add_hash_suffixes(&mut resources).expect("hash");
+        // `kubectl kustomize` of the same.
+        assert_eq!(
+            crate::yaml::value_to_string(&resources[0].object),
+            "apiVersion: v1\ndata:\n  A: \"1\"\n  'B ': ' two words '\n  export C: '\"q\"'\n  \
+             f.txt: x\nkind: ConfigMap\nmetadata:\n  name: e-gh7c88bb85\n"
+        );
+    }
+
+    #[test]
+    fn a_merge_hashes_only_when_the_base_did_too() {
+        let dir = fixture();
+        let loader = Loader::new(&Disk, dir.path());
+        let file = Path::new("k.yaml");
+        let g = |yaml: &str| {
+            generate(&loader, file, Kind::ConfigMap, 0, &args(yaml), None).expect("generate")
+        };
+        let mut resources = Vec::new();
+        absorb(
+            &mut resources,
+            g("name: m\nliterals:\n- a=1\noptions:\n  disableNameSuffixHash: true\n"),
+        )
+        .expect("base");
+        absorb(
+            &mut resources,
+            g("name: m\nbehavior: merge\nliterals:\n- b=2\n"),
+        )
+        .expect("merge");
+        add_hash_suffixes(&mut resources).expect("hash");
+        // `kubectl kustomize` of the same base and overlay.
+        assert_eq!(
+            crate::yaml::value_to_string(&resources[0].object),
+            "apiVersion: v1\ndata:\n  a: \"1\"\n  b: \"2\"\nkind: ConfigMap\nmetadata:\n  name: m\n"
+        );
     }
 
     #[test]
