@@ -535,9 +535,8 @@ pub fn add_hash_suffixes(resources: &mut [Resource]) -> Result<(), Error> {
 
 /// The ten-character content hash kustomize appends to a generated name
 /// (`api/hasher/hasher.go`): the SHA-256 of a JSON encoding of the ConfigMap's `data` and
-/// `binaryData`, or the Secret's `type`, `data` and `stringData` (of the whole object for
-/// other kinds), its first ten hex digits with `0 1 3 a e` mapped to `g h k m t` so that
-/// it never reads as a number or a word.
+/// `binaryData`, or the Secret's `type`, `data` and `stringData`, its first ten hex digits
+/// with `0 1 3 a e` mapped to `g h k m t` so that it never reads as a number or a word.
 pub fn hash_suffix(object: &Value) -> Result<String, Error> {
     let field = |key: &str| -> Value {
         match object.get(key) {
@@ -570,7 +569,19 @@ pub fn hash_suffix(object: &Value) -> Result<String, Error> {
             }
             go_json(&Value::Object(m))
         }
-        _ => go_json(object),
+        // kustomize hashes other kinds (from generator plugins) through Go's encoding of its
+        // YAML node, which no plain object reproduces; only ConfigMaps and Secrets are generated
+        // here.
+        other => {
+            return Err(Error::Invalid {
+                file: PathBuf::new(),
+                field: "kind".into(),
+                message: format!(
+                    "no content hash for kind {}: only ConfigMaps and Secrets are generated",
+                    other.unwrap_or("")
+                ),
+            });
+        }
     };
     let digest = Sha256::digest(encoded.as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
@@ -1013,6 +1024,16 @@ mod tests {
         assert_eq!(
             crate::yaml::value_to_string(&resources[0].object),
             "apiVersion: v1\ndata:\n  a: \"1\"\n  b: \"2\"\nkind: ConfigMap\nmetadata:\n  name: m\n"
+        );
+    }
+
+    #[test]
+    fn only_config_maps_and_secrets_have_a_hash() {
+        assert!(hash_suffix(&json!({"kind": "Service"})).is_err());
+        // kustomize's hash of an empty ConfigMap, whatever its name.
+        assert_eq!(
+            hash_suffix(&json!({"kind": "ConfigMap", "metadata": {"name": "x"}})).expect("hash"),
+            "6ct58987ht"
         );
     }
 
