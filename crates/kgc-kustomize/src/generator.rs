@@ -32,7 +32,7 @@ const BUILD_ANNOTATION_PREFIX: &str = "internal.config.kubernetes.io/";
 
 /// One entry of `configMapGenerator` or `secretGenerator`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GeneratorArgs {
     #[serde(default)]
     pub namespace: String,
@@ -63,7 +63,7 @@ pub struct GeneratorArgs {
 
 /// `generatorOptions` (kustomize's `types.GeneratorOptions`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GeneratorOptions {
     #[serde(default)]
     pub labels: Option<BTreeMap<String, String>>,
@@ -846,6 +846,8 @@ mod tests {
             "k.yaml: configMapGenerator[0].name: a configmap must have a name"
         );
         assert!(error(d, Kind::ConfigMap, "name: x\nfiles:\n- ../x\n").contains("security"));
+        let typo: Result<GeneratorArgs, _> = serde_saphyr::from_str("name: x\nliteral:\n- a=1\n");
+        assert!(typo.is_err());
     }
 
     #[test]

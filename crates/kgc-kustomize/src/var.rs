@@ -27,6 +27,7 @@ const DEFAULT_FIELD_PATH: &str = "metadata.name";
 /// One var. Field names are matched as Go's JSON decoder matches them, ignoring case, for the
 /// spellings found in the wild (`fieldpath`, `objRef`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 pub struct Var {
     pub name: String,
     #[serde(default, alias = "objRef", alias = "ObjRef")]
@@ -37,6 +38,7 @@ pub struct Var {
 
 /// The object a var reads (kustomize's `types.Target`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 pub struct ObjRef {
     #[serde(default, rename = "apiVersion", alias = "apiversion")]
     pub api_version: String,
@@ -54,6 +56,7 @@ pub struct ObjRef {
 
 /// The field a var reads (kustomize's `types.FieldSelector`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 pub struct FieldRef {
     #[serde(default, rename = "fieldPath", alias = "fieldpath")]
     pub field_path: String,
