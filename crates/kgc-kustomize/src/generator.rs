@@ -1029,6 +1029,57 @@ mod tests {
         );
     }
 
+    /// Names from kustomize's own tests (`api/krusty/configmaps_test.go`,
+    /// `generatormergeandreplace_test.go`): the hash covers the data only.
+    #[test]
+    fn hashes_match_kustomizes_tests() {
+        let cm = |data: Value| json!({"kind": "ConfigMap", "data": data});
+        let opaque = |data: Value| json!({"kind": "Secret", "type": "Opaque", "data": data});
+        let hellos = encode_base64(&b"\xffhello".repeat(30));
+        for (object, hash) in [
+            (
+                cm(json!({"fruit": "Indian Gooseberry", "year": "2020", "crisis": "true"})),
+                "79t79mt227",
+            ),
+            (
+                cm(
+                    json!({"fruit": "Indian Gooseberry", "year": "2020", "crisis": "true",
+                          "month": "12"}),
+                ),
+                "bk46gm59c6",
+            ),
+            (cm(json!({"foo": "bar"})), "798k5k7g9f"),
+            (cm(json!({"foo": "override-bar"})), "hc6g9dk6g9"),
+            (cm(json!({"hello": "world"})), "dc6fm46dhm"),
+            (
+                cm(json!({"initial.txt": "greetings\neveryone\n",
+                          "final.txt": "different\nbehavior\n"})),
+                "tt4769fb52",
+            ),
+            (cm(json!({"TEST": "this is a 'test'"})), "k9cc55dfm5"),
+            (cm(json!({"TEST": "'"})), "m8t7bmb6g2"),
+            (
+                json!({"kind": "ConfigMap", "binaryData": {"data.bin": hellos}}),
+                "96gmmt6gt5",
+            ),
+            (
+                opaque(json!({"password": "c29tZXB3", "username": "YWRtaW4="})),
+                "bgd6bkgdm2",
+            ),
+            (
+                opaque(json!({"password": "c29tZXB3", "username": "YWRtaW4=",
+                              "proxy": "aGFwcm94eQ=="})),
+                "k2k4692t9g",
+            ),
+        ] {
+            assert_eq!(hash_suffix(&object).expect("hash"), hash, "{object}");
+        }
+        assert!(hellos.starts_with(
+            "/2hlbGxv/2hlbGxv/2hlbGxv/2hlbGxv/2hlbGxv/2hlbGxv/2hlbGxv/2hlbGxv/2hlbG\nxv/"
+        ));
+        assert!(hellos.ends_with("\nhlbGxv/2hlbGxv/2hlbGxv/2hlbGxv\n"));
+    }
+
     #[test]
     fn only_config_maps_and_secrets_have_a_hash() {
         assert!(hash_suffix(&json!({"kind": "Service"})).is_err());
