@@ -580,6 +580,31 @@ spec:
     }
 
     #[test]
+    fn field_paths_take_go_style_indices() {
+        let parts: Vec<String> = crate::replacement::split_path(
+            "spec.template.spec.containers[0].ports[1].containerPort",
+        )
+        .into_iter()
+        .flat_map(slice_index)
+        .collect();
+        assert_eq!(
+            parts,
+            [
+                "spec",
+                "template",
+                "spec",
+                "containers",
+                "0",
+                "ports",
+                "1",
+                "containerPort"
+            ]
+        );
+        assert_eq!(slice_index("[2]".into()), ["2"]);
+        assert_eq!(slice_index("a[x]".into()), ["a[x]"]);
+    }
+
+    #[test]
     fn var_errors() {
         let mut rs = parse(BASE);
         let mut declared = Vec::new();
