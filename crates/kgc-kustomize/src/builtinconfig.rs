@@ -68,6 +68,7 @@ const BUILTIN: &[&str] = &[
     ),
     include_str!("builtin/commonannotations.yaml"),
     include_str!("builtin/namespace.yaml"),
+    include_str!("builtin/varreference.yaml"),
     include_str!("builtin/namereference.yaml"),
     include_str!("builtin/images.yaml"),
     include_str!("builtin/replicas.yaml"),

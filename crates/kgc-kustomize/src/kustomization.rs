@@ -190,8 +190,10 @@ impl Kustomization {
         let value: Value = if text.trim().is_empty() {
             Value::Object(Default::default())
         } else {
-            serde_saphyr::from_str(text)
-                .map_err(|e| invalid("", format!("invalid Kustomization: {e}")))?
+            serde_saphyr::from_str(text).map_err(|e| {
+                let e = crate::kusttarget::first_line(&e.to_string());
+                invalid("", format!("invalid Kustomization: {e}"))
+            })?
         };
         let value = match value {
             Value::Null => Value::Object(Default::default()),
@@ -203,6 +205,7 @@ impl Kustomization {
                 ));
             }
         };
+        let value = fold_field_names(value);
         let mut k: Kustomization = serde_json::from_value(value).map_err(|e| {
             let e = e.to_string();
             match unknown_field(&e) {
@@ -250,6 +253,65 @@ impl Kustomization {
     }
 }
 
+/// The kustomization's fields, as written in v5.
+const FIELDS: [&str; 34] = [
+    "apiVersion",
+    "kind",
+    "metadata",
+    "openapi",
+    "namePrefix",
+    "nameSuffix",
+    "namespace",
+    "commonLabels",
+    "labels",
+    "commonAnnotations",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "patches",
+    "images",
+    "imageTags",
+    "replacements",
+    "replicas",
+    "vars",
+    "sortOptions",
+    "resources",
+    "components",
+    "crds",
+    "bases",
+    "configMapGenerator",
+    "secretGenerator",
+    "helmGlobals",
+    "helmCharts",
+    "helmChartInflationGenerator",
+    "generatorOptions",
+    "configurations",
+    "generators",
+    "transformers",
+    "validators",
+    "buildMetadata",
+];
+
+/// kustomize decodes with Go's `encoding/json`, which takes a key differing from a field's
+/// name only in case (`patchesJSON6902`) as that field: such keys are renamed.
+fn fold_field_names(value: Value) -> Value {
+    let Value::Object(map) = value else {
+        return value;
+    };
+    let folded = map
+        .into_iter()
+        .map(|(key, v)| {
+            let known = FIELDS.iter().find(|f| {
+                **f != key && f.eq_ignore_ascii_case(&key) && !FIELDS.contains(&key.as_str())
+            });
+            match known {
+                Some(f) => ((*f).to_owned(), v),
+                None => (key, v),
+            }
+        })
+        .collect();
+    Value::Object(folded)
+}
+
 /// The field name in serde's "unknown field `x`, expected …".
 fn unknown_field(message: &str) -> Option<&str> {
     let rest = message.strip_prefix("unknown field `")?;
@@ -272,6 +334,12 @@ mod tests {
         assert_eq!(k.resources, ["a.yaml", "../base"]);
         assert_eq!(k.images[0].new_tag, "v2");
         assert_eq!(k.kind(), Kind::Kustomization);
+    }
+
+    #[test]
+    fn field_names_match_regardless_of_case_as_in_go() {
+        let k = parse("patchesJSON6902: []\nNamePrefix: p-\n").unwrap();
+        assert_eq!(k.name_prefix, "p-");
     }
 
     #[test]

@@ -5,15 +5,21 @@
 //! names, name references fixed, resources marked local dropped, the output sorted, and the
 //! build's internal annotations removed.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use crate::builtinconfig::TransformerConfig;
 use crate::fs::{FileSystem, Loader, normalize};
+use crate::generator::{self, GeneratorArgs, GeneratorOptions};
 use crate::kustomization::{self, Kind, Kustomization};
 use crate::nameprefix::Affix;
-use crate::resource::Resource;
+use crate::openapi::Schemas;
+use crate::patch::{self, Patch};
+use crate::replacement;
+use crate::resource::{IdKey, Resource};
+use crate::var::{self, Var};
 use crate::{Error, imagetag, labels, nameprefix, nameref, namespace, replicacount, sortorder};
 
 /// Builds the kustomization in `dir` into the objects `kubectl kustomize dir` prints, in its
@@ -29,10 +35,14 @@ pub fn build(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<Value>, Error> {
             "a Component can only be built as part of a Kustomization's components".into(),
         ));
     }
-    target.accumulate(&mut acc, &mut stack)?;
+    target.accumulate(&mut acc, &mut stack, &Schemas::Builtin)?;
     // kustomize's `makeCustomizedResMap`: these run once, over the whole build.
+    generator::add_hash_suffixes(&mut acc.resources)?;
     nameref::apply(&mut acc.resources, &acc.config.name_reference)
         .map_err(|m| target.invalid("resources", m))?;
+    // kustomize's `ResolveVars`; a var nothing refers to is not an error.
+    var::resolve(&mut acc.resources, &acc.vars, &acc.config.var_reference)
+        .map_err(|m| target.invalid("vars", m))?;
     acc.resources
         .retain(|r| r.annotation(LOCAL_CONFIG) != Some("true"));
     sortorder::apply(&mut acc.resources, target.k.sort_options.as_ref())
@@ -48,14 +58,17 @@ const LOCAL_CONFIG: &str = "config.kubernetes.io/local-config";
 struct Accumulator {
     resources: Vec<Resource>,
     config: TransformerConfig,
+    /// The vars declared so far, resolved once at the top.
+    vars: Vec<Var>,
 }
 
 impl Accumulator {
     /// Adds resources; an id already present is kustomize's error.
     fn append(&mut self, more: Vec<Resource>) -> Result<(), String> {
+        let mut seen: HashSet<IdKey> = self.resources.iter().map(|r| r.id().key()).collect();
         for r in more {
             let id = r.id();
-            if self.resources.iter().any(|o| o.id().same(&id)) {
+            if !seen.insert(id.key()) {
                 return Err(format!(
                     "may not add resource with an already registered id: {}",
                     id.display()
@@ -96,6 +109,24 @@ impl<'a> Target<'a> {
         })
     }
 
+    /// A field kept as JSON by [`Kustomization`], decoded into its owner's type.
+    fn decode<T: serde::de::DeserializeOwned>(
+        &self,
+        field: &str,
+        value: &Value,
+    ) -> Result<T, Error> {
+        serde_json::from_value(value.clone())
+            .map_err(|e| self.invalid(field, format!("invalid Kustomization: {e}")))
+    }
+
+    /// A file the kustomization names in `field`; failing to read it is an error naming both.
+    fn read(&self, field: &str, rel: &str) -> Result<String, Error> {
+        self.loader().read_to_string(rel).map_err(|e| match e {
+            Error::Io { source, .. } => self.invalid(field, format!("{rel}: {source}")),
+            e => e,
+        })
+    }
+
     fn invalid(&self, field: &str, message: String) -> Error {
         Error::Invalid {
             file: self.file.clone(),
@@ -109,8 +140,22 @@ impl<'a> Target<'a> {
     }
 
     /// kustomize's `accumulateTarget`.
-    fn accumulate(&self, acc: &mut Accumulator, stack: &mut Vec<PathBuf>) -> Result<(), Error> {
+    /// `schemas` is the parent's (a kustomization without `openapi:` keeps it).
+    fn accumulate(
+        &self,
+        acc: &mut Accumulator,
+        stack: &mut Vec<PathBuf>,
+        schemas: &Schemas,
+    ) -> Result<(), Error> {
         stack.push(self.dir.clone());
+        let own;
+        let schemas = match &self.k.openapi {
+            Some(field) => {
+                own = Schemas::load(&self.loader(), Some(field))?;
+                &own
+            }
+            None => schemas,
+        };
         for (i, entry) in self.k.resources.iter().enumerate() {
             let field = format!("resources[{i}]");
             match self.entry(entry, &field, stack)? {
@@ -125,14 +170,16 @@ impl<'a> Target<'a> {
                         ));
                     }
                     let mut inner = Accumulator::default();
-                    sub.accumulate(&mut inner, stack)?;
+                    sub.accumulate(&mut inner, stack, schemas)?;
                     acc.config.merge(&inner.config);
+                    var::declare(&mut acc.vars, &inner.vars)
+                        .map_err(|m| self.invalid(&field, m))?;
                     acc.append(inner.resources)
                         .map_err(|m| self.invalid(&field, m))?;
                 }
                 Entry::File(path) => {
                     let rel = path.strip_prefix(&self.dir).unwrap_or(&path);
-                    let text = self.loader().read_to_string(&rel.to_string_lossy())?;
+                    let text = self.read(&field, &rel.to_string_lossy())?;
                     let resources = parse_resources(&path, &text)?;
                     acc.append(resources).map_err(|m| self.invalid(&field, m))?;
                 }
@@ -141,14 +188,14 @@ impl<'a> Target<'a> {
         acc.config.merge(TransformerConfig::builtin());
         for (i, rel) in self.k.configurations.iter().enumerate() {
             let field = format!("configurations[{i}]");
-            let text = self.loader().read_to_string(rel)?;
+            let text = self.read(&field, rel)?;
             let config: TransformerConfig = serde_saphyr::from_str(&text)
                 .map_err(|e| self.invalid(&field, format!("{rel}: {e}")))?;
             acc.config.merge(&config);
         }
         for (i, rel) in self.k.crds.iter().enumerate() {
             let field = format!("crds[{i}]");
-            let text = self.loader().read_to_string(rel)?;
+            let text = self.read(&field, rel)?;
             let config = crate::crds::config(&text)
                 .map_err(|m| self.invalid(&field, format!("{rel}: {m}")))?;
             acc.config.merge(&config);
@@ -158,7 +205,7 @@ impl<'a> Target<'a> {
             let field = format!("components[{i}]");
             match self.entry(entry, &field, stack)? {
                 Entry::Directory(sub) if sub.k.kind() == Kind::Component => {
-                    sub.accumulate(acc, stack)?;
+                    sub.accumulate(acc, stack, schemas)?;
                 }
                 Entry::Directory(sub) => {
                     return Err(self.invalid(
@@ -182,7 +229,9 @@ impl<'a> Target<'a> {
                 }
             }
         }
-        self.transform(acc)?;
+        self.transform(acc, schemas)?;
+        let vars: Vec<Var> = self.decode("vars", &Value::from(self.k.vars.clone()))?;
+        var::mark(&mut acc.resources, &mut acc.vars, &vars).map_err(|m| self.invalid("vars", m))?;
         stack.pop();
         Ok(())
     }
@@ -225,7 +274,7 @@ impl<'a> Target<'a> {
 
     /// The generators (`configMapGenerator`, `secretGenerator`); helm and plugin generators
     /// are refused.
-    fn generate(&self, _acc: &mut Accumulator) -> Result<(), Error> {
+    fn generate(&self, acc: &mut Accumulator) -> Result<(), Error> {
         let k = &self.k;
         if !k.build_metadata.is_empty() {
             return Err(self.invalid(
@@ -252,27 +301,53 @@ impl<'a> Target<'a> {
                 return Err(self.invalid(field, "kustomize plugins are not supported".into()));
             }
         }
-        if !k.config_map_generator.is_empty() || !k.secret_generator.is_empty() {
-            return Err(self.invalid(
+        let global: Option<GeneratorOptions> = match &k.generator_options {
+            Some(v) => Some(self.decode("generatorOptions", v)?),
+            None => None,
+        };
+        // kustomize's `configureBuiltinGenerators`: ConfigMaps, then Secrets.
+        for (kind, field, list) in [
+            (
+                generator::Kind::ConfigMap,
                 "configMapGenerator",
-                "generators are not supported yet".into(),
-            ));
+                &k.config_map_generator,
+            ),
+            (
+                generator::Kind::Secret,
+                "secretGenerator",
+                &k.secret_generator,
+            ),
+        ] {
+            for (i, entry) in list.iter().enumerate() {
+                let args: GeneratorArgs = self.decode(&format!("{field}[{i}]"), entry)?;
+                let generated = generator::generate(
+                    &self.loader(),
+                    &self.file,
+                    kind,
+                    i,
+                    &args,
+                    global.as_ref(),
+                )?;
+                generator::absorb(&mut acc.resources, generated)?;
+            }
         }
         Ok(())
     }
 
     /// kustomize's `runTransformers`, the built-in ones in `configureBuiltinTransformers`'s
     /// order.
-    fn transform(&self, acc: &mut Accumulator) -> Result<(), Error> {
+    fn transform(&self, acc: &mut Accumulator, schemas: &Schemas) -> Result<(), Error> {
         let k = &self.k;
         let config = &acc.config;
         let rs = &mut acc.resources;
-        if !k.patches_strategic_merge.is_empty()
-            || !k.patches.is_empty()
-            || !k.patches_json6902.is_empty()
-        {
-            return Err(self.invalid("patches", "patches are not supported yet".into()));
-        }
+        let loader = self.loader();
+        let strategic: Vec<String> = self.decode(
+            "patchesStrategicMerge",
+            &Value::from(k.patches_strategic_merge.clone()),
+        )?;
+        patch::apply_patches_strategic_merge(rs, &strategic, &loader, schemas)?;
+        let patches: Vec<Patch> = self.decode("patches", &Value::from(k.patches.clone()))?;
+        patch::apply_patches(rs, &patches, &loader, schemas)?;
         namespace::apply(rs, &k.namespace, &config.namespace)
             .map_err(|m| self.invalid("namespace", m))?;
         nameprefix::apply(rs, Affix::Prefix, &k.name_prefix, &config.name_prefix)
@@ -304,6 +379,9 @@ impl<'a> Target<'a> {
             .map_err(|m| self.invalid("commonLabels", m))?;
         labels::apply(rs, &k.common_annotations, &config.common_annotations)
             .map_err(|m| self.invalid("commonAnnotations", m))?;
+        let json6902: Vec<Patch> =
+            self.decode("patchesJson6902", &Value::from(k.patches_json6902.clone()))?;
+        patch::apply_patches_json6902(rs, &json6902, &loader)?;
         for (i, replica) in k.replicas.iter().enumerate() {
             replicacount::apply(rs, replica, &config.replicas)
                 .map_err(|m| self.invalid(&format!("replicas[{i}]"), m))?;
@@ -312,9 +390,8 @@ impl<'a> Target<'a> {
             imagetag::apply(rs, image, &config.images)
                 .map_err(|m| self.invalid(&format!("images[{i}]"), m))?;
         }
-        if !k.replacements.is_empty() || !k.vars.is_empty() {
-            return Err(self.invalid("replacements", "replacements are not supported yet".into()));
-        }
+        let replacements = replacement::load(&loader, &self.file, &k.replacements)?;
+        replacement::apply(rs, &replacements)?;
         Ok(())
     }
 }
@@ -353,9 +430,15 @@ pub fn parse_resources(path: &Path, text: &str) -> Result<Vec<Resource>, Error> 
     };
     // kyaml reads resources with go-yaml v3 (YAML 1.2): only `true`/`false` are booleans,
     // `y`, `yes`, `on` stay strings.
-    let options = serde_saphyr::options! { strict_booleans: true };
+    // serde-saphyr's default budget (1024 documents, 250k nodes) guards untrusted input; a
+    // repository's manifests (CRD bundles) exceed it, so the limits are raised, not removed.
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_documents = 1_000_000;
+    budget.max_nodes = 50_000_000;
+    budget.max_events = 200_000_000;
+    let options = serde_saphyr::options! { strict_booleans: true, budget: Some(budget) };
     let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(text, options)
-        .map_err(|e| invalid("documents".into(), e.to_string()))?;
+        .map_err(|e| invalid("documents".into(), first_line(&e.to_string())))?;
     let mut out = Vec::new();
     for (i, doc) in docs.into_iter().enumerate() {
         let field = format!("documents[{i}]");
@@ -377,6 +460,11 @@ pub fn parse_resources(path: &Path, text: &str) -> Result<Vec<Resource>, Error> 
         }
     }
     Ok(out)
+}
+
+/// A parser's message without its source excerpt: errors are one line.
+pub(crate) fn first_line(message: &str) -> String {
+    message.lines().next().unwrap_or_default().trim().to_owned()
 }
 
 /// A resource must say what it is: kustomize refuses objects without kind or name.

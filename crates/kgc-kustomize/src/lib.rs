@@ -17,6 +17,7 @@ pub mod fieldspec;
 pub mod fs;
 pub mod generator;
 pub mod imagetag;
+pub mod json6902;
 pub mod kustomization;
 pub mod kusttarget;
 pub mod labels;

@@ -15,6 +15,8 @@
 //!   `$setElementOrder` and `$deleteFromPrimitiveList` are not kustomize directives.
 //! - Values taken from the patch where the object has none are the patch merged with itself:
 //!   their `null` fields and `$patch: delete` maps are dropped.
+//! - The whole object is walked, not only where the patch goes: its empty values (`key:`) are
+//!   dropped, and its merged lists rebuilt, wherever they are.
 
 use std::collections::BTreeSet;
 
@@ -149,13 +151,18 @@ fn walk_map(
                     false,
                 ))),
             },
-            // An explicit `null` in the object survives a patch that does not mention it.
-            None => Ok(dest.map(|d| (d.clone(), true))),
+            // A `null` in the object the patch does not mention: kyaml keeps `key: null` and
+            // `key: ~` but drops `key:` (an empty value), which serde cannot tell apart; the
+            // bare `key:` is the common spelling (`emptyDir:`), so it is dropped.
             _ => Ok(None),
         };
     };
     match origin {
-        None => Ok(Some((Value::Object(d.clone()), true))),
+        // The object's map is walked all the same: its empty values go (above).
+        None => Ok(Some((
+            Value::Object(merge_fields(d, &Map::new(), schema, path)?),
+            true,
+        ))),
         Some(Value::Object(o)) => match map_directive(o).map_err(|e| at(path, e))? {
             Directive::Delete => Ok(None),
             Directive::Replace(o) => Ok(Some((
@@ -227,7 +234,10 @@ fn scalar(v: &Value) -> String {
     }
 }
 
-/// kyaml `walkAssociativeSequence` (`VisitList`, then `setAssociativeSequenceElements`).
+/// kyaml `walkAssociativeSequence` (`VisitList`, then `setAssociativeSequenceElements`),
+/// including what it does with items that lack a key or leave one of several keys empty
+/// (kyaml matches them loosely; a patch item can then be lost, or the object's keyed items
+/// removed, and `kubectl kustomize` prints exactly that).
 fn walk_merged_list(
     dest: Option<&Value>,
     origin: Option<&Value>,
@@ -238,7 +248,8 @@ fn walk_merged_list(
     let (mut d, o): (Vec<Value>, Vec<Value>) = match (present(dest), origin) {
         // Where the object has no list, the patch's merges with itself.
         (None, Some(Value::Array(o))) => (o.clone(), o.clone()),
-        (Some(Value::Array(d)), None) => return Ok(Some((Value::Array(d.clone()), true))),
+        // The object's list is rebuilt all the same (kyaml walks every merged list).
+        (Some(Value::Array(d)), None) => (d.clone(), Vec::new()),
         (Some(Value::Array(d)), Some(Value::Array(o))) => {
             match list_directive(o).map_err(|e| at(path, e))? {
                 Directive::Delete => return Ok(None),
@@ -259,60 +270,184 @@ fn walk_merged_list(
         return Ok(Some((Value::Array(merged), true)));
     }
     let elements = schema.and_then(Node::elements);
-    let ident = |v: &Value| -> Vec<String> {
-        keys.iter()
-            .map(|k| v.get(k).map(scalar).unwrap_or_default())
-            .collect()
-    };
+    // The key values of every item, the patch's first (kyaml `elementValues`).
     let mut seen = BTreeSet::new();
-    let values: Vec<Vec<String>> = o
+    let mut values: Vec<Vec<String>> = o
         .iter()
         .chain(&d)
-        .map(ident)
-        .filter(|v| seen.insert(v.clone()))
+        .map(|e| {
+            keys.iter()
+                .map(|k| e.get(k).map(scalar).unwrap_or_default())
+                .collect()
+        })
+        .filter(|v: &Vec<String>| seen.insert(v.clone()))
         .collect();
+    if keys.len() > 1 {
+        merge_values(&mut values);
+    }
     let mut items: Vec<Value> = Vec::new();
-    for value in values {
-        let di = d.iter().position(|e| ident(e) == value);
-        let oi = o.iter().position(|e| ident(e) == value);
-        path.push(format!("[{}]", keyed(keys, &value)));
+    let mut last_keys = keys.to_vec();
+    for value in &values {
+        let (vk, vv) = validate_keys(&values, value, keys);
+        let (ek, ev) = validate_keys(std::slice::from_ref(&vv), &vv, &vk);
+        let di = element_list(&d, &ek, &ev);
+        let oi = element_list(&o, &ek, &ev);
+        path.push(format!("[{}]", keyed(&vk, &vv)));
         let walked = walk(di.map(|i| &d[i]), oi.map(|i| &o[i]), elements, path)?;
         path.pop();
         let merged =
             walked.filter(|(v, _)| !v.is_null() && v.as_object().is_none_or(|m| !m.is_empty()));
         let Some((mut v, from_dest)) = merged else {
-            if let Some(i) = di {
-                d.remove(i);
-            }
+            element_setter(&mut d, None, &vk, &vv);
             continue;
         };
-        if let Some(i) = di {
-            if from_dest {
-                d[i] = v.clone();
-            } else {
-                // A replaced item never reached the object: the object's item stays.
-                v = d[i].clone();
-            }
-        }
         if let Value::Object(m) = &mut v {
-            for (k, kv) in keys.iter().zip(&value) {
+            for (k, kv) in vk.iter().zip(&vv) {
                 if !m.contains_key(k) && !kv.is_empty() {
                     m.insert(k.clone(), Value::String(kv.clone()));
                 }
             }
         }
-        match items.iter().position(|e| ident(e) == value) {
-            Some(i) => items[i] = v,
-            None => items.push(v),
+        // kyaml merges into the object's item in place; a value taken from the patch instead
+        // (`$patch: replace`) never reaches the object, whose item wins below.
+        if let (Some(i), true) = (di, from_dest) {
+            d[i] = v.clone();
         }
+        element_setter(&mut items, Some(v), &vk, &vv);
+        last_keys = vk;
     }
-    // The object's items the walk did not visit (none, but for items without keys).
-    for item in d {
-        if !items.iter().any(|e| ident(e) == ident(&item)) {
-            items.push(item);
-        }
+    if !values.is_empty() {
+        append_list(&mut items, d, &last_keys);
     }
     Ok(Some((Value::Array(items), true)))
+}
+
+/// kyaml `mergeValues`: two key tuples that agree where both are set (and share a value) are
+/// the same item, with the empty keys filled in.
+fn merge_values(list: &mut [Vec<String>]) {
+    for i in 0..list.len() {
+        for j in 0..list.len() {
+            let (a, b) = (&list[i], &list[j]);
+            let mut common = false;
+            let mut merged = Vec::with_capacity(a.len());
+            let mut clash = false;
+            for (x, y) in a.iter().zip(b) {
+                if x == y {
+                    common = true;
+                    merged.push(x.clone());
+                } else if !x.is_empty() && !y.is_empty() {
+                    clash = true;
+                    break;
+                } else {
+                    merged.push(if x.is_empty() { y.clone() } else { x.clone() });
+                }
+            }
+            if common && !clash {
+                list[i] = merged.clone();
+                list[j] = merged;
+            }
+        }
+    }
+}
+
+/// kyaml `validateKeys`: only the keys some item sets take part (all of them when none does).
+fn validate_keys(
+    all: &[Vec<String>],
+    values: &[String],
+    keys: &[String],
+) -> (Vec<String>, Vec<String>) {
+    let valid: BTreeSet<usize> = all
+        .iter()
+        .flat_map(|vs| vs.iter().enumerate().filter(|(_, v)| !v.is_empty()))
+        .map(|(i, _)| i)
+        .collect();
+    if valid.is_empty() {
+        return (keys.to_vec(), values.to_vec());
+    }
+    let vk = keys
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| valid.contains(i))
+        .map(|(_, k)| k.clone())
+        .collect();
+    let vv = values
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| !v.is_empty() || valid.contains(i))
+        .map(|(_, v)| v.clone())
+        .collect();
+    (vk, vv)
+}
+
+/// kyaml `ElementMatcher`: the first map item whose keys have exactly these values.
+fn element_list(list: &[Value], keys: &[String], values: &[String]) -> Option<usize> {
+    list.iter().position(|e| {
+        e.is_object()
+            && keys
+                .iter()
+                .zip(values)
+                .all(|(k, v)| e.get(k).is_some_and(|f| scalar(f) == *v))
+    })
+}
+
+/// kyaml `ElementSetter`: replaces the items matching `values` (an empty value matches any
+/// item that has the key) by `element`, or removes them when there is none; appends
+/// `element` when nothing matched. Null and empty-map items are dropped on the way, and with
+/// no values at all nothing matches and every other item is dropped (kyaml's behaviour when
+/// the object has an item without a key: the merged items before it are lost).
+fn element_setter(
+    list: &mut Vec<Value>,
+    element: Option<Value>,
+    keys: &[String],
+    values: &[String],
+) {
+    let mut out = Vec::with_capacity(list.len() + 1);
+    let mut found_any = false;
+    for e in list.drain(..) {
+        if e.is_null() || e.as_object().is_some_and(Map::is_empty) {
+            continue;
+        }
+        let matches = e.is_object()
+            && !values.is_empty()
+            && keys
+                .iter()
+                .zip(values)
+                .all(|(k, v)| e.get(k).is_some_and(|f| v.is_empty() || scalar(f) == *v));
+        if !matches {
+            if !values.is_empty() {
+                out.push(e);
+            }
+            continue;
+        }
+        found_any = true;
+        if let Some(el) = &element {
+            out.push(el.clone());
+        }
+    }
+    if let Some(el) = element
+        && !found_any
+    {
+        out.push(el);
+    }
+    *list = out;
+}
+
+/// kyaml `appendListNode`: the object's items set into the merged ones (replacing the item
+/// with the same keys, else appended; an item without one of the keys is appended as is).
+fn append_list(items: &mut Vec<Value>, dest: Vec<Value>, keys: &[String]) {
+    for e in dest {
+        let mut v = Vec::new();
+        for k in keys {
+            match e.get(k) {
+                Some(f) => v.push(scalar(f)),
+                None => items.push(e.clone()),
+            }
+        }
+        if keys.len() > 1 {
+            element_setter(items, None, keys, &v);
+        }
+        element_setter(items, Some(e), keys, &v);
+    }
 }
 
 fn keyed(keys: &[String], values: &[String]) -> String {

@@ -13,6 +13,9 @@ use crate::resource::{PREFIXES, ResId, Resource, SUFFIXES};
 /// What the choice of a referral needs of a resource, taken before any is rewritten.
 struct Snapshot {
     id: ResId,
+    /// `id`'s scope and effective namespace, looked up once (they are compared n² times).
+    cluster_scoped: bool,
+    namespace: String,
     original: ResId,
     previous: Vec<ResId>,
     prefixes: Vec<String>,
@@ -21,8 +24,11 @@ struct Snapshot {
 
 impl Snapshot {
     fn of(r: &Resource) -> Snapshot {
+        let id = r.id();
         Snapshot {
-            id: r.id(),
+            cluster_scoped: id.is_cluster_scoped(),
+            namespace: id.effective_namespace().to_owned(),
+            id,
             original: r.original_id(),
             previous: r.previous.clone(),
             prefixes: r.csv_annotation(PREFIXES),
@@ -81,7 +87,7 @@ fn could_be_referenced_by<'a>(
     referrer: &Snapshot,
     object: &Value,
 ) -> Vec<&'a Snapshot> {
-    if referrer.id.is_cluster_scoped() {
+    if referrer.cluster_scoped {
         return all.iter().collect();
     }
     let mut binding_namespaces = Vec::new();
@@ -98,8 +104,8 @@ fn could_be_referenced_by<'a>(
     }
     all.iter()
         .filter(|c| {
-            c.id.is_cluster_scoped()
-                || c.id.effective_namespace() == referrer.id.effective_namespace()
+            c.cluster_scoped
+                || c.namespace == referrer.namespace
                 || binding_namespaces.contains(&c.id.namespace.as_str())
         })
         .collect()
@@ -205,11 +211,11 @@ impl Choice<'_> {
             c.retain(|r| r.previous.iter().any(|id| id.is_selected(group, "", kind)));
         }
         let referrer = self.referrer;
-        if !referrer.id.is_cluster_scoped() {
+        if !referrer.cluster_scoped {
             c.retain(|r| {
-                r.id.is_cluster_scoped()
+                r.cluster_scoped
                     || r.id.kind == "ServiceAccount"
-                    || r.id.effective_namespace() == referrer.id.effective_namespace()
+                    || r.namespace == referrer.namespace
             });
         }
         if c.len() == 1 {

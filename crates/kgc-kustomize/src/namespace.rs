@@ -3,6 +3,8 @@
 //! (a `Namespace` object's own name, APIService and CRD webhook services), and the subjects
 //! named `default` of (Cluster)RoleBindings. Cluster-scoped objects keep no namespace.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use crate::fieldspec::FieldSpec;
@@ -22,8 +24,7 @@ pub fn apply(
         *v = Value::String(namespace.to_owned());
         Ok(())
     };
-    for i in 0..resources.len() {
-        let r = &mut resources[i];
+    for r in resources.iter_mut() {
         if !r.object.is_object() {
             continue;
         }
@@ -54,11 +55,16 @@ pub fn apply(
         if binding {
             set_default_subjects(&mut r.object, namespace);
         }
-        let now = resources[i].id();
-        if resources.iter().filter(|o| o.id().same(&now)).count() != 1 {
+    }
+    // kustomize checks after each resource; every namespaced resource ends in the same
+    // namespace, so a conflict met on the way is still one at the end.
+    let mut seen = HashSet::new();
+    for r in resources.iter() {
+        let id = r.id();
+        if !seen.insert(id.key()) {
             return Err(format!(
                 "namespace transformation produces ID conflict: {}",
-                now.display()
+                id.display()
             ));
         }
     }

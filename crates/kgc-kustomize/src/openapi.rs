@@ -92,7 +92,9 @@ impl OpenApi {
 
     /// Parses a Swagger document; definitions naming a group-version-kind index their kind.
     pub fn parse(text: &str) -> Result<OpenApi, String> {
-        let doc: Value = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        // The parser's first line; the rest draws the offending line.
+        let doc: Value = serde_saphyr::from_str(text)
+            .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_owned())?;
         let definitions = match doc.get("definitions") {
             Some(Value::Object(d)) => d.clone(),
             Some(_) => return Err("expected a map of definitions".to_owned()),
@@ -196,7 +198,7 @@ impl<'a> Node<'a> {
         match self {
             Node::Builtin(_) => None,
             Node::BuiltinField(m) => (m.strategy() == Strategy::Merge)
-                .then(|| m.merge_key().map(str::to_owned).into_iter().collect()),
+                .then(|| m.merge_key().map(builtin_list_map_keys).unwrap_or_default()),
             Node::OpenApi(_, s) => {
                 let strategy = s.get("x-kubernetes-patch-strategy")?.as_str()?;
                 if !strategy.split(',').any(|p| p == "merge") {
@@ -223,6 +225,21 @@ impl<'a> Node<'a> {
             }
         }
     }
+}
+
+/// The keys of a built-in merged list, from its merge key: kustomize's bundled schema
+/// (Kubernetes 1.21.2, `kyaml/openapi/kubernetesapi`) gives three such lists
+/// `x-kubernetes-list-map-keys` of two keys, which kgc-patch's table (one merge key per list)
+/// does not carry: container and service ports (by protocol too) and topology spread
+/// constraints.
+fn builtin_list_map_keys(merge_key: &str) -> Vec<String> {
+    let keys: &[&str] = match merge_key {
+        "containerPort" => &["containerPort", "protocol"],
+        "port" => &["port", "protocol"],
+        "topologyKey" => &["topologyKey", "whenUnsatisfiable"],
+        other => return vec![other.to_owned()],
+    };
+    keys.iter().map(|&k| k.to_owned()).collect()
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::Error;
 use crate::fs::Loader;
+use crate::json6902;
 use crate::kustomization;
 use crate::merge2;
 use crate::openapi::Schemas;
@@ -150,7 +151,10 @@ pub fn apply_patches_strategic_merge(
         };
         // kustomize tries the entry as YAML first and falls back to reading a file by that name.
         let docs = match serde_saphyr::from_multiple::<Value>(entry) {
-            Ok(docs) if !docs.is_empty() && docs.iter().all(|d| d.is_object() || d.is_null()) => {
+            Ok(docs)
+                if docs.iter().any(is_resource)
+                    && docs.iter().all(|d| is_resource(d) || d.is_null()) =>
+            {
                 (inline, docs)
             }
             _ => {
@@ -164,7 +168,7 @@ pub fn apply_patches_strategic_merge(
                     field: "documents".to_owned(),
                 };
                 let docs = serde_saphyr::from_multiple::<Value>(&text)
-                    .map_err(|e| source.error(e.to_string()))?;
+                    .map_err(|e| source.error(first_line(&e)))?;
                 (source, docs)
             }
         };
@@ -172,8 +176,10 @@ pub fn apply_patches_strategic_merge(
     }
     for (source, docs) in &loaded {
         for doc in docs.iter().filter(|d| !d.is_null()) {
-            if !doc.is_object() {
-                return Err(source.error("a strategic merge patch must be a YAML mapping"));
+            if !is_resource(doc) {
+                return Err(source.error(
+                    "a strategic merge patch must be a resource with kind and metadata.name",
+                ));
             }
             let target = by_id(resources, doc, source)?;
             patch_selected(
@@ -252,17 +258,47 @@ fn patch_text(p: &Patch, loader: &Loader, entry: &Source) -> Result<(Source, Str
     }
 }
 
+/// A strategic merge patch is a resource: kustomize reads it as one, so it needs a kind and a
+/// name even when a target chooses what it patches.
+fn is_resource(doc: &Value) -> bool {
+    let has = |p: &str| {
+        doc.pointer(p)
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+    };
+    has("/kind") && has("/metadata/name")
+}
+
+/// The first line of a YAML parser's message (the rest draws the offending line).
+fn first_line(e: &impl std::fmt::Display) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_owned()
+}
+
 /// A YAML list is a JSON patch; mappings are strategic merge patches.
 fn parse(text: &str, source: &Source) -> Result<Loaded, Error> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text)
-        .map_err(|e| source.error(format!("unable to parse SM or JSON patch: {e}")))?;
+    // Text that opens a list is JSON to kustomize (`jsonPatchFromBytes`), not YAML: a flow
+    // list of YAML maps (`[{op: add, …}]`) is refused.
+    if text.starts_with('[') {
+        return match serde_json::from_str::<Value>(text) {
+            Ok(Value::Array(ops)) => Ok(Loaded::Json(ops)),
+            _ => Err(source.error(
+                "unable to parse SM or JSON patch: a patch that opens with '[' must be a JSON list",
+            )),
+        };
+    }
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| {
+        source.error(format!(
+            "unable to parse SM or JSON patch: {}",
+            first_line(&e)
+        ))
+    })?;
     let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
     match docs.as_slice() {
         [Value::Array(ops)] => Ok(Loaded::Json(ops.clone())),
-        _ if docs.iter().all(Value::is_object) => Ok(Loaded::Strategic(docs)),
+        _ if docs.iter().all(is_resource) => Ok(Loaded::Strategic(docs)),
         _ => Err(source.error(
-            "unable to parse SM or JSON patch: expected YAML mappings (strategic merge) or one \
-             list of operations (JSON 6902)",
+            "unable to parse SM or JSON patch: expected resources with kind and metadata.name \
+             (strategic merge) or one list of operations (JSON 6902)",
         )),
     }
 }
@@ -397,26 +433,10 @@ fn patch_selected(
     Ok(())
 }
 
-/// Applies JSON patch `ops` to `r`, all or nothing; a failing operation is reported as
-/// kustomize reports it (`error in remove for path: '/spec/x': …`).
+/// Applies JSON patch `ops` to `r`, all or nothing, naming the resource when one fails.
 fn json_patch(r: &mut Resource, ops: &[Value], source: &Source) -> Result<(), Error> {
-    let patch = Value::Array(ops.to_vec());
-    kgc_patch::json_patch(&mut r.object, &patch).map_err(|e| match e {
-        kgc_patch::Error::Apply(e) => {
-            let op = ops
-                .get(e.operation)
-                .and_then(|o| o.get("op"))
-                .and_then(Value::as_str)
-                .unwrap_or("operation");
-            source.error(format!(
-                "error in {op} for path: '{}': {} (on {})",
-                e.path,
-                e.kind,
-                id_string(&r.id())
-            ))
-        }
-        other => source.error(other.to_string()),
-    })
+    json6902::apply(&mut r.object, ops)
+        .map_err(|m| source.error(format!("{m} (on {})", id_string(&r.id()))))
 }
 
 #[cfg(test)]
@@ -570,7 +590,7 @@ mod tests {
         .to_string();
         assert_eq!(
             e,
-            "/k/p.yaml: patch: error in remove for path: '/spec/nothere': path is invalid (on Deployment.v1.apps/web.[noNs])"
+            "/k/p.yaml: patch: error in remove for path: '/spec/nothere': Unable to remove nonexistent key: nothere: missing value (on Deployment.v1.apps/web.[noNs])"
         );
         let e = run(
             &[],
@@ -596,7 +616,7 @@ mod tests {
     fn a_target_matching_nothing_is_silent() {
         let rs = run(
             &[],
-            "- patch: '{kind: Nope, metadata: {name: x}}'\n  target: {kind: Nope}\n- patch: '[{op: remove, path: /x}]'\n  target: {kind: Nope}\n",
+            "- patch: '{kind: Nope, metadata: {name: x}}'\n  target: {kind: Nope}\n- patch: '[{\"op\": \"remove\", \"path\": \"/x\"}]'\n  target: {kind: Nope}\n",
         )
         .unwrap();
         assert_eq!(rs, resources());
@@ -624,7 +644,7 @@ mod tests {
         assert_eq!(rs[1].object["spec"]["type"], json!("NodePort"));
         assert_eq!(rs[0].object["spec"]["replicas"], json!(4));
         let p = patches(
-            "- target: {kind: Deployment, name: web}\n  patch: '[{op: add, path: /spec/paused, value: true}]'\n",
+            "- target: {kind: Deployment, name: web}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/paused\", \"value\": true}]'\n",
         );
         apply_patches_json6902(&mut rs, &p, &loader).unwrap();
         assert_eq!(rs[0].object["spec"]["paused"], json!(true));

@@ -6,6 +6,9 @@ use serde_json::{Map, Value};
 
 use crate::scope;
 
+/// [`ResId::key`]: group, version, kind, name, effective namespace.
+pub type IdKey = (String, String, String, String, String);
+
 /// kustomize's `resid.ResId`: group, version, kind, name and namespace.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ResId {
@@ -66,14 +69,21 @@ impl ResId {
         }
     }
 
-    /// kustomize's `ResId.Equals`: the same kind and name, in the same effective namespace
-    /// (no namespace is `default`).
+    /// kustomize's `ResId.Equals` as a key: ids with equal keys are the same resource (the
+    /// same kind and name in the same effective namespace; no namespace is `default`).
+    pub fn key(&self) -> IdKey {
+        (
+            self.group.clone(),
+            self.version.clone(),
+            self.kind.clone(),
+            self.name.clone(),
+            self.effective_namespace().to_owned(),
+        )
+    }
+
+    /// kustomize's `ResId.Equals`.
     pub fn same(&self, other: &ResId) -> bool {
-        self.group == other.group
-            && self.version == other.version
-            && self.kind == other.kind
-            && self.name == other.name
-            && self.effective_namespace() == other.effective_namespace()
+        self.key() == other.key()
     }
 
     /// kustomize's `ResId.String`, as its messages print ids (`Service.v1.[noGrp]/web.[noNs]`).

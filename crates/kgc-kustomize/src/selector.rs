@@ -21,8 +21,9 @@ use serde_json::Value;
 use crate::Error;
 use crate::resource::Resource;
 
+/// As written; unknown fields are refused, as kustomize reads kustomizations strictly.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Selector {
     #[serde(default)]
     pub group: String,
@@ -76,37 +77,6 @@ impl Selector {
             labels: labels("labelSelector", &self.label_selector)?,
             annotations: labels("annotationSelector", &self.annotation_selector)?,
         })
-    }
-
-    /// True when the selector restricts nothing (every resource matches).
-    pub fn is_empty(&self) -> bool {
-        *self == Selector::default()
-    }
-}
-
-impl std::fmt::Display for Selector {
-    /// kustomize's `Selector.String()` gist: the id fields set, then the label and annotation
-    /// selectors, for messages that say which target matched nothing.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let parts = [
-            ("group", &self.group),
-            ("version", &self.version),
-            ("kind", &self.kind),
-            ("name", &self.name),
-            ("namespace", &self.namespace),
-            ("labelSelector", &self.label_selector),
-            ("annotationSelector", &self.annotation_selector),
-        ];
-        let set: Vec<String> = parts
-            .iter()
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        if set.is_empty() {
-            f.write_str("{}")
-        } else {
-            write!(f, "{{{}}}", set.join(", "))
-        }
     }
 }
 
@@ -201,7 +171,7 @@ mod tests {
         );
         assert!(!sel("group: ''\nkind: Service").matches(&r).unwrap());
         assert!(sel("{}").matches(&r).unwrap());
-        assert!(sel("{}").is_empty());
+        assert!(serde_saphyr::from_str::<Selector>("foo: 1").is_err());
     }
 
     #[test]

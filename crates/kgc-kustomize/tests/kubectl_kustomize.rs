@@ -245,3 +245,18 @@ fn two_kustomization_files() {
         "{ours}"
     );
 }
+
+#[test]
+fn generators_with_hashes_and_references() {
+    same_as_kubectl("generators/base");
+}
+
+#[test]
+fn generators_merged_and_replaced_by_an_overlay_rotate_their_hash() {
+    same_as_kubectl("generators/overlay");
+}
+
+#[test]
+fn patches_strategic_json_and_targeted_through_an_overlay() {
+    same_as_kubectl("patches/overlay");
+}
