@@ -30,9 +30,11 @@ pub const NEEDS_HASH_ANNOTATION: &str = "internal.config.kubernetes.io/needsHash
 /// object, never from the generator's (`api/resource/resource.go` `BuildAnnotations`).
 const BUILD_ANNOTATION_PREFIX: &str = "internal.config.kubernetes.io/";
 
-/// One entry of `configMapGenerator` or `secretGenerator`.
+/// One entry of `configMapGenerator` or `secretGenerator`. Unknown fields are let through:
+/// the same arguments come in a built-in plugin config (`generators:`), next to its
+/// `apiVersion`, `kind` and `metadata`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct GeneratorArgs {
     #[serde(default)]
     pub namespace: String,
@@ -846,7 +848,7 @@ mod tests {
             "k.yaml: configMapGenerator[0].name: a configmap must have a name"
         );
         assert!(error(d, Kind::ConfigMap, "name: x\nfiles:\n- ../x\n").contains("security"));
-        let typo: Result<GeneratorArgs, _> = serde_saphyr::from_str("name: x\nliteral:\n- a=1\n");
+        let typo: Result<GeneratorOptions, _> = serde_saphyr::from_str("label:\n  a: b\n");
         assert!(typo.is_err());
     }
 
