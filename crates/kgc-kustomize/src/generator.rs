@@ -438,18 +438,17 @@ fn merge(old: &Resource, mut new: Resource, behavior: Behavior) -> Resource {
     let wants_hash = new_annotations.contains_key(NEEDS_HASH_ANNOTATION);
     let mut annotations = old_annotations.clone();
     annotations.extend(new_annotations);
-    annotations
-        .retain(|k, _| !k.starts_with(BUILD_ANNOTATION_PREFIX) || old_annotations.contains_key(k));
-    for (k, v) in &old_annotations {
-        if k.starts_with(BUILD_ANNOTATION_PREFIX) {
-            annotations.insert(k.clone(), v.clone());
-        }
-    }
+    // Build annotations are the base's alone.
+    annotations.retain(|k, _| !k.starts_with(BUILD_ANNOTATION_PREFIX));
+    annotations.extend(
+        old_annotations
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(BUILD_ANNOTATION_PREFIX)),
+    );
     if !wants_hash {
         annotations.remove(NEEDS_HASH_ANNOTATION);
     }
 
-    let mut fields = vec![("labels", labels), ("annotations", annotations)];
     if behavior == Behavior::Merge {
         for key in ["data", "binaryData"] {
             let mut merged = old
@@ -469,9 +468,8 @@ fn merge(old: &Resource, mut new: Resource, behavior: Behavior) -> Resource {
         }
     }
     if let Some(metadata) = new.object.get_mut("metadata") {
-        for (key, map) in fields.drain(..) {
-            set_or_remove(metadata, key, map);
-        }
+        set_or_remove(metadata, "labels", labels);
+        set_or_remove(metadata, "annotations", annotations);
         for key in ["name", "namespace"] {
             match old.object["metadata"].get(key) {
                 Some(v) if v.as_str().is_some_and(|s| !s.is_empty()) => {
