@@ -30,7 +30,9 @@ pub const NEEDS_HASH_ANNOTATION: &str = "internal.config.kubernetes.io/needsHash
 /// object, never from the generator's (`api/resource/resource.go` `BuildAnnotations`).
 const BUILD_ANNOTATION_PREFIX: &str = "internal.config.kubernetes.io/";
 
-/// One entry of `configMapGenerator` or `secretGenerator`.
+/// One entry of `configMapGenerator` or `secretGenerator`. Unknown fields are let through:
+/// the same arguments come in a built-in plugin config (`generators:`), next to its
+/// `apiVersion`, `kind` and `metadata`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct GeneratorArgs {
@@ -63,7 +65,7 @@ pub struct GeneratorArgs {
 
 /// `generatorOptions` (kustomize's `types.GeneratorOptions`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GeneratorOptions {
     #[serde(default)]
     pub labels: Option<BTreeMap<String, String>>,
@@ -325,7 +327,7 @@ fn file_source(source: &str) -> Result<(String, &str), String> {
 /// An env file's pairs (kustomize's `keyValuesFromLines`): a byte-order mark on the first line
 /// is dropped; leading whitespace is trimmed; blank lines and `#` comments are skipped;
 /// `KEY=value` splits at the first `=` (nothing else is trimmed, and `export` is not special);
-/// a line without `=` is a key with an empty value.
+/// a line without `=` is a key with an empty value, a line starting with `=` is skipped.
 fn env_pairs(content: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
     let mut pairs = Vec::new();
     let content = content.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(content);
@@ -342,7 +344,10 @@ fn env_pairs(content: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
             continue;
         }
         let (key, value) = line.split_once('=').unwrap_or((line, ""));
-        pairs.push((key.to_owned(), value.as_bytes().to_vec()));
+        // kustomize takes an empty key for a blank line.
+        if !key.is_empty() {
+            pairs.push((key.to_owned(), value.as_bytes().to_vec()));
+        }
     }
     Ok(pairs)
 }
@@ -433,18 +438,17 @@ fn merge(old: &Resource, mut new: Resource, behavior: Behavior) -> Resource {
     let wants_hash = new_annotations.contains_key(NEEDS_HASH_ANNOTATION);
     let mut annotations = old_annotations.clone();
     annotations.extend(new_annotations);
-    annotations
-        .retain(|k, _| !k.starts_with(BUILD_ANNOTATION_PREFIX) || old_annotations.contains_key(k));
-    for (k, v) in &old_annotations {
-        if k.starts_with(BUILD_ANNOTATION_PREFIX) {
-            annotations.insert(k.clone(), v.clone());
-        }
-    }
+    // Build annotations are the base's alone.
+    annotations.retain(|k, _| !k.starts_with(BUILD_ANNOTATION_PREFIX));
+    annotations.extend(
+        old_annotations
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(BUILD_ANNOTATION_PREFIX)),
+    );
     if !wants_hash {
         annotations.remove(NEEDS_HASH_ANNOTATION);
     }
 
-    let mut fields = vec![("labels", labels), ("annotations", annotations)];
     if behavior == Behavior::Merge {
         for key in ["data", "binaryData"] {
             let mut merged = old
@@ -464,9 +468,8 @@ fn merge(old: &Resource, mut new: Resource, behavior: Behavior) -> Resource {
         }
     }
     if let Some(metadata) = new.object.get_mut("metadata") {
-        for (key, map) in fields.drain(..) {
-            set_or_remove(metadata, key, map);
-        }
+        set_or_remove(metadata, "labels", labels);
+        set_or_remove(metadata, "annotations", annotations);
         for key in ["name", "namespace"] {
             match old.object["metadata"].get(key) {
                 Some(v) if v.as_str().is_some_and(|s| !s.is_empty()) => {
@@ -532,9 +535,8 @@ pub fn add_hash_suffixes(resources: &mut [Resource]) -> Result<(), Error> {
 
 /// The ten-character content hash kustomize appends to a generated name
 /// (`api/hasher/hasher.go`): the SHA-256 of a JSON encoding of the ConfigMap's `data` and
-/// `binaryData`, or the Secret's `type`, `data` and `stringData` (of the whole object for
-/// other kinds), its first ten hex digits with `0 1 3 a e` mapped to `g h k m t` so that
-/// it never reads as a number or a word.
+/// `binaryData`, or the Secret's `type`, `data` and `stringData`, its first ten hex digits
+/// with `0 1 3 a e` mapped to `g h k m t` so that it never reads as a number or a word.
 pub fn hash_suffix(object: &Value) -> Result<String, Error> {
     let field = |key: &str| -> Value {
         match object.get(key) {
@@ -567,7 +569,19 @@ pub fn hash_suffix(object: &Value) -> Result<String, Error> {
             }
             go_json(&Value::Object(m))
         }
-        _ => go_json(object),
+        // kustomize hashes other kinds (from generator plugins) through Go's encoding of its
+        // YAML node, which no plain object reproduces; only ConfigMaps and Secrets are generated
+        // here.
+        other => {
+            return Err(Error::Invalid {
+                file: PathBuf::new(),
+                field: "kind".into(),
+                message: format!(
+                    "no content hash for kind {}: only ConfigMaps and Secrets are generated",
+                    other.unwrap_or("")
+                ),
+            });
+        }
     };
     let digest = Sha256::digest(encoded.as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
@@ -832,6 +846,8 @@ mod tests {
             "k.yaml: configMapGenerator[0].name: a configmap must have a name"
         );
         assert!(error(d, Kind::ConfigMap, "name: x\nfiles:\n- ../x\n").contains("security"));
+        let typo: Result<GeneratorOptions, _> = serde_saphyr::from_str("label:\n  a: b\n");
+        assert!(typo.is_err());
     }
 
     #[test]
@@ -954,6 +970,124 @@ mod tests {
         assert!(absorb(&mut resources, g("name: m\n")).is_err());
         absorb(&mut resources, g("name: other\n")).expect("created");
         assert_eq!(resources.len(), 4);
+    }
+
+    #[test]
+    fn env_files_with_a_bom_crlf_and_odd_lines() {
+        let dir = fixture();
+        std::fs::write(
+            dir.path().join("e.env"),
+            b"\xef\xbb\xbfA=1\r\nB = two words \r\n  # c\r\nexport C=\"q\"\r\n=bad\r\n",
+        )
+        .expect("write");
+        std::fs::create_dir(dir.path().join("dir")).expect("mkdir");
+        std::fs::write(dir.path().join("dir/f.txt"), b"x").expect("write");
+        let loader = Loader::new(&Disk, dir.path());
+        let g = generate(
+            &loader,
+            Path::new("k.yaml"),
+            Kind::ConfigMap,
+            0,
+            &args("name: e\nenvs:\n- e.env\nfiles:\n- dir/f.txt\n"),
+            None,
+        )
+        .expect("generate");
+        let mut resources = vec![g.resource];
+        add_hash_suffixes(&mut resources).expect("hash");
+        // `kubectl kustomize` of the same.
+        assert_eq!(
+            crate::yaml::value_to_string(&resources[0].object),
+            "apiVersion: v1\ndata:\n  A: \"1\"\n  'B ': ' two words '\n  export C: '\"q\"'\n  \
+             f.txt: x\nkind: ConfigMap\nmetadata:\n  name: e-gh7c88bb85\n"
+        );
+    }
+
+    #[test]
+    fn a_merge_hashes_only_when_the_base_did_too() {
+        let dir = fixture();
+        let loader = Loader::new(&Disk, dir.path());
+        let file = Path::new("k.yaml");
+        let g = |yaml: &str| {
+            generate(&loader, file, Kind::ConfigMap, 0, &args(yaml), None).expect("generate")
+        };
+        let mut resources = Vec::new();
+        absorb(
+            &mut resources,
+            g("name: m\nliterals:\n- a=1\noptions:\n  disableNameSuffixHash: true\n"),
+        )
+        .expect("base");
+        absorb(
+            &mut resources,
+            g("name: m\nbehavior: merge\nliterals:\n- b=2\n"),
+        )
+        .expect("merge");
+        add_hash_suffixes(&mut resources).expect("hash");
+        // `kubectl kustomize` of the same base and overlay.
+        assert_eq!(
+            crate::yaml::value_to_string(&resources[0].object),
+            "apiVersion: v1\ndata:\n  a: \"1\"\n  b: \"2\"\nkind: ConfigMap\nmetadata:\n  name: m\n"
+        );
+    }
+
+    /// Names from kustomize's own tests (`api/krusty/configmaps_test.go`,
+    /// `generatormergeandreplace_test.go`): the hash covers the data only.
+    #[test]
+    fn hashes_match_kustomizes_tests() {
+        let cm = |data: Value| json!({"kind": "ConfigMap", "data": data});
+        let opaque = |data: Value| json!({"kind": "Secret", "type": "Opaque", "data": data});
+        let hellos = encode_base64(&b"\xffhello".repeat(30));
+        for (object, hash) in [
+            (
+                cm(json!({"fruit": "Indian Gooseberry", "year": "2020", "crisis": "true"})),
+                "79t79mt227",
+            ),
+            (
+                cm(
+                    json!({"fruit": "Indian Gooseberry", "year": "2020", "crisis": "true",
+                          "month": "12"}),
+                ),
+                "bk46gm59c6",
+            ),
+            (cm(json!({"foo": "bar"})), "798k5k7g9f"),
+            (cm(json!({"foo": "override-bar"})), "hc6g9dk6g9"),
+            (cm(json!({"hello": "world"})), "dc6fm46dhm"),
+            (
+                cm(json!({"initial.txt": "greetings\neveryone\n",
+                          "final.txt": "different\nbehavior\n"})),
+                "tt4769fb52",
+            ),
+            (cm(json!({"TEST": "this is a 'test'"})), "k9cc55dfm5"),
+            (cm(json!({"TEST": "'"})), "m8t7bmb6g2"),
+            (
+                json!({"kind": "ConfigMap", "binaryData": {"data.bin": hellos}}),
+                "96gmmt6gt5",
+            ),
+            (
+                opaque(json!({"password": "c29tZXB3", "username": "YWRtaW4="})),
+                "bgd6bkgdm2",
+            ),
+            (
+                opaque(json!({"password": "c29tZXB3", "username": "YWRtaW4=",
+                              "proxy": "aGFwcm94eQ=="})),
+                "k2k4692t9g",
+            ),
+        ] {
+            assert_eq!(hash_suffix(&object).expect("hash"), hash, "{object}");
+        }
+        assert!(hellos.starts_with(
+            "/2hlbGxv/2hlbGxv/2hlbGxv/2hlbGxv/2hlbGxv/2hlbGxv/2hlbGxv/2hlbGxv/2hlbG\nxv/"
+        ));
+        assert!(hellos.ends_with("\nhlbGxv/2hlbGxv/2hlbGxv/2hlbGxv\n"));
+    }
+
+    #[test]
+    fn only_config_maps_and_secrets_have_a_hash() {
+        assert!(hash_suffix(&json!({"kind": "Service"})).is_err());
+        // kustomize's hash of an empty ConfigMap, whatever its name.
+        assert_eq!(
+            hash_suffix(&json!({"kind": "ConfigMap", "metadata": {"name": "x"}})).expect("hash"),
+            "6ct58987ht"
+        );
     }
 
     #[test]

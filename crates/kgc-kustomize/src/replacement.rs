@@ -9,6 +9,9 @@
 //! `[key=value]` is an *unanchored* regular expression (so `[name=nginx]` also picks
 //! `nginx-sidecar`), `*` is every element of a list and a number is an index; the source path
 //! takes `[key=value]` literally and the first match.
+//!
+//! Unknown fields are refused, in `path:` files too (kustomize ignores them there, so a typo
+//! such as `fieldPath` for `fieldPaths` would silently retarget `metadata.name`).
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +26,7 @@ use crate::selector::Selector;
 
 /// One replacement: a source and the targets its value is written to.
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Replacement {
     #[serde(default)]
     pub source: Option<SourceSelector>,
@@ -42,7 +45,7 @@ struct Origin {
 
 /// The object the value comes from (an id, every part optional) and the field.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SourceSelector {
     #[serde(default)]
     pub group: String,
@@ -55,7 +58,7 @@ pub struct SourceSelector {
     #[serde(default)]
     pub namespace: String,
     /// `metadata.name` when empty.
-    #[serde(default)]
+    #[serde(default, alias = "fieldpath")]
     pub field_path: String,
     #[serde(default)]
     pub options: Option<FieldOptions>,
@@ -63,14 +66,14 @@ pub struct SourceSelector {
 
 /// The objects written to, and where.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TargetSelector {
     #[serde(default)]
     pub select: Option<Selector>,
     #[serde(default)]
     pub reject: Vec<Selector>,
     /// `[metadata.name]` when empty.
-    #[serde(default)]
+    #[serde(default, alias = "fieldpaths")]
     pub field_paths: Vec<String>,
     #[serde(default)]
     pub options: Option<FieldOptions>,
@@ -78,7 +81,7 @@ pub struct TargetSelector {
 
 /// kustomize's `FieldOptions` (`encoding` is accepted and, as upstream, ignored).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FieldOptions {
     #[serde(default)]
     pub delimiter: String,
@@ -110,7 +113,11 @@ pub fn load(
         };
         let path = entry.get("path").and_then(Value::as_str).unwrap_or("");
         if path.is_empty() {
-            out.push(parse(entry, file, field.clone())?);
+            let mut inline = entry.clone();
+            if let Some(m) = inline.as_object_mut() {
+                m.remove("path");
+            }
+            out.push(parse(&inline, file, field.clone())?);
             continue;
         }
         let inline = entry.get("source").is_some_and(|s| !s.is_null())
@@ -168,7 +175,9 @@ pub fn apply(resources: &mut [Resource], replacements: &[Replacement]) -> Result
             field: join(&r.origin.field, &field),
             message,
         };
-        let (Some(source), Some(targets)) = (&r.source, &r.targets) else {
+        // kustomize re-encodes its config with `omitempty`: an empty list of targets is none.
+        let targets = r.targets.as_ref().filter(|t| !t.is_empty());
+        let (Some(source), Some(targets)) = (&r.source, targets) else {
             return Err(invalid(
                 String::new(),
                 "replacements must specify a source and at least one target".into(),
@@ -1046,10 +1055,15 @@ spec: {intt: 1, boolt: true, nullt: null}
              \"metadata.name.x\" in replacement target: wrong node kind: expected MappingNode \
              but got ScalarNode"
         );
-        assert_eq!(
-            error("- source: {kind: ConfigMap, fieldPath: data.image}\n"),
-            "k.yaml: replacements[0]: replacements must specify a source and at least one target"
-        );
+        for no_targets in ["", "  targets: []\n"] {
+            assert_eq!(
+                error(&format!(
+                    "- source: {{kind: ConfigMap, fieldPath: data.image}}\n{no_targets}"
+                )),
+                "k.yaml: replacements[0]: replacements must specify a source and at least one \
+                 target"
+            );
+        }
         assert_eq!(
             error(
                 "- source: {kind: ConfigMap, fieldPath: data.image}\n  \
@@ -1063,6 +1077,23 @@ spec: {intt: 1, boolt: true, nullt: null}
                  index: 7}}\n  targets: [{select: {kind: Deployment}}]\n"
             ),
             "k.yaml: replacements[0].source: options.index 7 is out of bounds for value a,b,c"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let entries: Vec<Value> = serde_saphyr::from_str(
+            "- source: {kind: ConfigMap}\n  targets:\n  - select: {kind: Deployment}\n    \
+             fieldPath: spec.x\n",
+        )
+        .expect("entries");
+        let loader = Loader::new(&crate::fs::Disk, Path::new("/nonexistent"));
+        let err = load(&loader, Path::new("k.yaml"), &entries)
+            .expect_err("unknown field")
+            .to_string();
+        assert!(
+            err.starts_with("k.yaml: replacements[0]: unknown field `fieldPath`"),
+            "{err}"
         );
     }
 
@@ -1140,5 +1171,97 @@ spec: {intt: 1, boolt: true, nullt: null}
                 .to_string(),
             "k.yaml: replacements[0]: cannot specify both path and inline replacement"
         );
+    }
+}
+
+#[cfg(test)]
+mod upstream_cases {
+    use super::*;
+
+    /// kustomize's previous-id annotations (`api/internal/utils/makeResIds.go` `PrevIds`) as
+    /// this crate's `previous`.
+    fn previous_ids(object: &Value) -> Vec<ResId> {
+        let a = |k: &str| {
+            object
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(format!("internal.config.kubernetes.io/{k}")))
+                .and_then(Value::as_str)
+                .map(|s| s.split(',').map(str::to_owned).collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
+        let (names, namespaces, kinds) = (
+            a("previousNames"),
+            a("previousNamespaces"),
+            a("previousKinds"),
+        );
+        let current = ResId::of(object);
+        names
+            .iter()
+            .zip(namespaces.iter())
+            .zip(kinds.iter())
+            .map(|((n, ns), k)| ResId {
+                name: n.clone(),
+                namespace: ns.clone(),
+                kind: k.clone(),
+                ..current.clone()
+            })
+            .collect()
+    }
+
+    /// The cases of kustomize v5.5's `api/filters/replacement/replacement_test.go` (its
+    /// inputs, replacements and expectations, as data), compared as values: its expected text
+    /// is kyaml's, in input order.
+    #[test]
+    fn kustomize_filter_cases() {
+        let cases: Vec<Value> =
+            serde_json::from_str(include_str!("testdata/replacement_filter_cases.json"))
+                .expect("cases");
+        assert_eq!(cases.len(), 46);
+        let options = serde_saphyr::options! { strict_booleans: true, legacy_octal_numbers: true };
+        let parse = |text: &str| -> Vec<Value> {
+            let docs: Vec<Value> =
+                serde_saphyr::from_multiple_with_options(text, options.clone()).expect("yaml");
+            docs.into_iter().filter(|o| !o.is_null()).collect()
+        };
+        let mut failures = Vec::new();
+        for case in &cases {
+            let name = case["name"].as_str().unwrap_or("");
+            let text = |k: &str| case[k].as_str().unwrap_or("").to_owned();
+            let mut resources: Vec<Resource> = parse(&text("input"))
+                .into_iter()
+                .map(|o| Resource {
+                    previous: previous_ids(&o),
+                    object: o,
+                })
+                .collect();
+            let config = parse(&text("replacements"));
+            let entries = config
+                .first()
+                .and_then(|c| c["replacements"].as_array().cloned())
+                .unwrap_or_default();
+            let loader = Loader::new(&crate::fs::Disk, Path::new("/nonexistent"));
+            let result = load(&loader, Path::new("k.yaml"), &entries)
+                .and_then(|rs| apply(&mut resources, &rs));
+            let expected_err = text("expectedErr");
+            match result {
+                Err(e) if !expected_err.is_empty() && e.to_string().contains(&expected_err) => {}
+                Err(e) => failures.push(format!("{name}: error {e}; expected {expected_err:?}")),
+                Ok(()) if !expected_err.is_empty() => {
+                    failures.push(format!("{name}: no error; expected {expected_err:?}"));
+                }
+                Ok(()) => {
+                    let expected = parse(&text("expected"));
+                    let actual: Vec<Value> = resources.into_iter().map(|r| r.object).collect();
+                    if actual != expected {
+                        failures.push(format!(
+                            "{name}:\n{}\nexpected:\n{}",
+                            crate::yaml::to_string(&actual),
+                            crate::yaml::to_string(&expected)
+                        ));
+                    }
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     }
 }

@@ -27,6 +27,7 @@ const DEFAULT_FIELD_PATH: &str = "metadata.name";
 /// One var. Field names are matched as Go's JSON decoder matches them, ignoring case, for the
 /// spellings found in the wild (`fieldpath`, `objRef`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 pub struct Var {
     pub name: String,
     #[serde(default, alias = "objRef", alias = "ObjRef")]
@@ -37,6 +38,7 @@ pub struct Var {
 
 /// The object a var reads (kustomize's `types.Target`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 pub struct ObjRef {
     #[serde(default, rename = "apiVersion", alias = "apiversion")]
     pub api_version: String,
@@ -54,6 +56,7 @@ pub struct ObjRef {
 
 /// The field a var reads (kustomize's `types.FieldSelector`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 pub struct FieldRef {
     #[serde(default, rename = "fieldPath", alias = "fieldpath")]
     pub field_path: String,
@@ -187,10 +190,12 @@ pub fn resolve(
         return Ok(Vec::new());
     }
     for r in resources.iter_mut() {
+        let id = r.id();
         for spec in specs {
             spec.apply(&mut r.object, None, &mut |node| {
                 substitute(node, &mut values)
-            })?;
+            })
+            .map_err(|e| format!("object {}: {e}", id.display()))?;
         }
     }
     Ok(values
@@ -545,6 +550,61 @@ spec:
     }
 
     #[test]
+    fn only_strings_are_substituted_and_lists_must_hold_strings() {
+        let mut rs = parse(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {a: $(SVC), n: 1}\n\
+             spec:\n  containers:\n  - name: c\n    args: [$(SVC), 1]\n",
+        );
+        let mut declared = Vec::new();
+        let mut svc = parse("apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n");
+        mark(
+            &mut svc,
+            &mut declared,
+            &vars("- name: SVC\n  objref: {kind: Service, name: s, apiVersion: v1}\n"),
+        )
+        .expect("marked");
+        rs.extend(svc);
+        assert_eq!(
+            resolve(&mut rs, &declared, &specs()).expect_err("a number in args"),
+            "object Pod.v1.[noGrp]/p.[noNs]: considering field 'spec/containers/args': invalid \
+             value type expect a string"
+        );
+        // Without the number, maps take only their string values.
+        rs[0].object["spec"]["containers"][0]["args"] = json!(["$(SVC)"]);
+        resolve(&mut rs, &declared, &specs()).expect("resolved");
+        assert_eq!(
+            rs[0].object["metadata"]["labels"],
+            json!({"a": "s", "n": 1})
+        );
+        assert_eq!(rs[0].object["spec"]["containers"][0]["args"], json!(["s"]));
+    }
+
+    #[test]
+    fn field_paths_take_go_style_indices() {
+        let parts: Vec<String> = crate::replacement::split_path(
+            "spec.template.spec.containers[0].ports[1].containerPort",
+        )
+        .into_iter()
+        .flat_map(slice_index)
+        .collect();
+        assert_eq!(
+            parts,
+            [
+                "spec",
+                "template",
+                "spec",
+                "containers",
+                "0",
+                "ports",
+                "1",
+                "containerPort"
+            ]
+        );
+        assert_eq!(slice_index("[2]".into()), ["2"]);
+        assert_eq!(slice_index("a[x]".into()), ["a[x]"]);
+    }
+
+    #[test]
     fn var_errors() {
         let mut rs = parse(BASE);
         let mut declared = Vec::new();
@@ -593,6 +653,64 @@ spec:
             "found 2 resId matches for var SVC (Service.v1.[noGrp]/svc.[noNs] v1, field \
              metadata.name) (unable to disambiguate)"
         );
+    }
+
+    /// The cases of kustomize's `api/filters/refvar/expand_test.go` `TestMapping`.
+    #[test]
+    fn expansion_matches_kustomizes_cases() {
+        let vars = [
+            ("VAR_A", "A"),
+            ("VAR_B", "B"),
+            ("VAR_C", "C"),
+            ("VAR_REF", "$(VAR_A)"),
+            ("VAR_EMPTY", ""),
+        ];
+        for (input, expected) in [
+            ("$(VAR_A)", "A"),
+            ("$(VAR_A)-$(VAR_A)", "A-A"),
+            ("$(VAR_A)-$(VAR_B)-$(VAR_B)-$(VAR_B)-$(VAR_A)", "A-B-B-B-A"),
+            ("$(VAR_A)-1", "A-1"),
+            ("___$(VAR_B)___", "___B___"),
+            ("___$(VAR_C)", "___C"),
+            ("$(VAR_A)_$(VAR_B)_$(VAR_C)", "A_B_C"),
+            ("$$(VAR_B)_$(VAR_A)", "$(VAR_B)_A"),
+            ("$$(VAR_A)_$$(VAR_B)", "$(VAR_A)_$(VAR_B)"),
+            ("f000-$$VAR_A", "f000-$VAR_A"),
+            ("foo\\$(VAR_C)bar", "foo\\Cbar"),
+            ("foo\\\\$(VAR_C)bar", "foo\\\\Cbar"),
+            ("foo\\\\\\\\$(VAR_A)bar", "foo\\\\\\\\Abar"),
+            ("$(VAR_A$(VAR_B))", "$(VAR_A$(VAR_B))"),
+            ("$(VAR_A$(VAR_B)", "$(VAR_A$(VAR_B)"),
+            ("$(VAR_REF)", "$(VAR_A)"),
+            ("%%$(VAR_REF)--$(VAR_REF)%%", "%%$(VAR_A)--$(VAR_A)%%"),
+            ("foo$(VAR_EMPTY)bar", "foobar"),
+            ("foo$(VAR_Awhoops!", "foo$(VAR_Awhoops!"),
+            ("f00__(VAR_A)__", "f00__(VAR_A)__"),
+            ("$?_boo_$!", "$?_boo_$!"),
+            ("$VAR_A", "$VAR_A"),
+            ("$(VAR_DNE)", "$(VAR_DNE)"),
+            ("$$$$$$(BIG_MONEY)", "$$$(BIG_MONEY)"),
+            ("$$$$$$(VAR_A)", "$$$(VAR_A)"),
+            ("$$$$$$$(GOOD_ODDS)", "$$$$(GOOD_ODDS)"),
+            ("$$$$$$$(VAR_A)", "$$$A"),
+            ("$VAR_A)", "$VAR_A)"),
+            ("${VAR_A}", "${VAR_A}"),
+            ("$(VAR_B)_______$(A", "B_______$(A"),
+            ("$(VAR_C)_______$(", "C_______$("),
+            ("$(VAR_A)foobarzab$", "Afoobarzab$"),
+            ("foo-\\$(VAR_A", "foo-\\$(VAR_A"),
+            ("--$($($($($--", "--$($($($($--"),
+            ("$($($($($--foo$(", "$($($($($--foo$("),
+            ("foo0--$($($($(", "foo0--$($($($("),
+            ("$(foo$$var)", "$(foo$$var)"),
+            ("\n", "\n"),
+        ] {
+            let mut values: Vec<(String, Value, usize)> = vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), json!(v), 0))
+                .collect();
+            assert_eq!(expand(input, &mut values), json!(expected), "{input:?}");
+        }
     }
 
     #[test]

@@ -20,13 +20,17 @@ fn kubectl_kustomize(dir: &Path) -> Option<String> {
 }
 
 fn round_trip(resources: &str) {
+    round_trip_file("r.yaml", resources);
+}
+
+fn round_trip_file(name: &str, resources: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         dir.path().join("kustomization.yaml"),
-        "resources:\n- r.yaml\n",
+        format!("resources:\n- {name}\n"),
     )
     .expect("write");
-    std::fs::write(dir.path().join("r.yaml"), resources).expect("write");
+    std::fs::write(dir.path().join(name), resources).expect("write");
     let Some(printed) = kubectl_kustomize(dir.path()) else {
         eprintln!("kubectl not found: skipped");
         return;
@@ -44,4 +48,11 @@ fn scalars_print_as_kubectl_kustomize_prints_them() {
 #[test]
 fn structure_prints_as_kubectl_kustomize_prints_it() {
     round_trip(include_str!("fixtures/yaml_structure.yaml"));
+}
+
+/// Many awkward strings (indicators, YAML 1.1 look-alikes, timestamps, line breaks, long lines
+/// to fold, non-ASCII) as values, keys and list items.
+#[test]
+fn awkward_strings_print_as_kubectl_kustomize_prints_them() {
+    round_trip_file("r.json", include_str!("fixtures/yaml_stress.json"));
 }
