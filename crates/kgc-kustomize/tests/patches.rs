@@ -890,3 +890,27 @@ patches:
         ),
     ]);
 }
+
+/// An empty patch file does nothing with a target, and wants one without.
+#[test]
+fn an_empty_patch_file() {
+    same_as_kubectl(&[
+        ("resources.yaml", DEPLOYMENTS),
+        ("empty.yaml", ""),
+        (
+            "kustomization.yaml",
+            "resources: [resources.yaml]\npatches:\n- path: empty.yaml\n  target: {kind: Deployment}\n",
+        ),
+    ]);
+    let (ours, theirs) = both_refuse(&[
+        ("resources.yaml", DEPLOYMENTS),
+        ("empty.yaml", ""),
+        (
+            "kustomization.yaml",
+            "resources: [resources.yaml]\npatches:\n- path: empty.yaml\n",
+        ),
+    ]);
+    let gist = "must specify a target for JSON patch";
+    assert!(theirs.contains(gist), "{theirs}");
+    assert!(ours.contains(gist) && ours.contains("empty.yaml"), "{ours}");
+}
