@@ -412,14 +412,15 @@ fn patch_selected(
             deleted.push(i);
             continue;
         };
+        // Both sides are maps (resources), so the merge is one: anything else is refused
+        // rather than trusted.
+        let Some(object) = merged.as_object_mut() else {
+            return Err(source.error("the strategic merge did not produce a map"));
+        };
         if !options.allow_kind_change {
-            merged["kind"] = Value::String(id.kind.clone());
+            object.insert("kind".into(), Value::String(id.kind.clone()));
         }
-        if let Some(meta) = merged
-            .as_object_mut()
-            .and_then(|m| m.get_mut("metadata"))
-            .and_then(Value::as_object_mut)
-        {
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             if !options.allow_name_change {
                 meta.insert("name".into(), Value::String(id.name.clone()));
             }
