@@ -822,10 +822,11 @@ fn a_strategic_merge_patch_without_name() {
     );
 }
 
-/// kustomize walks the whole object a strategic merge patch touches: empty values go, even
-/// where the patch does not reach.
+/// kustomize walks the whole object a strategic merge patch touches: merged lists are rebuilt
+/// even where the patch does not reach (an item without its key drops the others), and
+/// explicit nulls stay.
 #[test]
-fn strategic_merge_drops_empty_values_everywhere() {
+fn strategic_merge_walks_the_whole_object() {
     same_as_kubectl(&[
         (
             "dep.yaml",
@@ -833,20 +834,21 @@ fn strategic_merge_drops_empty_values_everywhere() {
 kind: Deployment
 metadata:
   name: d
-  annotations:
-    keep: "1"
-    empty:
+  creationTimestamp: null
 spec:
-  paused:
+  strategy: {}
   template:
+    metadata:
+      creationTimestamp: null
     spec:
-      volumes:
-      - name: v
-        emptyDir:
       containers:
       - name: a
         image: A
-        args: [x]
+        resources: {}
+        env:
+        - {name: A, value: "1"}
+        - {value: nokey}
+status: {}
 "#,
         ),
         (
