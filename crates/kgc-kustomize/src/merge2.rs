@@ -15,8 +15,10 @@
 //!   `$setElementOrder` and `$deleteFromPrimitiveList` are not kustomize directives.
 //! - Values taken from the patch where the object has none are the patch merged with itself:
 //!   their `null` fields and `$patch: delete` maps are dropped.
-//! - The whole object is walked, not only where the patch goes: its empty values (`key:`) are
-//!   dropped, and its merged lists rebuilt, wherever they are.
+//! - The whole object is walked, not only where the patch goes: its merged lists are rebuilt
+//!   wherever they are. kyaml also drops the object's empty values (`key:`) on the way but
+//!   keeps its `key: null`; serde reads both as `null`, and kgc keeps them all (the common
+//!   one is kubectl's `creationTimestamp: null`).
 
 use std::collections::BTreeSet;
 
@@ -152,13 +154,15 @@ fn walk_map(
                 ))),
             },
             // A `null` in the object the patch does not mention: kyaml keeps `key: null` and
-            // `key: ~` but drops `key:` (an empty value), which serde cannot tell apart; the
-            // bare `key:` is the common spelling (`emptyDir:`), so it is dropped.
+            // `key: ~` but drops `key:` (an empty value), which serde cannot tell apart. The
+            // null kept is the common one (`creationTimestamp: null`, as kubectl writes
+            // manifests), so every null is kept.
+            None => Ok(dest.map(|d| (d.clone(), true))),
             _ => Ok(None),
         };
     };
     match origin {
-        // The object's map is walked all the same: its empty values go (above).
+        // The object's map is walked all the same (its merged lists are rebuilt).
         None => Ok(Some((
             Value::Object(merge_fields(d, &Map::new(), schema, path)?),
             true,

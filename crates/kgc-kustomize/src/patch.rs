@@ -122,7 +122,11 @@ pub fn apply_patches(
                 let Some(target) = &p.target else {
                     return Err(source.error("must specify a target for JSON patch"));
                 };
-                for i in select(resources, target, &entry)? {
+                let selected = select(resources, target, &entry)?;
+                if ops.is_empty() {
+                    continue;
+                }
+                for i in selected {
                     // kustomize's PatchTransformer records the id before a JSON patch, which
                     // may rename.
                     resources[i].store_previous_id();
@@ -294,6 +298,8 @@ fn parse(text: &str, source: &Source) -> Result<Loaded, Error> {
     })?;
     let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
     match docs.as_slice() {
+        // An empty patch is, to kustomize, a JSON patch with nothing to do.
+        [] => Ok(Loaded::Json(Vec::new())),
         [Value::Array(ops)] => Ok(Loaded::Json(ops.clone())),
         _ if docs.iter().all(is_resource) => Ok(Loaded::Strategic(docs)),
         _ => Err(source.error(
@@ -406,14 +412,15 @@ fn patch_selected(
             deleted.push(i);
             continue;
         };
+        // Both sides are maps (resources), so the merge is one: anything else is refused
+        // rather than trusted.
+        let Some(object) = merged.as_object_mut() else {
+            return Err(source.error("the strategic merge did not produce a map"));
+        };
         if !options.allow_kind_change {
-            merged["kind"] = Value::String(id.kind.clone());
+            object.insert("kind".into(), Value::String(id.kind.clone()));
         }
-        if let Some(meta) = merged
-            .as_object_mut()
-            .and_then(|m| m.get_mut("metadata"))
-            .and_then(Value::as_object_mut)
-        {
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             if !options.allow_name_change {
                 meta.insert("name".into(), Value::String(id.name.clone()));
             }

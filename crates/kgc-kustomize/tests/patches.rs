@@ -822,10 +822,11 @@ fn a_strategic_merge_patch_without_name() {
     );
 }
 
-/// kustomize walks the whole object a strategic merge patch touches: empty values go, even
-/// where the patch does not reach.
+/// kustomize walks the whole object a strategic merge patch touches: merged lists are rebuilt
+/// even where the patch does not reach (an item without its key drops the others), and
+/// explicit nulls stay.
 #[test]
-fn strategic_merge_drops_empty_values_everywhere() {
+fn strategic_merge_walks_the_whole_object() {
     same_as_kubectl(&[
         (
             "dep.yaml",
@@ -833,20 +834,21 @@ fn strategic_merge_drops_empty_values_everywhere() {
 kind: Deployment
 metadata:
   name: d
-  annotations:
-    keep: "1"
-    empty:
+  creationTimestamp: null
 spec:
-  paused:
+  strategy: {}
   template:
+    metadata:
+      creationTimestamp: null
     spec:
-      volumes:
-      - name: v
-        emptyDir:
       containers:
       - name: a
         image: A
-        args: [x]
+        resources: {}
+        env:
+        - {name: A, value: "1"}
+        - {value: nokey}
+status: {}
 "#,
         ),
         (
@@ -889,4 +891,28 @@ patches:
 "#,
         ),
     ]);
+}
+
+/// An empty patch file does nothing with a target, and wants one without.
+#[test]
+fn an_empty_patch_file() {
+    same_as_kubectl(&[
+        ("resources.yaml", DEPLOYMENTS),
+        ("empty.yaml", ""),
+        (
+            "kustomization.yaml",
+            "resources: [resources.yaml]\npatches:\n- path: empty.yaml\n  target: {kind: Deployment}\n",
+        ),
+    ]);
+    let (ours, theirs) = both_refuse(&[
+        ("resources.yaml", DEPLOYMENTS),
+        ("empty.yaml", ""),
+        (
+            "kustomization.yaml",
+            "resources: [resources.yaml]\npatches:\n- path: empty.yaml\n",
+        ),
+    ]);
+    let gist = "must specify a target for JSON patch";
+    assert!(theirs.contains(gist), "{theirs}");
+    assert!(ours.contains(gist) && ours.contains("empty.yaml"), "{ours}");
 }
