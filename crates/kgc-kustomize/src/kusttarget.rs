@@ -27,7 +27,18 @@ use crate::{plugins, replacement};
 /// Builds the kustomization in `dir` into the objects `kubectl kustomize dir` prints, in its
 /// order.
 pub fn build(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<Value>, Error> {
-    let dir = normalize(dir);
+    // Absolute, so that confinement to a root compares real prefixes (a relative `.` would
+    // normalize to nothing, which every path starts with), and messages name full paths as
+    // kustomize's do.
+    let dir = if dir.is_relative() {
+        let cwd = std::env::current_dir().map_err(|source| Error::Io {
+            path: dir.to_owned(),
+            source,
+        })?;
+        normalize(&cwd.join(dir))
+    } else {
+        normalize(dir)
+    };
     let mut stack = Vec::new();
     let mut acc = Accumulator::default();
     let target = Target::load(fs, &dir)?;

@@ -281,3 +281,15 @@ fn replacements_inline_and_from_a_file() {
 fn configurations_with_a_kinded_name_prefix_replace_the_builtin_one() {
     same_as_kubectl("configurations-prefix");
 }
+
+#[test]
+fn a_relative_directory_is_confined_like_an_absolute_one() {
+    // `.` must not make every path look inside the root.
+    let dir = fixture("errors/outside-root");
+    let cwd = std::env::current_dir().expect("cwd");
+    std::env::set_current_dir(&dir).expect("cd");
+    let result = kgc_kustomize::build(&kgc_kustomize::fs::Disk, Path::new("."));
+    std::env::set_current_dir(cwd).expect("cd back");
+    let err = result.expect_err("a file outside the root").to_string();
+    assert!(err.contains("is not in or below"), "{err}");
+}
