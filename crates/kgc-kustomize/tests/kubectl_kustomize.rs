@@ -293,3 +293,17 @@ fn a_relative_directory_is_confined_like_an_absolute_one() {
     let err = result.expect_err("a file outside the root").to_string();
     assert!(err.contains("is not in or below"), "{err}");
 }
+
+#[test]
+fn symbolic_link_out_of_the_root() {
+    let (ours, theirs) = both_refuse("errors/symlink-out");
+    let gist = "/errors/symlink-out/secret.txt' is not in or below '";
+    assert!(
+        theirs.contains("security; file '") && theirs.contains(gist),
+        "{theirs}"
+    );
+    assert!(
+        ours.contains("security; file '") && ours.contains(gist),
+        "{ours}"
+    );
+}
