@@ -307,3 +307,9 @@ fn symbolic_link_out_of_the_root() {
         "{ours}"
     );
 }
+
+#[test]
+fn component_merging_a_generator_and_patching_by_label_under_an_overlay() {
+    same_as_kubectl("realistic/base");
+    same_as_kubectl("realistic/overlay");
+}
