@@ -1,6 +1,6 @@
 //! Every fixture under `tests/fixtures/` built twice, natively and by `kubectl kustomize`
-//! (kustomize v5.5): the same objects in the same order. Bad inputs: one line naming the
-//! file, with the gist of kustomize's own message.
+//! (kustomize v5.5): the same objects in the same order, printed byte for byte the same.
+//! Bad inputs: one line naming the file, with the gist of kustomize's own message.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,8 +13,8 @@ fn fixture(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-/// `kubectl kustomize dir`'s stdout as objects, or its stderr.
-fn kubectl(dir: &Path) -> Result<Vec<Value>, String> {
+/// `kubectl kustomize dir`'s stdout, or its stderr.
+fn kubectl(dir: &Path) -> Result<String, String> {
     let out = Command::new("kubectl")
         .arg("kustomize")
         .arg(dir)
@@ -23,18 +23,25 @@ fn kubectl(dir: &Path) -> Result<Vec<Value>, String> {
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
-    let text = String::from_utf8(out.stdout).expect("utf-8");
-    let options = serde_saphyr::options! { strict_booleans: true };
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple_with_options(&text, options).expect("kubectl's output parses");
-    Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+    Ok(String::from_utf8(out.stdout).expect("utf-8"))
 }
 
+/// A YAML stream as objects (kubectl quotes what YAML 1.1 would read otherwise).
+fn objects(text: &str) -> Vec<Value> {
+    let options = serde_saphyr::options! { strict_booleans: true };
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple_with_options(text, options).expect("kubectl's output parses");
+    docs.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+/// The same objects in the same order as `kubectl kustomize`, and, printed, its text byte
+/// for byte.
 fn same_as_kubectl(rel: &str) {
     let dir = fixture(rel);
-    let want = kubectl(&dir).unwrap_or_else(|e| panic!("kubectl kustomize {rel}: {e}"));
+    let theirs = kubectl(&dir).unwrap_or_else(|e| panic!("kubectl kustomize {rel}: {e}"));
     let have = kgc_kustomize::build(&kgc_kustomize::fs::Disk, &dir)
         .unwrap_or_else(|e| panic!("build {rel}: {e}"));
+    let want = objects(&theirs);
     if have != want {
         let show = |v: &[Value]| serde_json::to_string_pretty(v).unwrap_or_default();
         panic!(
@@ -43,13 +50,28 @@ fn same_as_kubectl(rel: &str) {
             show(&want)
         );
     }
+    let text = kgc_kustomize::yaml::to_string(&have);
+    if text != theirs {
+        let diff: Vec<String> = text
+            .lines()
+            .zip(theirs.lines())
+            .enumerate()
+            .filter(|(_, (a, b))| a != b)
+            .take(5)
+            .map(|(i, (a, b))| format!("line {}: kgc {a:?} kubectl {b:?}", i + 1))
+            .collect();
+        panic!(
+            "{rel}: printed output differs from kubectl kustomize:\n{}",
+            diff.join("\n")
+        );
+    }
 }
 
 /// Our error, and kubectl's stderr, for a fixture both must refuse.
 fn both_refuse(rel: &str) -> (String, String) {
     let dir = fixture(rel);
     let theirs = match kubectl(&dir) {
-        Ok(v) => panic!("kubectl kustomize {rel} accepted it: {v:?}"),
+        Ok(v) => panic!("kubectl kustomize {rel} accepted it: {v}"),
         Err(e) => e,
     };
     let ours = match kgc_kustomize::build(&kgc_kustomize::fs::Disk, &dir) {
