@@ -244,6 +244,15 @@ impl Kustomization {
         }
         k.resources.append(&mut k.bases);
         k.images.append(&mut k.image_tags);
+        // kustomize's `CheckEmpty`: nothing but apiVersion and kind is an error.
+        let bare = Kustomization {
+            api_version: k.api_version.clone(),
+            kind: k.kind.clone(),
+            ..Kustomization::default()
+        };
+        if k == bare {
+            return Err(invalid("", "kustomization.yaml is empty".to_owned()));
+        }
         Ok(k)
     }
 
@@ -331,6 +340,20 @@ mod tests {
     }
 
     #[test]
+    fn empty_kustomization_is_kustomizes_error() {
+        for text in [
+            "",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
+        ] {
+            let err = parse(text).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "k/kustomization.yaml: kustomization.yaml is empty"
+            );
+        }
+    }
+
+    #[test]
     fn deprecated_fields_fold_in() {
         let k =
             parse("resources: [a.yaml]\nbases: [../base]\nimageTags: [{name: x, newTag: v2}]\n")
@@ -363,9 +386,12 @@ mod tests {
 
     #[test]
     fn component_kind_and_wrong_api_version() {
-        let k = parse("apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n").unwrap();
+        let k = parse(
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [a.yaml]\n",
+        )
+        .unwrap();
         assert_eq!(k.kind(), Kind::Component);
-        let err = parse("apiVersion: v1\nkind: Kustomization\n").unwrap_err();
+        let err = parse("apiVersion: v1\nkind: Kustomization\nresources: [a.yaml]\n").unwrap_err();
         assert!(
             err.to_string()
                 .contains("apiVersion for Kustomization should be"),
