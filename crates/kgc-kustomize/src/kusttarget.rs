@@ -1,9 +1,10 @@
 //! A build (kustomize's `api/krusty/kustomizer.go` over `api/internal/target/kusttarget.go`):
 //! a kustomization's resources are read (files, and directories built as kustomizations in
-//! turn), its generators run, its components applied, then the transformers its fields
-//! configure run in kustomize's fixed order. At the top only: generator hashes appended to
-//! names, name references fixed, resources marked local dropped, the output sorted, and the
-//! build's internal annotations removed.
+//! turn), its `configurations` and `crds` merged into the field-spec tables, its generators
+//! run, its components applied, then the transformers its fields configure run in
+//! kustomize's fixed order, and its vars are marked. At the top only: generator hashes
+//! appended to names, name references fixed, vars resolved, resources marked local dropped,
+//! the output sorted, and the build's internal annotations removed.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
