@@ -335,3 +335,8 @@ fn component_merging_a_generator_and_patching_by_label_under_an_overlay() {
     same_as_kubectl("realistic/base");
     same_as_kubectl("realistic/overlay");
 }
+
+#[test]
+fn one_base_twice_under_different_prefixes_resolves_each_copys_references() {
+    same_as_kubectl("diamond/top");
+}
