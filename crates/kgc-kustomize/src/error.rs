@@ -13,10 +13,24 @@ pub enum Error {
     },
     /// A kustomization (or a file it names) is wrong: `file`, the field at fault (dotted, as
     /// kustomize names it, e.g. `patches[1].target`), and why.
-    #[error("{}: {field}: {message}", file.display())]
+    #[error("{}: {}{message}", file.display(), field_prefix(field))]
     Invalid {
         file: PathBuf,
         field: String,
         message: String,
     },
+}
+
+/// `field: `, or nothing when the whole file is at fault.
+fn field_prefix(field: &str) -> String {
+    if field.is_empty() {
+        String::new()
+    } else {
+        format!("{field}: ")
+    }
+}
+
+/// A parser's message without its source excerpt: errors are one line.
+pub(crate) fn first_line(message: &str) -> String {
+    message.lines().next().unwrap_or_default().trim().to_owned()
 }

@@ -14,6 +14,11 @@ pub trait FileSystem {
     fn exists(&self, path: &Path) -> bool;
     /// The entries of a directory, sorted by name.
     fn read_dir(&self, path: &Path) -> std::io::Result<Vec<PathBuf>>;
+    /// The path with symbolic links resolved, where the file system has them (`None`: it has
+    /// none, or the path does not exist).
+    fn canonical(&self, _path: &Path) -> Option<PathBuf> {
+        None
+    }
 }
 
 /// The real file system.
@@ -29,6 +34,9 @@ impl FileSystem for Disk {
     }
     fn exists(&self, path: &Path) -> bool {
         path.exists()
+    }
+    fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        std::fs::canonicalize(path).ok()
     }
     fn read_dir(&self, path: &Path) -> std::io::Result<Vec<PathBuf>> {
         let mut out = std::fs::read_dir(path)?
@@ -62,9 +70,16 @@ impl<'a> Loader<'a> {
 
     /// `rel` resolved against the directory, lexically (no symlinks followed), refused when it
     /// leaves the directory: kustomize's message.
+    /// A symbolic link is followed before the check, as kustomize's `evalsymlink`: a link
+    /// inside the root to a file outside it is refused too.
     pub fn resolve(&self, rel: &str) -> Result<PathBuf, Error> {
         let joined = normalize(&self.dir.join(rel));
-        if !joined.starts_with(normalize(self.dir)) {
+        let escapes = match (self.fs.canonical(&joined), self.fs.canonical(self.dir)) {
+            (Some(file), Some(root)) => !file.starts_with(root),
+            _ => false,
+        };
+        if escapes || !joined.starts_with(normalize(self.dir)) {
+            // kustomize names the path as written (a link, not its target).
             return Err(Error::Io {
                 path: joined.clone(),
                 source: std::io::Error::new(
@@ -91,13 +106,10 @@ impl<'a> Loader<'a> {
     /// The text of `rel`, confined; not UTF-8 is an error naming it.
     pub fn read_to_string(&self, rel: &str) -> Result<String, Error> {
         let path = self.resolve(rel)?;
-        let bytes = self
-            .fs
-            .read(&path)
-            .map_err(|source| Error::Io {
-                path: path.clone(),
-                source,
-            })?;
+        let bytes = self.fs.read(&path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
         String::from_utf8(bytes).map_err(|e| Error::Io {
             path,
             source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),

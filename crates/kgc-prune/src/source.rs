@@ -95,7 +95,7 @@ pub fn load(inputs: &[Input]) -> Result<Vec<SourceObject>, Error> {
                     }
                 }
             }
-        } else if kgc_kustomize::FILE_NAMES
+        } else if kgc_kustomize::kustomization::FILE_NAMES
             .iter()
             .any(|n| root.file_name().is_some_and(|f| f == *n))
         {
