@@ -41,6 +41,9 @@ pub enum Error {
         line: usize,
         message: String,
     },
+    /// A `.flux.yaml` refused, invalid, or whose generators failed.
+    #[error(transparent)]
+    ManifestGeneration(#[from] kgc_manifestgen::Error),
     #[error("{0}")]
     Invalid(String),
     /// Another set or tool owns an object or the parent.

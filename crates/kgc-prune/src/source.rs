@@ -43,8 +43,19 @@ pub enum Input {
 /// What [`Input::Stdin`] is called in components and messages.
 pub const STDIN: &str = "stdin";
 
+/// How inputs are read beyond their files.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Run the generators of a `.flux.yaml` (Flux v1's `--manifest-generation`); without it a
+    /// path that one applies to is refused.
+    pub manifest_generation: bool,
+    /// The repository's root: a `.flux.yaml` is looked for up to it, and shown relative to it
+    /// [default: the enclosing git work tree; shown relative to the current directory].
+    pub repository_root: Option<PathBuf>,
+}
+
 /// Reads every input, in the order given.
-pub fn load(inputs: &[Input]) -> Result<Vec<SourceObject>, Error> {
+pub fn load(inputs: &[Input], options: &Options) -> Result<Vec<SourceObject>, Error> {
     let mut out = Vec::new();
     for input in inputs {
         let (root, recursive) = match input {
@@ -65,6 +76,9 @@ pub fn load(inputs: &[Input]) -> Result<Vec<SourceObject>, Error> {
             path: root.clone(),
             source: e,
         })?;
+        if generate(root, options, &mut out)? {
+            continue;
+        }
         if meta.is_dir() {
             let mut files = Vec::new();
             walk(root, recursive, &mut files)?;
@@ -81,6 +95,31 @@ pub fn load(inputs: &[Input]) -> Result<Vec<SourceObject>, Error> {
         }
     }
     Ok(out)
+}
+
+/// The component of generated objects: the stem of the `.flux.yaml`, as if the objects were
+/// a file of the generated directory.
+pub const GENERATED: &str = ".flux";
+
+/// Flux v1's manifest generation (crate `kgc-manifestgen`): when a `.flux.yaml` applies to
+/// `path` (at it or above it), its generators' output replaces the path's files, parsed as a
+/// file's and patched by a `patchUpdated` patch file, as component [`GENERATED`]; returns
+/// whether it did. Refused (an error naming `--manifest-generation`) when not enabled.
+fn generate(path: &Path, options: &Options, out: &mut Vec<SourceObject>) -> Result<bool, Error> {
+    let asked = kgc_manifestgen::Options {
+        enabled: options.manifest_generation,
+        root: options.repository_root.clone(),
+        ..kgc_manifestgen::Options::default()
+    };
+    let kgc_manifestgen::Plan::Generate(generation) = kgc_manifestgen::plan(path, &asked)? else {
+        return Ok(false);
+    };
+    let generated = generation.run()?;
+    let file = PathBuf::from(format!("{} (generated)", generation.config_file().display()));
+    let start = out.len();
+    parse(&generated.text, &file, GENERATED, out)?;
+    generated.patch(out[start..].iter_mut().map(|o| &mut o.object))?;
+    Ok(true)
 }
 
 fn walk(dir: &Path, recursive: bool, files: &mut Vec<PathBuf>) -> Result<(), Error> {
@@ -106,23 +145,29 @@ fn walk(dir: &Path, recursive: bool, files: &mut Vec<PathBuf>) -> Result<(), Err
     Ok(())
 }
 
-/// Whether a file is read as manifests: `.yaml`, `.yml` and `.json` (kubectl's extensions).
+/// Whether a file is read as manifests: `.yaml`, `.yml` and `.json` (kubectl's extensions),
+/// but never a `.flux.yaml`, which says how to generate them.
 pub fn is_manifest(path: &Path) -> bool {
     matches!(
         path.extension().and_then(|e| e.to_str()),
         Some("yaml" | "yml" | "json")
-    )
+    ) && path.file_name() != Some(std::ffi::OsStr::new(kgc_manifestgen::CONFIG_FILENAME))
 }
 
 /// The objects of files held in memory (a git commit's blobs), each named by its path, its
 /// component that path without the extension; files that are not manifests are skipped. A
-/// file that is not UTF-8 text is an error naming it, as is any object the files hold wrongly.
+/// file that is not UTF-8 text is an error naming it, as is any object the files hold wrongly,
+/// and so is a `.flux.yaml` that would generate (see [`load`] for generation).
 pub fn parse_files<'a>(
     files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
 ) -> Result<Vec<SourceObject>, Error> {
     let mut out = Vec::new();
     for (path, content) in files {
         let file = Path::new(path);
+        if file.file_name() == Some(std::ffi::OsStr::new(kgc_manifestgen::CONFIG_FILENAME)) {
+            // Files in memory have no directory to run generators in.
+            kgc_manifestgen::refuse(file, &String::from_utf8_lossy(content))?;
+        }
         if !is_manifest(file) {
             continue;
         }
@@ -320,7 +365,7 @@ mod tests {
             r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}]}"#,
         );
         write(dir.path(), "README.md", "not a manifest");
-        let objs = load(&[tree(dir.path().to_owned())]).unwrap();
+        let objs = load(&[tree(dir.path().to_owned())], &Options::default()).unwrap();
         let got: Vec<_> = objs
             .iter()
             .map(|o| {
@@ -337,7 +382,7 @@ mod tests {
             path: dir.path().to_owned(),
             recursive: false,
         };
-        let objs = load(&[flat]).unwrap();
+        let objs = load(&[flat], &Options::default()).unwrap();
         assert_eq!(objs.len(), 2);
         assert!(objs.iter().all(|o| o.component == "web"));
     }
@@ -350,9 +395,12 @@ mod tests {
             "bad.yaml",
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: [unclosed\n",
         );
-        let err = load(&[tree(f.clone())]).unwrap_err().to_string();
+        let err = load(&[tree(f.clone())], &Options::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("bad.yaml:"), "{err}");
-        let Error::Source { line, .. } = load(&[tree(dir.path().join("bad.yaml"))]).unwrap_err()
+        let Error::Source { line, .. } =
+            load(&[tree(dir.path().join("bad.yaml"))], &Options::default()).unwrap_err()
         else {
             panic!()
         };
@@ -368,20 +416,22 @@ mod tests {
             "apiVersion: v1\nmetadata: {name: x}\n",
         );
         assert!(
-            load(&[tree(f.clone())])
+            load(&[tree(f.clone())], &Options::default())
                 .unwrap_err()
                 .to_string()
                 .contains("has no kind")
         );
         let f = write(dir.path(), "b.yaml", "apiVersion: v1\nkind: ConfigMap\n");
-        let err = load(&[tree(f.clone())]).unwrap_err().to_string();
+        let err = load(&[tree(f.clone())], &Options::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("b.yaml:1") && err.contains("no metadata.name"),
             "{err}"
         );
         let f = write(dir.path(), "c.yaml", "- 1\n");
         assert!(
-            load(&[tree(f.clone())])
+            load(&[tree(f.clone())], &Options::default())
                 .unwrap_err()
                 .to_string()
                 .contains("must be an object")

@@ -90,6 +90,11 @@ pub struct Target {
     /// Take over objects that another app, environment or tag owns.
     #[arg(long)]
     pub(crate) force_ownership: bool,
+    /// Run the generators of a `.flux.yaml` at or above a directory and read their output
+    /// instead of its files (Flux v1's manifest generation); without it such a directory is
+    /// refused.
+    #[arg(long)]
+    pub(crate) manifest_generation: bool,
     #[command(flatten)]
     pub(crate) rate_limit: crate::rate_limit::Flags,
 }
@@ -259,6 +264,7 @@ pub(crate) struct Resolved {
     pub(crate) context: Option<String>,
     pub(crate) filters: Filters,
     pub(crate) force_ownership: bool,
+    pub(crate) manifest_generation: bool,
     pub(crate) throttle: kgc_client::throttle::Throttle,
     /// `kgc sync`'s source from the project file (the environment's over the top's).
     pub(crate) sync: SyncSource,
@@ -387,6 +393,7 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
             kinds: t.kinds.clone(),
         },
         force_ownership: t.force_ownership,
+        manifest_generation: t.manifest_generation,
         throttle: t.rate_limit.throttle(crate::rate_limit::DEPLOY),
         sync: env.sync.over(&project.sync),
     })
@@ -425,7 +432,11 @@ pub(crate) fn options(r: &Resolved, l: &Limits) -> Options {
 /// The one reader of a target's sources: what `kgc build` prints is what `kgc apply`, `diff`,
 /// `prune`, `plan` and `delete` read, from the same arguments.
 pub(crate) fn read_sources(r: &Resolved) -> anyhow::Result<Vec<SourceObject>> {
-    Ok(source::load(&r.inputs)?)
+    let options = source::Options {
+        manifest_generation: r.manifest_generation,
+        ..source::Options::default()
+    };
+    Ok(source::load(&r.inputs, &options)?)
 }
 
 /// Reads the sources and plans against the cluster: everything before the first write.
