@@ -565,8 +565,8 @@ fn a_work_tree_holds_the_whole_commit_and_nothing_outside_it() {
         .unwrap();
     assert_eq!(
         paths(&artifact),
-        ["deploy/a.yaml"],
-        "the artifact is the paths' manifests"
+        [".flux.yaml", "deploy/a.yaml"],
+        "the paths' manifests and the .flux.yaml above them"
     );
     let w = work.path();
     assert_eq!(
