@@ -115,7 +115,10 @@ fn generate(path: &Path, options: &Options, out: &mut Vec<SourceObject>) -> Resu
         return Ok(false);
     };
     let generated = generation.run()?;
-    let file = PathBuf::from(format!("{} (generated)", generation.config_file().display()));
+    let file = PathBuf::from(format!(
+        "{} (generated)",
+        generation.config_file().display()
+    ));
     let start = out.len();
     parse(&generated.text, &file, GENERATED, out)?;
     generated.patch(out[start..].iter_mut().map(|o| &mut o.object))?;
