@@ -60,7 +60,7 @@ pub(crate) fn write(
             .map_err(|e| w.read_error(&at.display().to_string(), e))?;
         let decoded = object
             .decode()
-            .map_err(|e| w.read_error(&at.display().to_string(), e.into()))?;
+            .map_err(|e| w.read_error(&at.display().to_string(), e))?;
         for entry in &decoded.entries {
             let name: &[u8] = entry.filename.as_ref();
             if name.is_empty()
@@ -131,12 +131,12 @@ impl Writer<'_> {
         let header = self
             .repo
             .find_header(id)
-            .map_err(|e| self.read_error(&what(), e.into()))?;
+            .map_err(|e| self.read_error(&what(), e))?;
         self.count(header.size())?;
         Ok(self
             .repo
             .find_blob(id)
-            .map_err(|e| self.read_error(&what(), e.into()))?
+            .map_err(|e| self.read_error(&what(), e))?
             .take_data())
     }
 
