@@ -44,6 +44,9 @@ pub enum Error {
         line: usize,
         message: String,
     },
+    /// A `.flux.yaml` refused, invalid, or whose generators failed.
+    #[error(transparent)]
+    ManifestGeneration(#[from] kgc_manifestgen::Error),
     #[error("{0}")]
     Invalid(String),
     /// A kustomization could not be built (its error names the file and field).

@@ -54,8 +54,19 @@ pub enum Input {
 /// What [`Input::Stdin`] is called in components and messages.
 pub const STDIN: &str = "stdin";
 
+/// How inputs are read beyond their files.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Run the generators of a `.flux.yaml` (Flux v1's `--manifest-generation`); without it a
+    /// path that one applies to is refused.
+    pub manifest_generation: bool,
+    /// The repository's root: a `.flux.yaml` is looked for up to it, and shown relative to it
+    /// [default: the enclosing git work tree; shown relative to the current directory].
+    pub repository_root: Option<PathBuf>,
+}
+
 /// Reads every input, in the order given.
-pub fn load(inputs: &[Input]) -> Result<Vec<SourceObject>, Error> {
+pub fn load(inputs: &[Input], options: &Options) -> Result<Vec<SourceObject>, Error> {
     let mut out = Vec::new();
     for input in inputs {
         let (root, recursive) = match input {
@@ -76,6 +87,9 @@ pub fn load(inputs: &[Input]) -> Result<Vec<SourceObject>, Error> {
             path: root.clone(),
             source: e,
         })?;
+        if generate(root, options, &mut out)? {
+            continue;
+        }
         if meta.is_dir() {
             if let Some(file) = kgc_kustomize::find(&Disk, root)? {
                 kustomize(root, &file, &file_name(root), &mut out)?;
@@ -147,6 +161,34 @@ fn kustomize(
     Ok(())
 }
 
+/// The component of generated objects: the stem of the `.flux.yaml`, as if the objects were
+/// a file of the generated directory.
+pub const GENERATED: &str = ".flux";
+
+/// Flux v1's manifest generation (crate `kgc-manifestgen`): when a `.flux.yaml` applies to
+/// `path` (at it or above it), its generators' output replaces the path's files, parsed as a
+/// file's and patched by a `patchUpdated` patch file, as component [`GENERATED`]; returns
+/// whether it did. Refused (an error naming `--manifest-generation`) when not enabled.
+fn generate(path: &Path, options: &Options, out: &mut Vec<SourceObject>) -> Result<bool, Error> {
+    let asked = kgc_manifestgen::Options {
+        enabled: options.manifest_generation,
+        root: options.repository_root.clone(),
+        ..kgc_manifestgen::Options::default()
+    };
+    let kgc_manifestgen::Plan::Generate(generation) = kgc_manifestgen::plan(path, &asked)? else {
+        return Ok(false);
+    };
+    let generated = generation.run()?;
+    let file = PathBuf::from(format!(
+        "{} (generated)",
+        generation.config_file().display()
+    ));
+    let start = out.len();
+    parse(&generated.text, &file, GENERATED, out)?;
+    generated.patch(out[start..].iter_mut().map(|o| &mut o.object))?;
+    Ok(true)
+}
+
 fn walk(dir: &Path, recursive: bool, files: &mut Vec<Found>) -> Result<(), Error> {
     let io = |e| Error::Io {
         path: dir.to_owned(),
@@ -172,35 +214,13 @@ fn walk(dir: &Path, recursive: bool, files: &mut Vec<Found>) -> Result<(), Error
     Ok(())
 }
 
-/// Whether a file is read as manifests: `.yaml`, `.yml` and `.json` (kubectl's extensions).
+/// Whether a file is read as manifests: `.yaml`, `.yml` and `.json` (kubectl's extensions),
+/// but never a `.flux.yaml`, which says how to generate them.
 pub fn is_manifest(path: &Path) -> bool {
     matches!(
         path.extension().and_then(|e| e.to_str()),
         Some("yaml" | "yml" | "json")
-    )
-}
-
-/// The objects of files held in memory (a git commit's blobs), each named by its path, its
-/// component that path without the extension; files that are not manifests are skipped. A
-/// file that is not UTF-8 text is an error naming it, as is any object the files hold wrongly.
-pub fn parse_files<'a>(
-    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
-) -> Result<Vec<SourceObject>, Error> {
-    let mut out = Vec::new();
-    for (path, content) in files {
-        let file = Path::new(path);
-        if !is_manifest(file) {
-            continue;
-        }
-        let text = std::str::from_utf8(content).map_err(|e| Error::Source {
-            file: file.to_owned(),
-            line: 1,
-            message: format!("not UTF-8 text: {e}"),
-        })?;
-        let component = file.with_extension("");
-        parse(text, file, &component.to_string_lossy(), &mut out)?;
-    }
-    Ok(out)
+    ) && path.file_name() != Some(std::ffi::OsStr::new(kgc_manifestgen::CONFIG_FILENAME))
 }
 
 fn load_file(file: &Path, component: &str, out: &mut Vec<SourceObject>) -> Result<(), Error> {
@@ -423,7 +443,7 @@ mod tests {
             r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}]}"#,
         );
         write(dir.path(), "README.md", "not a manifest");
-        let objs = load(&[tree(dir.path().to_owned())]).unwrap();
+        let objs = load(&[tree(dir.path().to_owned())], &Options::default()).unwrap();
         let got: Vec<_> = objs
             .iter()
             .map(|o| {
@@ -440,7 +460,7 @@ mod tests {
             path: dir.path().to_owned(),
             recursive: false,
         };
-        let objs = load(&[flat]).unwrap();
+        let objs = load(&[flat], &Options::default()).unwrap();
         assert_eq!(objs.len(), 2);
         assert!(objs.iter().all(|o| o.component == "web"));
     }
@@ -453,9 +473,12 @@ mod tests {
             "bad.yaml",
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: [unclosed\n",
         );
-        let err = load(&[tree(f.clone())]).unwrap_err().to_string();
+        let err = load(&[tree(f.clone())], &Options::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("bad.yaml:"), "{err}");
-        let Error::Source { line, .. } = load(&[tree(dir.path().join("bad.yaml"))]).unwrap_err()
+        let Error::Source { line, .. } =
+            load(&[tree(dir.path().join("bad.yaml"))], &Options::default()).unwrap_err()
         else {
             panic!()
         };
@@ -471,43 +494,26 @@ mod tests {
             "apiVersion: v1\nmetadata: {name: x}\n",
         );
         assert!(
-            load(&[tree(f.clone())])
+            load(&[tree(f.clone())], &Options::default())
                 .unwrap_err()
                 .to_string()
                 .contains("has no kind")
         );
         let f = write(dir.path(), "b.yaml", "apiVersion: v1\nkind: ConfigMap\n");
-        let err = load(&[tree(f.clone())]).unwrap_err().to_string();
+        let err = load(&[tree(f.clone())], &Options::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("b.yaml:1") && err.contains("no metadata.name"),
             "{err}"
         );
         let f = write(dir.path(), "c.yaml", "- 1\n");
         assert!(
-            load(&[tree(f.clone())])
+            load(&[tree(f.clone())], &Options::default())
                 .unwrap_err()
                 .to_string()
                 .contains("must be an object")
         );
-    }
-
-    #[test]
-    fn files_in_memory_are_components_by_path() {
-        let files = [
-            (
-                "deploy/web.yaml",
-                &b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"[..],
-            ),
-            ("deploy/README.md", &b"# not a manifest"[..]),
-        ];
-        let objs = parse_files(files).unwrap();
-        assert_eq!(objs.len(), 1);
-        assert_eq!(objs[0].component, "deploy/web");
-        assert_eq!(objs[0].origin(), "deploy/web.yaml:1");
-        let err = parse_files([("x.yaml", &b"\xff\xfe"[..])]).unwrap_err();
-        assert!(err.to_string().starts_with("x.yaml:1: not UTF-8"), "{err}");
-        let err = parse_files([("bad.yml", &b"kind: [\n"[..])]).unwrap_err();
-        assert!(err.to_string().starts_with("bad.yml:"), "{err}");
     }
 
     #[test]

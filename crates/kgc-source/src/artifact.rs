@@ -24,6 +24,8 @@ pub const MAX_ARTIFACT_BYTES: u64 = 256 << 20;
 const MAX_SYMLINKS: usize = 40;
 /// What kubectl reads from a directory (`kubectl apply -f DIR`: `.json`, `.yaml`, `.yml`).
 const MANIFEST_EXTENSIONS: [&str; 3] = [".yaml", ".yml", ".json"];
+/// Flux v1's manifest generation config (`fluxcd/flux pkg/manifests/configfile.go`).
+const FLUX_CONFIG: &str = ".flux.yaml";
 
 /// One commit's manifests under the source's paths.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,7 +34,8 @@ pub struct Artifact {
     pub revision: String,
     /// The commit's 40-hex id.
     pub commit: String,
-    /// Every `.yaml`/`.yml`/`.json` blob under the paths, recursively, sorted by path.
+    /// Every `.yaml`/`.yml`/`.json` blob under the paths, recursively, and the `.flux.yaml`
+    /// nearest above each directory path, sorted by path.
     pub files: Vec<ManifestFile>,
 }
 
@@ -70,8 +73,11 @@ pub(crate) fn read(
     for path in &roots {
         let components = reader.normalize(path, &[], path, false)?;
         let at = components.join("/");
-        match reader.resolve(root, components, path)? {
-            Node::Tree(tree) => reader.walk(root, tree, &at, &mut blobs)?,
+        match reader.resolve(root, components.clone(), path)? {
+            Node::Tree(tree) => {
+                reader.walk(root, tree, &at, &mut blobs)?;
+                reader.flux_config_above(root, &components, &mut blobs)?;
+            }
             Node::Blob(_) if !is_manifest(&at) => {
                 return Err(reader.manifest_error(path, "not a .yaml, .yml or .json file"));
             }
@@ -144,6 +150,28 @@ impl Reader<'_> {
                         }
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `.flux.yaml` nearest above a directory path, if any, into `blobs`: Flux v1's
+    /// manifest generation applies it to the path (`fluxcd/flux pkg/manifests/configaware.go`),
+    /// so the reader of the artifact must see it (one in the path itself is walked already).
+    fn flux_config_above(
+        &self,
+        root: ObjectId,
+        components: &[String],
+        blobs: &mut BTreeMap<String, ObjectId>,
+    ) -> Result<(), Error> {
+        for depth in (0..=components.len()).rev() {
+            let mut at = components[..depth].to_vec();
+            at.push(FLUX_CONFIG.to_owned());
+            let path = at.join("/");
+            match self.resolve(root, at, &path) {
+                Ok(Node::Blob(blob)) => return self.add(blobs, path, blob),
+                Ok(Node::Tree(_)) | Err(Error::PathNotFound { .. }) => {}
+                Err(e) => return Err(e),
             }
         }
         Ok(())

@@ -61,4 +61,20 @@ pub enum Error {
         revision: String,
         limit: u64,
     },
+    /// A work tree could not be written (see [`crate::GitRepository::fetch_into`]).
+    #[error("writing the work tree of {url} at {revision}: {}", path.display())]
+    WorkTree {
+        url: String,
+        revision: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{url} at {revision}: the work tree would hold more than {files} files or {mib} MiB")]
+    WorkTreeTooLarge {
+        url: String,
+        revision: String,
+        files: usize,
+        mib: u64,
+    },
 }

@@ -7,6 +7,9 @@
 //! the commit's tree in a bare cache repository, without a work tree, so nothing on disk can
 //! drift from the commit and a symlink cannot point outside the repository.
 //!
+//! What must run in a directory (Flux v1's `.flux.yaml` generators) gets a work tree written
+//! from the commit on request ([`GitRepository::fetch_into`]), links out of it removed.
+//!
 //! An incomplete read is an error, never a partial artifact: `kgc sync` prunes what the
 //! artifact no longer has, so a missing path, an unreadable blob or an unknown reference must
 //! stop the run before anything is deleted.
@@ -14,6 +17,7 @@
 
 mod artifact;
 mod auth;
+mod checkout;
 mod error;
 mod fetch;
 mod reference;
@@ -24,6 +28,7 @@ use std::path::Path;
 
 pub use artifact::{Artifact, MAX_ARTIFACT_BYTES, MAX_FILES, MAX_MANIFEST_BYTES, ManifestFile};
 pub use auth::{Auth, redact};
+pub use checkout::{MAX_WORK_TREE_BYTES, MAX_WORK_TREE_FILES};
 pub use error::Error;
 pub use reference::Reference;
 
@@ -53,6 +58,22 @@ impl GitRepository {
             files = artifact.files.len(),
             "git source fetched"
         );
+        Ok(artifact)
+    }
+
+    /// [`fetch`](Self::fetch), and the commit's whole tree written into `work_tree` (an
+    /// existing, empty directory) for what needs real files: `.flux.yaml` generators run in it.
+    /// The artifact still validates the paths and names the revision.
+    pub fn fetch_into(&self, cache_dir: &Path, work_tree: &Path) -> Result<Artifact, Error> {
+        let fetched = fetch::fetch(self, cache_dir)?;
+        let artifact = artifact::read(self, &fetched.repo, fetched.commit)?;
+        checkout::write(
+            self,
+            &fetched.repo,
+            fetched.commit,
+            &artifact.revision,
+            work_tree,
+        )?;
         Ok(artifact)
     }
 }

@@ -534,3 +534,96 @@ fn more_than_the_file_limit_is_an_error() {
         "{err}"
     );
 }
+
+#[test]
+fn a_work_tree_holds_the_whole_commit_and_nothing_outside_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let origin = Origin::new();
+    origin.commit(&[
+        (".flux.yaml", Some(b"version: 1\n")),
+        ("deploy/a.yaml", Some(CM)),
+        ("deploy/gen.sh", Some(b"#!/bin/sh\ncat a.yaml\n")),
+        ("chart/templates/_helpers.tpl", Some(b"{{/* */}}")),
+    ]);
+    let script = origin.path().join("deploy/gen.sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("../deploy/a.yaml", origin.path().join("chart/a.yaml")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", origin.path().join("chart/passwd")).unwrap();
+    std::os::unix::fs::symlink("../..", origin.path().join("chart/up")).unwrap();
+    origin.commit(&[]);
+    origin.commit_entries(&[(
+        "160000",
+        &origin.git(&["rev-parse", "HEAD"]),
+        b"sub".to_vec(),
+    )]);
+
+    let cache = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let artifact = origin
+        .source(main(), &["deploy"])
+        .fetch_into(cache.path(), work.path())
+        .unwrap();
+    assert_eq!(
+        paths(&artifact),
+        [".flux.yaml", "deploy/a.yaml"],
+        "the paths' manifests and the .flux.yaml above them"
+    );
+    let w = work.path();
+    assert_eq!(
+        std::fs::read(w.join(".flux.yaml")).unwrap(),
+        b"version: 1\n"
+    );
+    assert_eq!(
+        std::fs::read(w.join("chart/templates/_helpers.tpl")).unwrap(),
+        b"{{/* */}}"
+    );
+    let mode = std::fs::metadata(w.join("deploy/gen.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111, "executable blobs stay executable");
+    assert_eq!(
+        std::fs::read(w.join("chart/a.yaml")).unwrap(),
+        CM,
+        "a link within is kept"
+    );
+    assert!(
+        std::fs::symlink_metadata(w.join("chart/passwd")).is_err(),
+        "a link outside is not"
+    );
+    assert!(std::fs::symlink_metadata(w.join("chart/up")).is_err());
+    assert!(w.join("sub").is_dir(), "a submodule is an empty directory");
+    assert_eq!(std::fs::read_dir(w.join("sub")).unwrap().count(), 0);
+    assert!(!w.join(".git").exists());
+}
+
+#[test]
+fn the_flux_config_nearest_above_a_path_is_in_its_artifact() {
+    let origin = Origin::new();
+    origin.commit(&[
+        (".flux.yaml", Some(b"version: 1\n")),
+        ("staging/app/a.yaml", Some(CM)),
+        ("yamls/.flux.yaml", Some(b"version: 1\nscanForFiles: {}\n")),
+        ("yamls/deep/b.yaml", Some(CM)),
+    ]);
+    let cache = tempfile::tempdir().unwrap();
+    let fetch = |p: &[&str]| origin.source(main(), p).fetch(cache.path()).unwrap();
+    assert_eq!(
+        paths(&fetch(&["staging/app"])),
+        [".flux.yaml", "staging/app/a.yaml"]
+    );
+    assert_eq!(
+        paths(&fetch(&["yamls/deep"])),
+        ["yamls/.flux.yaml", "yamls/deep/b.yaml"],
+        "only the nearest"
+    );
+    assert_eq!(
+        paths(&fetch(&["yamls"])),
+        ["yamls/.flux.yaml", "yamls/deep/b.yaml"]
+    );
+    assert_eq!(
+        paths(&fetch(&["staging/app/a.yaml"])),
+        ["staging/app/a.yaml"],
+        "a file path has none"
+    );
+}

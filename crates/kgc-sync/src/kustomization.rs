@@ -43,6 +43,9 @@ pub struct Kustomization {
     /// How long a fetch may take (Flux's GitRepository `spec.timeout`, 60 s by default): a
     /// stalled transfer fails the run, which then prunes nothing, instead of hanging the loop.
     pub fetch_timeout: Duration,
+    /// Run the generators of `.flux.yaml` files (Flux v1's `--manifest-generation`), in a
+    /// temporary work tree of the revision; without it a path that one applies to is refused.
+    pub manifest_generation: bool,
 }
 
 /// What one run did.
@@ -230,9 +233,14 @@ impl Kustomization {
         let repo = self.source.clone();
         let cache = self.cache_dir.clone();
         let url = kgc_source::redact(&self.source.url).into_owned();
+        // The revision is read from its files on disk, removed when the run ends: kustomizations
+        // read files beside their manifests, and generators run commands in the tree. The same
+        // reader as `kgc apply DIR`, so what `kgc build` prints of a checkout is what syncs.
+        let work = tempfile::tempdir().map_err(|source| (None, Error::WorkTree { source }))?;
+        let into = work.path().to_owned();
         // A blocking fetch cannot be cancelled: on a timeout its thread is left to finish or
         // fail on its own (holding the URL's cache lock, so the next fetch waits behind it).
-        let fetch = tokio::task::spawn_blocking(move || repo.fetch(&cache));
+        let fetch = tokio::task::spawn_blocking(move || repo.fetch_into(&cache, &into));
         let artifact = match tokio::time::timeout(self.fetch_timeout, fetch).await {
             Ok(Ok(Ok(a))) => a,
             Ok(Ok(Err(source))) => return Err((None, Error::Fetch { url, source })),
@@ -257,13 +265,20 @@ impl Kustomization {
                 },
             )
         };
-        let sources = kgc_prune::source::parse_files(
-            artifact
-                .files
-                .iter()
-                .map(|f| (f.path.as_str(), f.content.as_slice())),
-        )
-        .map_err(deploy)?;
+        // Generators and kustomize builds block for as long as they run: off the runtime's
+        // threads.
+        let paths = self.source.paths.clone();
+        let generate = self.manifest_generation;
+        let read = tokio::task::spawn_blocking(move || {
+            crate::work_tree::read(work.path(), &paths, generate)
+        });
+        let sources = read
+            .await
+            .map_err(|source| {
+                let revision = revision.clone();
+                (Some(revision.clone()), Error::ReadTask { revision, source })
+            })?
+            .map_err(deploy)?;
         let cluster = ApiServer::connect(client.clone()).await.map_err(deploy)?;
         let prepared = executor::prepare(
             &cluster,
@@ -416,6 +431,7 @@ mod tests {
             cache_dir: PathBuf::new(),
             interval: Duration::from_secs(60),
             wait: None,
+            manifest_generation: false,
         };
         assert_eq!(
             k.describe_source(),

@@ -15,6 +15,7 @@ pub mod kustomization;
 pub mod metrics;
 pub mod record;
 pub mod schedule;
+pub mod work_tree;
 
 pub use backoff::Backoff;
 pub use kustomization::{Kustomization, Run};
@@ -39,6 +40,15 @@ pub enum Error {
     #[error("fetching {url}: the fetch task failed")]
     FetchTask {
         url: String,
+        source: tokio::task::JoinError,
+    },
+    /// No temporary directory for the revision's work tree (`--manifest-generation`).
+    #[error("creating a temporary work tree")]
+    WorkTree { source: std::io::Error },
+    /// The task reading the work tree (running generators) failed.
+    #[error("revision {revision}: reading the work tree failed")]
+    ReadTask {
+        revision: String,
         source: tokio::task::JoinError,
     },
     /// The revision's manifests could not be read, or the engine refused or failed the run.

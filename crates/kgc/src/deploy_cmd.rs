@@ -93,6 +93,11 @@ pub struct Target {
     /// Take over objects that another app, environment or tag owns.
     #[arg(long)]
     pub(crate) force_ownership: bool,
+    /// Run the generators of a `.flux.yaml` at or above a directory and read their output
+    /// instead of its files (Flux v1's manifest generation); without it such a directory is
+    /// refused.
+    #[arg(long)]
+    pub(crate) manifest_generation: bool,
     #[command(flatten)]
     pub(crate) adopt: AdoptFlags,
     #[command(flatten)]
@@ -292,6 +297,7 @@ pub(crate) struct Resolved {
     pub(crate) filters: Filters,
     pub(crate) force_ownership: bool,
     pub(crate) adopt: Option<Adopt>,
+    pub(crate) manifest_generation: bool,
     pub(crate) throttle: kgc_client::throttle::Throttle,
     /// `kgc sync`'s source from the project file (the environment's over the top's).
     pub(crate) sync: SyncSource,
@@ -471,6 +477,7 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
         },
         force_ownership: t.force_ownership,
         adopt: t.adopt.adopt(),
+        manifest_generation: t.manifest_generation,
         throttle: t.rate_limit.throttle(crate::rate_limit::DEPLOY),
         sync: env.sync.over(&project.sync),
         qbec,
@@ -514,7 +521,11 @@ pub(crate) fn read_sources(r: &Resolved) -> anyhow::Result<Vec<SourceObject>> {
     if let Some(q) = &r.qbec {
         return q.render();
     }
-    Ok(source::load(&r.inputs)?)
+    let options = source::Options {
+        manifest_generation: r.manifest_generation,
+        ..source::Options::default()
+    };
+    Ok(source::load(&r.inputs, &options)?)
 }
 
 #[derive(clap::Args)]

@@ -153,6 +153,11 @@ struct RunArgs {
     /// Take over objects that another app or environment owns.
     #[arg(long)]
     force_ownership: bool,
+    /// Run the generators of a `.flux.yaml` at or above a synced path, in a temporary checkout
+    /// of the revision, and sync their output instead of the path's files (Flux v1's manifest
+    /// generation); without it such a path is refused.
+    #[arg(long)]
+    manifest_generation: bool,
     #[command(flatten)]
     adopt: deploy_cmd::AdoptFlags,
     #[command(flatten)]
@@ -261,6 +266,7 @@ async fn sync(args: RunArgs) -> anyhow::Result<()> {
         interval: args.interval(&r.sync)?,
         wait: args.limits.wait.then_some(args.limits.timeout),
         fetch_timeout: args.fetch_timeout,
+        manifest_generation: args.manifest_generation,
     };
     if args.once {
         return once(&k, &client, &args).await;

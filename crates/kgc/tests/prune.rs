@@ -1137,3 +1137,69 @@ async fn without_wait_an_accepted_delete_exits_0() {
         "{err}"
     );
 }
+
+/// Flux v1's manifest generation on `kgc apply DIR`: a `.flux.yaml` (here `patchUpdated`) is
+/// refused without `--manifest-generation`; with it, its generator's output, patched by its
+/// patch file, replaces the directory's files.
+#[tokio::test]
+async fn a_flux_yaml_directory_is_generated_only_with_manifest_generation() {
+    let (s, ns) = setup("fluxyaml").await;
+    let p = Project::new(&s, "shop", "prod", &ns);
+    p.write(
+        ".flux.yaml",
+        "version: 1\npatchUpdated:\n  generators:\n  - command: cat generated.txt\n  patchFile: flux-patch.yaml\n",
+    );
+    p.write(
+        "generated.txt",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: generated}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata: {k: generated}\n",
+    );
+    p.write(
+        "flux-patch.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata: {k: patched}\n",
+    );
+    let out = p.kgc("apply", &[]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            ".flux.yaml: manifest generation is disabled; pass --manifest-generation to run its generators"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        names(&s, "configmaps", Some(&ns))
+            .await
+            .iter()
+            .all(|n| n != "a")
+    );
+
+    p.apply(&["--manifest-generation"], 0).await;
+    let data = async |name: &str| {
+        s.kubectl_ok(&[
+            "get",
+            "configmap",
+            name,
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.data.k}",
+        ])
+        .await
+    };
+    assert_eq!(data("a").await.trim(), "generated");
+    assert_eq!(data("b").await.trim(), "patched");
+
+    // A generator that fails leaves everything in place.
+    p.write(
+        ".flux.yaml",
+        "version: 1\ncommandUpdated: {generators: [{command: 'echo no chart >&2; exit 2'}]}\n",
+    );
+    let out = p.kgc("apply", &["--manifest-generation"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("failed with exit code 2; stderr: no chart"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(data("b").await.trim(), "patched");
+}

@@ -842,4 +842,106 @@ async fn a_sync_that_waits_records_the_sets_health() {
     // A run that does not wait does not judge health: the record drops it.
     set.once(repo.path(), &[], 0).await;
     assert!(set.status().await["health"].is_null());
+/// A generator (at the repository's root, run in the synced path) that prints a ConfigMap for
+/// each word of the path's `names` file, and fails when one of them is `FAIL`.
+const GENERATOR: &str = r#"#!/bin/sh
+if grep -qw FAIL names; then echo "chart shop not found" >&2; exit 7; fi
+for n in $(cat names); do
+  printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {k: generated}\n---\n' "$n"
+done
+"#;
+
+impl Repo {
+    fn executable(&self, file: &str, text: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        self.write(file, text);
+        let p = self.path().join(file);
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn flux_yaml_generators_run_only_with_manifest_generation_and_prune_what_they_stop_printing()
+{
+    let s = Server::start().await;
+    let set = Set::new(&s, "sync-fluxyaml").await;
+    let repo = Repo::new();
+    // fluxd's layout: one .flux.yaml at the top serves every path below it.
+    repo.write(
+        ".flux.yaml",
+        "version: 1\ncommandUpdated:\n  generators:\n  - command: ../generate.sh\n",
+    );
+    repo.executable("generate.sh", GENERATOR);
+    repo.write("deploy/names", "a b c\n");
+    // Generated paths are not read: this file is never applied.
+    repo.write("deploy/plain.yaml", &cm("plain", "1"));
+    repo.commit("generated");
+    let path = ["--path", "deploy"];
+    let with_flag = ["--path", "deploy", "--manifest-generation"];
+
+    let out = set.once(repo.path(), &path, 1).await;
+    let err = out.as_str().unwrap_or_default();
+    assert!(
+        err.contains(
+            ".flux.yaml: manifest generation is disabled; pass --manifest-generation to run its generators"
+        ),
+        "{err}"
+    );
+    assert!(set.configmaps(&s).await.is_empty(), "something was applied");
+    assert_eq!(set.status().await["outcome"], "Failed");
+
+    set.once(repo.path(), &with_flag, 0).await;
+    assert_eq!(set.configmaps(&s).await, ["a", "b", "c"]);
+    let component = s
+        .kubectl_ok(&[
+            "get",
+            "configmap",
+            "a",
+            "-n",
+            &set.ns,
+            "-o",
+            "jsonpath={.metadata.annotations.kgc\\.io/component}",
+        ])
+        .await;
+    assert_eq!(component.trim(), "deploy/.flux");
+
+    // The generator stops printing b: b is pruned.
+    repo.write("deploy/names", "a c\n");
+    repo.commit("without b");
+    let report = set.once(repo.path(), &with_flag, 0).await;
+    assert_eq!(deleted(&report), ["b"]);
+    assert_eq!(set.configmaps(&s).await, ["a", "c"]);
+
+    // A failing generator: its exit code and stderr reported, nothing applied or pruned.
+    repo.write("deploy/names", "FAIL\n");
+    let failing = repo.commit("failing generator");
+    let out = set.once(repo.path(), &with_flag, 1).await;
+    let err = out.as_str().unwrap_or_default();
+    assert!(
+        err.contains(
+            "generator \"../generate.sh\" failed with exit code 7; stderr: chart shop not found"
+        ),
+        "{err}"
+    );
+    assert_eq!(set.configmaps(&s).await, ["a", "c"]);
+    let st = set.status().await;
+    assert_eq!(
+        st["attempted_revision"],
+        format!("main@sha1:{failing}"),
+        "{st}"
+    );
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("chart shop not found"),
+        "{st}"
+    );
+
+    // scanForFiles below resets the path to its files.
+    repo.write("deploy/.flux.yaml", "version: 1\nscanForFiles: {}\n");
+    repo.commit("plain files");
+    let report = set.once(repo.path(), &path, 0).await;
+    assert_eq!(deleted(&report), ["a", "c"]);
+    assert_eq!(set.configmaps(&s).await, ["plain"]);
 }
