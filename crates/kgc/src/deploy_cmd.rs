@@ -455,7 +455,12 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
         .unwrap_or_default();
     let identity = Identity::new(&app, &env_name, t.tag.as_deref())?;
     let qbec = qbec.map(|q| q.into_source(&env_name, t.tag.as_deref()));
-    let inputs = inputs(t, &project, project_path.as_deref(), need_paths && qbec.is_none())?;
+    let inputs = inputs(
+        t,
+        &project,
+        project_path.as_deref(),
+        need_paths && qbec.is_none(),
+    )?;
     let context_origin = match (&t.context, &env.context, &project_path) {
         (None, Some(_), Some(p)) => Some(format!("{} (environment {env_name})", p.display())),
         _ => None,
@@ -568,7 +573,11 @@ pub async fn build(args: BuildArgs) -> anyhow::Result<()> {
     } else {
         let (project_path, project) = load_project(t)?;
         let inputs = inputs(t, &project, project_path.as_deref(), true)?;
-        source::load(&inputs)?
+        let options = source::Options {
+            manifest_generation: t.manifest_generation,
+            ..source::Options::default()
+        };
+        source::load(&inputs, &options)?
             .into_iter()
             .map(|s| s.object)
             .collect()

@@ -842,6 +842,8 @@ async fn a_sync_that_waits_records_the_sets_health() {
     // A run that does not wait does not judge health: the record drops it.
     set.once(repo.path(), &[], 0).await;
     assert!(set.status().await["health"].is_null());
+}
+
 /// A generator (at the repository's root, run in the synced path) that prints a ConfigMap for
 /// each word of the path's `names` file, and fails when one of them is `FAIL`.
 const GENERATOR: &str = r#"#!/bin/sh
