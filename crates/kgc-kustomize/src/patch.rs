@@ -172,7 +172,7 @@ pub fn apply_patches_strategic_merge(
                     field: "documents".to_owned(),
                 };
                 let docs = serde_saphyr::from_multiple::<Value>(&text)
-                    .map_err(|e| source.error(first_line(&e)))?;
+                    .map_err(|e| source.error(crate::error::first_line(&e.to_string())))?;
                 (source, docs)
             }
         };
@@ -273,11 +273,6 @@ fn is_resource(doc: &Value) -> bool {
     has("/kind") && has("/metadata/name")
 }
 
-/// The first line of a YAML parser's message (the rest draws the offending line).
-fn first_line(e: &impl std::fmt::Display) -> String {
-    e.to_string().lines().next().unwrap_or_default().to_owned()
-}
-
 /// A YAML list is a JSON patch; mappings are strategic merge patches.
 fn parse(text: &str, source: &Source) -> Result<Loaded, Error> {
     // Text that opens a list is JSON to kustomize (`jsonPatchFromBytes`), not YAML: a flow
@@ -293,7 +288,7 @@ fn parse(text: &str, source: &Source) -> Result<Loaded, Error> {
     let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| {
         source.error(format!(
             "unable to parse SM or JSON patch: {}",
-            first_line(&e)
+            crate::error::first_line(&e.to_string())
         ))
     })?;
     let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
@@ -395,7 +390,10 @@ fn patch_selected(
         // The patch takes the target's apiVersion, and its kind unless it names one.
         let mut patch = patch.clone();
         if let Value::Object(p) = &mut patch {
-            p.insert("apiVersion".into(), Value::String(api_version.clone()));
+            // A target without an apiVersion gains none (kustomize's `examples/breakfast`).
+            if !api_version.is_empty() {
+                p.insert("apiVersion".into(), Value::String(api_version.clone()));
+            }
             if p.get("kind")
                 .and_then(Value::as_str)
                 .is_none_or(str::is_empty)
