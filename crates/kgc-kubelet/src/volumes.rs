@@ -7,6 +7,10 @@
 
 use k8s_openapi::api::core::v1::PodSpec;
 
+/// The ConfigMap of the cluster's CA that ServiceAccount admission projects into every pod
+/// (upstream `pkg/controller/certificates/rootcacertpublisher`).
+const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";
+
 /// An object a pod's volume needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Needed {
@@ -47,8 +51,12 @@ pub fn needed(spec: &PodSpec) -> Vec<(String, Needed)> {
             {
                 out.push((name.clone(), Needed::Secret(s.name.clone())));
             }
+            // The service-account volume's CA bundle is published only by a server that has a
+            // CA (`kgc serve` over plain HTTP has none, and its root-CA publisher says so): a
+            // simulated pod mounts it empty rather than never starting.
             if let Some(c) = &source.config_map
                 && c.optional != Some(true)
+                && c.name != ROOT_CA_CONFIG_MAP
             {
                 out.push((name.clone(), Needed::ConfigMap(c.name.clone())));
             }

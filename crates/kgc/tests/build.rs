@@ -310,3 +310,43 @@ async fn apply_of_an_overlay_prunes_the_rotated_generated_configmap() {
         .await;
     assert_eq!(env_from.trim(), after);
 }
+
+/// A kustomization that cannot be built (a resource file gone) fails `kgc apply` in one line
+/// naming the file, before anything is written: nothing applied, nothing pruned.
+#[tokio::test]
+async fn a_broken_kustomization_applies_and_prunes_nothing() {
+    let s = Server::start().await;
+    let repo = tempfile::tempdir().expect("a repository");
+    repository(repo.path());
+    let ns = "web-dev";
+    s.kubectl_ok(&["create", "namespace", ns]).await;
+    let apply = || async {
+        let mut c = tokio::process::Command::from(Kgc::command());
+        c.current_dir(repo.path())
+            .args(["apply", "overlays/dev", "--app", "web", "--env", "dev", "-n", ns])
+            .arg("--kubeconfig")
+            .arg(s.kubeconfig_path())
+            .env("RUST_LOG", "off")
+            .kill_on_drop(true);
+        tokio::time::timeout(Duration::from_secs(120), c.output())
+            .await
+            .expect("kgc finished within 120 s")
+            .expect("running kgc")
+    };
+    let out = apply().await;
+    assert!(out.status.success(), "kgc apply: {}", text(&out.stderr));
+    let listed = || async {
+        s.kubectl_ok(&["get", "deployments,services,configmaps,secrets", "-n", ns, "-o", "name"])
+            .await
+    };
+    let before = listed().await;
+    assert!(before.contains("service/dev-web"), "{before}");
+
+    std::fs::remove_file(repo.path().join("base/service.yaml")).expect("removing a resource");
+    let out = apply().await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("service.yaml"), "{err}");
+    assert_eq!(listed().await, before, "nothing applied, nothing pruned");
+}

@@ -947,3 +947,60 @@ async fn flux_yaml_generators_run_only_with_manifest_generation_and_prune_what_t
     assert_eq!(deleted(&report), ["a", "c"]);
     assert_eq!(set.configmaps(&s).await, ["plain"]);
 }
+
+/// A kustomize overlay synced from git (issue 29): built natively as `kgc apply` builds it, an
+/// unchanged re-sync writes nothing, and a generator's new data rotates its hash suffix: the
+/// new ConfigMap is created, the Deployment points at it and the old one is pruned.
+#[tokio::test]
+async fn a_kustomize_overlay_syncs_and_its_rotated_configmap_is_pruned() {
+    let s = Server::start().await;
+    let set = Set::new(&s, "sync-kustomize").await;
+    let repo = Repo::new();
+    repo.write(
+        "base/kustomization.yaml",
+        "resources: [deployment.yaml]\nconfigMapGenerator:\n- name: settings\n  literals: [MODE=one]\n",
+    );
+    repo.write(
+        "base/deployment.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: web\n        image: nginx\n        envFrom: [{configMapRef: {name: settings}}]\n",
+    );
+    repo.write(
+        "deploy/kustomization.yaml",
+        "namePrefix: prod-\nresources: [../base]\n",
+    );
+    repo.commit("an overlay");
+    set.once(repo.path(), &["--path", "deploy"], 0).await;
+    let first = set.configmaps(&s).await;
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert!(first[0].starts_with("prod-settings-"), "{first:?}");
+
+    let before = store_revision(&s.client()).await;
+    set.once(repo.path(), &["--path", "deploy"], 0).await;
+    assert_eq!(
+        store_revision(&s.client()).await,
+        before,
+        "an unchanged re-sync of a kustomization wrote"
+    );
+
+    repo.write(
+        "base/kustomization.yaml",
+        "resources: [deployment.yaml]\nconfigMapGenerator:\n- name: settings\n  literals: [MODE=two]\n",
+    );
+    repo.commit("new settings");
+    let report = set.once(repo.path(), &["--path", "deploy"], 0).await;
+    let now = set.configmaps(&s).await;
+    assert_eq!(now.len(), 1, "the rotated ConfigMap is pruned: {now:?} {report}");
+    assert_ne!(now, first);
+    let env_from = s
+        .kubectl_ok(&[
+            "get",
+            "deployment",
+            "prod-web",
+            "-n",
+            &set.ns,
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].envFrom[0].configMapRef.name}",
+        ])
+        .await;
+    assert_eq!(env_from.trim(), now[0]);
+}
