@@ -323,7 +323,16 @@ async fn a_broken_kustomization_applies_and_prunes_nothing() {
     let apply = || async {
         let mut c = tokio::process::Command::from(Kgc::command());
         c.current_dir(repo.path())
-            .args(["apply", "overlays/dev", "--app", "web", "--env", "dev", "-n", ns])
+            .args([
+                "apply",
+                "overlays/dev",
+                "--app",
+                "web",
+                "--env",
+                "dev",
+                "-n",
+                ns,
+            ])
             .arg("--kubeconfig")
             .arg(s.kubeconfig_path())
             .env("RUST_LOG", "off")
@@ -336,8 +345,15 @@ async fn a_broken_kustomization_applies_and_prunes_nothing() {
     let out = apply().await;
     assert!(out.status.success(), "kgc apply: {}", text(&out.stderr));
     let listed = || async {
-        s.kubectl_ok(&["get", "deployments,services,configmaps,secrets", "-n", ns, "-o", "name"])
-            .await
+        s.kubectl_ok(&[
+            "get",
+            "deployments,services,configmaps,secrets",
+            "-n",
+            ns,
+            "-o",
+            "name",
+        ])
+        .await
     };
     let before = listed().await;
     assert!(before.contains("service/dev-web"), "{before}");

@@ -449,7 +449,19 @@ async fn a_retain_policy_removes_earlier_references_and_keeps_the_claims() {
 #[tokio::test]
 async fn should_perform_rolling_updates_and_roll_backs_of_template_modifications() {
     let f = fixture("rolling").await;
-    f.create(&web(3, json!({"revisionHistoryLimit": 1}))).await;
+    let mut set = web(3, json!({"revisionHistoryLimit": 1}));
+    // Each old pod takes its 1 s grace period to stop (simulated pods stop at once by
+    // default), so that the order of replacement can be observed.
+    set.spec
+        .template
+        .metadata
+        .get_or_insert_default()
+        .annotations = Some(
+        [("kgc.io/stop-after".to_owned(), "1s".to_owned())]
+            .into_iter()
+            .collect(),
+    );
+    f.create(&set).await;
     f.all_ready(3).await;
     let first = f.status().await.update_revision.expect("a revision");
 

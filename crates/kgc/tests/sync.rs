@@ -776,7 +776,7 @@ async fn what_a_sync_says_is_about_its_own_run() {
             key_end + l[key_end..].len() - l[key_end..].trim_start().len()
         })
         .collect();
-    assert_eq!(starts.len(), 9, "{table}");
+    assert_eq!(starts.len(), 10, "{table}");
     assert!(starts.iter().all(|&c| c == starts[0]), "{table}");
     assert!(table.contains("\nLAST CHANGE   "), "{table}");
 }
@@ -989,7 +989,11 @@ async fn a_kustomize_overlay_syncs_and_its_rotated_configmap_is_pruned() {
     repo.commit("new settings");
     let report = set.once(repo.path(), &["--path", "deploy"], 0).await;
     let now = set.configmaps(&s).await;
-    assert_eq!(now.len(), 1, "the rotated ConfigMap is pruned: {now:?} {report}");
+    assert_eq!(
+        now.len(),
+        1,
+        "the rotated ConfigMap is pruned: {now:?} {report}"
+    );
     assert_ne!(now, first);
     let env_from = s
         .kubectl_ok(&[
