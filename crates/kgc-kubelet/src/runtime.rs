@@ -75,9 +75,10 @@ pub struct Behaviour {
 
 /// The exit code of a container killed at the end of its grace period (SIGKILL).
 pub const KILLED: i32 = 137;
-/// The exit code of a container that stopped on SIGTERM within its grace period, as nginx
-/// and most images do.
-pub const STOPPED: i32 = 0;
+/// The exit code of a container that stopped on SIGTERM within its grace period: 128 + 15, a
+/// process ended by the signal, as the runtime reports it. Not 0: a Job's pod deleted while it
+/// runs must end Failed (the Job counts it failed), not race to Succeeded.
+pub const STOPPED: i32 = 143;
 
 /// When a deleted pod's containers stop, and with which exit code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
