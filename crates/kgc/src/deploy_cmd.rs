@@ -1094,7 +1094,7 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use clap::Parser;
 
@@ -1104,7 +1104,8 @@ mod tests {
         target: Target,
     }
 
-    fn target(args: &[&str]) -> Target {
+    /// The deploy commands' target as the arguments give it.
+    pub(crate) fn target(args: &[&str]) -> Target {
         Cli::parse_from(std::iter::once("kgc").chain(args.iter().copied())).target
     }
 

@@ -244,18 +244,8 @@ fn context_for_server(kubeconfig: Option<&Path>, server: &str) -> anyhow::Result
 
 #[cfg(test)]
 mod tests {
-    use crate::deploy_cmd::{Target, read_sources, resolve};
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        target: Target,
-    }
-
-    fn target(args: &[&str]) -> Target {
-        Cli::parse_from(std::iter::once("kgc").chain(args.iter().copied())).target
-    }
+    use crate::deploy_cmd::tests::target;
+    use crate::deploy_cmd::{read_sources, resolve};
 
     #[test]
     fn a_qbec_app_stands_in_for_the_project_file() {

@@ -231,6 +231,23 @@ fn kgc_build_refuses_remote_bases_in_one_line() {
     assert!(out.stdout.is_empty());
 }
 
+/// `kgc apply overlays/ENV --app web --env ENV -n NS` in `repo` against `s`.
+async fn apply_overlay(s: &Server, repo: &Path, env: &str, ns: &str) -> Output {
+    let mut c = tokio::process::Command::from(Kgc::command());
+    c.current_dir(repo)
+        .arg("apply")
+        .arg(format!("overlays/{env}"))
+        .args(["--app", "web", "--env", env, "-n", ns])
+        .arg("--kubeconfig")
+        .arg(s.kubeconfig_path())
+        .env("RUST_LOG", "off")
+        .kill_on_drop(true);
+    tokio::time::timeout(Duration::from_secs(120), c.output())
+        .await
+        .expect("kgc finished within 120 s")
+        .expect("running kgc")
+}
+
 /// `kgc apply` of a kustomize overlay, then of the same overlay with a generator's literal
 /// changed: the ConfigMap under the old hash is pruned, the Deployment names the new one.
 #[tokio::test]
@@ -241,26 +258,7 @@ async fn apply_of_an_overlay_prunes_the_rotated_generated_configmap() {
     let ns = "web-staging";
     s.kubectl_ok(&["create", "namespace", ns]).await;
     let apply = || async {
-        let mut c = tokio::process::Command::from(Kgc::command());
-        c.current_dir(repo.path())
-            .args([
-                "apply",
-                "overlays/staging",
-                "--app",
-                "web",
-                "--env",
-                "staging",
-                "-n",
-                ns,
-            ])
-            .arg("--kubeconfig")
-            .arg(s.kubeconfig_path())
-            .env("RUST_LOG", "off")
-            .kill_on_drop(true);
-        let out = tokio::time::timeout(Duration::from_secs(120), c.output())
-            .await
-            .expect("kgc finished within 120 s")
-            .expect("running kgc");
+        let out = apply_overlay(&s, repo.path(), "staging", ns).await;
         assert!(out.status.success(), "kgc apply: {}", text(&out.stderr));
     };
     let generated = |built: &str| -> String {
@@ -320,28 +318,7 @@ async fn a_broken_kustomization_applies_and_prunes_nothing() {
     repository(repo.path());
     let ns = "web-dev";
     s.kubectl_ok(&["create", "namespace", ns]).await;
-    let apply = || async {
-        let mut c = tokio::process::Command::from(Kgc::command());
-        c.current_dir(repo.path())
-            .args([
-                "apply",
-                "overlays/dev",
-                "--app",
-                "web",
-                "--env",
-                "dev",
-                "-n",
-                ns,
-            ])
-            .arg("--kubeconfig")
-            .arg(s.kubeconfig_path())
-            .env("RUST_LOG", "off")
-            .kill_on_drop(true);
-        tokio::time::timeout(Duration::from_secs(120), c.output())
-            .await
-            .expect("kgc finished within 120 s")
-            .expect("running kgc")
-    };
+    let apply = || apply_overlay(&s, repo.path(), "dev", ns);
     let out = apply().await;
     assert!(out.status.success(), "kgc apply: {}", text(&out.stderr));
     let listed = || async {
