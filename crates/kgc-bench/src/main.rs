@@ -900,8 +900,9 @@ fn default_kgc() -> anyhow::Result<PathBuf> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    // Absolute: some parts run it from their own working directory.
     let kgc = match &cli.kgc {
-        Some(p) => p.clone(),
+        Some(p) => std::path::absolute(p).context("resolving --kgc")?,
         None => default_kgc()?,
     };
     if !kgc.is_file() {
