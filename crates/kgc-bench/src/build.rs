@@ -78,7 +78,7 @@ fn qbec_app(root: &Path) -> anyhow::Result<()> {
     write(
         root,
         "qbec.yaml",
-        "apiVersion: qbec.io/v1alpha1\nkind: App\nmetadata:\n  name: bench\nspec:\n  libPaths: [lib]\n  vars:\n    external:\n    - name: replicas\n      default: 2\n  environments:\n    dev:\n      defaultNamespace: dev\n      server: https://127.0.0.1:6443\n    prod:\n      defaultNamespace: prod\n      server: https://127.0.0.1:6443\n",
+        "apiVersion: qbec.io/v1alpha1\nkind: App\nmetadata:\n  name: bench\nspec:\n  libPaths: [lib]\n  vars:\n    external:\n    - name: replicas\n      default: 2\n  environments:\n    dev:\n      defaultNamespace: dev\n      context: bench\n    prod:\n      defaultNamespace: prod\n      context: bench\n",
     )?;
     write(
         root,
