@@ -357,7 +357,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     let disabled = args
         .selection
-        .disabled(crate::controllers::OFF_AGAINST_A_CLUSTER)
+        .disabled(&crate::controllers::off_against_a_cluster())
         .map_err(anyhow::Error::msg)?;
     let leader = Gauge::default();
     registry.register(

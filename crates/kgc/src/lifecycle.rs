@@ -84,8 +84,7 @@ impl LifecycleArgs {
 
     /// Whether any lifecycle collector is enabled.
     pub fn any_enabled(disabled: &[String]) -> bool {
-        kgc_lifecycle::COLLECTORS
-            .iter()
+        crate::controllers::of(crate::controllers::Part::Lifecycle)
             .any(|c| !disabled.iter().any(|d| d == c))
     }
 
