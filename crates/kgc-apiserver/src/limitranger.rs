@@ -111,16 +111,9 @@ fn check(gr: &GroupResource, target: Target, ranges: &[Value], obj: &Value) -> R
     Ok(())
 }
 
-/// `utilerrors.NewAggregate(...).Error()`: one message as is, several (repeats removed) in
-/// brackets.
-fn aggregate(mut errs: Vec<String>) -> Option<String> {
-    let mut seen = std::collections::HashSet::new();
-    errs.retain(|e| seen.insert(e.clone()));
-    match errs.len() {
-        0 => None,
-        1 => errs.pop(),
-        _ => Some(format!("[{}]", errs.join(", "))),
-    }
+/// `utilerrors.NewAggregate(...).Error()` of the messages, when there are any.
+fn aggregate(errs: Vec<String>) -> Option<String> {
+    (!errs.is_empty()).then(|| kgc_meta::validation::join_aggregate(errs))
 }
 
 /// The range's items of one type.
@@ -171,8 +164,8 @@ fn set_defaults(range: &Value, pod: &mut Value) {
         };
         for c in containers.iter_mut().filter(|c| c.is_object()) {
             let cname = c["name"].as_str().unwrap_or_default().to_owned();
-            let set_requests = merge(&mut c["resources"]["requests"], &requests);
-            let set_limits = merge(&mut c["resources"]["limits"], &limits);
+            let set_requests = merge(c, "requests", &requests);
+            let set_limits = merge(c, "limits", &limits);
             if !set_requests.is_empty() {
                 notes.push(format!(
                     "{} request for {prefix} {cname}",
@@ -198,8 +191,16 @@ fn set_defaults(range: &Value, pod: &mut Value) {
         Value::from(format!("LimitRanger plugin set: {}", notes.join("; ")));
 }
 
-/// Fills the keys of `defaults` that `into` lacks; returns them, sorted.
-fn merge(into: &mut Value, defaults: &Map<String, Value>) -> Vec<String> {
+/// Fills the keys of `defaults` that the container's `resources.<field>` lacks; returns them,
+/// sorted.
+fn merge(container: &mut Value, field: &str, defaults: &Map<String, Value>) -> Vec<String> {
+    if defaults.is_empty() {
+        return Vec::new();
+    }
+    if !container["resources"].is_object() {
+        container["resources"] = Value::Object(Map::new());
+    }
+    let into = &mut container["resources"][field];
     if !into.is_object() {
         *into = Value::Object(Map::new());
     }
@@ -207,9 +208,9 @@ fn merge(into: &mut Value, defaults: &Map<String, Value>) -> Vec<String> {
         return Vec::new();
     };
     let mut set: Vec<String> = defaults
-        .iter()
-        .filter(|(k, _)| !m.contains_key(*k))
-        .map(|(k, _)| k.clone())
+        .keys()
+        .filter(|k| !m.contains_key(*k))
+        .cloned()
         .collect();
     for k in &set {
         m.insert(k.clone(), defaults[k].clone());
@@ -238,15 +239,17 @@ fn pod_errors(range: &Value, pod: &Value) -> Vec<String> {
             }
             Some("Pod") => {
                 let (requests, limits) = (pod_total(spec, "requests"), pod_total(spec, "limits"));
-                let borrow = |l: &[(String, Quantity)]| -> Vec<(&str, Quantity)> {
-                    l.iter().map(|(n, q)| (n.as_str(), q.clone())).collect()
-                };
                 bounds(item, "Pod", &borrow(&requests), &borrow(&limits), &mut errs);
             }
             _ => {}
         }
     }
     errs
+}
+
+/// A list of owned names as the borrowed pairs the checks take.
+fn borrow(list: &[(String, Quantity)]) -> Vec<(&str, Quantity)> {
+    list.iter().map(|(n, q)| (n.as_str(), q.clone())).collect()
 }
 
 /// `PersistentVolumeClaimValidateLimitFunc`: the claim's requests against `min` and `max` (its

@@ -47,17 +47,17 @@ impl Options {
         let mut errs = Vec::new();
         let tail = query.int("tailLines")?;
         if let Some(t) = tail.filter(|t| *t < 0) {
-            errs.push(FieldError::invalid(
+            errs.push(FieldError::invalid_value(
                 "tailLines",
-                t.to_string(),
+                &Value::from(t),
                 "must be greater than or equal to 0",
             ));
         }
         let limit = query.int("limitBytes")?;
         if let Some(l) = limit.filter(|l| *l < 1) {
-            errs.push(FieldError::invalid(
+            errs.push(FieldError::invalid_value(
                 "limitBytes",
-                l.to_string(),
+                &Value::from(l),
                 "must be greater than 0",
             ));
         }
@@ -74,11 +74,10 @@ impl Options {
                 "",
                 "at most one of `sinceTime` or `sinceSeconds` may be specified",
             ));
-        }
-        if let Some(s) = since_seconds.filter(|s| *s < 1) {
-            errs.push(FieldError::invalid(
+        } else if let Some(s) = since_seconds.filter(|s| *s < 1) {
+            errs.push(FieldError::invalid_value(
                 "sinceSeconds",
-                s.to_string(),
+                &Value::from(s),
                 "must be greater than 0",
             ));
         }
@@ -552,6 +551,18 @@ mod tests {
         assert!(matches!(ended(&p, "app", "containerd://b"), Ended::No));
         assert!(matches!(ended(&p, "app", "containerd://a"), Ended::Exited(e) if e.code == 1));
         assert!(matches!(ended(&p, "app", "containerd://c"), Ended::Gone));
+    }
+
+    #[test]
+    fn bad_options_are_a_422_naming_each_field() {
+        let q = Query::parse(Some("tailLines=-1&limitBytes=0&sinceSeconds=0"));
+        let err = Options::parse(&q, "web", Timestamp::UNIX_EPOCH).unwrap_err();
+        assert_eq!(err.code, 422);
+        assert_eq!(
+            err.message,
+            "PodLogOptions \"web\" is invalid: [tailLines: Invalid value: -1: must be greater than or equal to 0, \
+             limitBytes: Invalid value: 0: must be greater than 0, sinceSeconds: Invalid value: 0: must be greater than 0]"
+        );
     }
 
     #[test]

@@ -80,6 +80,14 @@ spec:
         assert!(at.len() == 30 && at.ends_with('Z'), "{line}");
         assert!(at.parse::<jiff::Timestamp>().is_ok(), "{line}");
     }
+    let none = s
+        .kubectl(&["logs", "-n", &ns, "web", "-c", "app", "--previous"])
+        .await;
+    assert!(
+        stderr(&none).contains("previous terminated container \"app\" in pod \"web\" not found"),
+        "{}",
+        stderr(&none)
+    );
     let exec = s
         .kubectl(&["exec", "-n", &ns, "web", "-c", "app", "--", "ls"])
         .await;
@@ -108,12 +116,6 @@ spec:
     s.kubectl_stdin_ok(&["apply", "-n", &ns, "-f", "-"], pod)
         .await;
     running(s, &ns, "crash").await;
-    let none = s.kubectl(&["logs", "-n", &ns, "crash", "--previous"]).await;
-    assert!(
-        stderr(&none).contains("previous terminated container \"c\" in pod \"crash\" not found"),
-        "{}",
-        stderr(&none)
-    );
     // Follows the first run until it exits, then ends by itself.
     let followed = tokio::time::timeout(T, s.kubectl(&["logs", "-n", &ns, "crash", "-f"]))
         .await
