@@ -208,7 +208,8 @@ pub(crate) async fn serve(
     Ok(text_response(Body::from_stream(body)))
 }
 
-/// Cuts `out` to what `budget` bytes allow (at a character boundary) and charges it.
+/// Cuts `out` to what `budget` bytes allow (at a character boundary) and charges it; once
+/// something was cut, the budget is spent.
 fn truncate(out: &mut String, budget: &mut usize) {
     if out.len() > *budget {
         let mut end = *budget;
@@ -216,8 +217,10 @@ fn truncate(out: &mut String, budget: &mut usize) {
             end -= 1;
         }
         out.truncate(end);
+        *budget = 0;
+    } else {
+        *budget -= out.len();
     }
-    *budget -= out.len().min(*budget);
 }
 
 fn text(s: String) -> Response {
