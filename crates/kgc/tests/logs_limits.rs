@@ -97,6 +97,18 @@ spec:
         err.contains("Error from server (BadRequest): exec is not supported on a simulated node"),
         "{err}"
     );
+    let forward = tokio::time::timeout(
+        T,
+        s.kubectl(&["port-forward", "-n", &ns, "pod/web", "18080:80"]),
+    )
+    .await
+    .expect("kubectl port-forward gives up");
+    assert!(!forward.status.success());
+    let err = stderr(&forward);
+    assert!(
+        err.contains("port-forward is not supported on a simulated node"),
+        "{err}"
+    );
 }
 
 async fn follow_and_previous(s: &Server) {
