@@ -29,6 +29,7 @@ pub(super) async fn create(
     // manager.
     let mut obj = tracking.record(None, &obj);
     api.admit_service_account(info, req, &mut obj).await?;
+    api.admit_limit_ranger_create(info, req, &mut obj)?;
     let created = api.store.create(info, ns, obj, query.dry_run()?).await?;
     Ok(with_warnings(
         object(info, req, StatusCode::CREATED, &created),

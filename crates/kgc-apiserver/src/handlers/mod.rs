@@ -56,6 +56,16 @@ pub async fn serve(
         }
         _ => {}
     }
+    // A pod's log and its connect subresources are served apart from the object's storage.
+    if info.group.is_empty() && info.plural == "pods" {
+        match (req.subresource.as_deref(), req.verb) {
+            (Some("log"), Verb::Get) => return crate::pod_log::serve(api, &req, query).await,
+            (Some("exec" | "attach" | "portforward"), Verb::Get | Verb::Create) => {
+                return Err(crate::pod_connect::refuse(api, &req, query).into());
+            }
+            _ => {}
+        }
+    }
     if let Some(sub) = &req.subresource {
         let known = info.subresource(sub).is_some();
         let verb_ok = if sub == "binding" {

@@ -167,6 +167,7 @@ pub(super) async fn patch(
                 crate::authz::admit_write(api.rbac.as_deref(), info, req, &current)?;
                 crate::authz::admit_update(info, &before, &current)?;
                 api.admit_owner_references(info, req, Some(&before), &current)?;
+                api.validate_limit_ranger_update(info, req, &current)?;
                 conversion::to_storage(info, &req.version, &mut current);
                 Ok(tracking.record(Some(&before), &current))
             },
@@ -273,6 +274,9 @@ pub(super) async fn server_side_apply(
             api.admit_storage_create(info, req, &mut merged)?;
         }
         api.admit_owner_references(info, req, live.as_ref(), &merged)?;
+        if live.is_some() {
+            api.validate_limit_ranger_update(info, req, &merged)?;
+        }
         conversion::to_storage(info, &req.version, &mut merged);
         Ok(merged)
     };
@@ -296,6 +300,7 @@ pub(super) async fn server_side_apply(
         }
         let mut fresh = merge(None)?;
         api.admit_service_account(info, req, &mut fresh).await?;
+        api.admit_limit_ranger_create(info, req, &mut fresh)?;
         match api.store.create(info, &ns, fresh, dry_run).await {
             Ok(created) => return Ok(object(info, req, StatusCode::CREATED, &created)),
             // Created meanwhile by someone else: apply to it.

@@ -35,6 +35,7 @@ pub(super) async fn update(
             |current| {
                 crate::authz::admit_update(info, &current, &obj)?;
                 api.admit_owner_references(info, req, Some(&current), &obj)?;
+                api.validate_limit_ranger_update(info, req, &obj)?;
                 Ok(tracking.record(Some(&current), &obj))
             },
         )
