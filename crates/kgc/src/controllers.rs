@@ -16,7 +16,7 @@ use kgc_workloads::{cronjob, deployment, job, replicaset, replicationcontroller,
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC and the lifecycle
 /// collectors first (six), then the cluster's own controllers ([`OFF_AGAINST_A_CLUSTER`]).
-pub const ALL: [&str; 26] = [
+pub const ALL: [&str; 29] = [
     "gc",
     "podgc",
     "ttl",
@@ -39,6 +39,9 @@ pub const ALL: [&str; 26] = [
     kgc_volume::binder::NAME,
     kgc_volume::protection::PVC_NAME,
     kgc_volume::protection::PV_NAME,
+    kgc_endpoints::endpoints::NAME,
+    kgc_endpoints::endpointslice::NAME,
+    kgc_endpoints::mirroring::NAME,
     kgc_scheduler::NAME,
     nodes_sim::NAME,
     node_lifecycle::NAME,
@@ -57,7 +60,7 @@ pub struct Selection {
     /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
     /// root-ca-cert-publisher, replicaset, replicationcontroller, deployment, statefulset, job,
     /// daemonset, cronjob, provisioner, persistentvolume-binder, pvc-protection, pv-protection,
-    /// scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
+    /// endpoint, endpointslice, endpointslicemirroring, scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -111,7 +114,13 @@ fn enabled(name: &str, list: &[String], off_by_default: &[&str]) -> bool {
 }
 
 /// Runs the cluster's own controllers that are not in `disabled`, until dropped.
-pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_volume::Config) {
+pub async fn run<C: Cluster>(
+    ctx: Context<C>,
+    disabled: &[String],
+    volumes: kgc_volume::Config,
+    endpoints: kgc_endpoints::Config,
+) {
+    use kgc_endpoints::{endpointslice, mirroring};
     use kgc_volume::{binder, protection, provisioner};
     let on = |name: &str| !disabled.iter().any(|d| d == name);
     let all: Vec<(&str, BoxFuture<'static, ()>)> = vec![
@@ -157,7 +166,16 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
             protection::PVC_NAME,
             protection::run_pvc(ctx.clone()).boxed(),
         ),
-        (protection::PV_NAME, protection::run_pv(ctx).boxed()),
+        (protection::PV_NAME, protection::run_pv(ctx.clone()).boxed()),
+        (
+            kgc_endpoints::endpoints::NAME,
+            kgc_endpoints::endpoints::run(ctx.clone()).boxed(),
+        ),
+        (
+            endpointslice::NAME,
+            endpointslice::run(ctx.clone(), endpoints).boxed(),
+        ),
+        (mirroring::NAME, mirroring::run(ctx, endpoints).boxed()),
     ];
     let on = all
         .into_iter()

@@ -128,6 +128,7 @@ pub(super) async fn patch(
     let name = req.name.clone().unwrap_or_default();
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let mut warnings = Vec::new();
+    let allocation = api.service_allocation(info, req).await?;
     let updated = api
         .store
         .update(
@@ -168,7 +169,11 @@ pub(super) async fn patch(
                 crate::authz::admit_update(info, &before, &current)?;
                 api.admit_owner_references(info, req, Some(&before), &current)?;
                 conversion::to_storage(info, &req.version, &mut current);
-                Ok(tracking.record(Some(&before), &current))
+                let mut new = tracking.record(Some(&before), &current);
+                if let Some(a) = allocation.as_ref() {
+                    a.assign(&mut new, Some(&before))?;
+                }
+                Ok(new)
             },
         )
         .await?;
@@ -243,6 +248,7 @@ pub(super) async fn server_side_apply(
     let dry_run = query.dry_run()?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let ns = req.namespace.clone().unwrap_or_default();
+    let allocation = api.service_allocation(info, req).await?;
     let merge = |live: Option<&Value>| -> Result<Value, Status> {
         let live = live.map(|l| {
             let mut l = l.clone();
@@ -273,6 +279,9 @@ pub(super) async fn server_side_apply(
             api.admit_storage_create(info, req, &mut merged)?;
         }
         api.admit_owner_references(info, req, live.as_ref(), &merged)?;
+        if let Some(a) = allocation.as_ref() {
+            a.assign(&mut merged, live.as_ref())?;
+        }
         conversion::to_storage(info, &req.version, &mut merged);
         Ok(merged)
     };
