@@ -19,14 +19,17 @@ mod discovery;
 mod handlers;
 mod health;
 pub mod inflight;
+pub mod ipallocator;
 pub mod limitranger;
 pub mod loopback;
 pub mod owner_references;
 mod pod_connect;
 pub mod pod_log;
+pub mod portallocator;
 mod request;
 mod reviews;
 mod scale;
+mod service_alloc;
 pub mod serviceaccount;
 pub mod serviceaccount_admission;
 pub mod storage_admission;
@@ -99,6 +102,8 @@ pub struct ApiServer {
     service_account_admission: bool,
     /// DefaultStorageClass and StorageObjectInUseProtection (on unless disabled).
     storage_plugins: storage_admission::StoragePlugins,
+    /// `--service-cluster-ip-range`, `--service-node-port-range` and their allocation lock.
+    service_ranges: Arc<service_alloc::ServiceRanges>,
 }
 
 /// Request counters, one per status class (held, not looked up per request), and the store's
@@ -165,6 +170,7 @@ impl ApiServer {
             owner_references_enforced: true,
             service_account_admission: true,
             storage_plugins: Default::default(),
+            service_ranges: Default::default(),
         }
     }
 

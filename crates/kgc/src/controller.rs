@@ -291,8 +291,8 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
             root_ca: shared.root_ca.clone(),
         };
         let disabled = shared.disable.clone();
-        let volumes = shared.lifecycle.volumes();
-        async move { crate::controllers::run(ctx, &disabled, volumes).await }
+        let (volumes, endpoints) = (shared.lifecycle.volumes(), shared.lifecycle.endpoints());
+        async move { crate::controllers::run(ctx, &disabled, volumes, endpoints).await }
     };
     tokio::spawn(async move {
         let gc = async {

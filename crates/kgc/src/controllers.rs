@@ -83,6 +83,9 @@ pub const DESCRIPTORS: &[Descriptor] = &[
     cluster(kgc_volume::binder::NAME, Part::Cluster),
     cluster(kgc_volume::protection::PVC_NAME, Part::Cluster),
     cluster(kgc_volume::protection::PV_NAME, Part::Cluster),
+    cluster(kgc_endpoints::endpoints::NAME, Part::Cluster),
+    cluster(kgc_endpoints::endpointslice::NAME, Part::Cluster),
+    cluster(kgc_endpoints::mirroring::NAME, Part::Cluster),
     cluster(kgc_scheduler::NAME, Part::Cluster),
     cluster(nodes_sim::NAME, Part::Nodes),
     cluster(node_lifecycle::NAME, Part::Nodes),
@@ -175,7 +178,13 @@ fn enabled(name: &str, list: &[String], off_by_default: &[&str]) -> bool {
 }
 
 /// Runs the cluster's own controllers that are not in `disabled`, until dropped.
-pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_volume::Config) {
+pub async fn run<C: Cluster>(
+    ctx: Context<C>,
+    disabled: &[String],
+    volumes: kgc_volume::Config,
+    endpoints: kgc_endpoints::Config,
+) {
+    use kgc_endpoints::{endpointslice, mirroring};
     use kgc_volume::{binder, protection, provisioner};
     let on = |name: &str| !disabled.iter().any(|d| d == name);
     let all: Vec<(&str, BoxFuture<'static, ()>)> = vec![
@@ -221,7 +230,16 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
             protection::PVC_NAME,
             protection::run_pvc(ctx.clone()).boxed(),
         ),
-        (protection::PV_NAME, protection::run_pv(ctx).boxed()),
+        (protection::PV_NAME, protection::run_pv(ctx.clone()).boxed()),
+        (
+            kgc_endpoints::endpoints::NAME,
+            kgc_endpoints::endpoints::run(ctx.clone()).boxed(),
+        ),
+        (
+            endpointslice::NAME,
+            endpointslice::run(ctx.clone(), endpoints).boxed(),
+        ),
+        (mirroring::NAME, mirroring::run(ctx, endpoints).boxed()),
     ];
     debug_assert!(of(Part::Cluster).all(|n| all.iter().any(|(name, _)| *name == n)));
     let on = all

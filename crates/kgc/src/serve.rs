@@ -56,6 +56,12 @@ pub struct Args {
         kgc_apiserver::storage_admission::STORAGE_OBJECT_IN_USE_PROTECTION,
     ])]
     disable_admission_plugins: Vec<String>,
+    /// The CIDR Services' ClusterIPs are allocated from (IPv4).
+    #[arg(long, default_value = "10.96.0.0/12")]
+    service_cluster_ip_range: kgc_apiserver::ipallocator::IpRange,
+    /// The ports NodePort and LoadBalancer Services' node ports are allocated from.
+    #[arg(long, default_value = "30000-32767")]
+    service_node_port_range: kgc_apiserver::portallocator::PortRange,
     #[command(flatten)]
     lifecycle: crate::lifecycle::LifecycleArgs,
     #[command(flatten)]
@@ -254,7 +260,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .with_inflight_limits(
             args.max_requests_inflight,
             args.max_mutating_requests_inflight,
-        );
+        )
+        .with_service_ranges(args.service_cluster_ip_range, args.service_node_port_range);
     let admission_off = |p: &str| args.disable_admission_plugins.iter().any(|d| d == p);
     if admission_off(kgc_apiserver::owner_references::PLUGIN) {
         api = api.without_owner_references_enforcement();
@@ -330,8 +337,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     });
     let controllers = tokio::spawn({
         let (ctx, disabled) = (ctx.clone(), disabled.clone());
-        let volumes = lifecycle_args.volumes();
-        async move { crate::controllers::run(ctx, &disabled, volumes).await }
+        let (volumes, endpoints) = (lifecycle_args.volumes(), lifecycle_args.endpoints());
+        async move { crate::controllers::run(ctx, &disabled, volumes, endpoints).await }
     });
     let nodes_task = tokio::spawn({
         let disabled = disabled.clone();

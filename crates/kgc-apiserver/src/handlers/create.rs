@@ -23,6 +23,11 @@ pub(super) async fn create(
     let ns = req.namespace.as_deref().unwrap_or("");
     let (mut obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
     api.admit_storage_create(info, req, &mut obj)?;
+    // Held until the Service is stored.
+    let allocation = api.service_allocation(info, req).await?;
+    if let Some(a) = allocation.as_ref() {
+        a.assign(&mut obj, None)?;
+    }
     api.admit_owner_references(info, req, None, &obj)?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     // Mutating admission after the field manager, as upstream: what it adds is owned by no

@@ -128,6 +128,7 @@ pub(super) async fn patch(
     let name = req.name.clone().unwrap_or_default();
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let mut warnings = Vec::new();
+    let allocation = api.service_allocation(info, req).await?;
     let updated = api
         .store
         .update(
@@ -169,7 +170,11 @@ pub(super) async fn patch(
                 api.admit_owner_references(info, req, Some(&before), &current)?;
                 api.validate_limit_ranger_update(info, req, &current)?;
                 conversion::to_storage(info, &req.version, &mut current);
-                Ok(tracking.record(Some(&before), &current))
+                let mut new = tracking.record(Some(&before), &current);
+                if let Some(a) = allocation.as_ref() {
+                    a.assign(&mut new, Some(&before))?;
+                }
+                Ok(new)
             },
         )
         .await?;
@@ -244,6 +249,7 @@ pub(super) async fn server_side_apply(
     let dry_run = query.dry_run()?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let ns = req.namespace.clone().unwrap_or_default();
+    let allocation = api.service_allocation(info, req).await?;
     let merge = |live: Option<&Value>| -> Result<Value, Status> {
         let live = live.map(|l| {
             let mut l = l.clone();
@@ -276,6 +282,9 @@ pub(super) async fn server_side_apply(
         api.admit_owner_references(info, req, live.as_ref(), &merged)?;
         if live.is_some() {
             api.validate_limit_ranger_update(info, req, &merged)?;
+        }
+        if let Some(a) = allocation.as_ref() {
+            a.assign(&mut merged, live.as_ref())?;
         }
         conversion::to_storage(info, &req.version, &mut merged);
         Ok(merged)

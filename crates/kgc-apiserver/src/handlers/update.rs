@@ -24,6 +24,7 @@ pub(super) async fn update(
     let name = req.name.as_deref().unwrap_or("");
     let (obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
+    let allocation = api.service_allocation(info, req).await?;
     let updated = api
         .store
         .update(
@@ -36,7 +37,11 @@ pub(super) async fn update(
                 crate::authz::admit_update(info, &current, &obj)?;
                 api.admit_owner_references(info, req, Some(&current), &obj)?;
                 api.validate_limit_ranger_update(info, req, &obj)?;
-                Ok(tracking.record(Some(&current), &obj))
+                let mut new = tracking.record(Some(&current), &obj);
+                if let Some(a) = allocation.as_ref() {
+                    a.assign(&mut new, Some(&current))?;
+                }
+                Ok(new)
             },
         )
         .await?;
