@@ -224,6 +224,7 @@ async fn refused_at_scale(s: &Server, rs_ns: &str, d_ns: &str) {
     let (refused1, syncs1) = refusals_and_failed_syncs(s).await;
     let (refused, syncs) = (refused1 - refused0, syncs1 - syncs0);
     assert!(refused >= 2.0, "both sets were refused: {refused}");
+    assert!(syncs >= 2.0, "both sets' failed syncs are counted: {syncs}");
     // Without slow start each failed sync of the 1,000-pod set would make 500 requests.
     assert!(
         refused <= syncs + 2.0,
