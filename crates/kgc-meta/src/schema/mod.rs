@@ -20,6 +20,8 @@ mod format;
 mod listtype;
 mod pattern;
 
+pub use pattern::go_ascii;
+
 fn preserves_unknown(schema: &Value) -> bool {
     schema
         .get("x-kubernetes-preserve-unknown-fields")
