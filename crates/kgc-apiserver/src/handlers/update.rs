@@ -33,6 +33,7 @@ pub(super) async fn update(
             req.subresource.as_deref(),
             query.dry_run()?,
             |current| {
+                crate::validation_rules::admit(info, &obj, Some(&current))?;
                 crate::authz::admit_update(info, &current, &obj)?;
                 api.admit_owner_references(info, req, Some(&current), &obj)?;
                 Ok(tracking.record(Some(&current), &obj))
