@@ -6,7 +6,7 @@
 //! and kept as long as the catalog holds that schema (a changed CRD brings a new schema, and
 //! so new compiled rules).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use kgc_cel::rules::Validator;
@@ -15,9 +15,9 @@ use serde_json::Value;
 
 /// Compiled rules per schema, keyed by the schema's address; the weak reference tells a live
 /// schema from a freed one whose address was reused.
-type Cache = HashMap<usize, (Weak<Value>, Arc<Validator>)>;
+type Cache = BTreeMap<usize, (Weak<Value>, Arc<Validator>)>;
 
-static COMPILED: Mutex<Cache> = Mutex::new(HashMap::new());
+static COMPILED: Mutex<Cache> = Mutex::new(BTreeMap::new());
 
 /// The compiled rules of `schema`, compiling them on first use.
 fn validator(schema: &Arc<Value>) -> Arc<Validator> {
