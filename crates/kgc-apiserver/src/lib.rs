@@ -36,6 +36,7 @@ pub mod storage_admission;
 mod strict;
 mod table;
 pub mod tls;
+mod validation_rules;
 mod watch;
 pub mod x509;
 

@@ -22,6 +22,7 @@ pub(super) async fn create(
 ) -> Result<Response> {
     let ns = req.namespace.as_deref().unwrap_or("");
     let (mut obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
+    crate::validation_rules::admit(info, &obj, None)?;
     api.admit_storage_create(info, req, &mut obj)?;
     // Held until the Service is stored.
     let allocation = api.service_allocation(info, req).await?;

@@ -165,6 +165,7 @@ pub(super) async fn patch(
                 fields.insert("kind".into(), Value::from(kind));
                 warnings =
                     admission::admit(info, req, mode, Written::Patch, &mut current, strict)?;
+                crate::validation_rules::admit(info, &current, Some(&before))?;
                 crate::authz::admit_write(api.rbac.as_deref(), info, req, &current)?;
                 crate::authz::admit_update(info, &before, &current)?;
                 api.admit_owner_references(info, req, Some(&before), &current)?;
@@ -272,6 +273,7 @@ pub(super) async fn server_side_apply(
             &mut merged,
             strict.clone(),
         )?;
+        crate::validation_rules::admit(info, &merged, live.as_ref())?;
         crate::authz::admit_write(api.rbac.as_deref(), info, req, &merged)?;
         if let Some(live) = live.as_ref() {
             crate::authz::admit_update(info, live, &merged)?;

@@ -34,6 +34,7 @@ pub(super) async fn update(
             req.subresource.as_deref(),
             query.dry_run()?,
             |current| {
+                crate::validation_rules::admit(info, &obj, Some(&current))?;
                 crate::authz::admit_update(info, &current, &obj)?;
                 api.admit_owner_references(info, req, Some(&current), &obj)?;
                 api.validate_limit_ranger_update(info, req, &obj)?;
