@@ -180,7 +180,14 @@ pub struct PrinterColumn {
 }
 
 impl ResourceInfo {
+    /// The unit of storage this resource reads and writes: its own group and resource, but for
+    /// events.k8s.io Events, which are the core Events (upstream serves the one event store
+    /// under both groups, kubernetes/kubernetes `pkg/registry/events/rest/storage_events.go`,
+    /// and names it `events` in its messages).
     pub fn group_resource(&self) -> GroupResource {
+        if self.group == "events.k8s.io" && self.plural == "events" {
+            return GroupResource::new("", "events");
+        }
         GroupResource::new(&self.group, &self.plural)
     }
 
@@ -271,6 +278,17 @@ impl Catalog {
         self.by_resource
             .get(&GroupResource::new(group, resource))
             .filter(|r| r.serves_version(version))
+    }
+
+    /// The resource whose rules a write of `info`'s objects follows once converted to storage:
+    /// `info` itself, or the resource it shares storage with (see
+    /// [`ResourceInfo::group_resource`]).
+    pub fn stored_as<'a>(&'a self, info: &'a ResourceInfo) -> &'a ResourceInfo {
+        let gr = info.group_resource();
+        if gr.group == info.group {
+            return info;
+        }
+        self.get_group_resource(&gr).map_or(info, |stored| &**stored)
     }
 
     pub fn get_group_resource(&self, gr: &GroupResource) -> Option<&Arc<ResourceInfo>> {
