@@ -57,7 +57,11 @@ fn rename_event_fields(obj: &mut Value, to_core: bool) {
     };
     let mut moved = Vec::new();
     for (events, core) in EVENT_FIELDS {
-        let (from, to) = if to_core { (events, core) } else { (core, events) };
+        let (from, to) = if to_core {
+            (events, core)
+        } else {
+            (core, events)
+        };
         if let Some(v) = map.remove(from) {
             moved.push((to, v));
         }

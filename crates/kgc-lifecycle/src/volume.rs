@@ -362,8 +362,13 @@ impl<C: Cluster> Volumes<C> {
                 .to_owned(),
         };
         let now = self.ctx.clock.now();
-        let event =
-            kgc_client::warning_event("persistentvolume-controller", &involved, reason, message, now);
+        let event = kgc_client::warning_event(
+            "persistentvolume-controller",
+            &involved,
+            reason,
+            message,
+            now,
+        );
         if let Err(e) = kgc_runtime::correlator::record(&self.ctx.cluster, event, now).await {
             tracing::debug!(collector = COLLECTOR, error = %e, "recording an event failed");
         }

@@ -180,15 +180,18 @@ pub struct PrinterColumn {
 }
 
 impl ResourceInfo {
+    pub fn group_resource(&self) -> GroupResource {
+        GroupResource::new(&self.group, &self.plural)
+    }
+
     /// The unit of storage this resource reads and writes: its own group and resource, but for
     /// events.k8s.io Events, which are the core Events (upstream serves the one event store
-    /// under both groups, kubernetes/kubernetes `pkg/registry/events/rest/storage_events.go`,
-    /// and names it `events` in its messages).
-    pub fn group_resource(&self) -> GroupResource {
+    /// under both groups, kubernetes/kubernetes `pkg/registry/events/rest/storage_events.go`).
+    pub fn storage_resource(&self) -> GroupResource {
         if self.group == "events.k8s.io" && self.plural == "events" {
             return GroupResource::new("", "events");
         }
-        GroupResource::new(&self.group, &self.plural)
+        self.group_resource()
     }
 
     pub fn namespaced(&self) -> bool {
@@ -282,13 +285,14 @@ impl Catalog {
 
     /// The resource whose rules a write of `info`'s objects follows once converted to storage:
     /// `info` itself, or the resource it shares storage with (see
-    /// [`ResourceInfo::group_resource`]).
+    /// [`ResourceInfo::storage_resource`]).
     pub fn stored_as<'a>(&'a self, info: &'a ResourceInfo) -> &'a ResourceInfo {
-        let gr = info.group_resource();
+        let gr = info.storage_resource();
         if gr.group == info.group {
             return info;
         }
-        self.get_group_resource(&gr).map_or(info, |stored| &**stored)
+        self.get_group_resource(&gr)
+            .map_or(info, |stored| &**stored)
     }
 
     pub fn get_group_resource(&self, gr: &GroupResource) -> Option<&Arc<ResourceInfo>> {

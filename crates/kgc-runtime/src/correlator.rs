@@ -275,13 +275,10 @@ impl Caches {
         if self.buckets.len() >= REMEMBERED {
             self.buckets.clear();
         }
-        let bucket = self
-            .buckets
-            .entry(prefixed(event, &[]))
-            .or_insert(Bucket {
-                tokens: SPAM_BURST,
-                last: now,
-            });
+        let bucket = self.buckets.entry(prefixed(event, &[])).or_insert(Bucket {
+            tokens: SPAM_BURST,
+            last: now,
+        });
         let elapsed = now.duration_since(bucket.last).as_secs_f64().max(0.0);
         bucket.tokens = (bucket.tokens + elapsed * SPAM_QPS).min(SPAM_BURST);
         bucket.last = now;
@@ -331,7 +328,8 @@ mod tests {
     #[test]
     fn exact_repeats_are_counted_on_the_first_event() {
         let c = Correlator::default();
-        let Correlated::Create(first) = c.correlate(event("p", "FailedScheduling", "m", at(0)), at(0))
+        let Correlated::Create(first) =
+            c.correlate(event("p", "FailedScheduling", "m", at(0)), at(0))
         else {
             panic!("the first event is created");
         };
@@ -402,10 +400,19 @@ mod tests {
             }
         }
         assert_eq!(passed, 25);
-        assert_eq!(c.correlate(event("p", "late", "m", at(299)), at(299)), Correlated::Skip);
-        assert_ne!(c.correlate(event("p", "later", "m", at(301)), at(301)), Correlated::Skip);
+        assert_eq!(
+            c.correlate(event("p", "late", "m", at(299)), at(299)),
+            Correlated::Skip
+        );
+        assert_ne!(
+            c.correlate(event("p", "later", "m", at(301)), at(301)),
+            Correlated::Skip
+        );
         // Another object has its own bucket.
-        assert_ne!(c.correlate(event("q", "R0", "m", at(0)), at(0)), Correlated::Skip);
+        assert_ne!(
+            c.correlate(event("q", "R0", "m", at(0)), at(0)),
+            Correlated::Skip
+        );
     }
 
     #[test]

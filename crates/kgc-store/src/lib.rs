@@ -31,8 +31,8 @@ mod write;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::time::Duration;
 
 use kgc_meta::{Catalog, GroupResource, Status};
 use tokio::sync::{oneshot, watch as notify};
@@ -516,9 +516,7 @@ impl Store {
                 }
                 None => {
                     objects.remove(&key);
-                    let _ = st
-                        .leases
-                        .revoke(&e.gr, &e.object.namespace, &e.object.name);
+                    let _ = st.leases.revoke(&e.gr, &e.object.namespace, &e.object.name);
                 }
             }
             if crd::is_crd(&e.gr) {

@@ -40,10 +40,17 @@ async fn both_versions_serve_the_same_events() {
     core.create(&PostParams::default(), &e).await.unwrap();
     let read = v1.get("through-core").await.unwrap();
     assert_eq!(read.note.as_deref(), Some("pulled the image"));
-    assert_eq!(read.regarding.as_ref().unwrap().name.as_deref(), Some("web-0"));
+    assert_eq!(
+        read.regarding.as_ref().unwrap().name.as_deref(),
+        Some("web-0")
+    );
     assert_eq!(read.deprecated_count, Some(1));
     assert_eq!(
-        read.deprecated_source.as_ref().unwrap().component.as_deref(),
+        read.deprecated_source
+            .as_ref()
+            .unwrap()
+            .component
+            .as_deref(),
         Some("test")
     );
 
@@ -61,18 +68,27 @@ async fn both_versions_serve_the_same_events() {
     assert_eq!(read.involved_object.name.as_deref(), Some("web-1"));
     assert_eq!(read.reporting_component.as_deref(), Some("example.com/ctl"));
 
-    // A patch through one version is seen through the other; both lists hold both.
-    v1.patch(
+    // A patch through one version is seen through the other (events.k8s.io/v1 keeps an
+    // Event's note, as upstream's validation does; its metadata may change).
+    core.patch(
         "through-core",
         &PatchParams::default(),
-        &Patch::Merge(json!({"note": "pulled again"})),
+        &Patch::Merge(json!({"message": "pulled again", "count": 2})),
     )
     .await
     .unwrap();
-    assert_eq!(
-        core.get("through-core").await.unwrap().message.as_deref(),
-        Some("pulled again")
-    );
+    let read = v1.get("through-core").await.unwrap();
+    assert_eq!(read.note.as_deref(), Some("pulled again"));
+    assert_eq!(read.deprecated_count, Some(2));
+    v1.patch(
+        "through-events",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"seen": "yes"}}})),
+    )
+    .await
+    .unwrap();
+    let read = core.get("through-events").await.unwrap();
+    assert_eq!(read.metadata.labels.unwrap()["seen"], "yes");
     let names = |items: Vec<String>| {
         let mut n = items;
         n.sort();
@@ -82,19 +98,37 @@ async fn both_versions_serve_the_same_events() {
     let v1_list = v1.list(&ListParams::default()).await.unwrap();
     let expected = vec!["through-core".to_owned(), "through-events".to_owned()];
     assert_eq!(
-        names(core_list.items.iter().filter_map(|e| e.metadata.name.clone()).collect()),
+        names(
+            core_list
+                .items
+                .iter()
+                .filter_map(|e| e.metadata.name.clone())
+                .collect()
+        ),
         expected
     );
     assert_eq!(
-        names(v1_list.items.iter().filter_map(|e| e.metadata.name.clone()).collect()),
+        names(
+            v1_list
+                .items
+                .iter()
+                .filter_map(|e| e.metadata.name.clone())
+                .collect()
+        ),
         expected
     );
 
     // kubectl reads them both ways.
     let got = s.kubectl_ok(&["get", "events", "-n", &ns]).await;
-    assert!(got.contains("pulled again") && got.contains("stopping container"), "{got}");
+    assert!(
+        got.contains("pulled again") && got.contains("stopping container"),
+        "{got}"
+    );
     let got = s.kubectl_ok(&["events", "-n", &ns]).await;
-    assert!(got.contains("pulled again") && got.contains("stopping container"), "{got}");
+    assert!(
+        got.contains("pulled again") && got.contains("stopping container"),
+        "{got}"
+    );
     let got = s
         .kubectl_ok(&["get", "events.events.k8s.io", "-n", &ns, "-o", "name"])
         .await;
@@ -172,11 +206,18 @@ async fn a_start_with_many_expired_events_does_not_load_them() {
     let full = file_size(&s);
 
     // Two hours on, every one of them expired an hour ago.
-    s.restart_with(&["--event-ttl=1h", "--clock-offset=2h"]).await;
+    s.restart_with(&["--event-ttl=1h", "--clock-offset=2h"])
+        .await;
     let opened = store_open_ms(&s.log_tail(400));
     assert!(opened < 3_000, "the store took {opened} ms to open");
     let core: Api<Event> = Api::namespaced(s.client(), &ns);
-    assert!(core.list(&ListParams::default()).await.unwrap().items.is_empty());
+    assert!(
+        core.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
     // The expired rows are purged in the background, and the file gives their space back.
     let db = rusqlite::Connection::open_with_flags(
         s.data_dir().join("kgc.db"),
@@ -224,7 +265,11 @@ async fn unschedulable_pods_leave_at_most_two_events_each() {
                 .or_default() += 1;
         }
     }
-    assert_eq!(per_pod.len(), PODS, "every pod has its FailedScheduling event");
+    assert_eq!(
+        per_pod.len(),
+        PODS,
+        "every pod has its FailedScheduling event"
+    );
     let worst = per_pod.values().max().copied().unwrap_or_default();
     assert!(worst <= 2, "a pod has {worst} FailedScheduling events");
 }
