@@ -31,6 +31,10 @@ pub struct Args {
     /// How many committed changes are kept for watch resumption.
     #[arg(long, default_value_t = kgc_store::DEFAULT_WATCH_LOG)]
     watch_cache_size: usize,
+    /// How long Events are kept after their last write, as kube-apiserver's `--event-ttl`
+    /// (`0s` keeps them forever).
+    #[arg(long, default_value = "1h", value_parser = crate::parse_duration)]
+    event_ttl: std::time::Duration,
     #[command(flatten)]
     selection: crate::controllers::Selection,
     /// Owner-reference GC workers per queue.
@@ -213,6 +217,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             path: (!args.in_memory).then(|| data_dir.join("kgc.db")),
             watch_log: args.watch_cache_size,
             encryption: encryption.filter(|_| !args.in_memory),
+            ttl: (!args.event_ttl.is_zero())
+                .then(|| (kgc_meta::GroupResource::new("", "events"), args.event_ttl))
+                .into_iter()
+                .collect(),
             ..Options::default()
         }
         .with_clock(args.lifecycle.clock()),

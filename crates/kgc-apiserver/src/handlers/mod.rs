@@ -116,7 +116,7 @@ pub async fn serve(
 /// The version stored objects must be converted to for this request, when it is not the
 /// storage version (see [`crate::conversion`]).
 pub(crate) fn served_version(info: &ResourceInfo, req: &RequestInfo) -> Option<String> {
-    (req.version != conversion::storage_version(info)).then(|| req.version.clone())
+    conversion::converts(info, &req.version).then(|| req.version.clone())
 }
 
 /// An object's JSON as served: the stored text, or converted to `version`.
