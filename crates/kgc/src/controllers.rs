@@ -16,7 +16,7 @@ use kgc_workloads::{cronjob, deployment, job, replicaset, replicationcontroller,
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC and the lifecycle
 /// collectors first (six), then the cluster's own controllers ([`OFF_AGAINST_A_CLUSTER`]).
-pub const ALL: [&str; 26] = [
+pub const ALL: [&str; 27] = [
     "gc",
     "podgc",
     "ttl",
@@ -39,6 +39,7 @@ pub const ALL: [&str; 26] = [
     kgc_volume::binder::NAME,
     kgc_volume::protection::PVC_NAME,
     kgc_volume::protection::PV_NAME,
+    kgc_disruption::NAME,
     kgc_scheduler::NAME,
     nodes_sim::NAME,
     node_lifecycle::NAME,
@@ -57,7 +58,7 @@ pub struct Selection {
     /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
     /// root-ca-cert-publisher, replicaset, replicationcontroller, deployment, statefulset, job,
     /// daemonset, cronjob, provisioner, persistentvolume-binder, pvc-protection, pv-protection,
-    /// scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
+    /// disruption, scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
@@ -152,6 +153,10 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
             provisioner::run(ctx.clone(), volumes).boxed(),
         ),
         (binder::NAME, binder::run(ctx.clone()).boxed()),
+        (
+            kgc_disruption::NAME,
+            kgc_disruption::run(ctx.clone()).boxed(),
+        ),
         (kgc_scheduler::NAME, kgc_scheduler::run(ctx.clone()).boxed()),
         (
             protection::PVC_NAME,
