@@ -38,6 +38,7 @@
 //! | PersistentVolumeClaim | access modes, storage request, class, data sources | spec fixed except bound requests | — |
 //! | storage StorageClass | provisioner, parameters, policies | immutable fields | — |
 //! | coordination Lease | durations | same | — |
+//! | policy PodDisruptionBudget | one of minAvailable and maxUnavailable, int or percent, selector, eviction policy | same | `status` |
 //! | Event, events.k8s.io Event | namespaces, reporting fields, strict events.k8s.io fields | events.k8s.io immutables | — |
 //! | certificates CertificateSigningRequest | PEM request and signature, signer, usages, expiry | conditions, certificate | `status`, `approval` |
 //!
@@ -82,6 +83,7 @@ mod namespace;
 mod net;
 mod node;
 mod pod;
+mod policy;
 mod replica_set;
 mod resources;
 mod service;
@@ -149,6 +151,7 @@ pub fn validate(
         ("batch", "CronJob") if whole => cronjob::cron_job(obj, op.old(), e),
         ("storage.k8s.io", "StorageClass") if whole => storage::storage_class(obj, op.old(), e),
         ("coordination.k8s.io", "Lease") if whole => lease::lease(obj, e),
+        ("policy", "PodDisruptionBudget") => policy::pod_disruption_budget(obj, op, e),
         ("certificates.k8s.io", "CertificateSigningRequest") => {
             csr::certificate_signing_request(obj, op, e)
         }
@@ -207,6 +210,7 @@ mod tests {
         ("batch", "CronJob"),
         ("storage.k8s.io", "StorageClass"),
         ("coordination.k8s.io", "Lease"),
+        ("policy", "PodDisruptionBudget"),
         ("certificates.k8s.io", "CertificateSigningRequest"),
     ];
 

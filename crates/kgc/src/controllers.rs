@@ -86,6 +86,7 @@ pub const DESCRIPTORS: &[Descriptor] = &[
     cluster(kgc_endpoints::endpoints::NAME, Part::Cluster),
     cluster(kgc_endpoints::endpointslice::NAME, Part::Cluster),
     cluster(kgc_endpoints::mirroring::NAME, Part::Cluster),
+    cluster(kgc_disruption::NAME, Part::Cluster),
     cluster(kgc_scheduler::NAME, Part::Cluster),
     cluster(nodes_sim::NAME, Part::Nodes),
     cluster(node_lifecycle::NAME, Part::Nodes),
@@ -225,6 +226,10 @@ pub async fn run<C: Cluster>(
             provisioner::run(ctx.clone(), volumes).boxed(),
         ),
         (binder::NAME, binder::run(ctx.clone()).boxed()),
+        (
+            kgc_disruption::NAME,
+            kgc_disruption::run(ctx.clone()).boxed(),
+        ),
         (kgc_scheduler::NAME, kgc_scheduler::run(ctx.clone()).boxed()),
         (
             protection::PVC_NAME,

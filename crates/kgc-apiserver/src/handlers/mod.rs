@@ -5,6 +5,7 @@
 mod binding;
 mod create;
 mod delete;
+mod eviction;
 mod fieldmanager;
 mod get;
 pub(crate) mod patch;
@@ -68,7 +69,7 @@ pub async fn serve(
     }
     if let Some(sub) = &req.subresource {
         let known = info.subresource(sub).is_some();
-        let verb_ok = if sub == "binding" {
+        let verb_ok = if matches!(sub.as_str(), "binding" | "eviction") {
             req.verb == Verb::Create
         } else {
             matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch)
@@ -98,6 +99,7 @@ pub async fn serve(
     match req.subresource.as_deref() {
         Some("scale") => return scale::scale(api, &info, &req, query, headers, body).await,
         Some("binding") => return binding::bind(api, &info, &req, query, headers, body).await,
+        Some("eviction") => return eviction::evict(api, &info, &req, query, headers, body).await,
         _ => {}
     }
     let table = table_request(headers, query)?;
