@@ -22,6 +22,7 @@ pub mod inflight;
 pub mod loopback;
 pub mod owner_references;
 mod request;
+pub mod resourcequota_admission;
 mod reviews;
 mod scale;
 pub mod serviceaccount;
@@ -96,6 +97,8 @@ pub struct ApiServer {
     service_account_admission: bool,
     /// DefaultStorageClass and StorageObjectInUseProtection (on unless disabled).
     storage_plugins: storage_admission::StoragePlugins,
+    /// The ResourceQuota admission plugin (on unless disabled).
+    resource_quota_admission: bool,
 }
 
 /// Request counters, one per status class (held, not looked up per request), and the store's
@@ -162,6 +165,7 @@ impl ApiServer {
             owner_references_enforced: true,
             service_account_admission: true,
             storage_plugins: Default::default(),
+            resource_quota_admission: true,
         }
     }
 

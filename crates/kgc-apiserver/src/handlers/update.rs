@@ -24,6 +24,10 @@ pub(super) async fn update(
     let name = req.name.as_deref().unwrap_or("");
     let (obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
+    let dry_run = query.dry_run()?;
+    let charge = api
+        .charge_quota_update(info, req, dry_run, |_| Ok(obj.clone()))
+        .await?;
     let updated = api
         .store
         .update(
@@ -31,14 +35,16 @@ pub(super) async fn update(
             ns,
             name,
             req.subresource.as_deref(),
-            query.dry_run()?,
+            dry_run,
             |current| {
+                charge.still_current(info, &current)?;
                 crate::authz::admit_update(info, &current, &obj)?;
                 api.admit_owner_references(info, req, Some(&current), &obj)?;
                 Ok(tracking.record(Some(&current), &obj))
             },
         )
-        .await?;
+        .await;
+    let updated = api.settle_quota(charge, updated).await?;
     Ok(with_warnings(
         object(info, req, StatusCode::OK, updated.object()),
         &warnings,
