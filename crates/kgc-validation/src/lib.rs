@@ -37,6 +37,7 @@
 //! | PersistentVolumeClaim | access modes, storage request, class, data sources | spec fixed except bound requests | — |
 //! | storage StorageClass | provisioner, parameters, policies | immutable fields | — |
 //! | coordination Lease | durations | same | — |
+//! | ResourceQuota | resource names for quota, quantities, scopes and scope selectors | scopes immutable | `status` |
 //! | Event, events.k8s.io Event | namespaces, reporting fields, strict events.k8s.io fields | events.k8s.io immutables | — |
 //! | certificates CertificateSigningRequest | PEM request and signature, signer, usages, expiry | conditions, certificate | `status`, `approval` |
 //!
@@ -81,6 +82,7 @@ mod net;
 mod node;
 mod pod;
 mod replica_set;
+mod resource_quota;
 mod resources;
 mod service;
 mod statefulset;
@@ -135,6 +137,9 @@ pub fn validate(
         ("", "PersistentVolume") if whole => storage::persistent_volume(obj, op.old(), e),
         ("", "PersistentVolumeClaim") if whole => {
             storage::persistent_volume_claim(obj, op.old(), e);
+        }
+        ("", "ResourceQuota") if whole || op.is_status() => {
+            resource_quota::resource_quota(obj, op, e);
         }
         ("", "Event") if whole => event::event(obj, op.old(), false, e),
         ("events.k8s.io", "Event") if whole => event::event(obj, op.old(), true, e),
@@ -194,6 +199,7 @@ mod tests {
         ("", "Node"),
         ("", "PersistentVolume"),
         ("", "PersistentVolumeClaim"),
+        ("", "ResourceQuota"),
         ("", "Event"),
         ("events.k8s.io", "Event"),
         ("apps", "Deployment"),

@@ -78,12 +78,12 @@ fn is_overcommit_allowed(name: &str) -> bool {
     is_native(name) && !is_hugepages(name)
 }
 
-fn is_integer_resource(name: &str) -> bool {
+pub(crate) fn is_integer_resource(name: &str) -> bool {
     INTEGER_RESOURCES.contains(&name) || is_extended(name)
 }
 
 /// `validateResourceName`.
-fn validate_resource_name(name: &str, path: &Path<'_>, errs: &mut Errors) -> bool {
+pub(crate) fn validate_resource_name(name: &str, path: &Path<'_>, errs: &mut Errors) -> bool {
     let before = errs.len();
     for m in is_qualified_name(name) {
         errs.invalid_typed(path, name, m);
