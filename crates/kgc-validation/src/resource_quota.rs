@@ -123,7 +123,7 @@ fn list(parent: &Value, field: &str, path: &Path<'_>, errs: &mut Errors) {
     for k in keys {
         let p = path.key(k);
         if validate_resource_name(k, &p, errs) && !k.contains('/') && !is_quota_resource(k) {
-            errs.invalid_typed(&p, k, "must be a standard resource for quota");
+            errs.invalid_typed(p, k, "must be a standard resource for quota");
         }
         if let Ok(q) = Quantity::from_json(&map[k]) {
             validate_quantity_value(k, &q, &p, errs);
@@ -183,7 +183,7 @@ fn spec(spec: &Value, errs: &mut Errors) {
         }
         for k in &hard {
             if is_quota_resource(k) && !scope_valid_for(scope, k) {
-                errs.invalid_json(&path, selector, "unsupported scope applied to resource");
+                errs.invalid_json(path, selector, "unsupported scope applied to resource");
             }
         }
         if matches!(
@@ -226,7 +226,7 @@ fn spec(spec: &Value, errs: &mut Errors) {
         .iter()
         .any(|pair| pair.iter().all(|s| set.contains(s)))
     {
-        errs.invalid_json(&path, selector, "conflicting scopes");
+        errs.invalid_json(path, selector, "conflicting scopes");
     }
 }
 
