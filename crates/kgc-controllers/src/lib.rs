@@ -10,7 +10,9 @@
 //! - [`serviceaccount`]: a `default` ServiceAccount in every active namespace (kubernetes
 //!   `pkg/controller/serviceaccount`);
 //! - [`root_ca`]: the `kube-root-ca.crt` ConfigMap in every namespace (kubernetes
-//!   `pkg/controller/certificates/rootcacertpublisher`).
+//!   `pkg/controller/certificates/rootcacertpublisher`);
+//! - [`resourcequota`]: every ResourceQuota's `status.hard` and `status.used` (kubernetes
+//!   `pkg/controller/resourcequota`).
 //!
 //! Each runs on kgc-runtime (a shared cache, a work queue) and acts only through
 //! [`kgc_client::Cluster`]; the store knows nothing of them.
@@ -20,6 +22,7 @@ pub mod crd_finalizer;
 pub mod events;
 pub mod namespace;
 pub mod pod_termination;
+pub mod resourcequota;
 pub mod root_ca;
 pub mod serviceaccount;
 
@@ -45,17 +48,21 @@ pub enum Error {
     /// A typed write through the kube client failed.
     #[error(transparent)]
     Api(#[from] kube::Error),
+    /// An object read through the kube client did not encode back to JSON.
+    #[error("encoding an object: {0}")]
+    Json(#[from] serde_json::Error),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The controllers, by the names `--controllers` takes.
-pub const CONTROLLERS: [&str; 5] = [
+pub const CONTROLLERS: [&str; 6] = [
     namespace::NAME,
     crd_finalizer::NAME,
     pod_termination::NAME,
     serviceaccount::NAME,
     root_ca::NAME,
+    resourcequota::NAME,
 ];
 
 /// What every controller shares: the process's informers, the client it writes with, the

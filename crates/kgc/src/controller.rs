@@ -291,8 +291,11 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
             root_ca: shared.root_ca.clone(),
         };
         let disabled = shared.disable.clone();
-        let volumes = shared.lifecycle.volumes();
-        async move { crate::controllers::run(ctx, &disabled, volumes).await }
+        let (volumes, quota) = (
+            shared.lifecycle.volumes(),
+            shared.lifecycle.resource_quota(),
+        );
+        async move { crate::controllers::run(ctx, &disabled, volumes, quota).await }
     };
     tokio::spawn(async move {
         let gc = async {

@@ -9,14 +9,14 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use kgc_client::Cluster;
 use kgc_controllers::{
-    Context, crd_finalizer, namespace, pod_termination, root_ca, serviceaccount,
+    Context, crd_finalizer, namespace, pod_termination, resourcequota, root_ca, serviceaccount,
 };
 use kgc_nodesim::{lifecycle as node_lifecycle, simulator as nodes_sim};
 use kgc_workloads::{cronjob, deployment, job, replicaset, replicationcontroller, statefulset};
 
 /// Every controller, by the name `--controllers` takes: the owner-reference GC and the lifecycle
 /// collectors first (six), then the cluster's own controllers ([`OFF_AGAINST_A_CLUSTER`]).
-pub const ALL: [&str; 26] = [
+pub const ALL: [&str; 27] = [
     "gc",
     "podgc",
     "ttl",
@@ -28,6 +28,7 @@ pub const ALL: [&str; 26] = [
     pod_termination::NAME,
     serviceaccount::NAME,
     root_ca::NAME,
+    resourcequota::NAME,
     replicaset::NAME,
     deployment::NAME,
     statefulset::NAME,
@@ -55,7 +56,7 @@ pub struct Selection {
     /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
     /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
-    /// root-ca-cert-publisher, replicaset, replicationcontroller, deployment, statefulset, job,
+    /// root-ca-cert-publisher, resourcequota, replicaset, replicationcontroller, deployment, statefulset, job,
     /// daemonset, cronjob, provisioner, persistentvolume-binder, pvc-protection, pv-protection,
     /// scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
     #[arg(long, value_delimiter = ',', default_value = "*")]
@@ -111,7 +112,12 @@ fn enabled(name: &str, list: &[String], off_by_default: &[&str]) -> bool {
 }
 
 /// Runs the cluster's own controllers that are not in `disabled`, until dropped.
-pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_volume::Config) {
+pub async fn run<C: Cluster>(
+    ctx: Context<C>,
+    disabled: &[String],
+    volumes: kgc_volume::Config,
+    quota: resourcequota::Config,
+) {
     use kgc_volume::{binder, protection, provisioner};
     let on = |name: &str| !disabled.iter().any(|d| d == name);
     let all: Vec<(&str, BoxFuture<'static, ()>)> = vec![
@@ -134,6 +140,10 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
             serviceaccount::run(ctx.clone()).boxed(),
         ),
         (root_ca::NAME, root_ca::run(ctx.clone()).boxed()),
+        (
+            resourcequota::NAME,
+            resourcequota::run(ctx.clone(), quota).boxed(),
+        ),
         (replicaset::NAME, replicaset::run(ctx.clone()).boxed()),
         (deployment::NAME, deployment::run(ctx.clone()).boxed()),
         (statefulset::NAME, statefulset::run(ctx.clone()).boxed()),

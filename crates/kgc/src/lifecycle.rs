@@ -35,6 +35,10 @@ pub struct LifecycleArgs {
     /// are removed; paths outside it (symbolic links resolved) are refused [default: none].
     #[arg(long)]
     pv_host_path_root: Option<PathBuf>,
+    /// How often the resource-quota controller recalculates every ResourceQuota in full, as
+    /// kube-controller-manager's flag (changes are handled at once).
+    #[arg(long, default_value = "5m", value_parser = crate::parse_duration)]
+    resource_quota_sync_period: std::time::Duration,
     /// Testing and simulation hook: run the clock this far ahead (creation and deletion
     /// timestamps the server writes, and every age the collectors judge). Restarting a durable
     /// server with a larger offset makes time pass without waiting.
@@ -79,6 +83,13 @@ impl LifecycleArgs {
     pub fn volumes(&self) -> kgc_volume::Config {
         kgc_volume::Config {
             root: self.pv_host_path_root.clone(),
+        }
+    }
+
+    /// The resource-quota controller's settings.
+    pub fn resource_quota(&self) -> kgc_controllers::resourcequota::Config {
+        kgc_controllers::resourcequota::Config {
+            sync_period: self.resource_quota_sync_period,
         }
     }
 

@@ -48,12 +48,14 @@ pub struct Args {
     max_mutating_requests_inflight: usize,
     /// Admission plugins to turn off (comma-separated). kgc enforces
     /// OwnerReferencesPermissionEnforcement by default, which kube-apiserver leaves off;
-    /// ServiceAccount, DefaultStorageClass and StorageObjectInUseProtection are on, as upstream.
+    /// ServiceAccount, DefaultStorageClass, StorageObjectInUseProtection and ResourceQuota are
+    /// on, as upstream.
     #[arg(long, value_delimiter = ',', value_parser = [
         kgc_apiserver::owner_references::PLUGIN,
         kgc_apiserver::serviceaccount_admission::PLUGIN,
         kgc_apiserver::storage_admission::DEFAULT_STORAGE_CLASS,
         kgc_apiserver::storage_admission::STORAGE_OBJECT_IN_USE_PROTECTION,
+        kgc_apiserver::resourcequota_admission::PLUGIN,
     ])]
     disable_admission_plugins: Vec<String>,
     #[command(flatten)]
@@ -265,6 +267,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if admission_off(kgc_apiserver::serviceaccount_admission::PLUGIN) {
         api = api.without_service_account_admission();
     }
+    if admission_off(kgc_apiserver::resourcequota_admission::PLUGIN) {
+        api = api.without_resource_quota_admission();
+    }
     // The collectors' decision history, served on `/debug/gc/decisions`.
     let decisions = kgc_runtime::decisions::Decisions::default();
     api = api.with_decisions(decisions.clone());
@@ -330,8 +335,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     });
     let controllers = tokio::spawn({
         let (ctx, disabled) = (ctx.clone(), disabled.clone());
-        let volumes = lifecycle_args.volumes();
-        async move { crate::controllers::run(ctx, &disabled, volumes).await }
+        let (volumes, quota) = (lifecycle_args.volumes(), lifecycle_args.resource_quota());
+        async move { crate::controllers::run(ctx, &disabled, volumes, quota).await }
     });
     let nodes_task = tokio::spawn({
         let disabled = disabled.clone();
