@@ -56,8 +56,8 @@ pub struct Selection {
     /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
     /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
     /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
-    /// root-ca-cert-publisher, resourcequota, replicaset, replicationcontroller, deployment, statefulset, job,
-    /// daemonset, cronjob, provisioner, persistentvolume-binder, pvc-protection, pv-protection,
+    /// root-ca-cert-publisher, resourcequota, replicaset, replicationcontroller, deployment,
+    /// statefulset, job, daemonset, cronjob, provisioner, persistentvolume-binder, pvc-protection, pv-protection,
     /// scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
