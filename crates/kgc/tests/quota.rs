@@ -51,7 +51,8 @@ async fn kubectl_as(
 
 #[tokio::test]
 async fn a_quota_is_filled_in_enforced_with_upstreams_message_and_replenished() {
-    let s = Server::start_secure(&["--in-memory"]).await;
+    // On disk: `add-user` needs the server's CA.
+    let s = Server::start_secure(&[]).await;
     let ns = fresh_namespace(&s.client(), "quota").await;
     let editor = add_user(&s, "ed", &["-n", &ns, "--role", "edit"]);
     s.kubectl_ok(&["-n", &ns, "create", "quota", "q", "--hard=pods=20"])
