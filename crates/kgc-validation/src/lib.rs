@@ -39,6 +39,7 @@
 //! | storage StorageClass | provisioner, parameters, policies | immutable fields | — |
 //! | coordination Lease | durations | same | — |
 //! | policy PodDisruptionBudget | one of minAvailable and maxUnavailable, int or percent, selector, eviction policy | same | `status` |
+//! | ResourceQuota | resource names for quota, quantities, scopes and scope selectors | scopes immutable | `status` |
 //! | Event, events.k8s.io Event | namespaces, reporting fields, strict events.k8s.io fields | events.k8s.io immutables | — |
 //! | certificates CertificateSigningRequest | PEM request and signature, signer, usages, expiry | conditions, certificate | `status`, `approval` |
 //!
@@ -85,6 +86,7 @@ mod node;
 mod pod;
 mod policy;
 mod replica_set;
+mod resource_quota;
 mod resources;
 mod service;
 mod statefulset;
@@ -140,6 +142,9 @@ pub fn validate(
         ("", "PersistentVolume") if whole => storage::persistent_volume(obj, op.old(), e),
         ("", "PersistentVolumeClaim") if whole => {
             storage::persistent_volume_claim(obj, op.old(), e);
+        }
+        ("", "ResourceQuota") if whole || op.is_status() => {
+            resource_quota::resource_quota(obj, op, e);
         }
         ("", "Event") if whole => event::event(obj, op.old(), false, e),
         ("events.k8s.io", "Event") if whole => event::event(obj, op.old(), true, e),
@@ -200,6 +205,7 @@ mod tests {
         ("", "Node"),
         ("", "PersistentVolume"),
         ("", "PersistentVolumeClaim"),
+        ("", "ResourceQuota"),
         ("", "Event"),
         ("events.k8s.io", "Event"),
         ("apps", "Deployment"),

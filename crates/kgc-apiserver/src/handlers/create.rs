@@ -36,7 +36,11 @@ pub(super) async fn create(
     let mut obj = tracking.record(None, &obj);
     api.admit_service_account(info, req, &mut obj).await?;
     api.admit_limit_ranger_create(info, req, &mut obj)?;
-    let created = api.store.create(info, ns, obj, query.dry_run()?).await?;
+    // ResourceQuota last, as upstream orders it: it charges what is about to be stored.
+    let dry_run = query.dry_run()?;
+    let charge = api.charge_quota_create(info, req, &obj, dry_run).await?;
+    let created = api.store.create(info, ns, obj, dry_run).await;
+    let created = api.settle_quota(charge, created).await?;
     Ok(with_warnings(
         object(info, req, StatusCode::CREATED, &created),
         &warnings,

@@ -129,6 +129,15 @@ pub(super) async fn patch(
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let mut warnings = Vec::new();
     let allocation = api.service_allocation(info, req).await?;
+    let dry_run = query.dry_run()?;
+    let charge = api
+        .charge_quota_update(info, req, dry_run, |mut copy| {
+            conversion::from_storage(info, &req.version, &mut copy);
+            apply_patch(info, &name, &media, &mut copy, &patch)?;
+            conversion::to_storage(info, &req.version, &mut copy);
+            Ok(copy)
+        })
+        .await?;
     let updated = api
         .store
         .update(
@@ -136,8 +145,9 @@ pub(super) async fn patch(
             req.namespace.as_deref().unwrap_or(""),
             &name,
             req.subresource.as_deref(),
-            query.dry_run()?,
+            dry_run,
             |mut current| {
+                charge.still_current(info, &current)?;
                 let before = current.clone();
                 conversion::from_storage(info, &req.version, &mut current);
                 apply_patch(info, &name, &media, &mut current, &patch)?;
@@ -178,7 +188,8 @@ pub(super) async fn patch(
                 Ok(new)
             },
         )
-        .await?;
+        .await;
+    let updated = api.settle_quota(charge, updated).await?;
     Ok(with_warnings(
         object(info, req, StatusCode::OK, updated.object()),
         &warnings,
@@ -312,7 +323,9 @@ pub(super) async fn server_side_apply(
         let mut fresh = merge(None)?;
         api.admit_service_account(info, req, &mut fresh).await?;
         api.admit_limit_ranger_create(info, req, &mut fresh)?;
-        match api.store.create(info, &ns, fresh, dry_run).await {
+        let charge = api.charge_quota_create(info, req, &fresh, dry_run).await?;
+        let created = api.store.create(info, &ns, fresh, dry_run).await;
+        match api.settle_quota(charge, created).await {
             Ok(created) => return Ok(object(info, req, StatusCode::CREATED, &created)),
             // Created meanwhile by someone else: apply to it.
             Err(kgc_store::Error::Api(s)) if s.is(kgc_meta::Reason::AlreadyExists) => continue,

@@ -25,6 +25,10 @@ pub(super) async fn update(
     let (obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let allocation = api.service_allocation(info, req).await?;
+    let dry_run = query.dry_run()?;
+    let charge = api
+        .charge_quota_update(info, req, dry_run, |_| Ok(obj.clone()))
+        .await?;
     let updated = api
         .store
         .update(
@@ -32,9 +36,10 @@ pub(super) async fn update(
             ns,
             name,
             req.subresource.as_deref(),
-            query.dry_run()?,
+            dry_run,
             |current| {
                 crate::validation_rules::admit(info, &obj, Some(&current))?;
+                charge.still_current(info, &current)?;
                 crate::authz::admit_update(info, &current, &obj)?;
                 api.admit_owner_references(info, req, Some(&current), &obj)?;
                 api.validate_limit_ranger_update(info, req, &obj)?;
@@ -45,7 +50,8 @@ pub(super) async fn update(
                 Ok(new)
             },
         )
-        .await?;
+        .await;
+    let updated = api.settle_quota(charge, updated).await?;
     Ok(with_warnings(
         object(info, req, StatusCode::OK, updated.object()),
         &warnings,
