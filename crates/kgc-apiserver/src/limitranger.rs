@@ -67,19 +67,19 @@ impl crate::ApiServer {
         check(&info.group_resource(), target, &ranges, obj)
     }
 
-    /// The plugin on an update of `obj`: only claims are checked (a pod's containers cannot
+    /// The namespace's LimitRanges an update of `info` is checked against, read before the
+    /// store's write lock is taken (a list under it would wait for that very lock); `None` when
+    /// the plugin does not check such an update: only claims are (a pod's containers cannot
     /// change their resources).
-    pub(crate) fn validate_limit_ranger_update(
+    pub(crate) fn limit_ranges_for_update(
         &self,
         info: &ResourceInfo,
         req: &RequestInfo,
-        obj: &Value,
-    ) -> Result<(), Status> {
+    ) -> Result<Option<Vec<Value>>, Status> {
         if target(info, req) != Some(Target::Claim) {
-            return Ok(());
+            return Ok(None);
         }
-        let ranges = self.limit_ranges(req)?;
-        check(&info.group_resource(), Target::Claim, &ranges, obj)
+        self.limit_ranges(req).map(Some)
     }
 
     /// The request namespace's LimitRanges, by name.
@@ -93,6 +93,19 @@ impl crate::ApiServer {
             .list(&GroupResource::new("", "limitranges"), &opts)
             .map_err(|e| Status::internal(format!("listing LimitRanges: {e}")))?;
         Ok(list.items.iter().map(|o| o.value()).collect())
+    }
+}
+
+/// The plugin on an update of `obj`, against the ranges [`crate::ApiServer::limit_ranges_for_update`]
+/// read.
+pub(crate) fn validate_update(
+    info: &ResourceInfo,
+    ranges: Option<&[Value]>,
+    obj: &Value,
+) -> Result<(), Status> {
+    match ranges {
+        Some(ranges) => check(&info.group_resource(), Target::Claim, ranges, obj),
+        None => Ok(()),
     }
 }
 

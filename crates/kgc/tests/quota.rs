@@ -270,3 +270,95 @@ async fn a_deployment_larger_than_the_quota_gets_the_quotas_pods() {
     let q: Value = serde_json::to_value(quotas.get("q").await.unwrap()).unwrap();
     assert_eq!(q["status"]["used"]["pods"], "20");
 }
+
+/// A counter of the server's `/metrics` (0 until it first counts).
+async fn counter(s: &Server, series: &str) -> f64 {
+    metrics_text(&s.client())
+        .await
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(series)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0.0)
+}
+
+/// The server's resident memory in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the server's status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// The attack of issue 30: a Deployment of 1,000,000 replicas under `pods=100` makes 100 pods
+/// and a `ReplicaFailure` condition naming the quota, not a flood of refused requests: each
+/// failed sync of the ReplicaSet costs one refused create (slow start stops at the first
+/// refusal) and is retried after the queue's back-off. The server's memory stays bounded.
+#[tokio::test]
+async fn a_million_replicas_under_a_quota_make_the_quotas_pods_and_a_condition() {
+    let s = Server::living(&["--in-memory"]).await;
+    let ns = fresh_namespace(&s.client(), "million").await;
+    s.kubectl_ok(&["-n", &ns, "create", "quota", "q", "--hard=pods=100"])
+        .await;
+    let quotas: Api<ResourceQuota> = Api::namespaced(s.client(), &ns);
+    wait_used(&quotas, "q", "pods", "0").await;
+    s.kubectl_ok(&[
+        "create",
+        "deployment",
+        "-n",
+        &ns,
+        "web",
+        "--image=nginx",
+        "--replicas=1000000",
+    ])
+    .await;
+    let pods: Api<Pod> = Api::namespaced(s.client(), &ns);
+    eventually("100 pods", T, || async {
+        pods.list(&ListParams::default()).await.unwrap().items.len() == 100
+    })
+    .await;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(s.client(), &ns);
+    let refused = "exceeded quota: q, requested: pods=1, used: pods=100, limited: pods=100";
+    eventually(
+        "the Deployment's ReplicaFailure names the quota",
+        T,
+        || async {
+            let d = serde_json::to_value(deployments.get("web").await.unwrap()).unwrap();
+            d["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| {
+                    c["type"] == "ReplicaFailure"
+                        && c["status"] == "True"
+                        && c["message"].as_str().is_some_and(|m| m.contains(refused))
+                })
+        },
+    )
+    .await;
+    let series = (
+        r#"kgc_apiserver_requests_total{code="4xx"}"#,
+        r#"workqueue_retries_total{name="replicaset"}"#,
+    );
+    let before = (counter(&s, series.0).await, counter(&s, series.1).await);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let after = (counter(&s, series.0).await, counter(&s, series.1).await);
+    let (refusals, failed_syncs) = (after.0 - before.0, after.1 - before.1);
+    assert!(
+        refusals <= failed_syncs + 2.0 && refusals <= 40.0,
+        "{refusals} refused requests for {failed_syncs} failed syncs in 5 s"
+    );
+    assert_eq!(
+        pods.list(&ListParams::default()).await.unwrap().items.len(),
+        100
+    );
+    let rss = rss_kib(s.pid());
+    assert!(rss < 512 * 1024, "the server holds {rss} KiB");
+}

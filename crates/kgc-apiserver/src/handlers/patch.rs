@@ -129,6 +129,7 @@ pub(super) async fn patch(
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let mut warnings = Vec::new();
     let allocation = api.service_allocation(info, req).await?;
+    let limit_ranges = api.limit_ranges_for_update(info, req)?;
     let dry_run = query.dry_run()?;
     let charge = api
         .charge_quota_update(info, req, dry_run, |mut copy| {
@@ -179,7 +180,7 @@ pub(super) async fn patch(
                 crate::authz::admit_write(api.rbac.as_deref(), info, req, &current)?;
                 crate::authz::admit_update(info, &before, &current)?;
                 api.admit_owner_references(info, req, Some(&before), &current)?;
-                api.validate_limit_ranger_update(info, req, &current)?;
+                crate::limitranger::validate_update(info, limit_ranges.as_deref(), &current)?;
                 conversion::to_storage(info, &req.version, &mut current);
                 let mut new = tracking.record(Some(&before), &current);
                 if let Some(a) = allocation.as_ref() {
@@ -262,6 +263,7 @@ pub(super) async fn server_side_apply(
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let ns = req.namespace.clone().unwrap_or_default();
     let allocation = api.service_allocation(info, req).await?;
+    let limit_ranges = api.limit_ranges_for_update(info, req)?;
     let merge = |live: Option<&Value>| -> Result<Value, Status> {
         let live = live.map(|l| {
             let mut l = l.clone();
@@ -294,7 +296,7 @@ pub(super) async fn server_side_apply(
         }
         api.admit_owner_references(info, req, live.as_ref(), &merged)?;
         if live.is_some() {
-            api.validate_limit_ranger_update(info, req, &merged)?;
+            crate::limitranger::validate_update(info, limit_ranges.as_deref(), &merged)?;
         }
         if let Some(a) = allocation.as_ref() {
             a.assign(&mut merged, live.as_ref())?;

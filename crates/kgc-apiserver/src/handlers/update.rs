@@ -25,6 +25,7 @@ pub(super) async fn update(
     let (obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let allocation = api.service_allocation(info, req).await?;
+    let limit_ranges = api.limit_ranges_for_update(info, req)?;
     let dry_run = query.dry_run()?;
     let charge = api
         .charge_quota_update(info, req, dry_run, |_| Ok(obj.clone()))
@@ -42,7 +43,7 @@ pub(super) async fn update(
                 charge.still_current(info, &current)?;
                 crate::authz::admit_update(info, &current, &obj)?;
                 api.admit_owner_references(info, req, Some(&current), &obj)?;
-                api.validate_limit_ranger_update(info, req, &obj)?;
+                crate::limitranger::validate_update(info, limit_ranges.as_deref(), &obj)?;
                 let mut new = tracking.record(Some(&current), &obj);
                 if let Some(a) = allocation.as_ref() {
                     a.assign(&mut new, Some(&current))?;
