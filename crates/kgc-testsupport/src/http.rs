@@ -156,6 +156,22 @@ pub(crate) async fn http_get_status(addr: &str, path: &str) -> Option<u16> {
         .flatten()
 }
 
+/// One series of the server's `/metrics` (e.g. `workqueue_retries_total{name="replicaset"}`),
+/// 0 until it first counts.
+pub async fn metrics_counter(client: &Client, series: &str) -> f64 {
+    metrics_text(client)
+        .await
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(series)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0.0)
+}
+
 /// A `GET /metrics` of the server, as text.
 pub async fn metrics_text(client: &Client) -> String {
     raw(client, "GET", "/metrics", None, Vec::new())

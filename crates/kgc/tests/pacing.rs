@@ -64,26 +64,11 @@ fn refusal(ns: &str) -> String {
     )
 }
 
-/// A counter of the server's `/metrics` (0 until it first counts).
-async fn counter(s: &Server, series: &str) -> f64 {
-    metrics_text(&s.client())
-        .await
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix(series)?
-                .strip_prefix(' ')?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0.0)
-}
-
 /// Refused requests, and failed ReplicaSet syncs (each retried after the queue's back-off).
 async fn refusals_and_failed_syncs(s: &Server) -> (f64, f64) {
     (
-        counter(s, r#"kgc_apiserver_requests_total{code="4xx"}"#).await,
-        counter(s, r#"workqueue_retries_total{name="replicaset"}"#).await,
+        metrics_counter(&s.client(), r#"kgc_apiserver_requests_total{code="4xx"}"#).await,
+        metrics_counter(&s.client(), r#"workqueue_retries_total{name="replicaset"}"#).await,
     )
 }
 

@@ -271,21 +271,6 @@ async fn a_deployment_larger_than_the_quota_gets_the_quotas_pods() {
     assert_eq!(q["status"]["used"]["pods"], "20");
 }
 
-/// A counter of the server's `/metrics` (0 until it first counts).
-async fn counter(s: &Server, series: &str) -> f64 {
-    metrics_text(&s.client())
-        .await
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix(series)?
-                .strip_prefix(' ')?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0.0)
-}
-
 /// The server's resident memory in KiB.
 fn rss_kib(pid: u32) -> u64 {
     let status =
@@ -347,9 +332,15 @@ async fn a_million_replicas_under_a_quota_make_the_quotas_pods_and_a_condition()
         r#"kgc_apiserver_requests_total{code="4xx"}"#,
         r#"workqueue_retries_total{name="replicaset"}"#,
     );
-    let before = (counter(&s, series.0).await, counter(&s, series.1).await);
+    let before = (
+        metrics_counter(&s.client(), series.0).await,
+        metrics_counter(&s.client(), series.1).await,
+    );
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let after = (counter(&s, series.0).await, counter(&s, series.1).await);
+    let after = (
+        metrics_counter(&s.client(), series.0).await,
+        metrics_counter(&s.client(), series.1).await,
+    );
     let (refusals, failed_syncs) = (after.0 - before.0, after.1 - before.1);
     assert!(
         refusals <= failed_syncs + 2.0 && refusals <= 40.0,
