@@ -13,6 +13,7 @@ pub mod authz;
 mod body;
 mod consistency;
 mod conversion;
+mod conversion_webhook;
 #[cfg(test)]
 mod decoders_fuzz;
 mod discovery;
@@ -31,6 +32,7 @@ mod strict;
 mod table;
 pub mod tls;
 mod watch;
+mod webhook;
 pub mod x509;
 
 use std::sync::Arc;
@@ -96,6 +98,8 @@ pub struct ApiServer {
     service_account_admission: bool,
     /// DefaultStorageClass and StorageObjectInUseProtection (on unless disabled).
     storage_plugins: storage_admission::StoragePlugins,
+    /// The admission webhooks' configurations, cached (see [`webhook`]).
+    webhooks: Arc<webhook::Webhooks>,
 }
 
 /// Request counters, one per status class (held, not looked up per request), and the store's
@@ -150,6 +154,7 @@ impl ApiServer {
         let registry = Registry::default();
         Self {
             metrics: Arc::new(Metrics::new(&registry, &store)),
+            webhooks: Arc::new(webhook::Webhooks::new(store.clone())),
             registry,
             store,
             shutdown,

@@ -21,7 +21,7 @@ pub(super) async fn create(
     body: Body,
 ) -> Result<Response> {
     let ns = req.namespace.as_deref().unwrap_or("");
-    let (mut obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
+    let (mut obj, mut warnings) = admitted_body(api, info, req, query, headers, body).await?;
     api.admit_storage_create(info, req, &mut obj)?;
     api.admit_owner_references(info, req, None, &obj)?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
@@ -29,6 +29,8 @@ pub(super) async fn create(
     // manager.
     let mut obj = tracking.record(None, &obj);
     api.admit_service_account(info, req, &mut obj).await?;
+    let call = crate::webhook::Call::new(info, req, "CREATE", query)?;
+    warnings.extend(api.webhooks.admit(&call, Some(&mut obj), None).await?);
     let created = api.store.create(info, ns, obj, query.dry_run()?).await?;
     Ok(with_warnings(
         object(info, req, StatusCode::CREATED, &created),

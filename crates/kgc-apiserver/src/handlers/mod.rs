@@ -56,6 +56,9 @@ pub async fn serve(
         }
         _ => {}
     }
+    if crate::conversion_webhook::applies(&info, &req) {
+        return crate::conversion_webhook::serve(api, &info, req, query, headers, body).await;
+    }
     if let Some(sub) = &req.subresource {
         let known = info.subresource(sub).is_some();
         let verb_ok = if sub == "binding" {

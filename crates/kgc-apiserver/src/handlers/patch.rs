@@ -128,13 +128,13 @@ pub(super) async fn patch(
     let name = req.name.clone().unwrap_or_default();
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let mut warnings = Vec::new();
-    let updated = api
-        .store
-        .update(
+    let (updated, hook_warnings) = api
+        .update_admitted(
             info,
+            req,
+            query,
             req.namespace.as_deref().unwrap_or(""),
             &name,
-            req.subresource.as_deref(),
             query.dry_run()?,
             |mut current| {
                 let before = current.clone();
@@ -172,6 +172,7 @@ pub(super) async fn patch(
             },
         )
         .await?;
+    warnings.extend(hook_warnings);
     Ok(with_warnings(
         object(info, req, StatusCode::OK, updated.object()),
         &warnings,
@@ -278,26 +279,32 @@ pub(super) async fn server_side_apply(
     };
     for _ in 0..3 {
         let updated = api
-            .store
-            .update(
-                info,
-                &ns,
-                &name,
-                req.subresource.as_deref(),
-                dry_run,
-                |current| merge(Some(&current)),
-            )
+            .update_admitted(info, req, query, &ns, &name, dry_run, |current| {
+                merge(Some(&current))
+            })
             .await;
         match updated {
-            Ok(u) => return Ok(object(info, req, StatusCode::OK, u.object())),
+            Ok((u, warnings)) => {
+                return Ok(with_warnings(
+                    object(info, req, StatusCode::OK, u.object()),
+                    &warnings,
+                ));
+            }
             Err(kgc_store::Error::Api(s))
                 if s.is(kgc_meta::Reason::NotFound) && req.subresource.is_none() => {}
             Err(e) => return Err(e.into()),
         }
         let mut fresh = merge(None)?;
         api.admit_service_account(info, req, &mut fresh).await?;
+        let call = crate::webhook::Call::new(info, req, "CREATE", query)?;
+        let warnings = api.webhooks.admit(&call, Some(&mut fresh), None).await?;
         match api.store.create(info, &ns, fresh, dry_run).await {
-            Ok(created) => return Ok(object(info, req, StatusCode::CREATED, &created)),
+            Ok(created) => {
+                return Ok(with_warnings(
+                    object(info, req, StatusCode::CREATED, &created),
+                    &warnings,
+                ));
+            }
             // Created meanwhile by someone else: apply to it.
             Err(kgc_store::Error::Api(s)) if s.is(kgc_meta::Reason::AlreadyExists) => continue,
             Err(e) => return Err(e.into()),

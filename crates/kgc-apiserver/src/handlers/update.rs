@@ -22,23 +22,16 @@ pub(super) async fn update(
 ) -> Result<Response> {
     let ns = req.namespace.as_deref().unwrap_or("");
     let name = req.name.as_deref().unwrap_or("");
-    let (obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
+    let (obj, mut warnings) = admitted_body(api, info, req, query, headers, body).await?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
-    let updated = api
-        .store
-        .update(
-            info,
-            ns,
-            name,
-            req.subresource.as_deref(),
-            query.dry_run()?,
-            |current| {
-                crate::authz::admit_update(info, &current, &obj)?;
-                api.admit_owner_references(info, req, Some(&current), &obj)?;
-                Ok(tracking.record(Some(&current), &obj))
-            },
-        )
+    let (updated, hook_warnings) = api
+        .update_admitted(info, req, query, ns, name, query.dry_run()?, |current| {
+            crate::authz::admit_update(info, &current, &obj)?;
+            api.admit_owner_references(info, req, Some(&current), &obj)?;
+            Ok(tracking.record(Some(&current), &obj))
+        })
         .await?;
+    warnings.extend(hook_warnings);
     Ok(with_warnings(
         object(info, req, StatusCode::OK, updated.object()),
         &warnings,
