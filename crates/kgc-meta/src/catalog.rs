@@ -707,6 +707,27 @@ fn builtin_resources() -> impl Iterator<Item = ResourceInfo> {
             false,
             NONE,
         ),
+        // Admission webhook configurations (called by kgc-apiserver's `webhook`).
+        b(
+            "admissionregistration.k8s.io",
+            "v1",
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            Cluster,
+            &[],
+            false,
+            NONE,
+        ),
+        b(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            Cluster,
+            &[],
+            false,
+            NONE,
+        ),
         b(
             "certificates.k8s.io",
             "v1",
