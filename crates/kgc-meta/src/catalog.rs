@@ -976,7 +976,7 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), c.groups().len());
-        assert_eq!(c.resources().count(), 42);
+        assert_eq!(c.resources().count(), 44);
     }
 
     #[test]
