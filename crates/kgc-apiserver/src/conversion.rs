@@ -6,6 +6,11 @@
 //! target is v1's `targetCPUUtilizationPercentage`, and what v1 cannot express (other metrics,
 //! behavior, conditions, other current metrics) travels in `autoscaling.alpha.kubernetes.io/*`
 //! annotations, so that a v1 round trip loses nothing.
+//!
+//! events.k8s.io Events are core Events (one storage, as upstream's
+//! `pkg/registry/events/rest/storage_events.go` serves the core event store under that group):
+//! stored as core/v1 and renamed field by field as upstream's
+//! `pkg/apis/events/v1/conversion.go` does through the internal `core.Event`.
 
 use kgc_meta::ResourceInfo;
 use kgc_meta::catalog::api_version;
@@ -24,17 +29,62 @@ pub fn storage_version(info: &ResourceInfo) -> &str {
     }
 }
 
+/// Whether objects of `info` served in `version` are not the stored ones as they are.
+pub fn converts(info: &ResourceInfo, version: &str) -> bool {
+    is_events_api(info) || version != storage_version(info)
+}
+
+fn is_events_api(info: &ResourceInfo) -> bool {
+    info.group == "events.k8s.io" && info.plural == "events"
+}
+
+/// events.k8s.io/v1 field ↔ core/v1 field, where the names differ (the rest are the same:
+/// `eventTime`, `series`, `action`, `reason`, `related`, `reportingInstance`, `type`).
+const EVENT_FIELDS: [(&str, &str); 7] = [
+    ("regarding", "involvedObject"),
+    ("note", "message"),
+    ("deprecatedSource", "source"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedCount", "count"),
+    ("reportingController", "reportingComponent"),
+];
+
+/// Renames an Event's fields between the two versions (`to_core`: events.k8s.io/v1 → core/v1).
+fn rename_event_fields(obj: &mut Value, to_core: bool) {
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    let mut moved = Vec::new();
+    for (events, core) in EVENT_FIELDS {
+        let (from, to) = if to_core {
+            (events, core)
+        } else {
+            (core, events)
+        };
+        if let Some(v) = map.remove(from) {
+            moved.push((to, v));
+        }
+    }
+    for (to, v) in moved {
+        map.insert(to.to_owned(), v);
+    }
+}
+
 fn is_hpa(info: &ResourceInfo) -> bool {
     info.group == "autoscaling" && info.plural == "horizontalpodautoscalers"
 }
 
 /// Converts a stored object to `version` for a response.
 pub fn from_storage(info: &ResourceInfo, version: &str, obj: &mut Value) {
-    if version == storage_version(info) {
+    if !converts(info, version) {
         return;
     }
     if is_hpa(info) && version == "v1" {
         hpa_v2_to_v1(obj);
+    }
+    if is_events_api(info) {
+        rename_event_fields(obj, false);
     }
     let api_version = api_version(&info.group, version);
     obj["apiVersion"] = Value::from(api_version.as_str());
@@ -50,6 +100,11 @@ pub fn to_storage(info: &ResourceInfo, version: &str, obj: &mut Value) {
     let storage = storage_version(info).to_owned();
     if version != storage && is_hpa(info) && version == "v1" {
         hpa_v1_to_v2(obj);
+    }
+    if is_events_api(info) {
+        rename_event_fields(obj, true);
+        obj["apiVersion"] = Value::from("v1");
+        return;
     }
     obj["apiVersion"] = Value::from(api_version(&info.group, &storage));
 }
@@ -232,6 +287,29 @@ mod tests {
                 .contains("qps")
         );
         let mut back = v1.clone();
+        to_storage(info, "v1", &mut back);
+        assert_eq!(back, stored);
+    }
+
+    #[test]
+    fn events_api_events_are_core_events_renamed() {
+        let c = Catalog::builtin();
+        let info = c.get("events.k8s.io", "v1", "events").unwrap();
+        let stored = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+            "involvedObject": {"kind": "Pod", "name": "p"}, "message": "m", "count": 3,
+            "source": {"component": "c"}, "firstTimestamp": "2024-01-01T00:00:00Z",
+            "lastTimestamp": "2024-01-01T00:01:00Z", "reportingComponent": "c",
+            "reportingInstance": "i", "reason": "R", "type": "Normal"});
+        let mut served = stored.clone();
+        from_storage(info, "v1", &mut served);
+        assert_eq!(served["apiVersion"], "events.k8s.io/v1");
+        assert_eq!(served["regarding"]["name"], "p");
+        assert_eq!(served["note"], "m");
+        assert_eq!(served["deprecatedCount"], 3);
+        assert_eq!(served["deprecatedSource"]["component"], "c");
+        assert_eq!(served["reportingController"], "c");
+        assert!(served.get("message").is_none() && served.get("involvedObject").is_none());
+        let mut back = served.clone();
         to_storage(info, "v1", &mut back);
         assert_eq!(back, stored);
     }

@@ -62,9 +62,13 @@ impl Limits {
     }
 }
 
-/// `/api/v1/watch/…`, `/apis/G/V/watch/…` or `?watch=true`.
+/// `/api/v1/watch/…`, `/apis/G/V/watch/…` or `?watch=true`; or a pod's log, exec, attach or
+/// port-forward, which upstream counts as long-running too.
 fn is_watch(path: &str, query: &Query) -> bool {
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if let [.., "pods", _, "log" | "exec" | "attach" | "portforward"] = segments.as_slice() {
+        return true;
+    }
     let verb_at = match segments.first() {
         Some(&"api") => 2,
         Some(&"apis") => 3,

@@ -20,17 +20,24 @@ mod discovery;
 mod handlers;
 mod health;
 pub mod inflight;
+pub mod ipallocator;
+pub mod limitranger;
 pub mod loopback;
 pub mod owner_references;
+mod pod_connect;
+pub mod pod_log;
+pub mod portallocator;
 mod request;
 mod reviews;
 mod scale;
+mod service_alloc;
 pub mod serviceaccount;
 pub mod serviceaccount_admission;
 pub mod storage_admission;
 mod strict;
 mod table;
 pub mod tls;
+mod validation_rules;
 mod watch;
 mod webhook;
 pub mod x509;
@@ -100,6 +107,8 @@ pub struct ApiServer {
     storage_plugins: storage_admission::StoragePlugins,
     /// The admission webhooks' configurations, cached (see [`webhook`]).
     webhooks: Arc<webhook::Webhooks>,
+    /// `--service-cluster-ip-range`, `--service-node-port-range` and their allocation lock.
+    service_ranges: Arc<service_alloc::ServiceRanges>,
 }
 
 /// Request counters, one per status class (held, not looked up per request), and the store's
@@ -167,6 +176,7 @@ impl ApiServer {
             owner_references_enforced: true,
             service_account_admission: true,
             storage_plugins: Default::default(),
+            service_ranges: Default::default(),
         }
     }
 

@@ -110,7 +110,7 @@ async fn admit(
 
 /// `pods "NAME" is forbidden: …` (`pods is forbidden: …` for a name still to be generated), as
 /// upstream's `admission.NewForbidden` words it.
-fn forbidden(gr: &GroupResource, name: &str, why: String) -> Status {
+pub(crate) fn forbidden(gr: &GroupResource, name: &str, why: String) -> Status {
     if name.is_empty() {
         Status::forbidden_by_policy(gr, name, format!("{gr} is forbidden: {why}"))
     } else {

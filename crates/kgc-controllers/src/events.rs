@@ -1,46 +1,24 @@
 //! Recording core/v1 Events as client-go's recorder files them
 //! (`kubernetes/kubernetes staging/src/k8s.io/client-go/tools/record/event.go`): in the involved
 //! object's namespace (`default` for a cluster-scoped one), named `<object>.<unix nanoseconds in
-//! hex>`, with the component (and, for a kubelet, its node) as source. A repeated event (same
-//! object, type, reason and message) is counted on the first one, as the recorder's correlator
-//! (`events_cache.go`) does, rather than written again: a pod that cannot be scheduled for an
-//! hour makes one Event, not hundreds. Recording never holds up the controller: each event is
-//! sent on its own task, and a failure is logged, as upstream's broadcaster drops what it
-//! cannot write.
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+//! hex>`, with the component (and, for a kubelet, its node) as source. Every event goes through
+//! the process's one correlator ([`kgc_runtime::correlator`]): a repeat is counted on the first
+//! Event, similar ones are aggregated, and a source that floods one object is throttled, so a
+//! pod that cannot be scheduled for an hour makes one Event, not hundreds. Recording never
+//! holds up the controller: each event is sent on its own task, and a failure is logged, as
+//! upstream's broadcaster drops what it cannot write.
 
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kgc_runtime::correlator::{Correlated, correlator};
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use serde_json::json;
 
 use crate::Clock;
 
 /// Upstream's event types.
 const NORMAL: &str = "Normal";
 const WARNING: &str = "Warning";
-
-/// At most this many events are remembered for counting repeats (a bound on memory); then the
-/// correlator starts over, as upstream's LRU of 4,096 forgets.
-const REMEMBERED: usize = 10_000;
-
-/// The involved object of an event: its namespace and name.
-type Object = (String, String);
-
-/// An event's identity for the correlator, within its object: the object's uid, the type,
-/// reason and message.
-type Identity = (String, &'static str, String, String);
-
-/// The name and count of each event written, by object, then identity: forgetting an object's
-/// events (the scheduler does at every bind) is one removal, not a scan of every event.
-#[derive(Default)]
-struct Seen {
-    objects: HashMap<Object, HashMap<Identity, (String, i32)>>,
-    events: usize,
-}
 
 /// Records the events of one component.
 #[derive(Clone)]
@@ -50,7 +28,6 @@ pub struct Recorder {
     /// The node a kubelet's events come from (`source.host`, `reportingInstance`).
     host: Option<String>,
     clock: Clock,
-    seen: Arc<Mutex<Seen>>,
 }
 
 impl Recorder {
@@ -60,12 +37,10 @@ impl Recorder {
             component,
             host: None,
             clock,
-            seen: Arc::default(),
         }
     }
 
-    /// The same recorder, its events coming from `host` (a kubelet's node); repeats are still
-    /// counted across hosts.
+    /// The same recorder, its events coming from `host` (a kubelet's node).
     pub fn on_host(&self, host: &str) -> Self {
         Self {
             host: Some(host.to_owned()),
@@ -86,11 +61,7 @@ impl Recorder {
     /// Forgets the repeats of the events about the object `namespace`/`name` (it is gone, or
     /// what it waited for happened), so that memory follows the live objects.
     pub fn forget(&self, namespace: &str, name: &str) {
-        let mut seen = lock(&self.seen);
-        let object = (namespace.to_owned(), name.to_owned());
-        if let Some(gone) = seen.objects.remove(&object) {
-            seen.events -= gone.len();
-        }
+        correlator().forget(namespace, name);
     }
 
     fn record(&self, involved: ObjectReference, kind: &'static str, reason: &str, message: String) {
@@ -99,44 +70,7 @@ impl Recorder {
             .clone()
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "default".to_owned());
-        let object: Object = (namespace.clone(), involved.name.clone().unwrap_or_default());
-        let id: Identity = (
-            involved.uid.clone().unwrap_or_default(),
-            kind,
-            reason.to_owned(),
-            message.clone(),
-        );
         let now = Time(self.clock.now());
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
-        let repeat = lock(&self.seen)
-            .objects
-            .get_mut(&object)
-            .and_then(|o| o.get_mut(&id))
-            .map(|(name, count)| {
-                *count += 1;
-                (name.clone(), *count)
-            });
-        if let Some((name, count)) = repeat {
-            let seen = self.seen.clone();
-            let component = self.component;
-            tokio::spawn(async move {
-                let patch = json!({"count": count, "lastTimestamp": now});
-                if let Err(e) = api
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                {
-                    // Gone (deleted, or expired): the next repeat writes a new one.
-                    let mut seen = lock(&seen);
-                    if let Some(o) = seen.objects.get_mut(&object)
-                        && o.remove(&id).is_some()
-                    {
-                        seen.events -= 1;
-                    }
-                    tracing::debug!(component, error = %e, "counting a repeated event failed");
-                }
-            });
-            return;
-        }
         let name = format!(
             "{}.{:x}",
             involved.name.as_deref().unwrap_or_default(),
@@ -144,8 +78,8 @@ impl Recorder {
         );
         let event = Event {
             metadata: ObjectMeta {
-                name: Some(name.clone()),
-                namespace: Some(namespace),
+                name: Some(name),
+                namespace: Some(namespace.clone()),
                 ..ObjectMeta::default()
             },
             involved_object: involved,
@@ -159,37 +93,44 @@ impl Recorder {
             reporting_component: Some(self.component.to_owned()),
             reporting_instance: self.host.clone(),
             first_timestamp: Some(now.clone()),
-            last_timestamp: Some(now),
+            last_timestamp: Some(now.clone()),
             count: Some(1),
             ..Event::default()
         };
-        let seen = self.seen.clone();
+        let Ok(value) = serde_json::to_value(&event) else {
+            return;
+        };
+        let decision = correlator().correlate(value, now.0);
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
         let component = self.component;
         tokio::spawn(async move {
-            match api.create(&PostParams::default(), &event).await {
-                Ok(_) => {
-                    let mut seen = lock(&seen);
-                    if seen.events >= REMEMBERED {
-                        *seen = Seen::default();
-                    }
-                    if seen
-                        .objects
-                        .entry(object)
-                        .or_default()
-                        .insert(id, (name, 1))
-                        .is_none()
-                    {
-                        seen.events += 1;
-                    }
-                }
-                Err(e) => tracing::warn!(component, error = %e, "recording an event failed"),
+            if let Err(e) = file(&api, decision).await {
+                tracing::warn!(component, error = %e, "recording an event failed");
             }
         });
     }
 }
 
-fn lock(seen: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
-    seen.lock().unwrap_or_else(PoisonError::into_inner)
+/// Writes what the correlator decided, as client-go's `recordToSink` does: a repeat whose
+/// Event is gone (deleted, or expired by the TTL) is created afresh.
+pub async fn file(api: &Api<Event>, decision: Correlated) -> Result<(), kube::Error> {
+    let create = |event: serde_json::Value| async move {
+        let event: Event = serde_json::from_value(event).map_err(kube::Error::SerdeError)?;
+        api.create(&PostParams::default(), &event).await.map(|_| ())
+    };
+    match decision {
+        Correlated::Skip => Ok(()),
+        Correlated::Create(event) => create(event).await,
+        Correlated::Patch {
+            name, patch, event, ..
+        } => match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Err(kube::Error::Api(s)) if s.is_not_found() => create(event).await,
+            other => other.map(|_| ()),
+        },
+    }
 }
 
 /// The reference an event names `object` by.

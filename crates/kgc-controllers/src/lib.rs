@@ -49,15 +49,6 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The controllers, by the names `--controllers` takes.
-pub const CONTROLLERS: [&str; 5] = [
-    namespace::NAME,
-    crd_finalizer::NAME,
-    pod_termination::NAME,
-    serviceaccount::NAME,
-    root_ca::NAME,
-];
-
 /// What every controller shares: the process's informers, the client it writes with, the
 /// clock, the queues' metrics.
 #[derive(Clone)]

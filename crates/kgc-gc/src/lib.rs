@@ -446,16 +446,17 @@ impl<C: Cluster> Shared<C> {
         }
         for bad in fx.invalid_owner_refs {
             tracing::warn!(child = %bad.child, owner = %bad.owner, "OwnerRefInvalidNamespace");
+            let now = self.config.clock.now();
             let event = kgc_client::warning_event(
                 COMPONENT,
                 &bad.child,
                 "OwnerRefInvalidNamespace",
                 &bad.message(),
-                self.config.clock.now(),
+                now,
             );
             let cluster = self.cluster.clone();
             tokio::spawn(async move {
-                if let Err(e) = cluster.create_event(event).await {
+                if let Err(e) = kgc_runtime::correlator::record(&cluster, event, now).await {
                     tracing::warn!(error = %e, "recording an OwnerRefInvalidNamespace event failed");
                 }
             });

@@ -55,13 +55,11 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The collectors, by the names `--disable` takes.
-pub const COLLECTORS: [&str; 5] = ["podgc", "ttl", "csr", "pv", "nodes"];
-
 /// Settings of every collector.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
-    /// Names from [`COLLECTORS`] not to run.
+    /// The collectors not to run, by the names `--controllers` takes (`podgc`, `ttl`, `csr`,
+    /// `pv`, `nodes`).
     pub disabled: Vec<String>,
     pub podgc: podgc::Config,
     pub ttl: ttl::Config,

@@ -361,14 +361,15 @@ impl<C: Cluster> Volumes<C> {
                 .unwrap_or_default()
                 .to_owned(),
         };
+        let now = self.ctx.clock.now();
         let event = kgc_client::warning_event(
             "persistentvolume-controller",
             &involved,
             reason,
             message,
-            self.ctx.clock.now(),
+            now,
         );
-        if let Err(e) = self.ctx.cluster.create_event(event).await {
+        if let Err(e) = kgc_runtime::correlator::record(&self.ctx.cluster, event, now).await {
             tracing::debug!(collector = COLLECTOR, error = %e, "recording an event failed");
         }
     }

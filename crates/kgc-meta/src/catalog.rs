@@ -184,6 +184,16 @@ impl ResourceInfo {
         GroupResource::new(&self.group, &self.plural)
     }
 
+    /// The unit of storage this resource reads and writes: its own group and resource, but for
+    /// events.k8s.io Events, which are the core Events (upstream serves the one event store
+    /// under both groups, kubernetes/kubernetes `pkg/registry/events/rest/storage_events.go`).
+    pub fn storage_resource(&self) -> GroupResource {
+        if self.group == "events.k8s.io" && self.plural == "events" {
+            return GroupResource::new("", "events");
+        }
+        self.group_resource()
+    }
+
     pub fn namespaced(&self) -> bool {
         self.scope == Scope::Namespaced
     }
@@ -271,6 +281,18 @@ impl Catalog {
         self.by_resource
             .get(&GroupResource::new(group, resource))
             .filter(|r| r.serves_version(version))
+    }
+
+    /// The resource whose rules a write of `info`'s objects follows once converted to storage:
+    /// `info` itself, or the resource it shares storage with (see
+    /// [`ResourceInfo::storage_resource`]).
+    pub fn stored_as<'a>(&'a self, info: &'a ResourceInfo) -> &'a ResourceInfo {
+        let gr = info.storage_resource();
+        if gr.group == info.group {
+            return info;
+        }
+        self.get_group_resource(&gr)
+            .map_or(info, |stored| &**stored)
     }
 
     pub fn get_group_resource(&self, gr: &GroupResource) -> Option<&Arc<ResourceInfo>> {

@@ -383,8 +383,8 @@ const VALIDATION_REASONS: [&str; 4] = [
 ];
 
 /// The shape of `x-kubernetes-validations` rules (upstream
-/// `ValidateCustomResourceDefinitionOpenAPISchema`). The CEL rules themselves are neither
-/// compiled nor run here.
+/// `ValidateCustomResourceDefinitionOpenAPISchema`). The CEL rules themselves are compiled and
+/// priced by kgc-cel (`rules::check`, called by kgc-store).
 fn x_validations(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
     let newline = |s: &str| s.contains(['\n', '\r']);
     let rules = schema

@@ -7,10 +7,12 @@
 //! - [`queue`]: the one work queue (de-duplicating, delaying, rate limited, with metrics);
 //! - [`backoff`]: client-go's reflector back-off, with which failed watches are re-opened;
 //! - [`metrics`]: the process's one metrics registry;
-//! - [`decisions`]: the collectors' bounded history of what they deleted or orphaned, and why.
+//! - [`decisions`]: the collectors' bounded history of what they deleted or orphaned, and why;
+//! - [`correlator`]: the one event correlator every event recorder files through.
 #![forbid(unsafe_code)]
 
 pub use kgc_client::backoff;
+pub mod correlator;
 pub mod decisions;
 pub mod informer;
 pub mod metrics;

@@ -20,10 +20,41 @@ pub(crate) fn is_crd(gr: &GroupResource) -> bool {
     *gr == crds()
 }
 
+/// Every version's `x-kubernetes-validations` rules compiled and priced (apiextensions-apiserver
+/// `pkg/apis/apiextensions/validation/validation.go`): a rule that does not compile or costs
+/// too much refuses the CRD. Upstream validates the internal CRD, into which the versions'
+/// schemas are hoisted when they are all the same (`spec.validation.openAPIV3Schema`), so its
+/// errors name that path then, and each version's otherwise.
+fn validation_rules(crd: &Value) -> Vec<kgc_meta::FieldError> {
+    let schemas: Vec<Option<&Value>> = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|v| v.pointer("/schema/openAPIV3Schema"))
+        .collect();
+    if let Some(Some(first)) = schemas.first()
+        && schemas.iter().all(|s| *s == Some(*first))
+    {
+        return kgc_cel::rules::check(first, "spec.validation.openAPIV3Schema");
+    }
+    let mut errs = Vec::new();
+    for (i, schema) in schemas.iter().enumerate() {
+        if let Some(schema) = schema {
+            let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
+            errs.extend(kgc_cel::rules::check(schema, &path));
+        }
+    }
+    errs
+}
+
 impl Store {
     /// On create and update of a CRD's main resource: validate it and (re)compute its status.
     pub(crate) fn prepare_crd(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), Status> {
-        let errs = crd::validate(obj, old);
+        let mut errs = crd::validate(obj, old);
+        if errs.is_empty() {
+            errs = validation_rules(obj);
+        }
         if !errs.is_empty() {
             return Err(Status::invalid(
                 "apiextensions.k8s.io",

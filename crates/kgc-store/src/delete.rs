@@ -68,6 +68,8 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Deleted> {
+        let catalog = self.catalog();
+        let info = catalog.stored_as(info);
         // Reading the object is most of a delete's work: do it before taking the write lock,
         // so that concurrent deletes (the garbage collector's workers) read in parallel. Under
         // the lock the reading is used only if the object is still that same version.
@@ -93,6 +95,8 @@ impl Store {
         list: &ListOptions,
         opts: &DeleteOptions,
     ) -> Result<Vec<Deleted>> {
+        let catalog = self.catalog();
+        let info = catalog.stored_as(info);
         let gr = info.group_resource();
         let items = self.list(&gr, list)?.items;
         let (out, pending) = {

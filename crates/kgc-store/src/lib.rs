@@ -20,6 +20,7 @@ mod crd;
 mod delete;
 mod history;
 mod job;
+mod lease;
 mod namespace;
 mod object;
 mod persist;
@@ -31,6 +32,7 @@ mod write;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::time::Duration;
 
 use kgc_meta::{Catalog, GroupResource, Status};
 use tokio::sync::{oneshot, watch as notify};
@@ -43,6 +45,7 @@ pub use watch::{Event, EventType, WatchEvent, WatchFilter, Watcher};
 pub use write::{Updated, normalize, random_suffix};
 
 use history::History;
+use lease::Leases;
 use object::Meta;
 use persist::{Codec, Committer, Op, Unit};
 use watch::EventLog;
@@ -120,6 +123,8 @@ pub(crate) struct State {
     history: History,
     /// Why writes are refused, if they are.
     failed: Option<Failure>,
+    /// When the objects of resources with a TTL expire.
+    leases: Leases,
 }
 
 /// Why the store refuses writes.
@@ -201,6 +206,9 @@ pub struct Options {
     /// Encryption at rest of the values written to `path` (memory always holds plain objects).
     /// Without it nothing is encrypted, and an encrypted value on disk fails the open.
     pub encryption: Option<Arc<kgc_encryption::Transformers>>,
+    /// Resources whose objects expire this long after their last write, as kube-apiserver's
+    /// `--event-ttl` gives Events (see [`lease`]).
+    pub ttl: HashMap<GroupResource, Duration>,
 }
 
 impl Default for Options {
@@ -210,6 +218,7 @@ impl Default for Options {
             watch_log: DEFAULT_WATCH_LOG,
             clock: Clock::default(),
             encryption: None,
+            ttl: HashMap::new(),
         }
     }
 }
@@ -235,17 +244,25 @@ impl Store {
             objects: HashMap::new(),
             history: History::new(0, opts.watch_log),
             failed: None,
+            leases: Leases::new(opts.ttl.clone()),
         };
         let mut conn = None;
         let codec = Codec::new(opts.encryption.clone());
         if let Some(path) = &opts.path {
-            let (c, loaded) = persist::open(path, &codec)?;
+            let now = opts.clock.now().as_millisecond();
+            let (c, loaded) = persist::open(path, &codec, now)?;
             state.rv = loaded.revision;
-            for (group, resource, obj) in loaded.objects {
+            state.leases.backlog = loaded.expired_rows;
+            for (group, resource, obj, expires) in loaded.objects {
                 state.rv = state.rv.max(obj.resource_version);
+                let gr = GroupResource::new(group, resource);
+                // Stored before its resource had a TTL: it expires a TTL from now.
+                if let Some(at) = expires.or_else(|| state.leases.expiry_at(&gr, now)) {
+                    state.leases.grant(&gr, &obj.namespace, &obj.name, at);
+                }
                 state
                     .objects
-                    .entry(GroupResource::new(group, resource))
+                    .entry(gr)
                     .or_default()
                     .insert((obj.namespace.clone(), obj.name.clone()), obj);
             }
@@ -278,6 +295,9 @@ impl Store {
         }
         store.restore_catalog();
         store.bootstrap_namespaces().await?;
+        if store.inner.durable || !opts.ttl.is_empty() {
+            store.start_expiry();
+        }
         Ok(store)
     }
 
@@ -397,6 +417,7 @@ impl Store {
             return Ok(Pending(None));
         };
         let rv = last.object.resource_version;
+        let now = lease::now_ms(&self.inner);
         let mut ops = Vec::with_capacity(changes.len());
         let mut events = Vec::with_capacity(changes.len());
         for c in changes {
@@ -404,21 +425,30 @@ impl Store {
             let objects = st.objects.entry(c.gr.clone()).or_default();
             if c.kind == EventType::Deleted {
                 objects.remove(&key);
+                let had_lease = st.leases.revoke(&c.gr, &key.0, &key.1);
                 if self.inner.durable {
                     ops.push(Op::Delete {
                         group: c.gr.group.clone(),
                         resource: c.gr.resource.clone(),
+                        leased: had_lease || st.leases.ttl(&c.gr).is_some(),
                         namespace: key.0,
                         name: key.1,
                     });
                 }
             } else {
                 objects.insert(key, Arc::clone(&c.object));
+                // Each write takes a new lease, as kube-apiserver attaches one at each write.
+                let expires = st.leases.expiry_at(&c.gr, now);
+                if let Some(at) = expires {
+                    st.leases
+                        .grant(&c.gr, &c.object.namespace, &c.object.name, at);
+                }
                 if self.inner.durable {
                     ops.push(Op::Put {
                         group: c.gr.group.clone(),
                         resource: c.gr.resource.clone(),
                         object: Arc::clone(&c.object),
+                        expires,
                     });
                 }
             }
@@ -473,15 +503,20 @@ impl Store {
     /// what is committed: each change puts back the state it replaced (its event's `prev`),
     /// and a CRD change puts back the catalog entry it made.
     fn roll_back(&self, st: &mut State, units: &[Unit]) {
+        let now = lease::now_ms(&self.inner);
         for e in units.iter().rev().flat_map(|u| u.events.iter().rev()) {
             let key = (e.object.namespace.clone(), e.object.name.clone());
             let objects = st.objects.entry(e.gr.clone()).or_default();
             match &e.prev {
                 Some(prev) => {
                     objects.insert(key, Arc::clone(prev));
+                    if let Some(at) = st.leases.expiry_at(&e.gr, now) {
+                        st.leases.grant(&e.gr, &prev.namespace, &prev.name, at);
+                    }
                 }
                 None => {
                     objects.remove(&key);
+                    let _ = st.leases.revoke(&e.gr, &e.object.namespace, &e.object.name);
                 }
             }
             if crd::is_crd(&e.gr) {

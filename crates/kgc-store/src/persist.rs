@@ -11,10 +11,16 @@
 //! write queued behind it; the thread then probes with small commits until the disk takes
 //! writes again. Values are encrypted at rest on their way into SQLite and decrypted on the
 //! way out ([`Codec`]); memory holds plain objects.
+//!
+//! Objects that expire (see [`crate::lease`]) live in their own table, `leased_objects`,
+//! indexed by expiry, so that a start reads only the live ones and expired rows are deleted
+//! in bounded batches ([`Op::PurgeExpired`]); the file is created with incremental
+//! auto-vacuum, so the pages they free are given back to the file system.
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -38,12 +44,23 @@ pub(crate) enum Op {
         group: String,
         resource: String,
         object: Arc<StoredObject>,
+        /// When the object expires (Unix milliseconds), if its resource has a TTL.
+        expires: Option<i64>,
     },
     Delete {
         group: String,
         resource: String,
         namespace: String,
         name: String,
+        /// Whether the row may be in `leased_objects`.
+        leased: bool,
+    },
+    /// Deletes up to `limit` rows of `leased_objects` that expired at or before `before`
+    /// (Unix milliseconds), and says how many in `deleted`.
+    PurgeExpired {
+        before: i64,
+        limit: usize,
+        deleted: Arc<AtomicUsize>,
     },
 }
 
@@ -58,9 +75,13 @@ pub(crate) struct Unit {
 /// Everything loaded from disk at start.
 pub(crate) struct Loaded {
     pub revision: u64,
-    /// (group, resource, object)
-    pub objects: Vec<(String, String, Arc<StoredObject>)>,
+    /// (group, resource, object, expiry in Unix milliseconds if it has a lease)
+    pub objects: Vec<LoadedObject>,
+    /// Whether rows expired while the server was down (left on disk, not loaded).
+    pub expired_rows: bool,
 }
+
+pub(crate) type LoadedObject = (String, String, Arc<StoredObject>, Option<i64>);
 
 /// How object rows are stored: encrypted by their resource's first provider (a BLOB carrying
 /// the `k8s:enc:` envelope), or as JSON text when no provider encrypts them.
@@ -109,14 +130,15 @@ impl Codec {
 /// `secure_delete` makes SQLite zero the space a write frees, so that neither a deleted Secret
 /// nor the plain text of one rewritten encrypted lingers in free pages.
 ///
-/// Opens (creating if needed) the database, reads every object back, rewrites those stored
+/// Opens (creating if needed) the database, reads every object back (but the leased ones that
+/// expired before `now`, in Unix milliseconds), rewrites those stored
 /// with anything but the first encryption provider and key (a key rotation, or Secrets from
 /// before encryption), and commits once, so that a disk that takes no writes fails the start
 /// rather than the first write.
 ///
 /// A new database file is created readable by its owner only; SQLite gives its WAL and
 /// shared-memory files the database's mode.
-pub(crate) fn open(path: &Path, codec: &Codec) -> Result<(Connection, Loaded)> {
+pub(crate) fn open(path: &Path, codec: &Codec, now: i64) -> Result<(Connection, Loaded)> {
     let open_error = |source| Error::Open {
         path: path.to_owned(),
         source,
@@ -132,7 +154,8 @@ pub(crate) fn open(path: &Path, codec: &Codec) -> Result<(Connection, Loaded)> {
         })?;
     let mut conn = Connection::open(path).map_err(open_error)?;
     conn.execute_batch(
-        "PRAGMA journal_mode=WAL;
+        "PRAGMA auto_vacuum=INCREMENTAL;
+         PRAGMA journal_mode=WAL;
          PRAGMA synchronous=FULL;
          PRAGMA secure_delete=ON;
          PRAGMA temp_store=MEMORY;
@@ -140,6 +163,11 @@ pub(crate) fn open(path: &Path, codec: &Codec) -> Result<(Connection, Loaded)> {
              grp TEXT NOT NULL, resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
              data TEXT NOT NULL,
              PRIMARY KEY (grp, resource, namespace, name)) WITHOUT ROWID;
+         CREATE TABLE IF NOT EXISTS leased_objects (
+             grp TEXT NOT NULL, resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+             data TEXT NOT NULL, expires INTEGER NOT NULL,
+             UNIQUE (grp, resource, namespace, name));
+         CREATE INDEX IF NOT EXISTS leased_objects_expiry ON leased_objects (expires);
          CREATE TABLE IF NOT EXISTS revision (id INTEGER PRIMARY KEY CHECK (id = 0), rv INTEGER NOT NULL);
          INSERT OR IGNORE INTO revision (id, rv) VALUES (0, 0);",
     )?;
@@ -148,9 +176,19 @@ pub(crate) fn open(path: &Path, codec: &Codec) -> Result<(Connection, Loaded)> {
     })? as u64;
     let mut objects = Vec::new();
     let mut stale = Vec::new();
-    {
-        let mut stmt = conn.prepare("SELECT grp, resource, namespace, name, data FROM objects")?;
-        let mut rows = stmt.query([])?;
+    let live: [&dyn rusqlite::ToSql; 1] = [&now];
+    for (query, args) in [
+        (
+            "SELECT grp, resource, namespace, name, data, NULL FROM objects",
+            &[][..],
+        ),
+        (
+            "SELECT grp, resource, namespace, name, data, expires FROM leased_objects WHERE expires > ?1",
+            &live[..],
+        ),
+    ] {
+        let mut stmt = conn.prepare(query)?;
+        let mut rows = stmt.query(args)?;
         while let Some(row) = rows.next()? {
             let group: String = row.get(0)?;
             let resource: String = row.get(1)?;
@@ -161,18 +199,19 @@ pub(crate) fn open(path: &Path, codec: &Codec) -> Result<(Connection, Loaded)> {
                 _ => &[][..],
             };
             let (object, is_stale) = codec.decode(&group, &resource, &namespace, &name, data)?;
+            let expires: Option<i64> = row.get(5)?;
             if is_stale {
                 stale.push(objects.len());
             }
-            objects.push((group, resource, object));
+            objects.push((group, resource, object, expires));
         }
     }
     let txn = conn.transaction()?;
     {
-        let mut put = txn.prepare_cached(PUT)?;
+        let mut rows = Rows::prepare(&txn)?;
         for &i in &stale {
-            let (group, resource, object) = &objects[i];
-            put_row(&mut put, codec, group, resource, object)?;
+            let (group, resource, object, expires) = &objects[i];
+            rows.put(codec, group, resource, object, *expires)?;
         }
         txn.execute(RECORD_REVISION, params![revision as i64])?;
     }
@@ -186,27 +225,111 @@ pub(crate) fn open(path: &Path, codec: &Codec) -> Result<(Connection, Loaded)> {
             "rewrote objects stored with an earlier encryption provider or key"
         );
     }
-    Ok((conn, Loaded { revision, objects }))
+    let expired_rows = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM leased_objects WHERE expires <= ?1)",
+        params![now],
+        |r| r.get(0),
+    )?;
+    Ok((
+        conn,
+        Loaded {
+            revision,
+            objects,
+            expired_rows,
+        },
+    ))
 }
 
 const RECORD_REVISION: &str = "UPDATE revision SET rv = max(rv, ?1) WHERE id = 0";
 
-const PUT: &str = "INSERT OR REPLACE INTO objects (grp, resource, namespace, name, data) VALUES (?1, ?2, ?3, ?4, ?5)";
+/// The statements that write object rows, prepared once per transaction.
+struct Rows<'t> {
+    put: rusqlite::CachedStatement<'t>,
+    put_leased: rusqlite::CachedStatement<'t>,
+    delete: rusqlite::CachedStatement<'t>,
+    delete_leased: rusqlite::CachedStatement<'t>,
+}
 
-/// Writes one object's row, encrypted as its resource's providers say.
-fn put_row(
-    put: &mut rusqlite::CachedStatement<'_>,
-    codec: &Codec,
-    group: &str,
-    resource: &str,
-    object: &StoredObject,
-) -> Result<()> {
-    let (ns, name) = (&object.namespace, &object.name);
-    match codec.encode(group, resource, object)? {
-        Some(sealed) => put.execute(params![group, resource, ns, name, sealed])?,
-        None => put.execute(params![group, resource, ns, name, &*object.raw])?,
-    };
-    Ok(())
+impl<'t> Rows<'t> {
+    fn prepare(txn: &'t rusqlite::Transaction<'_>) -> Result<Self> {
+        Ok(Self {
+            put: txn.prepare_cached(
+                "INSERT OR REPLACE INTO objects (grp, resource, namespace, name, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?,
+            put_leased: txn.prepare_cached(
+                "INSERT OR REPLACE INTO leased_objects (grp, resource, namespace, name, data, expires) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?,
+            delete: txn.prepare_cached(
+                "DELETE FROM objects WHERE grp = ?1 AND resource = ?2 AND namespace = ?3 AND name = ?4",
+            )?,
+            delete_leased: txn.prepare_cached(
+                "DELETE FROM leased_objects WHERE grp = ?1 AND resource = ?2 AND namespace = ?3 AND name = ?4",
+            )?,
+        })
+    }
+
+    /// Writes one object's row, encrypted as its resource's providers say; an object with an
+    /// expiry goes to `leased_objects` (and leaves `objects`, where it was stored before its
+    /// resource had a TTL).
+    fn put(
+        &mut self,
+        codec: &Codec,
+        group: &str,
+        resource: &str,
+        object: &StoredObject,
+        expires: Option<i64>,
+    ) -> Result<()> {
+        let (ns, name) = (&object.namespace, &object.name);
+        let sealed = codec.encode(group, resource, object)?;
+        let raw: &str = &object.raw;
+        let data: &dyn rusqlite::ToSql = match &sealed {
+            Some(sealed) => sealed,
+            None => &raw,
+        };
+        match expires {
+            None => self.put.execute(params![group, resource, ns, name, data])?,
+            Some(at) => {
+                self.delete.execute(params![group, resource, ns, name])?;
+                self.put_leased
+                    .execute(params![group, resource, ns, name, data, at])?
+            }
+        };
+        Ok(())
+    }
+
+    fn delete(
+        &mut self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        leased: bool,
+    ) -> Result<()> {
+        self.delete
+            .execute(params![group, resource, namespace, name])?;
+        if leased {
+            self.delete_leased
+                .execute(params![group, resource, namespace, name])?;
+        }
+        Ok(())
+    }
+}
+
+/// Deletes up to `limit` expired rows; when fewer were due (the backlog is gone), gives the
+/// free pages back to the file system.
+fn purge_expired(txn: &rusqlite::Transaction<'_>, before: i64, limit: usize) -> Result<usize> {
+    let deleted = txn.execute(
+        "DELETE FROM leased_objects WHERE rowid IN
+           (SELECT rowid FROM leased_objects WHERE expires <= ?1 ORDER BY expires LIMIT ?2)",
+        params![before, limit as i64],
+    )?;
+    if deleted < limit {
+        // The pragma frees pages as its statement is stepped.
+        let mut vacuum = txn.prepare("PRAGMA incremental_vacuum")?;
+        let mut rows = vacuum.query([])?;
+        while rows.next()?.is_some() {}
+    }
+    Ok(deleted)
 }
 
 /// What the commit thread reports to the store.
@@ -336,11 +459,9 @@ fn probe(conn: &mut Connection, rv: u64) -> rusqlite::Result<()> {
 
 fn write_batch(conn: &mut Connection, codec: &Codec, batch: &[Unit]) -> Result<()> {
     let txn = conn.transaction()?;
+    let mut purged = Vec::new();
     {
-        let mut put = txn.prepare_cached(PUT)?;
-        let mut del = txn.prepare_cached(
-            "DELETE FROM objects WHERE grp = ?1 AND resource = ?2 AND namespace = ?3 AND name = ?4",
-        )?;
+        let mut rows = Rows::prepare(&txn)?;
         for unit in batch {
             for op in &unit.ops {
                 match op {
@@ -348,26 +469,35 @@ fn write_batch(conn: &mut Connection, codec: &Codec, batch: &[Unit]) -> Result<(
                         group,
                         resource,
                         object,
-                    } => put_row(&mut put, codec, group, resource, object)?,
+                        expires,
+                    } => rows.put(codec, group, resource, object, *expires)?,
                     Op::Delete {
                         group,
                         resource,
                         namespace,
                         name,
-                    } => {
-                        del.execute(params![group, resource, namespace, name])?;
-                    }
+                        leased,
+                    } => rows.delete(group, resource, namespace, name, *leased)?,
+                    Op::PurgeExpired {
+                        before,
+                        limit,
+                        deleted,
+                    } => purged.push((purge_expired(&txn, *before, *limit)?, deleted)),
                 }
             }
         }
         if let Some(last) = batch.last() {
             txn.execute(
-                "UPDATE revision SET rv = ?1 WHERE id = 0",
+                "UPDATE revision SET rv = max(rv, ?1) WHERE id = 0",
                 params![last.rv as i64],
             )?;
         }
     }
-    Ok(txn.commit()?)
+    txn.commit()?;
+    for (count, deleted) in purged {
+        deleted.store(count, Ordering::Relaxed);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -101,6 +101,8 @@ impl Store {
         obj: Value,
         dry_run: bool,
     ) -> Result<Arc<StoredObject>> {
+        let catalog = self.catalog();
+        let info = catalog.stored_as(info);
         let (out, pending) = {
             let mut st = self.write_lock()?;
             let (out, change) = self.plan_create(&mut st, info, namespace, obj, dry_run)?;
@@ -218,6 +220,8 @@ impl Store {
         dry_run: bool,
         change: impl FnOnce(Value) -> Result<Value, Status>,
     ) -> Result<Updated> {
+        let catalog = self.catalog();
+        let info = catalog.stored_as(info);
         let (out, pending) = {
             let mut st = self.write_lock()?;
             let (out, c) =

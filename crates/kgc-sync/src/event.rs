@@ -4,13 +4,15 @@
 //! `ReconciliationFailed` with the error). Named and timestamped as client-go's recorder files
 //! core/v1 Events (`kubernetes/kubernetes staging/src/k8s.io/client-go/tools/record/event.go`).
 //! Unlike the cluster controllers' recorder (which sends in the background), the write is
-//! awaited: `kgc sync --once` exits right after it. A failed write is logged, never fatal.
+//! awaited: `kgc sync --once` exits right after it. A failed write is logged, never fatal. It
+//! goes through the process's one correlator ([`kgc_runtime::correlator`]).
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kube::api::{Api, PostParams};
+use kgc_runtime::correlator::Correlated;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 
 use crate::record::Record;
 
@@ -96,10 +98,33 @@ pub async fn emit(
         count: Some(1),
         ..Event::default()
     };
+    let Ok(value) = serde_json::to_value(&event) else {
+        return;
+    };
     let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
-    if let Err(e) = api.create(&PostParams::default(), &event).await {
+    // Through the process's correlator, as every recorder: repeats are counted, a run's
+    // similar messages aggregated, a flood throttled.
+    let written = match kgc_runtime::correlator::correlator().correlate(value, now) {
+        Correlated::Skip => Ok(()),
+        Correlated::Create(event) => create(&api, event).await,
+        Correlated::Patch {
+            name, patch, event, ..
+        } => match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Err(kube::Error::Api(s)) if s.is_not_found() => create(&api, event).await,
+            other => other.map(|_| ()),
+        },
+    };
+    if let Err(e) = written {
         tracing::warn!(error = %e, "recording the sync's event failed");
     }
+}
+
+async fn create(api: &Api<Event>, event: serde_json::Value) -> Result<(), kube::Error> {
+    let event: Event = serde_json::from_value(event).map_err(kube::Error::SerdeError)?;
+    api.create(&PostParams::default(), &event).await.map(|_| ())
 }
 
 #[cfg(test)]

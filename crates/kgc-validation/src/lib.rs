@@ -31,6 +31,7 @@
 //! | batch Job | counts, generated or manual selector, modes, failure and success policies | immutable fields, elastic indexed Jobs, suspended scheduling | `status` |
 //! | batch CronJob | schedule (robfig/cron), time zone, policies, job template | TZ-in-schedule rules | — |
 //! | Service | ports, types, cluster IPs, traffic policies, affinity | cluster IPs | `status` |
+//! | LimitRange | types, resource names, min ≤ default request ≤ default ≤ max, ratios | same | — |
 //! | Namespace | finalizer names | — | `status`, `finalize` |
 //! | Node | taints, pod CIDRs, capacity | pod CIDRs, provider ID, addresses | `status` |
 //! | PersistentVolume | capacity, access modes, one source, reclaim policy | immutable source | — |
@@ -76,6 +77,7 @@ mod json;
 mod json_syntax;
 mod labels;
 mod lease;
+mod limit_range;
 mod namespace;
 mod net;
 mod node;
@@ -132,6 +134,7 @@ pub fn validate(
         ("", "ReplicationController") => replica_set::replication_controller(obj, op, e),
         ("", "Service") => service::service(obj, op, e),
         ("", "Namespace") => namespace::namespace(obj, op, e),
+        ("", "LimitRange") if whole => limit_range::limit_range(obj, e),
         ("", "Node") if whole || op.is_status() => node::node(obj, op.old(), e),
         ("", "PersistentVolume") if whole => storage::persistent_volume(obj, op.old(), e),
         ("", "PersistentVolumeClaim") if whole => {

@@ -74,7 +74,7 @@ fn is_extended(name: &str) -> bool {
         && is_qualified_name(&format!("requests.{name}")).is_empty()
 }
 
-fn is_overcommit_allowed(name: &str) -> bool {
+pub(crate) fn is_overcommit_allowed(name: &str) -> bool {
     is_native(name) && !is_hugepages(name)
 }
 
@@ -83,7 +83,7 @@ fn is_integer_resource(name: &str) -> bool {
 }
 
 /// `validateResourceName`.
-fn validate_resource_name(name: &str, path: &Path<'_>, errs: &mut Errors) -> bool {
+pub(crate) fn validate_resource_name(name: &str, path: &Path<'_>, errs: &mut Errors) -> bool {
     let before = errs.len();
     for m in is_qualified_name(name) {
         errs.invalid_typed(path, name, m);
@@ -102,7 +102,7 @@ fn validate_resource_name(name: &str, path: &Path<'_>, errs: &mut Errors) -> boo
 }
 
 /// `validateContainerResourceName`.
-fn validate_container_resource_name(name: &str, path: &Path<'_>, errs: &mut Errors) {
+pub(crate) fn validate_container_resource_name(name: &str, path: &Path<'_>, errs: &mut Errors) {
     validate_resource_name(name, path, errs);
     if !name.contains('/') {
         if !is_standard_container_resource(name) {

@@ -68,14 +68,6 @@ pub struct Config {
     pub root: Option<PathBuf>,
 }
 
-/// The controllers, by the names `--controllers` takes.
-pub const CONTROLLERS: [&str; 4] = [
-    provisioner::NAME,
-    binder::NAME,
-    protection::PVC_NAME,
-    protection::PV_NAME,
-];
-
 /// An annotation of `meta`, if set.
 pub(crate) fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
     meta.annotations

@@ -21,7 +21,9 @@
 //!   its children with;
 //! - [`expectations`]: upstream's `ControllerExpectations`, so a controller does not act again
 //!   on a cache that has not seen its own last writes;
-//! - [`pods`]: what these controllers keep of a pod, and how they rank pods.
+//! - [`pods`]: what these controllers keep of a pod, and how they rank pods;
+//! - [`pod_control`], [`slow_start`]: how they create and delete pods, in upstream's slow-start
+//!   batches, so that refused creations cost one request per sync, not hundreds.
 //!
 //! They read through the shared caches and write typed objects through the process's
 //! `kube::Client` (the loopback client inside `kgc serve`).
@@ -39,12 +41,14 @@ pub mod pods;
 pub mod replicaset;
 pub mod replicationcontroller;
 pub mod selector;
+pub mod slow_start;
 pub mod statefulset;
 
 /// Errors of a workload controller's sync; the key is retried with back-off.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error(transparent)]
+    /// A failed request, shown as [`api_message`] words it.
+    #[error("{}", api_message(.0))]
     Kube(#[from] kube::Error),
     #[error(transparent)]
     Cluster(#[from] kgc_client::Error),
@@ -55,6 +59,17 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a failed request says: for an error the API server answered, its Status message, as a
+/// Go `StatusError` prints (so a `FailedCreate` Event reads `Error creating: pods "web-" is
+/// forbidden: …` and a `ReplicaFailure` condition carries the same words, as upstream's);
+/// the client's own error otherwise.
+pub fn api_message(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => s.message.clone(),
+        other => other.to_string(),
+    }
+}
 
 /// Writes a controller's whole status with a merge patch: the status is the controller's alone,
 /// so a write needs no resourceVersion and never conflicts with the spec or metadata changes

@@ -1,11 +1,14 @@
 //! Creating and deleting a controller's pods as upstream's controllers do
-//! (`kubernetes/kubernetes pkg/controller/controller_utils.go` `RealPodControl`, and
-//! `replica_set.go` `slowStartBatch`, used by the ReplicaSet, Job and DaemonSet controllers
-//! alike): creations in batches of 1, 2, 4, … made at once, stopping after a batch with a
-//! failure, so a template the API refuses fails once, not a thousand times; deletions all at
-//! once, each guarded by the pod's uid. Each write is a `SuccessfulCreate`/`SuccessfulDelete`
-//! Event or a `FailedCreate`/`FailedDelete` Warning; a write that failed or was never tried is
-//! no longer expected.
+//! (`kubernetes/kubernetes pkg/controller/controller_utils.go` `RealPodControl`): creations in
+//! [`slow_start`](crate::slow_start) batches, so a template the API refuses fails once per
+//! sync, not a thousand times; deletions all at once, each guarded by the pod's uid. Each write
+//! is a `SuccessfulCreate`/`SuccessfulDelete` Event or a `FailedCreate`/`FailedDelete` Warning
+//! (`Error creating: <the API's message>`); a write that failed or was never tried is no longer
+//! expected, so the next sync (after the work queue's back-off) tries again.
+//!
+//! A create refused because the namespace is terminating is, as upstream, no failure and no
+//! Event: every other create would fail alike, and the namespace's deletion takes the
+//! controller with it.
 
 use std::hash::Hash;
 
@@ -15,7 +18,9 @@ use kgc_controllers::events::Recorder;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 
+use crate::api_message;
 use crate::expectations::Expectations;
+use crate::slow_start::slow_start_batch;
 
 /// Who creates, and where.
 pub struct PodControl<'a, K> {
@@ -29,50 +34,39 @@ pub struct PodControl<'a, K> {
 }
 
 impl<K: Hash + Eq + Clone> PodControl<'_, K> {
-    /// Creates `pods` in slow-start batches: how many were made, and the first failure.
+    /// Creates `pods` in slow-start batches (the ReplicaSet, Job and DaemonSet controllers'
+    /// `slowStartBatch`, no cap on a batch: the caller caps the total at its burst): how many
+    /// were made, and the first failure.
     pub async fn create(&self, pods: &[Pod]) -> (usize, Option<kube::Error>) {
-        let (mut done, mut batch, mut made) = (0, 1, 0);
-        while done < pods.len() {
-            let size = batch.min(pods.len() - done);
-            let results = join_all(
-                pods[done..done + size]
-                    .iter()
-                    .map(|p| self.api.create(self.params, p)),
-            )
-            .await;
-            done += size;
-            let mut error = None;
-            for r in results {
-                match r {
-                    Ok(created) => {
-                        made += 1;
-                        let name = created.metadata.name.unwrap_or_default();
-                        self.recorder.normal(
-                            self.involved.clone(),
-                            "SuccessfulCreate",
-                            format!("Created pod: {name}"),
-                        );
-                    }
-                    Err(e) => {
-                        self.expectations.creation_observed(self.key);
-                        self.recorder.warning(
-                            self.involved.clone(),
-                            "FailedCreate",
-                            format!("Error creating: {e}"),
-                        );
-                        error.get_or_insert(e);
-                    }
+        let outcome = slow_start_batch(pods, usize::MAX, |p| async move {
+            match self.api.create(self.params, p).await {
+                Ok(created) => {
+                    let name = created.metadata.name.unwrap_or_default();
+                    self.recorder.normal(
+                        self.involved.clone(),
+                        "SuccessfulCreate",
+                        format!("Created pod: {name}"),
+                    );
+                    Ok(())
+                }
+                Err(e) if namespace_terminating(&e) => Ok(()),
+                Err(e) => {
+                    self.recorder.warning(
+                        self.involved.clone(),
+                        "FailedCreate",
+                        format!("Error creating: {}", api_message(&e)),
+                    );
+                    Err(e)
                 }
             }
-            if error.is_some() {
-                for _ in done..pods.len() {
-                    self.expectations.creation_observed(self.key);
-                }
-                return (made, error);
-            }
-            batch *= 2;
+        })
+        .await;
+        // Failed or skipped: the cache will never show these (upstream lowers the
+        // expectations by the skipped creations).
+        for _ in outcome.succeeded..pods.len() {
+            self.expectations.creation_observed(self.key);
         }
-        (made, None)
+        (outcome.succeeded, outcome.error)
     }
 
     /// Deletes `victims` (name, uid), each guarded by its uid; the last failure. A pod gone
@@ -105,7 +99,7 @@ impl<K: Hash + Eq + Clone> PodControl<'_, K> {
                     self.recorder.warning(
                         self.involved.clone(),
                         "FailedDelete",
-                        format!("Error deleting: {e}"),
+                        format!("Error deleting: {}", api_message(&e)),
                     );
                     error = Some(e);
                 }
@@ -113,4 +107,12 @@ impl<K: Hash + Eq + Clone> PodControl<'_, K> {
         }
         error
     }
+}
+
+/// Whether a create was refused only because its namespace is being deleted (the
+/// `NamespaceTerminating` cause of the NamespaceLifecycle admission's refusal).
+pub fn namespace_terminating(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.details.as_ref().is_some_and(|d| {
+        d.causes.iter().any(|c| c.reason == "NamespaceTerminating")
+    }))
 }

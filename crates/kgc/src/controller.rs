@@ -291,8 +291,8 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
             root_ca: shared.root_ca.clone(),
         };
         let disabled = shared.disable.clone();
-        let volumes = shared.lifecycle.volumes();
-        async move { crate::controllers::run(ctx, &disabled, volumes).await }
+        let (volumes, endpoints) = (shared.lifecycle.volumes(), shared.lifecycle.endpoints());
+        async move { crate::controllers::run(ctx, &disabled, volumes, endpoints).await }
     };
     tokio::spawn(async move {
         let gc = async {
@@ -357,7 +357,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     let disabled = args
         .selection
-        .disabled(crate::controllers::OFF_AGAINST_A_CLUSTER)
+        .disabled(&crate::controllers::off_against_a_cluster())
         .map_err(anyhow::Error::msg)?;
     let leader = Gauge::default();
     registry.register(

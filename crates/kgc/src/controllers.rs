@@ -14,54 +14,122 @@ use kgc_controllers::{
 use kgc_nodesim::{lifecycle as node_lifecycle, simulator as nodes_sim};
 use kgc_workloads::{cronjob, deployment, job, replicaset, replicationcontroller, statefulset};
 
-/// Every controller, by the name `--controllers` takes: the owner-reference GC and the lifecycle
-/// collectors first (six), then the cluster's own controllers ([`OFF_AGAINST_A_CLUSTER`]).
-pub const ALL: [&str; 26] = [
-    "gc",
-    "podgc",
-    "ttl",
-    "csr",
-    "pv",
-    "nodes",
-    namespace::NAME,
-    crd_finalizer::NAME,
-    pod_termination::NAME,
-    serviceaccount::NAME,
-    root_ca::NAME,
-    replicaset::NAME,
-    deployment::NAME,
-    statefulset::NAME,
-    job::NAME,
-    kgc_workloads::daemonset::NAME,
-    replicationcontroller::NAME,
-    cronjob::NAME,
-    kgc_volume::provisioner::NAME,
-    kgc_volume::binder::NAME,
-    kgc_volume::protection::PVC_NAME,
-    kgc_volume::protection::PV_NAME,
-    kgc_scheduler::NAME,
-    nodes_sim::NAME,
-    node_lifecycle::NAME,
-    kgc_kubelet::NAME,
+/// The part of the process that starts a controller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// The owner-reference garbage collector (`kgc_gc`).
+    Gc,
+    /// A lifecycle collector (`kgc_lifecycle::run`, by the same name).
+    Lifecycle,
+    /// One of the cluster's own controllers, started by [`run`].
+    Cluster,
+    /// The simulated nodes and their kubelets (`nodes.rs`, serve.rs).
+    Nodes,
+}
+
+/// One controller as `--controllers` names it: kube-controller-manager's
+/// `ControllerDescriptor` (`cmd/kube-controller-manager/app/controller_descriptor.go`) — its
+/// name, whether `kgc controller` runs it against a real cluster unless named, and which part
+/// of the process starts it. `--controllers`' help, both commands' defaults and the check of
+/// docs/COLLECTORS.md's tables come from [`DESCRIPTORS`].
+#[derive(Debug)]
+pub struct Descriptor {
+    pub name: &'static str,
+    /// On in `kgc controller` unless turned off: the collectors. The cluster's own controllers
+    /// are off there, since kube-apiserver, kube-controller-manager and the kubelets of a real
+    /// cluster already do their jobs; `kgc serve` runs every controller by default.
+    pub against_a_cluster: bool,
+    pub part: Part,
+}
+
+const fn collector(name: &'static str, part: Part) -> Descriptor {
+    Descriptor {
+        name,
+        against_a_cluster: true,
+        part,
+    }
+}
+
+const fn cluster(name: &'static str, part: Part) -> Descriptor {
+    Descriptor {
+        name,
+        against_a_cluster: false,
+        part,
+    }
+}
+
+/// Every controller: the owner-reference GC and the lifecycle collectors, then the cluster's
+/// own controllers, then the simulated nodes.
+pub const DESCRIPTORS: &[Descriptor] = &[
+    collector("gc", Part::Gc),
+    collector("podgc", Part::Lifecycle),
+    collector("ttl", Part::Lifecycle),
+    collector("csr", Part::Lifecycle),
+    collector("pv", Part::Lifecycle),
+    collector("nodes", Part::Lifecycle),
+    cluster(namespace::NAME, Part::Cluster),
+    cluster(crd_finalizer::NAME, Part::Cluster),
+    cluster(pod_termination::NAME, Part::Cluster),
+    cluster(serviceaccount::NAME, Part::Cluster),
+    cluster(root_ca::NAME, Part::Cluster),
+    cluster(replicaset::NAME, Part::Cluster),
+    cluster(deployment::NAME, Part::Cluster),
+    cluster(statefulset::NAME, Part::Cluster),
+    cluster(job::NAME, Part::Cluster),
+    cluster(kgc_workloads::daemonset::NAME, Part::Cluster),
+    cluster(replicationcontroller::NAME, Part::Cluster),
+    cluster(cronjob::NAME, Part::Cluster),
+    cluster(kgc_volume::provisioner::NAME, Part::Cluster),
+    cluster(kgc_volume::binder::NAME, Part::Cluster),
+    cluster(kgc_volume::protection::PVC_NAME, Part::Cluster),
+    cluster(kgc_volume::protection::PV_NAME, Part::Cluster),
+    cluster(kgc_endpoints::endpoints::NAME, Part::Cluster),
+    cluster(kgc_endpoints::endpointslice::NAME, Part::Cluster),
+    cluster(kgc_endpoints::mirroring::NAME, Part::Cluster),
+    cluster(kgc_scheduler::NAME, Part::Cluster),
+    cluster(nodes_sim::NAME, Part::Nodes),
+    cluster(node_lifecycle::NAME, Part::Nodes),
+    cluster(kgc_kubelet::NAME, Part::Nodes),
 ];
 
-/// What `kgc controller` leaves off unless named: every name in [`ALL`] after the six
-/// collectors. Against a real cluster, kube-apiserver, kube-controller-manager and the kubelets
-/// already do these jobs.
-pub const OFF_AGAINST_A_CLUSTER: &[&str] = ALL.split_at(6).1;
+/// Every controller's name, in [`DESCRIPTORS`]' order.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    DESCRIPTORS.iter().map(|d| d.name)
+}
+
+/// The names of one part's controllers.
+pub fn of(part: Part) -> impl Iterator<Item = &'static str> {
+    DESCRIPTORS
+        .iter()
+        .filter(move |d| d.part == part)
+        .map(|d| d.name)
+}
+
+/// What `kgc controller` leaves off unless named.
+pub fn off_against_a_cluster() -> Vec<&'static str> {
+    DESCRIPTORS
+        .iter()
+        .filter(|d| !d.against_a_cluster)
+        .map(|d| d.name)
+        .collect()
+}
+
+/// `--controllers`' help, naming every controller.
+fn controllers_help() -> String {
+    format!(
+        "Controllers to run, kube-controller-manager's syntax: `*` (every controller on by \
+         default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). \
+         Names: {}",
+        names().collect::<Vec<_>>().join(", ")
+    )
+}
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct Selection {
-    /// Controllers to run, kube-controller-manager's syntax: `*` (every controller on by
-    /// default), `NAME` (turn one on), `-NAME` (turn one off), `-*` (none unless named). Names:
-    /// gc, podgc, ttl, csr, pv, nodes, namespace, crd-cleanup, pod-termination, serviceaccount,
-    /// root-ca-cert-publisher, replicaset, replicationcontroller, deployment, statefulset, job,
-    /// daemonset, cronjob, provisioner, persistentvolume-binder, pvc-protection, pv-protection,
-    /// scheduler, nodes-sim (simulated nodes), node-lifecycle, kubelet-sim.
-    #[arg(long, value_delimiter = ',', default_value = "*")]
+    #[arg(long, value_delimiter = ',', default_value = "*", help = controllers_help())]
     controllers: Vec<String>,
     /// Controllers to turn off (comma-separated): the same as `-NAME` in --controllers.
-    #[arg(long, value_delimiter = ',', value_parser = ALL)]
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(names()))]
     disable: Vec<String>,
 }
 
@@ -70,10 +138,10 @@ impl Selection {
     pub fn disabled(&self, off_by_default: &[&str]) -> Result<Vec<String>, String> {
         for c in &self.controllers {
             let name = c.strip_prefix('-').unwrap_or(c);
-            if name != "*" && !ALL.contains(&name) {
+            if name != "*" && !names().any(|n| n == name) {
                 return Err(format!(
                     "--controllers: {c:?} is not in the list of known controllers ({})",
-                    ALL.join(", ")
+                    names().collect::<Vec<_>>().join(", ")
                 ));
             }
         }
@@ -83,10 +151,9 @@ impl Selection {
             .map(|d| format!("-{d}"))
             .chain(self.controllers.iter().cloned())
             .collect();
-        Ok(ALL
-            .iter()
+        Ok(names()
             .filter(|name| !enabled(name, &list, off_by_default))
-            .map(|name| (*name).to_owned())
+            .map(str::to_owned)
             .collect())
     }
 }
@@ -111,7 +178,13 @@ fn enabled(name: &str, list: &[String], off_by_default: &[&str]) -> bool {
 }
 
 /// Runs the cluster's own controllers that are not in `disabled`, until dropped.
-pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_volume::Config) {
+pub async fn run<C: Cluster>(
+    ctx: Context<C>,
+    disabled: &[String],
+    volumes: kgc_volume::Config,
+    endpoints: kgc_endpoints::Config,
+) {
+    use kgc_endpoints::{endpointslice, mirroring};
     use kgc_volume::{binder, protection, provisioner};
     let on = |name: &str| !disabled.iter().any(|d| d == name);
     let all: Vec<(&str, BoxFuture<'static, ()>)> = vec![
@@ -157,8 +230,18 @@ pub async fn run<C: Cluster>(ctx: Context<C>, disabled: &[String], volumes: kgc_
             protection::PVC_NAME,
             protection::run_pvc(ctx.clone()).boxed(),
         ),
-        (protection::PV_NAME, protection::run_pv(ctx).boxed()),
+        (protection::PV_NAME, protection::run_pv(ctx.clone()).boxed()),
+        (
+            kgc_endpoints::endpoints::NAME,
+            kgc_endpoints::endpoints::run(ctx.clone()).boxed(),
+        ),
+        (
+            endpointslice::NAME,
+            endpointslice::run(ctx.clone(), endpoints).boxed(),
+        ),
+        (mirroring::NAME, mirroring::run(ctx, endpoints).boxed()),
     ];
+    debug_assert!(of(Part::Cluster).all(|n| all.iter().any(|(name, _)| *name == n)));
     let on = all
         .into_iter()
         .filter(|(name, _)| on(name))
@@ -183,37 +266,65 @@ mod tests {
     fn star_runs_everything_on_by_default() {
         assert!(disabled(&["*"], &[], &[]).is_empty());
         assert_eq!(
-            disabled(&["*"], &[], OFF_AGAINST_A_CLUSTER),
-            OFF_AGAINST_A_CLUSTER
+            disabled(&["*"], &[], &off_against_a_cluster()),
+            off_against_a_cluster()
         );
     }
 
     #[test]
     fn the_first_entry_naming_a_controller_decides() {
         assert_eq!(disabled(&["*", "-gc"], &[], &[]), ["gc"]);
-        assert_eq!(disabled(&["gc", "-gc"], &[], &[]).len(), ALL.len() - 1);
+        assert_eq!(
+            disabled(&["gc", "-gc"], &[], &[]).len(),
+            names().count() - 1
+        );
         assert!(!disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"ttl".to_owned()));
         assert!(disabled(&["-gc", "gc", "*"], &[], &[]).contains(&"gc".to_owned()));
-        let named = disabled(&["*", "namespace"], &[], OFF_AGAINST_A_CLUSTER);
+        let named = disabled(&["*", "namespace"], &[], &off_against_a_cluster());
         assert!(!named.contains(&namespace::NAME.to_owned()));
-        assert_eq!(named.len(), OFF_AGAINST_A_CLUSTER.len() - 1);
+        assert_eq!(named.len(), off_against_a_cluster().len() - 1);
     }
 
     #[test]
     fn minus_star_runs_only_what_is_named() {
-        assert_eq!(disabled(&["-*"], &[], &[]).len(), ALL.len());
-        assert_eq!(disabled(&["gc", "-*"], &[], &[]).len(), ALL.len() - 1);
+        assert_eq!(disabled(&["-*"], &[], &[]).len(), names().count());
+        assert_eq!(disabled(&["gc", "-*"], &[], &[]).len(), names().count() - 1);
         assert_eq!(
             disabled(&["-*", "namespace"], &[], &[]).len(),
-            ALL.len() - 1
+            names().count() - 1
         );
         assert!(!disabled(&["-*", "namespace"], &[], &[]).contains(&"namespace".to_owned()));
-        assert_eq!(disabled(&["*", "-*"], &[], &[]).len(), ALL.len());
+        assert_eq!(disabled(&["*", "-*"], &[], &[]).len(), names().count());
     }
 
     #[test]
     fn disable_is_an_alias_of_minus_entries() {
         assert_eq!(disabled(&["*", "gc"], &["gc", "ttl"], &[]), ["gc", "ttl"]);
+    }
+
+    /// docs/COLLECTORS.md's tables of controllers (headed `| Name |`) name every controller,
+    /// and no other (`gc` has a page of its own).
+    #[test]
+    fn the_docs_name_every_controller() {
+        let doc = include_str!("../../../docs/COLLECTORS.md");
+        let mut documented = std::collections::BTreeSet::new();
+        let mut in_table = false;
+        for line in doc.lines() {
+            if line.starts_with("| Name |") {
+                in_table = true;
+            }
+            in_table &= line.starts_with('|');
+            if !in_table || !line.starts_with("| `") {
+                continue;
+            }
+            let first = line.split('|').nth(1).unwrap_or_default();
+            for name in first.split('`').skip(1).step_by(2) {
+                documented.insert(name.to_owned());
+            }
+        }
+        documented.insert("gc".to_owned());
+        let known: std::collections::BTreeSet<String> = names().map(str::to_owned).collect();
+        assert_eq!(documented, known);
     }
 
     #[test]

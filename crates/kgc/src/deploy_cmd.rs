@@ -279,6 +279,9 @@ impl SyncSource {
 #[serde(deny_unknown_fields)]
 struct Environment {
     context: Option<String>,
+    /// A qbec environment's API server, when it names no context (see [`client`]).
+    #[serde(skip)]
+    server: Option<String>,
     namespace: Option<String>,
     #[serde(default)]
     sync: SyncSource,
@@ -294,6 +297,8 @@ pub(crate) struct Resolved {
     pub(crate) context_origin: Option<String>,
     pub(crate) kubeconfig: Option<PathBuf>,
     pub(crate) context: Option<String>,
+    /// The API server whose kubeconfig context to use when there is no `context`.
+    pub(crate) server: Option<String>,
     pub(crate) filters: Filters,
     pub(crate) force_ownership: bool,
     pub(crate) adopt: Option<Adopt>,
@@ -396,21 +401,14 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
             ..Project::default()
         };
         project_path = Some(q.app.file().to_owned());
-        let envs = q.environments(
-            t.env.as_deref(),
-            t.tag.as_deref(),
-            t.kubeconfig.as_deref(),
-            t.context.is_some(),
-        )?;
-        for (name, context, namespace) in envs {
-            let namespace = Some(namespace);
-            let sync = SyncSource::default();
+        for e in q.environments(t.env.as_deref(), t.tag.as_deref())? {
             let env = Environment {
-                context,
-                namespace,
-                sync,
+                context: e.context,
+                server: e.server,
+                namespace: Some(e.namespace),
+                sync: SyncSource::default(),
             };
-            project.environments.insert(name, env);
+            project.environments.insert(e.name, env);
         }
     }
     let app = t
@@ -461,8 +459,9 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
         project_path.as_deref(),
         need_paths && qbec.is_none(),
     )?;
-    let context_origin = match (&t.context, &env.context, &project_path) {
-        (None, Some(_), Some(p)) => Some(format!("{} (environment {env_name})", p.display())),
+    let names_cluster = env.context.is_some() || env.server.is_some();
+    let context_origin = match (&t.context, names_cluster, &project_path) {
+        (None, true, Some(p)) => Some(format!("{} (environment {env_name})", p.display())),
         _ => None,
     };
     Ok(Resolved {
@@ -475,6 +474,7 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
         inputs,
         context_origin,
         kubeconfig: t.kubeconfig.clone(),
+        server: t.context.is_none().then_some(env.server).flatten(),
         context: t.context.clone().or(env.context),
         filters: Filters {
             components: t.components.clone(),
@@ -491,7 +491,17 @@ pub(crate) fn resolve(t: &Target, need_paths: bool) -> anyhow::Result<Resolved> 
 
 /// The target's client and the server's URL (for messages).
 pub(crate) async fn client(r: &Resolved) -> anyhow::Result<(kube::Client, String)> {
-    let config = crate::controller::kube_config(r.kubeconfig.as_deref(), r.context.as_deref())
+    let found;
+    let context = match (&r.context, &r.server) {
+        (None, Some(server)) => {
+            let origin = r.context_origin.as_deref().unwrap_or("the environment");
+            found = crate::qbec_app::context_for_server(r.kubeconfig.as_deref(), server)
+                .with_context(|| format!("the server {server} named by {origin}"))?;
+            Some(found.as_str())
+        }
+        (context, _) => context.as_deref(),
+    };
+    let config = crate::controller::kube_config(r.kubeconfig.as_deref(), context)
         .await
         .with_context(|| match (&r.context, &r.context_origin) {
             (Some(c), Some(origin)) => format!("the context {c:?} named by {origin}"),

@@ -35,6 +35,9 @@ pub struct LifecycleArgs {
     /// are removed; paths outside it (symbolic links resolved) are refused [default: none].
     #[arg(long)]
     pv_host_path_root: Option<PathBuf>,
+    /// EndpointSlice controller: the most endpoints one slice holds.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    max_endpoints_per_slice: u16,
     /// Testing and simulation hook: run the clock this far ahead (creation and deletion
     /// timestamps the server writes, and every age the collectors judge). Restarting a durable
     /// server with a larger offset makes time pass without waiting.
@@ -82,10 +85,16 @@ impl LifecycleArgs {
         }
     }
 
+    /// The endpoint controllers' settings.
+    pub fn endpoints(&self) -> kgc_endpoints::Config {
+        kgc_endpoints::Config {
+            max_endpoints_per_slice: usize::from(self.max_endpoints_per_slice),
+        }
+    }
+
     /// Whether any lifecycle collector is enabled.
     pub fn any_enabled(disabled: &[String]) -> bool {
-        kgc_lifecycle::COLLECTORS
-            .iter()
+        crate::controllers::of(crate::controllers::Part::Lifecycle)
             .any(|c| !disabled.iter().any(|d| d == c))
     }
 

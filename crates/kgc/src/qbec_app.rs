@@ -120,38 +120,36 @@ pub(crate) fn load(
 }
 
 impl Loaded {
-    /// Each environment's name, context and namespace, for the project file they stand in
-    /// for; an unknown `env` is qbec's error. An environment that names its API server
-    /// instead of a context gets, as with qbec, the kubeconfig context whose cluster has that
-    /// server, looked up only for the environment the command runs for and only without
-    /// `--context`.
+    /// Each environment as the project file would declare it, for the project file it stands
+    /// in for; an unknown `env` is qbec's error. An environment that names its API server
+    /// instead of a context keeps the server: as with qbec, the kubeconfig context whose
+    /// cluster has it is looked up when a cluster is contacted ([`context_for_server`]), so
+    /// that `kgc build` reads no kubeconfig.
     pub(crate) fn environments(
         &self,
         env: Option<&str>,
         tag: Option<&str>,
-        kubeconfig: Option<&Path>,
-        has_context_flag: bool,
-    ) -> anyhow::Result<Vec<(String, Option<String>, String)>> {
+    ) -> anyhow::Result<Vec<QbecEnvironment>> {
         if let Some(env) = env {
             self.app.components(env)?;
         }
-        let names = self.app.environments();
-        let mut out = Vec::with_capacity(names.len());
-        for name in &names {
-            let selected = !has_context_flag && (env == Some(*name) || names.len() == 1);
-            let namespace = self.app.default_namespace(name, tag)?;
-            let context = match (self.app.context(name)?, self.app.server(name)?) {
-                (Some(c), _) => Some(c.to_owned()),
-                (None, Some(server)) if selected => {
-                    Some(context_for_server(kubeconfig, server).with_context(|| {
-                        format!("environment {name} of {}", self.app.file().display())
-                    })?)
-                }
-                _ => None,
-            };
-            out.push(((*name).to_owned(), context, namespace));
-        }
-        Ok(out)
+        self.app
+            .environments()
+            .into_iter()
+            .map(|name| {
+                let context = self.app.context(name)?.map(str::to_owned);
+                let server = match context {
+                    Some(_) => None,
+                    None => self.app.server(name)?.map(str::to_owned),
+                };
+                Ok(QbecEnvironment {
+                    name: name.to_owned(),
+                    context,
+                    server,
+                    namespace: self.app.default_namespace(name, tag)?,
+                })
+            })
+            .collect()
     }
 
     /// The target's sources: the environment's components rendered.
@@ -163,6 +161,14 @@ impl Loaded {
             tag: tag.map(str::to_owned),
         }
     }
+}
+
+/// One environment of a qbec app: its context, or else its API server, and its namespace.
+pub(crate) struct QbecEnvironment {
+    pub(crate) name: String,
+    pub(crate) context: Option<String>,
+    pub(crate) server: Option<String>,
+    pub(crate) namespace: String,
 }
 
 /// A qbec app and environment, rendered by [`crate::deploy_cmd::read_sources`].
@@ -204,7 +210,10 @@ impl Source {
 
 /// The kubeconfig context whose cluster's server is `server` (qbec's lookup for an
 /// environment's `server`): one, or an error naming them all.
-fn context_for_server(kubeconfig: Option<&Path>, server: &str) -> anyhow::Result<String> {
+pub(crate) fn context_for_server(
+    kubeconfig: Option<&Path>,
+    server: &str,
+) -> anyhow::Result<String> {
     let kc = match kubeconfig {
         Some(path) => kube::config::Kubeconfig::read_from(path)
             .with_context(|| format!("reading the kubeconfig {}", path.display()))?,

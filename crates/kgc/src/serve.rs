@@ -31,6 +31,10 @@ pub struct Args {
     /// How many committed changes are kept for watch resumption.
     #[arg(long, default_value_t = kgc_store::DEFAULT_WATCH_LOG)]
     watch_cache_size: usize,
+    /// How long Events are kept after their last write, as kube-apiserver's `--event-ttl`
+    /// (`0s` keeps them forever).
+    #[arg(long, default_value = "1h", value_parser = crate::parse_duration)]
+    event_ttl: std::time::Duration,
     #[command(flatten)]
     selection: crate::controllers::Selection,
     /// Owner-reference GC workers per queue.
@@ -56,6 +60,12 @@ pub struct Args {
         kgc_apiserver::storage_admission::STORAGE_OBJECT_IN_USE_PROTECTION,
     ])]
     disable_admission_plugins: Vec<String>,
+    /// The CIDR Services' ClusterIPs are allocated from (IPv4).
+    #[arg(long, default_value = "10.96.0.0/12")]
+    service_cluster_ip_range: kgc_apiserver::ipallocator::IpRange,
+    /// The ports NodePort and LoadBalancer Services' node ports are allocated from.
+    #[arg(long, default_value = "30000-32767")]
+    service_node_port_range: kgc_apiserver::portallocator::PortRange,
     #[command(flatten)]
     lifecycle: crate::lifecycle::LifecycleArgs,
     #[command(flatten)]
@@ -207,6 +217,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             path: (!args.in_memory).then(|| data_dir.join("kgc.db")),
             watch_log: args.watch_cache_size,
             encryption: encryption.filter(|_| !args.in_memory),
+            ttl: (!args.event_ttl.is_zero())
+                .then(|| (kgc_meta::GroupResource::new("", "events"), args.event_ttl))
+                .into_iter()
+                .collect(),
             ..Options::default()
         }
         .with_clock(args.lifecycle.clock()),
@@ -254,7 +268,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .with_inflight_limits(
             args.max_requests_inflight,
             args.max_mutating_requests_inflight,
-        );
+        )
+        .with_service_ranges(args.service_cluster_ip_range, args.service_node_port_range);
     let admission_off = |p: &str| args.disable_admission_plugins.iter().any(|d| d == p);
     if admission_off(kgc_apiserver::owner_references::PLUGIN) {
         api = api.without_owner_references_enforcement();
@@ -330,8 +345,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     });
     let controllers = tokio::spawn({
         let (ctx, disabled) = (ctx.clone(), disabled.clone());
-        let volumes = lifecycle_args.volumes();
-        async move { crate::controllers::run(ctx, &disabled, volumes).await }
+        let (volumes, endpoints) = (lifecycle_args.volumes(), lifecycle_args.endpoints());
+        async move { crate::controllers::run(ctx, &disabled, volumes, endpoints).await }
     });
     let nodes_task = tokio::spawn({
         let disabled = disabled.clone();

@@ -199,3 +199,64 @@ async fn qbec_errors_name_the_environment_the_variable_and_the_file() {
         stderr(&out)
     );
 }
+
+/// An environment that names its API server instead of a context (qbec's common case): `kgc
+/// build` renders it without reading any kubeconfig, and `kgc apply` finds the context whose
+/// cluster has that server only when it contacts the cluster.
+#[tokio::test]
+async fn an_environment_named_by_its_server_builds_offline_and_applies_through_its_context() {
+    let s = Server::start().await;
+    let ns = fresh_namespace(&s.client(), "qbec-server").await;
+    let app = tempfile::tempdir().expect("an app directory");
+    std::fs::create_dir_all(app.path().join("components")).expect("components");
+    std::fs::write(
+        app.path().join("qbec.yaml"),
+        format!(
+            "apiVersion: qbec.io/v1alpha1\nkind: App\nmetadata: {{name: shop}}\nspec:\n  environments:\n    dev: {{server: '{}', defaultNamespace: {ns}}}\n    far: {{server: 'https://far.example:6443', defaultNamespace: {ns}}}\n",
+            s.url()
+        ),
+    )
+    .expect("qbec.yaml");
+    std::fs::write(
+        app.path().join("components/web.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n",
+    )
+    .expect("a component");
+    let home = tempfile::tempdir().expect("an empty home");
+    let run = |args: &[&str]| {
+        let mut c = tokio::process::Command::from(Kgc::command());
+        c.current_dir(app.path())
+            .args(args)
+            .env("HOME", home.path())
+            .env("KUBECONFIG", home.path().join("no-such-kubeconfig"))
+            .env("RUST_LOG", "off")
+            .kill_on_drop(true);
+        async move { c.output().await.expect("running kgc") }
+    };
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+
+    let out = run(&["build", "--env", "dev"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let built = text(&out.stdout);
+    assert!(built.contains("name: web"), "{built}");
+    assert!(built.contains(&format!("namespace: {ns}")), "{built}");
+
+    let kubeconfig = s.kubeconfig_path();
+    let kubeconfig = kubeconfig.to_str().expect("a UTF-8 path");
+    let out = run(&["apply", "--env", "dev", "--kubeconfig", kubeconfig]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(config_maps(&s, &ns).await, ["web"]);
+
+    let out = run(&["apply", "--env", "far", "--kubeconfig", kubeconfig]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("no kubeconfig context has the server https://far.example:6443"),
+        "{err}"
+    );
+    assert!(
+        err.contains("kgc: error: the server https://far.example:6443 named by")
+            && err.contains("(environment far)"),
+        "{err}"
+    );
+}

@@ -28,9 +28,13 @@ pub(super) async fn create(
     // Mutating admission after the field manager, as upstream: what it adds is owned by no
     // manager.
     let mut obj = tracking.record(None, &obj);
+    api.admit_limit_ranger_create(info, req, &mut obj)?;
     api.admit_service_account(info, req, &mut obj).await?;
     let call = crate::webhook::Call::new(info, req, "CREATE", query)?;
     warnings.extend(api.webhooks.admit(&call, Some(&mut obj), None).await?);
+    // Held until the Service is stored, never across a webhook call.
+    let allocation = api.service_allocation(info, req).await?;
+    ApiServer::admit_after_webhooks(info, allocation.as_ref(), &mut obj, None)?;
     let created = api.store.create(info, ns, obj, query.dry_run()?).await?;
     Ok(with_warnings(
         object(info, req, StatusCode::CREATED, &created),

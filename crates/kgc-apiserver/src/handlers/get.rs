@@ -30,7 +30,7 @@ pub(super) async fn get(
     }
     let o = api
         .store
-        .get_or_not_found(&info.group_resource(), ns, name)?;
+        .get_or_not_found(&info.storage_resource(), ns, name)?;
     if let Some((version, include)) = table {
         let served = served_text(info, &o.raw, served_version(info, req).as_deref()).into_owned();
         let value: Value = serde_json::from_str(&served).unwrap_or(Value::Null);
@@ -97,7 +97,7 @@ pub(super) async fn list(
     if let Some(rv) = opts.read.needs_revision() {
         api.store.wait_for_revision(rv).await?;
     }
-    let page = match api.store.list(&info.group_resource(), &opts) {
+    let page = match api.store.list(&info.storage_resource(), &opts) {
         Ok(page) => page,
         Err(e) => {
             let status = e.status();

@@ -59,6 +59,16 @@ pub async fn serve(
     if crate::conversion_webhook::applies(&info, &req) {
         return crate::conversion_webhook::serve(api, &info, req, query, headers, body).await;
     }
+    // A pod's log and its connect subresources are served apart from the object's storage.
+    if info.group.is_empty() && info.plural == "pods" {
+        match (req.subresource.as_deref(), req.verb) {
+            (Some("log"), Verb::Get) => return crate::pod_log::serve(api, &req, query).await,
+            (Some("exec" | "attach" | "portforward"), Verb::Get | Verb::Create) => {
+                return Err(crate::pod_connect::refuse(api, &req, query).into());
+            }
+            _ => {}
+        }
+    }
     if let Some(sub) = &req.subresource {
         let known = info.subresource(sub).is_some();
         let verb_ok = if sub == "binding" {
@@ -109,7 +119,7 @@ pub async fn serve(
 /// The version stored objects must be converted to for this request, when it is not the
 /// storage version (see [`crate::conversion`]).
 pub(crate) fn served_version(info: &ResourceInfo, req: &RequestInfo) -> Option<String> {
-    (req.version != conversion::storage_version(info)).then(|| req.version.clone())
+    conversion::converts(info, &req.version).then(|| req.version.clone())
 }
 
 /// An object's JSON as served: the stored text, or converted to `version`.

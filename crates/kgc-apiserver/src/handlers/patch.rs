@@ -167,6 +167,7 @@ pub(super) async fn patch(
                 crate::authz::admit_write(api.rbac.as_deref(), info, req, &current)?;
                 crate::authz::admit_update(info, &before, &current)?;
                 api.admit_owner_references(info, req, Some(&before), &current)?;
+                api.validate_limit_ranger_update(info, req, &current)?;
                 conversion::to_storage(info, &req.version, &mut current);
                 Ok(tracking.record(Some(&before), &current))
             },
@@ -274,6 +275,9 @@ pub(super) async fn server_side_apply(
             api.admit_storage_create(info, req, &mut merged)?;
         }
         api.admit_owner_references(info, req, live.as_ref(), &merged)?;
+        if live.is_some() {
+            api.validate_limit_ranger_update(info, req, &merged)?;
+        }
         conversion::to_storage(info, &req.version, &mut merged);
         Ok(merged)
     };
@@ -295,9 +299,12 @@ pub(super) async fn server_side_apply(
             Err(e) => return Err(e.into()),
         }
         let mut fresh = merge(None)?;
+        api.admit_limit_ranger_create(info, req, &mut fresh)?;
         api.admit_service_account(info, req, &mut fresh).await?;
         let call = crate::webhook::Call::new(info, req, "CREATE", query)?;
         let warnings = api.webhooks.admit(&call, Some(&mut fresh), None).await?;
+        let allocation = api.service_allocation(info, req).await?;
+        ApiServer::admit_after_webhooks(info, allocation.as_ref(), &mut fresh, None)?;
         match api.store.create(info, &ns, fresh, dry_run).await {
             Ok(created) => {
                 return Ok(with_warnings(

@@ -28,6 +28,7 @@ pub(super) async fn update(
         .update_admitted(info, req, query, ns, name, query.dry_run()?, |current| {
             crate::authz::admit_update(info, &current, &obj)?;
             api.admit_owner_references(info, req, Some(&current), &obj)?;
+            api.validate_limit_ranger_update(info, req, &obj)?;
             Ok(tracking.record(Some(&current), &obj))
         })
         .await?;

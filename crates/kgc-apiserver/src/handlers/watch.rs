@@ -30,7 +30,7 @@ pub(super) async fn watch(
     }
     let start = consistency::watch(query)?;
     let filter = WatchFilter {
-        gr: info.group_resource(),
+        gr: info.storage_resource(),
         namespace: req.namespace.clone(),
         labels,
         fields,

@@ -461,9 +461,28 @@ impl Webhooks {
 }
 
 impl ApiServer {
+    /// The admission that follows the webhooks, on what they admitted: the CRD's
+    /// `x-kubernetes-validations` rules, then a Service's ClusterIPs and NodePorts (as
+    /// upstream's storage allocates them, so that what a webhook set is checked too). `old` is
+    /// the stored object of an update.
+    pub(crate) fn admit_after_webhooks(
+        info: &ResourceInfo,
+        allocation: Option<&crate::service_alloc::Allocation<'_>>,
+        obj: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<(), Status> {
+        crate::validation_rules::admit(info, obj, old)?;
+        if let Some(a) = allocation {
+            a.assign(obj, old)?;
+        }
+        Ok(())
+    }
+
     /// An update (PUT, PATCH, apply) through the webhooks: `change` is planned as a dry run, the
     /// webhooks see what it would store, and what they admit is written unless the object
     /// changed meanwhile (409, as any stale write). Without a webhook for it, a plain update.
+    /// Either way [`Self::admit_after_webhooks`] runs once, on the object written, with the
+    /// Service allocation lock taken only after the webhooks answered.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn update_admitted(
         &self,
@@ -478,9 +497,14 @@ impl ApiServer {
         let call = Call::new(info, req, "UPDATE", query)?;
         let sub = req.subresource.as_deref();
         if !self.webhooks.applies(&call) {
+            let allocation = self.service_allocation(info, req).await?;
             let updated = self
                 .store
-                .update(info, namespace, name, sub, dry_run, change)
+                .update(info, namespace, name, sub, dry_run, |current| {
+                    let mut new = change(current.clone())?;
+                    Self::admit_after_webhooks(info, allocation.as_ref(), &mut new, Some(&current))?;
+                    Ok(new)
+                })
                 .await?;
             return Ok((updated, Vec::new()));
         }
@@ -501,6 +525,8 @@ impl ApiServer {
             .await?;
         // Written only over the object the webhooks saw: the store refuses a stale version.
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
+        let allocation = self.service_allocation(info, req).await?;
+        Self::admit_after_webhooks(info, allocation.as_ref(), &mut new, Some(&old))?;
         let updated = self
             .store
             .update(info, namespace, name, sub, dry_run, |_| Ok(new))

@@ -9,7 +9,7 @@
 //! `minLength`/`maxLength`, `pattern`, `format`, `minItems`/`maxItems`, `uniqueItems`,
 //! `minProperties`/`maxProperties`, `x-kubernetes-list-type` (`set`, `map`),
 //! `x-kubernetes-int-or-string`, and `allOf`/`anyOf`/`oneOf`/`not`. The CEL rules of
-//! `x-kubernetes-validations` are not run.
+//! `x-kubernetes-validations` are kgc-cel's (`rules`), which this crate cannot depend on.
 
 use serde_json::{Map, Value};
 
@@ -19,6 +19,8 @@ use crate::validation::FieldError;
 mod format;
 mod listtype;
 mod pattern;
+
+pub use pattern::go_ascii;
 
 fn preserves_unknown(schema: &Value) -> bool {
     schema

@@ -219,7 +219,7 @@ pub fn aggregate(errors: &[FieldError]) -> String {
 }
 
 /// The aggregate rule on plain messages; the label-selector parser reuses it.
-pub(crate) fn join_aggregate(messages: impl IntoIterator<Item = String>) -> String {
+pub fn join_aggregate(messages: impl IntoIterator<Item = String>) -> String {
     let mut seen = BTreeSet::new();
     let mut unique = Vec::new();
     for m in messages {

@@ -13,7 +13,7 @@ mod field;
 mod names;
 mod objectmeta;
 
-pub(crate) use field::join_aggregate;
+pub use field::join_aggregate;
 pub use field::{FieldError, FieldErrorKind, aggregate};
 pub use names::{
     NameRule, TOTAL_ANNOTATION_SIZE_LIMIT, is_dns1035_label, is_dns1123_label,

@@ -323,8 +323,11 @@ impl<C: Cluster> Controller<C> {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 404 => {}
             Err(e) => {
-                self.recorder
-                    .warning(reference(cj), "FailedDelete", format!("Deleted job: {e}"));
+                self.recorder.warning(
+                    reference(cj),
+                    "FailedDelete",
+                    format!("Deleted job: {}", crate::api_message(&e)),
+                );
                 return false;
             }
         }
@@ -549,8 +552,11 @@ impl<C: Cluster> Controller<C> {
                 let job = match self.job_api(&key.0).get(&job_name).await {
                     Ok(j) => j,
                     Err(e) => {
-                        self.recorder
-                            .warning(involved, "FailedGet", format!("Get job: {e}"));
+                        self.recorder.warning(
+                            involved,
+                            "FailedGet",
+                            format!("Get job: {}", crate::api_message(&e)),
+                        );
                         return Err(e.into());
                     }
                 };
@@ -592,8 +598,11 @@ impl<C: Cluster> Controller<C> {
                 job
             }
             Err(e) => {
-                self.recorder
-                    .warning(involved, "FailedCreate", format!("Error creating job: {e}"));
+                self.recorder.warning(
+                    involved,
+                    "FailedCreate",
+                    format!("Error creating job: {}", crate::api_message(&e)),
+                );
                 return Err(e.into());
             }
         };

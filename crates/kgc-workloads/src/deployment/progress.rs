@@ -476,4 +476,46 @@ mod tests {
         assert_eq!(c.status.as_deref(), Some("False"));
         assert_eq!(s.unavailable_replicas, Some(1));
     }
+
+    #[test]
+    fn a_replica_set_failure_is_the_deployments_until_it_clears() {
+        let now: Timestamp = "2026-01-01T00:00:10Z".parse().unwrap();
+        let failure = json!({"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+            "message": "pods \"d-1-\" is forbidden: no", "lastTransitionTime": "2026-01-01T00:00:00Z"});
+        let with = |rs: &mut ReplicaSet, c: &serde_json::Value| {
+            rs.status.as_mut().unwrap().conditions =
+                Some(vec![serde_json::from_value(c.clone()).unwrap()]);
+        };
+        let d = deployment(json!({}));
+        let observed = DeploymentStatus::default();
+        let (mut old, mut new) = (rs("d-0", 1, 1, 1), rs("d-1", 2, 0, 0));
+        with(
+            &mut old,
+            &json!({"type": "ReplicaFailure", "status": "True", "reason": "FailedDelete"}),
+        );
+        with(&mut new, &failure);
+        let s = rollout(&d, &observed, &[old.clone(), new.clone()], Some(&new), now);
+        let c = condition(s.conditions.as_deref().unwrap(), REPLICA_FAILURE).unwrap();
+        assert_eq!(
+            c.reason.as_deref(),
+            Some("FailedCreate"),
+            "the new set's first"
+        );
+        assert_eq!(c.message.as_deref(), Some("pods \"d-1-\" is forbidden: no"));
+        let t0 = Some(Time("2026-01-01T00:00:00Z".parse().unwrap()));
+        assert_eq!((&c.last_update_time, &c.last_transition_time), (&t0, &t0));
+        let mut d = d;
+        d.status = Some(s);
+        new.status.as_mut().unwrap().conditions = None;
+        let s = rollout(&d, &observed, &[old.clone(), new.clone()], Some(&new), now);
+        let c = condition(s.conditions.as_deref().unwrap(), REPLICA_FAILURE).unwrap();
+        assert_eq!(
+            c.reason.as_deref(),
+            Some("FailedDelete"),
+            "else an old set's"
+        );
+        old.status.as_mut().unwrap().conditions = None;
+        let s = rollout(&d, &observed, &[old, new.clone()], Some(&new), now);
+        assert!(condition(s.conditions.as_deref().unwrap(), REPLICA_FAILURE).is_none());
+    }
 }

@@ -22,7 +22,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::join_all;
 use k8s_openapi::api::apps::v1::{ControllerRevision as TypedCr, StatefulSet as Typed};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod as TypedPod, PodTemplateSpec};
 use kgc_client::Cluster;
@@ -40,6 +39,7 @@ use crate::controller_ref::{Owner, claim_all, still_owner};
 use crate::expectations::Expectations;
 use crate::history::{self, ControllerRevision};
 use crate::selector::matcher;
+use crate::slow_start::slow_start_batch;
 use crate::{Error, Result};
 
 /// The name `--controllers` knows it by (kube-controller-manager's).
@@ -49,6 +49,9 @@ const WORKERS: usize = 5;
 /// The component events are recorded under.
 const COMPONENT: &str = "statefulset-controller";
 const FIELD_MANAGER: &str = "kgc-statefulset-controller";
+/// The most writes a `Parallel` set makes at once (upstream `MaxBatchSize`: its bound is per
+/// batch, not per sync, as a set's pods are few and each has its name).
+pub const MAX_BATCH_SIZE: usize = 500;
 /// Upstream's default `revisionHistoryLimit` (`pkg/apis/apps/v1/defaults.go`).
 const REVISION_HISTORY_LIMIT: i32 = 10;
 
@@ -439,8 +442,9 @@ impl<C: Cluster> Controller<C> {
     }
 
     /// Makes the plan's writes: one at a time for `OrderedReady`; for `Parallel` each step
-    /// (replicas, condemned claims, condemned pods, update) in slow-start batches (upstream
-    /// `runForAll`, `slowStartBatch`). The first failing batch ends the sync.
+    /// (replicas, condemned claims, condemned pods, update) in slow-start batches of at most
+    /// [`MAX_BATCH_SIZE`] (upstream `runForAll`, `slowStartBatch`). The first failing batch ends
+    /// the sync, which the work queue retries after its back-off.
     async fn apply(&self, set: &Typed, revisions: &Revisions, actions: Vec<Action>) -> Result<()> {
         let parallel = set.spec.pod_management_policy.as_deref() == Some("Parallel");
         let range = ordinals(set);
@@ -459,26 +463,17 @@ impl<C: Cluster> Controller<C> {
                 why: Why::Update, ..
             } => 3,
         };
+        // Monotonic (`OrderedReady`): one at a time; burst (`Parallel`): upstream `runForAll`'s
+        // slow start, at most MAX_BATCH_SIZE writes at once.
+        let max_batch = if parallel { MAX_BATCH_SIZE } else { 1 };
         let mut rest = actions.as_slice();
         while let Some(first) = rest.first() {
             let n = rest.iter().take_while(|a| step(a) == step(first)).count();
             let (group, after) = rest.split_at(n);
             rest = after;
-            let mut done = 0;
-            let mut batch = 1;
-            while done < group.len() {
-                let size = if parallel { batch } else { 1 }.min(group.len() - done);
-                let results = join_all(
-                    group[done..done + size]
-                        .iter()
-                        .map(|a| self.act(set, revisions, a)),
-                )
-                .await;
-                done += size;
-                batch *= 2;
-                if let Some(e) = results.into_iter().find_map(Result::err) {
-                    return Err(e);
-                }
+            let outcome = slow_start_batch(group, max_batch, |a| self.act(set, revisions, a)).await;
+            if let Some(e) = outcome.error {
+                return Err(e);
             }
         }
         Ok(())
@@ -655,6 +650,7 @@ impl<C: Cluster> Controller<C> {
                     // Created by an earlier sync the cache has yet to show.
                     Err(kube::Error::Api(s)) if s.code == 409 => {}
                     Err(e) => {
+                        let e = crate::api_message(&e);
                         self.recorder.warning(
                             reference(set),
                             "FailedCreate",

@@ -1,0 +1,264 @@
+//! One compiled CEL expression: its declared variables checked at compile time, as cel-go's
+//! checker refuses an undeclared reference, its cost estimated, and its evaluation.
+
+use std::collections::BTreeSet;
+
+use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::{Context, ExecutionError, Value};
+
+use crate::cost::{self, Shape};
+use crate::{Error, library};
+
+/// Identifiers every program may use without declaring them: CEL's type names.
+const TYPE_NAMES: [&str; 11] = [
+    "bool",
+    "bytes",
+    "double",
+    "int",
+    "uint",
+    "string",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "dyn",
+];
+
+/// A compiled expression and the variables it was declared with.
+#[derive(Debug)]
+pub struct Program {
+    source: String,
+    inner: cel::Program,
+    used: BTreeSet<String>,
+}
+
+impl Program {
+    /// Compiles `source` with the variables it may read. A syntax error or a reference to
+    /// anything else fails with cel-go's words (`ERROR: <input>:1:1: undeclared reference to
+    /// 'x' (in container '')`).
+    pub fn compile(source: &str, variables: &[&str]) -> Result<Self, Error> {
+        let env = library::env()?;
+        let inner = env
+            .compile(source)
+            .map_err(|e| Error::Compile(e.to_string()))?;
+        let mut used = BTreeSet::new();
+        let mut bound: Vec<String> = Vec::new();
+        let mut undeclared = None;
+        references(
+            inner.expression(),
+            &mut bound,
+            &mut |name: &str, id: u64| {
+                if variables.contains(&name) {
+                    used.insert(name.to_owned());
+                } else if !TYPE_NAMES.contains(&name) && undeclared.is_none() {
+                    undeclared = Some((name.to_owned(), id));
+                }
+            },
+        );
+        if let Some((name, id)) = undeclared {
+            let (line, column, text) = location(source, inner.source_info().offset_for(id));
+            return Err(Error::Compile(format!(
+                "ERROR: <input>:{line}:{}: undeclared reference to '{name}' (in container '')\n | {text}\n | {}^",
+                column + 1,
+                ".".repeat(column),
+            )));
+        }
+        Ok(Self {
+            source: source.to_owned(),
+            inner,
+            used,
+        })
+    }
+
+    /// The source it was compiled from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether the expression reads `variable` (a transition rule reads `oldSelf`).
+    pub fn uses(&self, variable: &str) -> bool {
+        self.used.contains(variable)
+    }
+
+    /// The worst-case cost of one evaluation with variables of these shapes.
+    pub fn estimate(&self, variables: &[(&str, Shape)]) -> u64 {
+        let mut scope: Vec<(String, Shape)> = variables
+            .iter()
+            .map(|(n, s)| ((*n).to_owned(), s.clone()))
+            .collect();
+        cost::estimate(self.inner.expression(), &mut scope).0
+    }
+
+    /// Evaluates the expression with these variable values.
+    pub fn evaluate(&self, variables: &[(&str, Value)]) -> Result<Value, Error> {
+        let mut context = Context::with_env(library::env()?);
+        for (name, value) in variables {
+            context.add_variable_from_value(*name, value.clone());
+        }
+        self.inner.execute(&context).map_err(evaluation_error)
+    }
+}
+
+/// cel-go's words for an evaluation error where they differ from cel-rust's.
+fn evaluation_error(e: ExecutionError) -> Error {
+    Error::Evaluation(match e {
+        ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
+        ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
+        ExecutionError::IndexOutOfBounds(i) => {
+            format!("index out of bounds: {}", crate::value::to_json(&i))
+        }
+        other => other.to_string(),
+    })
+}
+
+/// Calls `found` with each free identifier of `expr` (those no comprehension binds).
+fn references(expr: &IdedExpr, bound: &mut Vec<String>, found: &mut impl FnMut(&str, u64)) {
+    match &expr.expr {
+        Expr::Ident(name) => {
+            if !bound.iter().any(|b| b == name) {
+                found(name, expr.id);
+            }
+        }
+        Expr::Select(s) => references(&s.operand, bound, found),
+        Expr::Call(c) => {
+            for e in c.target.as_deref().into_iter().chain(c.args.iter()) {
+                references(e, bound, found);
+            }
+        }
+        Expr::List(l) => {
+            for e in &l.elements {
+                references(e, bound, found);
+            }
+        }
+        Expr::Map(m) => {
+            for entry in &m.entries {
+                if let EntryExpr::MapEntry(e) = &entry.expr {
+                    references(&e.key, bound, found);
+                    references(&e.value, bound, found);
+                }
+            }
+        }
+        Expr::Struct(s) => {
+            for entry in &s.entries {
+                if let EntryExpr::StructField(f) = &entry.expr {
+                    references(&f.value, bound, found);
+                }
+            }
+        }
+        Expr::Comprehension(c) => {
+            references(&c.iter_range, bound, found);
+            references(&c.accu_init, bound, found);
+            let depth = bound.len();
+            bound.push(c.iter_var.clone());
+            bound.extend(c.iter_var2.clone());
+            bound.push(c.accu_var.clone());
+            references(&c.loop_cond, bound, found);
+            references(&c.loop_step, bound, found);
+            references(&c.result, bound, found);
+            bound.truncate(depth);
+        }
+        Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+/// The 1-based line, 0-based column and text of the line at a character offset.
+fn location(source: &str, offset: Option<(u32, u32)>) -> (usize, usize, String) {
+    let start = offset.map_or(0, |(s, _)| s as usize);
+    let mut line = 1;
+    let mut line_start = 0;
+    for (i, c) in source.chars().enumerate().take(start) {
+        if c == '\n' {
+            line += 1;
+            line_start = i + 1;
+        }
+    }
+    let text = source
+        .chars()
+        .skip(line_start)
+        .take_while(|c| *c != '\n')
+        .collect();
+    (line, start - line_start, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eval(source: &str) -> Value {
+        Program::compile(source, &[])
+            .and_then(|p| p.evaluate(&[]))
+            .unwrap_or_else(|e| panic!("{source}: {e}"))
+    }
+
+    #[test]
+    fn the_kubernetes_list_library() {
+        assert_eq!(eval("[1, 2, 2, 3].isSorted()"), Value::Bool(true));
+        assert_eq!(eval("['b', 'a'].isSorted()"), Value::Bool(false));
+        assert_eq!(eval("[1, 2, 3].sum()"), Value::Int(6));
+        assert_eq!(eval("[1.5, 2.0].sum()"), Value::Float(3.5));
+        assert_eq!(eval("[3, 1, 2].min()"), Value::Int(1));
+        assert_eq!(eval("[3, 1, 2].max()"), Value::Int(3));
+        assert_eq!(eval("[1, 2, 1].indexOf(1)"), Value::Int(0));
+        assert_eq!(eval("[1, 2, 1].lastIndexOf(1)"), Value::Int(2));
+        assert_eq!(eval("[1, 2].indexOf(5)"), Value::Int(-1));
+        assert_eq!(eval("'abc'.indexOf('c')"), Value::Int(2));
+    }
+
+    #[test]
+    fn standard_functions_and_macros() {
+        assert_eq!(
+            eval("'abc'.startsWith('a') && 'abc'.endsWith('c') && 'abc'.contains('b')"),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval("[1, 2, 3].all(x, x > 0) && [1, 2].exists(x, x == 2)"),
+            Value::Bool(true)
+        );
+        assert_eq!(eval("[1, 2, 3].exists_one(x, x > 2)"), Value::Bool(true));
+        assert_eq!(eval("[1, 2].map(x, x * 2) == [2, 4]"), Value::Bool(true));
+        assert_eq!(
+            eval("[1, 2, 3].filter(x, x > 1).size() == 2"),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval("int('7') + 1 == 8 && string(1) == '1' && double(1) == 1.0 && uint(2) == 2u"),
+            Value::Bool(true)
+        );
+        assert_eq!(eval("'a1'.matches('^[a-z][0-9]$')"), Value::Bool(true));
+        assert_eq!(
+            eval("has({'a': 1}.a) && !has({'a': 1}.b)"),
+            Value::Bool(true)
+        );
+        assert_eq!(eval("'ABC'.lowerAscii() == 'abc'"), Value::Bool(true));
+    }
+
+    #[test]
+    fn undeclared_references_do_not_compile() {
+        let err = Program::compile("self.x > 0 && other", &["self"])
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "compilation failed: ERROR: <input>:1:15: undeclared reference to 'other' (in container '')\n | self.x > 0 && other\n | ..............^"
+        );
+        assert!(Program::compile("self.all(x, x > 0)", &["self"]).is_ok());
+        assert!(Program::compile("self.x >", &["self"]).is_err());
+    }
+
+    #[test]
+    fn cost_grows_with_nesting() {
+        let p = Program::compile("self.all(x, self.all(y, x == y))", &["self"])
+            .map_err(|e| e.to_string());
+        let Ok(p) = p else { panic!("compile") };
+        let list = |n| Shape {
+            max_size: n,
+            element: Some(Box::new(Shape::scalar())),
+            ..Shape::default()
+        };
+        let small = p.estimate(&[("self", list(10))]);
+        let big = p.estimate(&[("self", list(1000))]);
+        assert!(small < 1_000, "{small}");
+        assert!(big > 1_000_000, "{big}");
+    }
+}
