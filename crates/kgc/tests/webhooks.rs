@@ -495,22 +495,47 @@ async fn admission(s: &Server, hook: &Webhook) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("denied the request"), "{stderr}");
 
-    // Dry run: a webhook with side effects refuses it; one without is called with dryRun.
+    // Dry run: admissionregistration/v1 admits only webhooks without side effects (`Some` and
+    // `Unknown` were v1beta1's), as upstream's validation; such a webhook is called on a dry
+    // run, told so, and nothing is stored.
     let ns = fresh_namespace(&c, "dry").await;
-    apply(validating(
-        "effects",
-        &ns,
-        "allow",
-        json!({"sideEffects": "Some"}),
-    ))
-    .await;
     let out = s
-        .kubectl(&["create", "configmap", "-n", &ns, "cm", "--dry-run=server"])
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &validating("effects", &ns, "allow", json!({"sideEffects": "Some"})),
+        )
         .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
     assert!(
-        stderr.contains("admission webhook \"effects.kgc.test\" does not support dry run"),
+        stderr.contains(
+            "webhooks[0].sideEffects: Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\""
+        ),
         "{stderr}"
+    );
+    apply(validating(
+        "dry",
+        &ns,
+        "allow",
+        json!({"sideEffects": "NoneOnDryRun"}),
+    ))
+    .await;
+    s.kubectl_ok(&["create", "configmap", "-n", &ns, "cm", "--dry-run=server"])
+        .await;
+    let dry = hook
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|(p, r)| p == "allow" && r["namespace"] == json!(ns))
+        .map(|(_, r)| r["dryRun"].clone())
+        .expect("a review of the dry run");
+    assert_eq!(dry, json!(true));
+    assert!(
+        !s.kubectl(&["get", "configmap", "-n", &ns, "cm"])
+            .await
+            .status
+            .success()
     );
 
     // DELETE is sent with the stored object as oldObject.
