@@ -153,7 +153,7 @@ fn client_config(cc: &Value, path: &Path<'_>, errs: &mut Errors) {
             let p = path.child("service");
             for key in ["name", "namespace"] {
                 if svc.str_of(key).is_empty() {
-                    errs.required(p.child(key), &format!("service {key} is required"));
+                    errs.required(p.child(key), format!("service {key} is required"));
                 }
             }
             if let Some(sp) = svc.opt_str("path")

@@ -154,7 +154,7 @@ impl Webhooks {
         *slot = Some(Cached {
             change,
             hooks: Arc::clone(&hooks),
-            watcher: watcher,
+            watcher,
         });
         hooks
     }

@@ -502,7 +502,12 @@ impl ApiServer {
                 .store
                 .update(info, namespace, name, sub, dry_run, |current| {
                     let mut new = change(current.clone())?;
-                    Self::admit_after_webhooks(info, allocation.as_ref(), &mut new, Some(&current))?;
+                    Self::admit_after_webhooks(
+                        info,
+                        allocation.as_ref(),
+                        &mut new,
+                        Some(&current),
+                    )?;
                     Ok(new)
                 })
                 .await?;
