@@ -495,6 +495,59 @@ async fn admission(s: &Server, hook: &Webhook) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("denied the request"), "{stderr}");
 
+    // A Service through a mutating webhook: its ClusterIP is allocated after the webhook (the
+    // allocation lock is not held across the call), kept by an update planned, reviewed and
+    // then written, and a requested address another Service holds is still refused.
+    let ns = fresh_namespace(&c, "svc").await;
+    apply(configuration(
+        "MutatingWebhookConfiguration",
+        "svc-label",
+        &ns,
+        &url("label"),
+        &hook.ca_bundle,
+        json!({"rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""],
+            "apiVersions": ["v1"], "resources": ["services"]}]}),
+    ))
+    .await;
+    s.kubectl_ok(&[
+        "create",
+        "service",
+        "clusterip",
+        "web",
+        "-n",
+        &ns,
+        "--tcp=80:80",
+    ])
+    .await;
+    let get = |what: &'static str| {
+        let ns = ns.clone();
+        async move {
+            s.kubectl_ok(&["get", "service", "-n", &ns, "web", "-o", what])
+                .await
+                .trim()
+                .to_owned()
+        }
+    };
+    let ip = get("jsonpath={.spec.clusterIP}").await;
+    assert!(ip.parse::<std::net::Ipv4Addr>().is_ok(), "{ip:?}");
+    assert_eq!(get("jsonpath={.metadata.labels.mutated}").await, "yes");
+    s.kubectl_ok(&["label", "service", "-n", &ns, "web", "tier=front"])
+        .await;
+    assert_eq!(get("jsonpath={.metadata.labels.tier}").await, "front");
+    assert_eq!(get("jsonpath={.spec.clusterIP}").await, ip);
+    let taken = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "copy", "namespace": ns},
+        "spec": {"clusterIP": ip, "ports": [{"port": 80}]}});
+    let out = s
+        .kubectl_stdin(&["create", "-f", "-"], &taken.to_string())
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("provided IP is already allocated"),
+        "{stderr}"
+    );
+
     // Dry run: admissionregistration/v1 admits only webhooks without side effects (`Some` and
     // `Unknown` were v1beta1's), as upstream's validation; such a webhook is called on a dry
     // run, told so, and nothing is stored.
