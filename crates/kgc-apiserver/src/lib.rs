@@ -28,6 +28,7 @@ mod pod_connect;
 pub mod pod_log;
 pub mod portallocator;
 mod request;
+pub mod resourcequota_admission;
 mod reviews;
 mod scale;
 mod service_alloc;
@@ -109,6 +110,8 @@ pub struct ApiServer {
     webhooks: Arc<webhook::Webhooks>,
     /// `--service-cluster-ip-range`, `--service-node-port-range` and their allocation lock.
     service_ranges: Arc<service_alloc::ServiceRanges>,
+    /// The ResourceQuota admission plugin (on unless disabled).
+    resource_quota_admission: bool,
 }
 
 /// Request counters, one per status class (held, not looked up per request), and the store's
@@ -177,6 +180,7 @@ impl ApiServer {
             service_account_admission: true,
             storage_plugins: Default::default(),
             service_ranges: Default::default(),
+            resource_quota_admission: true,
         }
     }
 

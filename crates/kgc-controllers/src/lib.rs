@@ -10,7 +10,9 @@
 //! - [`serviceaccount`]: a `default` ServiceAccount in every active namespace (kubernetes
 //!   `pkg/controller/serviceaccount`);
 //! - [`root_ca`]: the `kube-root-ca.crt` ConfigMap in every namespace (kubernetes
-//!   `pkg/controller/certificates/rootcacertpublisher`).
+//!   `pkg/controller/certificates/rootcacertpublisher`);
+//! - [`resourcequota`]: every ResourceQuota's `status.hard` and `status.used` (kubernetes
+//!   `pkg/controller/resourcequota`).
 //!
 //! Each runs on kgc-runtime (a shared cache, a work queue) and acts only through
 //! [`kgc_client::Cluster`]; the store knows nothing of them.
@@ -20,6 +22,7 @@ pub mod crd_finalizer;
 pub mod events;
 pub mod namespace;
 pub mod pod_termination;
+pub mod resourcequota;
 pub mod root_ca;
 pub mod serviceaccount;
 
@@ -45,6 +48,9 @@ pub enum Error {
     /// A typed write through the kube client failed.
     #[error(transparent)]
     Api(#[from] kube::Error),
+    /// An object read through the kube client did not encode back to JSON.
+    #[error("encoding an object: {0}")]
+    Json(#[from] serde_json::Error),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

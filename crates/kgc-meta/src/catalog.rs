@@ -413,6 +413,15 @@ impl Builtin {
                     verbs: vec!["create".into()],
                     ..parent("binding")
                 },
+                // A policy/v1 Eviction: a deletion a PodDisruptionBudget may refuse
+                // (`kubectl drain`).
+                "eviction" => Subresource {
+                    name: "eviction".into(),
+                    group: "policy".into(),
+                    version: "v1".into(),
+                    kind: "Eviction".into(),
+                    verbs: vec!["create".into()],
+                },
                 // TokenRequest: `kubectl create token` (served by the API server's authn).
                 "token" => Subresource {
                     name: "token".into(),
@@ -534,7 +543,7 @@ fn builtin_resources() -> impl Iterator<Item = ResourceInfo> {
             Namespaced,
             &["po"],
             true,
-            &["status", "binding"],
+            &["status", "binding", "eviction"],
         ),
         b(
             "",

@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod crd;
 pub mod defaults;
 pub mod deletion;
+pub mod disruption;
 pub mod duration;
 pub mod encoding;
 pub mod gojson;

@@ -131,6 +131,107 @@ impl Quantity {
     }
 }
 
+/// Quota arithmetic (`Quantity.Add`, `Sub`, `RoundUp(0)`), exact in nano units: quotas add
+/// and compare requests, whose values parse rounded to 10^-9. Sums beyond ±1.7·10^29 (the
+/// i128 range in nano units) saturate there rather than growing without bound.
+impl Quantity {
+    /// `Add`: the sum, in this quantity's format unless it is zero (then `other`'s), as Go's
+    /// `Add` picks it.
+    pub fn add(&self, other: &Quantity) -> Quantity {
+        self.combine(other, self.nanos().saturating_add(other.nanos()))
+    }
+
+    /// `Sub`: the difference, formatted as [`Quantity::add`] formats.
+    pub fn sub(&self, other: &Quantity) -> Quantity {
+        self.combine(other, self.nanos().saturating_sub(other.nanos()))
+    }
+
+    /// `RoundUp(0)`: the value rounded up to a whole number, in the same format (a claim's
+    /// storage is charged in whole bytes).
+    pub fn round_up(&self) -> Quantity {
+        let n = self.nanos();
+        let whole = n.div_euclid(NANO) + i128::from(n.rem_euclid(NANO) != 0);
+        Quantity::from_nanos(whole.saturating_mul(NANO), self.format)
+    }
+
+    /// A whole number, formatted as `resource.NewQuantity(n, DecimalSI)`.
+    pub fn from_i64(n: i64) -> Quantity {
+        Quantity {
+            amount: Amount::Int { value: n, scale: 0 },
+            format: Format::DecimalSI,
+            text: None,
+        }
+    }
+
+    fn combine(&self, other: &Quantity, nanos: i128) -> Quantity {
+        let format = if self.is_zero() {
+            other.format
+        } else {
+            self.format
+        };
+        Quantity::from_nanos(nanos, format)
+    }
+
+    /// The value in units of 10^-9, saturating at the i128 range (exact otherwise: parsing
+    /// rounds to nano).
+    fn nanos(&self) -> i128 {
+        let dec = self.amount.to_dec();
+        let scale = dec.exp + 9;
+        let mut n: i128 = 0;
+        for &d in &dec.digits {
+            n = match n.checked_mul(10).and_then(|n| n.checked_add(i128::from(d))) {
+                Some(n) => n,
+                None => return if dec.negative { i128::MIN } else { i128::MAX },
+            };
+        }
+        let n = if scale >= 0 {
+            u32::try_from(scale)
+                .ok()
+                .and_then(|s| 10i128.checked_pow(s))
+                .and_then(|p| n.checked_mul(p))
+                .unwrap_or(i128::MAX)
+        } else {
+            // Digits below nano cannot occur after parsing; dropped if they did.
+            u32::try_from(-scale)
+                .ok()
+                .and_then(|s| 10i128.checked_pow(s))
+                .map_or(0, |p| n / p)
+        };
+        if dec.negative { -n } else { n }
+    }
+
+    fn from_nanos(nanos: i128, format: Format) -> Quantity {
+        let (mut m, mut scale) = (nanos, -9i64);
+        while m != 0 && m % 10 == 0 && scale < 0 {
+            m /= 10;
+            scale += 1;
+        }
+        let amount = match i64::try_from(m) {
+            Ok(0) => Amount::default(),
+            Ok(value) => Amount::Int { value, scale },
+            Err(_) => {
+                let mut dec = Dec::from_i64(0, scale);
+                dec.negative = m < 0;
+                dec.digits = m
+                    .unsigned_abs()
+                    .to_string()
+                    .bytes()
+                    .map(|b| b - b'0')
+                    .collect();
+                Amount::Dec(dec)
+            }
+        };
+        Quantity {
+            amount,
+            format,
+            text: None,
+        }
+    }
+}
+
+/// Nano units per unit.
+const NANO: i128 = 1_000_000_000;
+
 impl fmt::Display for Quantity {
     /// `Quantity.String()`: the input when Go kept it, else `CanonicalizeBytes`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -754,6 +855,27 @@ mod tests {
 
     fn q(s: &str) -> Result<String, QuantityError> {
         canonical(s).map(Cow::into_owned)
+    }
+
+    #[test]
+    fn quota_arithmetic_is_exact_and_keeps_the_format() {
+        let p = |s: &str| Quantity::parse(s).unwrap();
+        assert_eq!(p("128Mi").add(&p("128Mi")).to_string(), "256Mi");
+        assert_eq!(Quantity::default().add(&p("1Gi")).to_string(), "1Gi");
+        assert_eq!(p("500m").add(&p("1500m")).to_string(), "2");
+        assert_eq!(p("1").sub(&p("250m")).to_string(), "750m");
+        assert_eq!(p("1").sub(&p("1")).to_string(), "0");
+        assert!(p("1").sub(&p("2")).is_negative());
+        assert_eq!(
+            Quantity::from_i64(20)
+                .add(&Quantity::from_i64(1))
+                .to_string(),
+            "21"
+        );
+        assert_eq!(p("1500m").round_up().to_string(), "2");
+        assert_eq!(p("10Gi").round_up().to_string(), "10Gi");
+        assert_eq!(p("9e18").add(&p("9e18")).to_string(), "18e18");
+        assert_eq!(p("1e40").add(&p("1")), p("1e40").add(&p("2")));
     }
 
     #[test]

@@ -118,6 +118,40 @@ impl LabelSelector {
         Ok(Self { requirements })
     }
 
+    /// A `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`) as a selector
+    /// (upstream `metav1.LabelSelectorAsSelector`): `{}` selects everything. An unknown operator
+    /// or an invalid value is an error, as upstream's conversion fails on them.
+    pub fn from_json(sel: &serde_json::Value) -> Result<Self, Error> {
+        use serde_json::Value;
+        let mut parts: Vec<String> = Vec::new();
+        for (k, v) in sel["matchLabels"].as_object().into_iter().flatten() {
+            parts.push(format!("{k}={}", v.as_str().unwrap_or_default()));
+        }
+        for e in sel["matchExpressions"].as_array().into_iter().flatten() {
+            let key = e["key"].as_str().unwrap_or_default();
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let values = values.join(",");
+            parts.push(match e["operator"].as_str().unwrap_or_default() {
+                "In" => format!("{key} in ({values})"),
+                "NotIn" => format!("{key} notin ({values})"),
+                "Exists" => key.to_owned(),
+                "DoesNotExist" => format!("!{key}"),
+                op => {
+                    return Err(Error::InvalidLabelSelector {
+                        selector: sel.to_string(),
+                        reason: format!("{op:?} is not a valid label selector operator"),
+                    });
+                }
+            });
+        }
+        Self::parse(&parts.join(","))
+    }
+
     /// Whether every requirement holds for `labels`.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.requirements.iter().all(|r| r.matches(labels))
@@ -675,6 +709,25 @@ mod tests {
             assert_eq!(sel.to_string(), "");
         }
         assert_eq!(LabelSelector::default(), sel(""));
+    }
+
+    #[test]
+    fn label_selector_objects() {
+        let s = LabelSelector::from_json(&serde_json::json!({
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]},
+                                 {"key": "legacy", "operator": "DoesNotExist"}]}))
+        .unwrap();
+        assert!(s.matches(&labels(&[("app", "web"), ("tier", "b")])));
+        assert!(!s.matches(&labels(&[("app", "web"), ("tier", "b"), ("legacy", "1")])));
+        assert!(
+            LabelSelector::from_json(&serde_json::json!({}))
+                .unwrap()
+                .is_empty()
+        );
+        let e = LabelSelector::from_json(&serde_json::json!({
+            "matchExpressions": [{"key": "a", "operator": "Near"}]}));
+        assert!(e.is_err());
     }
 
     #[test]

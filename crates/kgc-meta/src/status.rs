@@ -27,6 +27,8 @@ pub enum Reason {
     RequestEntityTooLarge,
     InternalError,
     Timeout,
+    /// A 429: the request may succeed later (an eviction a disruption budget refuses now).
+    TooManyRequests,
     /// Some upstream errors carry no reason at all (for instance "resourceVersion should not be
     /// set on objects to be created", a 500 without a reason).
     Unknown,
@@ -49,6 +51,7 @@ impl Reason {
             Reason::RequestEntityTooLarge => "RequestEntityTooLarge",
             Reason::InternalError => "InternalError",
             Reason::Timeout => "Timeout",
+            Reason::TooManyRequests => "TooManyRequests",
             Reason::Unknown => "",
         }
     }
@@ -254,6 +257,14 @@ impl Status {
             message: detail,
             field: String::new(),
         });
+        s
+    }
+
+    /// A 429 `TooManyRequests` (`errors.NewTooManyRequests`): `retry_after` seconds, if any,
+    /// become the `Retry-After` header and `details.retryAfterSeconds`.
+    pub fn too_many_requests(message: impl Into<String>, retry_after: u32) -> Self {
+        let mut s = Self::new(429, Reason::TooManyRequests, message.into());
+        s.retry_after_seconds = (retry_after > 0).then_some(retry_after);
         s
     }
 

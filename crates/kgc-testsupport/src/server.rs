@@ -76,6 +76,15 @@ impl<B: KgcBinary> Server<B> {
         s
     }
 
+    /// A living server (as [`Server::living`]) that is also secure (as
+    /// [`Server::start_secure`]): for what a namespace user may do to running workloads.
+    pub async fn living_secure(args: &[&str]) -> Self {
+        let mut s = Self::unstarted(args, true);
+        s.living = true;
+        s.spawn().await;
+        s
+    }
+
     /// Like [`Server::start_with`], with the data directory set up by `prepare` first (a
     /// size-limited file system mounted on it, the files of an older kgc).
     pub async fn start_prepared(args: &[&str], prepare: impl FnOnce(&Path)) -> Self {

@@ -38,6 +38,8 @@
 //! | PersistentVolumeClaim | access modes, storage request, class, data sources | spec fixed except bound requests | — |
 //! | storage StorageClass | provisioner, parameters, policies | immutable fields | — |
 //! | coordination Lease | durations | same | — |
+//! | policy PodDisruptionBudget | one of minAvailable and maxUnavailable, int or percent, selector, eviction policy | same | `status` |
+//! | ResourceQuota | resource names for quota, quantities, scopes and scope selectors | scopes immutable | `status` |
 //! | Event, events.k8s.io Event | namespaces, reporting fields, strict events.k8s.io fields | events.k8s.io immutables | — |
 //! | certificates CertificateSigningRequest | PEM request and signature, signer, usages, expiry | conditions, certificate | `status`, `approval` |
 //!
@@ -82,7 +84,9 @@ mod namespace;
 mod net;
 mod node;
 mod pod;
+mod policy;
 mod replica_set;
+mod resource_quota;
 mod resources;
 mod service;
 mod statefulset;
@@ -140,6 +144,9 @@ pub fn validate(
         ("", "PersistentVolumeClaim") if whole => {
             storage::persistent_volume_claim(obj, op.old(), e);
         }
+        ("", "ResourceQuota") if whole || op.is_status() => {
+            resource_quota::resource_quota(obj, op, e);
+        }
         ("", "Event") if whole => event::event(obj, op.old(), false, e),
         ("events.k8s.io", "Event") if whole => event::event(obj, op.old(), true, e),
         ("apps", "Deployment") => deployment::deployment(obj, op, e),
@@ -156,6 +163,7 @@ pub fn validate(
         ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") if whole => {
             webhook::configuration(obj, true, e)
         }
+        ("policy", "PodDisruptionBudget") => policy::pod_disruption_budget(obj, op, e),
         ("certificates.k8s.io", "CertificateSigningRequest") => {
             csr::certificate_signing_request(obj, op, e)
         }
@@ -204,6 +212,7 @@ mod tests {
         ("", "Node"),
         ("", "PersistentVolume"),
         ("", "PersistentVolumeClaim"),
+        ("", "ResourceQuota"),
         ("", "Event"),
         ("events.k8s.io", "Event"),
         ("apps", "Deployment"),
@@ -214,6 +223,7 @@ mod tests {
         ("batch", "CronJob"),
         ("storage.k8s.io", "StorageClass"),
         ("coordination.k8s.io", "Lease"),
+        ("policy", "PodDisruptionBudget"),
         ("certificates.k8s.io", "CertificateSigningRequest"),
     ];
 

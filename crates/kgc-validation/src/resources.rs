@@ -78,7 +78,7 @@ pub(crate) fn is_overcommit_allowed(name: &str) -> bool {
     is_native(name) && !is_hugepages(name)
 }
 
-fn is_integer_resource(name: &str) -> bool {
+pub(crate) fn is_integer_resource(name: &str) -> bool {
     INTEGER_RESOURCES.contains(&name) || is_extended(name)
 }
 

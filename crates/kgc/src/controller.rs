@@ -291,8 +291,12 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
             root_ca: shared.root_ca.clone(),
         };
         let disabled = shared.disable.clone();
-        let (volumes, endpoints) = (shared.lifecycle.volumes(), shared.lifecycle.endpoints());
-        async move { crate::controllers::run(ctx, &disabled, volumes, endpoints).await }
+        let (volumes, endpoints, quota) = (
+            shared.lifecycle.volumes(),
+            shared.lifecycle.endpoints(),
+            shared.lifecycle.resource_quota(),
+        );
+        async move { crate::controllers::run(ctx, &disabled, volumes, endpoints, quota).await }
     };
     tokio::spawn(async move {
         let gc = async {

@@ -9,7 +9,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use kgc_client::Cluster;
 use kgc_controllers::{
-    Context, crd_finalizer, namespace, pod_termination, root_ca, serviceaccount,
+    Context, crd_finalizer, namespace, pod_termination, resourcequota, root_ca, serviceaccount,
 };
 use kgc_nodesim::{lifecycle as node_lifecycle, simulator as nodes_sim};
 use kgc_workloads::{cronjob, deployment, job, replicaset, replicationcontroller, statefulset};
@@ -72,6 +72,7 @@ pub const DESCRIPTORS: &[Descriptor] = &[
     cluster(pod_termination::NAME, Part::Cluster),
     cluster(serviceaccount::NAME, Part::Cluster),
     cluster(root_ca::NAME, Part::Cluster),
+    cluster(resourcequota::NAME, Part::Cluster),
     cluster(replicaset::NAME, Part::Cluster),
     cluster(deployment::NAME, Part::Cluster),
     cluster(statefulset::NAME, Part::Cluster),
@@ -86,6 +87,7 @@ pub const DESCRIPTORS: &[Descriptor] = &[
     cluster(kgc_endpoints::endpoints::NAME, Part::Cluster),
     cluster(kgc_endpoints::endpointslice::NAME, Part::Cluster),
     cluster(kgc_endpoints::mirroring::NAME, Part::Cluster),
+    cluster(kgc_disruption::NAME, Part::Cluster),
     cluster(kgc_scheduler::NAME, Part::Cluster),
     cluster(nodes_sim::NAME, Part::Nodes),
     cluster(node_lifecycle::NAME, Part::Nodes),
@@ -183,6 +185,7 @@ pub async fn run<C: Cluster>(
     disabled: &[String],
     volumes: kgc_volume::Config,
     endpoints: kgc_endpoints::Config,
+    quota: resourcequota::Config,
 ) {
     use kgc_endpoints::{endpointslice, mirroring};
     use kgc_volume::{binder, protection, provisioner};
@@ -207,6 +210,10 @@ pub async fn run<C: Cluster>(
             serviceaccount::run(ctx.clone()).boxed(),
         ),
         (root_ca::NAME, root_ca::run(ctx.clone()).boxed()),
+        (
+            resourcequota::NAME,
+            resourcequota::run(ctx.clone(), quota).boxed(),
+        ),
         (replicaset::NAME, replicaset::run(ctx.clone()).boxed()),
         (deployment::NAME, deployment::run(ctx.clone()).boxed()),
         (statefulset::NAME, statefulset::run(ctx.clone()).boxed()),
@@ -225,6 +232,10 @@ pub async fn run<C: Cluster>(
             provisioner::run(ctx.clone(), volumes).boxed(),
         ),
         (binder::NAME, binder::run(ctx.clone()).boxed()),
+        (
+            kgc_disruption::NAME,
+            kgc_disruption::run(ctx.clone()).boxed(),
+        ),
         (kgc_scheduler::NAME, kgc_scheduler::run(ctx.clone()).boxed()),
         (
             protection::PVC_NAME,

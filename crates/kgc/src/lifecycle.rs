@@ -38,6 +38,10 @@ pub struct LifecycleArgs {
     /// EndpointSlice controller: the most endpoints one slice holds.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
     max_endpoints_per_slice: u16,
+    /// How often the resource-quota controller recalculates every ResourceQuota in full, as
+    /// kube-controller-manager's flag (changes are handled at once).
+    #[arg(long, default_value = "5m", value_parser = crate::parse_duration)]
+    resource_quota_sync_period: std::time::Duration,
     /// Testing and simulation hook: run the clock this far ahead (creation and deletion
     /// timestamps the server writes, and every age the collectors judge). Restarting a durable
     /// server with a larger offset makes time pass without waiting.
@@ -89,6 +93,13 @@ impl LifecycleArgs {
     pub fn endpoints(&self) -> kgc_endpoints::Config {
         kgc_endpoints::Config {
             max_endpoints_per_slice: usize::from(self.max_endpoints_per_slice),
+        }
+    }
+
+    /// The resource-quota controller's settings.
+    pub fn resource_quota(&self) -> kgc_controllers::resourcequota::Config {
+        kgc_controllers::resourcequota::Config {
+            sync_period: self.resource_quota_sync_period,
         }
     }
 

@@ -52,12 +52,14 @@ pub struct Args {
     max_mutating_requests_inflight: usize,
     /// Admission plugins to turn off (comma-separated). kgc enforces
     /// OwnerReferencesPermissionEnforcement by default, which kube-apiserver leaves off;
-    /// ServiceAccount, DefaultStorageClass and StorageObjectInUseProtection are on, as upstream.
+    /// ServiceAccount, DefaultStorageClass, StorageObjectInUseProtection and ResourceQuota are
+    /// on, as upstream.
     #[arg(long, value_delimiter = ',', value_parser = [
         kgc_apiserver::owner_references::PLUGIN,
         kgc_apiserver::serviceaccount_admission::PLUGIN,
         kgc_apiserver::storage_admission::DEFAULT_STORAGE_CLASS,
         kgc_apiserver::storage_admission::STORAGE_OBJECT_IN_USE_PROTECTION,
+        kgc_apiserver::resourcequota_admission::PLUGIN,
     ])]
     disable_admission_plugins: Vec<String>,
     /// The CIDR Services' ClusterIPs are allocated from (IPv4).
@@ -280,6 +282,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if admission_off(kgc_apiserver::serviceaccount_admission::PLUGIN) {
         api = api.without_service_account_admission();
     }
+    if admission_off(kgc_apiserver::resourcequota_admission::PLUGIN) {
+        api = api.without_resource_quota_admission();
+    }
     // The collectors' decision history, served on `/debug/gc/decisions`.
     let decisions = kgc_runtime::decisions::Decisions::default();
     api = api.with_decisions(decisions.clone());
@@ -345,8 +350,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     });
     let controllers = tokio::spawn({
         let (ctx, disabled) = (ctx.clone(), disabled.clone());
-        let (volumes, endpoints) = (lifecycle_args.volumes(), lifecycle_args.endpoints());
-        async move { crate::controllers::run(ctx, &disabled, volumes, endpoints).await }
+        let (volumes, endpoints, quota) = (
+            lifecycle_args.volumes(),
+            lifecycle_args.endpoints(),
+            lifecycle_args.resource_quota(),
+        );
+        async move { crate::controllers::run(ctx, &disabled, volumes, endpoints, quota).await }
     });
     let nodes_task = tokio::spawn({
         let disabled = disabled.clone();

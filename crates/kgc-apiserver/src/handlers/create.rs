@@ -35,7 +35,11 @@ pub(super) async fn create(
     // Held until the Service is stored, never across a webhook call.
     let allocation = api.service_allocation(info, req).await?;
     ApiServer::admit_after_webhooks(info, allocation.as_ref(), &mut obj, None)?;
-    let created = api.store.create(info, ns, obj, query.dry_run()?).await?;
+    // ResourceQuota last, as upstream orders it: it charges what is about to be stored.
+    let dry_run = query.dry_run()?;
+    let charge = api.charge_quota_create(info, req, &obj, dry_run).await?;
+    let created = api.store.create(info, ns, obj, dry_run).await;
+    let created = api.settle_quota(charge, created).await?;
     Ok(with_warnings(
         object(info, req, StatusCode::CREATED, &created),
         &warnings,

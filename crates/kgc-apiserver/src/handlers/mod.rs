@@ -5,6 +5,7 @@
 mod binding;
 mod create;
 mod delete;
+mod eviction;
 mod fieldmanager;
 mod get;
 pub(crate) mod patch;
@@ -71,7 +72,7 @@ pub async fn serve(
     }
     if let Some(sub) = &req.subresource {
         let known = info.subresource(sub).is_some();
-        let verb_ok = if sub == "binding" {
+        let verb_ok = if matches!(sub.as_str(), "binding" | "eviction") {
             req.verb == Verb::Create
         } else {
             matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch)
@@ -101,6 +102,7 @@ pub async fn serve(
     match req.subresource.as_deref() {
         Some("scale") => return scale::scale(api, &info, &req, query, headers, body).await,
         Some("binding") => return binding::bind(api, &info, &req, query, headers, body).await,
+        Some("eviction") => return eviction::evict(api, &info, &req, query, headers, body).await,
         _ => {}
     }
     let table = table_request(headers, query)?;

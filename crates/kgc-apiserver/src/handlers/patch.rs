@@ -128,15 +128,25 @@ pub(super) async fn patch(
     let name = req.name.clone().unwrap_or_default();
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let mut warnings = Vec::new();
-    let (updated, hook_warnings) = api
+    let dry_run = query.dry_run()?;
+    let charge = api
+        .charge_quota_update(info, req, dry_run, |mut copy| {
+            conversion::from_storage(info, &req.version, &mut copy);
+            apply_patch(info, &name, &media, &mut copy, &patch)?;
+            conversion::to_storage(info, &req.version, &mut copy);
+            Ok(copy)
+        })
+        .await?;
+    let updated = api
         .update_admitted(
             info,
             req,
             query,
             req.namespace.as_deref().unwrap_or(""),
             &name,
-            query.dry_run()?,
+            dry_run,
             |mut current| {
+                charge.still_current(info, &current)?;
                 let before = current.clone();
                 conversion::from_storage(info, &req.version, &mut current);
                 apply_patch(info, &name, &media, &mut current, &patch)?;
@@ -172,7 +182,8 @@ pub(super) async fn patch(
                 Ok(tracking.record(Some(&before), &current))
             },
         )
-        .await?;
+        .await;
+    let (updated, hook_warnings) = api.settle_quota(charge, updated).await?;
     warnings.extend(hook_warnings);
     Ok(with_warnings(
         object(info, req, StatusCode::OK, updated.object()),
@@ -305,7 +316,9 @@ pub(super) async fn server_side_apply(
         let warnings = api.webhooks.admit(&call, Some(&mut fresh), None).await?;
         let allocation = api.service_allocation(info, req).await?;
         ApiServer::admit_after_webhooks(info, allocation.as_ref(), &mut fresh, None)?;
-        match api.store.create(info, &ns, fresh, dry_run).await {
+        let charge = api.charge_quota_create(info, req, &fresh, dry_run).await?;
+        let created = api.store.create(info, &ns, fresh, dry_run).await;
+        match api.settle_quota(charge, created).await {
             Ok(created) => {
                 return Ok(with_warnings(
                     object(info, req, StatusCode::CREATED, &created),

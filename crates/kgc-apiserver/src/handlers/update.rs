@@ -24,14 +24,22 @@ pub(super) async fn update(
     let name = req.name.as_deref().unwrap_or("");
     let (obj, mut warnings) = admitted_body(api, info, req, query, headers, body).await?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
-    let (updated, hook_warnings) = api
-        .update_admitted(info, req, query, ns, name, query.dry_run()?, |current| {
+    let dry_run = query.dry_run()?;
+    // Charged on the body before the webhooks (a 409 if the object changes meanwhile), given
+    // back if a webhook refuses or the write fails.
+    let charge = api
+        .charge_quota_update(info, req, dry_run, |_| Ok(obj.clone()))
+        .await?;
+    let updated = api
+        .update_admitted(info, req, query, ns, name, dry_run, |current| {
+            charge.still_current(info, &current)?;
             crate::authz::admit_update(info, &current, &obj)?;
             api.admit_owner_references(info, req, Some(&current), &obj)?;
             api.validate_limit_ranger_update(info, req, &obj)?;
             Ok(tracking.record(Some(&current), &obj))
         })
-        .await?;
+        .await;
+    let (updated, hook_warnings) = api.settle_quota(charge, updated).await?;
     warnings.extend(hook_warnings);
     Ok(with_warnings(
         object(info, req, StatusCode::OK, updated.object()),

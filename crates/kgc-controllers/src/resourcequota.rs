@@ -1,0 +1,252 @@
+//! The resource-quota controller (kubernetes/kubernetes `pkg/controller/resourcequota/
+//! resource_quota_controller.go`): keeps each ResourceQuota's `status.hard` (its `spec.hard`)
+//! and `status.used` (what its namespace's objects in its scopes use, computed by kgc-quota).
+//!
+//! A quota is recalculated in full:
+//! - at once when it is created or its `spec.hard` changes, or its status lacks a name of
+//!   `spec.hard` (upstream's `addQuota`), not on the status writes of the admission plugin;
+//! - when an object it may count goes (replenishment): a deleted pod, Service, claim, ConfigMap,
+//!   Secret or ReplicationController, or a pod that ended (Succeeded, Failed), requeues its
+//!   namespace's quotas; other object counts (`count/<resource>.<group>`) wait for the resync;
+//! - every `--resource-quota-sync-period` (5 minutes), every quota.
+//!
+//! The namespace's objects are listed live (not from a cache), and the status is written with
+//! the quota's resourceVersion as read before listing: if the admission plugin charged the
+//! quota meanwhile, the write is a conflict and the quota is recalculated again, so a charge is
+//! never lost to a recalculation that did not see its object.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kgc_client::Cluster;
+use kgc_meta::ResourceInfo;
+use kgc_runtime::informer::{Key, View, describe};
+use kgc_runtime::queue::WorkQueue;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use serde_json::Value;
+
+use crate::{Context, Error, Result};
+
+/// The name `--controllers` knows it by.
+pub const NAME: &str = "resourcequota";
+const WORKERS: usize = 2;
+
+/// Settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// `--resource-quota-sync-period`: how often every quota is recalculated in full.
+    pub sync_period: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            sync_period: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What the controller keeps of a quota: whether its status needs computing.
+#[derive(Debug, Clone, PartialEq)]
+struct Quota {
+    stale: bool,
+}
+
+impl View for Quota {
+    /// `addQuota`: stale when `status.hard` differs from `spec.hard` or `status.used` lacks a
+    /// name of `spec.hard`.
+    fn view(obj: &Value) -> Option<Self> {
+        let hard = &obj["spec"]["hard"];
+        let used = &obj["status"]["used"];
+        let missing = hard
+            .as_object()
+            .is_some_and(|h| h.keys().any(|k| used.get(k).is_none()));
+        Some(Quota {
+            stale: obj["status"]["hard"] != *hard || missing,
+        })
+    }
+}
+
+/// What the controller keeps of a charged object: whether it still counts for compute
+/// resources (a pod that ended does not).
+#[derive(Debug, Clone, PartialEq)]
+struct Charged {
+    ended: bool,
+}
+
+impl View for Charged {
+    fn view(obj: &Value) -> Option<Self> {
+        let ended = matches!(
+            obj["status"]["phase"].as_str(),
+            Some("Succeeded" | "Failed")
+        );
+        Some(Charged { ended })
+    }
+}
+
+/// The resources whose deletion replenishes quota at once.
+const REPLENISHED: [&str; 6] = [
+    "pods",
+    "services",
+    "persistentvolumeclaims",
+    "configmaps",
+    "secrets",
+    "replicationcontrollers",
+];
+
+/// A quota's key, displayed `namespace/name`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct QuotaKey(Key);
+
+impl fmt::Display for QuotaKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&describe(&self.0))
+    }
+}
+
+/// Runs the controller until dropped.
+pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
+    let resource = ctx.informers.resource("", "resourcequotas").await;
+    let queue = ctx.queue::<QuotaKey>(NAME);
+    let quotas = ctx.informers.cache::<Quota>(Arc::clone(&resource));
+    let q = queue.clone();
+    quotas.on_change(Arc::new(move |key: &Key, v: Option<&Quota>| {
+        if v.is_some_and(|v| v.stale) {
+            q.add(QuotaKey(key.clone()));
+        }
+    }));
+    let queue_namespace = {
+        let (q, quotas) = (queue.clone(), quotas.clone());
+        move |ns: &str| queue_all(&q, &quotas, |k| k.0 == ns)
+    };
+    let mut caches = Vec::new();
+    for plural in REPLENISHED {
+        let charged = ctx
+            .informers
+            .cache::<Charged>(ctx.informers.resource("", plural).await);
+        let requeue = queue_namespace.clone();
+        charged.on_delete(Arc::new(move |key: &Key, _: &Charged| requeue(&key.0)));
+        let requeue = queue_namespace.clone();
+        charged.on_change(Arc::new(move |key: &Key, v: Option<&Charged>| {
+            if v.is_some_and(|v| v.ended) {
+                requeue(&key.0);
+            }
+        }));
+        caches.push(charged);
+    }
+    quotas.synced().await;
+    for c in &caches {
+        c.synced().await;
+    }
+    tracing::info!(controller = NAME, "started");
+    let resync = {
+        let (q, quotas) = (queue.clone(), quotas.clone());
+        async move {
+            loop {
+                tokio::time::sleep(config.sync_period).await;
+                queue_all(&q, &quotas, |_| true);
+            }
+        }
+    };
+    let sync = move |key: QuotaKey| {
+        let (ctx, resource) = (ctx.clone(), Arc::clone(&resource));
+        async move { sync(&ctx, &resource, &key.0).await.map(|()| None) }
+    };
+    tokio::select! {
+        () = crate::work(NAME, queue, WORKERS, sync) => {}
+        () = resync => {}
+    }
+}
+
+/// Queues every cached quota whose key `pick` accepts.
+fn queue_all(
+    queue: &WorkQueue<QuotaKey>,
+    quotas: &kgc_runtime::informer::Cache<Quota>,
+    pick: impl Fn(&Key) -> bool,
+) {
+    let keys: Vec<Key> = quotas.read(|m| m.keys().filter(|k| pick(k)).cloned().collect());
+    for k in keys {
+        queue.add(QuotaKey(k));
+    }
+}
+
+/// `syncResourceQuota`: recomputes the quota's status from a live list of its namespace's
+/// objects and writes it if it changed.
+async fn sync<C: Cluster>(ctx: &Context<C>, resource: &ResourceInfo, key: &Key) -> Result<()> {
+    let Some(mut quota) = ctx.cluster().get_object(resource, &key.0, &key.1).await? else {
+        return Ok(());
+    };
+    let wanted: BTreeSet<(String, String)> = kgc_quota::usage::resources_to_list(&quota);
+    let served = ctx.cluster().resources().await?;
+    let mut objects: Vec<((String, String), Vec<Value>)> = Vec::new();
+    for (group, plural) in wanted {
+        let Some(info) = served
+            .iter()
+            .find(|r| r.group == group && r.plural == plural)
+        else {
+            // Not served: nothing of it to count.
+            continue;
+        };
+        let listed = list(ctx, info, &key.0).await?;
+        objects.push(((group, plural), listed));
+    }
+    let none: Vec<Value> = Vec::new();
+    let status = kgc_quota::usage::status(
+        &quota,
+        |g, r| {
+            objects
+                .iter()
+                .find(|((og, or), _)| og == g && or == r)
+                .map_or(&none, |(_, v)| v)
+                .iter()
+        },
+        ctx.clock.now(),
+    );
+    if quota["status"] == status {
+        return Ok(());
+    }
+    quota["status"] = status;
+    // The resourceVersion read above: a charge made since is a conflict, retried.
+    ctx.cluster()
+        .replace_status(resource, &key.0, &key.1, quota)
+        .await?;
+    Ok(())
+}
+
+/// Every object of a resource in a namespace, whole.
+async fn list<C: Cluster>(ctx: &Context<C>, info: &ResourceInfo, ns: &str) -> Result<Vec<Value>> {
+    let version = info.preferred_version();
+    let ar = ApiResource {
+        group: info.group.clone(),
+        version: version.to_owned(),
+        api_version: kgc_meta::catalog::api_version(&info.group, version),
+        kind: info.kind.clone(),
+        plural: info.plural.clone(),
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), ns, &ar);
+    let items = api.list(&ListParams::default()).await?.items;
+    items
+        .into_iter()
+        .map(|o| serde_json::to_value(o).map_err(Error::from))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_quota_is_stale_until_its_status_covers_its_spec() {
+        let fresh = json!({"spec": {"hard": {"pods": "2"}}});
+        assert_eq!(Quota::view(&fresh), Some(Quota { stale: true }));
+        let done = json!({"spec": {"hard": {"pods": "2"}},
+            "status": {"hard": {"pods": "2"}, "used": {"pods": "1"}}});
+        assert_eq!(Quota::view(&done), Some(Quota { stale: false }));
+        let raised = json!({"spec": {"hard": {"pods": "3"}},
+            "status": {"hard": {"pods": "2"}, "used": {"pods": "1"}}});
+        assert_eq!(Quota::view(&raised), Some(Quota { stale: true }));
+    }
+}

@@ -1,0 +1,478 @@
+//! The disruption controller on kgc-runtime (kubernetes/kubernetes
+//! `pkg/controller/disruption/disruption.go`).
+//!
+//! Its work is keyed by namespace: a change to a budget, a pod or a workload of a namespace
+//! queues the namespace, and its sync recomputes every budget there from the caches, writing
+//! the statuses that changed. A namespace's budgets are few, and a burst of pod changes
+//! collapses into one queued key.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::autoscaling::v1::Scale;
+use kgc_client::Cluster;
+use kgc_controllers::Context;
+use kgc_meta::disruption::{self, SYNC_FAILED};
+use kgc_meta::time::format_time;
+use kgc_meta::{LabelSelector, ResourceInfo};
+use kgc_runtime::informer::{Cache, Key, View};
+use kube::api::{Api, ApiResource, DynamicObject};
+use serde_json::{Value, json};
+
+use crate::budget::{self, Member};
+use crate::{Error, Result};
+
+/// The name `--controllers` knows it by.
+pub const NAME: &str = "disruption";
+const WORKERS: usize = 2;
+
+/// The controller reference of an object (`metav1.GetControllerOf`).
+#[derive(Debug, Clone, PartialEq)]
+struct ControllerRef {
+    api_version: String,
+    kind: String,
+    name: String,
+    uid: String,
+}
+
+impl ControllerRef {
+    fn of(obj: &Value) -> Option<Self> {
+        let r = obj["metadata"]["ownerReferences"]
+            .as_array()?
+            .iter()
+            .find(|r| r["controller"] == true)?;
+        let s = |f: &str| r[f].as_str().unwrap_or_default().to_owned();
+        Some(Self {
+            api_version: s("apiVersion"),
+            kind: s("kind"),
+            name: s("name"),
+            uid: s("uid"),
+        })
+    }
+
+    fn group(&self) -> &str {
+        self.api_version
+            .rsplit_once('/')
+            .map_or("", |(group, _)| group)
+    }
+
+    /// `verifyGroupKind`: the kind, in one of the groups it is served by.
+    fn is(&self, kind: &str, groups: &[&str]) -> bool {
+        self.kind == kind && groups.contains(&self.group())
+    }
+}
+
+/// What the controller keeps of a pod.
+#[derive(Debug, Clone, PartialEq)]
+struct PodView {
+    labels: BTreeMap<String, String>,
+    controller: Option<ControllerRef>,
+    deleting: bool,
+    ready: bool,
+}
+
+impl View for PodView {
+    fn view(obj: &Value) -> Option<Self> {
+        Some(Self {
+            labels: obj["metadata"]["labels"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                .collect(),
+            controller: ControllerRef::of(obj),
+            deleting: obj["metadata"]["deletionTimestamp"].is_string(),
+            ready: disruption::pod_ready(obj),
+        })
+    }
+}
+
+/// What the controller keeps of a workload: its identity, its scale and its own controller.
+#[derive(Debug, Clone, PartialEq)]
+struct Workload {
+    uid: String,
+    replicas: i64,
+    controller: Option<ControllerRef>,
+}
+
+impl View for Workload {
+    fn view(obj: &Value) -> Option<Self> {
+        Some(Self {
+            uid: obj["metadata"]["uid"].as_str()?.to_owned(),
+            // Upstream reads `*spec.replicas`, which defaulting always sets.
+            replicas: obj["spec"]["replicas"].as_i64().unwrap_or(1),
+            controller: ControllerRef::of(obj),
+        })
+    }
+}
+
+/// The caches a sync reads.
+#[derive(Clone)]
+struct Caches {
+    budgets: Cache<Value>,
+    pods: Cache<PodView>,
+    replica_sets: Cache<Workload>,
+    deployments: Cache<Workload>,
+    stateful_sets: Cache<Workload>,
+    controllers: Cache<Workload>,
+    budget_info: Arc<ResourceInfo>,
+}
+
+/// Runs the disruption controller until dropped.
+pub async fn run<C: Cluster>(ctx: Context<C>) {
+    let informers = &ctx.informers;
+    let budget_info = informers.resource("policy", "poddisruptionbudgets").await;
+    let workload = |group: &'static str, plural: &'static str| async move {
+        informers.cache::<Workload>(informers.resource(group, plural).await)
+    };
+    let caches = Caches {
+        budgets: informers.cache::<Value>(Arc::clone(&budget_info)),
+        pods: informers.cache::<PodView>(informers.resource("", "pods").await),
+        replica_sets: workload("apps", "replicasets").await,
+        deployments: workload("apps", "deployments").await,
+        stateful_sets: workload("apps", "statefulsets").await,
+        controllers: workload("", "replicationcontrollers").await,
+        budget_info,
+    };
+    let queue = ctx.queue::<String>(NAME);
+    let by_namespace =
+        |q: kgc_runtime::queue::WorkQueue<String>| move |key: &Key| q.add(key.0.clone());
+    let q = by_namespace(queue.clone());
+    caches
+        .budgets
+        .on_change(Arc::new(move |key: &Key, _: Option<&Value>| q(key)));
+    let q = by_namespace(queue.clone());
+    caches
+        .pods
+        .on_change(Arc::new(move |key: &Key, _: Option<&PodView>| q(key)));
+    for cache in [
+        &caches.replica_sets,
+        &caches.deployments,
+        &caches.stateful_sets,
+        &caches.controllers,
+    ] {
+        let q = by_namespace(queue.clone());
+        cache.on_change(Arc::new(move |key: &Key, _: Option<&Workload>| q(key)));
+    }
+    caches.budgets.synced().await;
+    caches.pods.synced().await;
+    for cache in [
+        &caches.replica_sets,
+        &caches.deployments,
+        &caches.stateful_sets,
+        &caches.controllers,
+    ] {
+        cache.synced().await;
+    }
+    tracing::info!(controller = NAME, "started");
+    let sync = move |ns: String| {
+        let (ctx, caches) = (ctx.clone(), caches.clone());
+        async move { sync_namespace(&ctx, &caches, &ns).await }
+    };
+    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+}
+
+/// Every budget of `ns`; looks again when the first pending eviction expires.
+async fn sync_namespace<C: Cluster>(
+    ctx: &Context<C>,
+    caches: &Caches,
+    ns: &str,
+) -> Result<Option<Duration>> {
+    let budgets: Vec<Value> = caches.budgets.read(|m| {
+        m.iter()
+            .filter(|(k, _)| k.0 == ns)
+            .map(|(_, v)| v.clone())
+            .collect()
+    });
+    let mut recheck: Option<Timestamp> = None;
+    let mut failed = None;
+    for pdb in budgets {
+        match sync_budget(ctx, caches, ns, &pdb).await {
+            Ok(Some(at)) => recheck = Some(recheck.map_or(at, |r| r.min(at))),
+            Ok(None) => {}
+            // The budget changed since it was cached (an eviction spent a disruption): its
+            // watch event queues the namespace again, with the newer budget.
+            Err(Error::Cluster(e)) if e.is(kgc_meta::Reason::Conflict) => {
+                tracing::debug!(
+                    controller = NAME,
+                    namespace = ns,
+                    "budget changed meanwhile"
+                );
+            }
+            Err(e) => {
+                let name = pdb["metadata"]["name"].as_str().unwrap_or_default();
+                tracing::warn!(controller = NAME, budget = %format!("{ns}/{name}"), error = %e, "sync failed");
+                if matches!(e, Error::Invalid(_)) {
+                    fail_safe(ctx, caches, ns, &pdb, &e.to_string()).await?;
+                }
+                failed = Some(e);
+            }
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let now = ctx.clock.now();
+    Ok(recheck.map(|at| {
+        let wait = at.duration_since(now).unsigned_abs();
+        // Just past the expiry, so that the entry is gone when looked at.
+        wait + Duration::from_millis(100)
+    }))
+}
+
+/// `trySync` of one budget: returns when its first pending eviction expires.
+async fn sync_budget<C: Cluster>(
+    ctx: &Context<C>,
+    caches: &Caches,
+    ns: &str,
+    pdb: &Value,
+) -> Result<Option<Timestamp>> {
+    let spec = &pdb["spec"];
+    // A missing selector selects nothing, `{}` every pod (`LabelSelectorAsSelector`).
+    let selector = match &spec["selector"] {
+        Value::Null => None,
+        s => Some(LabelSelector::from_json(s).map_err(|e| Error::Invalid(e.to_string()))?),
+    };
+    let pods: Vec<(String, PodView)> = caches.pods.read(|m| {
+        m.iter()
+            .filter(|(k, p)| k.0 == ns && selector.as_ref().is_some_and(|s| s.matches(&p.labels)))
+            .map(|(k, p)| (k.1.clone(), p.clone()))
+            .collect()
+    });
+    let scale = match budget::needs_scale(spec) {
+        true => Some(expected_scale(ctx, caches, ns, &pods).await?),
+        false => None,
+    };
+    let (expected, desired) = budget::expected_and_desired(spec, pods.len(), scale)?;
+    let members: Vec<Member> = pods
+        .into_iter()
+        .map(|(name, p)| Member {
+            name,
+            deleting: p.deleting,
+            ready: p.ready,
+        })
+        .collect();
+    let now = ctx.clock.now();
+    let (pending, recheck) =
+        budget::pending_evictions(&pdb["status"]["disruptedPods"], &members, now);
+    let healthy = budget::current_healthy(&members, &pending);
+    let generation = pdb["metadata"]["generation"].as_i64().unwrap_or(0);
+    let mut status = budget::status(healthy, desired, expected, pending, generation);
+    status["conditions"] = pdb["status"]["conditions"].clone();
+    disruption::update_disruption_allowed(&mut status, &format_time(now));
+    write_status(ctx, caches, ns, pdb, status).await?;
+    Ok(recheck)
+}
+
+/// `failSafe`: a budget whose numbers cannot be computed allows no disruption, and says why.
+async fn fail_safe<C: Cluster>(
+    ctx: &Context<C>,
+    caches: &Caches,
+    ns: &str,
+    pdb: &Value,
+    message: &str,
+) -> Result<()> {
+    let mut status = pdb["status"].clone();
+    if !status.is_object() {
+        status = json!({});
+    }
+    status["disruptionsAllowed"] = json!(0);
+    status["observedGeneration"] = pdb["metadata"]["generation"].clone();
+    let now = format_time(ctx.clock.now());
+    disruption::set_condition(&mut status, "False", SYNC_FAILED, message, &now);
+    write_status(ctx, caches, ns, pdb, status).await
+}
+
+/// Writes `status` unless the budget already has it; the budget's resourceVersion guards the
+/// write (a conflict retries the namespace with the newer budget).
+async fn write_status<C: Cluster>(
+    ctx: &Context<C>,
+    caches: &Caches,
+    ns: &str,
+    pdb: &Value,
+    status: Value,
+) -> Result<()> {
+    if same_status(&pdb["status"], &status) {
+        return Ok(());
+    }
+    let name = pdb["metadata"]["name"].as_str().unwrap_or_default();
+    let mut new = pdb.clone();
+    new["status"] = status;
+    ctx.cluster()
+        .replace_status(&caches.budget_info, ns, name, new)
+        .await?;
+    Ok(())
+}
+
+/// Whether two statuses say the same, `0`s and empty maps being absent ones (Go's
+/// `omitempty`).
+fn same_status(old: &Value, new: &Value) -> bool {
+    let fields = [
+        "currentHealthy",
+        "desiredHealthy",
+        "expectedPods",
+        "disruptionsAllowed",
+        "observedGeneration",
+    ];
+    let empty = |v: &Value| v.is_null() || v.as_object().is_some_and(|m| m.is_empty());
+    fields
+        .iter()
+        .all(|f| old[f].as_i64().unwrap_or(0) == new[f].as_i64().unwrap_or(0))
+        && (old["disruptedPods"] == new["disruptedPods"]
+            || (empty(&old["disruptedPods"]) && empty(&new["disruptedPods"])))
+        && old["conditions"] == new["conditions"]
+}
+
+/// `getExpectedScale`: the replicas the pods' controllers ask for, each controller counted
+/// once. A pod without a controller is left out (upstream records an `UnmanagedPods` event);
+/// one whose controller cannot be found fails the sync.
+async fn expected_scale<C: Cluster>(
+    ctx: &Context<C>,
+    caches: &Caches,
+    ns: &str,
+    pods: &[(String, PodView)],
+) -> Result<i64> {
+    let mut scales: HashMap<String, (String, i64)> = HashMap::new();
+    let mut unmanaged = Vec::new();
+    for (name, pod) in pods {
+        let Some(r) = &pod.controller else {
+            unmanaged.push(name.as_str());
+            continue;
+        };
+        if scales.contains_key(&r.uid) {
+            continue;
+        }
+        let Some(found) = controller_scale(ctx, caches, ns, r).await? else {
+            return Err(Error::Invalid(format!(
+                "found no controllers for pod {name:?}"
+            )));
+        };
+        scales.insert(r.uid.clone(), found);
+    }
+    if !unmanaged.is_empty() {
+        tracing::debug!(controller = NAME, namespace = ns, pods = ?unmanaged, "pods without a controller left out of a budget's expected pods");
+    }
+    // Two ReplicaSets of one Deployment count the Deployment once.
+    let by_controller: HashMap<&str, i64> = scales
+        .values()
+        .map(|(uid, replicas)| (uid.as_str(), *replicas))
+        .collect();
+    Ok(by_controller.values().sum())
+}
+
+/// The finders of `getExpectedScale`: a pod's controller and its scale, `(uid, replicas)`, or
+/// `None` when it is not (or no longer) there.
+async fn controller_scale<C: Cluster>(
+    ctx: &Context<C>,
+    caches: &Caches,
+    ns: &str,
+    r: &ControllerRef,
+) -> Result<Option<(String, i64)>> {
+    let get = |cache: &Cache<Workload>, name: &str, uid: &str| {
+        cache
+            .get(&(ns.to_owned(), name.to_owned()))
+            .filter(|w| w.uid == uid)
+    };
+    const APPS: &[&str] = &["apps", "extensions"];
+    if r.is("ReplicaSet", APPS) {
+        let Some(rs) = get(&caches.replica_sets, &r.name, &r.uid) else {
+            return Ok(None);
+        };
+        // A Deployment's ReplicaSet counts as its Deployment (`getPodDeployment`).
+        return Ok(match &rs.controller {
+            Some(d) if d.is("Deployment", APPS) => {
+                get(&caches.deployments, &d.name, &d.uid).map(|d| (d.uid, d.replicas))
+            }
+            Some(d) if d.kind == "Deployment" => None,
+            _ => Some((rs.uid, rs.replicas)),
+        });
+    }
+    if r.is("StatefulSet", &["apps"]) {
+        return Ok(get(&caches.stateful_sets, &r.name, &r.uid).map(|s| (s.uid, s.replicas)));
+    }
+    if r.is("ReplicationController", &[""]) {
+        return Ok(get(&caches.controllers, &r.name, &r.uid).map(|c| (c.uid, c.replicas)));
+    }
+    custom_scale(ctx, ns, r).await
+}
+
+/// `getScaleController`: any other controller through its `scale` subresource.
+async fn custom_scale<C: Cluster>(
+    ctx: &Context<C>,
+    ns: &str,
+    r: &ControllerRef,
+) -> Result<Option<(String, i64)>> {
+    let resources = ctx.cluster().resources().await?;
+    let Some(info) = resources
+        .iter()
+        .find(|i| i.group == r.group() && i.kind == r.kind)
+    else {
+        return Err(Error::Invalid(format!(
+            "no matches for kind {:?} in version {:?}",
+            r.kind, r.api_version
+        )));
+    };
+    if info.subresource("scale").is_none() {
+        return Err(Error::Invalid(format!(
+            "{} does not implement the scale subresource",
+            info.group_resource()
+        )));
+    }
+    let version = r
+        .api_version
+        .rsplit_once('/')
+        .map_or(r.api_version.as_str(), |(_, v)| v);
+    let resource = ApiResource {
+        group: info.group.clone(),
+        version: version.to_owned(),
+        api_version: r.api_version.clone(),
+        kind: info.kind.clone(),
+        plural: info.plural.clone(),
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), ns, &resource);
+    let scale: Scale = match api.get_scale(&r.name).await {
+        Ok(s) => s,
+        Err(kube::Error::Api(s)) if s.is_not_found() => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    if scale.metadata.uid.as_deref() != Some(r.uid.as_str()) {
+        return Ok(None);
+    }
+    let replicas = scale.spec.and_then(|s| s.replicas).unwrap_or(0);
+    Ok(Some((r.uid.clone(), i64::from(replicas))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controller_references_name_their_group() {
+        let pod = json!({"metadata": {"ownerReferences": [
+            {"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "0"},
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "1",
+             "controller": true}]}});
+        let r = ControllerRef::of(&pod).unwrap();
+        assert!(r.is("ReplicaSet", &["apps", "extensions"]));
+        assert!(!r.is("ReplicaSet", &[""]));
+        assert_eq!((r.name.as_str(), r.uid.as_str()), ("rs", "1"));
+        assert!(ControllerRef::of(&json!({"metadata": {}})).is_none());
+    }
+
+    #[test]
+    fn unchanged_statuses_are_not_written() {
+        let old = json!({"currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2,
+                         "disruptionsAllowed": 1, "observedGeneration": 1, "conditions": []});
+        let mut new = old.clone();
+        new["disruptedPods"] = json!({});
+        assert!(same_status(&old, &new));
+        new["disruptionsAllowed"] = json!(0);
+        assert!(!same_status(&old, &new));
+        assert!(same_status(
+            &json!({"conditions": []}),
+            &json!({"expectedPods": 0, "conditions": []})
+        ));
+    }
+}

@@ -1,0 +1,287 @@
+//! The admission check, kubernetes/kubernetes `staging/src/k8s.io/apiserver/pkg/admission/
+//! plugin/resourcequota/controller.go` `CheckRequest`: which quotas a write concerns, whether it
+//! fits each, and the usage each quota records once it is admitted.
+//!
+//! A quota concerns an object when its `status.hard` names something the object's evaluator
+//! charges and the object is in its scopes; a quota whose status was never computed (no
+//! `status.hard`) concerns nothing yet, as upstream, and one whose `status.used` lacks a name
+//! of its `status.hard` refuses (`status unknown for quota`).
+
+use jiff::Timestamp;
+use serde_json::Value;
+
+use crate::evaluator::{Evaluator, Operation};
+use crate::resources::{self, ResourceList};
+
+/// Why a quota refuses a write; the text is upstream's, which the API server words as
+/// `<resource> "<name>" is forbidden: <refusal>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("exceeded quota: {quota}, requested: {requested}, used: {used}, limited: {limited}")]
+    Exceeded {
+        quota: String,
+        requested: String,
+        used: String,
+        limited: String,
+    },
+    /// The object lacks what the quota requires it to declare (`Constraints`).
+    #[error("failed quota: {quota}: {reason}")]
+    Constraints { quota: String, reason: String },
+    #[error("status unknown for quota: {quota}, resources: {resources}")]
+    StatusUnknown { quota: String, resources: String },
+    #[error("quota usage is negative for resource(s): {0}")]
+    NegativeUsage(String),
+}
+
+/// A write to judge.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub evaluator: &'a Evaluator,
+    pub operation: Operation,
+    /// The object as it will be stored.
+    pub object: &'a Value,
+    /// The stored object, on an update.
+    pub old: Option<&'a Value>,
+    pub now: Timestamp,
+}
+
+/// What a quota makes of a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The quota is not concerned, or the write changes none of its usage.
+    Untouched,
+    /// Admitted: the quota's new `status.used`.
+    Charge(ResourceList),
+}
+
+impl Request<'_> {
+    /// The usage the write adds: the object's, less the stored one's on an update (never
+    /// below zero), zeros removed; an error when the object's own usage is negative.
+    fn delta(&self) -> Result<ResourceList, Refusal> {
+        let usage = self.evaluator.usage(self.object, self.now);
+        let negative = resources::negative(&usage);
+        if !negative.is_empty() {
+            return Err(Refusal::NegativeUsage(negative.join(",")));
+        }
+        let delta = match self.old {
+            // A stored object has a resourceVersion; without one, this is a create on
+            // update and is charged in full.
+            Some(old)
+                if self.operation == Operation::Update
+                    && old["metadata"]["resourceVersion"]
+                        .as_str()
+                        .is_some_and(|rv| !rv.is_empty()) =>
+            {
+                resources::subtract_non_negative(&usage, &self.evaluator.usage(old, self.now))
+            }
+            _ => usage,
+        };
+        Ok(resources::remove_zeros(delta))
+    }
+}
+
+/// Judges a write against one quota (a ResourceQuota as JSON).
+pub fn check(quota: &Value, req: &Request<'_>) -> Result<Verdict, Refusal> {
+    if !req.evaluator.handles(req.operation) || !req.evaluator.matches(quota, req.object) {
+        return Ok(Verdict::Untouched);
+    }
+    let name = quota["metadata"]["name"].as_str().unwrap_or_default();
+    let status = &quota["status"];
+    let hard = resources::from_json(&status["hard"]);
+    let used = resources::from_json(&status["used"]);
+    let restricted = req.evaluator.matching_resources(hard.keys());
+    req.evaluator
+        .constraints(&restricted, req.object)
+        .map_err(|reason| Refusal::Constraints {
+            quota: name.to_owned(),
+            reason,
+        })?;
+    if restricted.iter().any(|r| !used.contains_key(r)) {
+        let mut all: Vec<&str> = restricted.iter().map(String::as_str).collect();
+        all.sort_unstable();
+        return Err(Refusal::StatusUnknown {
+            quota: name.to_owned(),
+            resources: all.join(","),
+        });
+    }
+    let delta = req.delta()?;
+    let requested = resources::mask(&delta, hard.keys().map(String::as_str));
+    if requested.is_empty() {
+        return Ok(Verdict::Untouched);
+    }
+    let new_used = resources::add(&used, &requested);
+    let masked = resources::mask(&new_used, requested.keys().map(String::as_str));
+    let exceeded = resources::exceeded(&masked, &hard);
+    if !exceeded.is_empty() {
+        let names = || exceeded.iter().map(String::as_str);
+        return Err(Refusal::Exceeded {
+            quota: name.to_owned(),
+            requested: resources::pretty(&resources::mask(&requested, names())),
+            used: resources::pretty(&resources::mask(&used, names())),
+            limited: resources::pretty(&resources::mask(&hard, names())),
+        });
+    }
+    Ok(Verdict::Charge(new_used))
+}
+
+/// Gives back what [`check`] charged to a quota's `status.used` when the write it admitted
+/// was not stored after all (kgc's addition: upstream leaves the charge until the
+/// controller's next recalculation). Names the quota no longer limits are left alone; usage
+/// never goes below zero.
+pub fn refund(quota: &Value, charged: &ResourceList) -> ResourceList {
+    let used = resources::from_json(&quota["status"]["used"]);
+    let back = resources::mask(charged, used.keys().map(String::as_str));
+    resources::subtract_non_negative(&used, &back)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> Timestamp {
+        "2026-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    fn quota(hard: Value, used: Value) -> Value {
+        json!({"metadata": {"name": "q"}, "spec": {"hard": hard},
+            "status": {"hard": hard, "used": used}})
+    }
+
+    fn pod() -> Value {
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c",
+            "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}}]}})
+    }
+
+    fn check(q: &Value, r: &Request<'_>) -> Result<Verdict, String> {
+        super::check(q, r).map_err(|e| e.to_string())
+    }
+
+    fn create<'a>(e: &'a Evaluator, obj: &'a Value) -> Request<'a> {
+        Request {
+            evaluator: e,
+            operation: Operation::Create,
+            object: obj,
+            old: None,
+            now: now(),
+        }
+    }
+
+    #[test]
+    fn the_twenty_first_pod_is_refused_with_upstreams_message() {
+        let p = pod();
+        let r = create(&Evaluator::Pods, &p);
+        let full = quota(json!({"pods": "20"}), json!({"pods": "20"}));
+        assert_eq!(
+            check(&full, &r),
+            Err("exceeded quota: q, requested: pods=1, used: pods=20, limited: pods=20".into())
+        );
+        let room = quota(
+            json!({"pods": "20", "requests.cpu": "2"}),
+            json!({"pods": "3", "requests.cpu": "1"}),
+        );
+        let Ok(Verdict::Charge(used)) = check(&room, &r) else {
+            panic!("admitted with a charge");
+        };
+        assert_eq!(resources::pretty(&used), "pods=4,requests.cpu=1500m");
+        assert_eq!(
+            resources::pretty(&refund(
+                &json!({"status": {"used": resources::to_json(&used)}}),
+                &resources::from_json(
+                    &json!({"pods": "1", "requests.cpu": "500m", "limits.cpu": "1"})
+                )
+            )),
+            "pods=3,requests.cpu=1"
+        );
+    }
+
+    #[test]
+    fn only_the_exceeded_names_are_printed() {
+        let p = pod();
+        let q = quota(
+            json!({"pods": "20", "limits.cpu": "1500m"}),
+            json!({"pods": "1", "limits.cpu": "1"}),
+        );
+        assert_eq!(
+            check(&q, &create(&Evaluator::Pods, &p)),
+            Err("exceeded quota: q, requested: limits.cpu=1, used: limits.cpu=1, limited: limits.cpu=1500m".into())
+        );
+    }
+
+    #[test]
+    fn an_uncomputed_quota_concerns_nothing_and_a_partial_one_refuses() {
+        let p = pod();
+        let r = create(&Evaluator::Pods, &p);
+        let fresh = json!({"metadata": {"name": "q"}, "spec": {"hard": {"pods": "1"}}});
+        assert_eq!(check(&fresh, &r), Ok(Verdict::Untouched));
+        let partial = quota(
+            json!({"pods": "1", "requests.cpu": "1"}),
+            json!({"pods": "0"}),
+        );
+        assert_eq!(
+            check(&partial, &r),
+            Err("status unknown for quota: q, resources: pods,requests.cpu".into())
+        );
+    }
+
+    #[test]
+    fn a_quota_on_memory_needs_the_containers_to_declare_it() {
+        let p = pod();
+        let q = quota(
+            json!({"requests.memory": "1Gi"}),
+            json!({"requests.memory": "0"}),
+        );
+        assert_eq!(
+            check(&q, &create(&Evaluator::Pods, &p)),
+            Err("failed quota: q: must specify requests.memory for: c".into())
+        );
+    }
+
+    #[test]
+    fn a_claim_resize_is_charged_its_growth() {
+        let e = Evaluator::PersistentVolumeClaims;
+        let claim = |size: &str| {
+            json!({"metadata": {"name": "c", "resourceVersion": "7"},
+                "spec": {"resources": {"requests": {"storage": size}}}})
+        };
+        let (old, new) = (claim("1Gi"), claim("3Gi"));
+        let q = quota(
+            json!({"requests.storage": "4Gi", "persistentvolumeclaims": "5"}),
+            json!({"requests.storage": "2Gi", "persistentvolumeclaims": "2"}),
+        );
+        let req = Request {
+            evaluator: &e,
+            operation: Operation::Update,
+            object: &new,
+            old: Some(&old),
+            now: now(),
+        };
+        let Ok(Verdict::Charge(used)) = check(&q, &req) else {
+            panic!("the resize fits");
+        };
+        assert_eq!(
+            resources::pretty(&used),
+            "persistentvolumeclaims=2,requests.storage=4Gi"
+        );
+        let shrink = Request {
+            object: &old,
+            old: Some(&new),
+            ..req
+        };
+        assert_eq!(check(&q, &shrink), Ok(Verdict::Untouched));
+    }
+
+    #[test]
+    fn object_counts_of_any_resource() {
+        let e = Evaluator::for_resource("apps", "deployments").unwrap();
+        let d = json!({"metadata": {"name": "d"}});
+        let q = quota(
+            json!({"count/deployments.apps": "1"}),
+            json!({"count/deployments.apps": "1"}),
+        );
+        assert_eq!(
+            check(&q, &create(&e, &d)),
+            Err("exceeded quota: q, requested: count/deployments.apps=1, used: count/deployments.apps=1, limited: count/deployments.apps=1".into())
+        );
+    }
+}

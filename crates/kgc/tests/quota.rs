@@ -1,0 +1,272 @@
+//! ResourceQuota in `kgc serve` (issue 30, item 1), as kubectl users meet it: the controller
+//! fills a quota's status, the admission plugin refuses what exceeds it with kube-apiserver's
+//! message, charges are race-free under concurrent creates, a namespace `edit` user cannot
+//! raise their own quota, and a Deployment larger than the quota gets exactly the quota's pods.
+
+kgc_testsupport::bind_kgc!();
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
+use kgc_testsupport::*;
+use kube::Api;
+use kube::api::{ListParams, PostParams};
+use serde_json::{Value, json};
+
+const T: Duration = Duration::from_secs(30);
+
+fn pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }))
+    .expect("a pod")
+}
+
+/// The quota's `status.used[name]`, if computed.
+async fn used(quotas: &Api<ResourceQuota>, quota: &str, name: &str) -> Option<String> {
+    let q = quotas.get(quota).await.ok()?;
+    let v = serde_json::to_value(q).ok()?;
+    v["status"]["used"][name].as_str().map(str::to_owned)
+}
+
+async fn wait_used(quotas: &Api<ResourceQuota>, quota: &str, name: &str, want: &str) {
+    eventually(&format!("status.used[{name}] = {want}"), T, || async {
+        used(quotas, quota, name).await.as_deref() == Some(want)
+    })
+    .await;
+}
+
+/// `kubectl` as the user of `kubeconfig`.
+async fn kubectl_as(
+    s: &Server,
+    kubeconfig: &std::path::Path,
+    args: &[&str],
+) -> std::process::Output {
+    let mut cmd = s.kubectl_command(args);
+    cmd.env("KUBECONFIG", kubeconfig);
+    run_kubectl(cmd, "kubectl", args, None).await
+}
+
+#[tokio::test]
+async fn a_quota_is_filled_in_enforced_with_upstreams_message_and_replenished() {
+    // On disk: `add-user` needs the server's CA.
+    let s = Server::start_secure(&[]).await;
+    let ns = fresh_namespace(&s.client(), "quota").await;
+    let editor = add_user(&s, "ed", &["-n", &ns, "--role", "edit"]);
+    s.kubectl_ok(&["-n", &ns, "create", "quota", "q", "--hard=pods=20"])
+        .await;
+    let quotas: Api<ResourceQuota> = Api::namespaced(s.client(), &ns);
+    wait_used(&quotas, "q", "pods", "0").await;
+    let q = serde_json::to_value(quotas.get("q").await.unwrap()).unwrap();
+    assert_eq!(q["status"]["hard"], json!({"pods": "20"}));
+
+    // The editor creates 20 pods; the 21st is refused as kube-apiserver refuses it.
+    for i in 0..20 {
+        let out = kubectl_as(
+            &s,
+            &editor,
+            &["-n", &ns, "run", &format!("p{i}"), "--image=nginx"],
+        )
+        .await;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(used(&quotas, "q", "pods").await.as_deref(), Some("20"));
+    let out = kubectl_as(&s, &editor, &["-n", &ns, "run", "p20", "--image=nginx"]).await;
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "Error from server (Forbidden): pods \"p20\" is forbidden: exceeded quota: q, requested: pods=1, used: pods=20, limited: pods=20"
+    );
+    let pods: Api<Pod> = Api::namespaced(s.client(), &ns);
+    assert_eq!(
+        pods.list(&ListParams::default()).await.unwrap().items.len(),
+        20
+    );
+
+    // The editor may not raise their own quota.
+    let out = kubectl_as(
+        &s,
+        &editor,
+        &[
+            "-n",
+            &ns,
+            "patch",
+            "quota",
+            "q",
+            "-p",
+            r#"{"spec":{"hard":{"pods":"100"}}}"#,
+        ],
+    )
+    .await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Forbidden") && err.contains("resourcequotas"),
+        "{err}"
+    );
+
+    // A deleted pod gives its place back at once.
+    s.kubectl_ok(&[
+        "-n",
+        &ns,
+        "delete",
+        "pod",
+        "p0",
+        "--grace-period=0",
+        "--force",
+    ])
+    .await;
+    wait_used(&quotas, "q", "pods", "19").await;
+    let out = kubectl_as(&s, &editor, &["-n", &ns, "run", "p20", "--image=nginx"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The admin raises it; the controller follows at once.
+    s.kubectl_ok(&[
+        "-n",
+        &ns,
+        "patch",
+        "quota",
+        "q",
+        "-p",
+        r#"{"spec":{"hard":{"pods":"30"}}}"#,
+    ])
+    .await;
+    eventually("status.hard follows spec.hard", T, || async {
+        let q = serde_json::to_value(quotas.get("q").await.unwrap()).unwrap();
+        q["status"]["hard"]["pods"] == "30"
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn concurrent_creates_never_exceed_a_quota() {
+    let s = Server::start_secure(&["--in-memory"]).await;
+    let ns = fresh_namespace(&s.client(), "race").await;
+    s.kubectl_ok(&[
+        "-n",
+        &ns,
+        "create",
+        "quota",
+        "q",
+        "--hard=pods=10,count/configmaps=5",
+    ])
+    .await;
+    let quotas: Api<ResourceQuota> = Api::namespaced(s.client(), &ns);
+    wait_used(&quotas, "q", "pods", "0").await;
+    let pods: Api<Pod> = Api::namespaced(s.client(), &ns);
+    let creates = (0..60).map(|i| {
+        let pods = pods.clone();
+        async move {
+            pods.create(&PostParams::default(), &pod(&format!("p{i}")))
+                .await
+        }
+    });
+    let results = futures::future::join_all(creates).await;
+    let admitted = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(admitted, 10);
+    for r in results.iter().filter_map(|r| r.as_ref().err()) {
+        let kube::Error::Api(e) = r else {
+            panic!("{r}")
+        };
+        assert_eq!(e.code, 403, "{}", e.message);
+        assert!(e.message.contains("exceeded quota: q"), "{}", e.message);
+    }
+    assert_eq!(
+        pods.list(&ListParams::default()).await.unwrap().items.len(),
+        10
+    );
+    assert_eq!(used(&quotas, "q", "pods").await.as_deref(), Some("10"));
+
+    // Object counts of any resource, likewise.
+    let configmaps = (0..20).map(|i| {
+        let s = &s;
+        let ns = ns.clone();
+        async move {
+            s.kubectl(&["-n", &ns, "create", "configmap", &format!("c{i}")])
+                .await
+                .status
+                .success()
+        }
+    });
+    let made = futures::future::join_all(configmaps)
+        .await
+        .into_iter()
+        .filter(|ok| *ok)
+        .count();
+    // kube-root-ca.crt may or may not be there yet: it counts too.
+    let all: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(s.client(), &ns);
+    let stored = all.list(&ListParams::default()).await.unwrap().items.len();
+    assert!(stored <= 5 && made <= 5, "{stored} stored, {made} created");
+}
+
+#[tokio::test]
+async fn bad_quotas_are_refused_with_422() {
+    let s = Server::start_secure(&["--in-memory"]).await;
+    let ns = fresh_namespace(&s.client(), "badquota").await;
+    let out = s
+        .kubectl(&["-n", &ns, "create", "quota", "q", "--hard=foo=1"])
+        .await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spec.hard[foo]: Invalid value: \"foo\": must be a standard resource type or fully qualified"),
+        "{err}"
+    );
+    let out = s
+        .kubectl(&[
+            "-n",
+            &ns,
+            "create",
+            "quota",
+            "q",
+            "--hard=configmaps=1",
+            "--scopes=BestEffort",
+        ])
+        .await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unsupported scope applied to resource"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_deployment_larger_than_the_quota_gets_the_quotas_pods() {
+    let s = Server::living(&["--in-memory"]).await;
+    let ns = fresh_namespace(&s.client(), "big").await;
+    s.kubectl_ok(&["-n", &ns, "create", "quota", "q", "--hard=pods=20"])
+        .await;
+    let quotas: Api<ResourceQuota> = Api::namespaced(s.client(), &ns);
+    wait_used(&quotas, "q", "pods", "0").await;
+    s.kubectl_ok(&[
+        "create",
+        "deployment",
+        "-n",
+        &ns,
+        "web",
+        "--image=nginx",
+        "--replicas=50",
+    ])
+    .await;
+    let pods: Api<Pod> = Api::namespaced(s.client(), &ns);
+    eventually("20 pods", T, || async {
+        pods.list(&ListParams::default()).await.unwrap().items.len() == 20
+    })
+    .await;
+    wait_used(&quotas, "q", "pods", "20").await;
+    consistently("no more than 20 pods", Duration::from_secs(2), || async {
+        pods.list(&ListParams::default()).await.unwrap().items.len() == 20
+    })
+    .await;
+    let q: Value = serde_json::to_value(quotas.get("q").await.unwrap()).unwrap();
+    assert_eq!(q["status"]["used"]["pods"], "20");
+}
