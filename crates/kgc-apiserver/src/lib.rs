@@ -13,6 +13,7 @@ pub mod authz;
 mod body;
 mod consistency;
 mod conversion;
+mod conversion_webhook;
 #[cfg(test)]
 mod decoders_fuzz;
 mod discovery;
@@ -39,6 +40,7 @@ mod table;
 pub mod tls;
 mod validation_rules;
 mod watch;
+mod webhook;
 pub mod x509;
 
 use std::sync::Arc;
@@ -104,6 +106,8 @@ pub struct ApiServer {
     service_account_admission: bool,
     /// DefaultStorageClass and StorageObjectInUseProtection (on unless disabled).
     storage_plugins: storage_admission::StoragePlugins,
+    /// The admission webhooks' configurations, cached (see [`webhook`]).
+    webhooks: Arc<webhook::Webhooks>,
     /// `--service-cluster-ip-range`, `--service-node-port-range` and their allocation lock.
     service_ranges: Arc<service_alloc::ServiceRanges>,
     /// The ResourceQuota admission plugin (on unless disabled).
@@ -162,6 +166,7 @@ impl ApiServer {
         let registry = Registry::default();
         Self {
             metrics: Arc::new(Metrics::new(&registry, &store)),
+            webhooks: Arc::new(webhook::Webhooks::new(store.clone())),
             registry,
             store,
             shutdown,

@@ -104,7 +104,7 @@ fn parse_role(v: &Value) -> Option<Role> {
 
 /// `metav1.LabelSelectorAsSelector` of a structured selector (`matchLabels`,
 /// `matchExpressions`). Anything malformed is an error, never a looser selector.
-pub(crate) fn selector_from_json(v: &Value) -> Option<LabelSelector> {
+pub fn selector_from_json(v: &Value) -> Option<LabelSelector> {
     let o = v.as_object()?;
     let mut clauses: Vec<String> = Vec::new();
     let valid_key = |k: &str| is_qualified_name(k).is_empty();

@@ -34,7 +34,7 @@ mod validation;
 
 use std::collections::BTreeMap;
 
-pub use aggregation::aggregate;
+pub use aggregation::{aggregate, selector_from_json};
 pub use authorizer::{AccessReview, Authorizer, NonResourceRule, ResourceRule, RulesReview};
 pub use bootstrap::bootstrap_policy;
 pub use forbidden::{forbidden_message, forbidden_message_with_reason};

@@ -738,6 +738,27 @@ fn builtin_resources() -> impl Iterator<Item = ResourceInfo> {
             false,
             NONE,
         ),
+        // Admission webhook configurations (called by kgc-apiserver's `webhook`).
+        b(
+            "admissionregistration.k8s.io",
+            "v1",
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            Cluster,
+            &[],
+            false,
+            NONE,
+        ),
+        b(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            Cluster,
+            &[],
+            false,
+            NONE,
+        ),
         b(
             "certificates.k8s.io",
             "v1",
@@ -986,7 +1007,7 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), c.groups().len());
-        assert_eq!(c.resources().count(), 42);
+        assert_eq!(c.resources().count(), 44);
     }
 
     #[test]

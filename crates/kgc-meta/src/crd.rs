@@ -32,6 +32,9 @@ pub struct CustomResource {
     pub scale: Option<ScalePaths>,
     /// The version objects are stored in.
     pub storage_version: String,
+    /// `spec.conversion.webhook` (`clientConfig`, `conversionReviewVersions`) when the strategy
+    /// is `Webhook`: objects change versions through that webhook.
+    pub conversion_webhook: Option<Arc<Value>>,
 }
 
 fn s<'a>(v: &'a Value, pointer: &str) -> &'a str {
@@ -49,6 +52,42 @@ fn strings(v: &Value, pointer: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// `spec.conversion.webhook` of a CRD whose strategy is `Webhook` (kubernetes/kubernetes
+/// `staging/src/k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation/validation.go`
+/// `validateCustomResourceConversion`).
+fn validate_conversion_webhook(crd: &Value, errs: &mut Vec<FieldError>) {
+    let Some(hook) = crd
+        .pointer("/spec/conversion/webhook")
+        .filter(|h| h.is_object())
+    else {
+        errs.push(FieldError::required(
+            "spec.conversion.webhook",
+            "required when strategy is set to Webhook",
+        ));
+        return;
+    };
+    let cc = &hook["clientConfig"];
+    match (cc["url"].as_str(), cc["service"].is_object()) {
+        (Some(url), false) if !url.starts_with("https://") => errs.push(FieldError::invalid(
+            "spec.conversion.webhook.clientConfig.url",
+            url,
+            "'https' is the only allowed URL scheme",
+        )),
+        (Some(_), false) | (None, true) => {}
+        _ => errs.push(FieldError::required(
+            "spec.conversion.webhook.clientConfig",
+            "exactly one of url or service is required",
+        )),
+    }
+    let versions = strings(crd, "/spec/conversion/webhook/conversionReviewVersions");
+    if !versions.iter().any(|v| v == "v1" || v == "v1beta1") {
+        errs.push(FieldError::required(
+            "spec.conversion.webhook.conversionReviewVersions",
+            "must include at least one of v1, v1beta1",
+        ));
+    }
 }
 
 /// Validates a CRD for create or update; `old` is the stored CRD on update.
@@ -123,10 +162,11 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
     }
     match s(crd, "/spec/conversion/strategy") {
         "" | "None" => {}
+        "Webhook" => validate_conversion_webhook(crd, &mut errs),
         other => errs.push(FieldError::not_supported(
             "spec.conversion.strategy",
             other,
-            &["None"],
+            &["None", "Webhook"],
         )),
     }
     let versions = crd
@@ -634,6 +674,10 @@ pub fn resource_info(crd: &Value) -> ResourceInfo {
             schemas,
             scale,
             storage_version,
+            conversion_webhook: (s(crd, "/spec/conversion/strategy") == "Webhook")
+                .then(|| crd.pointer("/spec/conversion/webhook").cloned())
+                .flatten()
+                .map(Arc::new),
         })),
     }
 }

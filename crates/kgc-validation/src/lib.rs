@@ -95,6 +95,7 @@ mod taint;
 #[cfg(test)]
 mod testutil;
 mod volume;
+mod webhook;
 mod workload;
 
 /// Go's `time.ParseDuration` (nanoseconds, Go's error text), for the `kgc.io/*` annotations
@@ -156,6 +157,12 @@ pub fn validate(
         ("batch", "CronJob") if whole => cronjob::cron_job(obj, op.old(), e),
         ("storage.k8s.io", "StorageClass") if whole => storage::storage_class(obj, op.old(), e),
         ("coordination.k8s.io", "Lease") if whole => lease::lease(obj, e),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") if whole => {
+            webhook::configuration(obj, false, e)
+        }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") if whole => {
+            webhook::configuration(obj, true, e)
+        }
         ("policy", "PodDisruptionBudget") => policy::pod_disruption_budget(obj, op, e),
         ("certificates.k8s.io", "CertificateSigningRequest") => {
             csr::certificate_signing_request(obj, op, e)

@@ -21,21 +21,20 @@ pub(super) async fn create(
     body: Body,
 ) -> Result<Response> {
     let ns = req.namespace.as_deref().unwrap_or("");
-    let (mut obj, warnings) = admitted_body(api, info, req, query, headers, body).await?;
-    crate::validation_rules::admit(info, &obj, None)?;
+    let (mut obj, mut warnings) = admitted_body(api, info, req, query, headers, body).await?;
     api.admit_storage_create(info, req, &mut obj)?;
-    // Held until the Service is stored.
-    let allocation = api.service_allocation(info, req).await?;
-    if let Some(a) = allocation.as_ref() {
-        a.assign(&mut obj, None)?;
-    }
     api.admit_owner_references(info, req, None, &obj)?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     // Mutating admission after the field manager, as upstream: what it adds is owned by no
     // manager.
     let mut obj = tracking.record(None, &obj);
-    api.admit_service_account(info, req, &mut obj).await?;
     api.admit_limit_ranger_create(info, req, &mut obj)?;
+    api.admit_service_account(info, req, &mut obj).await?;
+    let call = crate::webhook::Call::new(info, req, "CREATE", query)?;
+    warnings.extend(api.webhooks.admit(&call, Some(&mut obj), None).await?);
+    // Held until the Service is stored, never across a webhook call.
+    let allocation = api.service_allocation(info, req).await?;
+    ApiServer::admit_after_webhooks(info, allocation.as_ref(), &mut obj, None)?;
     // ResourceQuota last, as upstream orders it: it charges what is about to be stored.
     let dry_run = query.dry_run()?;
     let charge = api.charge_quota_create(info, req, &obj, dry_run).await?;

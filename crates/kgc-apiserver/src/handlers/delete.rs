@@ -15,7 +15,7 @@ use crate::body;
 use crate::request::{Query, RequestInfo};
 
 use super::get::list_options;
-use super::{Result, object, served_text, served_version};
+use super::{Result, object, served_text, served_version, with_warnings};
 
 /// The warning kube-apiserver attaches to a Job DELETE without a propagation policy
 /// (`pkg/registry/batch/job/storage/storage.go`).
@@ -68,6 +68,9 @@ pub(super) async fn delete(
     let ns = req.namespace.as_deref().unwrap_or("");
     let name = req.name.as_deref().unwrap_or("");
     let opts = delete_options(query, body).await?;
+    let warnings = api
+        .admit_delete(info, req, opts.dry_run, opts.grace_period_seconds)
+        .await?;
     let Deleted { object: o, gone } = api.store.delete(info, ns, name, &opts).await?;
     // apiserver `handlers/delete.go`: 202 only when kept and the client asked not to orphan.
     let resp = if gone && !info.return_deleted_object {
@@ -80,7 +83,10 @@ pub(super) async fn delete(
     } else {
         object(info, req, StatusCode::OK, &o)
     };
-    Ok(with_job_warning(info, &opts, resp))
+    Ok(with_warnings(
+        with_job_warning(info, &opts, resp),
+        &warnings,
+    ))
 }
 
 pub(super) async fn delete_collection(

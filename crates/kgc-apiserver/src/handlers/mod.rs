@@ -57,6 +57,9 @@ pub async fn serve(
         }
         _ => {}
     }
+    if crate::conversion_webhook::applies(&info, &req) {
+        return crate::conversion_webhook::serve(api, &info, req, query, headers, body).await;
+    }
     // A pod's log and its connect subresources are served apart from the object's storage.
     if info.group.is_empty() && info.plural == "pods" {
         match (req.subresource.as_deref(), req.verb) {

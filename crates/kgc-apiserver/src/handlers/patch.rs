@@ -128,7 +128,6 @@ pub(super) async fn patch(
     let name = req.name.clone().unwrap_or_default();
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let mut warnings = Vec::new();
-    let allocation = api.service_allocation(info, req).await?;
     let limit_ranges = api.limit_ranges_for_update(info, req)?;
     let dry_run = query.dry_run()?;
     let charge = api
@@ -140,12 +139,12 @@ pub(super) async fn patch(
         })
         .await?;
     let updated = api
-        .store
-        .update(
+        .update_admitted(
             info,
+            req,
+            query,
             req.namespace.as_deref().unwrap_or(""),
             &name,
-            req.subresource.as_deref(),
             dry_run,
             |mut current| {
                 charge.still_current(info, &current)?;
@@ -176,21 +175,17 @@ pub(super) async fn patch(
                 fields.insert("kind".into(), Value::from(kind));
                 warnings =
                     admission::admit(info, req, mode, Written::Patch, &mut current, strict)?;
-                crate::validation_rules::admit(info, &current, Some(&before))?;
                 crate::authz::admit_write(api.rbac.as_deref(), info, req, &current)?;
                 crate::authz::admit_update(info, &before, &current)?;
                 api.admit_owner_references(info, req, Some(&before), &current)?;
                 crate::limitranger::validate_update(info, limit_ranges.as_deref(), &current)?;
                 conversion::to_storage(info, &req.version, &mut current);
-                let mut new = tracking.record(Some(&before), &current);
-                if let Some(a) = allocation.as_ref() {
-                    a.assign(&mut new, Some(&before))?;
-                }
-                Ok(new)
+                Ok(tracking.record(Some(&before), &current))
             },
         )
         .await;
-    let updated = api.settle_quota(charge, updated).await?;
+    let (updated, hook_warnings) = api.settle_quota(charge, updated).await?;
+    warnings.extend(hook_warnings);
     Ok(with_warnings(
         object(info, req, StatusCode::OK, updated.object()),
         &warnings,
@@ -262,7 +257,6 @@ pub(super) async fn server_side_apply(
     let dry_run = query.dry_run()?;
     let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let ns = req.namespace.clone().unwrap_or_default();
-    let allocation = api.service_allocation(info, req).await?;
     let limit_ranges = api.limit_ranges_for_update(info, req)?;
     let merge = |live: Option<&Value>| -> Result<Value, Status> {
         let live = live.map(|l| {
@@ -286,7 +280,6 @@ pub(super) async fn server_side_apply(
             &mut merged,
             strict.clone(),
         )?;
-        crate::validation_rules::admit(info, &merged, live.as_ref())?;
         crate::authz::admit_write(api.rbac.as_deref(), info, req, &merged)?;
         if let Some(live) = live.as_ref() {
             crate::authz::admit_update(info, live, &merged)?;
@@ -298,37 +291,42 @@ pub(super) async fn server_side_apply(
         if live.is_some() {
             crate::limitranger::validate_update(info, limit_ranges.as_deref(), &merged)?;
         }
-        if let Some(a) = allocation.as_ref() {
-            a.assign(&mut merged, live.as_ref())?;
-        }
         conversion::to_storage(info, &req.version, &mut merged);
         Ok(merged)
     };
     for _ in 0..3 {
         let updated = api
-            .store
-            .update(
-                info,
-                &ns,
-                &name,
-                req.subresource.as_deref(),
-                dry_run,
-                |current| merge(Some(&current)),
-            )
+            .update_admitted(info, req, query, &ns, &name, dry_run, |current| {
+                merge(Some(&current))
+            })
             .await;
         match updated {
-            Ok(u) => return Ok(object(info, req, StatusCode::OK, u.object())),
+            Ok((u, warnings)) => {
+                return Ok(with_warnings(
+                    object(info, req, StatusCode::OK, u.object()),
+                    &warnings,
+                ));
+            }
             Err(kgc_store::Error::Api(s))
                 if s.is(kgc_meta::Reason::NotFound) && req.subresource.is_none() => {}
             Err(e) => return Err(e.into()),
         }
         let mut fresh = merge(None)?;
-        api.admit_service_account(info, req, &mut fresh).await?;
         api.admit_limit_ranger_create(info, req, &mut fresh)?;
+        api.admit_service_account(info, req, &mut fresh).await?;
+        let call = crate::webhook::Call::new(info, req, "CREATE", query)?;
+        let warnings = api.webhooks.admit(&call, Some(&mut fresh), None).await?;
+        let allocation = api.service_allocation(info, req).await?;
+        ApiServer::admit_after_webhooks(info, allocation.as_ref(), &mut fresh, None)?;
         let charge = api.charge_quota_create(info, req, &fresh, dry_run).await?;
         let created = api.store.create(info, &ns, fresh, dry_run).await;
         match api.settle_quota(charge, created).await {
-            Ok(created) => return Ok(object(info, req, StatusCode::CREATED, &created)),
+            Ok(created) => {
+                return Ok(with_warnings(
+                    object(info, req, StatusCode::CREATED, &created),
+                    &warnings,
+                ));
+            }
             // Created meanwhile by someone else: apply to it.
             Err(kgc_store::Error::Api(s)) if s.is(kgc_meta::Reason::AlreadyExists) => continue,
             Err(e) => return Err(e.into()),

@@ -1,0 +1,182 @@
+//! Mutating and validating webhook configurations as the dispatcher uses them, read from the
+//! store once per change (kubernetes/apiserver `pkg/admission/configuration`: an informer's
+//! cache, sorted by configuration name).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kgc_meta::GroupResource;
+use kgc_store::{ListOptions, Store, WatchFilter, Watcher};
+use serde_json::Value;
+
+use super::client::ClientConfig;
+use super::rules::{Rule, Selector};
+
+/// `timeoutSeconds` when a webhook does not say (admissionregistration/v1 defaults.go).
+const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
+/// The largest `timeoutSeconds` validation lets through.
+const MAX_TIMEOUT_SECONDS: u64 = 30;
+
+/// One webhook of a configuration.
+#[derive(Clone)]
+pub(crate) struct Hook {
+    pub name: String,
+    pub client: ClientConfig,
+    pub rules: Vec<Rule>,
+    /// `failurePolicy: Fail` (the default) rather than `Ignore`.
+    pub fail: bool,
+    /// `matchPolicy: Equivalent` (the default) rather than `Exact`.
+    pub equivalent: bool,
+    pub namespace_selector: Selector,
+    pub object_selector: Selector,
+    /// `sideEffects` is `None` or `NoneOnDryRun`: the webhook may be called on dry run.
+    pub dry_run_safe: bool,
+    pub timeout: Duration,
+    /// `reinvocationPolicy: IfNeeded` (mutating webhooks).
+    pub reinvoke: bool,
+    /// The AdmissionReview version sent: the first of `admissionReviewVersions` kgc speaks.
+    pub review_version: Option<&'static str>,
+    /// `matchConditions` are CEL, which kgc does not evaluate: validation refuses them, and a
+    /// configuration stored before that is refused when called (see docs/ADMISSION.md).
+    pub has_match_conditions: bool,
+}
+
+impl Hook {
+    fn from_json(h: &Value) -> Self {
+        let timeout = h["timeoutSeconds"]
+            .as_u64()
+            .unwrap_or(DEFAULT_TIMEOUT_SECONDS)
+            .clamp(1, MAX_TIMEOUT_SECONDS);
+        Self {
+            name: h["name"].as_str().unwrap_or_default().to_owned(),
+            client: ClientConfig::from_json(&h["clientConfig"]),
+            rules: h["rules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(Rule::from_json)
+                .collect(),
+            fail: h["failurePolicy"].as_str() != Some("Ignore"),
+            equivalent: h["matchPolicy"].as_str() != Some("Exact"),
+            namespace_selector: Selector::from_json(&h["namespaceSelector"]),
+            object_selector: Selector::from_json(&h["objectSelector"]),
+            dry_run_safe: matches!(h["sideEffects"].as_str(), Some("None" | "NoneOnDryRun")),
+            timeout: Duration::from_secs(timeout),
+            reinvoke: h["reinvocationPolicy"].as_str() == Some("IfNeeded"),
+            review_version: h["admissionReviewVersions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find_map(|v| match v.as_str() {
+                    Some("v1") => Some("v1"),
+                    Some("v1beta1") => Some("v1beta1"),
+                    _ => None,
+                }),
+            has_match_conditions: h["matchConditions"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty()),
+        }
+    }
+}
+
+/// The webhooks of one kind of configuration, as of the store's last change to it.
+struct Cached {
+    /// `Store::last_change` of the configurations when `hooks` was read.
+    change: Option<u64>,
+    hooks: Arc<Vec<Hook>>,
+    /// Keeps the store counting changes to the configurations (see `Store::last_change`).
+    watcher: Watcher,
+}
+
+/// Mutating and validating webhooks, re-read only when their configurations change.
+pub(crate) struct Webhooks {
+    store: Store,
+    mutating: Mutex<Option<Cached>>,
+    validating: Mutex<Option<Cached>>,
+}
+
+impl Webhooks {
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            mutating: Mutex::new(None),
+            validating: Mutex::new(None),
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The webhooks of every mutating (or validating) configuration, by configuration name.
+    pub fn hooks(&self, mutating: bool) -> Arc<Vec<Hook>> {
+        let (slot, resource) = if mutating {
+            (&self.mutating, "mutatingwebhookconfigurations")
+        } else {
+            (&self.validating, "validatingwebhookconfigurations")
+        };
+        let gr = GroupResource::new("admissionregistration.k8s.io", resource);
+        let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+        let change = self.store.last_change(&gr);
+        if let Some(c) = slot.as_ref()
+            && c.change.is_some()
+            && c.change == change
+        {
+            return Arc::clone(&c.hooks);
+        }
+        let watcher = match slot.take() {
+            Some(c) => c.watcher,
+            None => self
+                .store
+                .watch(WatchFilter::new(gr.clone()), Some(self.store.revision())),
+        };
+        let change = self.store.last_change(&gr);
+        let hooks: Vec<Hook> = match self.store.list(&gr, &ListOptions::default()) {
+            Ok(list) => list
+                .items
+                .iter()
+                .filter_map(|o| serde_json::from_str::<Value>(&o.raw).ok())
+                .flat_map(|c| {
+                    c["webhooks"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(Hook::from_json)
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "reading webhook configurations");
+                Vec::new()
+            }
+        };
+        let hooks = Arc::new(hooks);
+        *slot = Some(Cached {
+            change,
+            hooks: Arc::clone(&hooks),
+            watcher,
+        });
+        hooks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_and_review_version() {
+        let h = Hook::from_json(&json!({"name": "a.example.com",
+            "clientConfig": {"url": "https://127.0.0.1:1/"},
+            "sideEffects": "None", "admissionReviewVersions": ["v2", "v1beta1", "v1"]}));
+        assert!(h.fail && h.equivalent && h.dry_run_safe && !h.reinvoke);
+        assert_eq!(h.timeout, Duration::from_secs(10));
+        assert_eq!(h.review_version, Some("v1beta1"));
+        let h = Hook::from_json(&json!({"timeoutSeconds": 99, "sideEffects": "Some",
+            "failurePolicy": "Ignore", "matchPolicy": "Exact"}));
+        assert!(!h.fail && !h.equivalent && !h.dry_run_safe);
+        assert_eq!(h.timeout, Duration::from_secs(30));
+        assert_eq!(h.review_version, None);
+    }
+}

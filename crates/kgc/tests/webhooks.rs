@@ -1,0 +1,617 @@
+//! Admission webhooks (issue 32 item 4) against one spawned `kgc serve`: a webhook server
+//! written here (axum over rustls, its CA made with rcgen) answers AdmissionReviews, and kubectl
+//! sees what kube-apiserver's users see. Each scenario has its own namespace, and its webhook
+//! configuration selects that namespace alone, so the scenarios do not meet.
+
+kgc_testsupport::bind_kgc!();
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::routing::post;
+use base64::Engine;
+use kgc_testsupport::*;
+use serde_json::{Value, json};
+
+/// What the test's webhook server saw: (path, request) for each review.
+type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// The webhook server: `https://127.0.0.1:<port>/<behaviour>`, and its CA for `caBundle`.
+struct Webhook {
+    base: String,
+    ca_bundle: String,
+    seen: Seen,
+}
+
+fn allow(req: &Value) -> Value {
+    json!({"uid": req["uid"], "allowed": true})
+}
+
+/// Answers a review as `behaviour` says.
+async fn review(
+    State(seen): State<Seen>,
+    Path(behaviour): Path<String>,
+    Json(review): Json<Value>,
+) -> Json<Value> {
+    let req = review["request"].clone();
+    seen.lock().unwrap().push((behaviour.clone(), req.clone()));
+    let name = req["name"].as_str().unwrap_or_default().to_owned();
+    let response = match behaviour.as_str() {
+        "deny-bad" if name.starts_with("bad") => json!({"uid": req["uid"], "allowed": false,
+            "status": {"code": 403, "reason": "Forbidden", "message": format!("configmap {name} is not allowed")}}),
+        "warn" => {
+            json!({"uid": req["uid"], "allowed": true, "warnings": ["be careful with configmaps"]})
+        }
+        "label" => {
+            let patch = if req["object"]["metadata"]["labels"].is_object() {
+                json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}])
+            } else {
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}])
+            };
+            json!({"uid": req["uid"], "allowed": true, "patchType": "JSONPatch",
+                "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string())})
+        }
+        "break" => {
+            let patch = json!([{"op": "add", "path": "/data", "value": 42}]);
+            json!({"uid": req["uid"], "allowed": true, "patchType": "JSONPatch",
+                "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string())})
+        }
+        "slow" => {
+            tokio::time::sleep(Duration::from_secs(8)).await;
+            allow(&req)
+        }
+        "garbage" => return Json(json!({"not": "a review"})),
+        _ => allow(&req),
+    };
+    Json(
+        json!({"apiVersion": review["apiVersion"], "kind": "AdmissionReview", "response": response}),
+    )
+}
+
+/// Converts Widgets between v1 (`spec.color`) and v2 (`spec.colour`); `fail` refuses.
+async fn convert(Path(behaviour): Path<String>, Json(review): Json<Value>) -> Json<Value> {
+    let req = &review["request"];
+    let desired = req["desiredAPIVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let result = if behaviour == "fail" {
+        json!({"status": "Failure", "message": "conversion is broken"})
+    } else {
+        json!({"status": "Success"})
+    };
+    let converted: Vec<Value> = req["objects"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|o| {
+            let mut o = o.clone();
+            let spec = o["spec"].as_object_mut().expect("a spec");
+            let (from, to) = if desired.ends_with("/v2") {
+                ("color", "colour")
+            } else {
+                ("colour", "color")
+            };
+            if let Some(v) = spec.remove(from) {
+                spec.insert(to.into(), v);
+            }
+            o["apiVersion"] = json!(desired);
+            o
+        })
+        .collect();
+    Json(
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+        "response": {"uid": req["uid"], "convertedObjects": converted, "result": result}}),
+    )
+}
+
+/// Starts the webhook server with a fresh CA and a certificate for 127.0.0.1.
+async fn webhook_server() -> Webhook {
+    let ca_key = rcgen::KeyPair::generate().expect("a CA key");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "webhook test CA");
+    let ca_pem = ca_params.self_signed(&ca_key).expect("the CA").pem();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = rcgen::KeyPair::generate().expect("a key");
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
+    let cert = params
+        .signed_by(&key, &issuer)
+        .expect("the serving certificate");
+    let tls =
+        kgc_apiserver::tls::server_config(&cert.pem(), &key.serialize_pem(), &ca_pem).expect("TLS");
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let port = tcp.local_addr().expect("an address").port();
+    let listener = kgc_apiserver::tls::TlsListener::new(tcp, tls).expect("a TLS listener");
+    let seen: Seen = Arc::default();
+    let app = Router::new()
+        .route("/{behaviour}", post(review))
+        .route("/conversion/{behaviour}", post(convert))
+        .with_state(Arc::clone(&seen));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Webhook {
+        base: format!("https://127.0.0.1:{port}"),
+        ca_bundle: base64::engine::general_purpose::STANDARD.encode(&ca_pem),
+        seen,
+    }
+}
+
+/// A webhook configuration of `kind` with one webhook `name` for `operations` on configmaps in
+/// namespace `ns`, calling `url`; `extra` is merged into the webhook.
+fn configuration(kind: &str, name: &str, ns: &str, url: &str, ca: &str, extra: Value) -> String {
+    let mut hook = json!({
+        "name": format!("{name}.kgc.test"),
+        "clientConfig": {"url": url, "caBundle": ca},
+        "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
+            "resources": ["configmaps"]}],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        hook[k] = v.clone();
+    }
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+        "metadata": {"name": format!("{name}-{ns}")}, "webhooks": [hook]})
+    .to_string()
+}
+
+const T: Duration = Duration::from_secs(30);
+
+/// One server and one webhook server for every scenario.
+#[tokio::test]
+async fn admission_and_conversion_webhooks() {
+    let s = Server::start().await;
+    let hook = webhook_server().await;
+    admission(&s, &hook).await;
+    conversion(&s, &hook).await;
+}
+
+/// A CRD `<plural>.conv.kgc.test` stored in v1 and served in v1 and v2, converted by the test's
+/// webhook at `path`.
+fn crd(kind: &str, plural: &str, hook: &Webhook, path: &str) -> String {
+    let schema = json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}});
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.conv.kgc.test")},
+        "spec": {"group": "conv.kgc.test", "scope": "Namespaced",
+            "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase()},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": schema},
+                {"name": "v2", "served": true, "storage": false, "schema": schema}],
+            "conversion": {"strategy": "Webhook", "webhook": {
+                "clientConfig": {"url": format!("{}/conversion/{path}", hook.base), "caBundle": hook.ca_bundle},
+                "conversionReviewVersions": ["v1"]}}}})
+    .to_string()
+}
+
+/// Conversion webhooks: objects written in v2 are stored in v1 and read in both; when the
+/// webhook fails, reads of v2 fail and the garbage collector still collects a dependent of such
+/// an object (the owner-reference suite's scenario i14).
+async fn conversion(s: &Server, hook: &Webhook) {
+    let c = s.client();
+    let ns = fresh_namespace(&c, "conv").await;
+    s.kubectl_stdin_ok(&["apply", "-f", "-"], &crd("Widget", "widgets", hook, "ok"))
+        .await;
+    eventually("widgets served in v2", T, || async {
+        s.kubectl(&["get", "--raw", "/apis/conv.kgc.test/v2"])
+            .await
+            .status
+            .success()
+    })
+    .await;
+    let widget = json!({"apiVersion": "conv.kgc.test/v2", "kind": "Widget",
+        "metadata": {"name": "w", "namespace": ns}, "spec": {"colour": "red"}});
+    let created = s
+        .kubectl_stdin_ok(&["create", "-f", "-", "-o", "json"], &widget.to_string())
+        .await;
+    let created: Value = serde_json::from_str(&created).expect("JSON");
+    assert_eq!(created["apiVersion"], "conv.kgc.test/v2");
+    assert_eq!(created["spec"]["colour"], "red");
+    let raw = |v: &str, rest: &str| format!("/apis/conv.kgc.test/{v}/namespaces/{ns}/{rest}");
+    let get = |path: String| async move {
+        serde_json::from_str::<Value>(&s.kubectl_ok(&["get", "--raw", &path]).await).expect("JSON")
+    };
+    let v1 = get(raw("v1", "widgets/w")).await;
+    assert_eq!(
+        (v1["apiVersion"].as_str(), v1["spec"]["color"].as_str()),
+        (Some("conv.kgc.test/v1"), Some("red"))
+    );
+    let list = get(raw("v2", "widgets")).await;
+    assert_eq!(list["apiVersion"], "conv.kgc.test/v2");
+    assert_eq!(list["items"][0]["spec"]["colour"], "red");
+    assert_eq!(list["items"][0]["metadata"]["uid"], v1["metadata"]["uid"]);
+
+    s.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &crd("Broken", "brokens", hook, "fail"),
+    )
+    .await;
+    eventually("brokens served", T, || async {
+        s.kubectl(&["get", "--raw", &raw("v1", "brokens")])
+            .await
+            .status
+            .success()
+    })
+    .await;
+    let owner = json!({"apiVersion": "conv.kgc.test/v1", "kind": "Broken",
+        "metadata": {"name": "b", "namespace": ns}, "spec": {"color": "blue"}});
+    let owner = s
+        .kubectl_stdin_ok(&["create", "-f", "-", "-o", "json"], &owner.to_string())
+        .await;
+    let owner: Value = serde_json::from_str(&owner).expect("JSON");
+    let out = s.kubectl(&["get", "--raw", &raw("v2", "brokens/b")]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("conversion webhook for conv.kgc.test/v1, Kind=Broken returned failure: conversion is broken"),
+        "{stderr}"
+    );
+    let dependent = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "dependent", "namespace": ns, "ownerReferences": [{
+            "apiVersion": "conv.kgc.test/v2", "kind": "Broken", "name": "b",
+            "uid": owner["metadata"]["uid"]}]}});
+    s.kubectl_stdin_ok(&["create", "-f", "-"], &dependent.to_string())
+        .await;
+    s.kubectl_ok(&["delete", "--raw", &raw("v1", "brokens/b")])
+        .await;
+    eventually("the dependent collected", T, || async {
+        !s.kubectl(&["get", "configmap", "-n", &ns, "dependent"])
+            .await
+            .status
+            .success()
+    })
+    .await;
+}
+
+async fn admission(s: &Server, hook: &Webhook) {
+    let c = s.client();
+    let apply = |doc: String| {
+        let s = &s;
+        async move { s.kubectl_stdin_ok(&["apply", "-f", "-"], &doc).await }
+    };
+    let url = |path: &str| format!("{}/{path}", hook.base);
+    let validating = |name: &str, ns: &str, path: &str, extra: Value| {
+        configuration(
+            "ValidatingWebhookConfiguration",
+            name,
+            ns,
+            &url(path),
+            &hook.ca_bundle,
+            extra,
+        )
+    };
+
+    // A validating webhook denies: kubectl shows its message in upstream's words; other
+    // namespaces (namespaceSelector) and other names pass.
+    let ns = fresh_namespace(&c, "deny").await;
+    let other = fresh_namespace(&c, "other").await;
+    apply(validating("deny", &ns, "deny-bad", json!({}))).await;
+    let out = s
+        .kubectl(&["create", "configmap", "-n", &ns, "bad-one"])
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("admission webhook \"deny.kgc.test\" denied the request: configmap bad-one is not allowed"),
+        "{stderr}"
+    );
+    s.kubectl_ok(&["create", "configmap", "-n", &ns, "good-one"])
+        .await;
+    s.kubectl_ok(&["create", "configmap", "-n", &other, "bad-elsewhere"])
+        .await;
+    assert!(
+        s.kubectl(&["get", "configmap", "-n", &ns, "bad-one"])
+            .await
+            .status
+            .code()
+            != Some(0)
+    );
+
+    // Allowed with warnings: kubectl prints them.
+    let ns = fresh_namespace(&c, "warn").await;
+    apply(validating("warn", &ns, "warn", json!({}))).await;
+    let out = s.kubectl(&["create", "configmap", "-n", &ns, "cm"]).await;
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Warning: be careful with configmaps"),
+        "{stderr}"
+    );
+
+    // A mutating webhook's JSON patch is applied, on create and on update; the review carries
+    // the request's fields.
+    let ns = fresh_namespace(&c, "mutate").await;
+    apply(configuration(
+        "MutatingWebhookConfiguration",
+        "label",
+        &ns,
+        &url("label"),
+        &hook.ca_bundle,
+        json!({}),
+    ))
+    .await;
+    s.kubectl_ok(&["create", "configmap", "-n", &ns, "cm", "--from-literal=a=b"])
+        .await;
+    let labels = s
+        .kubectl_ok(&[
+            "get",
+            "configmap",
+            "-n",
+            &ns,
+            "cm",
+            "-o",
+            "jsonpath={.metadata.labels.mutated}",
+        ])
+        .await;
+    assert_eq!(labels.trim(), "yes");
+    s.kubectl_ok(&["label", "configmap", "-n", &ns, "cm", "mutated-"])
+        .await;
+    let labels = s
+        .kubectl_ok(&[
+            "get",
+            "configmap",
+            "-n",
+            &ns,
+            "cm",
+            "-o",
+            "jsonpath={.metadata.labels.mutated}",
+        ])
+        .await;
+    assert_eq!(labels.trim(), "yes", "the update was mutated too");
+    let (path, req) = hook
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|(p, r)| p == "label" && r["operation"] == "UPDATE")
+        .cloned()
+        .expect("an UPDATE review");
+    assert_eq!(path, "label");
+    assert_eq!(
+        req["kind"],
+        json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+    );
+    assert_eq!(
+        req["resource"],
+        json!({"group": "", "version": "v1", "resource": "configmaps"})
+    );
+    assert_eq!(
+        (req["name"].as_str(), req["namespace"].as_str()),
+        (Some("cm"), Some(ns.as_str()))
+    );
+    assert_eq!(req["oldObject"]["data"]["a"], "b");
+    assert_eq!(req["dryRun"], false);
+    assert_eq!(req["options"]["kind"], "UpdateOptions");
+    assert!(req["userInfo"]["username"].is_string());
+
+    // A patch that makes the object invalid: refused, nothing stored.
+    let ns = fresh_namespace(&c, "break").await;
+    apply(configuration(
+        "MutatingWebhookConfiguration",
+        "break",
+        &ns,
+        &url("break"),
+        &hook.ca_bundle,
+        json!({}),
+    ))
+    .await;
+    let out = s.kubectl(&["create", "configmap", "-n", &ns, "cm"]).await;
+    assert!(
+        !out.status.success(),
+        "an invalid patched object was stored"
+    );
+    assert!(
+        s.kubectl(&["get", "configmap", "-n", &ns, "cm"])
+            .await
+            .status
+            .code()
+            != Some(0)
+    );
+
+    // Unreachable: Ignore lets the request through, Fail refuses it in upstream's words.
+    let ns = fresh_namespace(&c, "ignore").await;
+    apply(configuration(
+        "ValidatingWebhookConfiguration",
+        "down",
+        &ns,
+        "https://127.0.0.1:1/x",
+        &hook.ca_bundle,
+        json!({"failurePolicy": "Ignore"}),
+    ))
+    .await;
+    s.kubectl_ok(&["create", "configmap", "-n", &ns, "cm"])
+        .await;
+    let ns = fresh_namespace(&c, "fail").await;
+    apply(configuration(
+        "ValidatingWebhookConfiguration",
+        "down",
+        &ns,
+        "https://127.0.0.1:1/x",
+        &hook.ca_bundle,
+        json!({"failurePolicy": "Fail"}),
+    ))
+    .await;
+    let out = s.kubectl(&["create", "configmap", "-n", &ns, "cm"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("Internal error occurred: failed calling webhook \"down.kgc.test\": failed to call webhook: Post \"https://127.0.0.1:1/x?timeout=10s\""),
+        "{stderr}"
+    );
+
+    // A webhook answering garbage fails the request (failurePolicy Fail).
+    let ns = fresh_namespace(&c, "garbage").await;
+    apply(validating("garbage", &ns, "garbage", json!({}))).await;
+    let out = s.kubectl(&["create", "configmap", "-n", &ns, "cm"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("received invalid webhook response"),
+        "{stderr}"
+    );
+
+    // A hanging webhook: timeoutSeconds honoured.
+    let ns = fresh_namespace(&c, "slow").await;
+    apply(validating(
+        "slow",
+        &ns,
+        "slow",
+        json!({"timeoutSeconds": 1}),
+    ))
+    .await;
+    let started = Instant::now();
+    let out = s.kubectl(&["create", "configmap", "-n", &ns, "cm"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("context deadline exceeded"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // objectSelector: only labelled objects are sent.
+    let ns = fresh_namespace(&c, "objsel").await;
+    apply(validating(
+        "guard",
+        &ns,
+        "deny-bad",
+        json!({"objectSelector": {"matchLabels": {"guard": "on"}}}),
+    ))
+    .await;
+    s.kubectl_ok(&["create", "configmap", "-n", &ns, "bad-unlabelled"])
+        .await;
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "bad-labelled", "namespace": ns, "labels": {"guard": "on"}}});
+    let out = s
+        .kubectl_stdin(&["create", "-f", "-"], &cm.to_string())
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("denied the request"), "{stderr}");
+
+    // A Service through a mutating webhook: its ClusterIP is allocated after the webhook (the
+    // allocation lock is not held across the call), kept by an update planned, reviewed and
+    // then written, and a requested address another Service holds is still refused.
+    let ns = fresh_namespace(&c, "svc").await;
+    apply(configuration(
+        "MutatingWebhookConfiguration",
+        "svc-label",
+        &ns,
+        &url("label"),
+        &hook.ca_bundle,
+        json!({"rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""],
+            "apiVersions": ["v1"], "resources": ["services"]}]}),
+    ))
+    .await;
+    s.kubectl_ok(&[
+        "create",
+        "service",
+        "clusterip",
+        "web",
+        "-n",
+        &ns,
+        "--tcp=80:80",
+    ])
+    .await;
+    let get = |what: &'static str| {
+        let ns = ns.clone();
+        async move {
+            s.kubectl_ok(&["get", "service", "-n", &ns, "web", "-o", what])
+                .await
+                .trim()
+                .to_owned()
+        }
+    };
+    let ip = get("jsonpath={.spec.clusterIP}").await;
+    assert!(ip.parse::<std::net::Ipv4Addr>().is_ok(), "{ip:?}");
+    assert_eq!(get("jsonpath={.metadata.labels.mutated}").await, "yes");
+    s.kubectl_ok(&["label", "service", "-n", &ns, "web", "tier=front"])
+        .await;
+    assert_eq!(get("jsonpath={.metadata.labels.tier}").await, "front");
+    assert_eq!(get("jsonpath={.spec.clusterIP}").await, ip);
+    let taken = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "copy", "namespace": ns},
+        "spec": {"clusterIP": ip, "ports": [{"port": 80}]}});
+    let out = s
+        .kubectl_stdin(&["create", "-f", "-"], &taken.to_string())
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("provided IP is already allocated"),
+        "{stderr}"
+    );
+
+    // Dry run: admissionregistration/v1 admits only webhooks without side effects (`Some` and
+    // `Unknown` were v1beta1's), as upstream's validation; such a webhook is called on a dry
+    // run, told so, and nothing is stored.
+    let ns = fresh_namespace(&c, "dry").await;
+    let out = s
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &validating("effects", &ns, "allow", json!({"sideEffects": "Some"})),
+        )
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(
+            "webhooks[0].sideEffects: Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\""
+        ),
+        "{stderr}"
+    );
+    apply(validating(
+        "dry",
+        &ns,
+        "allow",
+        json!({"sideEffects": "NoneOnDryRun"}),
+    ))
+    .await;
+    s.kubectl_ok(&["create", "configmap", "-n", &ns, "cm", "--dry-run=server"])
+        .await;
+    let dry = hook
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|(p, r)| p == "allow" && r["namespace"] == json!(ns))
+        .map(|(_, r)| r["dryRun"].clone())
+        .expect("a review of the dry run");
+    assert_eq!(dry, json!(true));
+    assert!(
+        !s.kubectl(&["get", "configmap", "-n", &ns, "cm"])
+            .await
+            .status
+            .success()
+    );
+
+    // DELETE is sent with the stored object as oldObject.
+    let ns = fresh_namespace(&c, "delete").await;
+    apply(validating(
+        "del",
+        &ns,
+        "deny-bad",
+        json!({"rules": [{"operations": ["DELETE"],
+        "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]}),
+    ))
+    .await;
+    s.kubectl_ok(&["create", "configmap", "-n", &ns, "bad-keep"])
+        .await;
+    let out = s
+        .kubectl(&["delete", "configmap", "-n", &ns, "bad-keep"])
+        .await;
+    assert!(!out.status.success());
+    eventually("the configmap still there", T, || async {
+        s.kubectl(&["get", "configmap", "-n", &ns, "bad-keep"])
+            .await
+            .status
+            .success()
+    })
+    .await;
+}
