@@ -3,7 +3,7 @@
 # one run. An app of N objects (default 2,000) in 20 namespaces and 10 kinds (plus the 20
 # Namespaces): first apply, unchanged re-apply, then 10% changed + 10% removed. Each tool has
 # its own namespaces and label. API requests per run come from the server's /metrics
-# (kgc_apiserver_requests_total, all status classes), writes from kgc_store_revision.
+# (kgc_apiserver_requests_total, all status codes), writes from kgc_store_revision.
 #
 #   cargo build --release -p kgc && benches/prune.sh [N]
 set -euo pipefail

@@ -165,16 +165,18 @@ impl<C: Cluster> Informers<C> {
                 None => {
                     let c = Arc::new(CacheInner::<V>::default());
                     caches.insert(TypeId::of::<V>(), c.clone() as Arc<dyn Any + Send + Sync>);
-                    let mut sinks = source.sinks.write().unwrap_or_else(PoisonError::into_inner);
-                    let mut next: Vec<Arc<dyn Sink>> = sinks.to_vec();
-                    next.push(c.clone());
-                    *sinks = next.into();
                     (c, true)
                 }
             }
         };
         if added {
-            source.start(&self.cluster);
+            let sink: Arc<dyn Sink> = cache.clone();
+            source.start(&self.cluster, || {
+                let mut sinks = source.sinks.write().unwrap_or_else(PoisonError::into_inner);
+                let mut next: Vec<Arc<dyn Sink>> = sinks.to_vec();
+                next.push(sink);
+                *sinks = next.into();
+            });
         }
         Cache {
             inner: cache,
@@ -193,13 +195,12 @@ impl<C: Cluster> Informers<C> {
     ) -> Subscription {
         let source = self.source(resource);
         let id = source.next_id.fetch_add(1, Ordering::Relaxed);
-        {
+        source.start(&self.cluster, || {
             let mut metas = source.metas.write().unwrap_or_else(PoisonError::into_inner);
             let mut next = metas.to_vec();
             next.push((id, handler));
             *metas = next.into();
-        }
-        source.start(&self.cluster);
+        });
         Subscription {
             source,
             id,
@@ -261,6 +262,12 @@ struct Source {
     next_id: AtomicU64,
     caches: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The generation of the watch allowed to feed, held while it feeds one event. An aborted
+    /// task stops only at its next await, and a stream with events buffered may not await for
+    /// a while: without this, the old watch could go on feeding after the new one's list began
+    /// (an old `Init` emptying the new list, an old `InitDone` marking a new cache synced with
+    /// nothing in it, stale updates over fresh ones).
+    generation: Mutex<u64>,
 }
 
 impl Source {
@@ -272,6 +279,7 @@ impl Source {
             next_id: AtomicU64::new(0),
             caches: Mutex::default(),
             task: Mutex::default(),
+            generation: Mutex::default(),
         }
     }
 
@@ -284,9 +292,17 @@ impl Source {
     }
 
     /// (Re)starts the watch so that every follower gets a complete list first: of whole objects
-    /// when a cache reads the resource, else of metadata only.
-    fn start<C: Cluster>(self: &Arc<Self>, cluster: &C) {
+    /// when a cache reads the resource, else of metadata only. `register` adds the new follower
+    /// in the same step that retires the running watch, so the follower sees only the new
+    /// watch's events, starting with its list.
+    fn start<C: Cluster>(self: &Arc<Self>, cluster: &C, register: impl FnOnce()) {
         let mut task = lock(&self.task);
+        let generation = {
+            let mut g = lock(&self.generation);
+            register();
+            *g += 1;
+            *g
+        };
         if let Some(t) = task.take() {
             t.abort();
         }
@@ -297,6 +313,7 @@ impl Source {
                 cluster.watch(Arc::clone(&self.resource)),
                 source,
                 gr,
+                generation,
                 |source, e| feed_meta(&source.metas(), e),
             ))
         } else {
@@ -304,6 +321,7 @@ impl Source {
                 cluster.watch_objects(Arc::clone(&self.resource)),
                 source,
                 gr,
+                generation,
                 |source, e| {
                     for sink in source.sinks().iter() {
                         sink.event(&e);
@@ -321,6 +339,7 @@ impl Source {
         mut stream: BoxStream<'static, kgc_client::Result<ObjectEvent<T>>>,
         source: Weak<Source>,
         gr: GroupResource,
+        generation: u64,
         feed: impl Fn(&Source, ObjectEvent<T>),
     ) {
         while let Some(event) = stream.next().await {
@@ -328,7 +347,14 @@ impl Source {
                 return;
             };
             match event {
-                Ok(e) => feed(&source, e),
+                Ok(e) => {
+                    let current = lock(&source.generation);
+                    if *current != generation {
+                        // A newer watch has replaced this one.
+                        return;
+                    }
+                    feed(&source, e);
+                }
                 // The watch re-opens itself, paced and logged once per failure by the
                 // cluster (`kgc_client::Remote` backs off as client-go's reflector does).
                 Err(e) => tracing::debug!(resource = %gr, error = %e, "watch error"),
@@ -460,7 +486,10 @@ impl<V: View> Sink for CacheInner<V> {
                 }
             }
             ObjectEvent::InitDone => {
-                let fresh = lock(&self.fresh).take().unwrap_or_default();
+                // The end of a list this cache did not see begin: not a complete list.
+                let Some(fresh) = lock(&self.fresh).take() else {
+                    return;
+                };
                 let mut map = self.items.write().unwrap_or_else(PoisonError::into_inner);
                 let old = std::mem::replace(&mut *map, fresh);
                 for (k, v) in old {

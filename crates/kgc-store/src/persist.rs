@@ -315,15 +315,22 @@ impl<'t> Rows<'t> {
     }
 }
 
-/// Deletes up to `limit` expired rows; when fewer were due (the backlog is gone), gives the
-/// free pages back to the file system.
+/// Deletes up to `limit` expired rows; when none is left due (the backlog is gone), gives the
+/// free pages back to the file system in the same transaction, so that whoever sees the last
+/// row gone also sees the file shrunk.
 fn purge_expired(txn: &rusqlite::Transaction<'_>, before: i64, limit: usize) -> Result<usize> {
     let deleted = txn.execute(
         "DELETE FROM leased_objects WHERE rowid IN
            (SELECT rowid FROM leased_objects WHERE expires <= ?1 ORDER BY expires LIMIT ?2)",
         params![before, limit as i64],
     )?;
-    if deleted < limit {
+    let more_due = deleted == limit
+        && txn.query_row(
+            "SELECT EXISTS(SELECT 1 FROM leased_objects WHERE expires <= ?1)",
+            params![before],
+            |r| r.get::<_, bool>(0),
+        )?;
+    if !more_due {
         // The pragma frees pages as its statement is stepped.
         let mut vacuum = txn.prepare("PRAGMA incremental_vacuum")?;
         let mut rows = vacuum.query([])?;

@@ -10,7 +10,7 @@
 //! not found`), and creating the account fixes it.
 //!
 //! One server runs every scenario, each in its own namespace. The first phase runs alone, as it
-//! counts the server's refused requests (`kgc_apiserver_requests_total{code="4xx"}`) against
+//! counts the server's refused requests (`kgc_apiserver_requests_total{code="403"}`) against
 //! the ReplicaSet controller's failed syncs (`workqueue_retries_total{name="replicaset"}`).
 
 kgc_testsupport::bind_kgc!();
@@ -67,7 +67,7 @@ fn refusal(ns: &str) -> String {
 /// Refused requests, and failed ReplicaSet syncs (each retried after the queue's back-off).
 async fn refusals_and_failed_syncs(s: &Server) -> (f64, f64) {
     (
-        metrics_counter(&s.client(), r#"kgc_apiserver_requests_total{code="4xx"}"#).await,
+        metrics_counter(&s.client(), r#"kgc_apiserver_requests_total{code="403"}"#).await,
         metrics_counter(&s.client(), r#"workqueue_retries_total{name="replicaset"}"#).await,
     )
 }

@@ -329,7 +329,7 @@ async fn a_million_replicas_under_a_quota_make_the_quotas_pods_and_a_condition()
     )
     .await;
     let series = (
-        r#"kgc_apiserver_requests_total{code="4xx"}"#,
+        r#"kgc_apiserver_requests_total{code="403"}"#,
         r#"workqueue_retries_total{name="replicaset"}"#,
     );
     let before = (

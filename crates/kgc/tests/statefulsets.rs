@@ -651,11 +651,12 @@ async fn should_implement_legacy_replacement_when_the_update_strategy_is_on_dele
         })
     })
     .await;
-    let st = f.status().await;
-    assert_eq!(
-        (st.updated_replicas, st.current_replicas),
-        (Some(1), Some(1))
-    );
+    // The controller counts the new pod in its next status write, after the pod went Ready.
+    eventually("one updated and one current replica", T, || async {
+        let st = f.status().await;
+        (st.updated_replicas, st.current_replicas) == (Some(1), Some(1))
+    })
+    .await;
 }
 
 /// Upstream e2e "Burst scaling should run to completion even with unhealthy pods": Parallel

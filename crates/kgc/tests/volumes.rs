@@ -256,10 +256,13 @@ async fn wait_for_first_consumer_claims_are_provisioned_on_the_selected_node() {
     let s = Server::living(&["--in-memory"]).await;
     let c = s.client();
     let ns = fresh_namespace(&c, "wffc").await;
-    let sc = Api::<StorageClass>::all(c.clone())
-        .get("standard")
-        .await
-        .expect("the default class");
+    // The volume controllers create it once they start, just after the server serves.
+    let classes = Api::<StorageClass>::all(c.clone());
+    eventually("the default class", Duration::from_secs(30), || async {
+        classes.get_opt("standard").await.unwrap().is_some()
+    })
+    .await;
+    let sc = classes.get("standard").await.expect("the default class");
     assert_eq!(
         annotation(&sc.metadata, "storageclass.kubernetes.io/is-default-class"),
         Some("true")
