@@ -30,10 +30,6 @@ pub(crate) struct Objects {
 }
 
 impl Objects {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// The object `namespace`/`name`, if live.
     pub fn get(&self, namespace: &str, name: &str) -> Option<&Arc<StoredObject>> {
         self.by_key
@@ -122,7 +118,7 @@ mod tests {
 
     #[test]
     fn point_reads_and_ordered_reads_agree_through_inserts_replacements_and_removals() {
-        let mut objects = Objects::new();
+        let mut objects = Objects::default();
         for (i, (ns, name)) in [("b", "x"), ("a", "y"), ("a", "x"), ("", "z")]
             .into_iter()
             .enumerate()
