@@ -45,8 +45,8 @@ pub(crate) struct History {
 /// an earlier revision walks the live objects in key order and asks the history only about
 /// those changed since, so the only keys kept in order are those of deleted objects, which the
 /// live objects no longer hold. (Kept as one ordered set of every change, each commit paid two
-/// B-tree searches through the events' keys; with the default 100,000 retained changes that
-/// was a fifth of the collector's CPU.)
+/// B-tree searches through the events' keys, each comparison three pointers away from the
+/// strings it compares.)
 #[derive(Default)]
 struct Changes {
     /// Per object with retained changes, those changes in revision order (never empty); the
