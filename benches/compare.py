@@ -63,7 +63,8 @@ def run(side_dir, command):
 def numbers(line):
     """The line's words without its numbers (the key), and its numbers."""
     values = [float(n.replace(",", "")) for n in NUMBER.findall(line)]
-    return NUMBER.sub("#", line).strip(), values
+    # Columns are padded to their numbers' widths: the key ignores how much space separates words.
+    return " ".join(NUMBER.sub("#", line).split()), values
 
 
 def keyed(lines):

@@ -19,24 +19,21 @@
 //! per resource how far back it is complete, so a quiet resource stays readable at old revisions
 //! while others churn.
 
-use std::borrow::Borrow;
-use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap};
+use std::hash::RandomState;
 use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 use kgc_meta::GroupResource;
 
-use crate::watch::{Event, EventLog};
-use crate::{Objects, StoredObject};
+use crate::StoredObject;
+use crate::objects::{Objects, hash, object_key};
+use crate::watch::{Event, EventLog, EventType};
 
 /// An object's key: namespace ("" when cluster-scoped) and name.
 pub(crate) type Key = (String, String);
-
-/// An object's key, borrowed.
-fn key(o: &StoredObject) -> (&str, &str) {
-    (&o.namespace, &o.name)
-}
 
 /// The retained changes, in revision order and per object.
 pub(crate) struct History {
@@ -44,10 +41,20 @@ pub(crate) struct History {
     changes: HashMap<GroupResource, Changes>,
 }
 
-/// One resource's retained changes, ordered by object key and then revision.
+/// One resource's retained changes, per object. Recording a change is a hash lookup: a read at
+/// an earlier revision walks the live objects in key order and asks the history only about
+/// those changed since, so the only keys kept in order are those of deleted objects, which the
+/// live objects no longer hold. (Kept as one ordered set of every change, each commit paid two
+/// B-tree searches through the events' keys, each comparison three pointers away from the
+/// strings it compares.)
 #[derive(Default)]
 struct Changes {
-    versions: BTreeSet<Version>,
+    /// Per object with retained changes, those changes in revision order (never empty); the
+    /// object's key is its first change's.
+    by_object: HashTable<Vec<Arc<Event>>>,
+    /// The keys of the objects with a retained deletion, in key order.
+    deleted: BTreeSet<Key>,
+    hasher: RandomState,
     /// The revision of the newest change (0 if none was ever recorded).
     latest: u64,
 }
@@ -64,19 +71,17 @@ impl History {
 
     /// Remembers an applied change, forgetting the oldest one when full.
     pub fn record(&mut self, e: &Arc<Event>) {
-        if let Some(old) = self.log.push(Arc::clone(e)) {
-            let o = &old.object;
-            if let Some(c) = self.changes.get_mut(&old.gr) {
-                c.versions
-                    .remove(&Probe(&o.namespace, &o.name, old.rv) as &dyn VersionKey);
-            }
+        if let Some(old) = self.log.push(Arc::clone(e))
+            && let Some(c) = self.changes.get_mut(&old.gr)
+        {
+            c.forget(&old);
         }
         let changes = match self.changes.get_mut(&e.gr) {
             Some(c) => c,
             None => self.changes.entry(e.gr.clone()).or_default(),
         };
         changes.latest = e.rv;
-        changes.versions.insert(Version(Arc::clone(e)));
+        changes.remember(e);
     }
 
     /// The oldest revision of `gr` that can still be read: every change to `gr` after it is
@@ -96,12 +101,7 @@ impl History {
         from: Bound<&Key>,
         mut visit: impl FnMut(&Arc<StoredObject>) -> ControlFlow<()>,
     ) {
-        let empty = Objects::new();
-        let mut live = live
-            .unwrap_or(&empty)
-            .range::<Key, _>((from, Bound::Unbounded))
-            .map(|(_, o)| o)
-            .peekable();
+        let mut live = live.into_iter().flat_map(|l| l.range(from)).peekable();
         // Nothing of this resource changed after `rv`: the live objects are its state then.
         let Some(changes) = self.changes.get(gr).filter(|c| c.latest > rv) else {
             for o in live {
@@ -111,31 +111,34 @@ impl History {
             }
             return;
         };
-        let start = match from {
-            Bound::Included((ns, name)) => Bound::Included(Probe(ns, name, 0)),
-            Bound::Excluded((ns, name)) => Bound::Excluded(Probe(ns, name, u64::MAX)),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        // The objects with retained changes (each by its first one), in key order, merged with
-        // the live objects.
-        let mut changed = changes.first_from(start.as_ref());
+        // The live objects merged with the deleted ones, in key order; a key in both (deleted,
+        // then created again) is read once, through its live object.
+        let mut deleted = changes
+            .deleted
+            .range::<Key, _>((from, Bound::Unbounded))
+            .peekable();
         loop {
-            // The next object with retained changes, unless a live object without any comes
-            // first: unchanged since before the history began, so since `rv`.
-            let next_changed = match (live.peek(), changed) {
+            let live_first = match (live.peek(), deleted.peek()) {
                 (None, None) => return,
-                (Some(o), Some(c)) if key(o) < c.object_key() => None,
-                (_, c) => c,
+                (Some(o), Some(k)) => object_key(o) <= (k.0.as_str(), k.1.as_str()),
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
             };
-            let then = match next_changed {
-                None => live.next(),
-                Some(c) => {
-                    changed = changes.next_object(c);
-                    match live.next_if(|o| key(o) == c.object_key()) {
-                        Some(o) if o.resource_version <= rv => Some(o),
-                        _ => changes.state_at(c, rv),
-                    }
+            let then = if live_first {
+                let Some(o) = live.next() else { return };
+                deleted.next_if(|k| (k.0.as_str(), k.1.as_str()) == object_key(o));
+                // Unchanged since `rv` (or since before the history began), or as it was then.
+                match changes.of(&o.namespace, &o.name) {
+                    Some(versions) if o.resource_version > rv => state_at(versions, rv),
+                    _ => Some(o),
                 }
+            } else {
+                let Some((ns, name)) = deleted.next() else {
+                    return;
+                };
+                changes
+                    .of(ns, name)
+                    .and_then(|versions| state_at(versions, rv))
             };
             if let Some(o) = then
                 && visit(o).is_break()
@@ -147,108 +150,75 @@ impl History {
 }
 
 impl Changes {
-    /// The first retained change at or after `start` in (key, revision) order.
-    fn first_from(&self, start: Bound<&Probe<'_>>) -> Option<&Version> {
-        let start = start.map(|p| p as &dyn VersionKey);
-        self.versions
-            .range::<dyn VersionKey, _>((start, Bound::Unbounded))
-            .next()
+    /// The retained changes of the object `ns`/`name`, oldest first.
+    fn of(&self, ns: &str, name: &str) -> Option<&[Arc<Event>]> {
+        self.by_object
+            .find(hash(&self.hasher, ns, name), is(ns, name))
+            .map(Vec::as_slice)
     }
 
-    /// The first retained change of the next object after `c`'s.
-    fn next_object(&self, c: &Version) -> Option<&Version> {
-        let (ns, name) = c.object_key();
-        self.first_from(Bound::Excluded(&Probe(ns, name, u64::MAX)))
+    /// Adds the newest change.
+    fn remember(&mut self, e: &Arc<Event>) {
+        let (ns, name) = object_key(&e.object);
+        let hasher = &self.hasher;
+        let entry = self
+            .by_object
+            .entry(hash(hasher, ns, name), is(ns, name), |v| {
+                let (ns, name) = object_key(&v[0].object);
+                hash(hasher, ns, name)
+            });
+        let deleted_before = match entry {
+            Entry::Occupied(mut found) => {
+                let versions = found.get_mut();
+                let deleted_before = versions.iter().any(|v| v.kind == EventType::Deleted);
+                versions.push(Arc::clone(e));
+                deleted_before
+            }
+            Entry::Vacant(absent) => {
+                absent.insert(vec![Arc::clone(e)]);
+                false
+            }
+        };
+        if e.kind == EventType::Deleted && !deleted_before {
+            self.deleted.insert((ns.to_owned(), name.to_owned()));
+        }
     }
 
-    /// The state of `c`'s object at revision `rv`, when it has changed since: the state before
-    /// its first change after `rv` (absent if that change created it). An object without a
-    /// change after `rv` and not live was deleted by then (its deletion is its newest change,
-    /// so it leaves the history last).
-    fn state_at(&self, c: &Version, rv: u64) -> Option<&Arc<StoredObject>> {
-        let (ns, name) = c.object_key();
-        let first = self
-            .first_from(Bound::Excluded(&Probe(ns, name, rv)))
-            .filter(|v| v.object_key() == (ns, name))?;
-        first.0.prev.as_ref()
-    }
-}
-
-/// A retained change, ordered by its object's key, then by revision.
-struct Version(Arc<Event>);
-
-impl Version {
-    fn object_key(&self) -> (&str, &str) {
-        key(&self.0.object)
-    }
-}
-
-/// The order of [`Version`]s, also implemented by [`Probe`], so that the set can be searched with
-/// borrowed strings instead of an event built for the purpose.
-trait VersionKey {
-    fn key(&self) -> (&str, &str, u64);
-}
-
-impl VersionKey for Version {
-    fn key(&self) -> (&str, &str, u64) {
-        let (ns, name) = self.object_key();
-        (ns, name, self.0.rv)
-    }
-}
-
-/// A position in a resource's changes: object key and revision.
-struct Probe<'a>(&'a str, &'a str, u64);
-
-impl VersionKey for Probe<'_> {
-    fn key(&self) -> (&str, &str, u64) {
-        (self.0, self.1, self.2)
-    }
-}
-
-impl PartialEq for dyn VersionKey + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
+    /// Drops the oldest change, `old`, which has left the log.
+    fn forget(&mut self, old: &Arc<Event>) {
+        let (ns, name) = object_key(&old.object);
+        let Ok(mut found) = self
+            .by_object
+            .find_entry(hash(&self.hasher, ns, name), is(ns, name))
+        else {
+            return;
+        };
+        let versions = found.get_mut();
+        if let Some(i) = versions.iter().position(|v| Arc::ptr_eq(v, old)) {
+            versions.remove(i);
+        }
+        let still_deleted = versions.iter().any(|v| v.kind == EventType::Deleted);
+        if versions.is_empty() {
+            found.remove();
+        }
+        if old.kind == EventType::Deleted && !still_deleted {
+            self.deleted.remove(&(ns.to_owned(), name.to_owned()));
+        }
     }
 }
 
-impl Eq for dyn VersionKey + '_ {}
-
-impl PartialOrd for dyn VersionKey + '_ {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
+/// The state at revision `rv` of an object whose retained changes are `versions`, when it has
+/// changed since: the state before its first change after `rv` (absent if that change created
+/// it). An object without a change after `rv` and not live was deleted by then (its deletion is
+/// its newest change, so it leaves the history last).
+fn state_at(versions: &[Arc<Event>], rv: u64) -> Option<&Arc<StoredObject>> {
+    let first = versions.partition_point(|v| v.rv <= rv);
+    versions.get(first)?.prev.as_ref()
 }
 
-impl Ord for dyn VersionKey + '_ {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.key().cmp(&other.key())
-    }
-}
-
-impl<'a> Borrow<dyn VersionKey + 'a> for Version {
-    fn borrow(&self) -> &(dyn VersionKey + 'a) {
-        self
-    }
-}
-
-impl PartialEq for Version {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-
-impl Eq for Version {}
-
-impl PartialOrd for Version {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Version {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.key().cmp(&other.key())
-    }
+/// Whether an object's changes are those of `ns`/`name`.
+fn is<'a>(ns: &'a str, name: &'a str) -> impl Fn(&Vec<Arc<Event>>) -> bool + 'a {
+    move |v| object_key(&v[0].object) == (ns, name)
 }
 
 #[cfg(test)]

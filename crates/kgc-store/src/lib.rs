@@ -23,13 +23,14 @@ mod job;
 mod lease;
 mod namespace;
 mod object;
+mod objects;
 mod persist;
 mod read;
 mod shallow;
 mod watch;
 mod write;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 use std::time::Duration;
@@ -47,6 +48,7 @@ pub use write::{Updated, normalize, random_suffix};
 use history::History;
 use lease::Leases;
 use object::Meta;
+use objects::Objects;
 use persist::{Codec, Committer, Op, Unit};
 use watch::EventLog;
 
@@ -113,8 +115,6 @@ pub const DEFAULT_WATCH_LOG: usize = 100_000;
 /// The store's notion of now, shared with everything else that reads the time.
 pub use kgc_meta::time::Clock;
 
-type Objects = BTreeMap<(String, String), Arc<StoredObject>>;
-
 /// Everything guarded by the write lock.
 pub(crate) struct State {
     rv: u64,
@@ -143,7 +143,7 @@ impl State {
         ns: &str,
         name: &str,
     ) -> Option<&Arc<StoredObject>> {
-        self.objects.get(gr)?.get(&(ns.to_owned(), name.to_owned()))
+        self.objects.get(gr)?.get(ns, name)
     }
 
     pub(crate) fn next_rv(&mut self) -> u64 {
@@ -369,7 +369,7 @@ impl Store {
             .lock_state()
             .objects
             .values()
-            .map(BTreeMap::len)
+            .map(Objects::len)
             .sum()
     }
 
@@ -422,7 +422,10 @@ impl Store {
         let mut events = Vec::with_capacity(changes.len());
         for c in changes {
             let key = (c.object.namespace.clone(), c.object.name.clone());
-            let objects = st.objects.entry(c.gr.clone()).or_default();
+            let objects = match st.objects.get_mut(&c.gr) {
+                Some(objects) => objects,
+                None => st.objects.entry(c.gr.clone()).or_default(),
+            };
             if c.kind == EventType::Deleted {
                 objects.remove(&key);
                 let had_lease = st.leases.revoke(&c.gr, &key.0, &key.1);
