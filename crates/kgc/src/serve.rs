@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use kgc_apiserver::ApiServer;
-use kgc_client::InProcess;
 use kgc_gc::{Config as GcConfig, GarbageCollector};
+use kgc_inprocess::InProcess;
 use kgc_runtime::metrics::Registry;
 use kgc_store::{Options, Store};
 
