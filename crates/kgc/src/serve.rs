@@ -333,7 +333,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
         None => Vec::new(),
     };
-    let ctx = kgc_controllers::Context {
+    let ctx = kgc_runtime::Context {
         informers: informers.clone(),
         client: api.loopback_client(),
         clock: args.lifecycle.clock(),
