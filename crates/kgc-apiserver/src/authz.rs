@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 
 use axum::http::Method;
 use kgc_auth::{Attributes, Authorizer, Decision, RBAC_GROUP, UserInfo};
-use kgc_client::InProcess;
+use kgc_inprocess::InProcess;
 use kgc_meta::{GroupResource, ResourceInfo, Status};
 use kgc_runtime::informer::{Cache, Informers, Key};
 use kgc_store::Store;

@@ -1,7 +1,7 @@
 //! The one cluster interface every kgc collector uses.
 //!
 //! A collector is written once against [`Cluster`] and runs unchanged in-process (inside
-//! `kgc serve`, straight against the store: [`InProcess`]) or against any API server over HTTP
+//! `kgc serve`, straight against the store: kgc-inprocess's `InProcess`) or against any API server over HTTP
 //! (through kube-rs: [`Remote`]). The operations are the ones collectors actually perform, not
 //! raw REST verbs: "remove these owner references from that object" is one call, which the
 //! in-process implementation carries out as one atomic store update and a remote implementation
@@ -10,7 +10,6 @@
 
 pub mod backoff;
 pub mod discovery;
-mod in_process;
 mod reflector;
 mod refused;
 mod remote;
@@ -23,7 +22,6 @@ use futures::stream::BoxStream;
 use kgc_meta::{DeleteOptions, GroupResource, ObjectMeta, ResourceInfo, Status};
 use serde_json::Value;
 
-pub use in_process::InProcess;
 pub use refused::Refused;
 pub use remote::{Remote, api_resource, meta};
 

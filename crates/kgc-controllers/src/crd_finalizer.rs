@@ -16,7 +16,9 @@ use serde_json::Value;
 
 use kgc_meta::time::format_time;
 
-use crate::{Context, Error, Result, run_by_name};
+use kgc_runtime::{Context, run_by_name};
+
+use crate::{Error, Result};
 
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "crd-cleanup";
@@ -43,7 +45,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         sync(&ctx, &crds, &name).await
     };
     let crds = ("apiextensions.k8s.io", "customresourcedefinitions");
-    run_by_name::<C, Cleanup, _, _>(ctx, NAME, crds, WORKERS, sync).await;
+    run_by_name::<C, Cleanup, _, _, _>(ctx, NAME, crds, WORKERS, sync).await;
 }
 
 /// One pass over a deleted CRD (upstream `CRDFinalizer.sync`).

@@ -22,7 +22,9 @@ use serde_json::{Value, json};
 
 use kgc_meta::time::format_time;
 
-use crate::{Context, Error, Result, run_by_name};
+use kgc_runtime::{Context, run_by_name};
+
+use crate::{Error, Result};
 
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "namespace";
@@ -51,7 +53,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
     let sync = async |ctx: Context<C>, namespaces: Arc<ResourceInfo>, name: String| {
         sync(&ctx, &namespaces, &name).await
     };
-    run_by_name::<C, Terminating, _, _>(ctx, NAME, ("", "namespaces"), WORKERS, sync).await;
+    run_by_name::<C, Terminating, _, _, _>(ctx, NAME, ("", "namespaces"), WORKERS, sync).await;
 }
 
 /// What deleting the content found.

@@ -16,7 +16,9 @@ use kgc_meta::{DeleteOptions, Preconditions, Reason, ResourceInfo};
 use kgc_runtime::informer::{Cache, Key, View, describe};
 use serde_json::Value;
 
-use crate::{Context, Result, work};
+use kgc_runtime::{Context, work};
+
+use crate::Result;
 
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "pod-termination";

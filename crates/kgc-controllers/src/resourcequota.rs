@@ -27,7 +27,9 @@ use kgc_runtime::queue::WorkQueue;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
 
-use crate::{Context, Error, Result};
+use kgc_runtime::Context;
+
+use crate::{Error, Result};
 
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "resourcequota";
@@ -155,7 +157,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         async move { sync(&ctx, &resource, &key.0).await.map(|()| None) }
     };
     tokio::select! {
-        () = crate::work(NAME, queue, WORKERS, sync) => {}
+        () = kgc_runtime::work(NAME, queue, WORKERS, sync) => {}
         () = resync => {}
     }
 }

@@ -16,7 +16,9 @@ use kgc_runtime::informer::View;
 use kube::api::{Api, ObjectMeta, PostParams};
 use serde_json::Value;
 
-use crate::{Context, Result, namespace_unusable, run_per_namespace};
+use kgc_runtime::{Context, run_per_namespace};
+
+use crate::{Result, namespace_unusable};
 
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "root-ca-cert-publisher";
@@ -57,7 +59,8 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         async move { sync(&ctx, &ca, &ns, current).await }
     };
     let configmaps = ("", "configmaps");
-    run_per_namespace::<C, Published, _, _>(ctx, NAME, configmaps, CONFIG_MAP, WORKERS, sync).await;
+    run_per_namespace::<C, Published, _, _, _>(ctx, NAME, configmaps, CONFIG_MAP, WORKERS, sync)
+        .await;
 }
 
 /// Upstream `syncNamespace`: creates the ConfigMap, or restores its data and annotation.

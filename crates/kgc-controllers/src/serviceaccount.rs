@@ -13,7 +13,9 @@ use kgc_runtime::informer::View;
 use kube::api::{Api, ObjectMeta, PostParams};
 use serde_json::Value;
 
-use crate::{Context, Result, namespace_unusable, run_per_namespace};
+use kgc_runtime::{Context, run_per_namespace};
+
+use crate::{Result, namespace_unusable};
 
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "serviceaccount";
@@ -43,7 +45,8 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         create(&ctx, &ns).await
     };
     let accounts = ("", "serviceaccounts");
-    run_per_namespace::<C, DefaultAccount, _, _>(ctx, NAME, accounts, DEFAULT, WORKERS, sync).await;
+    run_per_namespace::<C, DefaultAccount, _, _, _>(ctx, NAME, accounts, DEFAULT, WORKERS, sync)
+        .await;
 }
 
 /// Creates the `default` account of `ns` (upstream `syncNamespace`): one that exists already

@@ -13,10 +13,10 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use kgc_client::Cluster;
-use kgc_controllers::Context;
 use kgc_meta::disruption::{self, SYNC_FAILED};
 use kgc_meta::time::format_time;
 use kgc_meta::{LabelSelector, ResourceInfo};
+use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, View};
 use kube::api::{Api, ApiResource, DynamicObject};
 use serde_json::{Value, json};
@@ -171,7 +171,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         let (ctx, caches) = (ctx.clone(), caches.clone());
         async move { sync_namespace(&ctx, &caches, &ns).await }
     };
-    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
 }
 
 /// Every budget of `ns`; looks again when the first pending eviction expires.

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kgc_client::Cluster;
-use kgc_controllers::Context;
+use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, Typed};
 use kube::api::{Api, DeleteParams, PostParams};
 
@@ -56,7 +56,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
                 .map(|()| None::<Duration>)
         }
     };
-    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
 }
 
 /// `syncService`.

@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kgc_client::Cluster;
-use kgc_controllers::Context;
+use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, View};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::Value;
@@ -97,7 +97,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
                 .map(|()| None::<Duration>)
         }
     };
-    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
 }
 
 /// `syncService`.

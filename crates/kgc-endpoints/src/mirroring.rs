@@ -14,7 +14,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{EndpointAddress, Endpoints};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort};
 use kgc_client::Cluster;
-use kgc_controllers::Context;
+use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, Typed};
 
 use crate::endpointslice::Writer;
@@ -51,7 +51,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
                 .map(|()| None::<Duration>)
         }
     };
-    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
 }
 
 /// `syncEndpoints`.

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::Service;
 use kgc_client::Cluster;
-use kgc_controllers::Context;
+use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, Typed, describe};
 use kgc_runtime::queue::WorkQueue;
 

@@ -9,40 +9,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kgc_meta::catalog::group_of;
+pub use kgc_meta::GroupKind;
 use kgc_meta::{OwnerReference, ResourceInfo};
 use serde::Serialize;
 use serde_json::Value;
-
-/// A kind in its group, as owner references name a type (the version aside).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct GroupKind {
-    pub group: String,
-    pub kind: String,
-}
-
-impl GroupKind {
-    pub fn new(group: &str, kind: &str) -> Self {
-        Self {
-            group: group.to_owned(),
-            kind: kind.to_owned(),
-        }
-    }
-
-    pub fn of(api_version: &str, kind: &str) -> Self {
-        Self::new(group_of(api_version), kind)
-    }
-}
-
-impl std::fmt::Display for GroupKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.group.is_empty() {
-            f.write_str(&self.kind)
-        } else {
-            write!(f, "{}.{}", self.kind, self.group)
-        }
-    }
-}
 
 /// The `Ready` condition kubectl-tree shows (its READY and REASON columns).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use kgc_client::InProcess;
 use kgc_gc::{Config, GarbageCollector};
+use kgc_inprocess::InProcess;
 use kgc_meta::{DeleteOptions, PropagationPolicy, ResourceInfo};
 use kgc_store::Store;
 use serde_json::{Value, json};

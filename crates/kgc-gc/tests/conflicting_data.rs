@@ -48,9 +48,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
-use kgc_client::InProcess;
 use kgc_gc::graph_builder::{Effects, GraphEvent};
 use kgc_gc::{Config, GarbageCollector};
+use kgc_inprocess::InProcess;
 use kgc_meta::{DeleteOptions, ObjectMeta, ObjectRef, OwnerReference, ResourceInfo};
 use kgc_store::Store;
 use serde_json::{Value, json};

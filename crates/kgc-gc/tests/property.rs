@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kgc_client::InProcess;
 use kgc_gc::{Config, GarbageCollector};
+use kgc_inprocess::InProcess;
 use kgc_meta::{DeleteOptions, GroupResource, PropagationPolicy, ResourceInfo};
 use kgc_store::{EventType, Store, WatchEvent, WatchFilter};
 use proptest::prelude::*;

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use kgc_client::{Cluster, Deleted, InProcess, ObjectEvent, Result};
+use kgc_client::{Cluster, Deleted, ObjectEvent, Result};
 use kgc_gc::{Config, GarbageCollector};
+use kgc_inprocess::InProcess;
 use kgc_meta::{DeleteOptions, GroupResource, ObjectMeta, PropagationPolicy, ResourceInfo};
 use kgc_store::{EventType, Store, WatchEvent, WatchFilter};
 use kgc_testsupport::eventually;

@@ -20,10 +20,10 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeStatus, ObjectReference, Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kgc_client::Cluster;
-use kgc_controllers::Context;
-use kgc_controllers::events::Recorder;
 use kgc_node::containers::ContainerGcPolicy;
 use kgc_node::images::{ImageGcPolicy, ImageReason};
+use kgc_runtime::Context;
+use kgc_runtime::events::Recorder;
 use kgc_runtime::informer::{Cache, Informers, Key, View, describe};
 use kgc_runtime::metrics::{GaugeFn, Registry};
 use kgc_runtime::queue::WorkQueue;
@@ -420,7 +420,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, registry: Option<R
         let k = Arc::clone(&kubelet);
         async move { k.sync(w).await }
     };
-    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
 }
 
 impl<C: Cluster> Kubelet<C> {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use kgc_client::InProcess;
+use kgc_inprocess::InProcess;
 use kgc_lifecycle::{Clock, Context, Metrics, podgc, ttl};
 use kgc_meta::ResourceInfo;
 use kgc_runtime::informer::Informers;

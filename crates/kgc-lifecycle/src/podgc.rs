@@ -730,7 +730,7 @@ mod tests {
     /// out-of-service node, and a pod whose status is malformed (never touched).
     #[tokio::test]
     async fn a_pass_against_the_store() {
-        use kgc_client::InProcess;
+        use kgc_inprocess::InProcess;
         let store = kgc_store::Store::in_memory().await.unwrap();
         let find = |plural: &str| {
             store

@@ -32,6 +32,64 @@ pub enum GcPolicy {
     Unsupported,
 }
 
+/// A kind in its group, the version aside (apimachinery's `schema.GroupKind`,
+/// `staging/src/k8s.io/apimachinery/pkg/runtime/schema/group_version.go`): how owner
+/// references, ApplySets and the deploy tools compare types. `""` is the core group.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub struct GroupKind {
+    pub group: String,
+    pub kind: String,
+}
+
+impl GroupKind {
+    pub fn new(group: &str, kind: &str) -> Self {
+        Self {
+            group: group.to_owned(),
+            kind: kind.to_owned(),
+        }
+    }
+
+    /// The group and kind of an `apiVersion` and `kind` pair, as written.
+    pub fn of(api_version: &str, kind: &str) -> Self {
+        Self::new(group_of(api_version), kind)
+    }
+
+    /// Parses the form [`GroupKind`] displays as, `Kind.group` (`Kind` for core), as upstream's
+    /// `schema.ParseGroupKind` does; `None` for a blank string.
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim();
+        if s.is_empty() {
+            return None;
+        }
+        Some(match s.split_once('.') {
+            Some((kind, group)) => Self::new(group, kind),
+            None => Self::new("", s),
+        })
+    }
+
+    pub fn is_namespace(&self) -> bool {
+        self.group.is_empty() && self.kind == "Namespace"
+    }
+
+    pub fn is_crd(&self) -> bool {
+        self.group == "apiextensions.k8s.io" && self.kind == "CustomResourceDefinition"
+    }
+}
+
+/// `Kind.group`, or `Kind` for the core group (upstream's `GroupKind.String`, which is also the
+/// ApplySet `contains-group-kinds` element form of KEP-3659).
+impl fmt::Display for GroupKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.group.is_empty() {
+            f.write_str(&self.kind)
+        } else {
+            write!(f, "{}.{}", self.kind, self.group)
+        }
+    }
+}
+
 /// A kind, identified the way manifests name it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GroupVersionKind {

@@ -24,7 +24,8 @@ pub mod time;
 pub mod validation;
 
 pub use catalog::{
-    Catalog, GcPolicy, GroupResource, GroupVersionKind, GroupVersionResource, ResourceInfo, Scope,
+    Catalog, GcPolicy, GroupKind, GroupResource, GroupVersionKind, GroupVersionResource,
+    ResourceInfo, Scope,
 };
 pub use deletion::{DeleteOptions, Preconditions, PropagationPolicy};
 pub use object::{ObjectMeta, ObjectRef, OwnerReference};

@@ -28,9 +28,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kgc_client::Cluster;
-use kgc_controllers::Context;
-use kgc_controllers::events::Recorder;
 use kgc_lifecycle::node::Heartbeat;
+use kgc_runtime::Context;
+use kgc_runtime::events::Recorder;
 use kgc_runtime::informer::{Cache, Key, View};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -395,7 +395,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
             }
         }
     };
-    let no_schedule = kgc_controllers::work(NAME, queue, 2, move |name: String| {
+    let no_schedule = kgc_runtime::work(NAME, queue, 2, move |name: String| {
         let c = Arc::clone(&c);
         async move { c.no_schedule_pass(&name).await.map(|()| None) }
     });

@@ -18,8 +18,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kgc_client::Cluster;
-use kgc_controllers::Context;
-use kgc_controllers::events::Recorder;
+use kgc_runtime::Context;
+use kgc_runtime::events::Recorder;
 use kgc_runtime::informer::{Cache, Key};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -120,7 +120,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         let sim = Arc::clone(&sim);
         async move { sim.sync(&name).await }
     };
-    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
 }
 
 impl<C: Cluster> Simulator<C> {

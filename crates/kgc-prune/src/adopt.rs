@@ -381,10 +381,7 @@ impl Rule {
         );
         rule.applyset_id = Some(id.to_owned());
         if let Some(gks) = meta(parent, "annotations", ownership::ANNOTATION_GROUP_KINDS) {
-            rule.group_kinds = gks
-                .split(',')
-                .filter_map(GroupKind::parse_applyset)
-                .collect();
+            rule.group_kinds = gks.split(',').filter_map(GroupKind::parse).collect();
         }
         if let Some(nss) = meta(parent, "annotations", ownership::ANNOTATION_NAMESPACES) {
             rule.namespaces = nss

@@ -72,7 +72,7 @@ pub fn build(
 ) -> Result<Vec<Desired>, Error> {
     let crds: Vec<Resource> = sources
         .iter()
-        .filter(|s| GroupKind::canonical(api_version(&s.object), kind(&s.object)).is_crd())
+        .filter(|s| crate::gvk::canonical(api_version(&s.object), kind(&s.object)).is_crd())
         .flat_map(|s| crd_resources(&s.object))
         .collect();
     let mut seen: BTreeMap<ObjectKey, String> = BTreeMap::new();
@@ -101,7 +101,7 @@ pub fn build(
                     "unknown kind {k} in {av}: the server does not serve it and no CRD in the source defines it"
                 ),
             })?;
-        let gk = GroupKind::canonical(&av, &k);
+        let gk = crate::gvk::canonical(&av, &k);
         let mut object = s.object;
         let namespace = if resource.namespaced {
             let ns = object

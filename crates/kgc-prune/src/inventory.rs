@@ -57,10 +57,7 @@ impl Inventory {
         }
         let mut inv = Inventory::default();
         if let Some(gks) = get("annotations", ANNOTATION_GROUP_KINDS) {
-            inv.group_kinds = gks
-                .split(',')
-                .filter_map(GroupKind::parse_applyset)
-                .collect();
+            inv.group_kinds = gks.split(',').filter_map(GroupKind::parse).collect();
         }
         if let Some(nss) = get("annotations", ANNOTATION_NAMESPACES) {
             inv.namespaces = nss
@@ -88,11 +85,7 @@ impl Inventory {
 
     /// The parent ConfigMap to server-side apply, in `namespace`.
     pub fn parent(&self, identity: &Identity, namespace: &str, set_id: &str) -> Value {
-        let gks: Vec<String> = self
-            .group_kinds
-            .iter()
-            .map(GroupKind::applyset_form)
-            .collect();
+        let gks: Vec<String> = self.group_kinds.iter().map(GroupKind::to_string).collect();
         let nss: Vec<&str> = self
             .namespaces
             .iter()

@@ -36,7 +36,7 @@ impl Filters {
             || component.is_some_and(|c| self.components.iter().any(|f| f == c));
         let kind_ok = self.kinds.is_empty()
             || self.kinds.iter().any(|f| {
-                f.eq_ignore_ascii_case(&gk.kind) || f.eq_ignore_ascii_case(&gk.applyset_form())
+                f.eq_ignore_ascii_case(&gk.kind) || f.eq_ignore_ascii_case(&gk.to_string())
             });
         component_ok && kind_ok
     }

@@ -603,7 +603,8 @@ mod tests {
     use std::time::Duration;
 
     use futures::stream::BoxStream;
-    use kgc_client::{Deleted, InProcess};
+    use kgc_client::Deleted;
+    use kgc_inprocess::InProcess;
     use kgc_meta::DeleteOptions;
     use kgc_store::Store;
     use serde_json::json;

@@ -8,12 +8,21 @@
 //! - [`backoff`]: client-go's reflector back-off, with which failed watches are re-opened;
 //! - [`metrics`]: the process's one metrics registry;
 //! - [`decisions`]: the collectors' bounded history of what they deleted or orphaned, and why;
-//! - [`correlator`]: the one event correlator every event recorder files through.
+//! - [`correlator`]: the one event correlator every event recorder files through;
+//! - [`events`]: the event `Recorder` every controller records with;
+//! - [`Context`]: what every controller shares; [`work`], [`run_by_name`] and
+//!   [`run_per_namespace`]: the loops controllers run on.
 #![forbid(unsafe_code)]
 
 pub use kgc_client::backoff;
+mod context;
 pub mod correlator;
 pub mod decisions;
+pub mod events;
 pub mod informer;
 pub mod metrics;
 pub mod queue;
+mod runner;
+
+pub use context::Context;
+pub use runner::{run_by_name, run_per_namespace, work};

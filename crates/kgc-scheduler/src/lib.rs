@@ -28,7 +28,7 @@ pub mod volume;
 use std::sync::Arc;
 
 use kgc_client::Cluster;
-use kgc_controllers::Context;
+use kgc_runtime::Context;
 use kgc_runtime::informer::Key;
 use kgc_runtime::queue::WorkQueue;
 use tokio::sync::{Notify, Semaphore};
@@ -128,7 +128,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
     );
     tracing::info!(controller = NAME, "started");
     let sched = Arc::new(scheduler::Scheduler {
-        recorder: kgc_controllers::events::Recorder::new(
+        recorder: kgc_runtime::events::Recorder::new(
             ctx.client.clone(),
             pod::DEFAULT_SCHEDULER,
             ctx.clock,

@@ -22,7 +22,7 @@ use crate::score::score;
 use crate::selector::Term;
 use crate::volume::Volumes;
 use crate::{Error, FIELD_MANAGER};
-use kgc_controllers::events::Recorder;
+use kgc_runtime::events::Recorder;
 
 /// Bindings in flight at most: the scheduling loop waits for a slot.
 pub const PARALLEL_BINDS: usize = 128;

@@ -24,14 +24,14 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kgc_client::Cluster;
-use kgc_controllers::Context;
+use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, View, describe};
 use kgc_runtime::queue::WorkQueue;
 use kube::api::{Api, PostParams};
 
 use crate::matching::{self, claim_class};
 use crate::{Error, Result, annotation, annotations, class};
-use kgc_controllers::events::{Recorder, reference};
+use kgc_runtime::events::{Recorder, reference};
 use kgc_runtime::informer::Typed;
 
 /// The name `--controllers` knows it by.
@@ -135,7 +135,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         let b = Arc::clone(&binder);
         async move { b.sync(&item).await.map(|()| None) }
     };
-    tokio::join!(resync, kgc_controllers::work(NAME, queue, 1, sync));
+    tokio::join!(resync, kgc_runtime::work(NAME, queue, 1, sync));
 }
 
 fn pp() -> PostParams {

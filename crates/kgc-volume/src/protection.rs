@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kgc_client::Cluster;
-use kgc_controllers::Context;
+use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, View, describe};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::Value;
@@ -143,7 +143,7 @@ pub async fn run_pvc<C: Cluster>(ctx: Context<C>) {
                 .map(|()| None::<Duration>)
         }
     };
-    kgc_controllers::work(PVC_NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(PVC_NAME, queue, WORKERS, sync).await;
 }
 
 /// A claim's key, displayed `namespace/name` in logs.
@@ -218,7 +218,7 @@ pub async fn run_pv<C: Cluster>(ctx: Context<C>) {
                 .map(|()| None::<Duration>)
         }
     };
-    kgc_controllers::work(PV_NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(PV_NAME, queue, WORKERS, sync).await;
 }
 
 /// `processPV`: a deleted volume goes once it is not Bound (`isBeingUsed`).

@@ -26,14 +26,14 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as Q;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kgc_client::Cluster;
-use kgc_controllers::Context;
 use kgc_meta::quantity::Quantity;
+use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, describe};
 use kube::api::{Api, PostParams};
 
 use crate::binder::{Claim, Class, Volume};
 use crate::{Config, Error, PROVISIONER, Result, annotation, annotations, class};
-use kgc_controllers::events::{Recorder, reference};
+use kgc_runtime::events::{Recorder, reference};
 use kgc_runtime::informer::Typed;
 
 /// The name `--controllers` knows it by.
@@ -115,7 +115,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         let p = Arc::clone(&p);
         async move { p.sync(&key.0).await.map(|()| None::<Duration>) }
     };
-    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
 }
 
 /// The binder handed the claim to this provisioner, and it has no volume yet.

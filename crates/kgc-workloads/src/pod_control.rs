@@ -14,7 +14,7 @@ use std::hash::Hash;
 
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
-use kgc_controllers::events::Recorder;
+use kgc_runtime::events::Recorder;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 

@@ -22,9 +22,9 @@ use k8s_openapi::api::apps::v1::{ReplicaSet as Typed, ReplicaSetCondition, Repli
 use k8s_openapi::api::core::v1::{ObjectReference, Pod as TypedPod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kgc_client::Cluster;
-use kgc_controllers::Context;
-use kgc_controllers::events::{Recorder, reference};
 use kgc_meta::selector::LabelSelector;
+use kgc_runtime::Context;
+use kgc_runtime::events::{Recorder, reference};
 use kgc_runtime::informer::{Cache, Key, describe};
 use kube::api::{Api, PostParams};
 use kube::core::NamespaceResourceScope;
@@ -218,7 +218,7 @@ pub(crate) async fn run_for<K: Kind, C: Cluster>(ctx: Context<C>) {
         let c = Arc::clone(&controller);
         async move { c.sync(&key.0).await }
     };
-    kgc_controllers::work(K::NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(K::NAME, queue, WORKERS, sync).await;
 }
 
 impl<K: Kind, C: Cluster> Controller<K, C> {

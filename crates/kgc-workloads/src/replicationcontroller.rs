@@ -13,7 +13,7 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::core::v1::{ReplicationController, ReplicationControllerCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kgc_client::Cluster;
-use kgc_controllers::Context;
+use kgc_runtime::Context;
 
 use crate::replicaset::{Kind, run_for};
 

@@ -283,7 +283,7 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
         config.decisions.clone(),
     );
     let controllers = {
-        let ctx = kgc_controllers::Context {
+        let ctx = kgc_runtime::Context {
             informers,
             client: shared.client.clone(),
             clock: shared.lifecycle.clock(),

@@ -9,9 +9,10 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use kgc_client::Cluster;
 use kgc_controllers::{
-    Context, crd_finalizer, namespace, pod_termination, resourcequota, root_ca, serviceaccount,
+    crd_finalizer, namespace, pod_termination, resourcequota, root_ca, serviceaccount,
 };
 use kgc_nodesim::{lifecycle as node_lifecycle, simulator as nodes_sim};
+use kgc_runtime::Context;
 use kgc_workloads::{cronjob, deployment, job, replicaset, replicationcontroller, statefulset};
 
 /// The part of the process that starts a controller.

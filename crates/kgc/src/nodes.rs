@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use kgc_client::Cluster;
-use kgc_controllers::Context;
 use kgc_nodesim::{lifecycle, simulator};
+use kgc_runtime::Context;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct NodeArgs {

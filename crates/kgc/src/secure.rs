@@ -127,7 +127,7 @@ impl Security {
         &self,
         api: ApiServer,
         store: &Store,
-        informers: &kgc_runtime::informer::Informers<kgc_client::InProcess>,
+        informers: &kgc_runtime::informer::Informers<kgc_inprocess::InProcess>,
     ) -> anyhow::Result<(ApiServer, Vec<tokio::task::JoinHandle<()>>)> {
         let sa = ServiceAccountTokens::new(&self.pki.service_account_key_der, &self.issuer)
             .context("loading the service-account signing key")?;

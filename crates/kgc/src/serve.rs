@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use kgc_apiserver::ApiServer;
-use kgc_client::InProcess;
 use kgc_gc::{Config as GcConfig, GarbageCollector};
+use kgc_inprocess::InProcess;
 use kgc_runtime::metrics::Registry;
 use kgc_store::{Options, Store};
 
@@ -333,7 +333,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
         None => Vec::new(),
     };
-    let ctx = kgc_controllers::Context {
+    let ctx = kgc_runtime::Context {
         informers: informers.clone(),
         client: api.loopback_client(),
         clock: args.lifecycle.clock(),

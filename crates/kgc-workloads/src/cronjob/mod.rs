@@ -24,8 +24,8 @@ use k8s_openapi::api::batch::v1::{CronJob as Typed, CronJobStatus, Job as TypedJ
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kgc_client::Cluster;
-use kgc_controllers::Context;
-use kgc_controllers::events::{Recorder, reference};
+use kgc_runtime::Context;
+use kgc_runtime::events::{Recorder, reference};
 use kgc_runtime::informer::{Cache, Key, describe};
 use kube::api::{Api, DeleteParams, PostParams, Preconditions, PropagationPolicy};
 use serde_json::json;
@@ -113,7 +113,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         let c = Arc::clone(&controller);
         async move { c.sync(&key.0).await }
     };
-    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
 }
 
 /// The CronJob a Job's controller reference names.

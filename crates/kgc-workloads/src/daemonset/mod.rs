@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::{ControllerRevision as TypedCr, DaemonSet as Typed};
 use k8s_openapi::api::core::v1::{Pod as TypedPod, PodTemplateSpec};
 use kgc_client::Cluster;
-use kgc_controllers::Context;
-use kgc_controllers::events::{Recorder, reference};
 use kgc_meta::selector::LabelSelector;
+use kgc_runtime::Context;
+use kgc_runtime::events::{Recorder, reference};
 use kgc_runtime::informer::{Cache, Key, describe};
 use kgc_runtime::queue::WorkQueue;
 use kgc_scheduler::node::Node;
@@ -225,7 +225,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         let c = Arc::clone(&controller);
         async move { c.sync(&key.0).await }
     };
-    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
 }
 
 impl<C: Cluster> Controller<C> {

@@ -24,9 +24,9 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kgc_client::Cluster;
-use kgc_controllers::Context;
-use kgc_controllers::events::{Recorder, reference};
 use kgc_meta::selector::LabelSelector;
+use kgc_runtime::Context;
+use kgc_runtime::events::{Recorder, reference};
 use kgc_runtime::informer::{Cache, Key, describe};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::{Value, json};
@@ -213,7 +213,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         let c = Arc::clone(&controller);
         async move { c.sync(&key.0).await }
     };
-    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
 }
 
 /// The Deployment a ReplicaSet's controller reference names.

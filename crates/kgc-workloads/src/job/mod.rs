@@ -29,9 +29,9 @@ use k8s_openapi::api::batch::v1::{Job as Typed, JobCondition, JobSpec, JobStatus
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, Pod as TypedPod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kgc_client::Cluster;
-use kgc_controllers::Context;
-use kgc_controllers::events::{Recorder, reference};
 use kgc_meta::selector::LabelSelector;
+use kgc_runtime::Context;
+use kgc_runtime::events::{Recorder, reference};
 use kgc_runtime::informer::{Cache, Key, describe};
 use kgc_runtime::queue::WorkQueue;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -166,7 +166,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
             }
         }
     };
-    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
 }
 
 /// Whether a write lost to a concurrent one (409).

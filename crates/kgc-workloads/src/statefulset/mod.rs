@@ -25,9 +25,9 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{ControllerRevision as TypedCr, StatefulSet as Typed};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod as TypedPod, PodTemplateSpec};
 use kgc_client::Cluster;
-use kgc_controllers::Context;
-use kgc_controllers::events::{Recorder, reference};
 use kgc_meta::selector::LabelSelector;
+use kgc_runtime::Context;
+use kgc_runtime::events::{Recorder, reference};
 use kgc_runtime::informer::{Cache, Key, describe};
 use kgc_runtime::queue::WorkQueue;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -192,7 +192,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         let c = Arc::clone(&controller);
         async move { c.sync(&key.0).await }
     };
-    kgc_controllers::work(NAME, queue, WORKERS, sync).await;
+    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
 }
 
 /// A revision's template (upstream `ApplyRevision`: the data replaces the set's template).

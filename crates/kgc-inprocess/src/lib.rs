@@ -1,5 +1,9 @@
 //! [`Cluster`] straight against the embedded store: no HTTP, no serialization round trip, and
 //! every read-modify-write is one atomic store update.
+//!
+//! A crate of its own so that kgc-client (the interface and its remote side) does not link the
+//! store: `kgc controller`, `kgc tree` and a collector against a real cluster need no SQLite.
+#![forbid(unsafe_code)]
 
 use std::sync::Arc;
 
@@ -10,7 +14,7 @@ use kgc_meta::{
 use kgc_store::{EventType, ListOptions, Store, StoredObject, WatchEvent, WatchFilter, Watcher};
 use serde_json::Value;
 
-use crate::{Cluster, Deleted, Error, ObjectEvent, Result};
+use kgc_client::{Cluster, Deleted, Error, ObjectEvent, Result};
 
 /// The embedded store as a [`Cluster`].
 #[derive(Clone)]

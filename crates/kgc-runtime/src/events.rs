@@ -2,7 +2,7 @@
 //! (`kubernetes/kubernetes staging/src/k8s.io/client-go/tools/record/event.go`): in the involved
 //! object's namespace (`default` for a cluster-scoped one), named `<object>.<unix nanoseconds in
 //! hex>`, with the component (and, for a kubelet, its node) as source. Every event goes through
-//! the process's one correlator ([`kgc_runtime::correlator`]): a repeat is counted on the first
+//! the process's one correlator ([`crate::correlator`]): a repeat is counted on the first
 //! Event, similar ones are aggregated, and a source that floods one object is throttled, so a
 //! pod that cannot be scheduled for an hour makes one Event, not hundreds. Recording never
 //! holds up the controller: each event is sent on its own task, and a failure is logged, as
@@ -10,11 +10,11 @@
 
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kgc_runtime::correlator::{Correlated, correlator};
+use kgc_meta::time::Clock;
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 
-use crate::Clock;
+use crate::correlator::{Correlated, correlator};
 
 /// Upstream's event types.
 const NORMAL: &str = "Normal";
