@@ -1029,7 +1029,7 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), c.groups().len());
-        assert_eq!(c.resources().count(), 44);
+        assert_eq!(c.resources().count(), 46);
     }
 
     #[test]
