@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod admission;
+mod admission_policy;
 mod apply;
 pub mod authn;
 pub mod authz;
@@ -23,6 +24,7 @@ pub mod inflight;
 pub mod ipallocator;
 pub mod limitranger;
 pub mod loopback;
+mod matchconditions;
 pub mod owner_references;
 mod pod_connect;
 pub mod pod_log;

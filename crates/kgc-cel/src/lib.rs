@@ -19,6 +19,8 @@ pub mod program;
 pub mod rules;
 pub mod value;
 
+/// A CEL value, as programs take their variables and give their results.
+pub use cel::Value;
 pub use cost::Shape;
 pub use program::Program;
 
@@ -35,6 +37,23 @@ pub const STATIC_ESTIMATED_CRD_COST_LIMIT: u64 = 100_000_000;
 /// The largest request body kube-apiserver accepts, which bounds every list, map and string
 /// without a declared maximum (`apiextensions-apiserver` `maxRequestSizeBytes`).
 pub const MAX_REQUEST_SIZE_BYTES: u64 = 3 * 1024 * 1024;
+
+/// What an admission webhook's `matchConditions` may read (kubernetes/apiserver
+/// `pkg/admission/plugin/cel` `OptionalVariableDeclarations` without params).
+pub const WEBHOOK_VARIABLES: [&str; 4] = ["object", "oldObject", "request", "authorizer"];
+
+/// What a ValidatingAdmissionPolicy's expressions may read: the webhook's, its `params`, the
+/// request's namespace, its `variables` (and `authorizer.requestResource`, through
+/// `authorizer`).
+pub const POLICY_VARIABLES: [&str; 7] = [
+    "object",
+    "oldObject",
+    "request",
+    "authorizer",
+    "params",
+    "namespaceObject",
+    "variables",
+];
 
 /// What can go wrong compiling or running a CEL program.
 #[derive(Debug, thiserror::Error)]

@@ -80,6 +80,14 @@ impl Program {
         self.used.contains(variable)
     }
 
+    /// The type of the result when the expression's outermost form decides it (a literal, a
+    /// list or map, arithmetic or string concatenation of literals). cel-rust has no type
+    /// checker; this catches what cel-go's would refuse as "must evaluate to bool" in the
+    /// obvious cases, and evaluation refuses the rest.
+    pub fn obvious_type(&self) -> Option<&'static str> {
+        literal_type(&self.inner.expression().expr)
+    }
+
     /// The worst-case cost of one evaluation with variables of these shapes.
     pub fn estimate(&self, variables: &[(&str, Shape)]) -> u64 {
         let mut scope: Vec<(String, Shape)> = variables
@@ -96,6 +104,35 @@ impl Program {
             context.add_variable_from_value(*name, value.clone());
         }
         self.inner.execute(&context).map_err(evaluation_error)
+    }
+}
+
+fn literal_type(expr: &Expr) -> Option<&'static str> {
+    use cel::common::ast::LiteralValue as L;
+    match expr {
+        Expr::Literal(l) => Some(match l {
+            L::Boolean(_) => "bool",
+            L::Int(_) => "int",
+            L::UInt(_) => "uint",
+            L::Double(_) => "double",
+            L::String(_) => "string",
+            L::Bytes(_) => "bytes",
+            L::Null => "null_type",
+        }),
+        Expr::List(_) => Some("list(dyn)"),
+        Expr::Map(_) => Some("map(dyn, dyn)"),
+        Expr::Call(c)
+            if matches!(c.func_name.as_str(), "_+_" | "_-_" | "_*_" | "_/_" | "_%_")
+                && c.target.is_none() =>
+        {
+            let types: Vec<_> = c.args.iter().map(|a| literal_type(&a.expr)).collect();
+            types
+                .first()
+                .copied()
+                .flatten()
+                .filter(|t| types.iter().all(|x| x == &Some(*t)))
+        }
+        _ => None,
     }
 }
 
@@ -244,6 +281,22 @@ mod tests {
         );
         assert!(Program::compile("self.all(x, x > 0)", &["self"]).is_ok());
         assert!(Program::compile("self.x >", &["self"]).is_err());
+    }
+
+    #[test]
+    fn obvious_types() {
+        let t = |s: &str| {
+            Program::compile(s, &["x"])
+                .map(|p| p.obvious_type())
+                .ok()
+                .flatten()
+        };
+        assert_eq!(t("'a'"), Some("string"));
+        assert_eq!(t("1 + 2"), Some("int"));
+        assert_eq!(t("[1]"), Some("list(dyn)"));
+        assert_eq!(t("true"), Some("bool"));
+        assert_eq!(t("x.y"), None);
+        assert_eq!(t("x + 1"), None);
     }
 
     #[test]

@@ -47,6 +47,15 @@ pub fn to_cel(value: &Value, schema: Option<&Value>) -> Cel {
     }
 }
 
+/// A CEL map with string keys (a policy's `variables`).
+pub fn map(entries: impl IntoIterator<Item = (String, Cel)>) -> Cel {
+    let entries: HashMap<Key, Cel> = entries
+        .into_iter()
+        .map(|(k, v)| (Key::String(Arc::new(k)), v))
+        .collect();
+    Cel::from(entries)
+}
+
 /// An `optional` of the value (`optionalOldSelf`): `optional.none()` when there is none.
 pub fn optional(value: Option<Cel>) -> Cel {
     let opt = match value {

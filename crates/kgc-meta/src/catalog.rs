@@ -568,6 +568,7 @@ impl Builtin {
                 ("batch", _) => true,
                 ("", p) => matches!(p, "pods" | "replicationcontrollers"),
                 ("autoscaling" | "policy" | "apiextensions.k8s.io", _) => true,
+                ("admissionregistration.k8s.io", p) => p.starts_with("validatingadmissionpolic"),
                 ("networking.k8s.io", p) => matches!(p, "ingresses" | "networkpolicies"),
                 _ => false,
             },
@@ -812,6 +813,27 @@ fn builtin_resources() -> impl Iterator<Item = ResourceInfo> {
             "v1",
             "ValidatingWebhookConfiguration",
             "validatingwebhookconfigurations",
+            Cluster,
+            &[],
+            false,
+            NONE,
+        ),
+        // ValidatingAdmissionPolicies (run by kgc-apiserver's `admission_policy`).
+        b(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            Cluster,
+            &[],
+            false,
+            STATUS,
+        ),
+        b(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
             Cluster,
             &[],
             false,
@@ -1065,7 +1087,7 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), c.groups().len());
-        assert_eq!(c.resources().count(), 44);
+        assert_eq!(c.resources().count(), 46);
     }
 
     #[test]

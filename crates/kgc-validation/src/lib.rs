@@ -64,6 +64,8 @@
 use kgc_meta::FieldError;
 use serde_json::Value;
 
+mod admission_policy;
+mod cel;
 mod config;
 mod container;
 mod cron;
@@ -162,6 +164,12 @@ pub fn validate(
         }
         ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") if whole => {
             webhook::configuration(obj, true, e)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") if whole => {
+            admission_policy::policy(obj, e)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") if whole => {
+            admission_policy::binding(obj, e)
         }
         ("policy", "PodDisruptionBudget") => policy::pod_disruption_budget(obj, op, e),
         ("certificates.k8s.io", "CertificateSigningRequest") => {

@@ -2,10 +2,7 @@
 //! MutatingWebhookConfiguration, following kubernetes/kubernetes
 //! `pkg/apis/admissionregistration/validation/validation.go` (`validateWebhook`,
 //! `validateRuleWithOperations`, `ValidateWebhookURL`, `ValidateWebhookService`).
-//!
-//! One deliberate difference: `matchConditions` are CEL, which kgc does not evaluate yet, so a
-//! webhook that has them is refused here (Forbidden, saying so) rather than stored and silently
-//! called for requests its conditions would exclude.
+//! `matchConditions` are checked in [`crate::cel`].
 
 use std::collections::HashSet;
 
@@ -89,16 +86,17 @@ fn webhook(hook: &Value, mutating: bool, path: &Path<'_>, errs: &mut Errors) {
             errs,
         );
     }
-    if !hook.list("matchConditions").is_empty() {
-        errs.forbidden(
-            path.child("matchConditions"),
-            "matchConditions are CEL expressions, which kgc does not evaluate yet",
-        );
-    }
+    crate::cel::match_conditions(hook, &kgc_cel::WEBHOOK_VARIABLES, path, errs);
     client_config(hook.at("clientConfig"), &path.child("clientConfig"), errs);
 }
 
-fn enumerated(hook: &Value, key: &str, supported: &[&str], path: &Path<'_>, errs: &mut Errors) {
+pub(crate) fn enumerated(
+    hook: &Value,
+    key: &str,
+    supported: &[&str],
+    path: &Path<'_>,
+    errs: &mut Errors,
+) {
     if let Some(v) = hook.opt_str(key)
         && !supported.contains(&v)
     {
@@ -106,7 +104,7 @@ fn enumerated(hook: &Value, key: &str, supported: &[&str], path: &Path<'_>, errs
     }
 }
 
-fn rule_with_operations(rule: &Value, path: &Path<'_>, errs: &mut Errors) {
+pub(crate) fn rule_with_operations(rule: &Value, path: &Path<'_>, errs: &mut Errors) {
     let ops = rule.list("operations");
     if ops.is_empty() {
         errs.required(path.child("operations"), "");
@@ -204,14 +202,14 @@ mod tests {
         h["timeoutSeconds"] = json!(31);
         h["sideEffects"] = json!("Some");
         h["clientConfig"] = json!({"url": "http://x/"});
-        h["matchConditions"] = json!([{"name": "c", "expression": "true"}]);
+        h["matchConditions"] = json!([{"name": "c", "expression": "params.x"}]);
         assert_eq!(
             run(h),
             vec![
                 "webhooks[0].name: Invalid value: \"short\": should be a domain with at least three segments separated by dots",
                 "webhooks[0].sideEffects: Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\"",
                 "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds",
-                "webhooks[0].matchConditions: Forbidden: matchConditions are CEL expressions, which kgc does not evaluate yet",
+                "webhooks[0].matchConditions[0].expression: Invalid value: \"params.x\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'params' (in container '')\n | params.x\n | ^",
                 "webhooks[0].clientConfig.url: Invalid value: \"http://x/\": 'https' is the only allowed URL scheme",
             ]
         );

@@ -614,4 +614,83 @@ async fn admission(s: &Server, hook: &Webhook) {
             .success()
     })
     .await;
+
+    // matchConditions: a webhook is skipped when one is false; an evaluation error refuses
+    // the request under failurePolicy: Fail (403, upstream's words), and skips it under Ignore.
+    let ns = fresh_namespace(&c, "conditions").await;
+    let conditions = |exprs: &[&str]| -> Value {
+        exprs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| json!({"name": format!("c{i}"), "expression": e}))
+            .collect()
+    };
+    apply(validating(
+        "cond",
+        &ns,
+        "deny-bad",
+        json!({"matchConditions": conditions(&[
+            "request.operation == 'CREATE'",
+            "!has(object.metadata.labels) || !('skip' in object.metadata.labels)",
+        ])}),
+    ))
+    .await;
+    let labelled = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns, "labels": {"skip": "yes"}}})
+        .to_string()
+    };
+    s.kubectl_stdin_ok(&["create", "-f", "-"], &labelled("bad-skipped"))
+        .await;
+    let out = s
+        .kubectl(&["create", "configmap", "-n", &ns, "bad-called"])
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("admission webhook \"cond.kgc.test\" denied the request"),
+        "{stderr}"
+    );
+    let ns = fresh_namespace(&c, "condfail").await;
+    apply(validating(
+        "condfail",
+        &ns,
+        "allow",
+        json!({"matchConditions": conditions(&["object.data.x == 'y'"])}),
+    ))
+    .await;
+    let out = s
+        .kubectl(&["create", "configmap", "-n", &ns, "nodata"])
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("configmaps \"nodata\" is forbidden: expression 'object.data.x == 'y'' resulted in error: no such key: data"),
+        "{stderr}"
+    );
+    apply(validating(
+        "condfail",
+        &ns,
+        "allow",
+        json!({"failurePolicy": "Ignore", "matchConditions": conditions(&["object.data.x == 'y'"])}),
+    ))
+    .await;
+    s.kubectl_ok(&["create", "configmap", "-n", &ns, "nodata"])
+        .await;
+    // Validation refuses a condition that does not compile, in upstream's words.
+    let out = s
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &validating(
+                "badcond",
+                &ns,
+                "allow",
+                json!({"matchConditions": conditions(&["object.x =="])}),
+            ),
+        )
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("webhooks[0].matchConditions[0].expression: Invalid value: \"object.x ==\": compilation failed: ERROR: <input>:1:"),
+        "{stderr}"
+    );
 }

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::client::ClientConfig;
 use super::rules::{Rule, Selector};
+use crate::matchconditions::Matcher;
 
 /// `timeoutSeconds` when a webhook does not say (admissionregistration/v1 defaults.go).
 const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
@@ -36,9 +37,8 @@ pub(crate) struct Hook {
     pub reinvoke: bool,
     /// The AdmissionReview version sent: the first of `admissionReviewVersions` kgc speaks.
     pub review_version: Option<&'static str>,
-    /// `matchConditions` are CEL, which kgc does not evaluate: validation refuses them, and a
-    /// configuration stored before that is refused when called (see docs/ADMISSION.md).
-    pub has_match_conditions: bool,
+    /// `matchConditions`, compiled once per change of the configurations.
+    pub match_conditions: Arc<Matcher>,
 }
 
 impl Hook {
@@ -72,32 +72,81 @@ impl Hook {
                     Some("v1beta1") => Some("v1beta1"),
                     _ => None,
                 }),
-            has_match_conditions: h["matchConditions"]
-                .as_array()
-                .is_some_and(|c| !c.is_empty()),
+            match_conditions: Arc::new(Matcher::from_json(
+                &h["matchConditions"],
+                &kgc_cel::WEBHOOK_VARIABLES,
+            )),
         }
     }
 }
 
-/// The webhooks of one kind of configuration, as of the store's last change to it.
-struct Cached {
-    /// `Store::last_change` of the configurations when `hooks` was read.
+/// Objects of one admission configuration resource as something built from them, as of the
+/// store's last change to that resource.
+pub(crate) struct Cached<T> {
+    /// `Store::last_change` of the resource when `value` was built.
     change: Option<u64>,
-    hooks: Arc<Vec<Hook>>,
-    /// Keeps the store counting changes to the configurations (see `Store::last_change`).
+    value: Arc<T>,
+    /// Keeps the store counting changes to the resource (see `Store::last_change`).
     watcher: Watcher,
 }
 
-/// Mutating and validating webhooks, re-read only when their configurations change.
+/// What `build` makes of every object of `gr`, rebuilt only when one of them changed; `build`
+/// gets the objects and what it made last time (to keep what did not change).
+pub(crate) fn read_cached<T>(
+    store: &Store,
+    slot: &Mutex<Option<Cached<T>>>,
+    gr: &GroupResource,
+    build: impl FnOnce(Vec<Value>, Option<&T>) -> T,
+) -> Arc<T> {
+    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+    let change = store.last_change(gr);
+    if let Some(c) = slot.as_ref()
+        && c.change.is_some()
+        && c.change == change
+    {
+        return Arc::clone(&c.value);
+    }
+    let (watcher, previous) = match slot.take() {
+        Some(c) => (c.watcher, Some(c.value)),
+        None => (
+            store.watch(WatchFilter::new(gr.clone()), Some(store.revision())),
+            None,
+        ),
+    };
+    let change = store.last_change(gr);
+    let objects = match store.list(gr, &ListOptions::default()) {
+        Ok(list) => list
+            .items
+            .iter()
+            .filter_map(|o| serde_json::from_str::<Value>(&o.raw).ok())
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, resource = %gr, "reading admission configuration");
+            Vec::new()
+        }
+    };
+    let value = Arc::new(build(objects, previous.as_deref()));
+    *slot = Some(Cached {
+        change,
+        value: Arc::clone(&value),
+        watcher,
+    });
+    value
+}
+
+/// Mutating and validating webhooks, re-read only when their configurations change, and the
+/// ValidatingAdmissionPolicies that run between them.
 pub(crate) struct Webhooks {
     store: Store,
-    mutating: Mutex<Option<Cached>>,
-    validating: Mutex<Option<Cached>>,
+    mutating: Mutex<Option<Cached<Vec<Hook>>>>,
+    validating: Mutex<Option<Cached<Vec<Hook>>>>,
+    pub policies: crate::admission_policy::Policies,
 }
 
 impl Webhooks {
     pub fn new(store: Store) -> Self {
         Self {
+            policies: crate::admission_policy::Policies::new(store.clone()),
             store,
             mutating: Mutex::new(None),
             validating: Mutex::new(None),
@@ -116,26 +165,9 @@ impl Webhooks {
             (&self.validating, "validatingwebhookconfigurations")
         };
         let gr = GroupResource::new("admissionregistration.k8s.io", resource);
-        let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
-        let change = self.store.last_change(&gr);
-        if let Some(c) = slot.as_ref()
-            && c.change.is_some()
-            && c.change == change
-        {
-            return Arc::clone(&c.hooks);
-        }
-        let watcher = match slot.take() {
-            Some(c) => c.watcher,
-            None => self
-                .store
-                .watch(WatchFilter::new(gr.clone()), Some(self.store.revision())),
-        };
-        let change = self.store.last_change(&gr);
-        let hooks: Vec<Hook> = match self.store.list(&gr, &ListOptions::default()) {
-            Ok(list) => list
-                .items
+        read_cached(&self.store, slot, &gr, |configs, _| {
+            configs
                 .iter()
-                .filter_map(|o| serde_json::from_str::<Value>(&o.raw).ok())
                 .flat_map(|c| {
                     c["webhooks"]
                         .as_array()
@@ -144,19 +176,8 @@ impl Webhooks {
                         .map(Hook::from_json)
                         .collect::<Vec<_>>()
                 })
-                .collect(),
-            Err(e) => {
-                tracing::warn!(error = %e, "reading webhook configurations");
-                Vec::new()
-            }
-        };
-        let hooks = Arc::new(hooks);
-        *slot = Some(Cached {
-            change,
-            hooks: Arc::clone(&hooks),
-            watcher,
-        });
-        hooks
+                .collect()
+        })
     }
 }
 

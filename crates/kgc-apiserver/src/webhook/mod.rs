@@ -9,8 +9,8 @@
 //! the version its rules name (`matchPolicy: Equivalent`), the stored object as `oldObject`.
 
 mod client;
-mod config;
-mod review;
+pub(crate) mod config;
+pub(crate) mod review;
 mod rules;
 
 use futures::future::join_all;
@@ -21,12 +21,13 @@ use serde_json::{Value, json};
 use crate::ApiServer;
 use crate::admission::{self, FieldValidation, Written};
 use crate::conversion;
+use crate::matchconditions::Matched;
 use crate::request::{Query, RequestInfo};
 
 pub(crate) use client::ClientConfig;
 use config::Hook;
 pub(crate) use config::Webhooks;
-use rules::{Target, labels_of, matching_version};
+pub(crate) use rules::{Rule, Selector, Target, labels_of, matching_version, selectors_match};
 
 /// One write, as the webhooks are told of it.
 pub(crate) struct Call<'a> {
@@ -69,7 +70,7 @@ impl<'a> Call<'a> {
         })
     }
 
-    fn target<'s>(&'s self, version: &'s str) -> Target<'s> {
+    pub fn target<'s>(&'s self, version: &'s str) -> Target<'s> {
         Target {
             operation: self.operation,
             group: &self.info.group,
@@ -107,7 +108,7 @@ fn denied(name: &str, status: &Value) -> Status {
 }
 
 /// A `metav1.StatusReason` kgc knows; any other is sent without one.
-fn reason(r: &str) -> kgc_meta::Reason {
+pub(crate) fn reason(r: &str) -> kgc_meta::Reason {
     use kgc_meta::Reason::*;
     [
         NotFound,
@@ -134,7 +135,7 @@ fn failed(name: &str, reason: &str) -> Status {
 }
 
 /// The object a webhook sees: in `version`, which the request's rules matched.
-fn in_version(call: &Call<'_>, version: &str, stored: &Value) -> Value {
+pub(crate) fn in_version(call: &Call<'_>, version: &str, stored: &Value) -> Value {
     let mut v = stored.clone();
     if call.req.subresource.is_none() || call.req.subresource.as_deref() == Some("status") {
         conversion::from_storage(call.info, version, &mut v);
@@ -155,12 +156,12 @@ impl Webhooks {
             self.hooks(m)
                 .iter()
                 .any(|h| matching_version(&h.rules, h.equivalent, &catalog, &target).is_some())
-        })
+        }) || self.policies.applies(call)
     }
 
     /// The labels `namespaceSelector` is matched against: the namespace's, or a Namespace's
     /// own; `None` for other cluster-scoped objects, which every namespaceSelector matches.
-    fn namespace_labels(
+    pub(crate) fn namespace_labels(
         &self,
         call: &Call<'_>,
         obj: Option<&Value>,
@@ -194,19 +195,14 @@ impl Webhooks {
             &catalog,
             &call.target(&call.req.version),
         )?;
-        if let Some(labels) = ns_labels
-            && !hook.namespace_selector.matches(labels)
-        {
-            return None;
-        }
-        let object_matches = match (obj, old) {
-            (None, None) => hook.object_selector.matches(&Default::default()),
-            _ => [obj, old]
-                .into_iter()
-                .flatten()
-                .any(|o| hook.object_selector.matches(&labels_of(o))),
-        };
-        object_matches.then_some(version)
+        selectors_match(
+            &hook.namespace_selector,
+            &hook.object_selector,
+            ns_labels,
+            obj,
+            old,
+        )
+        .then_some(version)
     }
 
     /// Calls one webhook; `Ok(None)` when it failed and `failurePolicy: Ignore` lets the
@@ -237,6 +233,98 @@ impl Webhooks {
         }
     }
 
+    /// The request `hook` is told of, in `version`.
+    pub(crate) fn review_request<'s>(
+        call: &'s Call<'_>,
+        version: &'s str,
+        uid: &'s str,
+        user: Option<&'s kgc_auth::UserInfo>,
+        obj: Option<&'s Value>,
+        old: Option<&'s Value>,
+    ) -> review::Request<'s> {
+        let (group, kind, plural) = (&call.info.group, &call.info.kind, &call.info.plural);
+        let name = obj
+            .or(old)
+            .and_then(|o| o["metadata"]["name"].as_str())
+            .or(call.req.name.as_deref())
+            .unwrap_or_default();
+        review::Request {
+            uid,
+            kind: review::Gvx {
+                group,
+                version,
+                name: kind,
+            },
+            resource: review::Gvx {
+                group,
+                version,
+                name: plural,
+            },
+            sub_resource: call.req.subresource.as_deref().unwrap_or(""),
+            request_kind: review::Gvx {
+                group,
+                version: &call.req.version,
+                name: kind,
+            },
+            request_resource: review::Gvx {
+                group,
+                version: &call.req.version,
+                name: plural,
+            },
+            name,
+            namespace: call.req.namespace.as_deref().unwrap_or(""),
+            operation: call.operation,
+            user,
+            object: obj,
+            old_object: old,
+            dry_run: call.dry_run,
+            options: &call.options,
+        }
+    }
+
+    /// Whether `hook`'s `matchConditions` let it be called (generic/webhook.go
+    /// `ShouldCallHook`): an evaluation error is a 403 under `failurePolicy: Fail`, a skip
+    /// under `Ignore`.
+    fn conditions_match(
+        hook: &Hook,
+        call: &Call<'_>,
+        version: &str,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<bool, Status> {
+        if hook.match_conditions.is_empty() {
+            return Ok(true);
+        }
+        let user = crate::authn::current_user();
+        let request = review::request(&Self::review_request(
+            call,
+            version,
+            "",
+            user.as_deref(),
+            None,
+            None,
+        ));
+        match hook
+            .match_conditions
+            .evaluate(&crate::matchconditions::input(&request, obj, old))
+        {
+            Matched::Yes => Ok(true),
+            Matched::No => Ok(false),
+            Matched::Failed(e) if hook.fail => {
+                let name = obj
+                    .or(old)
+                    .and_then(|o| o["metadata"]["name"].as_str())
+                    .or(call.req.name.as_deref())
+                    .unwrap_or_default();
+                Err(Status::forbidden(&call.info.group_resource(), name, &e))
+            }
+            Matched::Failed(e) => {
+                tracing::warn!(webhook = %hook.name, error = %e, "failed evaluating match conditions, ignored (failurePolicy: Ignore)");
+                Ok(false)
+            }
+        }
+    }
+
     async fn send(
         &self,
         hook: &Hook,
@@ -246,54 +334,14 @@ impl Webhooks {
         old: Option<&Value>,
         mutating: bool,
     ) -> Result<review::Response, String> {
-        if hook.has_match_conditions {
-            return Err("matchConditions are CEL expressions, which kgc does not evaluate".into());
-        }
         let review_version = hook.review_version.ok_or_else(|| {
             "none of the webhook's admissionReviewVersions is v1 or v1beta1".to_owned()
         })?;
         let uid = uuid::Uuid::new_v4().to_string();
-        let (group, kind, plural) = (&call.info.group, &call.info.kind, &call.info.plural);
         let user = crate::authn::current_user();
-        let name = obj
-            .or(old)
-            .and_then(|o| o["metadata"]["name"].as_str())
-            .or(call.req.name.as_deref())
-            .unwrap_or_default();
         let body = review::body(
             review_version,
-            &review::Request {
-                uid: &uid,
-                kind: review::Gvx {
-                    group,
-                    version,
-                    name: kind,
-                },
-                resource: review::Gvx {
-                    group,
-                    version,
-                    name: plural,
-                },
-                sub_resource: call.req.subresource.as_deref().unwrap_or(""),
-                request_kind: review::Gvx {
-                    group,
-                    version: &call.req.version,
-                    name: kind,
-                },
-                request_resource: review::Gvx {
-                    group,
-                    version: &call.req.version,
-                    name: plural,
-                },
-                name,
-                namespace: call.req.namespace.as_deref().unwrap_or(""),
-                operation: call.operation,
-                user: user.as_deref(),
-                object: obj,
-                old_object: old,
-                dry_run: call.dry_run,
-                options: &call.options,
-            },
+            &Self::review_request(call, version, &uid, user.as_deref(), obj, old),
         );
         let answer = hook
             .client
@@ -325,6 +373,15 @@ impl Webhooks {
             };
             let versioned = obj.as_deref().map(|o| in_version(call, &version, o));
             let old_versioned = old.map(|o| in_version(call, &version, o));
+            if !Self::conditions_match(
+                hook,
+                call,
+                &version,
+                versioned.as_ref(),
+                old_versioned.as_ref(),
+            )? {
+                continue;
+            }
             let Some(answer) = self
                 .call_hook(
                     hook,
@@ -429,23 +486,37 @@ impl Webhooks {
                 .await?;
             }
         }
-        let validating = self.hooks(false);
         let obj = obj.as_deref();
+        // ValidatingAdmissionPolicies run after the mutating webhooks, before the validating
+        // ones (`AllOrderedPlugins`).
+        warnings.extend(self.policies.validate(call, obj, old, ns_labels.as_ref())?);
+        let validating = self.hooks(false);
         let calls = validating.iter().filter_map(|hook| {
             let version = self.version_for(hook, call, ns_labels.as_ref(), obj, old)?;
             Some(async move {
                 let versioned = obj.map(|o| in_version(call, &version, o));
                 let old_versioned = old.map(|o| in_version(call, &version, o));
-                let answer = self
-                    .call_hook(
-                        hook,
-                        call,
-                        &version,
-                        versioned.as_ref(),
-                        old_versioned.as_ref(),
-                        false,
-                    )
-                    .await;
+                let answer = match Self::conditions_match(
+                    hook,
+                    call,
+                    &version,
+                    versioned.as_ref(),
+                    old_versioned.as_ref(),
+                ) {
+                    Ok(true) => {
+                        self.call_hook(
+                            hook,
+                            call,
+                            &version,
+                            versioned.as_ref(),
+                            old_versioned.as_ref(),
+                            false,
+                        )
+                        .await
+                    }
+                    Ok(false) => Ok(None),
+                    Err(e) => Err(e),
+                };
                 (hook, answer)
             })
         });

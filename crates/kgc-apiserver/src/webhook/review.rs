@@ -33,6 +33,16 @@ pub(crate) struct Request<'a> {
 
 /// The AdmissionReview of `version` (`v1` or `v1beta1`, identical but for the apiVersion).
 pub(crate) fn body(version: &str, r: &Request<'_>) -> Vec<u8> {
+    let review = json!({
+        "apiVersion": format!("admission.k8s.io/{version}"),
+        "kind": "AdmissionReview",
+        "request": request(r),
+    });
+    review.to_string().into_bytes()
+}
+
+/// The `request` of an AdmissionReview, which CEL expressions also read as `request`.
+pub(crate) fn request(r: &Request<'_>) -> Value {
     let gvk = |g: &Gvx<'_>| json!({"group": g.group, "version": g.version, "kind": g.name});
     let gvr = |g: &Gvx<'_>| json!({"group": g.group, "version": g.version, "resource": g.name});
     let user = match r.user {
@@ -71,12 +81,7 @@ pub(crate) fn body(version: &str, r: &Request<'_>) -> Vec<u8> {
     if !r.namespace.is_empty() {
         req["namespace"] = json!(r.namespace);
     }
-    let review = json!({
-        "apiVersion": format!("admission.k8s.io/{version}"),
-        "kind": "AdmissionReview",
-        "request": req,
-    });
-    review.to_string().into_bytes()
+    req
 }
 
 /// What a webhook answered.

@@ -137,6 +137,30 @@ impl Selector {
     }
 }
 
+/// `namespaceSelector` against the namespace's labels (`None`: a cluster-scoped object, which
+/// every namespaceSelector matches) and `objectSelector` against the new or the old object
+/// (`predicates/namespace` and `predicates/object`).
+pub(crate) fn selectors_match(
+    namespace_selector: &Selector,
+    object_selector: &Selector,
+    ns_labels: Option<&BTreeMap<String, String>>,
+    obj: Option<&Value>,
+    old: Option<&Value>,
+) -> bool {
+    if let Some(labels) = ns_labels
+        && !namespace_selector.matches(labels)
+    {
+        return false;
+    }
+    match (obj, old) {
+        (None, None) => object_selector.matches(&BTreeMap::new()),
+        _ => [obj, old]
+            .into_iter()
+            .flatten()
+            .any(|o| object_selector.matches(&labels_of(o))),
+    }
+}
+
 /// An object's `metadata.labels`.
 pub(crate) fn labels_of(obj: &Value) -> BTreeMap<String, String> {
     obj["metadata"]["labels"]

@@ -185,6 +185,11 @@ pub fn schema_for(group: &str, kind: &str) -> Option<Schema> {
         )
         | ("networking.k8s.io", "Ingress" | "NetworkPolicy" | "IngressClass")
         | ("storage.k8s.io", "StorageClass")
+        // Their lists are atomic (`+listType=atomic`): only the metadata merges.
+        | (
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding",
+        )
         | ("discovery.k8s.io", "EndpointSlice")
         | ("events.k8s.io", "Event")
         | ("scheduling.k8s.io", "PriorityClass")
