@@ -596,7 +596,7 @@ mod tests {
             .await
             .unwrap();
         let (item, _) = read(&mut etcd, "/registry/configmaps/default/a").await;
-        assert_eq!(item.unwrap().1, updated.object.resource_version);
+        assert_eq!(item.unwrap().1, updated.object().resource_version);
         create_cm(&store, "b", "1").await.unwrap();
         let deleted = store
             .delete(&cm, "default", "b", &Default::default())
@@ -610,7 +610,7 @@ mod tests {
         let reopened = Store::open_with(options(&cluster)).await.unwrap();
         assert_eq!(reopened.revision(), revision);
         let a = reopened.get(&cms(), "default", "a").unwrap();
-        assert_eq!(a.resource_version, updated.object.resource_version);
+        assert_eq!(a.resource_version, updated.object().resource_version);
         assert!(reopened.get(&cms(), "default", "b").is_none());
         let rv = create_cm(&reopened, "c", "1").await.unwrap();
         assert_eq!(rv, revision + 1);
