@@ -76,7 +76,7 @@ async fn kgc_serves_from_a_three_member_etcd_cluster() {
     s.kubectl_ok(&["-n", &ns, "label", "configmap", "a", "x=y"])
         .await;
     let a = cms.get("a").await.unwrap();
-    assert_eq!(a.metadata.labels.unwrap()["x"], "y");
+    assert_eq!(a.metadata.labels.as_ref().unwrap()["x"], "y");
     assert_eq!(mod_revision(&mut etcd, &key("a")).await, Some(rv_of(&a)));
     s.kubectl_ok(&["-n", &ns, "delete", "configmap", "a"]).await;
     assert_eq!(mod_revision(&mut etcd, &key("a")).await, None);
