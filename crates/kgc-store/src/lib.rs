@@ -263,7 +263,7 @@ impl Store {
         let loaded = match (&opts.etcd, &opts.path) {
             (Some(etcd), _) => {
                 let (etcd, loaded) = backend::etcd::Etcd::open(etcd, &codec)?;
-                backend = Some(Backend::Etcd(etcd));
+                backend = Some(Backend::Etcd(Box::new(etcd)));
                 Some(loaded)
             }
             (None, Some(path)) => {

@@ -129,7 +129,8 @@ impl Codec {
 /// one and stays a direct call.
 pub(crate) enum Backend {
     Sqlite(rusqlite::Connection),
-    Etcd(etcd::Etcd),
+    /// Boxed: it is large, and the enum moves once, into the commit thread.
+    Etcd(Box<etcd::Etcd>),
 }
 
 impl Backend {
