@@ -5,7 +5,7 @@
 //! Event goes away a TTL after its last write, and etcd's lease revocation is a deletion
 //! that watchers see as DELETED. Here a resource given a TTL in [`crate::Options::ttl`]
 //! carries an expiry taken at each write: memory keeps the keys ordered by expiry, and SQLite
-//! keeps such objects in their own table indexed by expiry (see [`crate::persist`]).
+//! keeps such objects in their own table indexed by expiry (see [`crate::backend::sqlite`]).
 //!
 //! So nothing scans everything: a start reads only the rows that have not expired, and
 //! [`Store::expire`] removes what is due in bounded batches: from memory through the ordinary
@@ -20,7 +20,7 @@ use std::time::Duration;
 use kgc_meta::GroupResource;
 use tokio::sync::oneshot;
 
-use crate::persist::{Op, Unit};
+use crate::backend::{Op, Unit};
 use crate::watch::EventType;
 use crate::{Change, Inner, Result, State, Store, stamp};
 

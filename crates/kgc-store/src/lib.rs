@@ -3,10 +3,10 @@
 //! It holds every object of `kgc serve` with the semantics kube-apiserver's registry gives them
 //! (uids, a cluster-wide `resourceVersion`, generation, finalizers, graceful and cascading
 //! deletion, namespace termination), keeps a watchable log of committed changes, and makes every
-//! acknowledged write durable in one SQLite file.
+//! acknowledged write durable in one SQLite file or in an etcd v3 cluster (see [`backend`]).
 //!
 //! Reads are served from memory. Writes take one short lock to validate and apply a change and
-//! assign its revision, then wait for the commit thread (see [`persist`]) to make it durable;
+//! assign its revision, then wait for the commit thread (see [`backend`]) to make it durable;
 //! their watch events are published only after that commit.
 //!
 //! A commit that fails (a full disk, an I/O error) fails its writers and every write queued
@@ -15,6 +15,7 @@
 //! again: nothing unacknowledged stays visible, nothing acknowledged is lost.
 #![forbid(unsafe_code)]
 
+mod backend;
 mod continue_token;
 mod crd;
 mod delete;
@@ -24,7 +25,6 @@ mod lease;
 mod namespace;
 mod object;
 mod objects;
-mod persist;
 mod read;
 mod shallow;
 mod watch;
@@ -38,6 +38,7 @@ use std::time::Duration;
 use kgc_meta::{Catalog, GroupResource, Status};
 use tokio::sync::{oneshot, watch as notify};
 
+pub use backend::etcd::EtcdOptions;
 pub use continue_token::Continue;
 pub use delete::Deleted;
 pub use object::{StoredObject, field_value, string_map};
@@ -45,11 +46,11 @@ pub use read::{ListOptions, ListResult, ReadFrom, too_large_resource_version};
 pub use watch::{Event, EventType, WatchEvent, WatchFilter, Watcher};
 pub use write::{Updated, normalize, random_suffix};
 
+use backend::{Backend, Codec, Committer, Op, Unit};
 use history::History;
 use lease::Leases;
 use object::Meta;
 use objects::Objects;
-use persist::{Codec, Committer, Op, Unit};
 use watch::EventLog;
 
 /// Errors of the store. API outcomes (not found, conflict, invalid…) are [`Error::Api`] and carry
@@ -72,6 +73,11 @@ pub enum Error {
     },
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    #[error("etcd: {0}")]
+    Etcd(#[from] etcd_client::Error),
+    /// The datastore (etcd) cannot be reached or used, or no longer holds what memory holds.
+    #[error("{0}")]
+    Datastore(String),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     /// A stored value could not be decrypted, or encrypted (see `kgc-encryption`).
@@ -90,7 +96,9 @@ impl Error {
     pub fn status(&self) -> Status {
         match self {
             Error::Api(s) => s.clone(),
-            Error::Failed(_) | Error::Sqlite(_) => Status::unknown(500, self.to_string()),
+            Error::Failed(_) | Error::Sqlite(_) | Error::Etcd(_) | Error::Datastore(_) => {
+                Status::unknown(500, self.to_string())
+            }
             other => Status::internal(other.to_string()),
         }
     }
@@ -199,8 +207,10 @@ pub struct Store {
 /// How to open a store.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The SQLite file; `None` keeps everything in memory.
+    /// The SQLite file; `None` keeps everything in memory (unless `etcd` is set).
     pub path: Option<PathBuf>,
+    /// An etcd cluster to keep the objects in instead of `path`.
+    pub etcd: Option<EtcdOptions>,
     pub watch_log: usize,
     pub clock: Clock,
     /// Encryption at rest of the values written to `path` (memory always holds plain objects).
@@ -215,6 +225,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             path: None,
+            etcd: None,
             watch_log: DEFAULT_WATCH_LOG,
             clock: Clock::default(),
             encryption: None,
@@ -246,11 +257,23 @@ impl Store {
             failed: None,
             leases: Leases::new(opts.ttl.clone()),
         };
-        let mut conn = None;
+        let mut backend = None;
         let codec = Codec::new(opts.encryption.clone());
-        if let Some(path) = &opts.path {
-            let now = opts.clock.now().as_millisecond();
-            let (c, loaded) = persist::open(path, &codec, now)?;
+        let now = opts.clock.now().as_millisecond();
+        let loaded = match (&opts.etcd, &opts.path) {
+            (Some(etcd), _) => {
+                let (etcd, loaded) = backend::etcd::Etcd::open(etcd, &codec)?;
+                backend = Some(Backend::Etcd(Box::new(etcd)));
+                Some(loaded)
+            }
+            (None, Some(path)) => {
+                let (conn, loaded) = backend::sqlite::open(path, &codec, now)?;
+                backend = Some(Backend::Sqlite(conn));
+                Some(loaded)
+            }
+            (None, None) => None,
+        };
+        if let Some(loaded) = loaded {
             state.rv = loaded.revision;
             state.leases.backlog = loaded.expired_rows;
             for (group, resource, obj, expires) in loaded.objects {
@@ -266,7 +289,6 @@ impl Store {
                     .or_default()
                     .insert((obj.namespace.clone(), obj.name.clone()), obj);
             }
-            conn = Some(c);
         }
         // Nothing before the loaded revision can be read back.
         state.history = History::new(state.rv, opts.watch_log);
@@ -281,12 +303,12 @@ impl Store {
                 committed,
                 resource_committed: Mutex::default(),
                 committer: Mutex::new(None),
-                durable: conn.is_some(),
+                durable: backend.is_some(),
                 clock: opts.clock,
             }),
         };
-        if let Some(conn) = conn {
-            let committer = Committer::start(conn, codec, Durable(Arc::downgrade(&store.inner)));
+        if let Some(backend) = backend {
+            let committer = Committer::start(backend, codec, Durable(Arc::downgrade(&store.inner)));
             *store
                 .inner
                 .committer
@@ -541,7 +563,7 @@ impl Store {
 /// The commit thread's view of a durable store.
 struct Durable(Weak<Inner>);
 
-impl persist::Sink for Durable {
+impl backend::Sink for Durable {
     fn committed(&self, events: Vec<Arc<Event>>, rv: u64) {
         if let Some(inner) = self.0.upgrade() {
             inner.publish(events, rv);

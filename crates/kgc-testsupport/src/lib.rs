@@ -23,6 +23,7 @@
 
 mod binary;
 mod controller;
+mod etcd;
 mod gc;
 mod http;
 mod kubectl;
@@ -34,6 +35,7 @@ mod wait;
 
 pub use binary::KgcBinary;
 pub use controller::Controller;
+pub use etcd::EtcdCluster;
 pub use gc::{gc_graph, graph_observed, is_not_found, uid_of};
 pub use http::{
     RawResponse, WatchLines, api_error, assert_status, http_get, metrics_counter, metrics_text,

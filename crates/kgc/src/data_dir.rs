@@ -75,6 +75,37 @@ impl DataDir {
     }
 }
 
+/// The file that says a data directory's cluster lives in etcd, and which.
+const DATASTORE_FILE: &str = "datastore";
+
+/// Refuses to start a data directory on another datastore than the one its cluster lives in:
+/// a SQLite database (`kgc.db`) started on etcd, or a directory whose cluster is in etcd
+/// started without it. Nothing is ever migrated silently. `etcd` names the etcd datastore of
+/// this start (recorded for the next one), `None` for SQLite.
+pub fn check_datastore(path: &Path, etcd: Option<&str>) -> anyhow::Result<()> {
+    let marker = path.join(DATASTORE_FILE);
+    let recorded = std::fs::read_to_string(&marker).ok();
+    match (etcd, recorded) {
+        (Some(_), _) if path.join("kgc.db").exists() => anyhow::bail!(
+            "the data directory {} holds a SQLite database (kgc.db): its cluster does not move to \
+             etcd (--datastore-endpoint) by itself; start without --datastore-endpoint, or choose \
+             another --data-dir",
+            path.display()
+        ),
+        (None, Some(recorded)) => anyhow::bail!(
+            "the data directory {} belongs to a cluster kept in {}: start with \
+             --datastore-endpoint, or choose another --data-dir",
+            path.display(),
+            recorded.trim()
+        ),
+        (Some(etcd), recorded) if recorded.as_deref().map(str::trim) != Some(etcd) => {
+            std::fs::write(&marker, format!("{etcd}\n"))
+                .with_context(|| format!("writing {}", marker.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Creates a directory (and its parents) readable by its owner only.
 pub fn private_dir(path: &Path) -> anyhow::Result<()> {
     std::fs::DirBuilder::new()

@@ -28,6 +28,8 @@ pub struct Args {
     /// Keep every object in memory only; nothing survives a restart.
     #[arg(long)]
     in_memory: bool,
+    #[command(flatten)]
+    datastore: DatastoreArgs,
     /// How many committed changes are kept for watch resumption.
     #[arg(long, default_value_t = kgc_store::DEFAULT_WATCH_LOG)]
     watch_cache_size: usize,
@@ -80,6 +82,47 @@ pub struct Args {
     encryption: crate::encryption::EncryptionArgs,
     #[command(subcommand)]
     action: Option<Action>,
+}
+
+/// Where the objects live when not in the data directory's SQLite file: an etcd v3 cluster, with
+/// k3s's flag names (and kube-apiserver's for the prefix and compaction).
+#[derive(clap::Args)]
+struct DatastoreArgs {
+    /// Keep the objects in etcd instead of the data directory's SQLite file: the members'
+    /// client URLs, comma-separated (`http://a:2379,http://b:2379`, `https://…`, or `etcd://…`,
+    /// https when TLS files are given). The data directory still holds `pki/` and the kubeconfig.
+    #[arg(long, value_delimiter = ',', conflicts_with = "in_memory")]
+    datastore_endpoint: Vec<String>,
+    /// The CA file that signed the etcd members' certificates.
+    #[arg(long, requires = "datastore_endpoint")]
+    datastore_cafile: Option<PathBuf>,
+    /// The client certificate kgc presents to etcd.
+    #[arg(long, requires_all = ["datastore_endpoint", "datastore_keyfile"])]
+    datastore_certfile: Option<PathBuf>,
+    /// The key of --datastore-certfile.
+    #[arg(long, requires_all = ["datastore_endpoint", "datastore_certfile"])]
+    datastore_keyfile: Option<PathBuf>,
+    /// The key prefix of every object in etcd, as kube-apiserver's --etcd-prefix.
+    #[arg(long, default_value = "/registry", requires = "datastore_endpoint")]
+    etcd_prefix: String,
+    /// How often etcd's old revisions are compacted (0s: never), as kube-apiserver's flag.
+    #[arg(long, default_value = "5m", value_parser = crate::parse_duration)]
+    etcd_compaction_interval: std::time::Duration,
+}
+
+impl DatastoreArgs {
+    fn etcd(&self) -> Option<kgc_store::EtcdOptions> {
+        if self.datastore_endpoint.is_empty() {
+            return None;
+        }
+        let mut opts = kgc_store::EtcdOptions::new(self.datastore_endpoint.clone());
+        opts.prefix = self.etcd_prefix.clone();
+        opts.ca_file = self.datastore_cafile.clone();
+        opts.cert_file = self.datastore_certfile.clone();
+        opts.key_file = self.datastore_keyfile.clone();
+        opts.compaction_interval = self.etcd_compaction_interval;
+        Some(opts)
+    }
 }
 
 /// What `kgc serve` can do besides serving.
@@ -181,6 +224,11 @@ pub(crate) fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How an etcd datastore is named in messages and in the data directory's marker.
+fn describe_etcd(etcd: &kgc_store::EtcdOptions) -> String {
+    format!("etcd {} (prefix {})", etcd.endpoints.join(","), etcd.prefix)
+}
+
 pub async fn run(args: Args) -> anyhow::Result<()> {
     if let Some(Action::AddUser(a)) = args.action {
         let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
@@ -209,6 +257,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     let full = full_disk(&data_dir);
     let _held = crate::data_dir::DataDir::lock(&data_dir).map_err(&full)?;
+    let etcd = args.datastore.etcd();
+    if !args.in_memory {
+        let etcd = etcd.as_ref().map(describe_etcd);
+        crate::data_dir::check_datastore(&data_dir, etcd.as_deref())?;
+    }
     let encryption = args
         .encryption
         .transformers(&data_dir, !args.in_memory)
@@ -216,7 +269,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let store = Store::open_with(
         Options {
-            path: (!args.in_memory).then(|| data_dir.join("kgc.db")),
+            path: (!args.in_memory && etcd.is_none()).then(|| data_dir.join("kgc.db")),
+            etcd,
             watch_log: args.watch_cache_size,
             encryption: encryption.filter(|_| !args.in_memory),
             ttl: (!args.event_ttl.is_zero())
@@ -228,7 +282,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .with_clock(args.lifecycle.clock()),
     )
     .await
-    .with_context(|| format!("opening the store in {}", data_dir.display()))
+    .with_context(|| match &args.datastore.etcd() {
+        Some(etcd) => format!("opening the store in {}", describe_etcd(etcd)),
+        None => format!("opening the store in {}", data_dir.display()),
+    })
     .map_err(&full)?;
     tracing::info!(
         objects = store.len(),

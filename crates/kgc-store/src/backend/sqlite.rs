@@ -1,16 +1,7 @@
-//! Durability: one SQLite file, written by one thread with group commit.
+//! The SQLite backend: one file, written by one thread with group commit.
 //!
-//! Writers hand a [`Unit`] (the rows one API write changes, and its watch events) to the commit
-//! thread and wait. The thread takes every unit that is waiting, writes them all in one
-//! transaction, fsyncs once (WAL, `synchronous=FULL`), and only then publishes their watch events
-//! and acknowledges the writers. So an acknowledged write survives `kill -9` and power loss, a
-//! watcher never sees a write that could still be lost, and the fsync cost is shared by every
-//! writer that arrived while the previous commit was on disk.
-//!
-//! A failed commit is reported to the store (see [`Sink::failed`]), which undoes it and every
-//! write queued behind it; the thread then probes with small commits until the disk takes
-//! writes again. Values are encrypted at rest on their way into SQLite and decrypted on the
-//! way out ([`Codec`]); memory holds plain objects.
+//! The commit thread writes every waiting unit in one transaction and fsyncs once (WAL,
+//! `synchronous=FULL`).
 //!
 //! Objects that expire (see [`crate::lease`]) live in their own table, `leased_objects`,
 //! indexed by expiry, so that a start reads only the live ones and expired rows are deleted
@@ -19,113 +10,14 @@
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::thread::JoinHandle;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
-use kgc_encryption::{Transformers, storage_key};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, params};
-use tokio::sync::oneshot;
 
+use super::{Codec, Loaded, Op, Unit};
 use crate::object::StoredObject;
-use crate::watch::Event;
 use crate::{Error, Result};
-
-/// The most units one transaction takes; bounds commit latency under a flood.
-const MAX_BATCH: usize = 4096;
-
-/// A row change.
-#[derive(Debug)]
-pub(crate) enum Op {
-    Put {
-        group: String,
-        resource: String,
-        object: Arc<StoredObject>,
-        /// When the object expires (Unix milliseconds), if its resource has a TTL.
-        expires: Option<i64>,
-    },
-    Delete {
-        group: String,
-        resource: String,
-        namespace: String,
-        name: String,
-        /// Whether the row may be in `leased_objects`.
-        leased: bool,
-    },
-    /// Deletes up to `limit` rows of `leased_objects` that expired at or before `before`
-    /// (Unix milliseconds), and says how many in `deleted`.
-    PurgeExpired {
-        before: i64,
-        limit: usize,
-        deleted: Arc<AtomicUsize>,
-    },
-}
-
-/// What one API write commits.
-pub(crate) struct Unit {
-    pub rv: u64,
-    pub ops: Vec<Op>,
-    pub events: Vec<Arc<Event>>,
-    pub done: oneshot::Sender<Result<()>>,
-}
-
-/// Everything loaded from disk at start.
-pub(crate) struct Loaded {
-    pub revision: u64,
-    /// (group, resource, object, expiry in Unix milliseconds if it has a lease)
-    pub objects: Vec<LoadedObject>,
-    /// Whether rows expired while the server was down (left on disk, not loaded).
-    pub expired_rows: bool,
-}
-
-pub(crate) type LoadedObject = (String, String, Arc<StoredObject>, Option<i64>);
-
-/// How object rows are stored: encrypted by their resource's first provider (a BLOB carrying
-/// the `k8s:enc:` envelope), or as JSON text when no provider encrypts them.
-#[derive(Clone)]
-pub(crate) struct Codec(Arc<Transformers>);
-
-impl Codec {
-    pub fn new(transformers: Option<Arc<Transformers>>) -> Self {
-        Self(transformers.unwrap_or_default())
-    }
-
-    /// The row value of an object: `None` to store its JSON text as it is.
-    fn encode(
-        &self,
-        group: &str,
-        resource: &str,
-        object: &StoredObject,
-    ) -> Result<Option<Vec<u8>>> {
-        if !self.0.encrypts(group, resource) {
-            return Ok(None);
-        }
-        let key = storage_key(group, resource, &object.namespace, &object.name);
-        Ok(self.0.write(group, resource, &key, object.raw.as_bytes())?)
-    }
-
-    /// The object a row holds, and whether it is stale (not stored as [`Codec::encode`] would
-    /// store it now).
-    fn decode(
-        &self,
-        group: &str,
-        resource: &str,
-        namespace: &str,
-        name: &str,
-        data: &[u8],
-    ) -> Result<(Arc<StoredObject>, bool)> {
-        let key = storage_key(group, resource, namespace, name);
-        let read = self.0.read(group, resource, &key, data)?;
-        let text = String::from_utf8(read.data.into_owned())
-            .map_err(|_| Error::Corrupt(format!("{key} is not UTF-8 JSON")))?;
-        let object = StoredObject::from_raw(text.into_boxed_str())
-            .map_err(|s| Error::Corrupt(format!("{key}: {}", s.message)))?;
-        Ok((object, read.stale))
-    }
-}
 
 /// `secure_delete` makes SQLite zero the space a write frees, so that neither a deleted Secret
 /// nor the plain text of one rewritten encrypted lingers in free pages.
@@ -339,132 +231,18 @@ fn purge_expired(txn: &rusqlite::Transaction<'_>, before: i64, limit: usize) -> 
     Ok(deleted)
 }
 
-/// What the commit thread reports to the store.
-pub(crate) trait Sink: Send + 'static {
-    /// A batch is durable: publish its events (in revision order) up to `rv`.
-    fn committed(&self, events: Vec<Arc<Event>>, rv: u64);
-    /// A commit failed with `reason`. Under whatever stops new units from being queued, the
-    /// sink calls `drain` (which appends every unit queued behind `units`), undoes all of
-    /// `units` in memory and refuses writes; the committer then fails each of them.
-    fn failed(&self, reason: &str, units: &mut Vec<Unit>, drain: &mut dyn FnMut(&mut Vec<Unit>));
-    /// The revision a probe commit records (the highest one handed out).
-    fn revision(&self) -> u64;
-    /// A probe commit succeeded after a failure: writes may resume.
-    fn recovered(&self);
-}
-
-/// How long the commit thread waits between probe commits while the store is read-only.
-pub(crate) const PROBE_INTERVAL: Duration = Duration::from_secs(1);
-
-/// The commit thread's handle.
-pub(crate) struct Committer {
-    tx: mpsc::Sender<Unit>,
-    thread: JoinHandle<()>,
-}
-
-impl Committer {
-    /// Starts the commit thread.
-    pub fn start(mut conn: Connection, codec: Codec, sink: impl Sink) -> Self {
-        let (tx, rx) = mpsc::channel::<Unit>();
-        let thread = std::thread::Builder::new()
-            .name("kgc-commit".into())
-            .spawn(move || {
-                while let Ok(first) = rx.recv() {
-                    let mut batch = vec![first];
-                    while batch.len() < MAX_BATCH {
-                        match rx.try_recv() {
-                            Ok(u) => batch.push(u),
-                            Err(_) => break,
-                        }
-                    }
-                    if let Err(e) = write_batch(&mut conn, &codec, &batch) {
-                        // The storage's own words ("database or disk is full").
-                        let reason = match e {
-                            Error::Sqlite(e) => e.to_string(),
-                            other => other.to_string(),
-                        };
-                        tracing::error!(error = %reason, "commit failed; the store is read-only until a probe commit succeeds");
-                        sink.failed(&reason, &mut batch, &mut |units| {
-                            units.extend(rx.try_iter());
-                        });
-                        for u in batch {
-                            let _ = u.done.send(Err(Error::Failed(reason.clone())));
-                        }
-                        if !probe_until_healthy(&mut conn, &rx, &sink) {
-                            break;
-                        }
-                        continue;
-                    }
-                    let rv = batch.last().map(|u| u.rv).unwrap_or_default();
-                    let mut events = Vec::new();
-                    let mut acks = Vec::with_capacity(batch.len());
-                    for u in batch {
-                        events.extend(u.events);
-                        acks.push(u.done);
-                    }
-                    sink.committed(events, rv);
-                    for a in acks {
-                        let _ = a.send(Ok(()));
-                    }
-                }
-                // All senders are gone: checkpoint so the next start reads one file.
-                let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
-            })
-            .expect("spawning the commit thread");
-        Self { tx, thread }
-    }
-
-    /// Queues a unit; the caller awaits `unit.done`.
-    pub fn submit(&self, unit: Unit) -> std::result::Result<(), Unit> {
-        self.tx.send(unit).map_err(|e| e.0)
-    }
-
-    /// Commits what is queued and stops the thread.
-    pub fn close(self) {
-        drop(self.tx);
-        let _ = self.thread.join();
-    }
-}
-
-/// While the store is read-only, commits the revision counter every [`PROBE_INTERVAL`] until
-/// one commit succeeds (then tells the sink, and returns true) or the store closes (false).
-/// The probe is a real write through the same connection, so its success means the disk takes
-/// writes again, not merely that a file can be opened.
-fn probe_until_healthy(conn: &mut Connection, rx: &mpsc::Receiver<Unit>, sink: &impl Sink) -> bool {
-    loop {
-        match rx.recv_timeout(PROBE_INTERVAL) {
-            Err(mpsc::RecvTimeoutError::Disconnected) => return false,
-            // Writes are refused while read-only, so nothing is queued; a unit here would be a
-            // bug, and is refused rather than written out of order.
-            Ok(u) => {
-                let _ = u
-                    .done
-                    .send(Err(Error::Failed("the store is read-only".into())));
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => match probe(conn, sink.revision()) {
-                Ok(()) => {
-                    tracing::info!("a probe commit succeeded; the store takes writes again");
-                    sink.recovered();
-                    return true;
-                }
-                Err(e) => tracing::debug!(error = %e, "probe commit failed"),
-            },
-        }
-    }
-}
-
 /// A probe commit: records the highest revision handed out, then moves the WAL into the
 /// database and empties it. The checkpoint needs the space the failed writes needed, and once
 /// it passes the next write asks the file system for space again instead of reusing the pages
 /// a failed write had taken, so a disk that is still full fails the probe.
-fn probe(conn: &mut Connection, rv: u64) -> rusqlite::Result<()> {
+pub(super) fn probe(conn: &mut Connection, rv: u64) -> rusqlite::Result<()> {
     let txn = conn.transaction()?;
     txn.execute(RECORD_REVISION, params![rv as i64])?;
     txn.commit()?;
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
 }
 
-fn write_batch(conn: &mut Connection, codec: &Codec, batch: &[Unit]) -> Result<()> {
+pub(super) fn write_batch(conn: &mut Connection, codec: &Codec, batch: &[Unit]) -> Result<()> {
     let txn = conn.transaction()?;
     let mut purged = Vec::new();
     {

@@ -1,0 +1,767 @@
+//! The etcd v3 backend: the store's objects in an etcd cluster, laid out as kube-apiserver lays
+//! them out, so that `etcdctl get --prefix /registry` reads what an operator expects.
+//!
+//! One key per object: `<prefix>/<resource prefix>/<namespace>/<name>` (no namespace segment for
+//! cluster-scoped objects). A built-in resource's prefix is its resource name, but for the few
+//! kube-apiserver renames (kubernetes/kubernetes `pkg/kubeapiserver/default_storage_factory_builder.go`,
+//! `SpecialDefaultResourcePrefixes`); a custom resource's is `<group>/<plural>`, as
+//! apiextensions-apiserver's `crdHandler` gives it, and so are CRDs' and APIServices' own.
+//!
+//! `resourceVersion` is etcd's `mod_revision`. The store assigns revisions before it commits, so
+//! this backend makes etcd's revision move by exactly one per store revision: every change is one
+//! transaction, committed in order, and a revision the store handed out but did not use (a
+//! failed write) is filled by a write of the revision sentinel (`<prefix>/kgc/revision`). Each
+//! transaction is guarded: the sentinel must be where this server last left it, and the object's
+//! key at the revision this server last wrote it (`create_revision == 0` for a create). A second
+//! writer on the prefix fails the guard, and a client writing elsewhere in the cluster shows as a
+//! revision other than the expected one; either fails the commit, and the store stays read-only
+//! until a restart reloads what etcd holds (one replica per prefix, and the etcd cluster to
+//! itself, for now).
+//!
+//! A start reads the whole prefix at one revision, in pages, and decodes each value through the
+//! [`Codec`] (Secrets are encrypted before they leave the process, as on SQLite). Objects whose
+//! resource has a TTL are deleted by the store when they expire, as any deletion (etcd leases
+//! would delete keys behind the store's back); after a restart they expire a TTL after the start.
+//! Old revisions are compacted every `--etcd-compaction-interval` to the revision seen one
+//! interval earlier, as kube-apiserver's compactor does (kubernetes/kubernetes
+//! `staging/src/k8s.io/apiserver/pkg/storage/etcd3/compact.go`); the store answers reads and
+//! watches from its own history, so what it cannot serve is still answered 410 `Expired`.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use etcd_client::{
+    Certificate, Client, Compare, CompareOp, ConnectOptions, GetOptions, Identity, KvClient,
+    TlsOptions, Txn, TxnOp,
+};
+use kgc_meta::{Catalog, GroupResource};
+
+use super::{Codec, Loaded, Op, Unit};
+use crate::watch::{Event, EventType};
+use crate::{Error, Result, stamp};
+
+/// Keys a start reads per request.
+const PAGE: i64 = 1_000;
+
+/// How long a start waits for the cluster to answer, and a request for its reply.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How `kgc serve --datastore-endpoint` reaches etcd.
+#[derive(Debug, Clone)]
+pub struct EtcdOptions {
+    /// `http://host:port`, `https://host:port` or `etcd://host:port` (http, or https with TLS
+    /// files), one per member.
+    pub endpoints: Vec<String>,
+    /// Where the objects live (`--etcd-prefix`, `/registry` by default).
+    pub prefix: String,
+    /// TLS: the CA that signed the members' certificates, and the client's own certificate.
+    pub ca_file: Option<PathBuf>,
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+    /// How often old revisions are compacted; zero never compacts.
+    pub compaction_interval: Duration,
+}
+
+impl EtcdOptions {
+    /// Plain-text endpoints and the defaults of kube-apiserver's flags.
+    pub fn new(endpoints: Vec<String>) -> Self {
+        Self {
+            endpoints,
+            prefix: "/registry".into(),
+            ca_file: None,
+            cert_file: None,
+            key_file: None,
+            compaction_interval: Duration::from_secs(300),
+        }
+    }
+
+    /// The prefix without a trailing slash, starting with one.
+    fn prefix(&self) -> String {
+        format!("/{}", self.prefix.trim_matches('/'))
+    }
+}
+
+/// The commit thread's connection to etcd and what it knows of etcd's state.
+pub(crate) struct Etcd {
+    /// Its own runtime: the commit thread is a plain thread, and the client's connections must
+    /// be driven whether or not it is in a call.
+    rt: tokio::runtime::Runtime,
+    kv: KvClient,
+    keys: Keys,
+    /// etcd's revision after this server's last write.
+    revision: i64,
+    /// The sentinel's `mod_revision` after this server's last write (0: never written).
+    sentinel: i64,
+    /// A request failed without an answer: it may have been applied.
+    uncertain: bool,
+    /// Why etcd no longer holds what memory holds; only a restart recovers.
+    diverged: Option<String>,
+}
+
+impl Etcd {
+    /// Connects, checks the cluster answers within [`CONNECT_TIMEOUT`], and reads every object
+    /// under the prefix at one revision. Runs on a thread of its own, as the store opens from
+    /// async code and the client needs a runtime that lives with the commit thread.
+    pub fn open(opts: &EtcdOptions, codec: &Codec) -> Result<(Self, Loaded)> {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("kgc-etcd")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| Error::Datastore(format!("starting the etcd client: {e}")))?;
+                let (kv, keys, loaded, sentinel, compactor) =
+                    rt.block_on(Self::connect_and_load(opts, codec))?;
+                if let Some(kv) = compactor {
+                    rt.spawn(compact_every(
+                        kv,
+                        keys.sentinel.clone(),
+                        opts.compaction_interval,
+                    ));
+                }
+                let revision = loaded.revision as i64;
+                Ok((
+                    Etcd {
+                        rt,
+                        kv,
+                        keys,
+                        revision,
+                        sentinel,
+                        uncertain: false,
+                        diverged: None,
+                    },
+                    loaded,
+                ))
+            })
+            .join()
+            .unwrap_or_else(|_| Err(Error::Datastore("the etcd client panicked".into())))
+        })
+    }
+
+    #[allow(clippy::type_complexity)]
+    async fn connect_and_load(
+        opts: &EtcdOptions,
+        codec: &Codec,
+    ) -> Result<(KvClient, Keys, Loaded, i64, Option<KvClient>)> {
+        let endpoints = opts.endpoints.join(",");
+        let unreachable =
+            |reason: String| Error::Datastore(format!("etcd at {endpoints}: {reason}"));
+        let client = tokio::time::timeout(CONNECT_TIMEOUT, connect(opts))
+            .await
+            .map_err(|_| unreachable("no answer within 10s".into()))?
+            .map_err(|e| unreachable(e.to_string()))?;
+        let mut kv = client.kv_client();
+        let keys = Keys::new(&opts.prefix());
+        // A first request proves a member answers (the client connects lazily).
+        tokio::time::timeout(CONNECT_TIMEOUT, kv.get(keys.sentinel.clone(), None))
+            .await
+            .map_err(|_| unreachable("no answer within 10s".into()))?
+            .map_err(|e| unreachable(e.to_string()))?;
+        let (loaded, sentinel) = keys.load(&mut kv, codec).await?;
+        let compactor = (!opts.compaction_interval.is_zero()).then(|| client.kv_client());
+        Ok((kv, keys, loaded, sentinel, compactor))
+    }
+
+    /// Commits each change of `batch` as one guarded transaction, at the revision the store
+    /// gave it.
+    pub fn write_batch(&mut self, codec: &Codec, batch: &[Unit]) -> Result<()> {
+        if let Some(reason) = &self.diverged {
+            return Err(Error::Datastore(reason.clone()));
+        }
+        let rt = self.rt.handle().clone();
+        rt.block_on(async {
+            for unit in batch {
+                for op in &unit.ops {
+                    // Nothing is left in etcd unloaded: expired objects were loaded, and go
+                    // through the store's own deletions.
+                    if let Op::PurgeExpired { deleted, .. } = op {
+                        deleted.store(0, Ordering::Relaxed);
+                    }
+                }
+                for event in &unit.events {
+                    self.advance_to(event.rv as i64 - 1).await?;
+                    self.commit_event(codec, event).await?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// After a failure: checks that etcd holds exactly what this server knows it wrote, then
+    /// moves etcd's revision to `rv`, the highest the store handed out.
+    pub fn probe(&mut self, rv: u64) -> Result<()> {
+        if let Some(reason) = &self.diverged {
+            return Err(Error::Datastore(reason.clone()));
+        }
+        let rt = self.rt.handle().clone();
+        rt.block_on(async {
+            if self.uncertain {
+                let mut kv = self.kv.clone();
+                let read = kv.get(self.keys.sentinel.clone(), None).await;
+                let got = self.txn_result(read)?;
+                let sentinel = got.kvs().first().map_or(0, |kv| kv.mod_revision());
+                let revision = got.header().map_or(0, |h| h.revision());
+                if sentinel != self.sentinel || revision != self.revision {
+                    return Err(self.diverge(format!(
+                        "etcd is at revision {revision} where this server wrote up to {}: a write whose answer was lost was applied, or another client wrote; restart kgc to load what etcd holds",
+                        self.revision
+                    )));
+                }
+                self.uncertain = false;
+            }
+            self.advance_to(rv as i64).await
+        })
+    }
+
+    pub fn close(self) {
+        self.rt.shutdown_background();
+    }
+
+    /// Records `reason` as why this server can no longer write, and returns it as the error.
+    fn diverge(&mut self, reason: String) -> Error {
+        self.diverged = Some(reason.clone());
+        Error::Datastore(reason)
+    }
+
+    /// Marks the state uncertain when a request got no answer.
+    fn txn_result<T>(&mut self, r: std::result::Result<T, etcd_client::Error>) -> Result<T> {
+        r.map_err(|e| {
+            self.uncertain = true;
+            Error::Etcd(e)
+        })
+    }
+
+    /// Writes the sentinel until etcd's revision is `target`.
+    async fn advance_to(&mut self, target: i64) -> Result<()> {
+        while self.revision < target {
+            let next = self.revision + 1;
+            self.guarded(Vec::new(), Vec::new(), next, "the revision sentinel")
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn commit_event(&mut self, codec: &Codec, event: &Event) -> Result<()> {
+        let (group, resource) = (&event.gr.group, &event.gr.resource);
+        let object = &event.object;
+        let key = self
+            .keys
+            .object(group, resource, &object.namespace, &object.name);
+        let guard = match &event.prev {
+            Some(prev) => {
+                Compare::mod_revision(key.clone(), CompareOp::Equal, prev.resource_version as i64)
+            }
+            None => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
+        };
+        let op = match event.kind {
+            EventType::Deleted => TxnOp::delete(key.clone(), None),
+            _ => {
+                let value = match codec.encode(group, resource, object)? {
+                    Some(sealed) => sealed,
+                    None => object.raw.as_bytes().to_vec(),
+                };
+                TxnOp::put(key.clone(), value, None)
+            }
+        };
+        self.guarded(vec![guard], vec![op], event.rv as i64, &key)
+            .await
+    }
+
+    /// One transaction: `compares` and the sentinel's guard, then `ops` and the sentinel's write;
+    /// it must land at revision `rv`.
+    async fn guarded(
+        &mut self,
+        mut compares: Vec<Compare>,
+        mut ops: Vec<TxnOp>,
+        rv: i64,
+        what: &str,
+    ) -> Result<()> {
+        if rv != self.revision + 1 {
+            return Err(self.diverge(format!(
+                "the store wrote revision {rv} to etcd at revision {}",
+                self.revision
+            )));
+        }
+        let sentinel = self.keys.sentinel.clone();
+        compares.push(Compare::mod_revision(
+            sentinel.clone(),
+            CompareOp::Equal,
+            self.sentinel,
+        ));
+        ops.push(TxnOp::put(sentinel, rv.to_string(), None));
+        let txn = Txn::new().when(compares).and_then(ops);
+        let response = self.kv.txn(txn).await;
+        let response = self.txn_result(response)?;
+        if !response.succeeded() {
+            return Err(self.diverge(format!(
+                "{what} changed in etcd since this server last wrote it: another writer uses the prefix {}; restart kgc to load what etcd holds",
+                self.keys.prefix
+            )));
+        }
+        let landed = response.header().map_or(0, |h| h.revision());
+        self.revision = landed;
+        self.sentinel = landed;
+        if landed != rv {
+            return Err(self.diverge(format!(
+                "etcd's revision moved to {landed} where this server expected {rv}: another client writes to this etcd cluster, which kgc needs to itself; restart kgc to load what etcd holds"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The client, with TLS when files are given.
+async fn connect(opts: &EtcdOptions) -> Result<Client> {
+    let read = |path: &PathBuf| {
+        std::fs::read(path)
+            .map_err(|e| Error::Datastore(format!("reading {}: {e}", path.display())))
+    };
+    let tls = opts.ca_file.is_some() || opts.cert_file.is_some();
+    let mut options = ConnectOptions::new()
+        .with_connect_timeout(CONNECT_TIMEOUT)
+        .with_timeout(REQUEST_TIMEOUT)
+        .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
+    if tls {
+        let mut config = TlsOptions::new();
+        if let Some(ca) = &opts.ca_file {
+            config = config.ca_certificate(Certificate::from_pem(read(ca)?));
+        }
+        match (&opts.cert_file, &opts.key_file) {
+            (Some(cert), Some(key)) => {
+                config = config.identity(Identity::from_pem(read(cert)?, read(key)?))
+            }
+            (None, None) => {}
+            _ => {
+                return Err(Error::Datastore(
+                    "--datastore-certfile and --datastore-keyfile go together".into(),
+                ));
+            }
+        }
+        options = options.with_tls(config);
+    }
+    let endpoints: Vec<String> = opts
+        .endpoints
+        .iter()
+        .map(|e| match e.strip_prefix("etcd://") {
+            Some(rest) if tls => format!("https://{rest}"),
+            Some(rest) => format!("http://{rest}"),
+            None => e.clone(),
+        })
+        .collect();
+    Ok(Client::connect(endpoints, Some(options)).await?)
+}
+
+/// Compacts, each `interval`, to the revision seen one interval earlier.
+async fn compact_every(mut kv: KvClient, sentinel: String, interval: Duration) {
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    let mut seen = None;
+    let mut compacted = 0;
+    loop {
+        tick.tick().await;
+        let current = match kv.get(sentinel.clone(), None).await {
+            Ok(r) => r.header().map_or(0, |h| h.revision()),
+            Err(e) => {
+                tracing::debug!(error = %e, "reading etcd's revision for compaction");
+                continue;
+            }
+        };
+        if let Some(target) = seen.filter(|&t| t > compacted) {
+            match kv.compact(target, None).await {
+                Ok(_) => {
+                    compacted = target;
+                    tracing::debug!(revision = target, "compacted etcd");
+                }
+                Err(e) => tracing::warn!(error = %e, revision = target, "compacting etcd"),
+            }
+        }
+        seen = Some(current);
+    }
+}
+
+/// kube-apiserver's key layout under one prefix.
+struct Keys {
+    prefix: String,
+    sentinel: String,
+    /// The built-in resources stored under a name of their own (rather than `<group>/<resource>`).
+    builtin: HashMap<GroupResource, String>,
+    /// The way back, from a resource's path to the resource.
+    by_path: HashMap<String, GroupResource>,
+}
+
+impl Keys {
+    fn new(prefix: &str) -> Self {
+        // kubernetes/kubernetes pkg/kubeapiserver/default_storage_factory_builder.go.
+        const RENAMED: [(&str, &str, &str); 6] = [
+            ("", "replicationcontrollers", "controllers"),
+            ("", "endpoints", "services/endpoints"),
+            ("", "nodes", "minions"),
+            ("", "services", "services/specs"),
+            ("extensions", "ingresses", "ingress"),
+            ("networking.k8s.io", "ingresses", "ingress"),
+        ];
+        // Served by apiextensions-apiserver and kube-aggregator, which key by group.
+        const BY_GROUP: [&str; 2] = ["apiextensions.k8s.io", "apiregistration.k8s.io"];
+        let mut builtin = HashMap::new();
+        for info in Catalog::builtin().resources() {
+            let gr = info.storage_resource();
+            if info.custom || BY_GROUP.contains(&gr.group.as_str()) {
+                continue;
+            }
+            let path = RENAMED
+                .iter()
+                .find(|(g, r, _)| *g == gr.group && *r == gr.resource)
+                .map_or_else(|| gr.resource.clone(), |(_, _, p)| (*p).to_owned());
+            builtin.insert(gr, path);
+        }
+        let by_path = builtin
+            .iter()
+            .map(|(gr, path)| (path.clone(), gr.clone()))
+            .collect();
+        Self {
+            sentinel: format!("{prefix}/kgc/revision"),
+            prefix: prefix.to_owned(),
+            builtin,
+            by_path,
+        }
+    }
+
+    fn object(&self, group: &str, resource: &str, namespace: &str, name: &str) -> String {
+        let gr = GroupResource::new(group, resource);
+        let path = match self.builtin.get(&gr) {
+            Some(path) => path.clone(),
+            None if group.is_empty() => resource.to_owned(),
+            None => format!("{group}/{resource}"),
+        };
+        match namespace {
+            "" => format!("{}/{path}/{name}", self.prefix),
+            ns => format!("{}/{path}/{ns}/{name}", self.prefix),
+        }
+    }
+
+    /// The resource, namespace and name a key holds.
+    fn parse<'k>(&self, key: &'k str) -> Option<(GroupResource, &'k str, &'k str)> {
+        let rest = key.strip_prefix(&self.prefix)?.strip_prefix('/')?;
+        let segments: Vec<&str> = rest.split('/').collect();
+        // The longest known resource path first (`services/specs` before `services`).
+        let (gr, taken) = [2, 1].into_iter().find_map(|n| {
+            let path = segments.get(..n)?.join("/");
+            match self.by_path.get(&path) {
+                Some(gr) => Some((gr.clone(), n)),
+                // A group has a dot (CRD validation requires one): `<group>/<resource>`.
+                None if n == 2 && segments[0].contains('.') => {
+                    Some((GroupResource::new(segments[0], segments[1]), 2))
+                }
+                None => None,
+            }
+        })?;
+        match segments[taken..] {
+            [name] => Some((gr, "", name)),
+            [ns, name] => Some((gr, ns, name)),
+            _ => None,
+        }
+    }
+
+    /// Reads every object under the prefix at one revision, and the sentinel's `mod_revision`.
+    async fn load(&self, kv: &mut KvClient, codec: &Codec) -> Result<(Loaded, i64)> {
+        let start = format!("{}/", self.prefix);
+        // The end of the range: every key that starts with `<prefix>/`.
+        let end = format!("{}0", self.prefix);
+        let mut from = start.into_bytes();
+        let mut revision = 0;
+        let mut sentinel = 0;
+        let mut objects = Vec::new();
+        let skip: HashSet<&str> = HashSet::from([self.sentinel.as_str()]);
+        loop {
+            let mut options = GetOptions::new().with_range(end.clone()).with_limit(PAGE);
+            if revision > 0 {
+                options = options.with_revision(revision);
+            }
+            let page = kv.get(from.clone(), Some(options)).await?;
+            if revision == 0 {
+                revision = page.header().map_or(0, |h| h.revision());
+            }
+            for item in page.kvs() {
+                let key = String::from_utf8_lossy(item.key());
+                if skip.contains(key.as_ref()) {
+                    sentinel = item.mod_revision();
+                    continue;
+                }
+                let (gr, ns, name) = self.parse(&key).ok_or_else(|| {
+                    Error::Corrupt(format!("{key} is not the key of an object kgc stores"))
+                })?;
+                let (mut object, _stale) =
+                    codec.decode(&gr.group, &gr.resource, ns, name, item.value())?;
+                let rv = item.mod_revision() as u64;
+                if object.resource_version != rv {
+                    // kube-apiserver's resourceVersion is the key's mod_revision.
+                    object = stamp(&mut object.value(), rv)?;
+                }
+                objects.push((gr.group, gr.resource, object, None));
+            }
+            match page.kvs().last() {
+                Some(last) if page.more() => {
+                    from = last.key().to_vec();
+                    from.push(0);
+                }
+                _ => break,
+            }
+        }
+        let loaded = Loaded {
+            revision: revision as u64,
+            objects,
+            expired_rows: false,
+        };
+        Ok((loaded, sentinel))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use etcd_client::{Client, GetOptions};
+    use kgc_testsupport::EtcdCluster;
+    use serde_json::json;
+
+    use super::{EtcdOptions, Keys};
+    use crate::watch::{WatchEvent, WatchFilter};
+    use crate::{Error, GroupResource, Options, Store};
+
+    fn options(cluster: &EtcdCluster) -> Options {
+        Options {
+            etcd: Some(EtcdOptions::new(cluster.endpoint_list())),
+            ..Options::default()
+        }
+    }
+
+    async fn client(cluster: &EtcdCluster) -> Client {
+        Client::connect(cluster.endpoint_list(), None)
+            .await
+            .unwrap()
+    }
+
+    /// The key's value and mod_revision, and etcd's revision.
+    async fn read(client: &mut Client, key: &str) -> (Option<(serde_json::Value, u64)>, u64) {
+        let got = client.get(key, None).await.unwrap();
+        let revision = got.header().unwrap().revision() as u64;
+        let item = got.kvs().first().map(|kv| {
+            let value = serde_json::from_slice(kv.value()).unwrap();
+            (value, kv.mod_revision() as u64)
+        });
+        (item, revision)
+    }
+
+    async fn create_cm(store: &Store, name: &str, v: &str) -> Result<u64, Error> {
+        let cm = store.catalog().get("", "v1", "configmaps").unwrap().clone();
+        let body = json!({"metadata": {"name": name}, "data": {"v": v}});
+        Ok(store
+            .create(&cm, "default", body, false)
+            .await?
+            .resource_version)
+    }
+
+    fn cms() -> GroupResource {
+        GroupResource::new("", "configmaps")
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn resource_versions_are_etcds_mod_revisions_across_a_restart() {
+        let Some(cluster) = EtcdCluster::start(1).await else {
+            return;
+        };
+        let mut etcd = client(&cluster).await;
+        let store = Store::open_with(options(&cluster)).await.unwrap();
+        let rv = create_cm(&store, "a", "1").await.unwrap();
+        let (item, revision) = read(&mut etcd, "/registry/configmaps/default/a").await;
+        let (value, mod_revision) = item.unwrap();
+        assert_eq!((mod_revision, revision, store.revision()), (rv, rv, rv));
+        assert_eq!(value["data"]["v"], "1");
+        assert_eq!(value["metadata"]["resourceVersion"], rv.to_string());
+        // The namespaces the store made at its start are there too.
+        let (ns, _) = read(&mut etcd, "/registry/namespaces/kube-system").await;
+        assert!(ns.is_some());
+
+        let cm = store.catalog().get("", "v1", "configmaps").unwrap().clone();
+        let updated = store
+            .update(&cm, "default", "a", None, false, |mut o| {
+                o["data"]["v"] = json!("2");
+                Ok(o)
+            })
+            .await
+            .unwrap();
+        let (item, _) = read(&mut etcd, "/registry/configmaps/default/a").await;
+        assert_eq!(item.unwrap().1, updated.object().resource_version);
+        create_cm(&store, "b", "1").await.unwrap();
+        let deleted = store
+            .delete(&cm, "default", "b", &Default::default())
+            .await
+            .unwrap();
+        let (item, revision) = read(&mut etcd, "/registry/configmaps/default/b").await;
+        assert!(item.is_none());
+        assert_eq!(revision, deleted.object.resource_version);
+        store.close();
+
+        let reopened = Store::open_with(options(&cluster)).await.unwrap();
+        assert_eq!(reopened.revision(), revision);
+        let a = reopened.get(&cms(), "default", "a").unwrap();
+        assert_eq!(a.resource_version, updated.object().resource_version);
+        assert!(reopened.get(&cms(), "default", "b").is_none());
+        let rv = create_cm(&reopened, "c", "1").await.unwrap();
+        assert_eq!(rv, revision + 1);
+        reopened.close();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_foreign_write_fails_the_commit_and_a_restart_loads_it() {
+        let Some(cluster) = EtcdCluster::start(1).await else {
+            return;
+        };
+        let mut etcd = client(&cluster).await;
+        let store = Store::open_with(options(&cluster)).await.unwrap();
+        create_cm(&store, "a", "1").await.unwrap();
+        // Another writer changes the object under the store.
+        let (item, _) = read(&mut etcd, "/registry/configmaps/default/a").await;
+        let mut value = item.unwrap().0;
+        value["data"]["v"] = json!("foreign");
+        etcd.put("/registry/configmaps/default/a", value.to_string(), None)
+            .await
+            .unwrap();
+        let cm = store.catalog().get("", "v1", "configmaps").unwrap().clone();
+        let err = store
+            .update(&cm, "default", "a", None, false, |mut o| {
+                o["data"]["v"] = json!("mine");
+                Ok(o)
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Failed(_)), "{err:?}");
+        let reason = store.failure().unwrap();
+        assert!(reason.contains("another writer"), "{reason}");
+        // Read-only: nothing else is written.
+        assert!(create_cm(&store, "b", "1").await.is_err());
+        store.close();
+
+        let reopened = Store::open_with(options(&cluster)).await.unwrap();
+        let a = reopened.get(&cms(), "default", "a").unwrap();
+        assert_eq!(a.value()["data"]["v"], "foreign");
+        let (_, revision) = read(&mut etcd, "/registry/configmaps/default/a").await;
+        assert_eq!(
+            (a.resource_version, reopened.revision()),
+            (revision, revision)
+        );
+        // A client writing elsewhere in the cluster moves the revision: refused too.
+        etcd.put("/elsewhere", "x", None).await.unwrap();
+        let err = create_cm(&reopened, "c", "1").await.unwrap_err();
+        assert!(matches!(err, Error::Failed(_)), "{err:?}");
+        assert!(reopened.failure().unwrap().contains("another client"));
+        reopened.close();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn old_revisions_are_compacted_and_a_watch_before_the_log_is_expired() {
+        let Some(cluster) = EtcdCluster::start(1).await else {
+            return;
+        };
+        let mut etcd = client(&cluster).await;
+        let mut opts = options(&cluster);
+        opts.watch_log = 3;
+        if let Some(e) = opts.etcd.as_mut() {
+            e.compaction_interval = Duration::from_millis(200);
+        }
+        let store = Store::open_with(opts).await.unwrap();
+        let first = create_cm(&store, "c0", "0").await.unwrap();
+        for i in 1..6 {
+            create_cm(&store, &format!("c{i}"), "x").await.unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let old = GetOptions::new().with_revision(first as i64);
+            match etcd.get("/registry/configmaps/default/c0", Some(old)).await {
+                Err(e) if e.to_string().contains("compacted") => break,
+                _ => {}
+            }
+            assert!(Instant::now() < deadline, "etcd was not compacted");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let mut watcher = store.watch(WatchFilter::new(cms()), Some(first));
+        match watcher.next().await {
+            WatchEvent::Expired { requested, .. } => assert_eq!(requested, first),
+            other => panic!("expected Expired, got {other:?}"),
+        }
+        store.close();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_datastore_that_does_not_answer_fails_the_start_with_one_line() {
+        let opts = Options {
+            etcd: Some(EtcdOptions::new(vec!["http://127.0.0.1:1".into()])),
+            ..Options::default()
+        };
+        let started = Instant::now();
+        let Err(err) = Store::open_with(opts).await else {
+            panic!("opened without etcd");
+        };
+        let text = err.to_string();
+        assert!(text.starts_with("etcd at http://127.0.0.1:1: "), "{text}");
+        assert!(!text.contains('\n'), "{text}");
+        assert!(started.elapsed() < Duration::from_secs(15));
+    }
+
+    #[test]
+    fn keys_follow_kube_apiservers_layout() {
+        let keys = Keys::new("/registry");
+        let cases = [
+            (("", "pods", "ns", "p"), "/registry/pods/ns/p"),
+            (("", "namespaces", "", "ns"), "/registry/namespaces/ns"),
+            (("", "services", "ns", "s"), "/registry/services/specs/ns/s"),
+            (
+                ("", "endpoints", "ns", "s"),
+                "/registry/services/endpoints/ns/s",
+            ),
+            (("", "nodes", "", "n"), "/registry/minions/n"),
+            (
+                ("", "replicationcontrollers", "ns", "r"),
+                "/registry/controllers/ns/r",
+            ),
+            (
+                ("apps", "deployments", "ns", "d"),
+                "/registry/deployments/ns/d",
+            ),
+            (
+                ("networking.k8s.io", "ingresses", "ns", "i"),
+                "/registry/ingress/ns/i",
+            ),
+            (
+                (
+                    "apiextensions.k8s.io",
+                    "customresourcedefinitions",
+                    "",
+                    "crontabs.example.com",
+                ),
+                "/registry/apiextensions.k8s.io/customresourcedefinitions/crontabs.example.com",
+            ),
+            (
+                ("example.com", "crontabs", "ns", "c"),
+                "/registry/example.com/crontabs/ns/c",
+            ),
+        ];
+        for ((group, resource, ns, name), key) in cases {
+            assert_eq!(keys.object(group, resource, ns, name), key);
+            let (gr, got_ns, got_name) = keys.parse(key).unwrap();
+            assert_eq!(
+                (gr.group.as_str(), gr.resource.as_str()),
+                (group, resource),
+                "{key}"
+            );
+            assert_eq!((got_ns, got_name), (ns, name), "{key}");
+        }
+        assert!(keys.parse("/registry/masterleases/10.0.0.1").is_none());
+        assert!(keys.parse("/other/pods/ns/p").is_none());
+    }
+}

@@ -1,0 +1,185 @@
+//! `kgc serve --datastore-endpoint` on a 3-member etcd cluster on loopback (issue 33): the
+//! objects are etcd keys laid out as kube-apiserver lays them out, `resourceVersion` is their
+//! `mod_revision`, the garbage collector cascades over them, a watch resumes across a restart of
+//! kgc, and losing one member of three changes nothing. One server for the whole scenario (it
+//! kills a member and restarts kgc, which tests sharing it would see); the bad-input cases start
+//! no server that gets ready.
+
+kgc_testsupport::bind_kgc!();
+
+use std::time::Duration;
+
+use etcd_client::Client;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kgc_testsupport::*;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams, PropagationPolicy};
+use serde_json::{Value, json};
+
+const T: Duration = Duration::from_secs(30);
+
+/// The `mod_revision` of `key`, if it exists.
+async fn mod_revision(etcd: &mut Client, key: &str) -> Option<u64> {
+    let got = etcd.get(key, None).await.expect("reading etcd");
+    got.kvs().first().map(|kv| kv.mod_revision() as u64)
+}
+
+fn rv_of(cm: &ConfigMap) -> u64 {
+    let rv = cm.metadata.resource_version.as_deref().unwrap_or_default();
+    rv.parse().expect("a numeric resourceVersion")
+}
+
+async fn create(cms: &Api<ConfigMap>, name: &str, owner: Option<&ConfigMap>) -> ConfigMap {
+    let mut body = json!({"metadata": {"name": name}, "data": {"v": "1"}});
+    if let Some(o) = owner {
+        body["metadata"]["ownerReferences"] = json!([{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": o.metadata.name,
+            "uid": o.metadata.uid, "blockOwnerDeletion": true,
+        }]);
+    }
+    cms.create(&PostParams::default(), &typed(body))
+        .await
+        .unwrap_or_else(|e| panic!("creating {name}: {e}"))
+}
+
+/// The next watch event naming `name`, as (type, resourceVersion).
+async fn next_event(lines: &mut WatchLines, name: &str) -> (String, u64) {
+    loop {
+        let e: Value = next_within(lines, T, &format!("a watch event of {name}")).await;
+        if e["object"]["metadata"]["name"] == name {
+            let rv = e["object"]["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|r| r.parse().ok())
+                .unwrap_or_default();
+            return (e["type"].as_str().unwrap_or_default().to_owned(), rv);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kgc_serves_from_a_three_member_etcd_cluster() {
+    let Some(mut cluster) = EtcdCluster::start(3).await else {
+        return;
+    };
+    let endpoints = cluster.endpoints();
+    let mut s = Server::start_with(&["--datastore-endpoint", &endpoints]).await;
+    let mut etcd = Client::connect(cluster.endpoint_list(), None)
+        .await
+        .expect("connecting to etcd");
+    let ns = fresh_namespace(&s.client(), "etcd").await;
+    let key = |name: &str| format!("/registry/configmaps/{ns}/{name}");
+
+    // CRUD: each write's resourceVersion is its key's mod_revision.
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    let a = create(&cms, "a", None).await;
+    assert_eq!(mod_revision(&mut etcd, &key("a")).await, Some(rv_of(&a)));
+    s.kubectl_ok(&["-n", &ns, "label", "configmap", "a", "x=y"])
+        .await;
+    let a = cms.get("a").await.unwrap();
+    assert_eq!(a.metadata.labels.as_ref().unwrap()["x"], "y");
+    assert_eq!(mod_revision(&mut etcd, &key("a")).await, Some(rv_of(&a)));
+    s.kubectl_ok(&["-n", &ns, "delete", "configmap", "a"]).await;
+    assert_eq!(mod_revision(&mut etcd, &key("a")).await, None);
+
+    // The collector cascades: in the background, then in the foreground.
+    let owner = create(&cms, "owner-bg", None).await;
+    create(&cms, "child-bg", Some(&owner)).await;
+    let background = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Background),
+        ..DeleteParams::default()
+    };
+    cms.delete("owner-bg", &background).await.unwrap();
+    eventually("the background child collected", T, || async {
+        cms.get_opt("child-bg").await.unwrap().is_none()
+    })
+    .await;
+    let owner = create(&cms, "owner-fg", None).await;
+    create(&cms, "child-fg", Some(&owner)).await;
+    cms.delete("owner-fg", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    eventually("the foreground owner and child gone", T, || async {
+        cms.get_opt("owner-fg").await.unwrap().is_none()
+            && cms.get_opt("child-fg").await.unwrap().is_none()
+    })
+    .await;
+    assert_eq!(mod_revision(&mut etcd, &key("child-fg")).await, None);
+
+    // One member of three killed: writes and watches go on.
+    let from = rv_of(&create(&cms, "w0", None).await);
+    let path = format!("/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion={from}");
+    let mut lines = s.raw_watch(&path).await;
+    cluster.kill(0);
+    let w1 = create(&cms, "w1", None).await;
+    assert_eq!(
+        next_event(&mut lines, "w1").await,
+        ("ADDED".into(), rv_of(&w1))
+    );
+    drop(lines);
+
+    // A watch resumes after kgc restarts, from the last revision it saw.
+    let seen = rv_of(&w1);
+    s.restart().await;
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    assert_eq!(rv_of(&cms.get("w1").await.unwrap()), seen);
+    let path = format!("/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion={seen}");
+    let mut lines = s.raw_watch(&path).await;
+    let w2 = create(&cms, "w2", None).await;
+    assert_eq!(
+        next_event(&mut lines, "w2").await,
+        ("ADDED".into(), rv_of(&w2))
+    );
+    assert_eq!(mod_revision(&mut etcd, &key("w2")).await, Some(rv_of(&w2)));
+}
+
+/// `kgc serve` run to its exit: its status and stderr.
+async fn serve_fails(data_dir: &std::path::Path, args: &[&str]) -> String {
+    let out = tokio::process::Command::from(Kgc::command())
+        .args([
+            "serve",
+            "--insecure-http",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+        ])
+        .arg(data_dir)
+        .args(args)
+        .env("RUST_LOG", "off")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("running kgc serve");
+    assert!(!out.status.success(), "kgc serve {args:?} started");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn a_wrong_endpoint_or_another_datastore_is_refused_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = serve_fails(dir.path(), &["--datastore-endpoint", "http://127.0.0.1:1"]).await;
+    assert!(err.contains("etcd at http://127.0.0.1:1: "), "{err}");
+
+    // A SQLite data directory does not move to etcd.
+    let sqlite = dir.path().join("sqlite");
+    std::fs::create_dir_all(&sqlite).unwrap();
+    std::fs::write(sqlite.join("kgc.db"), "").unwrap();
+    let err = serve_fails(&sqlite, &["--datastore-endpoint", "http://127.0.0.1:1"]).await;
+    assert!(
+        err.contains(&format!(
+            "the data directory {} holds a SQLite database (kgc.db)",
+            sqlite.display()
+        )),
+        "{err}"
+    );
+
+    // A data directory whose cluster is in etcd does not start on SQLite.
+    let on_etcd = dir.path().join("etcd");
+    std::fs::create_dir_all(&on_etcd).unwrap();
+    serve_fails(&on_etcd, &["--datastore-endpoint", "http://127.0.0.1:1"]).await;
+    let err = serve_fails(&on_etcd, &[]).await;
+    assert!(
+        err.contains("belongs to a cluster kept in etcd http://127.0.0.1:1 (prefix /registry)"),
+        "{err}"
+    );
+    assert!(!on_etcd.join("kgc.db").exists());
+}
