@@ -106,6 +106,10 @@ fn k8s_openapi(api_version: &str, kind: &str, obj: &Value) -> Option<Result<(), 
         authorization::v1::LocalSubjectAccessReview,
         authorization::v1::SelfSubjectAccessReview,
         authorization::v1::SelfSubjectRulesReview,
+        admissionregistration::v1::MutatingWebhookConfiguration,
+        admissionregistration::v1::ValidatingWebhookConfiguration,
+        admissionregistration::v1::ValidatingAdmissionPolicy,
+        admissionregistration::v1::ValidatingAdmissionPolicyBinding,
     );
     None
 }
