@@ -110,7 +110,20 @@ async fn kgc_serves_from_a_three_member_etcd_cluster() {
     let path = format!("/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion={from}");
     let mut lines = s.raw_watch(&path).await;
     cluster.kill(0);
-    let w1 = create(&cms, "w1", None).await;
+    // Killing the leader makes etcd elect another; a write meanwhile may get a 5xx
+    // ("request timed out, possibly due to previous leader failure"), as kube-apiserver's
+    // does, and writes go on once a leader is elected.
+    let deadline = tokio::time::Instant::now() + T;
+    let w1 = loop {
+        let body = typed(json!({"metadata": {"name": "w1"}, "data": {"v": "1"}}));
+        match cms.create(&PostParams::default(), &body).await {
+            Ok(cm) => break cm,
+            Err(kube::Error::Api(e)) if e.code >= 500 && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("creating w1 after a member was killed: {e}"),
+        }
+    };
     assert_eq!(
         next_event(&mut lines, "w1").await,
         ("ADDED".into(), rv_of(&w1))

@@ -478,8 +478,8 @@ fn manifest_path() -> PathBuf {
 /// Deserializes `v` into its k8s-openapi type.
 fn k8s_openapi_reads(v: &Value) -> Result<(), String> {
     use k8s_openapi::api::{
-        apps, autoscaling, batch, certificates, coordination, core, discovery, events, networking,
-        policy, rbac, scheduling, storage,
+        admissionregistration, apps, autoscaling, batch, certificates, coordination, core,
+        discovery, events, networking, policy, rbac, scheduling, storage,
     };
     fn read<T: serde::de::DeserializeOwned>(v: &Value) -> Result<(), String> {
         serde_json::from_value::<T>(v.clone())
@@ -536,6 +536,18 @@ fn k8s_openapi_reads(v: &Value) -> Result<(), String> {
         ("discovery.k8s.io/v1", "EndpointSlice") => read::<discovery::v1::EndpointSlice>(v),
         ("events.k8s.io/v1", "Event") => read::<events::v1::Event>(v),
         ("scheduling.k8s.io/v1", "PriorityClass") => read::<scheduling::v1::PriorityClass>(v),
+        ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => {
+            read::<admissionregistration::v1::MutatingWebhookConfiguration>(v)
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") => {
+            read::<admissionregistration::v1::ValidatingWebhookConfiguration>(v)
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy") => {
+            read::<admissionregistration::v1::ValidatingAdmissionPolicy>(v)
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding") => {
+            read::<admissionregistration::v1::ValidatingAdmissionPolicyBinding>(v)
+        }
         (av, kind) => Err(format!("no k8s-openapi type mapped for {av} {kind}")),
     }
 }

@@ -156,12 +156,31 @@ impl Etcd {
             .map_err(|e| unreachable(e.to_string()))?;
         let mut kv = client.kv_client();
         let keys = Keys::new(&opts.prefix());
-        // A first request proves a member answers (the client connects lazily).
-        tokio::time::timeout(CONNECT_TIMEOUT, kv.get(keys.sentinel.clone(), None))
-            .await
-            .map_err(|_| unreachable("no answer within 10s".into()))?
-            .map_err(|e| unreachable(e.to_string()))?;
-        let (loaded, sentinel) = keys.load(&mut kv, codec).await?;
+        // The client spreads requests over the endpoints and does not retry one sent to a
+        // member that is down (a cluster that lost a member of three still serves): the first
+        // request and the load are retried until one answers, up to the connect timeout.
+        let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
+        let mut last = None;
+        let (loaded, sentinel) = loop {
+            let attempt = async {
+                // A first request proves a member answers (the client connects lazily).
+                kv.get(keys.sentinel.clone(), None).await?;
+                keys.load(&mut kv, codec).await
+            };
+            match tokio::time::timeout_at(deadline, attempt).await {
+                Err(_) => {
+                    let why = last.map_or("no answer within 10s".into(), |e: Error| e.to_string());
+                    return Err(unreachable(why));
+                }
+                Ok(Ok(loaded)) => break loaded,
+                Ok(Err(e @ Error::Etcd(_))) => {
+                    tracing::debug!(error = %e, "etcd did not answer; trying again");
+                    last = Some(e);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Ok(Err(e)) => return Err(e),
+            }
+        };
         let compactor = (!opts.compaction_interval.is_zero()).then(|| client.kv_client());
         Ok((kv, keys, loaded, sentinel, compactor))
     }
@@ -294,7 +313,16 @@ impl Etcd {
         ));
         ops.push(TxnOp::put(sentinel, rv.to_string(), None));
         let txn = Txn::new().when(compares).and_then(ops);
-        let response = self.kv.txn(txn).await;
+        let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
+        let response = loop {
+            match self.kv.txn(txn.clone()).await {
+                // The client does not retry through another member itself.
+                Err(e) if never_sent(&e) && tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                r => break r,
+            }
+        };
         let response = self.txn_result(response)?;
         if !response.succeeded() {
             return Err(self.diverge(format!(
@@ -312,6 +340,13 @@ impl Etcd {
         }
         Ok(())
     }
+}
+
+/// Whether a request was refused before it reached etcd: no connection to the member it was
+/// routed to could be made (a member that is down), so sending it again, to another member,
+/// cannot apply it twice. An answer lost after sending is not this: that write may have landed.
+fn never_sent(e: &etcd_client::Error) -> bool {
+    matches!(e, etcd_client::Error::GRpcStatus(s) if s.message() == "tcp connect error")
 }
 
 /// The client, with TLS when files are given.
