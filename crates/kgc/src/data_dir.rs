@@ -98,12 +98,20 @@ pub fn check_datastore(path: &Path, etcd: Option<&str>) -> anyhow::Result<()> {
             path.display(),
             recorded.trim()
         ),
-        (Some(etcd), recorded) if recorded.as_deref().map(str::trim) != Some(etcd) => {
-            std::fs::write(&marker, format!("{etcd}\n"))
-                .with_context(|| format!("writing {}", marker.display()))
-        }
         _ => Ok(()),
     }
+}
+
+/// Records in the data directory that its cluster is kept in `etcd`, once the store opened
+/// there: a start that never reached etcd (a mistyped endpoint) leaves the directory as it was.
+pub fn record_datastore(path: &Path, etcd: &str) -> anyhow::Result<()> {
+    let marker = path.join(DATASTORE_FILE);
+    let recorded = std::fs::read_to_string(&marker).ok();
+    if recorded.as_deref().map(str::trim) == Some(etcd) {
+        return Ok(());
+    }
+    std::fs::write(&marker, format!("{etcd}\n"))
+        .with_context(|| format!("writing {}", marker.display()))
 }
 
 /// Creates a directory (and its parents) readable by its owner only.

@@ -258,9 +258,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let full = full_disk(&data_dir);
     let _held = crate::data_dir::DataDir::lock(&data_dir).map_err(&full)?;
     let etcd = args.datastore.etcd();
+    let datastore = etcd.as_ref().map(describe_etcd);
     if !args.in_memory {
-        let etcd = etcd.as_ref().map(describe_etcd);
-        crate::data_dir::check_datastore(&data_dir, etcd.as_deref())?;
+        crate::data_dir::check_datastore(&data_dir, datastore.as_deref())?;
     }
     let encryption = args
         .encryption
@@ -294,6 +294,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         elapsed_ms = started.elapsed().as_millis() as u64,
         "store opened"
     );
+    if let Some(datastore) = datastore.as_deref().filter(|_| !args.in_memory) {
+        crate::data_dir::record_datastore(&data_dir, datastore)?;
+    }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
