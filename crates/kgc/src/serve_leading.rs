@@ -46,7 +46,7 @@ impl Base {
         kgc_runtime::Context {
             informers: Informers::new(InProcess::new(self.store.clone())),
             client: self.client.clone(),
-            clock: self.clock.clone(),
+            clock: self.clock,
             queues: Some(self.queues.clone()),
             root_ca: self.root_ca.clone(),
         }
