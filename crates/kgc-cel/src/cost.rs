@@ -265,9 +265,10 @@ pub(crate) fn estimate(expr: &IdedExpr, scope: &mut Vec<(String, Shape)>) -> (u6
                 }
                 "_[_]" => (1, shapes.first().map(|s| s.element()).unwrap_or_default()),
                 "@in" => (1u64.saturating_add(size(1)), Shape::scalar()),
-                "contains" | "startsWith" | "endsWith" | "matches" | "indexOf" | "lastIndexOf"
-                | "lowerAscii" | "upperAscii" | "trim" | "split" | "replace" | "substring"
-                | "isSorted" | "sum" | "min" | "max" | "distinct" | "join" => (
+                "contains" | "startsWith" | "endsWith" | "matches" | "find" | "findAll"
+                | "indexOf" | "lastIndexOf" | "lowerAscii" | "upperAscii" | "trim" | "split"
+                | "replace" | "substring" | "isSorted" | "sum" | "min" | "max" | "distinct"
+                | "join" => (
                     1u64.saturating_add(list_cost(&call.func_name, size(0))),
                     shapes.first().map(Shape::element).unwrap_or_default(),
                 ),

@@ -1,7 +1,7 @@
 //! CEL for kgc: the Common Expression Language as Kubernetes uses it, over `serde_json` values.
 //!
-//! kube-apiserver runs CEL in CRD `x-kubernetes-validations` rules (and, later for kgc, in
-//! admission webhooks' `matchConditions` and ValidatingAdmissionPolicy). This crate compiles a
+//! kube-apiserver runs CEL in CRD `x-kubernetes-validations` rules, admission webhooks'
+//! `matchConditions` and ValidatingAdmissionPolicy. This crate compiles a
 //! program with declared variables ([`Program::compile`]), estimates its worst-case cost from
 //! the sizes its inputs may have ([`Program::estimate`], with [`Shape`]), and evaluates it
 //! ([`Program::evaluate`]); [`rules`] applies all of that to a CRD's structural schema.

@@ -20,7 +20,9 @@ mod format;
 mod listtype;
 mod pattern;
 
-pub use pattern::go_ascii;
+pub use format::check as check_format;
+pub(crate) use pattern::go_regexp_error;
+pub use pattern::{compile as compile_pattern, go_ascii};
 
 fn preserves_unknown(schema: &Value) -> bool {
     schema
