@@ -22,6 +22,7 @@ pub mod value;
 /// A CEL value, as programs take their variables and give their results.
 pub use cel::Value;
 pub use cost::Shape;
+pub use library::authz::{Authorize, AuthzRequest};
 pub use program::Program;
 
 /// The most one evaluation of one expression may cost (`PerCallLimit`).

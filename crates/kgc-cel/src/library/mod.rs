@@ -1,6 +1,6 @@
 //! The Kubernetes CEL library on top of CEL's standard one (kubernetes/apiserver
 //! `pkg/cel/library`): lists, regular expressions, quantities, IPs and CIDRs, URLs, named
-//! formats, and the extended string functions (cel-go `ext.Strings`, which kube-apiserver
+//! formats, authorization checks, and the extended string functions (cel-go `ext.Strings`, which kube-apiserver
 //! includes: `lowerAscii`, `split`, `replace`, `trim`, `substring`, …).
 //!
 //! cel-rust's `regex` feature is left off so that `matches` is kgc's ([`regex`]): Go's RE2
@@ -14,6 +14,7 @@ use cel::{Env, ExecutionError, Value};
 
 use crate::Error;
 
+pub mod authz;
 mod format;
 mod lists;
 mod net;
@@ -41,6 +42,7 @@ fn build() -> Result<Env, cel::DeclarationError> {
     net::declare(&mut env)?;
     url::declare(&mut env)?;
     format::declare(&mut env)?;
+    authz::declare(&mut env)?;
     Ok(env)
 }
 
