@@ -214,6 +214,7 @@ mod tests {
                 FieldValidation::Strict,
                 written,
                 &mut body(),
+                None,
                 strict.clone(),
             )
             .unwrap_err()
@@ -253,6 +254,7 @@ mod tests {
             FieldValidation::Warn,
             Written::Patch,
             &mut obj,
+            None,
             strict.clone(),
         )
         .unwrap();
@@ -271,6 +273,7 @@ mod tests {
             FieldValidation::Ignore,
             Written::Object,
             &mut obj,
+            None,
             strict,
         )
         .unwrap();
