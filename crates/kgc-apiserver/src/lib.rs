@@ -281,9 +281,12 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
         },
         None => None,
     };
-    let routed = authn::scope(
-        user,
-        route(&api, &method, &path, &query, &parts.headers, body),
+    let routed = authz::scope(
+        api.rbac.clone(),
+        authn::scope(
+            user,
+            route(&api, &method, &path, &query, &parts.headers, body),
+        ),
     );
     let resp = match routed.await {
         Ok(r) => r,
