@@ -142,13 +142,16 @@ impl Bench {
             thousands(others)
         );
         self.row(
-            format!("EndpointSlices, {}k pods: last Ready → complete", n / 1000),
+            format!(
+                "EndpointSlices, {} pods: last Ready → complete",
+                thousands(n as u64)
+            ),
             format!("{lag}; {slices} slices; {window} requests meanwhile"),
         );
         self.row(
             format!(
-                "EndpointSlices, {}k pods: other requests over the run",
-                n / 1000
+                "EndpointSlices, {} pods: other requests over the run",
+                thousands(n as u64)
             ),
             format!(
                 "{} (besides {} creates and as many status writes)",

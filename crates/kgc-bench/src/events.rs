@@ -146,7 +146,10 @@ impl Bench {
             );
             p99[k] = run.latencies.pct(99.0);
             self.row(
-                format!("events: {}k by {CLIENTS} writers, {label}", n / 1000),
+                format!(
+                    "events: {} by {CLIENTS} writers, {label}",
+                    thousands(n as u64)
+                ),
                 format!(
                     "{}; {} left; RSS {} MiB; data {}",
                     run.summary(),
@@ -223,8 +226,8 @@ impl Bench {
             );
             let row = self.row(
                 format!(
-                    "start-up with {}k Events on disk, {label} (spawn → /readyz 200)",
-                    n / 1000
+                    "start-up with {} Events on disk, {label} (spawn → /readyz 200)",
+                    thousands(n as u64)
                 ),
                 format!("{:.2} s; {opened_text}", ready.as_secs_f64()),
             );

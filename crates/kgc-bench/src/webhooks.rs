@@ -444,7 +444,10 @@ impl Bench {
             converted_bytes as f64 / 1e6
         );
         self.row(
-            format!("conversion: LIST {}k CRs, stored v1 / webhook v2", n / 1000),
+            format!(
+                "conversion: LIST {} CRs, stored v1 / webhook v2",
+                thousands(n as u64)
+            ),
             format!(
                 "{} / {} median of {runs} (ratio {ratio:.1}; {reviews} review(s) a LIST)",
                 fmt_ms(stored.median()),
