@@ -10,6 +10,7 @@ use hyper::client::conn::http1::{self, SendRequest};
 use hyper::header::{ACCEPT, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 /// One keep-alive connection.
@@ -24,6 +25,14 @@ impl Conn {
             .await
             .with_context(|| format!("connecting to {addr}"))?;
         stream.set_nodelay(true)?;
+        Self::over(stream, addr).await
+    }
+
+    /// HTTP/1.1 over an established stream to `addr` (plain TCP, or TLS to a webhook).
+    pub async fn over<S>(stream: S, addr: SocketAddr) -> anyhow::Result<Self>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let (sender, conn) = http1::handshake(TokioIo::new(stream))
             .await
             .context("HTTP/1.1 handshake")?;

@@ -8,15 +8,19 @@
 
 mod build;
 mod controllers;
+mod endpoints;
+mod events;
 mod http;
 mod nodes;
 mod pods;
+mod quota;
 mod scheduling;
 mod server;
 mod stats;
 mod sync;
 mod tree;
 mod watches;
+mod webhooks;
 mod why;
 mod workloads;
 
@@ -100,6 +104,12 @@ struct Cli {
     /// Objects holding the namespace of the `why` measurement.
     #[arg(long, default_value_t = 1_000)]
     held: usize,
+    /// Events the `events` measurement posts.
+    #[arg(long, default_value_t = 100_000)]
+    events: usize,
+    /// Events on disk in the `expired-events` measurement.
+    #[arg(long, default_value_t = 1_000_000)]
+    expired_events: usize,
     /// What the create measurement posts: ConfigMaps, or Secrets carrying the same data
     /// (encrypted at rest by default).
     #[arg(long, value_enum, default_value = "configmaps")]
@@ -177,6 +187,23 @@ enum Which {
     /// commit changing 10% and removing 10%, with `kubectl apply --prune` as the reference (not
     /// part of `all`).
     Sync,
+    /// ResourceQuota's cost: pod creates by 16 clients under a quota against without, server
+    /// CPU per create (not part of `all`).
+    Quota,
+    /// `--events` Events by 16 writers, without expiry and with a 10 s `--event-ttl`: p99s,
+    /// what is left, RSS, database size (not part of `all`).
+    Events,
+    /// Start-up with `--expired-events` expired Events on disk (not part of `all`).
+    ExpiredEvents,
+    /// EndpointSlices of a Service over `--pods` pods: last pod Ready → slices complete, and
+    /// the requests served (not part of `all`).
+    Endpoints,
+    /// One allowing validating webhook on creates: creates/s and latency with and without, and
+    /// the webhook's own round trip (not part of `all`).
+    Webhook,
+    /// A LIST of `--small-list` custom resources through a conversion webhook against the
+    /// stored version (not part of `all`).
+    Conversion,
 }
 
 /// One row of the final table.
@@ -338,17 +365,33 @@ async fn create_many(
     clients: usize,
     total: usize,
 ) -> anyhow::Result<Creates> {
+    let prefix = prefix.to_owned();
+    let body: BodyFn = Arc::new(move |i| object(kind, &format!("{prefix}-{i:06}"), i));
+    post_many(addr, &objects_path(kind, ns), clients, total, body).await
+}
+
+/// The body of the `i`th create of a [`post_many`].
+type BodyFn = Arc<dyn Fn(usize) -> Bytes + Send + Sync>;
+
+/// `total` POSTs of `body(i)` to `path`, each expecting 201, by `clients` concurrent clients,
+/// each on its own keep-alive connection, each sending one request at a time.
+async fn post_many(
+    addr: SocketAddr,
+    path: &str,
+    clients: usize,
+    total: usize,
+    body: BodyFn,
+) -> anyhow::Result<Creates> {
     let mut conns = Vec::with_capacity(clients);
     for _ in 0..clients {
         conns.push(Conn::connect(addr).await?);
     }
     let next = Arc::new(AtomicUsize::new(0));
-    let path: Arc<str> = objects_path(kind, ns).into();
-    let prefix: Arc<str> = prefix.into();
+    let path: Arc<str> = path.into();
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(clients);
     for mut conn in conns {
-        let (next, path, prefix) = (Arc::clone(&next), Arc::clone(&path), Arc::clone(&prefix));
+        let (next, path, body) = (Arc::clone(&next), Arc::clone(&path), Arc::clone(&body));
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::with_capacity(total / clients + 1);
             let mut stored_bytes = 0;
@@ -357,7 +400,7 @@ async fn create_many(
                 if i >= total {
                     break;
                 }
-                let body = object(kind, &format!("{prefix}-{i:06}"), i);
+                let body = body(i);
                 let t0 = Instant::now();
                 let resp = conn
                     .expect(StatusCode::CREATED, Method::POST, &path, Some(body))
@@ -986,6 +1029,24 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Build {
         bench.build().await?;
+    }
+    if which == Which::Quota {
+        bench.quota().await?;
+    }
+    if which == Which::Events {
+        bench.events().await?;
+    }
+    if which == Which::ExpiredEvents {
+        bench.expired_events().await?;
+    }
+    if which == Which::Endpoints {
+        bench.endpoints().await?;
+    }
+    if which == Which::Webhook {
+        bench.webhook().await?;
+    }
+    if which == Which::Conversion {
+        bench.conversion().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",

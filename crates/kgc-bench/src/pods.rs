@@ -17,6 +17,8 @@ use crate::{Bench, Kind, create_many, create_namespace};
 
 /// The simulated node the pods are bound to.
 const NODE: &str = "kgc-bench-node";
+/// The pods' namespace.
+pub(crate) const NS: &str = "pods";
 const CLIENTS: usize = 16;
 const DEADLINE: Duration = Duration::from_secs(300);
 
@@ -34,7 +36,7 @@ pub(crate) fn pod(name: &str) -> Value {
 }
 
 /// The kubelet's successful status writes so far.
-async fn written(conn: &mut Conn) -> anyhow::Result<usize> {
+pub(crate) async fn written(conn: &mut Conn) -> anyhow::Result<usize> {
     let body = conn
         .expect(StatusCode::OK, Method::GET, "/metrics", None)
         .await?;
@@ -53,7 +55,13 @@ pub(crate) async fn run_pods(
     conn: &mut Conn,
     n: usize,
 ) -> anyhow::Result<crate::Creates> {
-    create_namespace(conn, "pods").await?;
+    prepare(conn).await?;
+    Ok(create_running(server, conn, n).await?.0)
+}
+
+/// The namespace `pods` and the simulated node the pods are bound to.
+pub(crate) async fn prepare(conn: &mut Conn) -> anyhow::Result<()> {
+    create_namespace(conn, NS).await?;
     let node = json!({
         "apiVersion": "v1",
         "kind": "Node",
@@ -67,15 +75,27 @@ pub(crate) async fn run_pods(
         Some(Bytes::from(node.to_string())),
     )
     .await?;
+    Ok(())
+}
+
+/// Creates `n` pods in the namespace [`prepare`] made, and waits until the simulated kubelet
+/// has written every one Running; also returns how many `/metrics` reads that took.
+pub(crate) async fn create_running(
+    server: &Server,
+    conn: &mut Conn,
+    n: usize,
+) -> anyhow::Result<(crate::Creates, u64)> {
     let started = Instant::now();
-    let creates = create_many(server.addr, Kind::Pods, "pods", "p", CLIENTS, n).await?;
+    let creates = create_many(server.addr, Kind::Pods, NS, "p", CLIENTS, n).await?;
+    let mut polls = 1;
     while written(conn).await? < n {
         if started.elapsed() > DEADLINE {
             anyhow::bail!("pods not Running after {DEADLINE:?}");
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
+        polls += 1;
     }
-    Ok(creates)
+    Ok((creates, polls))
 }
 
 impl Bench {

@@ -74,7 +74,7 @@ async fn create_owned(
 }
 
 /// The server's API requests served so far.
-async fn requests(conn: &mut Conn) -> anyhow::Result<u64> {
+pub(crate) async fn requests(conn: &mut Conn) -> anyhow::Result<u64> {
     let body = conn
         .expect(StatusCode::OK, Method::GET, "/metrics", None)
         .await?;
