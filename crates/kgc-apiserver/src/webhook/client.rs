@@ -8,7 +8,7 @@
 //! verifies and the call fails saying so).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine;
@@ -30,11 +30,17 @@ pub(crate) enum Endpoint {
     },
 }
 
+/// An HTTP client and the address it was built for (`None` for a `url`).
+type CachedClient = Option<(Option<SocketAddr>, reqwest::Client)>;
+
 /// A webhook's `clientConfig`, with its TLS configuration built once.
 #[derive(Clone)]
 pub(crate) struct ClientConfig {
     endpoint: Result<Endpoint, String>,
     tls: Result<Arc<rustls::ClientConfig>, String>,
+    /// The HTTP client of the last call: its pool keeps the connection, so a webhook called on every write costs a round trip,
+    /// not a TCP and TLS handshake each time, as Go's transport reuses connections upstream.
+    client: Arc<Mutex<CachedClient>>,
 }
 
 impl ClientConfig {
@@ -56,6 +62,7 @@ impl ClientConfig {
         Self {
             endpoint,
             tls: tls_config(cc["caBundle"].as_str().unwrap_or_default()).map(Arc::new),
+            client: Arc::default(),
         }
     }
 
@@ -69,13 +76,8 @@ impl ClientConfig {
     ) -> Result<Vec<u8>, String> {
         let endpoint = self.endpoint.clone()?;
         let tls = self.tls.clone()?;
-        let mut builder = reqwest::Client::builder()
-            .tls_backend_preconfigured((*tls).clone())
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(timeout);
-        let url = match endpoint {
-            Endpoint::Url(url) => url,
+        let (url, addr) = match endpoint {
+            Endpoint::Url(url) => (url, None),
             Endpoint::Service {
                 namespace,
                 name,
@@ -86,18 +88,18 @@ impl ClientConfig {
                 // resolver dials it; the connection goes to the address the Service resolves to.
                 let host = format!("{name}.{namespace}.svc");
                 let addr = resolve_service(store, &namespace, &name, port).await?;
-                builder = builder.resolve(&host, addr);
-                format!("https://{host}:{port}{path}")
+                (format!("https://{host}:{port}{path}"), Some((host, addr)))
             }
         };
         // Upstream tells the webhook its deadline in the query.
         let sep = if url.contains('?') { '&' } else { '?' };
         let url = format!("{url}{sep}timeout={}s", timeout.as_secs());
-        let client = builder
-            .build()
+        let client = self
+            .client(&tls, addr)
             .map_err(|e| format!("Post {url:?}: {}", cause(&e)))?;
         let resp = client
             .post(&url)
+            .timeout(timeout)
             .header("content-type", "application/json")
             .header("accept", "application/json")
             .body(body)
@@ -121,6 +123,34 @@ impl ClientConfig {
             return Err(message);
         }
         Ok(bytes.to_vec())
+    }
+}
+
+impl ClientConfig {
+    /// The client for `addr` (a Service's `(host, address)`), the last one if it was built for
+    /// the same address, else a new one kept for the next call.
+    fn client(
+        &self,
+        tls: &Arc<rustls::ClientConfig>,
+        addr: Option<(String, SocketAddr)>,
+    ) -> Result<reqwest::Client, reqwest::Error> {
+        let key = addr.as_ref().map(|(_, a)| *a);
+        let mut cached = self.client.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((k, client)) = cached.as_ref()
+            && *k == key
+        {
+            return Ok(client.clone());
+        }
+        let mut builder = reqwest::Client::builder()
+            .tls_backend_preconfigured((**tls).clone())
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some((host, addr)) = &addr {
+            builder = builder.resolve(host, *addr);
+        }
+        let client = builder.build()?;
+        *cached = Some((key, client.clone()));
+        Ok(client)
     }
 }
 
