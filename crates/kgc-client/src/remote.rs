@@ -160,14 +160,15 @@ impl Remote {
         let Some(patch) = fallback(&live) else {
             return Ok(());
         };
-        self.write(Request::new(api.resource_url()).patch(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        ))
-        .await
-        .map(|_| ())
-        .map_err(from_kube)
+        self.merge_patch(api.resource_url(), name, &patch).await
+    }
+
+    /// A JSON merge patch of `name` among the objects at `url` (an `Api`'s `resource_url`).
+    async fn merge_patch(&self, url: &str, name: &str, patch: &Value) -> Result<()> {
+        self.write(Request::new(url).patch(name, &PatchParams::default(), &Patch::Merge(patch)))
+            .await
+            .map(|_| ())
+            .map_err(from_kube)
     }
 
     /// Sends a write and returns the text of its answer, judged by the HTTP status alone: a
@@ -655,14 +656,7 @@ impl Cluster for Remote {
     async fn patch_event(&self, namespace: &str, name: &str, patch: Value) -> Result<()> {
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), namespace, &*EVENTS);
-        self.write(Request::new(api.resource_url()).patch(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        ))
-        .await
-        .map(|_| ())
-        .map_err(from_kube)
+        self.merge_patch(api.resource_url(), name, &patch).await
     }
 
     fn watch_objects(

@@ -188,14 +188,12 @@ impl<S: Sink> Recorder<S> {
 /// updates its cache only after a successful write).
 async fn file<S: Sink>(sink: &S, decision: Correlated) -> Result<(), Error> {
     let create = |event: Value| async move {
-        let namespace = event["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or("default")
-            .to_owned();
-        let written = sink.create(&namespace, event.clone()).await;
+        let text = |field: &str| event["metadata"][field].as_str().map(str::to_owned);
+        let namespace = text("namespace").unwrap_or_else(|| "default".to_owned());
+        let name = text("name").unwrap_or_default();
+        let written = sink.create(&namespace, event).await;
         if written.is_err() {
-            let name = event["metadata"]["name"].as_str().unwrap_or_default();
-            correlator().forget_event(&namespace, name);
+            correlator().forget_event(&namespace, &name);
         }
         written
     };
@@ -279,12 +277,15 @@ mod tests {
     async fn a_collectors_repeats_patch_the_first_event() {
         let cluster = InProcess::new(Store::in_memory().await.unwrap());
         let recorder = Recorder::new(Collector(cluster.clone()), "test", Clock::default());
-        for _ in 0..3 {
+        let repeat = || async {
             let m = "owner in another namespace".to_owned();
             recorder
                 .write(pod("repeat"), WARNING, "R", m)
                 .await
                 .unwrap();
+        };
+        for _ in 0..3 {
+            repeat().await;
         }
         let events = events_about(&cluster, "repeat").await;
         assert_eq!(events.len(), 1, "{events:?}");
@@ -298,11 +299,7 @@ mod tests {
             .delete(&info.unwrap(), "default", name, &options)
             .await
             .unwrap();
-        let m = "owner in another namespace".to_owned();
-        recorder
-            .write(pod("repeat"), WARNING, "R", m)
-            .await
-            .unwrap();
+        repeat().await;
         let events = events_about(&cluster, "repeat").await;
         assert_eq!(events.len(), 1, "{events:?}");
         assert_eq!(events[0]["count"], 4);
