@@ -168,8 +168,19 @@ pub trait Cluster: Clone + Send + Sync + 'static {
         finalizer: &str,
     ) -> impl Future<Output = Result<()>> + Send;
 
-    /// Records a core/v1 Event (`event` is the full object, its namespace set).
+    /// Records a core/v1 Event (`event` is the full object, its namespace set). Collectors do
+    /// not call it directly but through kgc-runtime's event recorder, which correlates.
     fn create_event(&self, event: Value) -> impl Future<Output = Result<()>> + Send;
+
+    /// Merge-patches the core/v1 Event `namespace`/`name` with `patch`, a flat object of
+    /// top-level fields (the recorder's `count`, `lastTimestamp` and `message` of a repeat, as
+    /// client-go's `recordToSink` patches); NotFound when the Event is gone.
+    fn patch_event(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: Value,
+    ) -> impl Future<Output = Result<()>> + Send;
 
     /// A watch of whole objects of one resource across namespaces, like [`Cluster::watch`]:
     /// a list first (`Init`, `InitApply`…, `InitDone`), then changes; it re-lists by itself.
@@ -226,48 +237,4 @@ pub trait Cluster: Clone + Send + Sync + 'static {
         namespace: &str,
         options: &DeleteOptions,
     ) -> impl Future<Output = Result<()>> + Send;
-}
-
-/// A core/v1 Warning event about `involved` (used for `OwnerRefInvalidNamespace`), in the
-/// involved object's namespace, or `default` for a cluster-scoped one, as upstream's recorder
-/// files them. `now` is the server clock's time (`--clock-offset` moves it).
-pub fn warning_event(
-    component: &str,
-    involved: &kgc_meta::ObjectRef,
-    reason: &str,
-    message: &str,
-    now: kgc_meta::time::Timestamp,
-) -> Value {
-    let namespace = if involved.namespace.is_empty() {
-        "default"
-    } else {
-        involved.namespace.as_str()
-    };
-    let nanos = now.as_nanosecond().max(0);
-    let time = kgc_meta::time::format_time(now);
-    let mut involved_object = serde_json::json!({
-        "apiVersion": involved.api_version,
-        "kind": involved.kind,
-        "name": involved.name,
-        "uid": involved.uid,
-    });
-    if !involved.namespace.is_empty() {
-        involved_object["namespace"] = Value::from(involved.namespace.as_str());
-    }
-    serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Event",
-        // client-go's recorder names events `<involved name>.<unix nanoseconds in hex>`; a
-        // `generateName` ending in '.' is not a valid name prefix and is rejected.
-        "metadata": {"name": format!("{}.{nanos:x}", involved.name), "namespace": namespace},
-        "involvedObject": involved_object,
-        "reason": reason,
-        "message": message,
-        "type": "Warning",
-        "source": {"component": component},
-        "reportingComponent": component,
-        "firstTimestamp": time,
-        "lastTimestamp": time,
-        "count": 1,
-    })
 }

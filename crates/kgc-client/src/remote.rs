@@ -160,14 +160,15 @@ impl Remote {
         let Some(patch) = fallback(&live) else {
             return Ok(());
         };
-        self.write(Request::new(api.resource_url()).patch(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        ))
-        .await
-        .map(|_| ())
-        .map_err(from_kube)
+        self.merge_patch(api.resource_url(), name, &patch).await
+    }
+
+    /// A JSON merge patch of `name` among the objects at `url` (an `Api`'s `resource_url`).
+    async fn merge_patch(&self, url: &str, name: &str, patch: &Value) -> Result<()> {
+        self.write(Request::new(url).patch(name, &PatchParams::default(), &Patch::Merge(patch)))
+            .await
+            .map(|_| ())
+            .map_err(from_kube)
     }
 
     /// Sends a write and returns the text of its answer, judged by the HTTP status alone: a
@@ -182,6 +183,15 @@ impl Remote {
         self.client.request_text(request).await
     }
 }
+
+/// core/v1 Events, which collectors record.
+static EVENTS: std::sync::LazyLock<ApiResource> = std::sync::LazyLock::new(|| ApiResource {
+    group: String::new(),
+    version: "v1".into(),
+    api_version: "v1".into(),
+    kind: "Event".into(),
+    plural: "events".into(),
+});
 
 /// The resource as kube-rs names it, at its preferred version.
 pub fn api_resource(r: &ResourceInfo) -> ApiResource {
@@ -635,18 +645,18 @@ impl Cluster for Remote {
             .to_owned();
         let body = serde_json::to_vec(&event)
             .map_err(|e| Error::Api(Status::bad_request(format!("invalid event: {e}"))))?;
-        let ar = ApiResource {
-            group: String::new(),
-            version: "v1".into(),
-            api_version: "v1".into(),
-            kind: "Event".into(),
-            plural: "events".into(),
-        };
-        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &namespace, &ar);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), &namespace, &*EVENTS);
         self.write(Request::new(api.resource_url()).create(&PostParams::default(), body))
             .await
             .map(|_| ())
             .map_err(from_kube)
+    }
+
+    async fn patch_event(&self, namespace: &str, name: &str, patch: Value) -> Result<()> {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &*EVENTS);
+        self.merge_patch(api.resource_url(), name, &patch).await
     }
 
     fn watch_objects(

@@ -5,9 +5,11 @@
 //! A quota is recalculated in full:
 //! - at once when it is created or its `spec.hard` changes, or its status lacks a name of
 //!   `spec.hard` (upstream's `addQuota`), not on the status writes of the admission plugin;
-//! - when an object it may count goes (replenishment): a deleted pod, Service, claim, ConfigMap,
-//!   Secret or ReplicationController, or a pod that ended (Succeeded, Failed), requeues its
-//!   namespace's quotas; other object counts (`count/<resource>.<group>`) wait for the resync;
+//! - when an object it may count goes (replenishment, upstream's `QuotaMonitor`): a deleted
+//!   pod, Service, claim, ConfigMap, Secret or ReplicationController, or a pod that ended
+//!   (Succeeded, Failed), requeues its namespace's quotas; so does a deleted object of any
+//!   other resource a quota counts (`count/<resource>.<group>`), watched from the moment a
+//!   quota names it (upstream watches every quotable resource; kgc only those quotas name);
 //! - every `--resource-quota-sync-period` (5 minutes), every quota.
 //!
 //! The namespace's objects are listed live (not from a cache), and the status is written with
@@ -15,7 +17,7 @@
 //! quota meanwhile, the write is a conflict and the quota is recalculated again, so a charge is
 //! never lost to a recalculation that did not see its object.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,10 +52,12 @@ impl Default for Config {
     }
 }
 
-/// What the controller keeps of a quota: whether its status needs computing.
+/// What the controller keeps of a quota: whether its status needs computing, and the
+/// resources beyond [`REPLENISHED`] it counts, `(group, resource)`, whose deletions replenish it.
 #[derive(Debug, Clone, PartialEq)]
 struct Quota {
     stale: bool,
+    counted: Vec<(String, String)>,
 }
 
 impl View for Quota {
@@ -65,8 +69,13 @@ impl View for Quota {
         let missing = hard
             .as_object()
             .is_some_and(|h| h.keys().any(|k| used.get(k).is_none()));
+        let counted = kgc_quota::usage::resources_to_list(obj)
+            .into_iter()
+            .filter(|(g, r)| !(g.is_empty() && REPLENISHED.contains(&r.as_str())))
+            .collect();
         Some(Quota {
             stale: obj["status"]["hard"] != *hard || missing,
+            counted,
         })
     }
 }
@@ -113,10 +122,15 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let resource = ctx.informers.resource("", "resourcequotas").await;
     let queue = ctx.queue::<QuotaKey>(NAME);
     let quotas = ctx.informers.cache::<Quota>(Arc::clone(&resource));
+    // The resources quotas count beyond the replenished ones, each sent once to `monitors`.
+    let (monitor_tx, monitor_rx) = tokio::sync::mpsc::unbounded_channel();
     let q = queue.clone();
     quotas.on_change(Arc::new(move |key: &Key, v: Option<&Quota>| {
         if v.is_some_and(|v| v.stale) {
             q.add(QuotaKey(key.clone()));
+        }
+        for counted in v.map(|v| v.counted.as_slice()).unwrap_or_default() {
+            let _ = monitor_tx.send(counted.clone());
         }
     }));
     let queue_namespace = {
@@ -138,6 +152,21 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         }));
         caches.push(charged);
     }
+    let monitors = {
+        let (informers, requeue) = (ctx.informers.clone(), queue_namespace.clone());
+        let mut rx = monitor_rx;
+        async move {
+            let mut asked: HashSet<(String, String)> = HashSet::new();
+            // Aborted with the controller (a lost leadership drops it).
+            let mut running = tokio::task::JoinSet::new();
+            while let Some((group, plural)) = rx.recv().await {
+                if asked.insert((group.clone(), plural.clone())) {
+                    running.spawn(monitor(informers.clone(), group, plural, requeue.clone()));
+                }
+            }
+            std::future::pending::<()>().await
+        }
+    };
     quotas.synced().await;
     for c in &caches {
         c.synced().await;
@@ -159,7 +188,22 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     tokio::select! {
         () = kgc_runtime::work(NAME, queue, WORKERS, sync) => {}
         () = resync => {}
+        () = monitors => {}
     }
+}
+
+/// Upstream's quota monitor of one more resource: once it is served, its deletions requeue
+/// their namespace's quotas. Runs as long as the controller (the cache lives with it).
+async fn monitor<C: Cluster>(
+    informers: kgc_runtime::informer::Informers<C>,
+    group: String,
+    plural: String,
+    requeue: impl Fn(&str) + Send + Sync + 'static,
+) {
+    let info = informers.resource(&group, &plural).await;
+    let cache = informers.cache::<Charged>(info);
+    cache.on_delete(Arc::new(move |key: &Key, _: &Charged| requeue(&key.0)));
+    std::future::pending::<()>().await;
 }
 
 /// Queues every cached quota whose key `pick` accepts.
@@ -242,13 +286,35 @@ mod tests {
 
     #[test]
     fn a_quota_is_stale_until_its_status_covers_its_spec() {
+        let quota = |stale| {
+            Some(Quota {
+                stale,
+                counted: Vec::new(),
+            })
+        };
         let fresh = json!({"spec": {"hard": {"pods": "2"}}});
-        assert_eq!(Quota::view(&fresh), Some(Quota { stale: true }));
+        assert_eq!(Quota::view(&fresh), quota(true));
         let done = json!({"spec": {"hard": {"pods": "2"}},
             "status": {"hard": {"pods": "2"}, "used": {"pods": "1"}}});
-        assert_eq!(Quota::view(&done), Some(Quota { stale: false }));
+        assert_eq!(Quota::view(&done), quota(false));
         let raised = json!({"spec": {"hard": {"pods": "3"}},
             "status": {"hard": {"pods": "2"}, "used": {"pods": "1"}}});
-        assert_eq!(Quota::view(&raised), Some(Quota { stale: true }));
+        assert_eq!(Quota::view(&raised), quota(true));
+    }
+
+    /// The resources a quota counts beyond the always-watched ones, which its controller
+    /// starts watching for their deletions.
+    #[test]
+    fn a_quota_names_the_resources_it_counts() {
+        let q = json!({"spec": {"hard": {"pods": "2", "count/leases.coordination.k8s.io": "1",
+            "count/configmaps": "3", "count/widgets.example.com": "4"}}});
+        let counted = Quota::view(&q).unwrap().counted;
+        assert_eq!(
+            counted,
+            [
+                ("coordination.k8s.io".to_owned(), "leases".to_owned()),
+                ("example.com".to_owned(), "widgets".to_owned()),
+            ]
+        );
     }
 }

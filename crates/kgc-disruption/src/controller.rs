@@ -12,11 +12,13 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v1::Scale;
+use k8s_openapi::api::core::v1::ObjectReference;
 use kgc_client::Cluster;
 use kgc_meta::disruption::{self, SYNC_FAILED};
 use kgc_meta::time::format_time;
 use kgc_meta::{LabelSelector, ResourceInfo};
 use kgc_runtime::Context;
+use kgc_runtime::events::Recorder;
 use kgc_runtime::informer::{Cache, Key, View};
 use kube::api::{Api, ApiResource, DynamicObject};
 use serde_json::{Value, json};
@@ -27,6 +29,8 @@ use crate::{Error, Result};
 /// The name `--controllers` knows it by.
 pub const NAME: &str = "disruption";
 const WORKERS: usize = 2;
+/// The source of its events, as upstream names it.
+const COMPONENT: &str = "controllermanager";
 
 /// The controller reference of an object (`metav1.GetControllerOf`).
 #[derive(Debug, Clone, PartialEq)]
@@ -118,6 +122,8 @@ struct Caches {
     stateful_sets: Cache<Workload>,
     controllers: Cache<Workload>,
     budget_info: Arc<ResourceInfo>,
+    /// Upstream's recorder (`EventSource{Component: "controllermanager"}`).
+    recorder: Recorder,
 }
 
 /// Runs the disruption controller until dropped.
@@ -135,6 +141,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         stateful_sets: workload("apps", "statefulsets").await,
         controllers: workload("", "replicationcontrollers").await,
         budget_info,
+        recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
     };
     let queue = ctx.queue::<String>(NAME);
     let by_namespace =
@@ -230,10 +237,18 @@ async fn sync_budget<C: Cluster>(
     pdb: &Value,
 ) -> Result<Option<Timestamp>> {
     let spec = &pdb["spec"];
+    let recorder = &caches.recorder;
     // A missing selector selects nothing, `{}` every pod (`LabelSelectorAsSelector`).
     let selector = match &spec["selector"] {
         Value::Null => None,
-        s => Some(LabelSelector::from_json(s).map_err(|e| Error::Invalid(e.to_string()))?),
+        s => match LabelSelector::from_json(s) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                let message = format!("Failed to get pods: {e}");
+                recorder.warning(reference(pdb), "NoPods", message);
+                return Err(Error::Invalid(e.to_string()));
+            }
+        },
     };
     let pods: Vec<(String, PodView)> = caches.pods.read(|m| {
         m.iter()
@@ -241,11 +256,41 @@ async fn sync_budget<C: Cluster>(
             .map(|(k, p)| (k.1.clone(), p.clone()))
             .collect()
     });
-    let scale = match budget::needs_scale(spec) {
-        true => Some(expected_scale(ctx, caches, ns, &pods).await?),
-        false => None,
+    if pods.is_empty() {
+        let message = "No matching pods found".to_owned();
+        recorder.normal(reference(pdb), "NoPods", message);
+    }
+    // `getExpectedPodCount`.
+    let expected = async {
+        let (scale, unmanaged) = match budget::needs_scale(spec) {
+            true => {
+                let (scale, unmanaged) = expected_scale(ctx, caches, ns, &pods).await?;
+                (Some(scale), unmanaged)
+            }
+            false => (None, Vec::new()),
+        };
+        let (expected, desired) = budget::expected_and_desired(spec, pods.len(), scale)?;
+        Ok::<_, Error>((expected, desired, unmanaged))
     };
-    let (expected, desired) = budget::expected_and_desired(spec, pods.len(), scale)?;
+    let (expected, desired, unmanaged) = match expected.await {
+        Ok(counts) => counts,
+        Err(e) => {
+            let message = format!("Failed to calculate the number of expected pods: {e}");
+            recorder.warning(reference(pdb), "CalculateExpectedPodCountFailed", message);
+            return Err(e);
+        }
+    };
+    if !unmanaged.is_empty() {
+        tracing::debug!(controller = NAME, namespace = ns, pods = ?unmanaged, "pods without a controller left out of a budget's expected pods");
+        let message = format!(
+            "Pods selected by this PodDisruptionBudget (selector: {}) were found to be \
+             unmanaged. As a result, the status of the PDB cannot be calculated correctly, which \
+             may result in undefined behavior. To account for these pods please set \
+             \".spec.minAvailable\" field of the PDB to an integer value.",
+            go_selector(&spec["selector"])
+        );
+        recorder.warning(reference(pdb), "UnmanagedPods", message);
+    }
     let members: Vec<Member> = pods
         .into_iter()
         .map(|(name, p)| Member {
@@ -326,19 +371,19 @@ fn same_status(old: &Value, new: &Value) -> bool {
 }
 
 /// `getExpectedScale`: the replicas the pods' controllers ask for, each controller counted
-/// once. A pod without a controller is left out (upstream records an `UnmanagedPods` event);
-/// one whose controller cannot be found fails the sync.
+/// once, and the pods without a controller, which are left out (the sync records an
+/// `UnmanagedPods` event); a pod whose controller cannot be found fails the sync.
 async fn expected_scale<C: Cluster>(
     ctx: &Context<C>,
     caches: &Caches,
     ns: &str,
     pods: &[(String, PodView)],
-) -> Result<i64> {
+) -> Result<(i64, Vec<String>)> {
     let mut scales: HashMap<String, (String, i64)> = HashMap::new();
     let mut unmanaged = Vec::new();
     for (name, pod) in pods {
         let Some(r) = &pod.controller else {
-            unmanaged.push(name.as_str());
+            unmanaged.push(name.clone());
             continue;
         };
         if scales.contains_key(&r.uid) {
@@ -351,15 +396,12 @@ async fn expected_scale<C: Cluster>(
         };
         scales.insert(r.uid.clone(), found);
     }
-    if !unmanaged.is_empty() {
-        tracing::debug!(controller = NAME, namespace = ns, pods = ?unmanaged, "pods without a controller left out of a budget's expected pods");
-    }
     // Two ReplicaSets of one Deployment count the Deployment once.
     let by_controller: HashMap<&str, i64> = scales
         .values()
         .map(|(uid, replicas)| (uid.as_str(), *replicas))
         .collect();
-    Ok(by_controller.values().sum())
+    Ok((by_controller.values().sum(), unmanaged))
 }
 
 /// The finders of `getExpectedScale`: a pod's controller and its scale, `(uid, replicas)`, or
@@ -444,6 +486,60 @@ async fn custom_scale<C: Cluster>(
     Ok(Some((r.uid.clone(), i64::from(replicas))))
 }
 
+/// The reference the budget's events name it by.
+fn reference(pdb: &Value) -> ObjectReference {
+    let meta = &pdb["metadata"];
+    let text = |v: &Value| v.as_str().map(str::to_owned);
+    ObjectReference {
+        api_version: Some("policy/v1".to_owned()),
+        kind: Some("PodDisruptionBudget".to_owned()),
+        namespace: text(&meta["namespace"]),
+        name: text(&meta["name"]),
+        uid: text(&meta["uid"]),
+        resource_version: text(&meta["resourceVersion"]),
+        field_path: None,
+    }
+}
+
+/// A label selector as Go's `%v` prints a `*metav1.LabelSelector` (its generated `String`),
+/// which upstream's `UnmanagedPods` message quotes.
+fn go_selector(selector: &Value) -> String {
+    if selector.is_null() {
+        return "nil".to_owned();
+    }
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    // The keys sorted, as the generated code sorts them.
+    let labels: BTreeMap<&String, String> = selector["matchLabels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k, text(v)))
+        .collect();
+    let labels: String = labels.iter().map(|(k, v)| format!("{k}: {v},")).collect();
+    let expressions: String = selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let values: Vec<String> = e["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(text)
+                .collect();
+            format!(
+                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
+                text(&e["key"]),
+                text(&e["operator"]),
+                values.join(" ")
+            )
+        })
+        .collect();
+    format!(
+        "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,5 +570,20 @@ mod tests {
             &json!({"conditions": []}),
             &json!({"expectedPods": 0, "conditions": []})
         ));
+    }
+
+    #[test]
+    fn selectors_print_as_go_prints_them() {
+        assert_eq!(
+            go_selector(&json!({"matchLabels": {"foo": "bar", "app": "web"}})),
+            "&LabelSelector{MatchLabels:map[string]string{app: web,foo: bar,},MatchExpressions:[]LabelSelectorRequirement{},}"
+        );
+        assert_eq!(
+            go_selector(
+                &json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]})
+            ),
+            "&LabelSelector{MatchLabels:map[string]string{},MatchExpressions:[]LabelSelectorRequirement{LabelSelectorRequirement{Key:tier,Operator:In,Values:[a b],},},}"
+        );
+        assert_eq!(go_selector(&Value::Null), "nil");
     }
 }

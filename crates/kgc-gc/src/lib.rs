@@ -33,6 +33,7 @@ use garbagecollector::Outcome;
 use graph::Uid;
 use graph_builder::{Effects, GraphBuilder, GraphEvent};
 use kgc_runtime::decisions::Decisions;
+use kgc_runtime::events::{Collector, Recorder, object_reference};
 use kgc_runtime::informer::Informers;
 use kgc_runtime::queue::WorkQueue;
 pub use metrics::Metrics;
@@ -446,20 +447,16 @@ impl<C: Cluster> Shared<C> {
         }
         for bad in fx.invalid_owner_refs {
             tracing::warn!(child = %bad.child, owner = %bad.owner, "OwnerRefInvalidNamespace");
-            let now = self.config.clock.now();
-            let event = kgc_client::warning_event(
+            Recorder::new(
+                Collector(self.cluster.clone()),
                 COMPONENT,
-                &bad.child,
+                self.config.clock,
+            )
+            .warning(
+                object_reference(&bad.child),
                 "OwnerRefInvalidNamespace",
-                &bad.message(),
-                now,
+                bad.message(),
             );
-            let cluster = self.cluster.clone();
-            tokio::spawn(async move {
-                if let Err(e) = kgc_runtime::correlator::record(&cluster, event, now).await {
-                    tracing::warn!(error = %e, "recording an OwnerRefInvalidNamespace event failed");
-                }
-            });
         }
     }
 

@@ -126,6 +126,10 @@ impl Cluster for Lagging {
         self.inner.create_event(event).await
     }
 
+    async fn patch_event(&self, namespace: &str, name: &str, patch: Value) -> Result<()> {
+        self.inner.patch_event(namespace, name, patch).await
+    }
+
     fn watch_objects(
         &self,
         resource: Arc<ResourceInfo>,

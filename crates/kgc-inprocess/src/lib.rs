@@ -31,6 +31,15 @@ impl InProcess {
         &self.store
     }
 
+    /// core/v1 Events, which collectors record.
+    fn events(&self) -> Result<Arc<ResourceInfo>> {
+        self.store
+            .catalog()
+            .get("", "v1", "events")
+            .cloned()
+            .ok_or_else(|| Error::Api(Status::no_such_resource()))
+    }
+
     /// Runs `change` on the object whose uid is `uid`, as one store update; a no-op change
     /// writes nothing.
     async fn modify(
@@ -336,18 +345,28 @@ impl Cluster for InProcess {
     }
 
     async fn create_event(&self, event: Value) -> Result<()> {
-        let info = self
-            .store
-            .catalog()
-            .get("", "v1", "events")
-            .cloned()
-            .ok_or_else(|| Error::Api(Status::no_such_resource()))?;
+        let info = self.events()?;
         let namespace = event["metadata"]["namespace"]
             .as_str()
             .unwrap_or("default")
             .to_owned();
         self.store
             .create(&info, &namespace, event, false)
+            .await
+            .map(|_| ())
+            .map_err(store_error)
+    }
+
+    async fn patch_event(&self, namespace: &str, name: &str, patch: Value) -> Result<()> {
+        let info = self.events()?;
+        self.store
+            .update(&info, namespace, name, None, false, move |mut event| {
+                // A flat merge patch: each top-level field replaced (see the trait).
+                if let (Some(event), Value::Object(patch)) = (event.as_object_mut(), patch) {
+                    event.extend(patch);
+                }
+                Ok(event)
+            })
             .await
             .map(|_| ())
             .map_err(store_error)

@@ -24,6 +24,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::{Context, Result, Target};
+use kgc_runtime::events::{Collector, Recorder, WARNING, object_reference};
 use kgc_runtime::informer::{Cache, Key, View, describe};
 
 const COLLECTOR: &str = "pv";
@@ -361,15 +362,20 @@ impl<C: Cluster> Volumes<C> {
                 .unwrap_or_default()
                 .to_owned(),
         };
-        let now = self.ctx.clock.now();
-        let event = kgc_client::warning_event(
+        let recorder = Recorder::new(
+            Collector(self.ctx.cluster.clone()),
             "persistentvolume-controller",
-            &involved,
-            reason,
-            message,
-            now,
+            self.ctx.clock,
         );
-        if let Err(e) = kgc_runtime::correlator::record(&self.ctx.cluster, event, now).await {
+        let written = recorder
+            .write(
+                object_reference(&involved),
+                WARNING,
+                reason,
+                message.to_owned(),
+            )
+            .await;
+        if let Err(e) = written {
             tracing::debug!(collector = COLLECTOR, error = %e, "recording an event failed");
         }
     }

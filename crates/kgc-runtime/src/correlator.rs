@@ -290,20 +290,6 @@ impl Caches {
     }
 }
 
-/// Files `event` (a whole core/v1 Event, see [`Correlator::correlate`]) through the process's
-/// correlator with a [`kgc_client::Cluster`], the collectors' client. That client writes no
-/// patches: a repeat is counted in the correlator and not written again.
-pub async fn record<C: kgc_client::Cluster>(
-    cluster: &C,
-    event: Value,
-    now: Timestamp,
-) -> kgc_client::Result<()> {
-    match correlator().correlate(event, now) {
-        Correlated::Create(event) => cluster.create_event(event).await,
-        Correlated::Patch { .. } | Correlated::Skip => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -683,6 +683,9 @@ mod tests {
         async fn create_event(&self, e: Value) -> kgc_client::Result<()> {
             self.inner.create_event(e).await
         }
+        async fn patch_event(&self, ns: &str, n: &str, p: Value) -> kgc_client::Result<()> {
+            self.inner.patch_event(ns, n, p).await
+        }
         fn watch_objects(
             &self,
             r: Arc<ResourceInfo>,

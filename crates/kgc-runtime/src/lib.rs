@@ -9,7 +9,7 @@
 //! - [`metrics`]: the process's one metrics registry;
 //! - [`decisions`]: the collectors' bounded history of what they deleted or orphaned, and why;
 //! - [`correlator`]: the one event correlator every event recorder files through;
-//! - [`events`]: the event `Recorder` every controller records with;
+//! - [`events`]: the event `Recorder` every controller, collector and `kgc sync` records with;
 //! - [`leader_election`]: client-go's leader election on a Lease, over kube-rs;
 //! - [`Context`]: what every controller shares; [`work`], [`run_by_name`] and
 //!   [`run_per_namespace`]: the loops controllers run on.
@@ -28,3 +28,24 @@ mod runner;
 
 pub use context::Context;
 pub use runner::{run_by_name, run_per_namespace, work};
+
+/// The runtime's one fallible operation: writing an event, through a controller's client or a
+/// collector's cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Client(#[from] kube::Error),
+    #[error(transparent)]
+    Cluster(#[from] kgc_client::Error),
+}
+
+impl Error {
+    /// Whether the API server answered NotFound (a patched Event is gone).
+    pub fn is_not_found(&self) -> bool {
+        match self {
+            Error::Client(kube::Error::Api(s)) => s.is_not_found(),
+            Error::Client(_) => false,
+            Error::Cluster(e) => e.is(kgc_meta::Reason::NotFound),
+        }
+    }
+}

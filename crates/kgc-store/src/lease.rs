@@ -104,6 +104,27 @@ impl Leases {
 }
 
 /// Unix milliseconds of the store's clock.
+/// When an object was last written as far as it tells (Unix milliseconds): the latest of its
+/// creation, its managed fields' times and an Event's own times (`lastTimestamp`, `eventTime`,
+/// `series.lastObservedTime`, which every repeat moves). The etcd backend keeps no expiry, so a
+/// start gives a loaded object of a resource with a TTL the expiry of its last write, as etcd's
+/// lease would have run meanwhile, rather than a whole TTL from the start.
+pub(crate) fn last_written(obj: &serde_json::Value) -> Option<i64> {
+    let meta = &obj["metadata"];
+    let managed = meta["managedFields"].as_array().into_iter().flatten();
+    [
+        &meta["creationTimestamp"],
+        &obj["lastTimestamp"],
+        &obj["eventTime"],
+        &obj["series"]["lastObservedTime"],
+    ]
+    .into_iter()
+    .chain(managed.map(|m| &m["time"]))
+    .filter_map(|t| t.as_str()?.parse::<kgc_meta::time::Timestamp>().ok())
+    .map(|t| t.as_millisecond())
+    .max()
+}
+
 pub(crate) fn now_ms(store: &Inner) -> i64 {
     store.clock.now().as_millisecond()
 }
@@ -225,6 +246,33 @@ mod tests {
 
     use crate::watch::{EventType, WatchEvent, WatchFilter};
     use crate::{GroupResource, Options, Store};
+
+    /// A loaded Event's last write is its latest time, whichever field holds it.
+    #[test]
+    fn an_objects_last_write_is_its_latest_time() {
+        let at = |s: &str| {
+            s.parse::<kgc_meta::time::Timestamp>()
+                .unwrap()
+                .as_millisecond()
+        };
+        let event = json!({
+            "metadata": {"creationTimestamp": "2026-01-01T00:00:00Z",
+                         "managedFields": [{"time": "2026-01-01T00:05:00Z"}]},
+            "lastTimestamp": "2026-01-01T00:10:00Z",
+            "eventTime": "2026-01-01T00:01:00.000000Z",
+        });
+        assert_eq!(
+            super::last_written(&event),
+            Some(at("2026-01-01T00:10:00Z"))
+        );
+        let series = json!({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"},
+            "series": {"count": 2, "lastObservedTime": "2026-01-01T01:00:00.500000Z"}});
+        assert_eq!(
+            super::last_written(&series),
+            Some(at("2026-01-01T01:00:00.5Z"))
+        );
+        assert_eq!(super::last_written(&json!({"metadata": {}})), None);
+    }
 
     fn events() -> GroupResource {
         GroupResource::new("", "events")

@@ -279,8 +279,14 @@ impl Store {
             for (group, resource, obj, expires) in loaded.objects {
                 state.rv = state.rv.max(obj.resource_version);
                 let gr = GroupResource::new(group, resource);
-                // Stored before its resource had a TTL: it expires a TTL from now.
-                if let Some(at) = expires.or_else(|| state.leases.expiry_at(&gr, now)) {
+                // Without a stored expiry (on etcd, or stored before its resource had a TTL):
+                // a TTL after its last write, as far as the object tells, else from now.
+                let expires = expires.or_else(|| {
+                    state.leases.ttl(&gr)?;
+                    let written = lease::last_written(&obj.value()).map_or(now, |w| w.min(now));
+                    state.leases.expiry_at(&gr, written)
+                });
+                if let Some(at) = expires {
                     state.leases.grant(&gr, &obj.namespace, &obj.name, at);
                 }
                 state

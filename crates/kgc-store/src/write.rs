@@ -102,10 +102,12 @@ impl Store {
         dry_run: bool,
     ) -> Result<Arc<StoredObject>> {
         let catalog = self.catalog();
+        let request_group = info.group.as_str();
         let info = catalog.stored_as(info);
         let (out, pending) = {
             let mut st = self.write_lock()?;
-            let (out, change) = self.plan_create(&mut st, info, namespace, obj, dry_run)?;
+            let (out, change) =
+                self.plan_create(&mut st, info, request_group, namespace, obj, dry_run)?;
             let pending = match change {
                 Some(c) => self.commit(&mut st, vec![c])?,
                 None => Pending(None),
@@ -116,10 +118,13 @@ impl Store {
         Ok(out)
     }
 
+    /// `request_group` is the group the request came through: events.k8s.io Events are stored
+    /// as core ones but validated by that API's rules.
     fn plan_create(
         &self,
         st: &mut State,
         info: &ResourceInfo,
+        request_group: &str,
         namespace: &str,
         mut obj: Value,
         dry_run: bool,
@@ -193,7 +198,7 @@ impl Store {
         if is_crd(&gr) {
             self.prepare_crd(&mut obj, None)?;
         }
-        let errs = validate_kind(info, &obj, None, None);
+        let errs = validate_kind(info, request_group, &obj, None, None);
         if !errs.is_empty() {
             return Err(invalid(info, &name, &errs).into());
         }
@@ -221,11 +226,20 @@ impl Store {
         change: impl FnOnce(Value) -> Result<Value, Status>,
     ) -> Result<Updated> {
         let catalog = self.catalog();
+        let request_group = info.group.as_str();
         let info = catalog.stored_as(info);
         let (out, pending) = {
             let mut st = self.write_lock()?;
-            let (out, c) =
-                self.plan_update(&mut st, info, namespace, name, subresource, dry_run, change)?;
+            let (out, c) = self.plan_update(
+                &mut st,
+                info,
+                request_group,
+                namespace,
+                name,
+                subresource,
+                dry_run,
+                change,
+            )?;
             let pending = match c {
                 Some(c) => self.commit(&mut st, vec![c])?,
                 None => Pending(None),
@@ -237,10 +251,12 @@ impl Store {
     }
 
     #[allow(clippy::too_many_arguments)]
+    /// `request_group` as in [`Store::plan_create`].
     pub(crate) fn plan_update(
         &self,
         st: &mut State,
         info: &ResourceInfo,
+        request_group: &str,
         namespace: &str,
         name: &str,
         subresource: Option<&str>,
@@ -331,7 +347,13 @@ impl Store {
             &new["metadata"],
             &current["metadata"],
         ));
-        errs.extend(validate_kind(info, &new, Some(&current), subresource));
+        errs.extend(validate_kind(
+            info,
+            request_group,
+            &new,
+            Some(&current),
+            subresource,
+        ));
         if !errs.is_empty() {
             return Err(invalid(info, name, &errs).into());
         }
@@ -374,9 +396,12 @@ impl Store {
 /// The kind's own rules (kgc-validation, upstream's `pkg/apis/*/validation`) for a built-in
 /// object as it would be stored: after defaults and the kind's `PrepareForCreate`, as the
 /// registry's strategy validates it. Custom resources are validated against their schema by the
-/// API server instead.
+/// API server instead. The rules are those of the group the request came through
+/// (`request_group`), as upstream's event strategy validates by the request's version: an
+/// events.k8s.io/v1 Event gets that API's strict rules, though stored as a core one.
 fn validate_kind(
     info: &ResourceInfo,
+    request_group: &str,
     obj: &Value,
     old: Option<&Value>,
     subresource: Option<&str>,
@@ -384,7 +409,7 @@ fn validate_kind(
     if info.custom {
         return Vec::new();
     }
-    kgc_validation::validate(&info.group, &info.kind, obj, old, subresource)
+    kgc_validation::validate(request_group, &info.kind, obj, old, subresource)
 }
 
 fn is_namespace(info: &ResourceInfo) -> bool {

@@ -3,16 +3,14 @@
 //! `ReconciliationSucceeded` "Reconciliation finished in …, next run in …", and
 //! `ReconciliationFailed` with the error). Named and timestamped as client-go's recorder files
 //! core/v1 Events (`kubernetes/kubernetes staging/src/k8s.io/client-go/tools/record/event.go`).
-//! Unlike the cluster controllers' recorder (which sends in the background), the write is
-//! awaited: `kgc sync --once` exits right after it. A failed write is logged, never fatal. It
-//! goes through the process's one correlator ([`kgc_runtime::correlator`]).
+//! Unlike the cluster controllers (which send in the background), the write is awaited
+//! (`Recorder::write`): `kgc sync --once` exits right after it. A failed write is logged, never
+//! fatal.
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kgc_runtime::correlator::Correlated;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kgc_runtime::events::{NORMAL, Recorder, WARNING};
 
 use crate::record::Record;
 
@@ -64,7 +62,9 @@ fn human(d: Duration) -> String {
     }
 }
 
-/// Files a `Normal` (`warning` false) or `Warning` event about `parent`.
+/// Files a `Normal` (`warning` false) or `Warning` event about `parent`, through the
+/// process's one recorder (its correlator counts repeats, aggregates a run's similar messages
+/// and throttles a flood).
 pub async fn emit(
     client: &kube::Client,
     parent: ObjectReference,
@@ -72,59 +72,11 @@ pub async fn emit(
     reason: &str,
     message: String,
 ) {
-    let namespace = parent.namespace.clone().unwrap_or_default();
-    let now = k8s_openapi::jiff::Timestamp::now();
-    let event = Event {
-        metadata: ObjectMeta {
-            name: Some(format!(
-                "{}.{:x}",
-                parent.name.as_deref().unwrap_or_default(),
-                now.as_nanosecond().max(0)
-            )),
-            namespace: Some(namespace.clone()),
-            ..ObjectMeta::default()
-        },
-        involved_object: parent,
-        reason: Some(reason.to_owned()),
-        message: Some(message),
-        type_: Some(if warning { "Warning" } else { "Normal" }.to_owned()),
-        source: Some(EventSource {
-            component: Some(COMPONENT.to_owned()),
-            host: None,
-        }),
-        reporting_component: Some(COMPONENT.to_owned()),
-        first_timestamp: Some(Time(now)),
-        last_timestamp: Some(Time(now)),
-        count: Some(1),
-        ..Event::default()
-    };
-    let Ok(value) = serde_json::to_value(&event) else {
-        return;
-    };
-    let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
-    // Through the process's correlator, as every recorder: repeats are counted, a run's
-    // similar messages aggregated, a flood throttled.
-    let written = match kgc_runtime::correlator::correlator().correlate(value, now) {
-        Correlated::Skip => Ok(()),
-        Correlated::Create(event) => create(&api, event).await,
-        Correlated::Patch {
-            name, patch, event, ..
-        } => match api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Err(kube::Error::Api(s)) if s.is_not_found() => create(&api, event).await,
-            other => other.map(|_| ()),
-        },
-    };
-    if let Err(e) = written {
+    let type_ = if warning { WARNING } else { NORMAL };
+    let recorder = Recorder::new(client.clone(), COMPONENT, Default::default());
+    if let Err(e) = recorder.write(parent, type_, reason, message).await {
         tracing::warn!(error = %e, "recording the sync's event failed");
     }
-}
-
-async fn create(api: &Api<Event>, event: serde_json::Value) -> Result<(), kube::Error> {
-    let event: Event = serde_json::from_value(event).map_err(kube::Error::SerdeError)?;
-    api.create(&PostParams::default(), &event).await.map(|_| ())
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! `pkg/apis/core/validation/events.go` (`ValidateEventCreate`, `ValidateEventUpdate`,
 //! `legacyValidateEvent`, `validateV1EventSeries`).
 //!
-//! Both API versions are validated as the one internal `core.Event`, so errors name the
+//! Both API versions are validated as the one internal `core.Event` (the object as stored, in
+//! core/v1's names: the store passes the group the request came through), so errors name the
 //! internal fields (`involvedObject.namespace`, `message`, `source`, `count`) even for
 //! events.k8s.io requests, exactly as kube-apiserver reports them. Requests through core/v1
 //! get only the legacy rules; events.k8s.io/v1 adds the strict ones.
@@ -38,43 +39,24 @@ struct Event<'a> {
 }
 
 impl<'a> Event<'a> {
-    fn from_json(obj: &'a Value, events_api: bool) -> Self {
-        let (involved, message, source, first, last, count, controller) = if events_api {
-            (
-                "regarding",
-                "note",
-                "deprecatedSource",
-                "deprecatedFirstTimestamp",
-                "deprecatedLastTimestamp",
-                "deprecatedCount",
-                "reportingController",
-            )
-        } else {
-            (
-                "involvedObject",
-                "message",
-                "source",
-                "firstTimestamp",
-                "lastTimestamp",
-                "count",
-                "reportingComponent",
-            )
-        };
+    /// Read from the object as stored (core/v1 names, which are the internal type's): an
+    /// events.k8s.io/v1 Event has been renamed on its way in.
+    fn from_json(obj: &'a Value) -> Self {
         Self {
             namespace: obj.at("metadata").str_of("namespace"),
-            involved_object: obj.at(involved),
+            involved_object: obj.at("involvedObject"),
             reason: obj.str_of("reason"),
-            message: obj.str_of(message),
-            source: obj.at(source),
-            first_timestamp: obj.at(first),
-            last_timestamp: obj.at(last),
-            count: obj.int_of(count),
+            message: obj.str_of("message"),
+            source: obj.at("source"),
+            first_timestamp: obj.at("firstTimestamp"),
+            last_timestamp: obj.at("lastTimestamp"),
+            count: obj.int_of("count"),
             event_type: obj.str_of("type"),
             event_time: obj.at("eventTime"),
             series: obj.at("series"),
             action: obj.str_of("action"),
             related: obj.at("related"),
-            reporting_controller: obj.str_of(controller),
+            reporting_controller: obj.str_of("reportingComponent"),
             reporting_instance: obj.str_of("reportingInstance"),
         }
     }
@@ -84,16 +66,17 @@ impl<'a> Event<'a> {
     }
 }
 
-/// An Event create or update; `events_api` is true for events.k8s.io requests.
+/// An Event create or update (`ValidateEventCreate`, `ValidateEventUpdate`); `events_api` is
+/// true for events.k8s.io requests (upstream's `requestVersion`), `obj` and `old` as stored.
 pub(crate) fn event(obj: &Value, old: Option<&Value>, events_api: bool, errs: &mut Errors) {
-    let e = Event::from_json(obj, events_api);
+    let e = Event::from_json(obj);
     legacy(&e, events_api, errs);
     if !events_api {
         return;
     }
     match old {
         None => strict_create(&e, errs),
-        Some(old) => strict_update(&e, &Event::from_json(old, true), errs),
+        Some(old) => strict_update(&e, &Event::from_json(old), errs),
     }
 }
 
@@ -296,13 +279,14 @@ mod tests {
     /// `TestValidateEventForNewV1Events`.
     #[test]
     fn test_validate_event_for_new_v1_events() {
-        let good = json!({"metadata": {"name": "e", "namespace": "ns"}, "regarding": {"namespace": "ns"},
-            "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "k8s.io/kubelet", "reportingInstance": "node-1",
+        // As stored: events.k8s.io/v1's fields renamed to core/v1's.
+        let good = json!({"metadata": {"name": "e", "namespace": "ns"}, "involvedObject": {"namespace": "ns"},
+            "eventTime": "2024-01-01T00:00:00.000000Z", "reportingComponent": "k8s.io/kubelet", "reportingInstance": "node-1",
             "action": "Pulling", "reason": "Pulled", "type": "Normal"});
         assert!(run(&good, None, true).is_empty());
         let mut bad = good.clone();
         bad["type"] = json!("Info");
-        bad["deprecatedCount"] = json!(3);
+        bad["count"] = json!(3);
         bad["series"] = json!({"count": 1});
         assert_eq!(
             run(&bad, None, true),
@@ -314,7 +298,7 @@ mod tests {
             ]
         );
         let mut changed = good.clone();
-        changed["note"] = json!("new note");
+        changed["message"] = json!("new note");
         changed["series"] = json!({"count": 2, "lastObservedTime": "2024-01-01T00:01:00.000000Z"});
         assert_eq!(
             run(&changed, Some(&good), true),

@@ -550,7 +550,7 @@ mod tests {
             (
                 "events.k8s.io",
                 "Event",
-                json!({"metadata": {"namespace": "ns"}, "regarding": {"namespace": "ns"}, "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "a/b", "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal", "series": {"count": 2, "lastObservedTime": "2024-01-01T00:00:00.000000Z"}}),
+                json!({"metadata": {"namespace": "ns"}, "involvedObject": {"namespace": "ns"}, "eventTime": "2024-01-01T00:00:00.000000Z", "reportingComponent": "a/b", "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal", "series": {"count": 2, "lastObservedTime": "2024-01-01T00:00:00.000000Z"}}),
             ),
             (
                 "",

@@ -11,7 +11,7 @@ kgc_testsupport::bind_kgc!();
 use std::time::Duration;
 
 use etcd_client::Client;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kgc_testsupport::*;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams, PropagationPolicy};
@@ -155,6 +155,25 @@ async fn kgc_serves_from_a_three_member_etcd_cluster() {
         ("ADDED".into(), rv_of(&w2))
     );
     assert_eq!(mod_revision(&mut etcd, &key("w2")).await, Some(rv_of(&w2)));
+
+    // An Event expires a TTL after its last write, also across a restart (etcd keeps no
+    // expiry): two hours later by the server's clock, the one-hour-old Event goes at once.
+    let events: Api<Event> = Api::namespaced(s.client(), &ns);
+    let now = kgc_meta::time::format_time(kgc_meta::time::Timestamp::now());
+    let event: Event = typed(json!({
+        "metadata": {"name": "old"},
+        "involvedObject": {"kind": "ConfigMap", "name": "w2", "namespace": ns, "apiVersion": "v1"},
+        "reason": "Seen", "message": "m", "type": "Normal", "source": {"component": "test"},
+        "count": 1, "firstTimestamp": now, "lastTimestamp": now,
+    }));
+    events.create(&PostParams::default(), &event).await.unwrap();
+    s.restart_with(&["--datastore-endpoint", &endpoints, "--clock-offset", "2h"])
+        .await;
+    let events: Api<Event> = Api::namespaced(s.client(), &ns);
+    eventually("the Event expired after the restart", T, || async {
+        events.get_opt("old").await.unwrap().is_none()
+    })
+    .await;
 
     // A data directory whose cluster is in etcd does not start on SQLite.
     s.terminate();

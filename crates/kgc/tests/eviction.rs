@@ -1,7 +1,8 @@
 //! Issue 30, "eviction with PodDisruptionBudgets": `kubectl drain` evicts a node's pods as a
 //! budget allows, the disruption controller keeps `kubectl get pdb` filled in, a budget with no
 //! disruption left answers 429 naming itself, evictions racing for a budget's disruptions win
-//! no more than it allows, and a namespace `edit` user may evict there. One living, secure server with
+//! no more than it allows, a namespace `edit` user may evict there, and the controller records
+//! upstream's events about budgets. One living, secure server with
 //! three simulated nodes serves every scenario, each in its own namespace.
 
 kgc_testsupport::bind_kgc!();
@@ -29,6 +30,7 @@ async fn eviction_respects_pod_disruption_budgets() {
         no_disruption_left_is_a_429_naming_the_budget(&s),
         concurrent_evictions_spend_each_disruption_once(&s),
         an_edit_user_evicts_in_their_namespace(&s),
+        budgets_record_upstreams_events(&s),
     );
 }
 
@@ -374,5 +376,61 @@ async fn an_edit_user_evicts_in_their_namespace(s: &Server) {
             .await
             .iter()
             .any(|(n, _)| *n == pod)
+    );
+}
+
+/// The event `reason` about the budget `name`, once recorded.
+async fn budget_event(s: &Server, ns: &str, name: &str, reason: &str) -> Value {
+    let path = format!(
+        "/api/v1/namespaces/{ns}/events?fieldSelector=involvedObject.name%3D{name},reason%3D{reason}"
+    );
+    let first = || async { get_json(&s.client(), &path).await["items"][0].clone() };
+    eventually(
+        &format!("a {reason} event about {ns}/{name}"),
+        T,
+        || async { !first().await.is_null() },
+    )
+    .await;
+    first().await
+}
+
+/// The disruption controller's events (`pkg/controller/disruption/disruption.go`): a budget
+/// selecting no pod, and one whose pods have no controller while it needs their scale.
+async fn budgets_record_upstreams_events(s: &Server) {
+    let ns = fresh_namespace(&s.client(), "pdb-events").await;
+    budget(s, &ns, "empty", "nothing", json!({"minAvailable": 1})).await;
+    let event = budget_event(s, &ns, "empty", "NoPods").await;
+    assert_eq!(
+        (
+            &event["type"],
+            &event["message"],
+            &event["source"]["component"]
+        ),
+        (
+            &json!("Normal"),
+            &json!("No matching pods found"),
+            &json!("controllermanager")
+        ),
+        "{event}"
+    );
+    assert_eq!(event["involvedObject"]["kind"], "PodDisruptionBudget");
+
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "bare", "namespace": ns, "labels": {"app": "bare"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    });
+    s.kubectl_stdin_ok(&["apply", "-f", "-"], &pod.to_string())
+        .await;
+    budget(s, &ns, "bare", "bare", json!({"maxUnavailable": 1})).await;
+    let event = budget_event(s, &ns, "bare", "UnmanagedPods").await;
+    assert_eq!(event["type"], "Warning", "{event}");
+    assert_eq!(
+        event["message"],
+        "Pods selected by this PodDisruptionBudget (selector: &LabelSelector{MatchLabels:\
+         map[string]string{app: bare,},MatchExpressions:[]LabelSelectorRequirement{},}) were \
+         found to be unmanaged. As a result, the status of the PDB cannot be calculated \
+         correctly, which may result in undefined behavior. To account for these pods please \
+         set \".spec.minAvailable\" field of the PDB to an integer value."
     );
 }

@@ -353,3 +353,128 @@ async fn a_million_replicas_under_a_quota_make_the_quotas_pods_and_a_condition()
     let rss = rss_kib(s.pid());
     assert!(rss < 512 * 1024, "the server holds {rss} KiB");
 }
+
+/// Server-side apply is charged as every other write: a claim's storage (in total and per
+/// StorageClass) when it creates one, a Service's NodePorts when it changes its type. And any
+/// object count is given back at once when its object goes.
+#[tokio::test]
+async fn server_side_apply_is_charged_and_object_counts_replenish_at_once() {
+    let s = Server::start().await;
+    object_counts_replenish_at_once(&s).await;
+    let ns = fresh_namespace(&s.client(), "quota-ssa").await;
+    let quotas: Api<ResourceQuota> = Api::namespaced(s.client(), &ns);
+    let quota: ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "q"},
+        "spec": {"hard": {
+            "requests.storage": "2Gi",
+            "gold.storageclass.storage.k8s.io/requests.storage": "1Gi",
+            "services.nodeports": "1",
+        }},
+    }))
+    .unwrap();
+    quotas.create(&PostParams::default(), &quota).await.unwrap();
+    wait_used(&quotas, "q", "services.nodeports", "0").await;
+    let apply = |path: String, body: Value| {
+        let s = &s;
+        async move {
+            let path = format!("{path}?fieldManager=ssa-test");
+            s.raw(
+                "PATCH",
+                &path,
+                Some("application/apply-patch+yaml"),
+                body.to_string(),
+            )
+            .await
+        }
+    };
+    let claim = |name: &str, size: &str| {
+        json!({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
+            "spec": {"storageClassName": "gold", "accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": size}}},
+        })
+    };
+    let claims = format!("/api/v1/namespaces/{ns}/persistentvolumeclaims");
+    let created = apply(format!("{claims}/a"), claim("a", "1Gi")).await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    assert_eq!(
+        used(&quotas, "q", "requests.storage").await.as_deref(),
+        Some("1Gi")
+    );
+    let refused = apply(format!("{claims}/b"), claim("b", "1Gi")).await;
+    assert_status(
+        &refused,
+        403,
+        "Forbidden",
+        "persistentvolumeclaims \"b\" is forbidden: exceeded quota: q, requested: \
+         gold.storageclass.storage.k8s.io/requests.storage=1Gi, used: \
+         gold.storageclass.storage.k8s.io/requests.storage=1Gi, limited: \
+         gold.storageclass.storage.k8s.io/requests.storage=1Gi",
+    );
+
+    let service = |name: &str, type_: &str| {
+        json!({
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+            "spec": {"type": type_, "selector": {"app": name}, "ports": [{"port": 80}]},
+        })
+    };
+    let services = format!("/api/v1/namespaces/{ns}/services");
+    for name in ["s", "t"] {
+        let created = apply(format!("{services}/{name}"), service(name, "ClusterIP")).await;
+        assert_eq!(created.status, 201, "{}", created.text());
+    }
+    let changed = apply(format!("{services}/s"), service("s", "NodePort")).await;
+    assert_eq!(changed.status, 200, "{}", changed.text());
+    assert_eq!(
+        used(&quotas, "q", "services.nodeports").await.as_deref(),
+        Some("1")
+    );
+    let refused = apply(format!("{services}/t"), service("t", "NodePort")).await;
+    assert_status(
+        &refused,
+        403,
+        "Forbidden",
+        "services \"t\" is forbidden: exceeded quota: q, requested: services.nodeports=1, \
+         used: services.nodeports=1, limited: services.nodeports=1",
+    );
+    let t = s
+        .raw("GET", &format!("{services}/t"), None, "")
+        .await
+        .json();
+    assert_eq!(t["spec"]["type"], "ClusterIP");
+}
+
+/// A `count/<resource>.<group>` of a resource the controller does not always watch is given
+/// back when its object is deleted, not at the next resync (5 minutes), as upstream's quota
+/// monitors do.
+async fn object_counts_replenish_at_once(s: &Server) {
+    let ns = fresh_namespace(&s.client(), "quota-count").await;
+    let quotas: Api<ResourceQuota> = Api::namespaced(s.client(), &ns);
+    let name = "count/leases.coordination.k8s.io";
+    let quota: ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "q"}, "spec": {"hard": {name: "1"}},
+    }))
+    .unwrap();
+    quotas.create(&PostParams::default(), &quota).await.unwrap();
+    wait_used(&quotas, "q", name, "0").await;
+    let leases = format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases");
+    let lease = |n: &str| {
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": n}})
+            .to_string()
+    };
+    let created = s
+        .raw("POST", &leases, Some("application/json"), lease("a"))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    let refused = s
+        .raw("POST", &leases, Some("application/json"), lease("b"))
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    let deleted = s.raw("DELETE", &format!("{leases}/a"), None, "").await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    wait_used(&quotas, "q", name, "0").await;
+    let created = s
+        .raw("POST", &leases, Some("application/json"), lease("b"))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text());
+}

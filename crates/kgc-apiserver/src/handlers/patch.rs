@@ -304,12 +304,18 @@ pub(super) async fn server_side_apply(
         Ok(merged)
     };
     for _ in 0..3 {
+        // Charged to the namespace's quotas as every other update (a claim's resize, a
+        // Service's new type); a create is charged below.
+        let charge = api
+            .charge_quota_update(info, req, dry_run, |current| merge(Some(&current)))
+            .await?;
         let updated = api
             .update_admitted(info, req, query, &ns, &name, dry_run, |current| {
+                charge.still_current(info, &current)?;
                 merge(Some(&current))
             })
             .await;
-        match updated {
+        match api.settle_quota(charge, updated).await {
             Ok((u, warnings)) => {
                 return Ok(with_warnings(
                     object(info, req, StatusCode::OK, u.object()),

@@ -21,7 +21,8 @@
 //! A start reads the whole prefix at one revision, in pages, and decodes each value through the
 //! [`Codec`] (Secrets are encrypted before they leave the process, as on SQLite). Objects whose
 //! resource has a TTL are deleted by the store when they expire, as any deletion (etcd leases
-//! would delete keys behind the store's back); after a restart they expire a TTL after the start.
+//! would delete keys behind the store's back); after a restart they expire a TTL after their last
+//! write as the object tells it (`lease::last_written`), since no expiry is stored here.
 //! Old revisions are compacted every `--etcd-compaction-interval` to the revision seen one
 //! interval earlier, as kube-apiserver's compactor does (kubernetes/kubernetes
 //! `staging/src/k8s.io/apiserver/pkg/storage/etcd3/compact.go`); the store answers reads and
