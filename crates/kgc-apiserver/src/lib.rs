@@ -9,6 +9,7 @@
 mod admission;
 mod admission_policy;
 mod apply;
+pub mod audit;
 pub mod authn;
 pub mod authz;
 mod body;
@@ -80,6 +81,8 @@ pub enum Error {
     SigningKey(String),
     #[error("the token file {path}: {reason}")]
     TokenFile { path: String, reason: String },
+    #[error("the audit log: {0}")]
+    Audit(String),
 }
 
 /// The API server: the store plus what the HTTP layer needs.
@@ -102,6 +105,8 @@ pub struct ApiServer {
     rbac: Option<Arc<authz::Rbac>>,
     /// `--max-requests-inflight` / `--max-mutating-requests-inflight`; `None`: unlimited.
     inflight: Option<Arc<inflight::Limits>>,
+    /// `--audit-log-path` with `--audit-policy-file`.
+    audit: Option<Arc<audit::AuditLog>>,
     /// The OwnerReferencesPermissionEnforcement admission plugin (on unless disabled).
     owner_references_enforced: bool,
     /// The ServiceAccount admission plugin (on unless disabled).
@@ -170,6 +175,7 @@ impl ApiServer {
             authn: None,
             rbac: None,
             inflight: None,
+            audit: None,
             owner_references_enforced: true,
             service_account_admission: true,
             storage_plugins: Default::default(),
@@ -188,6 +194,12 @@ impl ApiServer {
     /// Turns the ServiceAccount admission plugin off (see [`serviceaccount_admission`]).
     pub fn without_service_account_admission(mut self) -> Self {
         self.service_account_admission = false;
+        self
+    }
+
+    /// Writes the audit log (see [`audit`]).
+    pub fn with_audit(mut self, log: audit::AuditLog) -> Self {
+        self.audit = Some(Arc::new(log));
         self
     }
 
@@ -249,25 +261,57 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
             return ApiError(e).into_response();
         }
     };
+    let uri = req.uri().to_string();
     let query = Query::parse(req.uri().query());
     let (parts, body) = req.into_parts();
     let loopback = parts
         .extensions
         .get::<loopback::LoopbackUser>()
         .map(|u| Arc::clone(&u.0));
-    let user = match &api.authn {
-        _ if loopback.is_some() => loopback.clone(),
-        None => None,
-        Some(authn) => match admit(&api, authn, &method, &path, &query, &parts) {
-            Ok(user) => Some(user),
-            Err(e) => {
-                let resp = e.into_response();
-                api.metrics.count(resp.status());
-                tracing::debug!(%method, %path, status = resp.status().as_u16(), "refused");
-                body::discard(body).await;
-                return resp;
-            }
-        },
+    let mut authenticated = None;
+    let admitted = match &api.authn {
+        _ if loopback.is_some() => Ok(loopback.clone()),
+        None => Ok(None),
+        Some(authn) => admit(
+            &api,
+            authn,
+            &method,
+            &path,
+            &query,
+            &parts,
+            &mut authenticated,
+        )
+        .map(Some),
+    };
+    // The audit filter runs once the request is authenticated (upstream's `WithAudit` is inside
+    // `WithAuthentication`, outside impersonation and authorization).
+    let mut audited = match &api.audit {
+        // A request whose credentials fail is not audited here (upstream's
+        // `WithFailedAuthenticationAudit` is not kept).
+        Some(log) if !matches!(&admitted, Err(e) if e.0.code == 401) => audit_begin(
+            log,
+            &api,
+            &method,
+            &path,
+            &uri,
+            &query,
+            &parts,
+            authenticated.as_ref(),
+            &admitted,
+        )
+        .await
+        .map(|e| (Arc::clone(log), e)),
+        _ => None,
+    };
+    let user = match admitted {
+        Ok(user) => user,
+        Err(e) => {
+            let resp = e.into_response();
+            api.metrics.count(resp.status());
+            tracing::debug!(%method, %path, status = resp.status().as_u16(), "refused");
+            body::discard(body).await;
+            return audit_end(audited, resp, false).await;
+        }
     };
     let _permit = match &api.inflight {
         Some(_) if loopback.is_some() => None,
@@ -276,10 +320,31 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
             Err(resp) => {
                 api.metrics.count(resp.status());
                 body::discard(body).await;
-                return resp;
+                return audit_end(audited, resp, false).await;
             }
         },
         None => None,
+    };
+    let body = match &mut audited {
+        Some((_, ev)) if ev.level() >= kgc_audit::Level::Request && method != Method::GET => {
+            match body::read(body).await {
+                Ok(bytes) => {
+                    let decoded = match body::decode(&body::media_type(&parts.headers), &bytes) {
+                        Ok(d) => Some(d.value),
+                        // A patch: JSON of its own media type.
+                        Err(_) => serde_json::from_slice(&bytes).ok(),
+                    };
+                    ev.request_object(decoded.filter(|v| !v.is_null()));
+                    Body::from(bytes)
+                }
+                Err(e) => {
+                    let resp = ApiError(e).into_response();
+                    api.metrics.count(resp.status());
+                    return audit_end(audited, resp, false).await;
+                }
+            }
+        }
+        _ => body,
     };
     let routed = authz::scope(
         api.rbac.clone(),
@@ -288,13 +353,166 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
             route(&api, &method, &path, &query, &parts.headers, body),
         ),
     );
-    let resp = match routed.await {
+    let resp = match &audited {
+        None => routed.await,
+        Some((log, ev)) => {
+            use futures::FutureExt;
+            match ev
+                .scope(std::panic::AssertUnwindSafe(routed).catch_unwind())
+                .await
+            {
+                Ok(r) => r,
+                Err(panic) => {
+                    let (log, mut ev) = (Arc::clone(log), audited.take().map(|(_, e)| e));
+                    if let Some(ev) = ev.as_mut() {
+                        let message = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_owned())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        ev.panicked(&message);
+                        log.emit(ev, kgc_audit::Stage::Panic).await;
+                    }
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        }
+    };
+    let resp = match resp {
         Ok(r) => r,
         Err(e) => e.into_response(),
     };
     api.metrics.count(resp.status());
     tracing::debug!(%method, %path, status = resp.status().as_u16(), elapsed_us = started.elapsed().as_micros() as u64, "request");
-    resp
+    // Upstream's `LongRunningRequestCheck`: watches, and the log, exec, attach, port-forward
+    // and proxy subresources.
+    let long_running = query.get("watch").is_some_and(|w| w == "true" || w == "1")
+        || path.split('/').any(|p| p == "watch")
+        || matches!(
+            path.trim_end_matches('/').rsplit('/').next(),
+            Some("log" | "exec" | "attach" | "portforward" | "proxy")
+        );
+    audit_end(audited, resp, long_running).await
+}
+
+/// The request's audit event, if the policy audits it, written at `RequestReceived`, with the
+/// authorizer's decision.
+#[allow(clippy::too_many_arguments)]
+async fn audit_begin(
+    log: &audit::AuditLog,
+    api: &ApiServer,
+    method: &Method,
+    path: &str,
+    uri: &str,
+    query: &Query,
+    parts: &axum::http::request::Parts,
+    authenticated: Option<&Arc<authn::UserInfo>>,
+    admitted: &Result<Option<Arc<authn::UserInfo>>, ApiError>,
+) -> Option<audit::Event> {
+    let unsecured = authn::UserInfo {
+        name: "system:unsecured".into(),
+        groups: vec![
+            kgc_auth::SYSTEM_MASTERS.into(),
+            kgc_auth::SYSTEM_AUTHENTICATED.into(),
+        ],
+        ..authn::UserInfo::default()
+    };
+    let effective = admitted.as_ref().ok().and_then(|u| u.clone());
+    let user = authenticated
+        .or(effective.as_ref())
+        .map_or(&unsecured, |u| u.as_ref());
+    let impersonated = effective
+        .as_deref()
+        .filter(|e| authenticated.is_some_and(|a| a.name != e.name || a.groups != e.groups));
+    let audit_id = parts
+        .headers
+        .get("audit-id")
+        .and_then(|h| h.to_str().ok())
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let mut source_ips: Vec<String> = parts
+        .headers
+        .get("x-forwarded-for")
+        .and_then(|h| h.to_str().ok())
+        .into_iter()
+        .flat_map(|h| h.split(','))
+        .map(|ip| ip.trim().to_owned())
+        .filter(|ip| !ip.is_empty())
+        .collect();
+    if let Some(peer) = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<tls::Peer>>()
+    {
+        source_ips.push(peer.0.addr.ip().to_string());
+    }
+    let ev = log.begin(audit::Received {
+        audit_id: &audit_id,
+        method,
+        path,
+        uri,
+        query,
+        headers: &parts.headers,
+        source_ips,
+        user,
+        impersonated,
+    })?;
+    if api.rbac.is_some() && authenticated.is_some() {
+        let decision = match admitted {
+            Err(e) if e.0.code == 403 => "forbid",
+            _ => "allow",
+        };
+        ev.annotate("authorization.k8s.io/decision", decision);
+    }
+    log.emit(&ev, kgc_audit::Stage::RequestReceived).await;
+    Some(ev)
+}
+
+/// Writes the event of an answered request: `ResponseComplete` with its status (and body at
+/// `RequestResponse`); for a watch `ResponseStarted` now and `ResponseComplete` when its stream
+/// ends or the client goes. Every audited response carries its `Audit-Id`.
+async fn audit_end(
+    audited: Option<(Arc<audit::AuditLog>, audit::Event)>,
+    resp: Response,
+    long_running: bool,
+) -> Response {
+    let Some((log, mut ev)) = audited else {
+        return resp;
+    };
+    let code = resp.status().as_u16();
+    let (mut parts, body) = resp.into_parts();
+    if let Ok(id) = HeaderValue::from_str(ev.audit_id()) {
+        parts.headers.insert("audit-id", id);
+    }
+    if long_running && code < 300 {
+        ev.response(code, None);
+        log.emit(&ev, kgc_audit::Stage::ResponseStarted).await;
+        let guard = audit::CompleteOnDrop::new(log, ev);
+        use futures::StreamExt;
+        let stream = body.into_data_stream().map(move |chunk| {
+            let _ = &guard;
+            chunk
+        });
+        return Response::from_parts(parts, Body::from_stream(stream));
+    }
+    let wants_body = code >= 400 || ev.level() >= kgc_audit::Level::RequestResponse;
+    let body = if wants_body {
+        match axum::body::to_bytes(body, usize::MAX).await {
+            Ok(bytes) => {
+                ev.response(code, Some(&bytes));
+                Body::from(bytes)
+            }
+            Err(_) => {
+                ev.response(code, None);
+                Body::empty()
+            }
+        }
+    } else {
+        ev.response(code, None);
+        body
+    };
+    log.emit(&ev, kgc_audit::Stage::ResponseComplete).await;
+    Response::from_parts(parts, body)
 }
 
 /// Paths anyone may read without credentials: upstream's `system:public-info-viewer` grants
@@ -302,6 +520,8 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
 const PUBLIC_PATHS: [&str; 5] = ["/healthz", "/livez", "/readyz", "/version", "/version/"];
 
 /// Authenticates and authorizes a request: its user, or the 401 or 403 it gets.
+/// `authenticated` is the user the credentials name, before impersonation (the audit event's
+/// `user`).
 fn admit(
     api: &ApiServer,
     authn: &authn::Authenticator,
@@ -309,6 +529,7 @@ fn admit(
     path: &str,
     query: &Query,
     parts: &axum::http::request::Parts,
+    authenticated: &mut Option<Arc<authn::UserInfo>>,
 ) -> Result<Arc<authn::UserInfo>, ApiError> {
     let peer = parts
         .extensions
@@ -317,6 +538,7 @@ fn admit(
     let user = authn.authenticate(&parts.headers, peer)?;
     match user {
         Some(u) => {
+            *authenticated = Some(Arc::clone(&u));
             let u = match &api.rbac {
                 Some(rbac) => {
                     let u = authz::impersonate(rbac, u, &parts.headers)?;

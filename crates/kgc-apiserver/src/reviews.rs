@@ -303,6 +303,16 @@ async fn token_request(
     let name = req.name.clone().unwrap_or_default();
     let gr = GroupResource::new("", "serviceaccounts");
     let sa = api.store.get_or_not_found(&gr, &ns, &name)?;
+    let mut obj = obj.clone();
+    obj["apiVersion"] = json!("authentication.k8s.io/v1");
+    obj["kind"] = json!("TokenRequest");
+    let catalog = api.store.catalog();
+    let info = catalog
+        .get("", "v1", "serviceaccounts")
+        .ok_or_else(|| Status::internal("serviceaccounts are not served"))?;
+    let warnings = api
+        .admit_subresource_create(info, req, query, &mut obj)
+        .await?;
     let spec = &obj["spec"];
     let expiration = match &spec["expirationSeconds"] {
         Value::Null => DEFAULT_EXPIRATION,
@@ -365,7 +375,10 @@ async fn token_request(
         },
         "status": {"token": token, "expirationTimestamp": expires},
     });
-    Ok(body::json(StatusCode::CREATED, &out))
+    Ok(crate::handlers::with_warnings(
+        body::json(StatusCode::CREATED, &out),
+        &warnings,
+    ))
 }
 
 /// The objects a TokenRequest's `spec.boundObjectRef` binds the token to

@@ -69,6 +69,7 @@ async fn sync<C: Cluster>(
     let api: Api<Endpoints> = Api::namespaced(ctx.client.clone(), &key.0);
     let Some(Typed(svc)) = w.services.get(key) else {
         // The Service is gone: so are its Endpoints (they have no owner reference).
+        w.triggers.delete(key);
         if endpoints.get(key).is_some() {
             match api.delete(&key.1, &DeleteParams::default()).await {
                 Err(kube::Error::Api(s)) if s.is_not_found() => {}
@@ -81,6 +82,9 @@ async fn sync<C: Cluster>(
         return Ok(());
     }
     let pods = w.selected(&key.0, &svc);
+    // Computed even when nothing is written, so that the tracker sees every sync (upstream's
+    // `syncService` does the same).
+    let trigger = w.triggers.compute(key, &svc, &pods);
     let (subsets, truncated) = desired_subsets(&svc, &pods);
     let labels = crate::child_labels(&svc);
     let current = endpoints.get(key).map(|Typed(e)| e);
@@ -108,7 +112,7 @@ async fn sync<C: Cluster>(
         });
     meta.labels = Some(labels);
     let annotations = meta.annotations.get_or_insert_default();
-    match services::trigger_time(&svc, &pods) {
+    match trigger {
         Some(t) => annotations.insert(LAST_CHANGE_TRIGGER_TIME.to_owned(), t),
         None => annotations.remove(LAST_CHANGE_TRIGGER_TIME),
     };

@@ -110,6 +110,7 @@ async fn sync<C: Cluster>(
 ) -> Result<()> {
     // A deleted Service's slices are the garbage collector's.
     let Some(kgc_runtime::informer::Typed(svc)) = w.services.get(key) else {
+        w.triggers.delete(key);
         return Ok(());
     };
     if !services::has_selector(&svc) || svc.metadata.deletion_timestamp.is_some() {
@@ -117,7 +118,7 @@ async fn sync<C: Cluster>(
     }
     let pods = w.selected(&key.0, &svc);
     let desired = desired(&svc, &pods, zones);
-    let trigger = services::trigger_time(&svc, &pods);
+    let trigger = w.triggers.compute(key, &svc, &pods);
     let writer = Writer {
         managed_by: MANAGED_BY,
         field_manager: MANAGER,

@@ -31,6 +31,7 @@ pub struct Watched {
     pub services: Cache<Typed<Service>>,
     pub pods: Cache<PodInfo>,
     pub queue: WorkQueue<ServiceKey>,
+    pub triggers: TriggerTimeTracker,
 }
 
 impl Watched {
@@ -72,6 +73,7 @@ impl Watched {
             services,
             pods,
             queue,
+            triggers: TriggerTimeTracker::default(),
         }
     }
 
@@ -115,14 +117,133 @@ pub fn publish_not_ready(svc: &Service) -> bool {
         .unwrap_or(false)
 }
 
-/// The time of the newest change among the Service's creation and its pods' readiness, the
-/// `last-change-trigger-time` (upstream's `TriggerTimeTracker` keeps the oldest change not yet
-/// published; kgc publishes every change as it syncs, so the newest is the one that led here).
-pub fn trigger_time(svc: &Service, pods: &[PodInfo]) -> Option<String> {
-    let created = svc.metadata.creation_timestamp.as_ref().map(|t| t.0);
-    pods.iter()
-        .filter_map(|p| p.ready_changed.as_deref()?.parse::<jiff::Timestamp>().ok())
-        .chain(created)
-        .max()
-        .map(|t| t.to_string())
+/// What the tracker saw of one Service at its last sync: the Service's trigger time (its
+/// creation) and each selected pod's (its `Ready` condition's last transition).
+#[derive(Debug, Clone, Default)]
+struct ServiceState {
+    service: Option<jiff::Timestamp>,
+    pods: HashMap<String, jiff::Timestamp>,
+}
+
+/// The `endpoints.kubernetes.io/last-change-trigger-time` of each Service, as upstream's
+/// `TriggerTimeTracker` (kubernetes `pkg/controller/util/endpoint/trigger_time_tracker.go`)
+/// computes it: the oldest of the changes (a pod's readiness, the Service's creation) that the
+/// Service's previous sync had not seen, that is the oldest change not yet published; the
+/// Service's creation on its first sync; none when nothing changed. Each controller keeps its
+/// own, as upstream's do.
+#[derive(Debug, Clone, Default)]
+pub struct TriggerTimeTracker(Arc<Mutex<HashMap<Key, ServiceState>>>);
+
+impl TriggerTimeTracker {
+    /// The trigger time of a sync of `svc` over its selected `pods`, remembering what it saw
+    /// (`ComputeEndpointLastChangeTriggerTime`).
+    pub fn compute(&self, key: &Key, svc: &Service, pods: &[PodInfo]) -> Option<String> {
+        let previous = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned();
+        let before = previous.clone().unwrap_or_default();
+        let mut oldest_changed: Option<jiff::Timestamp> = None;
+        let mut changed = |t: jiff::Timestamp| {
+            oldest_changed = Some(oldest_changed.map_or(t, |o| o.min(t)));
+        };
+        let mut seen = ServiceState::default();
+        for p in pods {
+            let Some(t) = p
+                .ready_changed
+                .as_deref()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            else {
+                continue;
+            };
+            if before.pods.get(&p.name).is_none_or(|last| t > *last) {
+                changed(t);
+            }
+            seen.pods.insert(p.name.clone(), t);
+        }
+        let created = svc.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        if let Some(t) = created
+            && before.service.is_none_or(|last| t > last)
+        {
+            changed(t);
+        }
+        seen.service = created;
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key.clone(), seen);
+        // A Service seen for the first time: its creation.
+        let time = if previous.is_none() {
+            created
+        } else {
+            oldest_changed
+        };
+        time.map(|t| t.to_string())
+    }
+
+    /// Forgets a deleted Service (`DeleteService`).
+    pub fn delete(&self, key: &Key) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+    fn pod(name: &str, ready_changed: &str) -> PodInfo {
+        PodInfo {
+            name: name.into(),
+            ready_changed: Some(ready_changed.into()),
+            ..PodInfo::default()
+        }
+    }
+
+    #[test]
+    fn trigger_time_is_the_oldest_change_not_yet_published() {
+        let created = "2026-01-01T00:00:00Z";
+        let svc = Service {
+            metadata: ObjectMeta {
+                creation_timestamp: Some(Time(created.parse().unwrap())),
+                ..ObjectMeta::default()
+            },
+            ..Service::default()
+        };
+        let key: Key = ("ns".into(), "web".into());
+        let t = TriggerTimeTracker::default();
+        let (a1, b1) = ("2026-01-01T00:00:05Z", "2026-01-01T00:00:07Z");
+        // First sync: the Service's creation, whatever its pods.
+        assert_eq!(
+            t.compute(&key, &svc, &[pod("a", a1)]).as_deref(),
+            Some(created)
+        );
+        // Nothing changed since: no trigger time.
+        assert_eq!(t.compute(&key, &svc, &[pod("a", a1)]), None);
+        // Two pods changed (b is new): the oldest of the two, not the newest.
+        let a2 = "2026-01-01T00:00:09Z";
+        assert_eq!(
+            t.compute(&key, &svc, &[pod("a", a2), pod("b", b1)])
+                .as_deref(),
+            Some(b1)
+        );
+        // Only a changes again: its time; b's was published with the previous sync.
+        let a3 = "2026-01-01T00:00:11.5Z";
+        assert_eq!(
+            t.compute(&key, &svc, &[pod("a", a3), pod("b", b1)])
+                .as_deref(),
+            Some(a3)
+        );
+        // A deleted Service is forgotten: seen again, it is new.
+        t.delete(&key);
+        assert_eq!(
+            t.compute(&key, &svc, &[pod("a", a3)]).as_deref(),
+            Some(created)
+        );
+    }
 }

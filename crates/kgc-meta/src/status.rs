@@ -171,13 +171,15 @@ impl Status {
     }
 
     /// `pods "x" is forbidden: <reason>`.
+    /// `<resource> "<name>" is forbidden: <reason>`, without the name when there is none (a
+    /// DELETECOLLECTION) as `errors.NewForbidden` words it.
     pub fn forbidden(gr: &GroupResource, name: &str, reason: &str) -> Self {
-        Self::new(
-            403,
-            Reason::Forbidden,
-            format!("{gr} \"{name}\" is forbidden: {reason}"),
-        )
-        .about(gr, name)
+        let message = if name.is_empty() {
+            format!("{gr} is forbidden: {reason}")
+        } else {
+            format!("{gr} \"{name}\" is forbidden: {reason}")
+        };
+        Self::new(403, Reason::Forbidden, message).about(gr, name)
     }
 
     /// The 401 of a request without valid credentials. Upstream says no more than

@@ -53,6 +53,22 @@ pub struct Args {
     /// Writes served at once; more are refused with 429 (0: no limit).
     #[arg(long, default_value_t = kgc_apiserver::inflight::DEFAULT_MUTATING_LIMIT)]
     max_mutating_requests_inflight: usize,
+    /// Writes the audit log to this file (`-`: standard output), one `audit.k8s.io/v1 Event`
+    /// per line, for the requests `--audit-policy-file` audits.
+    #[arg(long)]
+    audit_log_path: Option<String>,
+    /// The audit policy (`audit.k8s.io/v1 Policy`, YAML or JSON); nothing is audited without it.
+    #[arg(long)]
+    audit_policy_file: Option<std::path::PathBuf>,
+    /// The size in megabytes past which the audit log is rotated (0: 100, lumberjack's default).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxsize: u64,
+    /// Rotated audit logs kept (0: all).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxbackup: usize,
+    /// Days a rotated audit log is kept, by the time in its name (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxage: u64,
     /// Admission plugins to turn off (comma-separated). kgc enforces
     /// OwnerReferencesPermissionEnforcement by default, which kube-apiserver leaves off;
     /// ServiceAccount, DefaultStorageClass, StorageObjectInUseProtection and ResourceQuota are
@@ -337,6 +353,25 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             args.max_mutating_requests_inflight,
         )
         .with_service_ranges(args.service_cluster_ip_range, args.service_node_port_range);
+    match (&args.audit_log_path, &args.audit_policy_file) {
+        (Some(path), Some(policy)) => {
+            let rotation = kgc_apiserver::audit::Rotation {
+                max_size_mb: args.audit_log_maxsize,
+                max_backups: args.audit_log_maxbackup,
+                max_age_days: args.audit_log_maxage,
+            };
+            api = api.with_audit(kgc_apiserver::audit::AuditLog::open(
+                policy, path, rotation,
+            )?);
+        }
+        (Some(_), None) => {
+            tracing::warn!("--audit-log-path without --audit-policy-file: nothing is audited")
+        }
+        (None, Some(_)) => {
+            tracing::warn!("--audit-policy-file without --audit-log-path: nothing is written")
+        }
+        (None, None) => {}
+    }
     let admission_off = |p: &str| args.disable_admission_plugins.iter().any(|d| d == p);
     if admission_off(kgc_apiserver::owner_references::PLUGIN) {
         api = api.without_owner_references_enforcement();

@@ -63,6 +63,25 @@ async fn review(
             tokio::time::sleep(Duration::from_secs(8)).await;
             allow(&req)
         }
+        "deny-big-scale" if req["object"]["spec"]["replicas"].as_i64() > Some(5) => {
+            json!({"uid": req["uid"], "allowed": false,
+                "status": {"code": 403, "reason": "Forbidden", "message": "at most 5 replicas"}})
+        }
+        "scale-at-least-two" if req["object"]["spec"]["replicas"].as_i64() < Some(2) => {
+            let patch = json!([{"op": "replace", "path": "/spec/replicas", "value": 2}]);
+            json!({"uid": req["uid"], "allowed": true, "patchType": "JSONPatch",
+                "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string())})
+        }
+        "deny-keep"
+            if req["oldObject"]["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("keep")) =>
+        {
+            json!({"uid": req["uid"], "allowed": false,
+                "status": {"code": 403, "reason": "Forbidden", "message": "keep-* stays"}})
+        }
+        "annotate" => json!({"uid": req["uid"], "allowed": true,
+            "auditAnnotations": {"checked": format!("configmap {name}")}}),
         "garbage" => return Json(json!({"not": "a review"})),
         _ => allow(&req),
     };
@@ -168,10 +187,381 @@ const T: Duration = Duration::from_secs(30);
 /// One server and one webhook server for every scenario.
 #[tokio::test]
 async fn admission_and_conversion_webhooks() {
-    let s = Server::start().await;
+    let dir = std::env::temp_dir().join(unique("kgc-webhooks-audit"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (policy, log) = (dir.join("policy.yaml"), dir.join("audit.log"));
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources:\n  - resources: [configmaps]\n",
+    )
+    .unwrap();
+    let s = Server::start_with(&[
+        "--in-memory",
+        "--audit-log-path",
+        log.to_str().unwrap(),
+        "--audit-policy-file",
+        policy.to_str().unwrap(),
+    ])
+    .await;
     let hook = webhook_server().await;
+    audit_annotations(&s, &hook, &log).await;
     admission(&s, &hook).await;
+    subresources(&s, &hook).await;
     conversion(&s, &hook).await;
+}
+
+/// A webhook's `auditAnnotations` go into the request's audit event as `<webhook>/<key>`.
+async fn audit_annotations(s: &Server, hook: &Webhook, log: &std::path::Path) {
+    let ns = fresh_namespace(&s.client(), "annotate").await;
+    s.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &configuration(
+            "ValidatingWebhookConfiguration",
+            "annotate",
+            &ns,
+            &format!("{}/annotate", hook.base),
+            &hook.ca_bundle,
+            json!({}),
+        ),
+    )
+    .await;
+    s.kubectl_ok(&["create", "configmap", "cm", "-n", &ns])
+        .await;
+    let want = "\"annotate.kgc.test/checked\":\"configmap cm\"";
+    eventually("the webhook's audit annotation", T, || {
+        let found = std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| {
+                l.contains(want) && l.contains(&ns) && l.contains("\"stage\":\"ResponseComplete\"")
+            });
+        async move { found }
+    })
+    .await;
+}
+
+/// The reviews the webhook at `path` got for namespace `ns` with `subResource` `sub` (`""`
+/// for none) and `operation`.
+fn reviews(hook: &Webhook, path: &str, ns: &str, sub: &str, operation: &str) -> Vec<Value> {
+    hook.seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(p, r)| {
+            p == path
+                && r["namespace"] == ns
+                && r["subResource"].as_str().unwrap_or_default() == sub
+                && r["operation"] == operation
+        })
+        .map(|(_, r)| r.clone())
+        .collect()
+}
+
+/// The writes that are not a plain create, update or delete (issue 32's follow-up item 1):
+/// `deployments/scale` (the webhooks see `autoscaling/v1 Scale`s, may change and refuse them),
+/// `pods/binding` and `pods/eviction` (their Binding and Eviction), and DELETECOLLECTION (each
+/// object admitted as its `oldObject`, with no name; a refusal stops the deletion there), through
+/// webhooks and through a ValidatingAdmissionPolicy.
+async fn subresources(s: &Server, hook: &Webhook) {
+    let c = s.client();
+    let ns = fresh_namespace(&c, "sub").await;
+    let rule = |ops: &[&str], group: &str, resources: &[&str]| json!({"operations": ops, "apiGroups": [group], "apiVersions": ["v1"], "resources": resources});
+    let hook_on = |kind: &str, name: &str, path: &str, rules: Value| {
+        configuration(
+            kind,
+            name,
+            &ns,
+            &format!("{}/{path}", hook.base),
+            &hook.ca_bundle,
+            json!({"rules": rules}),
+        )
+    };
+    let validating = "ValidatingWebhookConfiguration";
+    let scale_rule = json!([rule(&["UPDATE"], "apps", &["deployments/scale"])]);
+    for doc in [
+        hook_on(
+            validating,
+            "record",
+            "record",
+            json!([
+                rule(&["UPDATE"], "apps", &["deployments/scale"]),
+                rule(&["CREATE"], "", &["pods/binding", "pods/eviction"]),
+                rule(&["DELETE"], "", &["configmaps"]),
+            ]),
+        ),
+        hook_on(validating, "big", "deny-big-scale", scale_rule.clone()),
+        hook_on(
+            "MutatingWebhookConfiguration",
+            "two",
+            "scale-at-least-two",
+            scale_rule,
+        ),
+        hook_on(
+            validating,
+            "keep",
+            "deny-keep",
+            json!([rule(&["DELETE"], "", &["configmaps"])]),
+        ),
+        hook_on(
+            validating,
+            "evict",
+            "deny-bad",
+            json!([rule(&["CREATE"], "", &["pods/eviction"])]),
+        ),
+    ] {
+        s.kubectl_stdin_ok(&["apply", "-f", "-"], &doc).await;
+    }
+
+    // Scale: the review is of an autoscaling/v1 Scale of apps/v1 deployments; a refusal keeps
+    // the replicas, a mutating webhook's patch of the Scale is what is written.
+    s.kubectl_ok(&[
+        "create",
+        "deployment",
+        "web",
+        "-n",
+        &ns,
+        "--image=nginx",
+        "--replicas=3",
+    ])
+    .await;
+    s.kubectl_ok(&["scale", "deployment", "web", "-n", &ns, "--replicas=4"])
+        .await;
+    let replicas = || async {
+        s.kubectl_ok(&[
+            "get",
+            "deployment",
+            "web",
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ])
+        .await
+        .trim()
+        .to_owned()
+    };
+    assert_eq!(replicas().await, "4");
+    let req = reviews(hook, "record", &ns, "scale", "UPDATE")
+        .pop()
+        .expect("a review of the scale");
+    let scale = json!({"group": "autoscaling", "version": "v1", "kind": "Scale"});
+    assert_eq!(req["kind"], scale);
+    assert_eq!(req["requestKind"], scale);
+    assert_eq!(
+        req["resource"],
+        json!({"group": "apps", "version": "v1", "resource": "deployments"})
+    );
+    assert_eq!(req["requestSubResource"], "scale");
+    assert_eq!(req["name"], "web");
+    assert_eq!(req["object"]["kind"], "Scale");
+    assert_eq!(req["object"]["spec"]["replicas"], 4);
+    assert_eq!(req["oldObject"]["spec"]["replicas"], 3);
+    assert_eq!(req["options"]["kind"], "UpdateOptions");
+    let out = s
+        .kubectl(&["scale", "deployment", "web", "-n", &ns, "--replicas=9"])
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .contains("admission webhook \"big.kgc.test\" denied the request: at most 5 replicas"),
+        "{stderr}"
+    );
+    assert_eq!(replicas().await, "4");
+    s.kubectl_ok(&["scale", "deployment", "web", "-n", &ns, "--replicas=0"])
+        .await;
+    assert_eq!(
+        replicas().await,
+        "2",
+        "the mutating webhook's Scale is written"
+    );
+
+    // Binding and eviction: the webhooks see the Binding and the Eviction.
+    s.kubectl_ok(&["run", "p", "-n", &ns, "--image=nginx"])
+        .await;
+    let pod = |name: &str| format!("/api/v1/namespaces/{ns}/pods/{name}");
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+        "target": {"kind": "Node", "name": "node-1"}});
+    let resp = s
+        .raw(
+            "POST",
+            &format!("{}/binding", pod("p")),
+            Some("application/json"),
+            binding.to_string(),
+        )
+        .await;
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let req = reviews(hook, "record", &ns, "binding", "CREATE")
+        .pop()
+        .expect("a review of the binding");
+    assert_eq!(
+        req["kind"],
+        json!({"group": "", "version": "v1", "kind": "Binding"})
+    );
+    assert_eq!(
+        req["resource"],
+        json!({"group": "", "version": "v1", "resource": "pods"})
+    );
+    assert_eq!(req["object"]["target"]["name"], "node-1");
+    assert_eq!(req["options"]["kind"], "CreateOptions");
+    let eviction = |name: &str| {
+        json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}})
+            .to_string()
+    };
+    s.kubectl_ok(&["run", "bad-pod", "-n", &ns, "--image=nginx"])
+        .await;
+    let resp = s
+        .raw(
+            "POST",
+            &format!("{}/eviction", pod("bad-pod")),
+            Some("application/json"),
+            eviction("bad-pod"),
+        )
+        .await;
+    assert_status(
+        &resp,
+        403,
+        "Forbidden",
+        "admission webhook \"evict.kgc.test\" denied the request: configmap bad-pod is not allowed",
+    );
+    assert_eq!(s.raw("GET", &pod("bad-pod"), None, "").await.status, 200);
+    let resp = s
+        .raw(
+            "POST",
+            &format!("{}/eviction", pod("p")),
+            Some("application/json"),
+            eviction("p"),
+        )
+        .await;
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let req = reviews(hook, "record", &ns, "eviction", "CREATE")
+        .pop()
+        .expect("a review of the eviction");
+    assert_eq!(
+        req["kind"],
+        json!({"group": "policy", "version": "v1", "kind": "Eviction"})
+    );
+    assert_eq!(req["name"], "p");
+
+    // DELETECOLLECTION: each object is admitted with no name; the refusal of keep-1 stops the
+    // deletion after a-1 and a-2 (listed before it), and keep-1 stays.
+    for name in ["a-1", "a-2", "keep-1"] {
+        s.kubectl_ok(&["create", "configmap", name, "-n", &ns])
+            .await;
+        s.kubectl_ok(&["label", "configmap", name, "-n", &ns, "set=dc"])
+            .await;
+    }
+    let collection = format!("/api/v1/namespaces/{ns}/configmaps?labelSelector=set%3Ddc");
+    let resp = s.raw("DELETE", &collection, None, "").await;
+    assert_status(
+        &resp,
+        403,
+        "Forbidden",
+        "admission webhook \"keep.kgc.test\" denied the request: keep-* stays",
+    );
+    let left = s.raw("GET", &collection, None, "").await.json();
+    let names: Vec<&str> = left["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["keep-1"]);
+    let deletes = reviews(hook, "record", &ns, "", "DELETE");
+    let old: Vec<&str> = deletes
+        .iter()
+        .filter_map(|r| r["oldObject"]["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(old, ["a-1", "a-2", "keep-1"]);
+    assert!(
+        deletes
+            .iter()
+            .all(|r| r["name"] == "" && r["options"]["kind"] == "DeleteOptions")
+    );
+
+    subresource_policies(s).await;
+}
+
+/// A ValidatingAdmissionPolicy over `deployments/scale` and over configmap deletions: it sees
+/// the Scale, and a DELETECOLLECTION's objects one by one, refused in upstream's words.
+async fn subresource_policies(s: &Server) {
+    let c = s.client();
+    let ns = fresh_namespace(&c, "sub-vap").await;
+    let policy = format!(
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: sub-{ns}
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [apps]
+      apiVersions: [v1]
+      operations: [UPDATE]
+      resources: [deployments/scale]
+    - apiGroups: ['']
+      apiVersions: [v1]
+      operations: [DELETE]
+      resources: [configmaps]
+  validations:
+  - expression: \"request.operation != 'UPDATE' || (object.kind == 'Scale' && object.spec.replicas <= 5)\"
+    message: at most 5
+  - expression: \"request.operation != 'DELETE' || !oldObject.metadata.name.startsWith('keep')\"
+    message: keep stays
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: sub-{ns}-binding
+spec:
+  policyName: sub-{ns}
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels:
+        kubernetes.io/metadata.name: {ns}
+"
+    );
+    s.kubectl_stdin_ok(&["apply", "-f", "-"], &policy).await;
+    s.kubectl_ok(&["create", "deployment", "web", "-n", &ns, "--image=nginx"])
+        .await;
+    s.kubectl_ok(&["scale", "deployment", "web", "-n", &ns, "--replicas=5"])
+        .await;
+    let out = s
+        .raw(
+            "PATCH",
+            &format!("/apis/apps/v1/namespaces/{ns}/deployments/web/scale"),
+            Some("application/merge-patch+json"),
+            r#"{"spec":{"replicas":6}}"#,
+        )
+        .await;
+    assert_status(
+        &out,
+        422,
+        "Invalid",
+        &format!(
+            "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'sub-{ns}' with binding 'sub-{ns}-binding' denied request: at most 5"
+        ),
+    );
+    for name in ["a-1", "keep-1"] {
+        s.kubectl_ok(&["create", "configmap", name, "-n", &ns])
+            .await;
+    }
+    let resp = s
+        .raw(
+            "DELETE",
+            &format!("/api/v1/namespaces/{ns}/configmaps"),
+            None,
+            "",
+        )
+        .await;
+    assert_status(
+        &resp,
+        422,
+        "Invalid",
+        &format!(
+            "configmaps is forbidden: ValidatingAdmissionPolicy 'sub-{ns}' with binding 'sub-{ns}-binding' denied request: keep stays"
+        ),
+    );
 }
 
 /// A CRD `<plural>.conv.kgc.test` stored in v1 and served in v1 and v2, converted by the test's

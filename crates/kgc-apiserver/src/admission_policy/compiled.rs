@@ -129,13 +129,14 @@ pub(crate) struct Policy {
     pub conditions: Matcher,
     pub variables: Vec<(String, Expression)>,
     pub validations: Vec<Validation>,
+    /// `auditAnnotations`: each `key` and its `valueExpression`.
+    pub audit_annotations: Vec<(String, Expression)>,
     /// `failurePolicy: Fail` (the default) rather than `Ignore`.
     pub fail: bool,
 }
 
 impl Policy {
-    /// Compiles a policy. `auditAnnotations` are accepted and not evaluated: kgc keeps no
-    /// audit log for them to go to.
+    /// Compiles a policy.
     fn compile(p: &Value) -> Self {
         let spec = &p["spec"];
         let vars = &kgc_cel::POLICY_VARIABLES;
@@ -178,6 +179,20 @@ impl Policy {
                     reason: v["reason"].as_str().unwrap_or("Invalid").to_owned(),
                 })
                 .collect(),
+            audit_annotations: spec["auditAnnotations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|a| {
+                    (
+                        text(a, "key"),
+                        Expression::compile(
+                            a["valueExpression"].as_str().unwrap_or_default(),
+                            vars,
+                        ),
+                    )
+                })
+                .collect(),
             fail: spec["failurePolicy"].as_str() != Some("Ignore"),
         }
     }
@@ -200,10 +215,12 @@ pub(crate) struct Binding {
     pub constraints: Option<Constraints>,
     pub deny: bool,
     pub warn: bool,
+    pub audit: bool,
+    /// `validationActions` as written, for the audit annotation of a failure.
+    pub actions: Vec<String>,
 }
 
 impl Binding {
-    /// `validationActions: [Audit]` is accepted and records nothing: kgc has no audit log.
     fn from_json(b: &Value) -> Self {
         let spec = &b["spec"];
         let actions: Vec<&str> = spec["validationActions"]
@@ -234,6 +251,8 @@ impl Binding {
                 .map(Constraints::from_json),
             deny: actions.contains(&"Deny"),
             warn: actions.contains(&"Warn"),
+            audit: actions.contains(&"Audit"),
+            actions: actions.iter().map(|a| (*a).to_owned()).collect(),
         }
     }
 }

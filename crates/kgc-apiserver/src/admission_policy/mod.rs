@@ -6,11 +6,13 @@
 //! (its `matchResources`, if any); then its `matchConditions`, and for each param the binding
 //! selects, its `variables` and `validations`. A failed validation is acted on by the
 //! binding's `validationActions`: `Deny` refuses the request (the first refusal is the
-//! answer), `Warn` adds a warning, `Audit` is accepted and records nothing (kgc keeps no audit
-//! log). Errors (an expression failing, a param missing under `parameterNotFoundAction:
-//! Deny`) follow the policy's `failurePolicy`. `auditAnnotations` are accepted and not
-//! evaluated. `authorizer` asks RBAC about the requesting user (`authz::cel_variables`).
+//! answer), `Warn` adds a warning, `Audit` records the failure in the request's audit event
+//! (`validation.policy.admission.k8s.io/validation_failure`). Errors (an expression failing, a
+//! param missing under `parameterNotFoundAction: Deny`) follow the policy's `failurePolicy`.
+//! `auditAnnotations` go into the audit event as `<policy>/<key>`, and `authorizer` asks RBAC about
+//! the requesting user (`authz::cel_variables`).
 
+mod audit;
 mod compiled;
 
 use std::collections::BTreeMap;
@@ -104,11 +106,7 @@ impl Policies {
         }
         let catalog = self.store.catalog();
         let target = call.target(&call.req.version);
-        let name = obj
-            .or(old)
-            .and_then(|o| o["metadata"]["name"].as_str())
-            .or(call.req.name.as_deref())
-            .unwrap_or_default();
+        let name = call.name(obj, old);
         let mut denials = Vec::new();
         let namespace = self.namespace_object(call);
         let user = crate::authn::current_user();
@@ -156,11 +154,16 @@ impl Policies {
                 None,
             ));
             let base = matchconditions::input(&request, versioned.as_ref(), old_versioned.as_ref());
+            let mut annotations = audit::Collector::default();
             for param in params {
                 let mut input = base.clone();
                 input.push(("params", to_cel(param.as_ref())));
                 input.push(("namespaceObject", to_cel(namespace.as_ref())));
-                for (message, reason) in evaluate(policy, &mut input) {
+                let decisions = evaluate(policy, &mut input, &mut annotations);
+                for (index, message, reason) in decisions {
+                    if binding.audit {
+                        audit::validation_failure(policy, binding, index, &message);
+                    }
                     if binding.deny {
                         deny(message.clone(), &reason);
                     }
@@ -172,6 +175,7 @@ impl Policies {
                     }
                 }
             }
+            annotations.publish(&policy.name);
         }
         match denials.into_iter().next() {
             None => Ok(warnings),
@@ -277,12 +281,16 @@ fn to_cel(v: Option<&Value>) -> Cel {
     v.map_or(Cel::Null, |v| kgc_cel::value::to_cel(v, None))
 }
 
-/// A policy's decisions on one input (`validator.go` `Validate`): the message and reason of
-/// each validation that failed, and of each error under `failurePolicy: Fail`.
-fn evaluate(policy: &Policy, input: &mut Vec<(&'static str, Cel)>) -> Vec<(String, String)> {
-    let error = |e: String| {
+/// A policy's decisions on one input (`validator.go` `Validate`): the index, message and
+/// reason of each validation that failed, and of each error under `failurePolicy: Fail`.
+fn evaluate(
+    policy: &Policy,
+    input: &mut Vec<(&'static str, Cel)>,
+    annotations: &mut audit::Collector,
+) -> Vec<(usize, String, String)> {
+    let error = |i: usize, e: String| {
         if policy.fail {
-            vec![(e, String::new())]
+            vec![(i, e, String::new())]
         } else {
             Vec::new()
         }
@@ -290,7 +298,7 @@ fn evaluate(policy: &Policy, input: &mut Vec<(&'static str, Cel)>) -> Vec<(Strin
     match policy.conditions.evaluate(input) {
         Matched::Yes => {}
         Matched::No => return Vec::new(),
-        Matched::Failed(e) => return error(e),
+        Matched::Failed(e) => return error(0, e),
     }
     // `variables`, each seeing those before it; one that fails is left out, so that the
     // expressions reading it fail with the name they read.
@@ -303,12 +311,13 @@ fn evaluate(policy: &Policy, input: &mut Vec<(&'static str, Cel)>) -> Vec<(Strin
         }
     }
     input.push(("variables", kgc_cel::value::map(variables)));
+    annotations.evaluate(policy, input);
     let mut decisions = Vec::new();
-    for v in &policy.validations {
+    for (i, v) in policy.validations.iter().enumerate() {
         match v.expression.evaluate_bool(input) {
             Ok(true) => {}
-            Ok(false) => decisions.push((message(v, input), v.reason.clone())),
-            Err(e) => decisions.extend(error(e)),
+            Ok(false) => decisions.push((i, message(v, input), v.reason.clone())),
+            Err(e) => decisions.extend(error(i, e)),
         }
     }
     decisions
@@ -375,7 +384,10 @@ mod tests {
         let mut input = matchconditions::input(&json!({"operation": "CREATE"}), Some(&obj), None);
         input.push(("params", Cel::Null));
         input.push(("namespaceObject", Cel::Null));
-        evaluate(&policy(spec), &mut input)
+        evaluate(&policy(spec), &mut input, &mut audit::Collector::default())
+            .into_iter()
+            .map(|(_, message, reason)| (message, reason))
+            .collect()
     }
 
     #[test]

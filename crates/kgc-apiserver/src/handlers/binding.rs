@@ -12,7 +12,7 @@ use crate::ApiServer;
 use crate::body;
 use crate::request::{Query, RequestInfo};
 
-use super::{Result, object_body};
+use super::{Result, object_body, with_warnings};
 
 /// `POST …/pods/NAME/binding`: sets `spec.nodeName`, merges the Binding's annotations and sets
 /// `PodScheduled=True` in one atomic update; answers 201 with a `Status` of Success.
@@ -26,7 +26,10 @@ pub(super) async fn bind(
 ) -> Result<Response> {
     let ns = req.namespace.clone().unwrap_or_default();
     let name = req.name.clone().unwrap_or_default();
-    let (binding, _) = object_body(info, req, headers, body).await?;
+    let (mut binding, _) = object_body(info, req, headers, body).await?;
+    let warnings = api
+        .admit_subresource_create(info, req, query, &mut binding)
+        .await?;
     let binding = Binding::parse(&binding, &name)?;
     let now = format_time(api.store.clock().now());
     let gr = info.group_resource();
@@ -41,9 +44,12 @@ pub(super) async fn bind(
             |current| binding.assign(&gr, current, &now),
         )
         .await?;
-    Ok(body::json(
-        StatusCode::CREATED,
-        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
+    Ok(with_warnings(
+        body::json(
+            StatusCode::CREATED,
+            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
+        ),
+        &warnings,
     ))
 }
 

@@ -68,9 +68,7 @@ pub(super) async fn delete(
     let ns = req.namespace.as_deref().unwrap_or("");
     let name = req.name.as_deref().unwrap_or("");
     let opts = delete_options(query, body).await?;
-    let warnings = api
-        .admit_delete(info, req, opts.dry_run, opts.grace_period_seconds)
-        .await?;
+    let warnings = api.admit_delete(info, req, &opts).await?;
     let Deleted { object: o, gone } = api.store.delete(info, ns, name, &opts).await?;
     // apiserver `handlers/delete.go`: 202 only when kept and the client asked not to orphan.
     let resp = if gone && !info.return_deleted_object {
@@ -98,7 +96,15 @@ pub(super) async fn delete_collection(
 ) -> Result<Response> {
     let list = list_options(info, req, query)?;
     let opts = delete_options(query, body).await?;
-    let deleted = api.store.delete_collection(info, &list, &opts).await?;
+    let call = crate::webhook::Call::delete(info, req, &opts);
+    let (deleted, warnings) = if api.webhooks.applies(&call) {
+        delete_admitted(api, info, &call, &list, &opts).await?
+    } else {
+        (
+            api.store.delete_collection(info, &list, &opts).await?,
+            Vec::new(),
+        )
+    };
     let mut out = String::from("{\"kind\":");
     out.push_str(&Value::from(info.list_kind.as_str()).to_string());
     out.push_str(",\"apiVersion\":");
@@ -114,9 +120,48 @@ pub(super) async fn delete_collection(
         out.push_str(&served_text(info, &d.object.raw, version.as_deref()));
     }
     out.push_str("]}");
-    Ok(with_job_warning(
-        info,
-        &opts,
-        body::raw_json(StatusCode::OK, out),
+    Ok(with_warnings(
+        with_job_warning(info, &opts, body::raw_json(StatusCode::OK, out)),
+        &warnings,
     ))
+}
+
+/// A DELETECOLLECTION that admission webhooks or policies see: each object listed is admitted
+/// (`oldObject`, no name) and then deleted, one after the other, as upstream's registry store
+/// deletes each item with the handler's admission as its delete validation
+/// (`registry/generic/registry/store.go` `DeleteCollection`). The first refusal is the answer
+/// and what was deleted before it stays deleted, as upstream (whose workers make that set
+/// arbitrary; here it is the objects listed before). An object replaced since it was listed
+/// is left alone (a UID precondition), so nothing is deleted that was not admitted.
+async fn delete_admitted(
+    api: &ApiServer,
+    info: &Arc<ResourceInfo>,
+    call: &crate::webhook::Call<'_>,
+    list: &kgc_store::ListOptions,
+    opts: &DeleteOptions,
+) -> Result<(Vec<Deleted>, Vec<String>)> {
+    let items = api.store.list(&info.group_resource(), list)?.items;
+    let mut deleted = Vec::with_capacity(items.len());
+    let mut warnings = Vec::new();
+    for item in items {
+        warnings.extend(api.webhooks.admit(call, None, Some(&item.value())).await?);
+        let mut one = opts.clone();
+        let replaced_is_skipped =
+            opts.preconditions.uid.is_none() && opts.preconditions.resource_version.is_none();
+        if replaced_is_skipped {
+            one.preconditions.uid = Some(item.uid.clone());
+        }
+        match api
+            .store
+            .delete(info, &item.namespace, &item.name, &one)
+            .await
+        {
+            Ok(d) => deleted.push(d),
+            Err(kgc_store::Error::Api(s))
+                if s.is(kgc_meta::Reason::NotFound)
+                    || (replaced_is_skipped && s.is(kgc_meta::Reason::Conflict)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok((deleted, warnings))
 }

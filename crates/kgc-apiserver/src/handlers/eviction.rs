@@ -22,7 +22,7 @@ use crate::ApiServer;
 use crate::body;
 use crate::request::{Query, RequestInfo};
 
-use super::{Result, object_body};
+use super::{Result, object_body, with_warnings};
 
 /// More entries than this in `status.disruptedPods` means the controller is not keeping up:
 /// evictions are refused until it does (`MaxDisruptedPodSize`).
@@ -45,12 +45,29 @@ pub(super) async fn evict(
 ) -> Result<Response> {
     let ns = req.namespace.clone().unwrap_or_default();
     let name = req.name.clone().unwrap_or_default();
-    let (eviction, _) = object_body(info, req, headers, body).await?;
+    let (mut eviction, _) = object_body(info, req, headers, body).await?;
     if eviction["metadata"]["name"].as_str().unwrap_or_default() != name {
         return Err(
             Status::bad_request("name in URL does not match name in Eviction object").into(),
         );
     }
+    let warnings = api
+        .admit_subresource_create(info, req, query, &mut eviction)
+        .await?;
+    let resp = evict_admitted(api, info, query, &ns, &name, &eviction).await?;
+    Ok(with_warnings(resp, &warnings))
+}
+
+/// The eviction of pod `name` an admitted Eviction asks for.
+async fn evict_admitted(
+    api: &ApiServer,
+    info: &ResourceInfo,
+    query: &Query,
+    ns: &str,
+    name: &str,
+    eviction: &Value,
+) -> Result<Response> {
+    let (ns, name) = (ns.to_owned(), name.to_owned());
     let mut opts = DeleteOptions::from_json(&eviction["deleteOptions"])?;
     opts.dry_run |= query.dry_run()?;
     let pods = info.group_resource();

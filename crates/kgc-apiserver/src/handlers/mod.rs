@@ -273,7 +273,7 @@ pub(super) async fn admitted_body(
 }
 
 /// Adds `Warning: 299 - "…"` headers, as kube-apiserver reports warnings.
-pub(super) fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+pub(crate) fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
     for w in warnings {
         let text = format!("299 - {:?}", w);
         if let Ok(v) = HeaderValue::from_str(&text) {

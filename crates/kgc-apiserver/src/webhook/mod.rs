@@ -70,6 +70,47 @@ impl<'a> Call<'a> {
         })
     }
 
+    /// The subresource the request writes when it speaks a kind of its own (`autoscaling/v1
+    /// Scale` for `deployments/scale`, `v1 Binding`, `policy/v1 Eviction`), not the resource's.
+    pub fn own_kind(&self) -> Option<&'a kgc_meta::catalog::Subresource> {
+        let info = self.info;
+        self.req
+            .subresource
+            .as_deref()
+            .and_then(|s| info.subresource(s))
+            .filter(|s| s.kind != info.kind || s.group != info.group)
+    }
+
+    /// The kind of the object written, as the webhooks are told of it (`attr.GetKind()`): the
+    /// subresource's own kind, else the resource's in `version`.
+    pub fn kind<'s>(&'s self, version: &'s str) -> review::Gvx<'s> {
+        match self.own_kind() {
+            Some(s) => review::Gvx {
+                group: &s.group,
+                version: &s.version,
+                name: &s.kind,
+            },
+            None => review::Gvx {
+                group: &self.info.group,
+                version,
+                name: &self.info.kind,
+            },
+        }
+    }
+
+    /// The name the request is about (`attr.GetName()`): the URL's, else on a create the
+    /// body's. A DELETECOLLECTION has none, though each object it deletes is admitted
+    /// (rest/delete.go `AdmissionToValidateObjectDeleteFunc` keeps the handler's empty name).
+    pub fn name<'s>(&'s self, obj: Option<&'s Value>, old: Option<&'s Value>) -> &'s str {
+        if self.operation == "DELETE" {
+            return self.req.name.as_deref().unwrap_or_default();
+        }
+        obj.or(old)
+            .and_then(|o| o["metadata"]["name"].as_str())
+            .or(self.req.name.as_deref())
+            .unwrap_or_default()
+    }
+
     pub fn target<'s>(&'s self, version: &'s str) -> Target<'s> {
         Target {
             operation: self.operation,
@@ -126,6 +167,14 @@ pub(crate) fn reason(r: &str) -> kgc_meta::Reason {
     .into_iter()
     .find(|x| x.as_str() == r)
     .unwrap_or(Unknown)
+}
+
+/// A webhook's `auditAnnotations`, into the request's audit event as `<webhook name>/<key>`
+/// (the dispatchers' `AddAnnotation`).
+fn record_annotations(hook: &Hook, annotations: Vec<(String, String)>) {
+    for (key, value) in annotations {
+        crate::audit::annotate(format!("{}/{key}", hook.name), value);
+    }
 }
 
 /// A webhook that could not be called or answered nonsense (`ErrCallingWebhook`): a 500 under
@@ -242,30 +291,18 @@ impl Webhooks {
         obj: Option<&'s Value>,
         old: Option<&'s Value>,
     ) -> review::Request<'s> {
-        let (group, kind, plural) = (&call.info.group, &call.info.kind, &call.info.plural);
-        let name = obj
-            .or(old)
-            .and_then(|o| o["metadata"]["name"].as_str())
-            .or(call.req.name.as_deref())
-            .unwrap_or_default();
+        let (group, plural) = (&call.info.group, &call.info.plural);
+        let name = call.name(obj, old);
         review::Request {
             uid,
-            kind: review::Gvx {
-                group,
-                version,
-                name: kind,
-            },
+            kind: call.kind(version),
             resource: review::Gvx {
                 group,
                 version,
                 name: plural,
             },
             sub_resource: call.req.subresource.as_deref().unwrap_or(""),
-            request_kind: review::Gvx {
-                group,
-                version: &call.req.version,
-                name: kind,
-            },
+            request_kind: call.kind(&call.req.version),
             request_resource: review::Gvx {
                 group,
                 version: &call.req.version,
@@ -310,14 +347,11 @@ impl Webhooks {
         {
             Matched::Yes => Ok(true),
             Matched::No => Ok(false),
-            Matched::Failed(e) if hook.fail => {
-                let name = obj
-                    .or(old)
-                    .and_then(|o| o["metadata"]["name"].as_str())
-                    .or(call.req.name.as_deref())
-                    .unwrap_or_default();
-                Err(Status::forbidden(&call.info.group_resource(), name, &e))
-            }
+            Matched::Failed(e) if hook.fail => Err(Status::forbidden(
+                &call.info.group_resource(),
+                call.name(obj, old),
+                &e,
+            )),
             Matched::Failed(e) => {
                 tracing::warn!(webhook = %hook.name, error = %e, "failed evaluating match conditions, ignored (failurePolicy: Ignore)");
                 Ok(false)
@@ -396,6 +430,7 @@ impl Webhooks {
                 continue;
             };
             warnings.extend(answer.warnings);
+            record_annotations(hook, answer.audit_annotations);
             if !answer.allowed {
                 return Err(denied(&hook.name, &answer.status));
             }
@@ -408,20 +443,23 @@ impl Webhooks {
                         hook.name
                     ))
                 })?;
-                // What the webhook made is admitted as a request body of that version would be.
-                let req = RequestInfo {
-                    version: version.clone(),
-                    ..call.req.clone()
-                };
-                admission::admit(
-                    call.info,
-                    &req,
-                    FieldValidation::Ignore,
-                    Written::Object,
-                    &mut versioned,
-                    old_versioned.as_ref(),
-                    Vec::new(),
-                )?;
+                // What the webhook made is admitted as a request body of that version would be;
+                // a Scale, Binding or Eviction is checked by the handler that reads it.
+                if call.own_kind().is_none() {
+                    let req = RequestInfo {
+                        version: version.clone(),
+                        ..call.req.clone()
+                    };
+                    admission::admit(
+                        call.info,
+                        &req,
+                        FieldValidation::Ignore,
+                        Written::Object,
+                        &mut versioned,
+                        old_versioned.as_ref(),
+                        Vec::new(),
+                    )?;
+                }
                 if call.req.subresource.is_none()
                     || call.req.subresource.as_deref() == Some("status")
                 {
@@ -524,6 +562,7 @@ impl Webhooks {
         for (hook, answer) in join_all(calls).await {
             let Some(answer) = answer? else { continue };
             warnings.extend(answer.warnings);
+            record_annotations(hook, answer.audit_annotations);
             if !answer.allowed {
                 return Err(denied(&hook.name, &answer.status));
             }
@@ -618,29 +657,34 @@ impl ApiServer {
         Ok((updated, warnings))
     }
 
+    /// The body of a create of a subresource that speaks its own kind (`pods/binding`,
+    /// `pods/eviction`, `serviceaccounts/token`) through the admission webhooks and
+    /// ValidatingAdmissionPolicies, which may change it: upstream's create handler admits the
+    /// Binding, Eviction or TokenRequest itself before the registry acts on it. Returns their
+    /// warnings.
+    pub(crate) async fn admit_subresource_create(
+        &self,
+        info: &ResourceInfo,
+        req: &RequestInfo,
+        query: &Query,
+        obj: &mut Value,
+    ) -> Result<Vec<String>, Status> {
+        let call = Call::new(info, req, "CREATE", query)?;
+        if !self.webhooks.applies(&call) {
+            return Ok(Vec::new());
+        }
+        self.webhooks.admit(&call, Some(obj), None).await
+    }
+
     /// A DELETE through the webhooks (`oldObject` is the stored object); nothing when the
     /// object does not exist (the store answers 404).
     pub(crate) async fn admit_delete(
         &self,
         info: &ResourceInfo,
         req: &RequestInfo,
-        dry_run: bool,
-        grace_period_seconds: Option<i64>,
+        opts: &kgc_meta::DeleteOptions,
     ) -> Result<Vec<String>, Status> {
-        let mut options = json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"});
-        if dry_run {
-            options["dryRun"] = json!(["All"]);
-        }
-        if let Some(g) = grace_period_seconds {
-            options["gracePeriodSeconds"] = json!(g);
-        }
-        let call = Call {
-            info,
-            req,
-            operation: "DELETE",
-            dry_run,
-            options,
-        };
+        let call = Call::delete(info, req, opts);
         if !self.webhooks.applies(&call) {
             return Ok(Vec::new());
         }
@@ -651,9 +695,33 @@ impl ApiServer {
         ) else {
             return Ok(Vec::new());
         };
-        let old: Value = serde_json::from_str(&current.raw)
-            .map_err(|e| Status::internal(format!("the stored object: {e}")))?;
-        self.webhooks.admit(&call, None, Some(&old)).await
+        self.webhooks
+            .admit(&call, None, Some(&current.value()))
+            .await
+    }
+}
+
+impl<'a> Call<'a> {
+    /// A DELETE or DELETECOLLECTION with its `DeleteOptions`.
+    pub fn delete(
+        info: &'a ResourceInfo,
+        req: &'a RequestInfo,
+        opts: &kgc_meta::DeleteOptions,
+    ) -> Self {
+        let mut options = json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"});
+        if opts.dry_run {
+            options["dryRun"] = json!(["All"]);
+        }
+        if let Some(g) = opts.grace_period_seconds {
+            options["gracePeriodSeconds"] = json!(g);
+        }
+        Self {
+            info,
+            req,
+            operation: "DELETE",
+            dry_run: opts.dry_run,
+            options,
+        }
     }
 }
 

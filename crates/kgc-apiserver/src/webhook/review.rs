@@ -93,6 +93,8 @@ pub(crate) struct Response {
     /// The JSON patch to apply (mutating webhooks).
     pub patch: Option<Value>,
     pub warnings: Vec<String>,
+    /// `auditAnnotations`, which go into the request's audit event as `<webhook>/<key>`.
+    pub audit_annotations: Vec<(String, String)>,
 }
 
 /// Checks and reads an answer (`VerifyAdmissionResponse`); the error is the reason the answer
@@ -158,6 +160,12 @@ pub(crate) fn parse(
             .flatten()
             .filter_map(Value::as_str)
             .map(str::to_owned)
+            .collect(),
+        audit_annotations: resp["auditAnnotations"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
             .collect(),
     })
 }
