@@ -468,6 +468,11 @@ async fn whatever_the_server_accepts_typed_clients_can_read() {
             items.push(v);
         }
     }
+    // An Event recorded through core/v1 (as the disruption controller records `NoPods`, with
+    // client-go's legacy recorder) has no `eventTime`, and kube-apiserver serves it through
+    // events.k8s.io/v1 as `"eventTime": null`, which the Python client's `EventsV1Event` model
+    // refuses whatever the server (it declares the field required): not the server's to fix.
+    items.retain(|v| !(v["apiVersion"] == "events.k8s.io/v1" && v["eventTime"].is_null()));
     python_reads(&items, seed);
 }
 
