@@ -22,7 +22,7 @@ use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::http::Conn;
-use crate::server::{Launch, Server};
+use crate::server::Server;
 use crate::stats::{fmt_ms, thousands};
 use crate::{Bench, BodyFn, Creates, create_namespace, post_many};
 
@@ -95,13 +95,7 @@ impl Bench {
         n: usize,
     ) -> anyhow::Result<(Server, Creates)> {
         let args = self.args_with(extra);
-        let launch = Launch {
-            kgc: &self.kgc,
-            data_dir: dir,
-            in_memory: false,
-            extra_args: &args,
-        };
-        let (server, _) = Server::start(launch).await?;
+        let (server, _) = self.start_durable(dir, &args).await?;
         let mut conn = Conn::connect(server.addr).await?;
         create_namespace(&mut conn, NS).await?;
         let body: BodyFn = Arc::new(event);
@@ -179,13 +173,7 @@ impl Bench {
         );
         let dir = self.tempdir("expired-events")?;
         let args = self.args_with(&[]);
-        let launch = Launch {
-            kgc: &self.kgc,
-            data_dir: dir.path(),
-            in_memory: false,
-            extra_args: &args,
-        };
-        let (server, _) = Server::start(launch).await?;
+        let (server, _) = self.start_durable(dir.path(), &args).await?;
         let mut conn = Conn::connect(server.addr).await?;
         create_namespace(&mut conn, NS).await?;
         let body: BodyFn = Arc::new(event);
@@ -203,13 +191,7 @@ impl Bench {
             ("expired", vec!["--clock-offset=2h".to_owned()]),
         ] {
             let args = self.args_with(&extra);
-            let launch = Launch {
-                kgc: &self.kgc,
-                data_dir: dir.path(),
-                in_memory: false,
-                extra_args: &args,
-            };
-            let (server, ready) = Server::start(launch).await?;
+            let (server, ready) = self.start_durable(dir.path(), &args).await?;
             let opened = server.opened().await;
             let rss = server.rss_kib()?;
             let opened_text = opened.map_or("no `store opened` line".into(), |o| {

@@ -479,6 +479,22 @@ fn mem_total() -> String {
 }
 
 impl Bench {
+    /// `kgc serve` on a durable data directory `dir`, with `args`; and how long it took to be
+    /// ready.
+    async fn start_durable(
+        &self,
+        dir: &Path,
+        args: &[String],
+    ) -> anyhow::Result<(Server, Duration)> {
+        Server::start(Launch {
+            kgc: &self.kgc,
+            data_dir: dir,
+            in_memory: false,
+            extra_args: args,
+        })
+        .await
+    }
+
     fn tempdir(&self, what: &str) -> anyhow::Result<tempfile::TempDir> {
         tempfile::Builder::new()
             .prefix(&format!("kgc-bench-{what}-"))

@@ -13,7 +13,6 @@ use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::http::Conn;
-use crate::server::{Launch, Server};
 use crate::stats::{fmt_ms, thousands};
 use crate::{Bench, BodyFn, create_namespace, post_many};
 
@@ -84,13 +83,7 @@ impl Bench {
         let dir = self.tempdir("quota")?;
         let mut args = self.cli.server_args.clone();
         args.push("--disable=podgc".into());
-        let launch = Launch {
-            kgc: &self.kgc,
-            data_dir: dir.path(),
-            in_memory: false,
-            extra_args: &args,
-        };
-        let (server, _) = Server::start(launch).await?;
+        let (server, _) = self.start_durable(dir.path(), &args).await?;
         let mut conn = Conn::connect(server.addr).await?;
         for ns in ["warmup", PLAIN_NS, QUOTA_NS] {
             create_namespace(&mut conn, ns).await?;

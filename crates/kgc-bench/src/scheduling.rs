@@ -152,13 +152,7 @@ impl Bench {
         let dir = self.tempdir("scheduling-alone")?;
         let mut off = self.cli.server_args.clone();
         off.push("--disable=scheduler".into());
-        let launch = |args| crate::server::Launch {
-            kgc: &self.kgc,
-            data_dir: dir.path(),
-            in_memory: false,
-            extra_args: args,
-        };
-        let (server, _) = Server::start(launch(&off)).await?;
+        let (server, _) = self.start_durable(dir.path(), &off).await?;
         let mut conn = Conn::connect(server.addr).await?;
         for i in 0..nodes {
             node(&mut conn, &format!("bench-node-{i}")).await?;
@@ -167,7 +161,9 @@ impl Bench {
         create_pods(server.addr, "sched", pods).await?;
         drop(conn);
         server.stop().await?;
-        let (server, ready) = Server::start(launch(&self.cli.server_args)).await?;
+        let (server, ready) = self
+            .start_durable(dir.path(), &self.cli.server_args)
+            .await?;
         let started = Instant::now();
         let mut conn = Conn::connect(server.addr).await?;
         all_bound(&mut conn, "sched").await?;

@@ -14,7 +14,6 @@ use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::http::Conn;
-use crate::server::{Launch, Server};
 use crate::stats::thousands;
 use crate::{Bench, create_namespace};
 
@@ -83,13 +82,7 @@ impl Bench {
             format!("--nodes={nodes}"),
             format!("--node-capacity=cpu=1000,memory=4000Gi,pods={per_node}"),
         ]);
-        let launch = Launch {
-            kgc: &self.kgc,
-            data_dir: dir.path(),
-            in_memory: false,
-            extra_args: &args,
-        };
-        let (server, _) = Server::start(launch).await?;
+        let (server, _) = self.start_durable(dir.path(), &args).await?;
         let mut conn = Conn::connect(server.addr).await?;
         create_namespace(&mut conn, NS).await?;
         // The nodes Ready (the scheduler binds only to Ready nodes).
