@@ -76,7 +76,16 @@ async fn the_controllers_run_only_while_the_server_holds_their_lease() {
 
     // Both leases are taken at once, named after the listen address, and renewed.
     for name in ["kube-controller-manager", "kube-scheduler"] {
-        let lease = leases.get(name).await.expect("the lease exists at once");
+        // At once: within 5 s of readiness, not after a lease duration (15 s by default).
+        let found = std::sync::Mutex::new(None);
+        eventually("the lease taken", Duration::from_secs(5), || async {
+            let lease = leases.get_opt(name).await.ok().flatten();
+            let held = lease.as_ref().is_some_and(|l| !holder(l).is_empty());
+            *found.lock().unwrap() = lease;
+            held
+        })
+        .await;
+        let lease = found.into_inner().unwrap().expect("the lease");
         let id = holder(&lease);
         let (address, uuid) = id.split_once('_').expect("address_uuid");
         assert_eq!(address, format!("127.0.0.1:{port}"), "{id}");
@@ -184,7 +193,20 @@ async fn a_restarted_server_on_sqlite_leads_at_once_and_a_stopped_one_releases()
     // the data directory, so the restarted one takes the lease over at once.
     let mut s = Server::start_with(&["--leader-elect", "--nodes=0"]).await;
     let leases: Api<Lease> = Api::namespaced(s.client(), "kube-system");
-    let before = holder(&leases.get("kube-controller-manager").await.unwrap());
+    // The elector takes the lease just after the server is ready, not before.
+    let first = std::sync::Mutex::new(String::new());
+    eventually("the server holds the lease", T, || async {
+        let lease = leases
+            .get_opt("kube-controller-manager")
+            .await
+            .ok()
+            .flatten();
+        let now = lease.map(|l| holder(&l)).unwrap_or_default();
+        *first.lock().unwrap() = now.clone();
+        !now.is_empty()
+    })
+    .await;
+    let before = first.into_inner().unwrap();
     s.kill9();
     s.restart().await;
     let leases: Api<Lease> = Api::namespaced(s.client(), "kube-system");
@@ -194,7 +216,8 @@ async fn a_restarted_server_on_sqlite_leads_at_once_and_a_stopped_one_releases()
         "the restarted server holds the lease",
         Duration::from_secs(5),
         || async {
-            let now = holder(&leases.get("kube-controller-manager").await.unwrap());
+            let now = leases.get_opt("kube-controller-manager").await;
+            let now = now.ok().flatten().map(|l| holder(&l)).unwrap_or_default();
             now != before && now.starts_with(&format!("{address}_"))
         },
     )
