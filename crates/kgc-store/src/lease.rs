@@ -36,7 +36,7 @@ type Key = (GroupResource, String, String);
 /// The leases of the objects in memory, ordered by expiry (Unix milliseconds).
 #[derive(Default)]
 pub(crate) struct Leases {
-    ttl: HashMap<GroupResource, Duration>,
+    pub(crate) ttl: HashMap<GroupResource, Duration>,
     by_expiry: BTreeSet<(i64, Key)>,
     expiry: HashMap<Key, i64>,
     /// Rows on disk expired before the start and were not loaded: they are purged in
@@ -163,7 +163,10 @@ impl Store {
         &self,
         st: &State,
         now: i64,
-    ) -> Result<(Arc<AtomicUsize>, oneshot::Receiver<Result<()>>)> {
+    ) -> Result<(
+        Arc<AtomicUsize>,
+        oneshot::Receiver<Result<Vec<crate::backend::Landed>>>,
+    )> {
         let deleted = Arc::new(AtomicUsize::new(0));
         let (done, rx) = oneshot::channel();
         let unit = Unit {

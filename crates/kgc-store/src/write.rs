@@ -14,7 +14,9 @@ use crate::crd::is_crd;
 use crate::namespace::admit_create;
 use crate::object::{Meta, spec_changed, str_list};
 use crate::watch::EventType;
-use crate::{Change, Pending, Result, State, Store, StoredObject, stamp};
+use crate::{
+    CONFLICT_RETRIES, Change, Pending, Result, State, Store, StoredObject, Written, stamp,
+};
 use kgc_meta::time::format_time;
 
 /// What an update did.
@@ -33,6 +35,15 @@ impl Updated {
         match self {
             Updated::Changed(o) | Updated::Unchanged(o) | Updated::Deleted(o) => o,
         }
+    }
+}
+
+/// `object` as it landed at `rv`: on etcd a write's revision is the one etcd gave it, not the
+/// placeholder it was planned with.
+pub(crate) fn restamped(object: Arc<StoredObject>, rv: Option<&u64>) -> Result<Arc<StoredObject>> {
+    match rv {
+        Some(&rv) if rv != object.resource_version => stamp(&mut object.value(), rv),
+        _ => Ok(object),
     }
 }
 
@@ -103,17 +114,33 @@ impl Store {
     ) -> Result<Arc<StoredObject>> {
         let catalog = self.catalog();
         let info = catalog.stored_as(info);
-        let (out, pending) = {
-            let mut st = self.write_lock()?;
-            let (out, change) = self.plan_create(&mut st, info, namespace, obj, dry_run)?;
-            let pending = match change {
-                Some(c) => self.commit(&mut st, vec![c])?,
-                None => Pending(None),
+        let mut obj = Some(obj);
+        for _ in 0..CONFLICT_RETRIES {
+            // Kept for another plan only where one can be needed.
+            let body = match self.is_replicated() {
+                true => obj.clone(),
+                false => obj.take(),
+            }
+            .unwrap_or_default();
+            let (out, pending) = {
+                let mut st = self.write_lock()?;
+                let (out, change) = self.plan_create(&mut st, info, namespace, body, dry_run)?;
+                let pending = match change {
+                    Some(c) => self.commit(&mut st, vec![c])?,
+                    None => Pending(None),
+                };
+                (out, pending)
             };
-            (out, pending)
-        };
-        pending.wait().await?;
-        Ok(out)
+            // A conflict: another replica created the name; planned again, it already exists.
+            if let Written::At(revisions) = self.written(pending).await? {
+                return restamped(out, revisions.first());
+            }
+        }
+        let name = obj
+            .as_ref()
+            .map(|o| o.name().to_owned())
+            .unwrap_or_default();
+        Err(Status::already_exists(&info.group_resource(), &name).into())
     }
 
     fn plan_create(
@@ -218,22 +245,40 @@ impl Store {
         name: &str,
         subresource: Option<&str>,
         dry_run: bool,
-        change: impl FnOnce(Value) -> Result<Value, Status>,
+        change: impl FnMut(Value) -> Result<Value, Status>,
     ) -> Result<Updated> {
         let catalog = self.catalog();
         let info = catalog.stored_as(info);
-        let (out, pending) = {
-            let mut st = self.write_lock()?;
-            let (out, c) =
-                self.plan_update(&mut st, info, namespace, name, subresource, dry_run, change)?;
-            let pending = match c {
-                Some(c) => self.commit(&mut st, vec![c])?,
-                None => Pending(None),
+        let mut change = change;
+        for _ in 0..CONFLICT_RETRIES {
+            let (out, pending) = {
+                let mut st = self.write_lock()?;
+                let (out, c) = self.plan_update(
+                    &mut st,
+                    info,
+                    namespace,
+                    name,
+                    subresource,
+                    dry_run,
+                    &mut change,
+                )?;
+                let pending = match c {
+                    Some(c) => self.commit(&mut st, vec![c])?,
+                    None => Pending(None),
+                };
+                (out, pending)
             };
-            (out, pending)
-        };
-        pending.wait().await?;
-        Ok(out)
+            // A conflict: planned again on the fresh object, as `GuaranteedUpdate` calls its
+            // update function again; a body that names the old resourceVersion is then a 409.
+            if let Written::At(revisions) = self.written(pending).await? {
+                return Ok(match out {
+                    Updated::Changed(o) => Updated::Changed(restamped(o, revisions.first())?),
+                    Updated::Deleted(o) => Updated::Deleted(restamped(o, revisions.first())?),
+                    unchanged @ Updated::Unchanged(_) => unchanged,
+                });
+            }
+        }
+        Err(Status::stale(&info.group_resource(), name).into())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -245,7 +290,7 @@ impl Store {
         name: &str,
         subresource: Option<&str>,
         dry_run: bool,
-        change: impl FnOnce(Value) -> Result<Value, Status>,
+        change: &mut impl FnMut(Value) -> Result<Value, Status>,
     ) -> Result<(Updated, Option<Change>)> {
         let gr = info.group_resource();
         let ns = if info.namespaced() { namespace } else { "" };
