@@ -475,7 +475,11 @@ impl Store {
                 let obj = serde_json::json!({
                     "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "spec": {}
                 });
-                self.create(&info, "", obj, false).await?;
+                match self.create(&info, "", obj, false).await {
+                    // Another replica starting at the same time made it.
+                    Err(Error::Api(s)) if s.is(kgc_meta::Reason::AlreadyExists) => {}
+                    other => drop(other?),
+                }
             }
         }
         Ok(())
@@ -623,6 +627,9 @@ impl Store {
             return Ok(());
         };
         let current = replica.current_revision().await?;
+        if self.revision() < current {
+            replica.request_progress();
+        }
         Ok(self.wait_for_revision(current).await?)
     }
 

@@ -238,6 +238,9 @@ impl Store {
     /// Reads, changes and writes one object atomically: `change` sees the current object and
     /// returns the desired one (a PUT body, a patched copy). `subresource` is `None`, `status`
     /// or `finalize`. A `metadata.resourceVersion` in the result must match the stored one.
+    /// On etcd, when another replica changed the object first, the body `change` made is
+    /// written again over the fresh object, as a PUT's is: one naming the resourceVersion it
+    /// read is then a 409 (see [`Store::update_retrying`] for a change that can run again).
     pub async fn update(
         &self,
         info: &ResourceInfo,
@@ -245,11 +248,42 @@ impl Store {
         name: &str,
         subresource: Option<&str>,
         dry_run: bool,
-        change: impl FnMut(Value) -> Result<Value, Status>,
+        change: impl FnOnce(Value) -> Result<Value, Status>,
+    ) -> Result<Updated> {
+        let keep = self.is_replicated();
+        let mut change = Some(change);
+        let mut made: Option<Value> = None;
+        let again = |current| match change.take() {
+            Some(f) => {
+                let new = f(current)?;
+                if keep {
+                    made = Some(new.clone());
+                }
+                Ok(new)
+            }
+            None => made
+                .clone()
+                .ok_or_else(|| Status::internal("an update planned twice without its body")),
+        };
+        self.update_retrying(info, namespace, name, subresource, dry_run, again)
+            .await
+    }
+
+    /// [`Store::update`] with a change that can run again: on etcd, when another replica
+    /// changed the object first, `change` runs again on the fresh object, as kube-apiserver's
+    /// `GuaranteedUpdate` calls its update function again (how internal updates, such as a
+    /// collector removing a finalizer, never fail for a concurrent change).
+    pub async fn update_retrying(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        subresource: Option<&str>,
+        dry_run: bool,
+        mut change: impl FnMut(Value) -> Result<Value, Status>,
     ) -> Result<Updated> {
         let catalog = self.catalog();
         let info = catalog.stored_as(info);
-        let mut change = change;
         for _ in 0..CONFLICT_RETRIES {
             let (out, pending) = {
                 let mut st = self.write_lock()?;

@@ -260,16 +260,21 @@ pub(crate) struct Replica {
 }
 
 impl Replica {
-    /// etcd's current revision, from a range request that reads at most the (absent) probe key
-    /// (kube-apiserver `storage.GetCurrentResourceVersionFromStorage`), and asks the watch to
-    /// report its progress so that a quiet prefix still catches up with it.
+    /// Asks the watch to report its progress (kube-apiserver's `progressRequester`): a prefix
+    /// that no write touched since etcd's revision moved (writes elsewhere in the cluster)
+    /// catches up without waiting for a change.
+    pub fn request_progress(&self) {
+        self.progress.notify_one();
+    }
+
+    /// etcd's current revision, from a range request that counts at most the (absent) probe key
+    /// (kube-apiserver `storage.GetCurrentResourceVersionFromStorage`).
     pub async fn current_revision(&self) -> Result<u64> {
         let mut kv = self.kv.clone();
         let options = GetOptions::new().with_count_only();
         let got = tokio::time::timeout(REQUEST_TIMEOUT, kv.get(self.probe.clone(), Some(options)))
             .await
             .map_err(|_| Error::Datastore("etcd did not answer within 10s".into()))??;
-        self.progress.notify_one();
         Ok(got.header().map_or(0, |h| h.revision()) as u64)
     }
 }
