@@ -70,14 +70,16 @@ pub(crate) fn duplicate_fields(paths: &[String], prefix: &str) -> Vec<String> {
 /// but the object lacks is a 422 — stricter than upstream, whose objects then break every typed
 /// client of that kind. A custom resource is pruned by its CRD schema. Fields the kind does not
 /// know are dropped and, with `strict` (what decoding the request already found), dealt with as
-/// `mode` says; then a custom resource gets its schema defaults and validation (422). Returns the
-/// warnings to send.
+/// `mode` says; then a custom resource gets its schema defaults and validation (422), ratcheted
+/// against `old`, the stored object of an update (`kgc_meta::schema::validate_update`). Returns
+/// the warnings to send.
 pub(crate) fn admit(
     info: &ResourceInfo,
     req: &RequestInfo,
     mode: FieldValidation,
     written: Written,
     obj: &mut Value,
+    old: Option<&Value>,
     mut strict: Vec<String>,
 ) -> Result<Vec<String>, Status> {
     let schema = info.crd.as_ref().and_then(|c| c.schemas.get(&req.version));
@@ -121,7 +123,10 @@ pub(crate) fn admit(
     }
     if let Some(schema) = schema {
         kgc_meta::schema::apply_defaults(obj, schema);
-        let errs = kgc_meta::schema::validate(obj, schema);
+        let errs = match old {
+            Some(old) => kgc_meta::schema::validate_update(obj, old, schema),
+            None => kgc_meta::schema::validate(obj, schema),
+        };
         if !errs.is_empty() {
             let name = obj["metadata"]["name"].as_str().unwrap_or_default();
             return Err(Status::invalid(&info.group, &info.kind, name, &errs));
@@ -209,6 +214,7 @@ mod tests {
                 FieldValidation::Strict,
                 written,
                 &mut body(),
+                None,
                 strict.clone(),
             )
             .unwrap_err()
@@ -248,6 +254,7 @@ mod tests {
             FieldValidation::Warn,
             Written::Patch,
             &mut obj,
+            None,
             strict.clone(),
         )
         .unwrap();
@@ -266,6 +273,7 @@ mod tests {
             FieldValidation::Ignore,
             Written::Object,
             &mut obj,
+            None,
             strict,
         )
         .unwrap();

@@ -25,6 +25,87 @@ const RBAC_RESOURCES: [(&str, &str); 4] = [
     ("rolebindings", "RoleBinding"),
 ];
 
+tokio::task_local! {
+    /// The authorizer of the request being served (absent without authorization, on the
+    /// insecure port): what admission expressions' `authorizer` asks.
+    static REQUEST_RBAC: Option<Arc<Rbac>>;
+}
+
+/// Runs `fut` as a request authorized by `rbac`.
+pub(crate) async fn scope<F: Future>(rbac: Option<Arc<Rbac>>, fut: F) -> F::Output {
+    REQUEST_RBAC.scope(rbac, fut).await
+}
+
+/// The `authorizer` of admission CEL expressions (kubernetes/apiserver
+/// `pkg/cel/library/authz.go`): RBAC decisions for the request's user, or for the service
+/// account a check names; everything is allowed where nothing is authorized (as on the insecure
+/// port), as upstream's `AlwaysAllow` authorizer would.
+struct CelAuthorizer {
+    rbac: Option<Arc<Rbac>>,
+    user: Option<Arc<UserInfo>>,
+}
+
+impl kgc_cel::Authorize for CelAuthorizer {
+    fn authorize(&self, r: &kgc_cel::AuthzRequest) -> (bool, String) {
+        let Some(rbac) = &self.rbac else {
+            return (true, String::new());
+        };
+        let user = match &r.service_account {
+            // `serviceaccount.UserInfo(namespace, name, "")`.
+            Some((ns, name)) => UserInfo {
+                name: UserInfo::service_account_name(ns, name),
+                groups: vec![
+                    "system:serviceaccounts".to_owned(),
+                    format!("system:serviceaccounts:{ns}"),
+                ],
+                ..UserInfo::default()
+            },
+            None => self.user.as_deref().cloned().unwrap_or_default(),
+        };
+        let attrs = Attributes {
+            user,
+            verb: r.verb.clone(),
+            namespace: r.namespace.clone(),
+            api_group: r.group.clone(),
+            resource: r.resource.clone(),
+            subresource: r.subresource.clone(),
+            name: r.name.clone(),
+            resource_request: r.path.is_none(),
+            path: r.path.clone().unwrap_or_default(),
+        };
+        match rbac.read().authorize(&attrs) {
+            Decision::Allow => (true, String::new()),
+            Decision::Deny { reason } => (false, reason),
+        }
+    }
+}
+
+/// The `authorizer` and `authorizer.requestResource` variables of an admission expression
+/// about `request` (an AdmissionReview request: its `resource`, `subResource`, `namespace` and
+/// `name`), for the user of the request being served.
+pub(crate) fn cel_variables(request: &Value) -> [(&'static str, kgc_cel::Value); 2] {
+    let authorize: Arc<dyn kgc_cel::Authorize> = Arc::new(CelAuthorizer {
+        rbac: REQUEST_RBAC.try_with(Clone::clone).ok().flatten(),
+        user: crate::authn::current_user(),
+    });
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let resource = kgc_cel::AuthzRequest {
+        group: text(&request["resource"]["group"]),
+        resource: text(&request["resource"]["resource"]),
+        subresource: text(&request["subResource"]),
+        namespace: text(&request["namespace"]),
+        name: text(&request["name"]),
+        ..kgc_cel::AuthzRequest::default()
+    };
+    [
+        (
+            "authorizer.requestResource",
+            kgc_cel::library::authz::request_resource(Arc::clone(&authorize), resource),
+        ),
+        ("authorizer", kgc_cel::library::authz::authorizer(authorize)),
+    ]
+}
+
 /// The RBAC authorizer, shared by every request and kept current by the process's informers
 /// (one cache per RBAC resource, whose handlers apply each change to it).
 #[derive(Default)]

@@ -131,6 +131,7 @@ fn exercise(bytes: &[u8]) {
                 FieldValidation::Strict,
                 Written::Object,
                 &mut decoded.value,
+                None,
                 Vec::new(),
             );
         }
@@ -153,6 +154,7 @@ fn exercise(bytes: &[u8]) {
                 FieldValidation::Warn,
                 Written::Patch,
                 &mut target,
+                None,
                 Vec::new(),
             );
         }

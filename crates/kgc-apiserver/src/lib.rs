@@ -68,8 +68,8 @@ use request::Query;
 pub const GIT_VERSION: &str = "v1.32.0";
 
 /// Renders the garbage collector's graph for `/debug/controllers/garbagecollector/graph`:
-/// `(uid, as_json) -> body`.
-pub type GraphHook = Arc<dyn Fn(Option<&str>, bool) -> String + Send + Sync>;
+/// `(uid, as_json) -> body`, `None` where this replica runs no collector.
+pub type GraphHook = Arc<dyn Fn(Option<&str>, bool) -> Option<String> + Send + Sync>;
 
 /// What can go wrong setting the server up (requests answer with a `Status` instead).
 #[derive(Debug, thiserror::Error)]
@@ -281,9 +281,12 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
         },
         None => None,
     };
-    let routed = authn::scope(
-        user,
-        route(&api, &method, &path, &query, &parts.headers, body),
+    let routed = authz::scope(
+        api.rbac.clone(),
+        authn::scope(
+            user,
+            route(&api, &method, &path, &query, &parts.headers, body),
+        ),
     );
     let resp = match routed.await {
         Ok(r) => r,
@@ -389,7 +392,10 @@ async fn route(
         ["debug", "controllers", "garbagecollector", "graph"] => {
             let hook = api.graph.as_ref().ok_or_else(Status::no_such_resource)?;
             let json = query.get("format") == Some("json");
-            let body = hook(query.get("uid"), json);
+            // None: the collector runs on another replica (the holder of the lease), and
+            // this one has no graph, as a standby kube-controller-manager registers no debug
+            // handler.
+            let body = hook(query.get("uid"), json).ok_or_else(Status::no_such_resource)?;
             let mut resp = Response::new(Body::from(body));
             let ct = if json {
                 "application/json"

@@ -99,7 +99,8 @@ impl Matcher {
 }
 
 /// The variables every admission expression reads: `object` and `oldObject` (null when the
-/// operation has none) and `request`, the AdmissionReview's request without its objects.
+/// operation has none), `request`, the AdmissionReview's request without its objects, and
+/// `authorizer` (with `authorizer.requestResource`) for the request's user.
 pub(crate) fn input(
     request: &Value,
     obj: Option<&Value>,
@@ -111,11 +112,13 @@ pub(crate) fn input(
         r.remove("oldObject");
     }
     let cel = |v: Option<&Value>| v.map_or(Cel::Null, |v| kgc_cel::value::to_cel(v, None));
-    vec![
+    let mut input = vec![
         ("object", cel(obj)),
         ("oldObject", cel(old)),
         ("request", cel(Some(&request))),
-    ]
+    ];
+    input.extend(crate::authz::cel_variables(&request));
+    input
 }
 
 #[cfg(test)]
@@ -129,7 +132,7 @@ mod tests {
             .enumerate()
             .map(|(i, e)| json!({"name": format!("c{i}"), "expression": e}))
             .collect();
-        Matcher::from_json(&Value::Array(list), &["object", "oldObject", "request"])
+        Matcher::from_json(&Value::Array(list), &kgc_cel::WEBHOOK_VARIABLES)
     }
 
     #[test]
@@ -154,6 +157,23 @@ mod tests {
         assert_eq!(
             matcher(&["object.nope == 1", "1"]).evaluate(&input),
             Matched::Failed("[expression 'object.nope == 1' resulted in error: no such key: nope, expression '1' resulted in error: no such overload: expected a bool, got 1]".into())
+        );
+    }
+
+    /// Without authorization (no RBAC in scope) every check is allowed, as upstream's
+    /// `AlwaysAllow`; `authorizer.requestResource` is the request's own resource.
+    #[test]
+    fn authorizer_checks_without_authorization_allow() {
+        let request = json!({"operation": "CREATE", "resource": {"group": "apps", "version": "v1", "resource": "deployments"}, "namespace": "ns", "name": "web"});
+        let input = input(&request, Some(&json!({})), None);
+        assert_eq!(
+            matcher(&[
+                "authorizer.group('').resource('pods').namespace('ns').check('create').allowed()",
+                "authorizer.requestResource.check('update').allowed()",
+                "authorizer.path('/healthz').check('get').reason() == ''",
+            ])
+            .evaluate(&input),
+            Matched::Yes
         );
     }
 }

@@ -37,25 +37,30 @@ fn validator(schema: &Arc<Value>) -> Arc<Validator> {
 }
 
 /// Runs the rules of the version `obj` is written in against it (`old`: the stored object of
-/// an update); a failure is a 422 naming every failed rule.
-pub(crate) fn admit(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Result<(), Status> {
+/// an update); a failure is a 422 naming every failed rule. Returns the warnings of the
+/// failures ratcheting forgave (an update leaving an invalid value as it was).
+pub(crate) fn admit(
+    info: &ResourceInfo,
+    obj: &Value,
+    old: Option<&Value>,
+) -> Result<Vec<String>, Status> {
     let Some(crd) = info.crd.as_ref() else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let version = obj["apiVersion"]
         .as_str()
         .and_then(|v| v.rsplit('/').next())
         .unwrap_or_default();
     let Some(schema) = crd.schemas.get(version) else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let rules = validator(schema);
     if rules.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    let errs = rules.validate(obj, old);
+    let (errs, warnings) = rules.validate(obj, old);
     if errs.is_empty() {
-        return Ok(());
+        return Ok(warnings);
     }
     let name = obj["metadata"]["name"].as_str().unwrap_or_default();
     Err(Status::invalid(&info.group, &info.kind, name, &errs))

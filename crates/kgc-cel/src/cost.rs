@@ -184,6 +184,9 @@ fn join(shapes: impl Iterator<Item = Shape>) -> Shape {
     })
 }
 
+/// What one `authorizer` check costs.
+const AUTHZ_CHECK_COST: u64 = 350_000;
+
 /// One tenth of a length, rounded up: cel-go's cost of traversing a string.
 fn tenth(n: u64) -> u64 {
     n.div_ceil(10)
@@ -264,10 +267,14 @@ pub(crate) fn estimate(expr: &IdedExpr, scope: &mut Vec<(String, Shape)>) -> (u6
                     (0, shapes.last().cloned().unwrap_or_default())
                 }
                 "_[_]" => (1, shapes.first().map(|s| s.element()).unwrap_or_default()),
+                // An authorization check's fixed price (kubernetes/apiserver
+                // `pkg/cel/library/cost.go`): two fit in one expression's budget.
+                "check" => (AUTHZ_CHECK_COST, Shape::scalar()),
                 "@in" => (1u64.saturating_add(size(1)), Shape::scalar()),
-                "contains" | "startsWith" | "endsWith" | "matches" | "indexOf" | "lastIndexOf"
-                | "lowerAscii" | "upperAscii" | "trim" | "split" | "replace" | "substring"
-                | "isSorted" | "sum" | "min" | "max" | "distinct" | "join" => (
+                "contains" | "startsWith" | "endsWith" | "matches" | "find" | "findAll"
+                | "indexOf" | "lastIndexOf" | "lowerAscii" | "upperAscii" | "trim" | "split"
+                | "replace" | "substring" | "isSorted" | "sum" | "min" | "max" | "distinct"
+                | "join" => (
                     1u64.saturating_add(list_cost(&call.func_name, size(0))),
                     shapes.first().map(Shape::element).unwrap_or_default(),
                 ),

@@ -1,7 +1,7 @@
 //! CEL for kgc: the Common Expression Language as Kubernetes uses it, over `serde_json` values.
 //!
-//! kube-apiserver runs CEL in CRD `x-kubernetes-validations` rules (and, later for kgc, in
-//! admission webhooks' `matchConditions` and ValidatingAdmissionPolicy). This crate compiles a
+//! kube-apiserver runs CEL in CRD `x-kubernetes-validations` rules, admission webhooks'
+//! `matchConditions` and ValidatingAdmissionPolicy. This crate compiles a
 //! program with declared variables ([`Program::compile`]), estimates its worst-case cost from
 //! the sizes its inputs may have ([`Program::estimate`], with [`Shape`]), and evaluates it
 //! ([`Program::evaluate`]); [`rules`] applies all of that to a CRD's structural schema.
@@ -22,6 +22,7 @@ pub mod value;
 /// A CEL value, as programs take their variables and give their results.
 pub use cel::Value;
 pub use cost::Shape;
+pub use library::authz::{Authorize, AuthzRequest};
 pub use program::Program;
 
 /// The most one evaluation of one expression may cost (`PerCallLimit`).

@@ -142,6 +142,8 @@ fn evaluation_error(e: ExecutionError) -> Error {
         ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
         ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
         ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
+        // The library's own words (cel-go's `types.NewErr`), without cel-rust's prefix.
+        ExecutionError::FunctionError { message, .. } => message,
         ExecutionError::IndexOutOfBounds(i) => {
             format!("index out of bounds: {}", crate::value::to_json(&i))
         }
@@ -159,7 +161,13 @@ fn references(expr: &IdedExpr, bound: &mut Vec<String>, found: &mut impl FnMut(&
         }
         Expr::Select(s) => references(&s.operand, bound, found),
         Expr::Call(c) => {
-            for e in c.target.as_deref().into_iter().chain(c.args.iter()) {
+            // `format.dns1123Label()`: the target names a namespace of functions.
+            let namespace = c.target.as_deref().filter(|t| {
+                matches!(&t.expr, Expr::Ident(n) if library::NAMESPACES.contains(&n.as_str())
+                    && !bound.iter().any(|b| b == n))
+            });
+            let target = c.target.as_deref().filter(|_| namespace.is_none());
+            for e in target.into_iter().chain(c.args.iter()) {
                 references(e, bound, found);
             }
         }

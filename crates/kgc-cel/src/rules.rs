@@ -250,14 +250,38 @@ impl Validator {
 
     /// Runs every rule on `obj` (with `old`, the stored object, on an update); each failure is
     /// an error on the rule's place, as kube-apiserver words it.
-    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        let mut errs = Vec::new();
+    ///
+    /// On an update, failures are ratcheted as upstream's `CRDValidationRatcheting` does
+    /// (apiextensions-apiserver `pkg/apiserver/schema/cel/validation.go`,
+    /// `shouldRatchetError`): a rule that does not read `oldSelf`, failing on a value equal to
+    /// its old value (or, where the value has no old one of its own, inside an unchanged
+    /// ancestor), is a warning (the second list, its error's text) rather than an error.
+    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> (Vec<FieldError>, Vec<String>) {
+        let mut out = Outcome::default();
         if let Some(root) = &self.root {
             let mut budget = RUNTIME_COST_BUDGET;
+            let unchanged = old == Some(obj);
             // Upstream passes a nil field path for the root, which prints as `<nil>`.
-            let _ = validate_node(root, obj, old, "", &mut budget, &mut errs);
+            let _ = validate_node(root, obj, old, unchanged, "", &mut budget, &mut out);
         }
-        errs
+        (out.errors, out.warnings)
+    }
+}
+
+/// What the rules found: errors, and the ratcheted failures as warnings.
+#[derive(Default)]
+struct Outcome {
+    errors: Vec<FieldError>,
+    warnings: Vec<String>,
+}
+
+impl Outcome {
+    fn push(&mut self, e: FieldError, ratcheted: bool) {
+        if ratcheted {
+            self.warnings.push(e.to_string());
+        } else {
+            self.errors.push(e);
+        }
     }
 }
 
@@ -332,13 +356,16 @@ fn shown(path: &str) -> String {
     }
 }
 
+/// `unchanged`: whether this value equals its old one, or, having none of its own, is inside
+/// an unchanged ancestor (what ratchets its rules' failures).
 fn validate_node(
     node: &Node,
     value: &Value,
     old: Option<&Value>,
+    unchanged: bool,
     path: &str,
     budget: &mut u64,
-    errs: &mut Vec<FieldError>,
+    errs: &mut Outcome,
 ) -> Result<(), OutOfBudget> {
     if value.is_null() {
         return Ok(());
@@ -349,14 +376,25 @@ fn validate_node(
         .and_then(Value::as_str)
         .unwrap_or("");
     for rule in &node.rules {
-        run_rule(rule, &node.schema, ty, value, old, path, budget, errs)?;
+        run_rule(
+            rule,
+            &node.schema,
+            ty,
+            value,
+            old,
+            unchanged,
+            path,
+            budget,
+            errs,
+        )?;
     }
     match value {
         Value::Object(map) => {
             for (k, child_node) in &node.properties {
                 if let Some(v) = map.get(k) {
                     let o = old.and_then(|o| o.get(k));
-                    validate_node(child_node, v, o, &child(path, k), budget, errs)?;
+                    let same = o.map_or(unchanged, |o| o == v);
+                    validate_node(child_node, v, o, same, &child(path, k), budget, errs)?;
                 }
             }
             if let Some(add) = &node.additional {
@@ -365,53 +403,26 @@ fn validate_node(
                         continue;
                     }
                     let o = old.and_then(|o| o.get(k));
-                    validate_node(add, v, o, &format!("{}[{k}]", shown(path)), budget, errs)?;
+                    let same = o.map_or(unchanged, |o| o == v);
+                    let at = format!("{}[{k}]", shown(path));
+                    validate_node(add, v, o, same, &at, budget, errs)?;
                 }
             }
         }
         Value::Array(items) => {
             if let Some(item_node) = &node.items {
-                let keys = map_keys(&node.schema);
+                let old_items = old.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
                 for (i, item) in items.iter().enumerate() {
-                    let o = correlate(&keys, item, old);
-                    validate_node(
-                        item_node,
-                        item,
-                        o,
-                        &format!("{}[{i}]", shown(path)),
-                        budget,
-                        errs,
-                    )?;
+                    let o = kgc_meta::schema::correlated_item(item, old_items, &node.schema);
+                    let same = o.map_or(unchanged, |o| o == item);
+                    let at = format!("{}[{i}]", shown(path));
+                    validate_node(item_node, item, o, same, &at, budget, errs)?;
                 }
             }
         }
         _ => {}
     }
     Ok(())
-}
-
-/// The keys of an `x-kubernetes-list-type: map` list: its items have old values.
-fn map_keys(schema: &Value) -> Vec<String> {
-    if schema.get("x-kubernetes-list-type").and_then(Value::as_str) != Some("map") {
-        return Vec::new();
-    }
-    schema
-        .get("x-kubernetes-list-map-keys")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|k| k.as_str().map(str::to_owned))
-        .collect()
-}
-
-/// The old item with the same keys as `item`, in a map list.
-fn correlate<'a>(keys: &[String], item: &Value, old: Option<&'a Value>) -> Option<&'a Value> {
-    if keys.is_empty() {
-        return None;
-    }
-    old?.as_array()?
-        .iter()
-        .find(|o| keys.iter().all(|k| o.get(k) == item.get(k)))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -421,11 +432,14 @@ fn run_rule(
     ty: &str,
     value: &Value,
     old: Option<&Value>,
+    unchanged: bool,
     path: &str,
     budget: &mut u64,
-    errs: &mut Vec<FieldError>,
+    errs: &mut Outcome,
 ) -> Result<(), OutOfBudget> {
     let transition = rule.program.uses("oldSelf");
+    // Only a rule's false result is ratcheted (`addErr`); errors and costs are not.
+    let ratcheted = unchanged && !transition;
     if transition && old.is_none() && !rule.optional_old_self {
         return Ok(());
     }
@@ -437,16 +451,19 @@ fn run_rule(
     ];
     let cost = rule.program.estimate(&shapes);
     if cost > PER_CALL_LIMIT {
-        errs.push(invalid(format!(
-            "call cost exceeds limit for rule: {}",
-            rule.program.source().trim()
-        )));
+        errs.push(
+            invalid(format!(
+                "call cost exceeds limit for rule: {}",
+                rule.program.source().trim()
+            )),
+            false,
+        );
         return Ok(());
     }
     if cost > *budget {
         errs.push(invalid(
             "validation failed due to running out of cost budget, no further validation rules will be run".to_owned(),
-        ));
+        ), false);
         return Err(OutOfBudget);
     }
     *budget -= cost;
@@ -470,22 +487,29 @@ fn run_rule(
                 .or_else(|| Some(rule.message.clone()).filter(|m| !m.is_empty()))
                 .unwrap_or_else(|| format!("failed rule: {}", rule.program.source().trim()));
             let field = field_path(path, &rule.field_path);
-            errs.push(match rule.reason.as_str() {
+            let e = match rule.reason.as_str() {
                 "FieldValueForbidden" => FieldError::forbidden(field, message),
                 "FieldValueRequired" => FieldError::required(field, message),
                 "FieldValueDuplicate" => FieldError::duplicate(field, ty),
                 _ => FieldError::invalid(field, ty, message),
-            });
+            };
+            errs.push(e, ratcheted);
         }
-        Ok(other) => errs.push(invalid(format!(
-            "rule did not evaluate to a boolean: {} evaluating rule: {}",
-            crate::value::to_json(&other),
-            rule.program.source().trim()
-        ))),
-        Err(e) => errs.push(invalid(format!(
-            "{e} evaluating rule: {}",
-            rule.program.source().trim()
-        ))),
+        Ok(other) => errs.push(
+            invalid(format!(
+                "rule did not evaluate to a boolean: {} evaluating rule: {}",
+                crate::value::to_json(&other),
+                rule.program.source().trim()
+            )),
+            false,
+        ),
+        Err(e) => errs.push(
+            invalid(format!(
+                "{e} evaluating rule: {}",
+                rule.program.source().trim()
+            )),
+            false,
+        ),
     }
     Ok(())
 }
@@ -553,7 +577,7 @@ mod tests {
         let obj = json!({"spec": {"min": 3, "max": 1, "replicas": 1, "name": "b",
                                   "tags": ["ok", "bad"]}});
         assert_eq!(
-            messages(&v.validate(&obj, None)),
+            messages(&v.validate(&obj, None).0),
             [
                 "spec: Invalid value: \"object\": min must not exceed max",
                 "spec.name: Forbidden: failed rule: self.name.startsWith('a')",
@@ -563,8 +587,43 @@ mod tests {
         let old = json!({"spec": {"min": 1, "max": 1, "replicas": 3, "name": "a"}});
         let new = json!({"spec": {"min": 1, "max": 1, "replicas": 2, "name": "a"}});
         assert_eq!(
-            messages(&v.validate(&new, Some(&old))),
+            messages(&v.validate(&new, Some(&old)).0),
             ["spec: Invalid value: \"object\": replicas may not shrink from 3"]
+        );
+    }
+
+    /// validation.go `shouldRatchetError`: an unchanged value's failed rule is a warning, an
+    /// atomic list's items follow their list, a transition rule is never ratcheted.
+    #[test]
+    fn unchanged_values_ratchet_their_failures_into_warnings() {
+        let v = Validator::new(&schema());
+        let old =
+            json!({"spec": {"min": 3, "max": 1, "replicas": 1, "name": "b", "tags": ["bad"]}});
+        let (errs, warnings) = v.validate(&old, Some(&old));
+        assert!(errs.is_empty(), "{errs:?}");
+        assert_eq!(
+            warnings,
+            [
+                "spec: Invalid value: \"object\": min must not exceed max",
+                "spec.name: Forbidden: failed rule: self.name.startsWith('a')",
+                "spec.tags[0]: Invalid value: \"string\": failed rule: self != 'bad'",
+            ]
+        );
+        // spec changed (replicas), so its rules fail again; its tags did not.
+        let new =
+            json!({"spec": {"min": 3, "max": 1, "replicas": 0, "name": "b", "tags": ["bad"]}});
+        let (errs, warnings) = v.validate(&new, Some(&old));
+        assert_eq!(
+            messages(&errs),
+            [
+                "spec: Invalid value: \"object\": min must not exceed max",
+                "spec: Invalid value: \"object\": replicas may not shrink from 1",
+                "spec.name: Forbidden: failed rule: self.name.startsWith('a')",
+            ]
+        );
+        assert_eq!(
+            warnings,
+            ["spec.tags[0]: Invalid value: \"string\": failed rule: self != 'bad'"]
         );
     }
 
@@ -573,7 +632,7 @@ mod tests {
         let v = Validator::new(&schema());
         let obj = json!({"spec": {"max": 1, "replicas": 1, "name": "a"}});
         assert_eq!(
-            messages(&v.validate(&obj, None)),
+            messages(&v.validate(&obj, None).0),
             [
                 "spec: Invalid value: \"object\": no such key: min evaluating rule: self.min <= self.max"
             ]
@@ -615,9 +674,9 @@ mod tests {
              "message": "v may only grow"}],
             "properties": {"v": {"type": "integer"}}});
         let v = Validator::new(&schema);
-        assert!(v.validate(&json!({"v": 1}), None).is_empty());
+        assert!(v.validate(&json!({"v": 1}), None).0.is_empty());
         assert_eq!(
-            messages(&v.validate(&json!({"v": 1}), Some(&json!({"v": 2})))),
+            messages(&v.validate(&json!({"v": 1}), Some(&json!({"v": 2}))).0),
             ["<nil>: Invalid value: \"object\": v may only grow"]
         );
     }

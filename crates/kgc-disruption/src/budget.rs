@@ -28,19 +28,7 @@ pub fn scaled_value(v: &Value, total: i64, round_up: bool) -> Result<i64> {
             "invalid value for IntOrString: invalid type: {v}"
         )));
     };
-    let Some(digits) = s.strip_suffix('%') else {
-        return Err(Error::Invalid(format!(
-            "invalid type: string is not a percentage: {s:?}"
-        )));
-    };
-    let percent: i64 = digits
-        .parse()
-        .map_err(|e| Error::Invalid(format!("invalid value {s:?}: {e}")))?;
-    let product = percent.saturating_mul(total);
-    Ok(match round_up {
-        true => product.saturating_add(99).div_euclid(100),
-        false => product.div_euclid(100),
-    })
+    kgc_meta::intstr::scaled_percent(s, total, round_up).map_err(Error::Invalid)
 }
 
 /// Whether the budget's numbers depend on its pods' controllers' scale (`maxUnavailable`, or a

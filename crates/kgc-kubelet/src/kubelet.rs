@@ -25,7 +25,6 @@ use kgc_node::images::{ImageGcPolicy, ImageReason};
 use kgc_runtime::Context;
 use kgc_runtime::events::Recorder;
 use kgc_runtime::informer::{Cache, Informers, Key, View, describe};
-use kgc_runtime::metrics::{GaugeFn, Registry};
 use kgc_runtime::queue::WorkQueue;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use serde::Deserialize;
@@ -330,8 +329,9 @@ struct Kubelet<C> {
     recorder: Recorder,
 }
 
-/// Runs the simulated kubelets until dropped. `registry` receives their metrics.
-pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, registry: Option<Registry>) {
+/// Runs the simulated kubelets until dropped, counting into `metrics` (registered once per
+/// process: [`Metrics::register`]).
+pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, metrics: Metrics) {
     let pods_resource = ctx.informers.resource("", "pods").await;
     let nodes_resource = ctx.informers.resource("", "nodes").await;
     let queue = ctx.queue(NAME);
@@ -359,21 +359,14 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, registry: Option<R
         }));
     }
     let table = Arc::new(Mutex::new(Table::default()));
-    let metrics = match &registry {
-        Some(r) => {
-            let t = Arc::clone(&table);
-            r.register(
-                "kubelet_running_pods",
-                "Pods the simulated kubelets run (sandboxes not yet gone).",
-                GaugeFn::new(move || {
-                    let n = lock(&t).pods.values().filter(|e| !e.rt.terminal).count();
-                    i64::try_from(n).unwrap_or(i64::MAX)
-                }),
-            );
-            Metrics::register(r)
-        }
-        None => Metrics::default(),
-    };
+    // Weak: a stopped run's table goes with it, and counts nothing.
+    let t = Arc::downgrade(&table);
+    metrics.count_running(move || {
+        t.upgrade().map_or(0, |t| {
+            let n = lock(&t).pods.values().filter(|e| !e.rt.terminal).count();
+            i64::try_from(n).unwrap_or(i64::MAX)
+        })
+    });
     let q = queue.clone();
     pods.on_change(Arc::new(move |key: &Key, _: Option<&Bound>| {
         q.add(Work::Pod(key.clone()));

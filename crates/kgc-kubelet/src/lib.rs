@@ -18,6 +18,7 @@ pub mod image;
 pub mod ipam;
 pub mod kubelet;
 mod metrics;
+pub use metrics::Metrics;
 pub mod node;
 pub mod qos;
 pub mod runtime;

@@ -334,7 +334,7 @@ fn value_validations(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
             pattern,
             format!(
                 "must be a valid regular expression, but isn't: {}",
-                go_regexp_error(&e, pattern)
+                crate::schema::go_regexp_error(&e, pattern)
             ),
         ));
     }
@@ -344,34 +344,6 @@ fn value_validations(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
             "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
         ));
     }
-}
-
-/// A regex compile error in Go's `regexp/syntax` words where the two agree on the cause
-/// (`error parsing regexp: missing closing ): `(a``); otherwise the `regex` crate's own reason.
-fn go_regexp_error(e: &regex::Error, pattern: &str) -> String {
-    let text = e.to_string();
-    let reason = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("error: "))
-        .unwrap_or(text.as_str());
-    let go = if reason.contains("repetition operator missing expression") {
-        "missing argument to repetition operator"
-    } else if reason.contains("unclosed group") {
-        "missing closing )"
-    } else if reason.contains("unopened group") {
-        "unexpected )"
-    } else if reason.contains("unclosed character class") {
-        "missing closing ]"
-    } else if reason.contains("not supported") {
-        "invalid or unsupported Perl syntax"
-    } else if reason.contains("escape") {
-        "invalid escape sequence"
-    } else if reason.contains("invalid character class range") {
-        "invalid character class range"
-    } else {
-        reason
-    };
-    format!("error parsing regexp: {go}: `{pattern}`")
 }
 
 /// The reasons an `x-kubernetes-validations` rule may give, sorted as upstream lists them.

@@ -15,6 +15,7 @@ pub mod disruption;
 pub mod duration;
 pub mod encoding;
 pub mod gojson;
+pub mod intstr;
 pub mod object;
 pub mod quantity;
 pub mod schema;

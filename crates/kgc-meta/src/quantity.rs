@@ -95,6 +95,30 @@ impl Quantity {
         self.scaled_ceil(-3).and_then(|v| i64::try_from(v).ok())
     }
 
+    /// `Sign()`: -1, 0 or 1.
+    pub fn sign(&self) -> i64 {
+        i64::from(self.amount.signum())
+    }
+
+    /// `AsInt64()`: the value when it is whole and fits an i64.
+    pub fn as_int64(&self) -> Option<i64> {
+        if self.is_integer() {
+            self.value()
+        } else {
+            None
+        }
+    }
+
+    /// `AsApproximateFloat64()`: the nearest double (infinite beyond its range).
+    pub fn as_approximate_float(&self) -> f64 {
+        let dec = self.amount.to_dec();
+        let digits: String = dec.digits.iter().map(|d| char::from(b'0' + d)).collect();
+        let sign = if dec.negative { "-" } else { "" };
+        format!("{sign}0{digits}e{}", dec.exp)
+            .parse()
+            .unwrap_or(0.0)
+    }
+
     /// The value in units of 10^`scale`, rounded up (`ScaledValue`'s rounding).
     fn scaled_ceil(&self, scale: i64) -> Option<i128> {
         let mut dec = self.amount.to_dec().into_owned();

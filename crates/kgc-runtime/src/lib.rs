@@ -10,6 +10,7 @@
 //! - [`decisions`]: the collectors' bounded history of what they deleted or orphaned, and why;
 //! - [`correlator`]: the one event correlator every event recorder files through;
 //! - [`events`]: the event `Recorder` every controller records with;
+//! - [`leader_election`]: client-go's leader election on a Lease, over kube-rs;
 //! - [`Context`]: what every controller shares; [`work`], [`run_by_name`] and
 //!   [`run_per_namespace`]: the loops controllers run on.
 #![forbid(unsafe_code)]
@@ -20,6 +21,7 @@ pub mod correlator;
 pub mod decisions;
 pub mod events;
 pub mod informer;
+pub mod leader_election;
 pub mod metrics;
 pub mod queue;
 mod runner;

@@ -20,11 +20,15 @@ const HEALTHY_DEADLINE: Duration = Duration::from_secs(60);
 pub struct EtcdCluster {
     members: Vec<Member>,
     root: tempfile::TempDir,
+    binary: PathBuf,
+    initial_cluster: String,
+    token: String,
 }
 
 struct Member {
     name: String,
     client_url: String,
+    peer_url: String,
     child: Option<Child>,
 }
 
@@ -52,35 +56,18 @@ impl EtcdCluster {
         let mut cluster = EtcdCluster {
             members: Vec::new(),
             root,
+            binary,
+            initial_cluster,
+            token,
         };
         for (i, (client, peer)) in ports.into_iter().enumerate() {
-            let name = format!("m{i}");
-            let client_url = format!("http://127.0.0.1:{client}");
-            let peer_url = format!("http://127.0.0.1:{peer}");
-            let data = cluster.root.path().join(&name);
-            let log = process::log_file(&cluster.log_path(&name));
-            let child = Command::new(&binary)
-                .arg("--name")
-                .arg(&name)
-                .arg("--data-dir")
-                .arg(&data)
-                .args(["--listen-client-urls", &client_url])
-                .args(["--advertise-client-urls", &client_url])
-                .args(["--listen-peer-urls", &peer_url])
-                .args(["--initial-advertise-peer-urls", &peer_url])
-                .args(["--initial-cluster", &initial_cluster])
-                .args(["--initial-cluster-state", "new"])
-                .args(["--initial-cluster-token", &token])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .unwrap_or_else(|e| panic!("spawning {}: {e}", binary.display()));
             cluster.members.push(Member {
-                name,
-                client_url,
-                child: Some(child),
+                name: format!("m{i}"),
+                client_url: format!("http://127.0.0.1:{client}"),
+                peer_url: format!("http://127.0.0.1:{peer}"),
+                child: None,
             });
+            cluster.spawn(i);
         }
         cluster.wait_healthy().await;
         Some(cluster)
@@ -98,6 +85,38 @@ impl EtcdCluster {
     /// Each member's client URL.
     pub fn endpoint_list(&self) -> Vec<String> {
         self.members.iter().map(|m| m.client_url.clone()).collect()
+    }
+
+    /// Starts member `i` on its data directory (the first time, or again after [`Self::kill`]:
+    /// etcd then rejoins with what it had, ignoring the initial-cluster flags).
+    fn spawn(&mut self, i: usize) {
+        let m = &self.members[i];
+        let data = self.root.path().join(&m.name);
+        let log = process::log_file(&self.log_path(&m.name));
+        let child = Command::new(&self.binary)
+            .arg("--name")
+            .arg(&m.name)
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["--listen-client-urls", &m.client_url])
+            .args(["--advertise-client-urls", &m.client_url])
+            .args(["--listen-peer-urls", &m.peer_url])
+            .args(["--initial-advertise-peer-urls", &m.peer_url])
+            .args(["--initial-cluster", &self.initial_cluster])
+            .args(["--initial-cluster-state", "new"])
+            .args(["--initial-cluster-token", &self.token])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning {}: {e}", self.binary.display()));
+        self.members[i].child = Some(child);
+    }
+
+    /// Starts member `i` again after [`Self::kill`], on the same ports and data.
+    pub fn restart(&mut self, i: usize) {
+        assert!(self.members[i].child.is_none(), "member {i} is running");
+        self.spawn(i);
     }
 
     /// Kills member `i` with SIGKILL (a crash: the others go on if they keep a quorum).

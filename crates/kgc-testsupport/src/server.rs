@@ -31,7 +31,26 @@ pub struct Server<B> {
     secure: bool,
     /// Everything on, the simulators and workload controllers included (see [`SIMULATORS`]).
     living: bool,
+    /// The server's own etcd under `KGC_TEST_DATASTORE=etcd` ([`DATASTORE`]), kept across
+    /// restarts.
+    etcd: Option<crate::etcd::EtcdCluster>,
     binary: PhantomData<fn() -> B>,
+}
+
+/// The environment variable that picks the backend of every server a test spawns: unset (or
+/// `sqlite`), the data directory's SQLite file (or memory, for `--in-memory`); `etcd`, a fresh
+/// one-member etcd of the server's own (`--datastore-endpoint`; `--in-memory` is dropped, the
+/// etcd being as throwaway), so that the suites of the store's semantics run on both backends.
+/// Each server has an etcd to itself, since a kgc server expects to be its etcd's only writer.
+pub const DATASTORE: &str = "KGC_TEST_DATASTORE";
+
+/// Whether `KGC_TEST_DATASTORE` asks for etcd; any value but `sqlite` and `etcd` is refused.
+fn on_etcd() -> bool {
+    match std::env::var(DATASTORE).as_deref() {
+        Err(_) | Ok("" | "sqlite") => false,
+        Ok("etcd") => true,
+        Ok(other) => panic!("{DATASTORE}={other:?}: use sqlite or etcd"),
+    }
 }
 
 /// The controllers that make the cluster live: off in a server a test starts with
@@ -120,6 +139,7 @@ impl<B: KgcBinary> Server<B> {
             controller: None,
             secure,
             living: false,
+            etcd: None,
             binary: PhantomData,
         }
     }
@@ -141,8 +161,45 @@ impl<B: KgcBinary> Server<B> {
         out
     }
 
+    /// The test's arguments, on the backend [`DATASTORE`] picks.
+    async fn datastore_args(&mut self) -> Vec<String> {
+        let chosen = self
+            .args
+            .iter()
+            .any(|a| a.starts_with("--datastore-endpoint"));
+        if chosen || !on_etcd() {
+            return self.args.clone();
+        }
+        if self.etcd.is_none() {
+            let etcd = crate::etcd::EtcdCluster::start(1).await;
+            self.etcd =
+                Some(etcd.unwrap_or_else(|| panic!("{DATASTORE}=etcd: etcd is not on PATH")));
+        }
+        let endpoint = self
+            .etcd
+            .as_ref()
+            .map(|e| e.endpoints())
+            .unwrap_or_default();
+        self.args
+            .iter()
+            .filter(|a| *a != "--in-memory")
+            .cloned()
+            .chain(["--datastore-endpoint".to_owned(), endpoint])
+            .collect()
+    }
+
+    /// `--leader-elect=false` for a server that is not [`Server::living`], unless the test
+    /// names a `--leader-elect*` flag: such a server is a quiet store the test drives itself
+    /// (the tests that assert that something wrote nothing compare store revisions), and the
+    /// renewals of the controllers' leases would write every 2 s.
+    fn election_off(&self) -> Option<&'static str> {
+        let named = self.args.iter().any(|a| a.starts_with("--leader-elect"));
+        (!self.living && !named).then_some("--leader-elect=false")
+    }
+
     async fn spawn(&mut self) {
         assert!(self.child.is_none(), "the server is already running");
+        let args = self.datastore_args().await;
         let mut child = B::command()
             .arg("serve")
             .arg("--listen")
@@ -151,7 +208,8 @@ impl<B: KgcBinary> Server<B> {
             .arg(self.data_dir())
             .args((!self.secure).then_some("--insecure-http"))
             .args(self.simulators_off())
-            .args(&self.args)
+            .args(self.election_off())
+            .args(&args)
             .env("RUST_LOG", process::rust_log())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -2,10 +2,6 @@
 //! ValidatingAdmissionPolicy), checked as kubernetes/kubernetes
 //! `pkg/apis/admissionregistration/validation/validation.go` checks them: each compiles with
 //! the variables its place declares and, where a bool is wanted, evaluates to one.
-//!
-//! kgc does not evaluate `authorizer` checks in CEL (it has no authorizer bound to a request
-//! there), so an expression that reads `authorizer` is refused here rather than stored and
-//! failing on every request.
 
 use kgc_cel::Program;
 use serde_json::Value;
@@ -40,13 +36,6 @@ pub(crate) fn expression(
             return;
         }
     };
-    if program.uses("authorizer") {
-        errs.invalid(
-            *path,
-            expression,
-            "kgc does not evaluate authorizer checks in CEL expressions",
-        );
-    }
     let wanted = match returns {
         Returns::Bool => "bool",
         Returns::String => "string",
@@ -120,14 +109,13 @@ mod tests {
             run(json!([
                 {"name": "a", "expression": "'x'"},
                 {"name": "a", "expression": "object.x =="},
-                {"name": "b/c/d", "expression": "authorizer.group('').check('x')"},
+                {"name": "b/c/d", "expression": "authorizer.group('').resource('pods').check('get').allowed()"},
                 {"name": "", "expression": " "},
             ])),
             vec![
                 "webhooks[0].matchConditions[0].expression: Invalid value: \"'x'\": must evaluate to bool",
                 "webhooks[0].matchConditions[1].expression: Invalid value: \"object.x ==\": compilation failed: ERROR: <input>:1:12: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n| object.x ==\n| ...........^",
                 "webhooks[0].matchConditions[1].name: Duplicate value: \"a\"",
-                "webhooks[0].matchConditions[2].expression: Invalid value: \"authorizer.group('').check('x')\": kgc does not evaluate authorizer checks in CEL expressions",
                 "webhooks[0].matchConditions[2].name: Invalid value: \"b/c/d\": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                 "webhooks[0].matchConditions[3].expression: Required value",
                 "webhooks[0].matchConditions[3].name: Required value",

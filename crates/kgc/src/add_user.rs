@@ -138,7 +138,7 @@ async fn create_binding(
     let config = kube::Config::from_custom_kubeconfig(admin, &KubeConfigOptions::default())
         .await
         .context("loading the admin kubeconfig")?;
-    let client = kube::Client::try_from(config)?;
+    let client = crate::rate_limit::client(config, crate::rate_limit::UNLIMITED, None)?;
     let plural = if namespace.is_some() {
         "rolebindings"
     } else {

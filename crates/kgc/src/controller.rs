@@ -1,7 +1,7 @@
 //! `kgc controller`: the owner-reference garbage collector against any Kubernetes API server.
 //!
 //! The same collector `kgc serve` runs in-process, here over kube-rs ([`kgc_client::Remote`]).
-//! Several replicas may run: they elect a leader on a Lease ([`crate::leader_election`]), and
+//! Several replicas may run: they elect a leader on a Lease ([`kgc_runtime::leader_election`]), and
 //! only the leader collects, with a fresh collector each leadership term. Health, metrics and
 //! the graph dump are on the admin server ([`crate::admin`]).
 
@@ -18,17 +18,16 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use kgc_client::Remote;
 use kgc_gc::{Config as GcConfig, GarbageCollector};
+use kgc_runtime::leader_election::{self, LeaderElector, LeaderMetrics, Leading};
 use kgc_runtime::metrics::Registry;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::watch;
 
 use kgc_runtime::decisions::Filter;
 
 use crate::admin::{Admin, text};
-use crate::leader_election::{self, Ended, LeaderElector};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -51,10 +50,8 @@ pub struct Args {
     /// at once, this is the safety net.
     #[arg(long, default_value = "30s", value_parser = crate::parse_duration)]
     gc_resync: Duration,
-    /// Elect a leader among replicas on a Lease; only the leader collects.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set,
-          num_args = 0..=1, default_missing_value = "true")]
-    leader_elect: bool,
+    #[command(flatten)]
+    election: crate::election::ElectionArgs,
     /// Namespace of the leader-election Lease.
     #[arg(long, default_value = "kube-system")]
     lease_namespace: String,
@@ -64,15 +61,6 @@ pub struct Args {
     /// This replica's identity in the Lease [default: HOSTNAME-PID].
     #[arg(long)]
     identity: Option<String>,
-    /// How long a standby waits, after the lease was last renewed, before taking it.
-    #[arg(long, default_value = "15s", value_parser = crate::parse_duration)]
-    leader_elect_lease_duration: Duration,
-    /// How long the leader keeps trying to renew before it stops collecting.
-    #[arg(long, default_value = "10s", value_parser = crate::parse_duration)]
-    leader_elect_renew_deadline: Duration,
-    /// How often candidates try to take, and the leader to renew, the lease.
-    #[arg(long, default_value = "2s", value_parser = crate::parse_duration)]
-    leader_elect_retry_period: Duration,
     /// (namespace, crd-cleanup, pod-termination and scheduler are off unless named: the cluster's own
     /// components do their jobs.)
     #[command(flatten)]
@@ -189,10 +177,6 @@ struct Shared {
     client: kube::Client,
     /// The collector of the current leadership term.
     gc: RwLock<Option<GarbageCollector<Remote>>>,
-    /// `kgc_leader`: 1 while this replica leads and runs the collectors.
-    leader: Gauge,
-    /// `kgc_leader_terms_total`: times this replica became leader.
-    terms: Counter,
     lease: String,
     /// Collectors turned off.
     disable: Vec<String>,
@@ -274,8 +258,6 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
         .clone()
         .map(|metrics| GarbageCollector::with_metrics(informers.clone(), config.clone(), metrics));
     shared.set_gc(gc.clone());
-    shared.leader.set(1);
-    shared.terms.inc();
     let lifecycle = shared.lifecycle.clone().run(
         informers.clone(),
         shared.disable.clone(),
@@ -309,34 +291,20 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
     })
 }
 
-async fn stop_gc(shared: &Shared, task: tokio::task::JoinHandle<()>) {
-    task.abort();
-    let _ = task.await;
-    shared.leader.set(0);
-    shared.set_gc(None);
-}
-
-/// Campaigns, leads while the lease is held, and campaigns again when it is lost, until `stop`.
-async fn run_elected(
-    mut elector: LeaderElector,
+/// A leadership term: the collectors run while the lease is held.
+struct Term {
     shared: Arc<Shared>,
     config: GcConfig,
-    mut stop: watch::Receiver<bool>,
-) {
-    let lease = shared.lease.clone();
-    loop {
-        if !elector.acquire(&mut stop).await {
-            return;
-        }
-        tracing::info!(%lease, identity = %elector.identity(), "became the leader; starting the garbage collector");
-        let task = start_gc(&shared, &config);
-        let ended = elector.renew(&mut stop).await;
-        stop_gc(&shared, task).await;
-        if ended == Ended::Stopped {
-            elector.release().await;
-            return;
-        }
-        tracing::warn!(%lease, "leadership lost; garbage collector stopped");
+}
+
+impl Leading for Term {
+    fn start(&mut self) -> tokio::task::JoinHandle<()> {
+        tracing::info!("starting the garbage collector");
+        start_gc(&self.shared, &self.config)
+    }
+
+    fn stopped(&mut self) {
+        self.shared.set_gc(None);
     }
 }
 
@@ -351,35 +319,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let client = crate::rate_limit::client(config, throttle, Some(count))?;
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     let lease = format!("{}/{}", args.lease_namespace, args.lease_name);
-    anyhow::ensure!(
-        !args.leader_elect || args.leader_elect_renew_deadline < args.leader_elect_lease_duration,
-        "--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"
-    );
-    anyhow::ensure!(
-        !args.leader_elect || args.leader_elect_retry_period < args.leader_elect_renew_deadline,
-        "--leader-elect-retry-period must be shorter than --leader-elect-renew-deadline"
-    );
+    args.election.check()?;
     let disabled = args
         .selection
         .disabled(&crate::controllers::off_against_a_cluster())
         .map_err(anyhow::Error::msg)?;
-    let leader = Gauge::default();
-    registry.register(
-        "kgc_leader",
-        "Whether this replica holds the leader lease and runs the collector.",
-        leader.clone(),
-    );
-    let terms = Counter::default();
-    registry.register(
-        "kgc_leader_terms",
-        "Times this replica became the leader.",
-        terms.clone(),
-    );
+    let leader = LeaderMetrics::register(&registry);
     let shared = Arc::new(Shared {
         client: client.clone(),
         gc: RwLock::new(None),
-        leader,
-        terms,
         lease: lease.clone(),
         lifecycle: args.lifecycle.clone(),
         gc_metrics: (!disabled.iter().any(|d| d == "gc")).then(|| kgc_gc::Metrics::new(&registry)),
@@ -418,37 +366,28 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         );
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let work = if args.leader_elect {
+    let term = Term {
+        shared: Arc::clone(&shared),
+        config,
+    };
+    let work = if args.election.leader_elect {
         let elector = LeaderElector::new(
             client.clone(),
-            leader_election::Config {
-                namespace: args.lease_namespace.clone(),
-                name: args.lease_name.clone(),
-                identity: identity.clone(),
-                lease_duration: args.leader_elect_lease_duration,
-                renew_deadline: args.leader_elect_renew_deadline,
-                retry_period: args.leader_elect_retry_period,
-            },
+            args.election
+                .config(&args.lease_namespace, &args.lease_name, &identity),
         );
-        tokio::spawn(run_elected(
-            elector,
-            Arc::clone(&shared),
-            config,
+        tokio::spawn(elector.lead(term, leader, stop_rx.clone()))
+    } else {
+        tracing::info!("leader election disabled; starting the garbage collector");
+        tokio::spawn(leader_election::run_unelected(
+            term,
+            leader,
             stop_rx.clone(),
         ))
-    } else {
-        let shared = Arc::clone(&shared);
-        let mut stop = stop_rx.clone();
-        tokio::spawn(async move {
-            tracing::info!("leader election disabled; starting the garbage collector");
-            let task = start_gc(&shared, &config);
-            let _ = stop.wait_for(|s| *s).await;
-            stop_gc(&shared, task).await;
-        })
     };
 
     let signalled = crate::signals::shutdown()?;
-    tracing::info!(listen = %local, %identity, %lease, leader_elect = args.leader_elect, "kgc controller started");
+    tracing::info!(listen = %local, %identity, %lease, leader_elect = args.election.leader_elect, "kgc controller started");
     println!("kgc controller: listening on http://{local}");
     let server = tokio::spawn(admin.serve(listener, stop_rx.clone()));
     signalled.await;

@@ -85,7 +85,7 @@ async fn graph(args: GraphArgs) -> anyhow::Result<()> {
     };
     // An interactive command reports a busy server rather than retrying for minutes.
     config.default_retry = false;
-    let client = kube::Client::try_from(config).context("building the HTTP client")?;
+    let client = crate::rate_limit::client(config, crate::rate_limit::UNLIMITED, None)?;
     let path = path(args.uid.as_deref(), args.output);
     let request = http::Request::get(&path)
         .body(Vec::new())

@@ -26,7 +26,7 @@ pub async fn set_stopped(args: Args, stopped: bool) -> anyhow::Result<()> {
     let config =
         crate::controller::kube_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
     let server = config.cluster_url.to_string();
-    let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
+    let client = crate::rate_limit::client(config, crate::rate_limit::UNLIMITED, None)?;
     let api: Api<Node> = Api::all(client);
     let name = &args.name;
     let node = api

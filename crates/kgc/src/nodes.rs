@@ -29,6 +29,7 @@ pub struct NodeArgs {
 }
 
 /// What the flags configure, checked before the server starts.
+#[derive(Clone)]
 pub struct Nodes {
     simulator: simulator::Config,
     lifecycle: lifecycle::Config,

@@ -18,6 +18,10 @@ pub const DEPLOY: Throttle = Throttle {
     burst: 100,
 };
 
+/// No limit: for one-shot commands that send a request or two (`kgc gc graph`, `kgc node
+/// stop`), which still want [`client`]'s one-line refused connection.
+pub const UNLIMITED: Throttle = Throttle { qps: 0.0, burst: 0 };
+
 /// kubectl's `--kubeconfig` and `--context` with the rate limit: how the commands that only
 /// read a cluster (`kgc tree`, `kgc why`) reach it.
 #[derive(clap::Args, Clone, Debug)]

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use kgc_apiserver::ApiServer;
-use kgc_gc::{Config as GcConfig, GarbageCollector};
+use kgc_gc::Config as GcConfig;
 use kgc_inprocess::InProcess;
+use kgc_runtime::leader_election::LeaderMetrics;
 use kgc_runtime::metrics::Registry;
 use kgc_store::{Options, Store};
 
@@ -80,6 +81,8 @@ pub struct Args {
     security: crate::secure::SecurityArgs,
     #[command(flatten)]
     encryption: crate::encryption::EncryptionArgs,
+    #[command(flatten)]
+    election: crate::election::ElectionArgs,
     #[command(subcommand)]
     action: Option<Action>,
 }
@@ -235,6 +238,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         return crate::add_user::run(a, &data_dir, &args.encryption).await;
     }
     args.security.check_listen(args.listen)?;
+    args.election.check()?;
     let disabled = args.selection.disabled(&[]).map_err(anyhow::Error::msg)?;
     let nodes = args.nodes.config()?;
     let kubelet = args.kubelet.config()?;
@@ -319,13 +323,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     crate::tls::write_private(&kubeconfig_path, &config).map_err(&full)?;
 
-    // The watches and caches every in-process controller and collector shares.
+    // The API server's own watches and caches (authentication's); the controllers get fresh
+    // ones each leadership term (serve_leading.rs).
     let informers = kgc_runtime::informer::Informers::new(InProcess::new(store.clone()));
     // The process's one registry: the API server, the controllers and collectors, and
     // `/metrics` on the API server, which encodes it.
     let registry = Registry::default();
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut api = ApiServer::new(store.clone(), client_host.clone(), stop_rx)
+    let mut api = ApiServer::new(store.clone(), client_host.clone(), stop_rx.clone())
         .with_metrics(registry.clone())
         .with_inflight_limits(
             args.max_requests_inflight,
@@ -348,43 +353,32 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // The collectors' decision history, served on `/debug/gc/decisions`.
     let decisions = kgc_runtime::decisions::Decisions::default();
     api = api.with_decisions(decisions.clone());
-    let mut gc_task = None;
-    if !disabled.iter().any(|d| d == "gc") {
-        let gc = GarbageCollector::with_metrics(
-            informers.clone(),
-            GcConfig {
-                workers: args.gc_workers,
-                resync: args.gc_resync,
-                clock: args.lifecycle.clock(),
-                decisions: decisions.clone(),
-                ..GcConfig::default()
-            },
-            kgc_gc::Metrics::new(&registry),
-        );
-        let g = gc.clone();
-        api = api.with_graph(Arc::new(move |uid, json| {
-            if json {
-                g.dump_json(uid).to_string()
+    // The collector of the current leadership term, if this replica leads.
+    let graph: crate::serve_leading::GraphSlot = Arc::default();
+    let gc = (!disabled.iter().any(|d| d == "gc")).then(|| {
+        let g = Arc::clone(&graph);
+        api = api.clone().with_graph(Arc::new(move |uid, json| {
+            let gc = g.read().unwrap_or_else(|p| p.into_inner()).clone()?;
+            Some(if json {
+                gc.dump_json(uid).to_string()
             } else {
-                g.dump_dot(uid)
-            }
+                gc.dump_dot(uid)
+            })
         }));
-        gc_task = Some(tokio::spawn(async move { gc.run().await }));
-    }
+        let config = GcConfig {
+            workers: args.gc_workers,
+            resync: args.gc_resync,
+            clock: args.lifecycle.clock(),
+            decisions: decisions.clone(),
+            ..GcConfig::default()
+        };
+        (config, kgc_gc::Metrics::new(&registry))
+    });
     // Provisioned volumes live in the data directory unless --pv-host-path-root says where;
     // the `pv` collector's deleter is confined to the same root.
     let lifecycle_args = args
         .lifecycle
         .with_default_volumes_root(data_dir.join("volumes"));
-    let mut lifecycle_task = None;
-    if crate::lifecycle::LifecycleArgs::any_enabled(&disabled) {
-        let metrics = Arc::new(kgc_lifecycle::Metrics::new(&registry));
-        let run =
-            lifecycle_args
-                .clone()
-                .run(informers.clone(), disabled.clone(), metrics, decisions);
-        lifecycle_task = Some(tokio::spawn(run));
-    }
     let security_tasks = match &security {
         Some(s) => {
             let (secured, tasks) = s.secure(api, &store, &informers).await?;
@@ -393,36 +387,66 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
         None => Vec::new(),
     };
-    let ctx = kgc_runtime::Context {
-        informers: informers.clone(),
+    let base = crate::serve_leading::Base {
+        store: store.clone(),
         client: api.loopback_client(),
         clock: args.lifecycle.clock(),
-        queues: Some(registry.queues()),
+        queues: registry.queues(),
         // What verifies this server; a plain-HTTP server has none to publish.
         root_ca: security.as_ref().map(|s| s.root_ca().into()),
+        disabled: disabled.clone(),
     };
-    let kubelet_task = (!disabled.iter().any(|d| d == kgc_kubelet::NAME)).then(|| {
-        tokio::spawn(kgc_kubelet::run(
-            ctx.clone(),
-            kubelet,
-            Some(registry.clone()),
-        ))
-    });
-    let controllers = tokio::spawn({
-        let (ctx, disabled) = (ctx.clone(), disabled.clone());
-        let (volumes, endpoints, quota) = (
-            lifecycle_args.volumes(),
-            lifecycle_args.endpoints(),
-            lifecycle_args.resource_quota(),
-        );
-        async move { crate::controllers::run(ctx, &disabled, volumes, endpoints, quota).await }
-    });
-    let nodes_task = tokio::spawn({
-        let disabled = disabled.clone();
-        async move { crate::nodes::run(ctx, nodes, &disabled).await }
-    });
+    // Upstream's identity is `hostname_uuid`; a replica is named by its address instead, as
+    // several replicas share one machine.
+    let identity = format!("{local}_{}", uuid::Uuid::new_v4());
+    let election = args
+        .election
+        .leader_elect
+        .then_some((&args.election, identity.as_str()));
+    use crate::serve_leading::{CONTROLLER_MANAGER, NAMESPACE, SCHEDULER};
+    let leases = [CONTROLLER_MANAGER, SCHEDULER].map(|l| format!("{NAMESPACE}/{l}"));
+    let mut leader_metrics =
+        LeaderMetrics::register_each(&registry, &[&leases[0], &leases[1]]).into_iter();
+    let (kcm_metrics, scheduler_metrics) = (
+        leader_metrics.next().unwrap_or_default(),
+        leader_metrics.next().unwrap_or_default(),
+    );
+    // On SQLite the data directory admits one server: a lease holder found at start is this
+    // server's previous run.
+    let sole_candidate = args.datastore.etcd().is_none();
+    let controller_manager = crate::serve_leading::ControllerManager {
+        base: base.clone(),
+        gc,
+        graph,
+        lifecycle: lifecycle_args.clone(),
+        lifecycle_metrics: Arc::new(kgc_lifecycle::Metrics::new(&registry)),
+        decisions,
+        nodes,
+        kubelet,
+        kubelet_metrics: kgc_kubelet::Metrics::register(&registry),
+    };
+    let mut leading = vec![crate::serve_leading::spawn(
+        controller_manager,
+        election,
+        &base.client,
+        CONTROLLER_MANAGER,
+        sole_candidate,
+        kcm_metrics,
+        stop_rx.clone(),
+    )];
+    if !disabled.iter().any(|d| d == kgc_scheduler::NAME) {
+        leading.push(crate::serve_leading::spawn(
+            crate::serve_leading::Scheduler(base.clone()),
+            election,
+            &base.client,
+            SCHEDULER,
+            sole_candidate,
+            scheduler_metrics,
+            stop_rx.clone(),
+        ));
+    }
     let app = api.router();
-    tracing::info!(listen = %local, kubeconfig = %kubeconfig_path.display(), "serving");
+    tracing::info!(listen = %local, kubeconfig = %kubeconfig_path.display(), %identity, leader_elect = args.election.leader_elect, "serving");
     let signalled = crate::signals::shutdown()?;
     println!("kgc serve: listening on {server_url}");
     println!("export KUBECONFIG={}", kubeconfig_path.display());
@@ -448,13 +472,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     for t in security_tasks {
         t.abort();
     }
-    for c in [controllers, nodes_task]
-        .into_iter()
-        .chain(gc_task)
-        .chain(lifecycle_task)
-        .chain(kubelet_task)
-    {
-        c.abort();
+    // Each term's controllers stop and the leases are released (bounded by the renew
+    // deadline) before the store closes, so that another replica takes over at once.
+    for task in leading {
+        let _ = task.await;
     }
     store.close();
     tracing::info!("stopped; every acknowledged write is on disk");

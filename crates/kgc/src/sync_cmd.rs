@@ -24,7 +24,7 @@ use tokio::sync::watch;
 
 use crate::admin::Admin;
 use crate::deploy_cmd::{self, Format, Limits, SyncSource, Target};
-use crate::leader_election::{self, Ended, LeaderElector};
+use kgc_runtime::leader_election::{self, Ended, LeaderElector};
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]

@@ -219,7 +219,7 @@ async fn history(
                 .with_context(|| format!("invalid --server-url {url:?}"))?;
             let mut config = kube::Config::new(uri);
             config.default_retry = false;
-            kube::Client::try_from(config).context("building the HTTP client")?
+            crate::rate_limit::client(config, crate::rate_limit::UNLIMITED, None)?
         }
         None => client.clone(),
     };

@@ -261,3 +261,50 @@ spec:
         "{err}"
     );
 }
+
+/// `authorizer` in a policy asks RBAC about the requesting user (issue 32 item 6, kgc's
+/// authz library): a namespace `edit` user, who may not list Nodes, is refused where the
+/// `system:masters` admin is not; `authorizer.requestResource` is the request's own resource
+/// (the editor may delete Deployments); `serviceAccount(ns, name)` asks about that account (the
+/// namespace's `default` account may not read Secrets), with RBAC's decision in a message.
+#[tokio::test]
+async fn authorizer_checks_ask_rbac_for_the_requesting_user() {
+    let s = Server::start_secure(&[]).await;
+    let ns = fresh_namespace(&s.client(), "vap-authz").await;
+    let editor = add_user(&s, &unique("editor"), &["-n", &ns, "--role", "edit"]);
+    let editor = editor.to_string_lossy().into_owned();
+    let spec = format!(
+        "  validations:
+  - expression: authorizer.group('').resource('nodes').check('list').allowed()
+    message: only who may list nodes
+  - expression: authorizer.requestResource.check('delete').allowed()
+    message: only who may delete it
+  - expression: \"!authorizer.serviceAccount('{ns}', 'default').group('').resource('secrets').namespace('{ns}').check('get').allowed()\"
+    message: the default account reads secrets"
+    );
+    s.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &policy("nodes-listers", &ns, &spec, "  validationActions: [Deny]"),
+    )
+    .await;
+    let as_editor = s
+        .kubectl(&[
+            "--kubeconfig",
+            &editor,
+            "create",
+            "deployment",
+            "web",
+            "-n",
+            &ns,
+            "--image=nginx",
+        ])
+        .await;
+    assert!(
+        stderr(&as_editor).contains(
+            "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'nodes-listers' with binding 'nodes-listers-binding' denied request: only who may list nodes"
+        ),
+        "{}",
+        stderr(&as_editor)
+    );
+    assert!(deployment(&s, &ns, "web", 1).await.status.success());
+}

@@ -235,4 +235,76 @@ async fn cel_rules_admit_and_refuse_as_kube_apiserver() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+
+    ratcheting(&s, &ns).await;
+}
+
+/// CRDValidationRatcheting: an object stored before its schema tightened can still be updated
+/// where it is valid; its unchanged invalid value passes the schema, and its rule's failure is
+/// a `Warning`; changing that value is refused.
+async fn ratcheting(s: &Server, ns: &str) {
+    let loose = crd_with_rule(
+        "ratchets",
+        "{type: object, properties: {name: {type: string}, size: {type: integer}}}",
+    );
+    s.kubectl_stdin_ok(&["apply", "-f", "-"], &loose).await;
+    let object = |name: &str, size: u32| {
+        format!(
+            "apiVersion: {GROUP}/v1\nkind: Kratchets\nmetadata: {{name: r}}\nspec: {{name: {name}, size: {size}}}\n"
+        )
+    };
+    eventually(
+        "the ratchets CRD to serve",
+        Duration::from_secs(20),
+        || async {
+            s.kubectl_stdin(&["apply", "-n", ns, "-f", "-"], &object("toolong", 1))
+                .await
+                .status
+                .success()
+        },
+    )
+    .await;
+    let strict = crd_with_rule(
+        "ratchets",
+        r#"{type: object, properties: {size: {type: integer},
+            name: {type: string, maxLength: 3, x-kubernetes-validations: [{rule: "self.startsWith('a')"}]}}}"#,
+    );
+    s.kubectl_stdin_ok(&["apply", "-f", "-"], &strict).await;
+    eventually(
+        "the stricter schema to apply",
+        Duration::from_secs(20),
+        || async {
+            let out = s
+                .kubectl_stdin(
+                    &["create", "-n", ns, "-f", "-", "--dry-run=server"],
+                    &object("toolong", 1).replace("name: r}", "name: r2}"),
+                )
+                .await;
+            !out.status.success()
+        },
+    )
+    .await;
+    let out = s
+        .kubectl_stdin(&["apply", "-n", ns, "-f", "-"], &object("toolong", 2))
+        .await;
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "Warning: spec.name: Invalid value: \"string\": failed rule: self.startsWith('a')"
+        ),
+        "{err}"
+    );
+    let out = s
+        .kubectl_stdin(&["apply", "-n", ns, "-f", "-"], &object("toolonger", 2))
+        .await;
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success(),
+        "a changed invalid value was accepted"
+    );
+    assert!(
+        err.contains("spec.name: Too long: may not be more than 3 bytes"),
+        "{err}"
+    );
 }

@@ -1,9 +1,10 @@
 //! `kgc serve --datastore-endpoint` on a 3-member etcd cluster on loopback (issue 33): the
 //! objects are etcd keys laid out as kube-apiserver lays them out, `resourceVersion` is their
 //! `mod_revision`, the garbage collector cascades over them, a watch resumes across a restart of
-//! kgc, and losing one member of three changes nothing. One server for the whole scenario (it
-//! kills a member and restarts kgc, which tests sharing it would see); the bad-input cases start
-//! no server that gets ready.
+//! kgc, and losing one member of three changes nothing; losing two (etcd's quorum) refuses
+//! writes with 5xx and fails `/readyz` with the reason while reads go on, until quorum returns
+//! with every acknowledged write. One server per scenario (each kills members and restarts
+//! kgc, which tests sharing it would see); the bad-input cases start no server that gets ready.
 
 kgc_testsupport::bind_kgc!();
 
@@ -163,6 +164,100 @@ async fn kgc_serves_from_a_three_member_etcd_cluster() {
         "{err}"
     );
     assert!(!s.data_dir().join("kgc.db").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_etcds_quorum_writes_fail_reads_go_on_and_all_resumes_after() {
+    let Some(mut cluster) = EtcdCluster::start(3).await else {
+        return;
+    };
+    let mut s = Server::start_with(&["--datastore-endpoint", &cluster.endpoints()]).await;
+    let ns = fresh_namespace(&s.client(), "quorum").await;
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
+    let mut acknowledged = Vec::new();
+    for i in 0..3 {
+        acknowledged.push(create(&cms, &format!("before-{i}"), None).await);
+    }
+
+    // Two members of three down: no quorum. A write is refused with a 5xx (etcd times the
+    // proposal out, or has no leader), never acknowledged.
+    cluster.kill(1);
+    cluster.kill(2);
+    let body = typed(json!({"metadata": {"name": "during"}, "data": {"v": "1"}}));
+    let refused = tokio::time::timeout(T, cms.create(&PostParams::default(), &body))
+        .await
+        .expect("a write without quorum is answered within 30 s");
+    let status = api_error(refused);
+    assert!(status.code >= 500, "{status:?}");
+    // /readyz says the storage is failing, and its etcd check says why.
+    let r = s.raw("GET", "/readyz?verbose", None, Vec::new()).await;
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(
+        r.text().contains("[-]etcd failed: reason withheld"),
+        "{}",
+        r.text()
+    );
+    let r = s.raw("GET", "/readyz/etcd", None, Vec::new()).await;
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(
+        r.text().starts_with("internal server error: "),
+        "{}",
+        r.text()
+    );
+    // Reads go on, from what the server holds.
+    assert_eq!(
+        rv_of(&cms.get("before-0").await.expect("a read without quorum")),
+        rv_of(&acknowledged[0])
+    );
+    let listed = cms
+        .list(&Default::default())
+        .await
+        .expect("a list without quorum");
+    assert!(listed.items.len() >= 3);
+
+    // Quorum back: writes resume, /readyz is ready again, nothing acknowledged was lost.
+    cluster.restart(1);
+    cluster.restart(2);
+    cluster.wait_healthy().await;
+    // The refused write may still be applied once quorum returns (its proposal was in the
+    // leader's log, as kube-apiserver's timed-out writes may be): the server then cannot tell
+    // what etcd holds and asks, in /readyz/etcd, for a restart, which loads it.
+    let deadline = tokio::time::Instant::now() + T;
+    let mut cms = cms;
+    let after = loop {
+        let body = typed(json!({"metadata": {"name": "after"}, "data": {"v": "1"}}));
+        match cms.create(&PostParams::default(), &body).await {
+            Ok(cm) => break cm,
+            Err(kube::Error::Api(e)) if e.code >= 500 && tokio::time::Instant::now() < deadline => {
+                let why = s.raw("GET", "/readyz/etcd", None, Vec::new()).await.text();
+                if why.contains("restart kgc to load what etcd holds") {
+                    s.restart().await;
+                    cms = Api::namespaced(s.client(), &ns);
+                } else {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+            Err(e) => panic!("creating a ConfigMap after quorum returned: {e}"),
+        }
+    };
+    acknowledged.push(after);
+    eventually("/readyz ready again", T, || async {
+        s.raw("GET", "/readyz", None, Vec::new()).await.status == 200
+    })
+    .await;
+    let mut etcd = Client::connect(cluster.endpoint_list(), None)
+        .await
+        .expect("connecting to etcd");
+    for cm in &acknowledged {
+        let name = cm.metadata.name.as_deref().unwrap();
+        assert_eq!(rv_of(&cms.get(name).await.unwrap()), rv_of(cm), "{name}");
+        let key = format!("/registry/configmaps/{ns}/{name}");
+        assert_eq!(
+            mod_revision(&mut etcd, &key).await,
+            Some(rv_of(cm)),
+            "{key}"
+        );
+    }
 }
 
 /// `kgc serve` run to its exit: its status and stderr.

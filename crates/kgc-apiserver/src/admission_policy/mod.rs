@@ -9,7 +9,7 @@
 //! answer), `Warn` adds a warning, `Audit` is accepted and records nothing (kgc keeps no audit
 //! log). Errors (an expression failing, a param missing under `parameterNotFoundAction:
 //! Deny`) follow the policy's `failurePolicy`. `auditAnnotations` are accepted and not
-//! evaluated, and `authorizer` is refused by validation.
+//! evaluated. `authorizer` asks RBAC about the requesting user (`authz::cel_variables`).
 
 mod compiled;
 

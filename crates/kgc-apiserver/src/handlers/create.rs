@@ -34,7 +34,12 @@ pub(super) async fn create(
     warnings.extend(api.webhooks.admit(&call, Some(&mut obj), None).await?);
     // Held until the Service is stored, never across a webhook call.
     let allocation = api.service_allocation(info, req).await?;
-    ApiServer::admit_after_webhooks(info, allocation.as_ref(), &mut obj, None)?;
+    warnings.extend(ApiServer::admit_after_webhooks(
+        info,
+        allocation.as_ref(),
+        &mut obj,
+        None,
+    )?);
     // ResourceQuota last, as upstream orders it: it charges what is about to be stored.
     let dry_run = query.dry_run()?;
     let charge = api.charge_quota_create(info, req, &obj, dry_run).await?;

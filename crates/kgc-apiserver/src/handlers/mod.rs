@@ -246,12 +246,25 @@ pub(super) async fn admitted_body(
 ) -> Result<(Value, Vec<String>)> {
     let mode = admission::FieldValidation::of(query)?;
     let (mut obj, strict) = object_body(info, req, headers, body).await?;
+    // The stored object of a custom resource's update, for the schema's ratcheting.
+    let old: Option<Value> = match (&info.crd, req.verb, req.name.as_deref()) {
+        (Some(_), crate::request::Verb::Update, Some(name)) => api
+            .store
+            .get(
+                &info.group_resource(),
+                req.namespace.as_deref().unwrap_or_default(),
+                name,
+            )
+            .and_then(|stored| serde_json::from_str(&stored.raw).ok()),
+        _ => None,
+    };
     let warnings = admission::admit(
         info,
         req,
         mode,
         admission::Written::Object,
         &mut obj,
+        old.as_ref(),
         strict,
     )?;
     to_storage(info, req, &mut obj);

@@ -174,7 +174,15 @@ pub(super) async fn patch(
                 };
                 fields.insert("kind".into(), Value::from(kind));
                 warnings =
-                    admission::admit(info, req, mode, Written::Patch, &mut current, strict)?;
+                    admission::admit(
+                        info,
+                        req,
+                        mode,
+                        Written::Patch,
+                        &mut current,
+                        Some(&before),
+                        strict,
+                    )?;
                 crate::authz::admit_write(api.rbac.as_deref(), info, req, &current)?;
                 crate::authz::admit_update(info, &before, &current)?;
                 api.admit_owner_references(info, req, Some(&before), &current)?;
@@ -278,6 +286,7 @@ pub(super) async fn server_side_apply(
             mode,
             Written::ApplyConfiguration,
             &mut merged,
+            live.as_ref(),
             strict.clone(),
         )?;
         crate::authz::admit_write(api.rbac.as_deref(), info, req, &merged)?;
@@ -315,9 +324,14 @@ pub(super) async fn server_side_apply(
         api.admit_limit_ranger_create(info, req, &mut fresh)?;
         api.admit_service_account(info, req, &mut fresh).await?;
         let call = crate::webhook::Call::new(info, req, "CREATE", query)?;
-        let warnings = api.webhooks.admit(&call, Some(&mut fresh), None).await?;
+        let mut warnings = api.webhooks.admit(&call, Some(&mut fresh), None).await?;
         let allocation = api.service_allocation(info, req).await?;
-        ApiServer::admit_after_webhooks(info, allocation.as_ref(), &mut fresh, None)?;
+        warnings.extend(ApiServer::admit_after_webhooks(
+            info,
+            allocation.as_ref(),
+            &mut fresh,
+            None,
+        )?);
         let charge = api.charge_quota_create(info, req, &fresh, dry_run).await?;
         let created = api.store.create(info, &ns, fresh, dry_run).await;
         match api.settle_quota(charge, created).await {

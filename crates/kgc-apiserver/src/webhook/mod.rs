@@ -419,6 +419,7 @@ impl Webhooks {
                     FieldValidation::Ignore,
                     Written::Object,
                     &mut versioned,
+                    old_versioned.as_ref(),
                     Vec::new(),
                 )?;
                 if call.req.subresource.is_none()
@@ -535,18 +536,19 @@ impl ApiServer {
     /// The admission that follows the webhooks, on what they admitted: the CRD's
     /// `x-kubernetes-validations` rules, then a Service's ClusterIPs and NodePorts (as
     /// upstream's storage allocates them, so that what a webhook set is checked too). `old` is
-    /// the stored object of an update.
+    /// the stored object of an update. Returns the rules' warnings (see
+    /// [`crate::validation_rules::admit`]).
     pub(crate) fn admit_after_webhooks(
         info: &ResourceInfo,
         allocation: Option<&crate::service_alloc::Allocation<'_>>,
         obj: &mut Value,
         old: Option<&Value>,
-    ) -> Result<(), Status> {
-        crate::validation_rules::admit(info, obj, old)?;
+    ) -> Result<Vec<String>, Status> {
+        let warnings = crate::validation_rules::admit(info, obj, old)?;
         if let Some(a) = allocation {
             a.assign(obj, old)?;
         }
-        Ok(())
+        Ok(warnings)
     }
 
     /// An update (PUT, PATCH, apply) through the webhooks: `change` is planned as a dry run, the
@@ -569,11 +571,12 @@ impl ApiServer {
         let sub = req.subresource.as_deref();
         if !self.webhooks.applies(&call) {
             let allocation = self.service_allocation(info, req).await?;
+            let mut warnings = Vec::new();
             let updated = self
                 .store
                 .update(info, namespace, name, sub, dry_run, |current| {
                     let mut new = change(current.clone())?;
-                    Self::admit_after_webhooks(
+                    warnings = Self::admit_after_webhooks(
                         info,
                         allocation.as_ref(),
                         &mut new,
@@ -582,7 +585,7 @@ impl ApiServer {
                     Ok(new)
                 })
                 .await?;
-            return Ok((updated, Vec::new()));
+            return Ok((updated, warnings));
         }
         let mut seen = None;
         let planned = self
@@ -595,14 +598,19 @@ impl ApiServer {
         let old = seen.ok_or_else(|| Status::internal("the update saw no object"))?;
         let mut new: Value = serde_json::from_str(&planned.object().raw)
             .map_err(|e| Status::internal(format!("the planned object: {e}")))?;
-        let warnings = self
+        let mut warnings = self
             .webhooks
             .admit(&call, Some(&mut new), Some(&old))
             .await?;
         // Written only over the object the webhooks saw: the store refuses a stale version.
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
         let allocation = self.service_allocation(info, req).await?;
-        Self::admit_after_webhooks(info, allocation.as_ref(), &mut new, Some(&old))?;
+        warnings.extend(Self::admit_after_webhooks(
+            info,
+            allocation.as_ref(),
+            &mut new,
+            Some(&old),
+        )?);
         let updated = self
             .store
             .update(info, namespace, name, sub, dry_run, |_| Ok(new))

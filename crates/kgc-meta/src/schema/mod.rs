@@ -20,7 +20,9 @@ mod format;
 mod listtype;
 mod pattern;
 
-pub use pattern::go_ascii;
+pub use format::check as check_format;
+pub(crate) use pattern::go_regexp_error;
+pub use pattern::{compile as compile_pattern, go_ascii};
 
 fn preserves_unknown(schema: &Value) -> bool {
     schema
@@ -118,8 +120,39 @@ pub fn apply_defaults(obj: &mut Value, schema: &Value) {
 /// Validates a value against its schema; errors name the field as upstream does.
 pub fn validate(obj: &Value, schema: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    validate_at(obj, schema, "", true, &mut errs);
+    validate_at(obj, None, schema, "", true, &mut errs);
     errs
+}
+
+/// Validates an update of `old` to `obj` with ratcheting (apiextensions-apiserver
+/// `pkg/apiserver/schema/validation/ratcheting.go`, `CRDValidationRatcheting`, on since 1.30):
+/// a value equal to the old value at the same place (object properties, map values, the items
+/// of `map` lists by key and of `set` lists by value) raises no error, so an object stored
+/// before its schema tightened can still be updated elsewhere. Items of other lists have no
+/// old value of their own: they are ratcheted only with their whole list.
+pub fn validate_update(obj: &Value, old: &Value, schema: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    validate_at(obj, Some(old), schema, "", true, &mut errs);
+    errs
+}
+
+/// The old value of `item` of a list under `schema` among `old` (ratcheting's correlation).
+pub fn correlated_item<'a>(item: &Value, old: &'a [Value], schema: &Value) -> Option<&'a Value> {
+    match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("set") => old.iter().find(|o| *o == item),
+        Some("map") => {
+            let keys: Vec<&str> = schema
+                .get("x-kubernetes-list-map-keys")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            old.iter()
+                .find(|o| keys.iter().all(|k| o.get(*k) == item.get(*k)))
+        }
+        _ => None,
+    }
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -168,7 +201,17 @@ fn number(n: f64) -> String {
     }
 }
 
-fn validate_at(v: &Value, schema: &Value, path: &str, root: bool, errs: &mut Vec<FieldError>) {
+fn validate_at(
+    v: &Value,
+    old: Option<&Value>,
+    schema: &Value,
+    path: &str,
+    root: bool,
+    errs: &mut Vec<FieldError>,
+) {
+    if old == Some(v) {
+        return;
+    }
     let field = if path.is_empty() { "<root>" } else { path };
     if v.is_null() {
         if !flag(schema, "nullable")
@@ -225,7 +268,7 @@ fn validate_at(v: &Value, schema: &Value, path: &str, root: bool, errs: &mut Vec
         validate_string(s, v, schema, field, errs);
     }
     match v {
-        Value::Object(map) => validate_object(map, schema, path, root, errs),
+        Value::Object(map) => validate_object(map, old, schema, path, root, errs),
         Value::Array(items) => {
             let len = items.len();
             if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
@@ -256,14 +299,17 @@ fn validate_at(v: &Value, schema: &Value, path: &str, root: bool, errs: &mut Vec
             }
             errs.extend(listtype::validate(items, schema, path));
             if let Some(item_schema) = schema.get("items") {
+                let old_items = old.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
                 for (i, item) in items.iter().enumerate() {
-                    validate_at(item, item_schema, &format!("{path}[{i}]"), false, errs);
+                    let old_item = correlated_item(item, old_items, schema);
+                    let at = format!("{path}[{i}]");
+                    validate_at(item, old_item, item_schema, &at, false, errs);
                 }
             }
         }
         _ => {}
     }
-    validate_junctors(v, schema, path, root, errs);
+    validate_junctors(v, old, schema, path, root, errs);
 }
 
 /// `minimum`, `maximum` (each maybe exclusive) and `multipleOf` (kube-openapi
@@ -367,6 +413,7 @@ fn validate_string(s: &str, v: &Value, schema: &Value, field: &str, errs: &mut V
 /// (kube-openapi `validate/schema_props.go`).
 fn validate_junctors(
     v: &Value,
+    old: Option<&Value>,
     schema: &Value,
     path: &str,
     root: bool,
@@ -382,11 +429,11 @@ fn validate_junctors(
     };
     let passes = |s: &Value| {
         let mut sub = Vec::new();
-        validate_at(v, s, path, root, &mut sub);
+        validate_at(v, old, s, path, root, &mut sub);
         sub.is_empty()
     };
     for s in schemas("allOf") {
-        validate_at(v, s, path, root, errs);
+        validate_at(v, old, s, path, root, errs);
     }
     let any = schemas("anyOf");
     if !any.is_empty() && !any.iter().any(|s| passes(s)) {
@@ -425,6 +472,7 @@ fn validate_junctors(
 
 fn validate_object(
     map: &Map<String, Value>,
+    old: Option<&Value>,
     schema: &Value,
     path: &str,
     root: bool,
@@ -465,7 +513,8 @@ fn validate_object(
             continue;
         }
         if let Some(cs) = props.and_then(|p| p.get(k)).or(additional) {
-            validate_at(child, cs, &join(path, k), false, errs);
+            let old_child = old.and_then(|o| o.get(k));
+            validate_at(child, old_child, cs, &join(path, k), false, errs);
         }
     }
 }
@@ -498,6 +547,33 @@ mod tests {
         assert_eq!(obj["spec"]["free"]["anything"], json!([1]));
         assert_eq!(obj["spec"]["labels"]["a"], "b");
         assert_eq!(obj["metadata"]["name"], "w");
+    }
+
+    /// ratcheting.go: unchanged invalid values pass an update; changed ones, and new items of
+    /// a map list, do not.
+    #[test]
+    fn updates_ratchet_unchanged_values() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "size": {"type": "integer", "maximum": 10},
+            "name": {"type": "string", "maxLength": 3},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer", "maximum": 100}}}},
+        }}}});
+        let old =
+            json!({"spec": {"size": 20, "name": "long", "ports": [{"name": "a", "port": 200}]}});
+        let same = json!({"spec": {"size": 20, "name": "long", "ports": [{"name": "a", "port": 200}, {"name": "b", "port": 1}]}});
+        assert!(validate_update(&same, &old, &schema).is_empty());
+        assert_eq!(validate(&same, &schema).len(), 3);
+        let changed =
+            json!({"spec": {"size": 21, "name": "long", "ports": [{"name": "b", "port": 200}]}});
+        let text: Vec<String> = validate_update(&changed, &old, &schema)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(text, vec![
+            "spec.ports[0].port: Invalid value: 200: spec.ports[0].port in body should be less than or equal to 100".to_owned(),
+            "spec.size: Invalid value: 21: spec.size in body should be less than or equal to 10".to_owned(),
+        ]);
     }
 
     #[test]

@@ -15,25 +15,59 @@ use regex::Regex;
 const CAPACITY: usize = 256;
 
 thread_local! {
-    static COMPILED: RefCell<HashMap<String, Option<Regex>>> = RefCell::new(HashMap::new());
+    static COMPILED: RefCell<HashMap<String, Result<Regex, String>>> = RefCell::new(HashMap::new());
+}
+
+/// `pattern` compiled with Go's meaning of the Perl classes ([`go_ascii`]), from this thread's
+/// cache; when it does not compile, Go's words for why (`error parsing regexp: missing closing
+/// ): `(a``). CRD `pattern`s and CEL's `matches`, `find` and `findAll` all match through it.
+pub fn compile(pattern: &str) -> Result<Regex, String> {
+    COMPILED.with(|cell| {
+        let mut cache = cell.borrow_mut();
+        if let Some(compiled) = cache.get(pattern) {
+            return compiled.clone();
+        }
+        if cache.len() >= CAPACITY {
+            cache.clear();
+        }
+        let compiled = Regex::new(&go_ascii(pattern)).map_err(|e| go_regexp_error(&e, pattern));
+        cache.insert(pattern.to_owned(), compiled.clone());
+        compiled
+    })
 }
 
 /// Whether `pattern` matches anywhere in `value` (Go's `regexp.MatchString`); a pattern that
 /// does not compile matches nothing.
 pub fn is_match(pattern: &str, value: &str) -> bool {
-    COMPILED.with(|cell| {
-        let mut cache = cell.borrow_mut();
-        if !cache.contains_key(pattern) {
-            if cache.len() >= CAPACITY {
-                cache.clear();
-            }
-            cache.insert(pattern.to_owned(), Regex::new(&go_ascii(pattern)).ok());
-        }
-        cache
-            .get(pattern)
-            .and_then(Option::as_ref)
-            .is_some_and(|re| re.is_match(value))
-    })
+    compile(pattern).is_ok_and(|re| re.is_match(value))
+}
+
+/// A regex compile error in Go's `regexp/syntax` words where the two agree on the cause
+/// (`error parsing regexp: missing closing ): `(a``); otherwise the `regex` crate's own reason.
+pub(crate) fn go_regexp_error(e: &regex::Error, pattern: &str) -> String {
+    let text = e.to_string();
+    let reason = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .unwrap_or(text.as_str());
+    let go = if reason.contains("repetition operator missing expression") {
+        "missing argument to repetition operator"
+    } else if reason.contains("unclosed group") {
+        "missing closing )"
+    } else if reason.contains("unopened group") {
+        "unexpected )"
+    } else if reason.contains("unclosed character class") {
+        "missing closing ]"
+    } else if reason.contains("not supported") {
+        "invalid or unsupported Perl syntax"
+    } else if reason.contains("escape") {
+        "invalid escape sequence"
+    } else if reason.contains("invalid character class range") {
+        "invalid character class range"
+    } else {
+        reason
+    };
+    format!("error parsing regexp: {go}: `{pattern}`")
 }
 
 /// `pattern` with Go's ASCII meaning of the Perl classes (Go `regexp/syntax` `perl_groups.go`):

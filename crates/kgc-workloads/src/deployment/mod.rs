@@ -128,10 +128,9 @@ pub(crate) fn scaled(v: Option<&IntOrString>, default: &str, total: i32, round_u
     }
 }
 
+/// A percentage of `total` (validation admits no other string; anything else counts as 0).
 fn percent(s: &str, total: i32, round_up: bool) -> i32 {
-    let p: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
-    let v = p * i64::from(total);
-    let r = if round_up { (v + 99) / 100 } else { v / 100 };
+    let r = kgc_meta::intstr::scaled_percent(s, i64::from(total), round_up).unwrap_or(0);
     i32::try_from(r).unwrap_or(i32::MAX)
 }
 

@@ -1,54 +1,25 @@
-//! The Kubernetes CEL library on top of CEL's standard one (kubernetes/apiserver
-//! `pkg/cel/library`): the list functions (`lists.go`: `isSorted`, `sum`, `min`, `max`,
-//! `indexOf`, `lastIndexOf`), and the extended string functions (cel-go `ext.Strings`, which
-//! kube-apiserver includes: `lowerAscii`, `split`, `replace`, `trim`, `substring`, …).
-//!
-//! `matches` is cel-rust's, on the `regex` crate: unlike Go's RE2 (and unlike the schema's
-//! `pattern`, see kgc-meta `schema::go_ascii`), its `\d`, `\w` and `\s` also match non-ASCII
-//! characters; cel-rust declares it in its standard library, which cannot be overridden.
+//! Kubernetes' list library (kubernetes/apiserver `pkg/cel/library/lists.go`): `isSorted`,
+//! `sum`, `min`, `max`, `indexOf`, `lastIndexOf`.
 
 use std::cmp::Ordering;
-use std::sync::{Arc, LazyLock};
 
 use cel::common::types::{DYN_TYPE, LIST_TYPE};
 use cel::common::value::CowVal;
 use cel::{Env, ExecutionError, Value};
 
-use crate::Error;
+use super::with_values;
 
-/// The environment every kgc program compiles and runs in; built once.
-pub(crate) fn env() -> Result<Arc<Env>, Error> {
-    static ENV: LazyLock<Result<Arc<Env>, String>> =
-        LazyLock::new(|| build().map(Arc::new).map_err(|e| e.to_string()));
-    ENV.clone().map_err(Error::Compile)
-}
-
-fn build() -> Result<Env, cel::DeclarationError> {
-    let mut env = Env::stdlib();
-    env.add_extension(cel::extensions::strings)?;
+pub(super) fn declare(env: &mut Env) -> Result<(), cel::DeclarationError> {
     let list = |env: &mut Env, name: &str, args, f| {
         env.add_member_overload(name, &format!("list.{name}"), LIST_TYPE, args, f)
     };
-    list(&mut env, "isSorted", vec![], is_sorted)?;
-    list(&mut env, "sum", vec![], sum)?;
-    list(&mut env, "min", vec![], min)?;
-    list(&mut env, "max", vec![], max)?;
-    list(&mut env, "indexOf", vec![DYN_TYPE], index_of)?;
-    list(&mut env, "lastIndexOf", vec![DYN_TYPE], last_index_of)?;
-    Ok(env)
-}
-
-/// Runs `f` on the arguments as plain values.
-fn with_values<'b, 'v>(
-    args: Vec<CowVal<'b, 'v>>,
-    f: impl FnOnce(&[Value]) -> Result<Value, ExecutionError>,
-) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let values = args
-        .iter()
-        .map(|a| Value::try_from(a.as_ref()))
-        .collect::<Result<Vec<_>, _>>()?;
-    let out: Box<dyn cel::common::value::Val> = f(&values)?.try_into()?;
-    Ok(CowVal::Owned(out))
+    list(env, "isSorted", vec![], is_sorted)?;
+    list(env, "sum", vec![], sum)?;
+    list(env, "min", vec![], min)?;
+    list(env, "max", vec![], max)?;
+    list(env, "indexOf", vec![DYN_TYPE], index_of)?;
+    list(env, "lastIndexOf", vec![DYN_TYPE], last_index_of)?;
+    Ok(())
 }
 
 fn items<'a>(args: &'a [Value], function: &str) -> Result<&'a [Value], ExecutionError> {

@@ -4,18 +4,30 @@
 //! leader renews every retry period and steps down when it could not renew within the renew
 //! deadline; a clean shutdown releases the lease so that a standby takes over at its next retry.
 //! Writes carry the resourceVersion read, so two candidates cannot both win.
+//!
+//! It talks kube-rs, so the same elector runs against any cluster (`kgc controller`, `kgc
+//! sync`) and inside `kgc serve` over its loopback client, where the replicas of one etcd
+//! elect who runs the controllers and who the scheduler ([`LeaderElector::lead`]).
 
+use std::fmt;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::metrics::Registry;
+
 /// Where and as whom to campaign, and the timings (`--leader-elect-*`).
-pub(crate) struct Config {
+#[derive(Clone, Debug)]
+pub struct Config {
     pub namespace: String,
     pub name: String,
     pub identity: String,
@@ -63,7 +75,7 @@ enum Round {
 
 /// Why a leadership term ended.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Ended {
+pub enum Ended {
     /// `stop` fired: shutting down.
     Stopped,
     /// Another replica took the lease, or it could not be renewed in time.
@@ -71,7 +83,7 @@ pub(crate) enum Ended {
 }
 
 /// client-go `LeaderElector` over a Lease, with optimistic locking on resourceVersion.
-pub(crate) struct LeaderElector {
+pub struct LeaderElector {
     api: Api<Lease>,
     config: Config,
     /// `namespace/name`, for logs.
@@ -79,6 +91,25 @@ pub(crate) struct LeaderElector {
     /// The record last seen and when it was first seen: expiry is judged by the local clock
     /// since the record last changed, never by comparing clocks across machines.
     observed: Option<(Record, Instant)>,
+    /// Take a lease held by another identity at the first try, without waiting for it to
+    /// expire ([`LeaderElector::sole_candidate`]).
+    sole_candidate: bool,
+}
+
+/// Why a round could not tell who holds the lease.
+#[derive(Debug)]
+enum RoundError {
+    Api(kube::Error),
+    Timeout(Duration),
+}
+
+impl fmt::Display for RoundError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Api(e) => e.fmt(f),
+            Self::Timeout(d) => write!(f, "no answer from the API server within {d:?}"),
+        }
+    }
 }
 
 fn now() -> MicroTime {
@@ -90,22 +121,33 @@ fn is_conflict(e: &kube::Error) -> bool {
 }
 
 impl LeaderElector {
-    pub(crate) fn new(client: kube::Client, config: Config) -> Self {
+    pub fn new(client: kube::Client, config: Config) -> Self {
         Self {
             api: Api::namespaced(client, &config.namespace),
             lease: format!("{}/{}", config.namespace, config.name),
             config,
             observed: None,
+            sole_candidate: false,
         }
     }
 
-    pub(crate) fn identity(&self) -> &str {
+    /// Declares that no other candidate can be alive when this one starts (a `kgc serve` on
+    /// SQLite: its data directory is locked to one process), so a holder found at the first
+    /// try is this replica's own previous run, killed before it released the lease: it is
+    /// taken over at once instead of after the lease duration. A holder that appears later is
+    /// still respected.
+    pub fn sole_candidate(mut self, sole: bool) -> Self {
+        self.sole_candidate = sole;
+        self
+    }
+
+    pub fn identity(&self) -> &str {
         &self.config.identity
     }
 
     /// Upstream `acquire`: the first try at once, then one every retry period, until this
     /// replica holds the lease (true) or `stop` fires (false).
-    pub(crate) async fn acquire(&mut self, stop: &mut watch::Receiver<bool>) -> bool {
+    pub async fn acquire(&mut self, stop: &mut watch::Receiver<bool>) -> bool {
         let lease = self.lease.clone();
         let mut first = true;
         loop {
@@ -126,7 +168,7 @@ impl LeaderElector {
 
     /// Upstream `renew`: renews every retry period while leading, until `stop` fires or the
     /// lease is lost (taken, or not renewed within the renew deadline).
-    pub(crate) async fn renew(&mut self, stop: &mut watch::Receiver<bool>) -> Ended {
+    pub async fn renew(&mut self, stop: &mut watch::Receiver<bool>) -> Ended {
         let lease = self.lease.clone();
         let mut renewed = Instant::now();
         loop {
@@ -152,7 +194,7 @@ impl LeaderElector {
 
     /// Upstream `release`, bounded by the renew deadline: empty holder, 1 s duration, so a
     /// standby takes over at once. Failures are logged; the lease then expires on its own.
-    pub(crate) async fn release(&mut self) {
+    pub async fn release(&mut self) {
         let lease = self.lease.clone();
         let deadline = self.config.renew_deadline;
         match tokio::time::timeout(deadline, self.try_release()).await {
@@ -177,6 +219,8 @@ impl LeaderElector {
     async fn try_acquire_or_renew(&mut self) -> Result<Round, kube::Error> {
         let name = self.config.name.clone();
         let identity = self.config.identity.clone();
+        // Only the first round may find this replica's previous run.
+        let stale_own_run = std::mem::take(&mut self.sole_candidate);
         let Some(mut lease) = self.api.get_opt(&name).await? else {
             let lease = Lease {
                 metadata: kube::core::ObjectMeta {
@@ -205,7 +249,8 @@ impl LeaderElector {
         let (record, seen) = self.observed.clone().expect("just observed");
         let mine = record.holder == identity;
         let valid_for = Duration::from_secs(u64::try_from(record.duration_seconds).unwrap_or(0));
-        if !record.holder.is_empty() && !mine && seen + valid_for > Instant::now() {
+        if !record.holder.is_empty() && !mine && !stale_own_run && seen + valid_for > Instant::now()
+        {
             return Ok(Round::HeldByOther(record.holder));
         }
         let mut spec = lease.spec.take().unwrap_or_default();
@@ -236,11 +281,11 @@ impl LeaderElector {
     }
 
     /// One round, bounded by the renew deadline so a hung connection cannot outlive a lease.
-    async fn round(&mut self) -> anyhow::Result<Round> {
+    async fn round(&mut self) -> Result<Round, RoundError> {
         let deadline = self.config.renew_deadline;
         match tokio::time::timeout(deadline, self.try_acquire_or_renew()).await {
-            Ok(r) => Ok(r?),
-            Err(_) => anyhow::bail!("no answer from the API server within {deadline:?}"),
+            Ok(r) => r.map_err(RoundError::Api),
+            Err(_) => Err(RoundError::Timeout(deadline)),
         }
     }
 
@@ -262,6 +307,103 @@ impl LeaderElector {
             .replace(&self.config.name, &PostParams::default(), &lease)
             .await
             .map(|_| ())
+    }
+}
+
+/// What a leader does while it leads: client-go's `LeaderCallbacks`.
+pub trait Leading: Send {
+    /// `OnStartedLeading`: starts this term's work (fresh controllers each term).
+    fn start(&mut self) -> JoinHandle<()>;
+    /// `OnStoppedLeading`, after the term's task was aborted and has ended.
+    fn stopped(&mut self) {}
+}
+
+impl LeaderElector {
+    /// client-go's `LeaderElector.Run` in a loop: campaigns, runs `leading`'s work while the
+    /// lease is held, aborts it when the lease is lost and campaigns again, until `stop`; then
+    /// the lease is released so that another replica takes over at its next retry.
+    pub async fn lead(
+        mut self,
+        mut leading: impl Leading,
+        metrics: LeaderMetrics,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        let lease = self.lease.clone();
+        loop {
+            if !self.acquire(&mut stop).await {
+                return;
+            }
+            tracing::info!(%lease, identity = %self.identity(), "became the leader");
+            metrics.leader.set(1);
+            metrics.terms.inc();
+            let task = leading.start();
+            let ended = self.renew(&mut stop).await;
+            task.abort();
+            let _ = task.await;
+            metrics.leader.set(0);
+            leading.stopped();
+            if ended == Ended::Stopped {
+                self.release().await;
+                return;
+            }
+            tracing::warn!(%lease, "leadership lost; this term's work stopped");
+        }
+    }
+}
+
+/// Runs `leading`'s work as one term until `stop`, for a process told not to elect
+/// (`--leader-elect=false`): the single replica leads from the start.
+pub async fn run_unelected(
+    mut leading: impl Leading,
+    metrics: LeaderMetrics,
+    mut stop: watch::Receiver<bool>,
+) {
+    metrics.leader.set(1);
+    metrics.terms.inc();
+    let task = leading.start();
+    let _ = stop.wait_for(|s| *s).await;
+    task.abort();
+    let _ = task.await;
+    metrics.leader.set(0);
+    leading.stopped();
+}
+
+/// `kgc_leader` and `kgc_leader_terms_total`, of one lease.
+#[derive(Clone, Default)]
+pub struct LeaderMetrics {
+    /// 1 while this replica holds the lease and runs its work.
+    pub leader: Gauge,
+    /// Times this replica became the leader.
+    pub terms: Counter,
+}
+
+const LEADER_HELP: &str = "Whether this replica holds the leader lease and runs its work.";
+const TERMS_HELP: &str = "Times this replica became the leader.";
+
+impl LeaderMetrics {
+    /// The metrics of a process that campaigns for one lease (`kgc controller`).
+    pub fn register(registry: &Registry) -> Self {
+        let m = Self::default();
+        registry.register("kgc_leader", LEADER_HELP, m.leader.clone());
+        registry.register("kgc_leader_terms", TERMS_HELP, m.terms.clone());
+        m
+    }
+
+    /// The metrics of a process that campaigns for several leases (`kgc serve`), one series
+    /// per lease, labelled `lease="namespace/name"`.
+    pub fn register_each(registry: &Registry, leases: &[&str]) -> Vec<Self> {
+        let leader = Family::<[(&'static str, String); 1], Gauge>::default();
+        let terms = Family::<[(&'static str, String); 1], Counter>::default();
+        let each = leases
+            .iter()
+            .map(|l| Self {
+                leader: leader.get_or_create_owned(&[("lease", (*l).to_owned())]),
+                terms: terms.get_or_create_owned(&[("lease", (*l).to_owned())]),
+            })
+            .collect();
+        registry.register("kgc_leader", LEADER_HELP, leader);
+        registry.register("kgc_leader_terms", TERMS_HELP, terms);
+        each
     }
 }
 
