@@ -144,6 +144,9 @@ pub(crate) struct State {
     history: History,
     /// Why writes are refused, if they are.
     failed: Option<Failure>,
+    /// (etcd only) Why etcd failed the last request, until a request or probe succeeds:
+    /// readiness fails with it, while writes are still sent (each fails on its own).
+    unavailable: Option<String>,
     /// When the objects of resources with a TTL expire.
     leases: Leases,
 }
@@ -299,6 +302,7 @@ impl Store {
             objects: HashMap::new(),
             history: History::new(0, opts.watch_log),
             failed: None,
+            unavailable: None,
             leases: Leases::new(opts.ttl.clone()),
         };
         let mut backend = None;
@@ -379,8 +383,9 @@ impl Store {
     /// Why the store refuses writes, if it does: the storage's text after a failed commit
     /// (until a probe commit succeeds again), or that it is shut down. Reads keep working.
     pub fn failure(&self) -> Option<String> {
-        match &self.inner.lock_state().failed {
-            None => None,
+        let st = self.inner.lock_state();
+        match &st.failed {
+            None => st.unavailable.clone(),
             Some(Failure::Commit(reason)) => Some(reason.clone()),
             Some(Failure::Closed) => Some(Error::Closed.to_string()),
         }
@@ -621,12 +626,23 @@ impl Store {
     /// Waits until memory holds everything etcd held when the read arrived (kube-apiserver's
     /// consistent reads from the watch cache: `cacher.go` reads etcd's current revision and
     /// `waitUntilFreshAndBlock`s); at most 3 s, then the 504 "Too large resource version".
-    /// A no-op off etcd, where memory is the truth.
+    /// A no-op off etcd, where memory is the truth. While etcd fails (no quorum) reads go on
+    /// from memory as it is, as the server's readiness says.
     pub async fn wait_for_latest(&self) -> Result<()> {
         let Some(replica) = &self.inner.replica else {
             return Ok(());
         };
-        let current = replica.current_revision().await?;
+        if self.inner.lock_state().unavailable.is_some() {
+            return Ok(());
+        }
+        let current = match replica.current_revision().await {
+            Ok(current) => current,
+            Err(e) => {
+                tracing::warn!(error = %e, "etcd did not tell its revision; reading memory");
+                self.inner.lock_state().unavailable = Some(e.to_string());
+                return Ok(());
+            }
+        };
         if self.revision() < current {
             replica.request_progress();
         }
@@ -803,7 +819,20 @@ impl backend::Sink for Durable {
             if matches!(st.failed, Some(Failure::Commit(_))) {
                 st.failed = None;
             }
+            st.unavailable = None;
         }
+    }
+
+    fn unavailable(&self, reason: &str) {
+        if let Some(inner) = self.0.upgrade() {
+            inner.lock_state().unavailable = Some(reason.to_owned());
+        }
+    }
+
+    fn is_unavailable(&self) -> bool {
+        self.0
+            .upgrade()
+            .is_some_and(|inner| inner.lock_state().unavailable.is_some())
     }
 }
 

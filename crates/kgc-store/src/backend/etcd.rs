@@ -52,10 +52,15 @@ const PAGE: i64 = 1_000;
 /// How long a start waits for the cluster to answer, and a request for its reply.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a probe of an etcd that failed a request waits for its answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How long a broken watch waits before watching again, and how often a quiet one checks that
 /// the store is still open.
 const WATCH_RETRY: Duration = Duration::from_millis(500);
+/// How long opening a watch (or its connection to one member) may take before the next
+/// member is tried.
+const WATCH_OPEN_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How `kgc serve --datastore-endpoint` reaches etcd.
 #[derive(Debug, Clone)]
@@ -99,6 +104,8 @@ pub(crate) struct Etcd {
     rt: tokio::runtime::Runtime,
     client: Client,
     keys: Keys,
+    /// For the watch's own connections when it must open again.
+    opts: EtcdOptions,
 }
 
 impl Etcd {
@@ -122,7 +129,15 @@ impl Etcd {
                         opts.compaction_interval,
                     ));
                 }
-                Ok((Etcd { rt, client, keys }, loaded))
+                Ok((
+                    Etcd {
+                        rt,
+                        client,
+                        keys,
+                        opts: opts.clone(),
+                    },
+                    loaded,
+                ))
             })
             .join()
             .unwrap_or_else(|_| Err(Error::Datastore("the etcd client panicked".into())))
@@ -181,6 +196,7 @@ impl Etcd {
     pub fn start_watch(&self, codec: Codec, revision: u64, replica: &Replica, feed: impl Feed) {
         let watch = Watch {
             client: self.client.clone(),
+            opts: self.opts.clone(),
             keys: self.keys.clone(),
             codec,
             progress: Arc::clone(&replica.progress),
@@ -201,6 +217,18 @@ impl Etcd {
                 landed.push(self.commit_event(codec, event).await?);
             }
             Ok(landed)
+        })
+    }
+
+    /// Whether etcd serves a linearizable read (which needs a leader and a quorum).
+    pub fn probe(&mut self) -> Result<()> {
+        let mut kv = self.client.kv_client();
+        let sentinel = self.keys.sentinel.clone();
+        self.rt.block_on(async {
+            tokio::time::timeout(PROBE_TIMEOUT, kv.get(sentinel, None))
+                .await
+                .map_err(|_| Error::Datastore("etcd did not answer within 1s".into()))??;
+            Ok(())
         })
     }
 
@@ -304,6 +332,7 @@ pub(crate) trait Feed: Send + Sync + 'static {
 
 struct Watch {
     client: Client,
+    opts: EtcdOptions,
     keys: Keys,
     codec: Codec,
     progress: Arc<Notify>,
@@ -312,7 +341,13 @@ struct Watch {
 impl Watch {
     /// Watches from `revision + 1` until the store closes: a broken stream is opened again
     /// from the last revision applied; a compacted one reloads the prefix.
-    async fn run(self, mut revision: i64, feed: impl Feed) {
+    ///
+    /// The client spreads requests over the members and does not move a stream off one that
+    /// is down (opening it again may wait on the dead member for ever): after a break the
+    /// watch opens on a connection of its own to one member at a time, the next member on
+    /// each failure, each attempt bounded by [`WATCH_OPEN_TIMEOUT`].
+    async fn run(mut self, mut revision: i64, feed: impl Feed) {
+        let mut member = 0;
         while feed.alive() {
             match self.stream(&mut revision, &feed).await {
                 Ok(()) => {}
@@ -337,6 +372,17 @@ impl Watch {
                 Err(e) => {
                     tracing::warn!(error = %e, revision, "the watch on etcd broke; watching again");
                     tokio::time::sleep(WATCH_RETRY).await;
+                    let endpoint = &self.opts.endpoints[member % self.opts.endpoints.len()];
+                    member += 1;
+                    let one = EtcdOptions {
+                        endpoints: vec![endpoint.clone()],
+                        ..self.opts.clone()
+                    };
+                    match tokio::time::timeout(WATCH_OPEN_TIMEOUT, connect(&one)).await {
+                        Ok(Ok(client)) => self.client = client,
+                        Ok(Err(e)) => tracing::debug!(error = %e, endpoint, "connecting to etcd"),
+                        Err(_) => tracing::debug!(endpoint, "connecting to etcd timed out"),
+                    }
                 }
             }
         }
@@ -349,9 +395,12 @@ impl Watch {
             .with_progress_notify()
             .with_start_revision(*revision + 1);
         let mut watch = self.client.watch_client();
-        let mut stream = watch
-            .watch(format!("{}/", self.keys.prefix), Some(options))
-            .await?;
+        let mut stream = tokio::time::timeout(
+            WATCH_OPEN_TIMEOUT,
+            watch.watch(format!("{}/", self.keys.prefix), Some(options)),
+        )
+        .await
+        .map_err(|_| Error::Datastore("etcd did not open the watch within 3s".into()))??;
         loop {
             let message = tokio::select! {
                 m = stream.message() => m?,

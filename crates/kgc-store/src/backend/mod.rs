@@ -158,6 +158,10 @@ pub(crate) trait Sink: Send + 'static {
     fn revision(&self) -> u64;
     /// A probe commit succeeded after a failure: writes may resume.
     fn recovered(&self);
+    /// (etcd) etcd failed a request with `reason`: readiness fails until it answers again.
+    fn unavailable(&self, reason: &str);
+    /// Whether readiness fails for [`Sink::unavailable`].
+    fn is_unavailable(&self) -> bool;
 }
 
 /// How long the commit thread waits between probe commits while the store is read-only.
@@ -177,7 +181,7 @@ impl Committer {
             .name("kgc-commit".into())
             .spawn(move || match backend {
                 Backend::Sqlite(conn) => commit_to_sqlite(conn, &rx, &codec, &sink),
-                Backend::Etcd(etcd) => commit_to_etcd(*etcd, &rx, &codec),
+                Backend::Etcd(etcd) => commit_to_etcd(*etcd, &rx, &codec, &sink),
             })
             .expect("spawning the commit thread");
         Self { tx, thread }
@@ -249,12 +253,44 @@ fn commit_to_sqlite(
 /// The etcd commit loop: each unit's changes as guarded transactions, one after another; each
 /// writer learns where its changes landed (or that another replica got there first), and the
 /// store learns of them from its watch. A failure fails that unit only: memory was not
-/// touched, and a write whose answer was lost shows in the watch if it landed after all.
-fn commit_to_etcd(mut etcd: etcd::Etcd, rx: &mpsc::Receiver<Unit>, codec: &Codec) {
-    while let Ok(unit) = rx.recv() {
+/// touched, and a write whose answer was lost shows in the watch if it landed after all. A
+/// failure of etcd itself (no quorum, no member answering) makes readiness fail with its
+/// reason, without refusing writes, until a write or a probe every [`PROBE_INTERVAL`] succeeds.
+fn commit_to_etcd(
+    mut etcd: etcd::Etcd,
+    rx: &mpsc::Receiver<Unit>,
+    codec: &Codec,
+    sink: &impl Sink,
+) {
+    loop {
+        let unit = match sink.is_unavailable() {
+            false => match rx.recv() {
+                Ok(unit) => unit,
+                Err(_) => break,
+            },
+            true => match rx.recv_timeout(PROBE_INTERVAL) {
+                Ok(unit) => unit,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    match etcd.probe() {
+                        Ok(()) => {
+                            tracing::info!("etcd answers again");
+                            sink.recovered();
+                        }
+                        Err(e) => tracing::debug!(error = %e, "etcd probe failed"),
+                    }
+                    continue;
+                }
+            },
+        };
         let result = etcd.write_unit(codec, &unit);
-        if let Err(e) = &result {
-            tracing::warn!(error = %e, "an etcd transaction failed");
+        match &result {
+            Ok(_) => sink.recovered(),
+            Err(e @ (Error::Etcd(_) | Error::Datastore(_))) => {
+                tracing::warn!(error = %e, "an etcd transaction failed");
+                sink.unavailable(&e.to_string());
+            }
+            Err(e) => tracing::warn!(error = %e, "an etcd transaction failed"),
         }
         let _ = unit.done.send(result);
     }
