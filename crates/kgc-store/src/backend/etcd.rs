@@ -833,12 +833,13 @@ mod tests {
         }
         assert_eq!(kinds[1], (crate::EventType::Modified, foreign));
 
-        // An update planned on the old version loses its guard, and is planned again.
+        // An update planned on the old version loses its guard, and is planned again: a
+        // change that can run again runs on the fresh object.
         let cm = store.catalog().get("", "v1", "configmaps").unwrap().clone();
         let mut calls = 0;
         let mut raced = Some(etcd.clone());
         let updated = store
-            .update(&cm, "default", "a", None, false, |mut o| {
+            .update_retrying(&cm, "default", "a", None, false, |mut o| {
                 calls += 1;
                 if let Some(mut etcd) = raced.take() {
                     let mut value = o.clone();
