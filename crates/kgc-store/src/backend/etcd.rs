@@ -401,6 +401,7 @@ impl Watch {
         )
         .await
         .map_err(|_| Error::Datastore("etcd did not open the watch within 3s".into()))??;
+        tracing::debug!(revision = *revision, "the watch on etcd is open");
         loop {
             let message = tokio::select! {
                 m = stream.message() => m?,
@@ -421,6 +422,12 @@ impl Watch {
             };
             if response.compact_revision() > 0 {
                 return Err(Error::Compacted(response.compact_revision() as u64));
+            }
+            // The answer that the watch was created carries etcd's current revision, not a
+            // promise that every change up to it was delivered: the changes since the start
+            // revision come after it (taking it as progress would skip them).
+            if response.created() && response.events().is_empty() {
+                continue;
             }
             if response.canceled() {
                 return Err(Error::Datastore(format!(
