@@ -147,6 +147,11 @@ pub(crate) struct State {
     /// (etcd only) Why etcd failed the last request, until a request or probe succeeds:
     /// readiness fails with it, while writes are still sent (each fails on its own).
     unavailable: Option<String>,
+    /// (etcd only) This replica's deletions on their way, by key: the revision of the state
+    /// they delete and the object they delete it as (a last finalizer removed by an update
+    /// deletes the object without it, which etcd's `prev_kv` does not know), for the DELETED
+    /// event the watch brings.
+    deleting: HashMap<(GroupResource, String, String), (u64, Arc<StoredObject>)>,
     /// When the objects of resources with a TTL expire.
     leases: Leases,
 }
@@ -303,6 +308,7 @@ impl Store {
             history: History::new(0, opts.watch_log),
             failed: None,
             unavailable: None,
+            deleting: HashMap::new(),
             leases: Leases::new(opts.ttl.clone()),
         };
         let mut backend = None;
@@ -504,6 +510,15 @@ impl Store {
         let mut events = Vec::with_capacity(changes.len());
         for c in changes {
             if st.replicated {
+                if let (EventType::Deleted, Some(prev)) = (c.kind, &c.prev) {
+                    let key = (
+                        c.gr.clone(),
+                        c.object.namespace.clone(),
+                        c.object.name.clone(),
+                    );
+                    st.deleting
+                        .insert(key, (prev.resource_version, Arc::clone(&c.object)));
+                }
                 events.push(Arc::new(Event {
                     rv: c.object.resource_version,
                     kind: c.kind,
@@ -729,17 +744,25 @@ impl Feed for Durable {
                     continue;
                 }
                 let prev = st.get(&s.gr, &s.namespace, &s.name).cloned();
+                let planned = st
+                    .deleting
+                    .remove(&(s.gr.clone(), s.namespace.clone(), s.name.clone()))
+                    .filter(|(at, _)| prev.as_ref().is_some_and(|p| p.resource_version == *at))
+                    .map(|(_, object)| object);
                 let (kind, object) = match (s.object, prev.as_ref().or(s.prev.as_ref())) {
                     (Some(object), None) => (EventType::Added, object),
                     (Some(object), Some(_)) => (EventType::Modified, object),
-                    // A DELETED event carries the last state at the deletion's revision.
-                    (None, Some(last)) => match stamp(&mut last.value(), s.rv) {
-                        Ok(object) => (EventType::Deleted, object),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "an object deleted in etcd");
-                            continue;
+                    // A DELETED event carries the last state at the deletion's revision: this
+                    // replica's own deletion the object it deleted it as.
+                    (None, Some(last)) => {
+                        match stamp(&mut planned.as_ref().unwrap_or(last).value(), s.rv) {
+                            Ok(object) => (EventType::Deleted, object),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "an object deleted in etcd");
+                                continue;
+                            }
                         }
-                    },
+                    }
                     (None, None) => continue,
                 };
                 let change = Change {
