@@ -16,7 +16,9 @@
 //!
 //! On etcd the store is one replica of several: a write is planned the same way under the
 //! lock but memory is not changed by it; etcd's watch brings every change, this replica's
-//! and the others', into memory in etcd's order (see [`backend::etcd`]).
+//! and the others', into memory in etcd's order (see [`backend::etcd`]). A failed etcd
+//! request fails only its write; [`Store::failure`] reports etcd's reason until a write or a
+//! probe succeeds, and reads go on from memory meanwhile.
 #![forbid(unsafe_code)]
 
 mod backend;
@@ -387,7 +389,8 @@ impl Store {
     }
 
     /// Why the store refuses writes, if it does: the storage's text after a failed commit
-    /// (until a probe commit succeeds again), or that it is shut down. Reads keep working.
+    /// (until a probe commit succeeds again), or that it is shut down; on etcd, also etcd's
+    /// reason for failing the last request (writes are still sent). Reads keep working.
     pub fn failure(&self) -> Option<String> {
         let st = self.inner.lock_state();
         match &st.failed {
