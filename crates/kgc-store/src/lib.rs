@@ -643,17 +643,21 @@ impl Store {
 
     /// Waits until memory holds everything etcd held when the read arrived (kube-apiserver's
     /// consistent reads from the watch cache: `cacher.go` reads etcd's current revision and
-    /// `waitUntilFreshAndBlock`s); at most 3 s, then the 504 "Too large resource version".
+    /// `waitUntilFreshAndBlock`s); at most 4 s (3 s once progress was asked), then the 504 "Too large resource version".
     /// A no-op off etcd, where memory is the truth. While etcd fails (no quorum) reads go on
     /// from memory as it is, as the server's readiness says.
+    ///
+    /// Progress is asked of the watch only when the change does not arrive by itself within
+    /// [`PROGRESS_AFTER`]: etcd before 3.4.25 and 3.5.8 may answer a progress request ahead of
+    /// changes its watch has not sent yet (etcd-io/etcd#15220, why kube-apiserver checks
+    /// etcd's version before reading consistently from its cache), and changes under the
+    /// prefix, the usual case, arrive by themselves.
     pub async fn wait_for_latest(&self) -> Result<()> {
         let Some(replica) = &self.inner.replica else {
             return Ok(());
         };
-        if self.inner.lock_state().unavailable.is_some() {
-            return Ok(());
-        }
-        let current = match replica.current_revision().await {
+        let failing = self.inner.lock_state().unavailable.is_some();
+        let current = match replica.current_revision(failing).await {
             Ok(current) => current,
             Err(e) => {
                 tracing::warn!(error = %e, "etcd did not tell its revision; reading memory");
@@ -662,7 +666,11 @@ impl Store {
             }
         };
         if self.revision() < current {
-            replica.request_progress();
+            let mut committed = self.inner.committed.subscribe();
+            let arrived = committed.wait_for(|&at| at >= current);
+            if tokio::time::timeout(PROGRESS_AFTER, arrived).await.is_err() {
+                replica.request_progress();
+            }
         }
         Ok(self.wait_for_revision(current).await?)
     }
@@ -712,6 +720,10 @@ impl Store {
         }
     }
 }
+
+/// How long a consistent read on etcd waits for the watch to bring etcd's revision by itself
+/// before asking it for progress.
+const PROGRESS_AFTER: Duration = Duration::from_secs(1);
 
 /// How long a writer on etcd waits for the watch to bring its change into memory.
 const CATCH_UP: Duration = Duration::from_secs(10);

@@ -297,12 +297,18 @@ impl Replica {
 
     /// etcd's current revision, from a range request that counts at most the (absent) probe key
     /// (kube-apiserver `storage.GetCurrentResourceVersionFromStorage`).
-    pub async fn current_revision(&self) -> Result<u64> {
+    /// `failing`: etcd failed the last request, so its answer is awaited only as long as a
+    /// probe's.
+    pub async fn current_revision(&self, failing: bool) -> Result<u64> {
         let mut kv = self.kv.clone();
         let options = GetOptions::new().with_count_only();
-        let got = tokio::time::timeout(REQUEST_TIMEOUT, kv.get(self.probe.clone(), Some(options)))
+        let (timeout, why) = match failing {
+            true => (PROBE_TIMEOUT, "etcd did not answer within 1s"),
+            false => (REQUEST_TIMEOUT, "etcd did not answer within 10s"),
+        };
+        let got = tokio::time::timeout(timeout, kv.get(self.probe.clone(), Some(options)))
             .await
-            .map_err(|_| Error::Datastore("etcd did not answer within 10s".into()))??;
+            .map_err(|_| Error::Datastore(why.into()))??;
         Ok(got.header().map_or(0, |h| h.revision()) as u64)
     }
 }
