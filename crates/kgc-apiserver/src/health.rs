@@ -7,7 +7,7 @@
 //!
 //! The checks: `ping` always passes; `etcd` (upstream's name for the storage check, kept so
 //! that probes written for kube-apiserver work) fails while the store is read-only after a
-//! failed commit; `shutdown` fails once the server is stopping. `/livez` runs only `ping`:
+//! failed commit, or on etcd while etcd fails requests (no quorum); `shutdown` fails once the server is stopping. `/livez` runs only `ping`:
 //! unlike upstream, a storage failure does not ask for a restart, since the store recovers by
 //! itself once the disk takes writes and a restart on a full disk would not even start.
 

@@ -48,12 +48,13 @@ impl InProcess {
         namespace: &str,
         name: &str,
         uid: &str,
-        change: impl FnOnce(&mut serde_json::Map<String, Value>) + Send,
+        mut change: impl FnMut(&mut serde_json::Map<String, Value>) + Send,
     ) -> Result<()> {
         let gr = resource.group_resource();
         let uid = uid.to_owned();
+        // Runs again on the fresh object when another replica changed it first.
         self.store
-            .update(resource, namespace, name, None, false, move |mut obj| {
+            .update_retrying(resource, namespace, name, None, false, move |mut obj| {
                 let current = obj["metadata"]["uid"].as_str().unwrap_or_default();
                 if !uid.is_empty() && current != uid {
                     return Err(Status::conflict(

@@ -14,7 +14,8 @@ use crate::object::Meta;
 use crate::read::ListOptions;
 use crate::shallow::{PodFacts, Shallow};
 use crate::watch::EventType;
-use crate::{Change, Result, State, Store, StoredObject};
+use crate::write::restamped;
+use crate::{CONFLICT_RETRIES, Change, Result, State, Store, StoredObject, Written};
 use kgc_meta::time::format_time;
 
 /// What a DELETE did.
@@ -74,17 +75,27 @@ impl Store {
         // so that concurrent deletes (the garbage collector's workers) read in parallel. Under
         // the lock the reading is used only if the object is still that same version.
         let ns = if info.namespaced() { namespace } else { "" };
-        let read = self
+        let mut read = self
             .get(&info.group_resource(), ns, name)
             .map(|o| Reading::of(info, o, opts));
-        let (out, pending) = {
-            let mut st = self.write_lock()?;
-            let (out, change) = self.plan_delete(&mut st, info, namespace, name, opts, read)?;
-            let pending = self.commit(&mut st, change.into_iter().collect())?;
-            (out, pending)
-        };
-        pending.wait().await?;
-        Ok(out)
+        for _ in 0..CONFLICT_RETRIES {
+            let (out, pending) = {
+                let mut st = self.write_lock()?;
+                let (out, change) =
+                    self.plan_delete(&mut st, info, namespace, name, opts, read.take())?;
+                let pending = self.commit(&mut st, change.into_iter().collect())?;
+                (out, pending)
+            };
+            // A conflict: another replica changed the object; the deletion is planned again
+            // on the fresh object, its preconditions checked again (`etcd3/store.go` `Delete`).
+            if let Written::At(revisions) = self.written(pending).await? {
+                return Ok(Deleted {
+                    object: restamped(out.object, revisions.first())?,
+                    gone: out.gone,
+                });
+            }
+        }
+        Err(Status::stale(&info.group_resource(), name).into())
     }
 
     /// Deletes every object a list selects, each with `opts`, in one commit. Objects that vanish
@@ -99,6 +110,18 @@ impl Store {
         let info = catalog.stored_as(info);
         let gr = info.group_resource();
         let items = self.list(&gr, list)?.items;
+        if self.is_replicated() {
+            // etcd commits one key a transaction: each deletion on its own, with its retries.
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                match self.delete(info, &item.namespace, &item.name, opts).await {
+                    Ok(d) => out.push(d),
+                    Err(crate::Error::Api(s)) if s.is(kgc_meta::Reason::NotFound) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            return Ok(out);
+        }
         let (out, pending) = {
             let mut st = self.write_lock()?;
             let mut out = Vec::with_capacity(items.len());

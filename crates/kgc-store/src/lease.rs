@@ -28,6 +28,9 @@ use crate::{Change, Inner, Result, State, Store, stamp};
 /// lock's hold and the commit's size, so writers keep their latency while a flood expires.
 const BATCH: usize = 2_000;
 
+/// Where the commit thread says a unit was committed.
+type Acknowledged = oneshot::Receiver<Result<Vec<crate::backend::Landed>>>;
+
 /// How often due leases are looked for.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -36,7 +39,7 @@ type Key = (GroupResource, String, String);
 /// The leases of the objects in memory, ordered by expiry (Unix milliseconds).
 #[derive(Default)]
 pub(crate) struct Leases {
-    ttl: HashMap<GroupResource, Duration>,
+    pub(crate) ttl: HashMap<GroupResource, Duration>,
     by_expiry: BTreeSet<(i64, Key)>,
     expiry: HashMap<Key, i64>,
     /// Rows on disk expired before the start and were not loaded: they are purged in
@@ -180,11 +183,7 @@ impl Store {
 
     /// Queues the deletion of up to a batch of expired rows, under the write lock (as every
     /// unit is queued, so that a failed commit sees the whole queue).
-    fn purge_expired_rows(
-        &self,
-        st: &State,
-        now: i64,
-    ) -> Result<(Arc<AtomicUsize>, oneshot::Receiver<Result<()>>)> {
+    fn purge_expired_rows(&self, st: &State, now: i64) -> Result<(Arc<AtomicUsize>, Acknowledged)> {
         let deleted = Arc::new(AtomicUsize::new(0));
         let (done, rx) = oneshot::channel();
         let unit = Unit {

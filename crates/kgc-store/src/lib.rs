@@ -13,6 +13,12 @@
 //! behind it, undoes all of them in memory (each change carries the state it replaced), and
 //! leaves the store read-only ([`Store::failure`] says why) until a probe commit succeeds
 //! again: nothing unacknowledged stays visible, nothing acknowledged is lost.
+//!
+//! On etcd the store is one replica of several: a write is planned the same way under the
+//! lock but memory is not changed by it; etcd's watch brings every change, this replica's
+//! and the others', into memory in etcd's order (see [`backend::etcd`]). A failed etcd
+//! request fails only its write; [`Store::failure`] reports etcd's reason until a write or a
+//! probe succeeds, and reads go on from memory meanwhile.
 #![forbid(unsafe_code)]
 
 mod backend;
@@ -46,7 +52,8 @@ pub use read::{ListOptions, ListResult, ReadFrom, too_large_resource_version};
 pub use watch::{Event, EventType, WatchEvent, WatchFilter, Watcher};
 pub use write::{Updated, normalize, random_suffix};
 
-use backend::{Backend, Codec, Committer, Op, Unit};
+use backend::etcd::{Feed, Replica, Seen};
+use backend::{Backend, Codec, Committer, Landed, Loaded, Op, Unit};
 use history::History;
 use lease::Leases;
 use object::Meta;
@@ -87,6 +94,10 @@ pub enum Error {
     Failed(String),
     #[error("the store is shut down")]
     Closed,
+    /// etcd compacted the revisions a watch of it still needed (never answered to a client:
+    /// the store reloads).
+    #[error("etcd compacted its history up to revision {0}")]
+    Compacted(u64),
 }
 
 impl Error {
@@ -125,12 +136,24 @@ pub use kgc_meta::time::Clock;
 
 /// Everything guarded by the write lock.
 pub(crate) struct State {
+    /// The latest revision: assigned by the store (SQLite, memory), or applied from etcd's
+    /// watch (etcd: the revisions are etcd's, see [`backend::etcd`]).
     rv: u64,
+    /// On etcd: a write's revision is the one it lands at, and memory changes by the watch.
+    replicated: bool,
     objects: HashMap<GroupResource, Objects>,
     /// The recent changes, for reads at past revisions.
     history: History,
     /// Why writes are refused, if they are.
     failed: Option<Failure>,
+    /// (etcd only) Why etcd failed the last request, until a request or probe succeeds:
+    /// readiness fails with it, while writes are still sent (each fails on its own).
+    unavailable: Option<String>,
+    /// (etcd only) This replica's deletions on their way, by key: the revision of the state
+    /// they delete and the object they delete it as (a last finalizer removed by an update
+    /// deletes the object without it, which etcd's `prev_kv` does not know), for the DELETED
+    /// event the watch brings.
+    deleting: HashMap<(GroupResource, String, String), (u64, Arc<StoredObject>)>,
     /// When the objects of resources with a TTL expire.
     leases: Leases,
 }
@@ -145,6 +168,32 @@ enum Failure {
 }
 
 impl State {
+    /// Replaces what memory holds by what storage holds (a start, or a reload from etcd).
+    fn load(&mut self, loaded: Loaded, now: i64) {
+        self.rv = loaded.revision;
+        self.objects.clear();
+        self.leases = Leases::new(std::mem::take(&mut self.leases.ttl));
+        self.leases.backlog = loaded.expired_rows;
+        for (group, resource, obj, expires) in loaded.objects {
+            self.rv = self.rv.max(obj.resource_version);
+            let gr = GroupResource::new(group, resource);
+            // Without a stored expiry (on etcd, or stored before its resource had a TTL): a
+            // TTL after its last write, as far as the object tells, else from now.
+            let expires = expires.or_else(|| {
+                self.leases.ttl(&gr)?;
+                let written = lease::last_written(&obj.value()).map_or(now, |w| w.min(now));
+                self.leases.expiry_at(&gr, written)
+            });
+            if let Some(at) = expires {
+                self.leases.grant(&gr, &obj.namespace, &obj.name, at);
+            }
+            self.objects
+                .entry(gr)
+                .or_default()
+                .insert((obj.namespace.clone(), obj.name.clone()), obj);
+        }
+    }
+
     pub(crate) fn get(
         &self,
         gr: &GroupResource,
@@ -154,7 +203,12 @@ impl State {
         self.objects.get(gr)?.get(ns, name)
     }
 
+    /// The revision of the next change. On etcd, only a placeholder until etcd says where the
+    /// change landed: memory does not move until the watch brings it.
     pub(crate) fn next_rv(&mut self) -> u64 {
+        if self.replicated {
+            return self.rv + 1;
+        }
         self.rv += 1;
         self.rv
     }
@@ -168,14 +222,15 @@ pub(crate) struct Change {
     pub prev: Option<Arc<StoredObject>>,
 }
 
-/// A commit in flight; awaiting it returns once the change is durable.
+/// A commit in flight; awaiting it returns once the change is durable, with where each change
+/// landed (nothing for a write that changed nothing or was not durable).
 #[must_use]
-pub(crate) struct Pending(Option<oneshot::Receiver<Result<()>>>);
+pub(crate) struct Pending(Option<oneshot::Receiver<Result<Vec<Landed>>>>);
 
 impl Pending {
-    pub async fn wait(self) -> Result<()> {
+    pub async fn wait(self) -> Result<Vec<Landed>> {
         match self.0 {
-            None => Ok(()),
+            None => Ok(Vec::new()),
             Some(rx) => rx.await.unwrap_or(Err(Error::Closed)),
         }
     }
@@ -195,6 +250,10 @@ struct Inner {
     resource_committed: Mutex<HashMap<GroupResource, notify::Sender<u64>>>,
     committer: Mutex<Option<Committer>>,
     durable: bool,
+    /// On etcd: etcd's current revision, for reads of the latest state.
+    replica: Option<Replica>,
+    /// The watch log's capacity, for a reload.
+    watch_log: usize,
     clock: Clock,
 }
 
@@ -252,17 +311,22 @@ impl Store {
     pub async fn open_with(opts: Options) -> Result<Self> {
         let mut state = State {
             rv: 0,
+            replicated: opts.etcd.is_some(),
             objects: HashMap::new(),
             history: History::new(0, opts.watch_log),
             failed: None,
+            unavailable: None,
+            deleting: HashMap::new(),
             leases: Leases::new(opts.ttl.clone()),
         };
         let mut backend = None;
+        let mut replica = None;
         let codec = Codec::new(opts.encryption.clone());
         let now = opts.clock.now().as_millisecond();
         let loaded = match (&opts.etcd, &opts.path) {
             (Some(etcd), _) => {
                 let (etcd, loaded) = backend::etcd::Etcd::open(etcd, &codec)?;
+                replica = Some(etcd.replica());
                 backend = Some(Backend::Etcd(Box::new(etcd)));
                 Some(loaded)
             }
@@ -274,27 +338,7 @@ impl Store {
             (None, None) => None,
         };
         if let Some(loaded) = loaded {
-            state.rv = loaded.revision;
-            state.leases.backlog = loaded.expired_rows;
-            for (group, resource, obj, expires) in loaded.objects {
-                state.rv = state.rv.max(obj.resource_version);
-                let gr = GroupResource::new(group, resource);
-                // Without a stored expiry (on etcd, or stored before its resource had a TTL):
-                // a TTL after its last write, as far as the object tells, else from now.
-                let expires = expires.or_else(|| {
-                    state.leases.ttl(&gr)?;
-                    let written = lease::last_written(&obj.value()).map_or(now, |w| w.min(now));
-                    state.leases.expiry_at(&gr, written)
-                });
-                if let Some(at) = expires {
-                    state.leases.grant(&gr, &obj.namespace, &obj.name, at);
-                }
-                state
-                    .objects
-                    .entry(gr)
-                    .or_default()
-                    .insert((obj.namespace.clone(), obj.name.clone()), obj);
-            }
+            state.load(loaded, now);
         }
         // Nothing before the loaded revision can be read back.
         state.history = History::new(state.rv, opts.watch_log);
@@ -310,9 +354,20 @@ impl Store {
                 resource_committed: Mutex::default(),
                 committer: Mutex::new(None),
                 durable: backend.is_some(),
+                replica,
+                watch_log: opts.watch_log,
                 clock: opts.clock,
             }),
         };
+        if let (Some(Backend::Etcd(etcd)), Some(replica)) = (&backend, &store.inner.replica) {
+            let from = store.revision();
+            etcd.start_watch(
+                codec.clone(),
+                from,
+                replica,
+                Durable(Arc::downgrade(&store.inner)),
+            );
+        }
         if let Some(backend) = backend {
             let committer = Committer::start(backend, codec, Durable(Arc::downgrade(&store.inner)));
             *store
@@ -329,16 +384,23 @@ impl Store {
         Ok(store)
     }
 
+    /// Whether this store is one replica of several on etcd: memory follows etcd's watch.
+    pub(crate) fn is_replicated(&self) -> bool {
+        self.inner.replica.is_some()
+    }
+
     /// Whether writes reach disk.
     pub fn is_durable(&self) -> bool {
         self.inner.durable
     }
 
     /// Why the store refuses writes, if it does: the storage's text after a failed commit
-    /// (until a probe commit succeeds again), or that it is shut down. Reads keep working.
+    /// (until a probe commit succeeds again), or that it is shut down; on etcd, also etcd's
+    /// reason for failing the last request (writes are still sent). Reads keep working.
     pub fn failure(&self) -> Option<String> {
-        match &self.inner.lock_state().failed {
-            None => None,
+        let st = self.inner.lock_state();
+        match &st.failed {
+            None => st.unavailable.clone(),
             Some(Failure::Commit(reason)) => Some(reason.clone()),
             Some(Failure::Closed) => Some(Error::Closed.to_string()),
         }
@@ -433,13 +495,20 @@ impl Store {
                 let obj = serde_json::json!({
                     "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "spec": {}
                 });
-                self.create(&info, "", obj, false).await?;
+                match self.create(&info, "", obj, false).await {
+                    // Another replica starting at the same time made it.
+                    Err(Error::Api(s)) if s.is(kgc_meta::Reason::AlreadyExists) => {}
+                    other => drop(other?),
+                }
             }
         }
         Ok(())
     }
 
     /// Applies changes to memory and hands them to the commit path. Called with the lock held.
+    /// On etcd memory is left alone: the changes are sent as they are planned, guarded by the
+    /// revisions they were planned from, and come back through the watch (see
+    /// [`Store::written`]).
     pub(crate) fn commit(&self, st: &mut State, changes: Vec<Change>) -> Result<Pending> {
         let Some(last) = changes.last() else {
             return Ok(Pending(None));
@@ -449,51 +518,27 @@ impl Store {
         let mut ops = Vec::with_capacity(changes.len());
         let mut events = Vec::with_capacity(changes.len());
         for c in changes {
-            let key = (c.object.namespace.clone(), c.object.name.clone());
-            let objects = match st.objects.get_mut(&c.gr) {
-                Some(objects) => objects,
-                None => st.objects.entry(c.gr.clone()).or_default(),
-            };
-            if c.kind == EventType::Deleted {
-                objects.remove(&key);
-                let had_lease = st.leases.revoke(&c.gr, &key.0, &key.1);
-                if self.inner.durable {
-                    ops.push(Op::Delete {
-                        group: c.gr.group.clone(),
-                        resource: c.gr.resource.clone(),
-                        leased: had_lease || st.leases.ttl(&c.gr).is_some(),
-                        namespace: key.0,
-                        name: key.1,
-                    });
+            if st.replicated {
+                if let (EventType::Deleted, Some(prev)) = (c.kind, &c.prev) {
+                    let key = (
+                        c.gr.clone(),
+                        c.object.namespace.clone(),
+                        c.object.name.clone(),
+                    );
+                    st.deleting
+                        .insert(key, (prev.resource_version, Arc::clone(&c.object)));
                 }
-            } else {
-                objects.insert(key, Arc::clone(&c.object));
-                // Each write takes a new lease, as kube-apiserver attaches one at each write.
-                let expires = st.leases.expiry_at(&c.gr, now);
-                if let Some(at) = expires {
-                    st.leases
-                        .grant(&c.gr, &c.object.namespace, &c.object.name, at);
-                }
-                if self.inner.durable {
-                    ops.push(Op::Put {
-                        group: c.gr.group.clone(),
-                        resource: c.gr.resource.clone(),
-                        object: Arc::clone(&c.object),
-                        expires,
-                    });
-                }
+                events.push(Arc::new(Event {
+                    rv: c.object.resource_version,
+                    kind: c.kind,
+                    gr: c.gr,
+                    object: c.object,
+                    prev: c.prev,
+                }));
+                continue;
             }
-            if crd::is_crd(&c.gr) {
-                self.sync_catalog(&c);
-            }
-            let event = Arc::new(Event {
-                rv: c.object.resource_version,
-                kind: c.kind,
-                gr: c.gr,
-                object: c.object,
-                prev: c.prev,
-            });
-            st.history.record(&event);
+            let (event, op) = self.apply(st, c, now);
+            ops.extend(op);
             events.push(event);
         }
         if !self.inner.durable {
@@ -518,6 +563,122 @@ impl Store {
             // committer here means a bug; refuse rather than acknowledge a non-durable write.
             _ => Err(Error::Closed),
         }
+    }
+
+    /// Applies one change to memory (objects, leases, the catalog, the history) and returns
+    /// its event, and the row change a durable SQLite store writes.
+    fn apply(&self, st: &mut State, c: Change, now: i64) -> (Arc<Event>, Option<Op>) {
+        let key = (c.object.namespace.clone(), c.object.name.clone());
+        let durable = self.inner.durable && !st.replicated;
+        let objects = match st.objects.get_mut(&c.gr) {
+            Some(objects) => objects,
+            None => st.objects.entry(c.gr.clone()).or_default(),
+        };
+        let op = if c.kind == EventType::Deleted {
+            objects.remove(&key);
+            let had_lease = st.leases.revoke(&c.gr, &key.0, &key.1);
+            durable.then(|| Op::Delete {
+                group: c.gr.group.clone(),
+                resource: c.gr.resource.clone(),
+                leased: had_lease || st.leases.ttl(&c.gr).is_some(),
+                namespace: key.0,
+                name: key.1,
+            })
+        } else {
+            objects.insert(key, Arc::clone(&c.object));
+            // Each write takes a new lease, as kube-apiserver attaches one at each write.
+            let expires = st.leases.expiry_at(&c.gr, now);
+            if let Some(at) = expires {
+                st.leases
+                    .grant(&c.gr, &c.object.namespace, &c.object.name, at);
+            }
+            durable.then(|| Op::Put {
+                group: c.gr.group.clone(),
+                resource: c.gr.resource.clone(),
+                object: Arc::clone(&c.object),
+                expires,
+            })
+        };
+        if crd::is_crd(&c.gr) {
+            self.sync_catalog(&c);
+        }
+        let event = Arc::new(Event {
+            rv: c.object.resource_version,
+            kind: c.kind,
+            gr: c.gr,
+            object: c.object,
+            prev: c.prev,
+        });
+        st.history.record(&event);
+        (event, op)
+    }
+
+    /// Where the changes of a write landed, once memory holds them: on etcd, memory changes
+    /// when the watch brings them, so a writer waits for it (bounded: the write is durable
+    /// whether or not the watch is late), and a change that lost its guard to another
+    /// replica's is answered with the revision to catch up with before planning again.
+    pub(crate) async fn written(&self, pending: Pending) -> Result<Written> {
+        let landed = pending.wait().await?;
+        if let Some(conflict) = landed.iter().find_map(|l| match l {
+            Landed::Conflict(at) => Some(*at),
+            Landed::At(_) => None,
+        }) {
+            self.caught_up(conflict).await;
+            return Ok(Written::Conflict);
+        }
+        let revisions: Vec<u64> = landed
+            .iter()
+            .filter_map(|l| match l {
+                Landed::At(rv) => Some(*rv),
+                Landed::Conflict(_) => None,
+            })
+            .collect();
+        if let Some(&last) = revisions.iter().max()
+            && self.inner.replica.is_some()
+        {
+            self.caught_up(last).await;
+        }
+        Ok(Written::At(revisions))
+    }
+
+    /// Waits (at most [`CATCH_UP`]) until memory has applied revision `rv`.
+    async fn caught_up(&self, rv: u64) {
+        let mut committed = self.inner.committed.subscribe();
+        let _ = tokio::time::timeout(CATCH_UP, committed.wait_for(|&at| at >= rv)).await;
+    }
+
+    /// Waits until memory holds everything etcd held when the read arrived (kube-apiserver's
+    /// consistent reads from the watch cache: `cacher.go` reads etcd's current revision and
+    /// `waitUntilFreshAndBlock`s); at most 4 s (3 s once progress was asked), then the 504 "Too large resource version".
+    /// A no-op off etcd, where memory is the truth. While etcd fails (no quorum) reads go on
+    /// from memory as it is, as the server's readiness says.
+    ///
+    /// Progress is asked of the watch only when the change does not arrive by itself within
+    /// [`PROGRESS_AFTER`]: etcd before 3.4.25 and 3.5.8 may answer a progress request ahead of
+    /// changes its watch has not sent yet (etcd-io/etcd#15220, why kube-apiserver checks
+    /// etcd's version before reading consistently from its cache), and changes under the
+    /// prefix, the usual case, arrive by themselves.
+    pub async fn wait_for_latest(&self) -> Result<()> {
+        let Some(replica) = &self.inner.replica else {
+            return Ok(());
+        };
+        let failing = self.inner.lock_state().unavailable.is_some();
+        let current = match replica.current_revision(failing).await {
+            Ok(current) => current,
+            Err(e) => {
+                tracing::warn!(error = %e, "etcd did not tell its revision; reading memory");
+                self.inner.lock_state().unavailable = Some(e.to_string());
+                return Ok(());
+            }
+        };
+        if self.revision() < current {
+            let mut committed = self.inner.committed.subscribe();
+            let arrived = committed.wait_for(|&at| at >= current);
+            if tokio::time::timeout(PROGRESS_AFTER, arrived).await.is_err() {
+                replica.request_progress();
+            }
+        }
+        Ok(self.wait_for_revision(current).await?)
     }
 
     /// Takes the write lock, refusing writes after a failed commit or shutdown.
@@ -566,8 +727,105 @@ impl Store {
     }
 }
 
-/// The commit thread's view of a durable store.
+/// How long a consistent read on etcd waits for the watch to bring etcd's revision by itself
+/// before asking it for progress.
+const PROGRESS_AFTER: Duration = Duration::from_secs(1);
+
+/// How long a writer on etcd waits for the watch to bring its change into memory.
+const CATCH_UP: Duration = Duration::from_secs(10);
+
+/// How a write went through [`Store::written`].
+pub(crate) enum Written {
+    /// Durable: the revision of each change (the ones planned, off etcd).
+    At(Vec<u64>),
+    /// Another replica changed a key first; memory now holds its change: plan again.
+    Conflict,
+}
+
+/// How many times a write that lost its guard to another replica is planned again before it
+/// is answered 409 (kube-apiserver's `GuaranteedUpdate` retries as long as its update
+/// function accepts the fresh object; a bound keeps every request bounded).
+pub(crate) const CONFLICT_RETRIES: usize = 16;
+
+/// The commit thread's (and the etcd watch's) view of a durable store.
 struct Durable(Weak<Inner>);
+
+impl Feed for Durable {
+    fn apply(&self, seen: Vec<Seen>, revision: u64) {
+        let Some(inner) = self.0.upgrade() else {
+            return;
+        };
+        let store = Store { inner };
+        let now = lease::now_ms(&store.inner);
+        let mut events = Vec::with_capacity(seen.len());
+        {
+            let mut st = store.inner.lock_state();
+            for s in seen {
+                if s.rv <= st.rv {
+                    continue;
+                }
+                let prev = st.get(&s.gr, &s.namespace, &s.name).cloned();
+                let planned = st
+                    .deleting
+                    .remove(&(s.gr.clone(), s.namespace.clone(), s.name.clone()))
+                    .filter(|(at, _)| prev.as_ref().is_some_and(|p| p.resource_version == *at))
+                    .map(|(_, object)| object);
+                let (kind, object) = match (s.object, prev.as_ref().or(s.prev.as_ref())) {
+                    (Some(object), None) => (EventType::Added, object),
+                    (Some(object), Some(_)) => (EventType::Modified, object),
+                    // A DELETED event carries the last state at the deletion's revision: this
+                    // replica's own deletion the object it deleted it as.
+                    (None, Some(last)) => {
+                        match stamp(&mut planned.as_ref().unwrap_or(last).value(), s.rv) {
+                            Ok(object) => (EventType::Deleted, object),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "an object deleted in etcd");
+                                continue;
+                            }
+                        }
+                    }
+                    (None, None) => continue,
+                };
+                let change = Change {
+                    gr: s.gr,
+                    kind,
+                    object,
+                    prev,
+                };
+                events.push(store.apply(&mut st, change, now).0);
+                st.rv = s.rv;
+            }
+            st.rv = st.rv.max(revision);
+        }
+        let rv = store.revision();
+        store.inner.publish(events, rv);
+    }
+
+    fn reload(&self, loaded: Loaded) {
+        let Some(inner) = self.0.upgrade() else {
+            return;
+        };
+        let store = Store { inner };
+        let now = lease::now_ms(&store.inner);
+        let rv = {
+            let mut st = store.inner.lock_state();
+            st.load(loaded, now);
+            st.history = History::new(st.rv, store.inner.watch_log);
+            // Every watcher is behind the new floor: each is answered 410 Expired and re-lists.
+            *store.inner.log.lock().unwrap_or_else(|p| p.into_inner()) =
+                EventLog::new(st.rv, store.inner.watch_log);
+            st.rv
+        };
+        store.restore_catalog();
+        store.inner.publish(Vec::new(), rv);
+    }
+
+    fn alive(&self) -> bool {
+        self.0
+            .upgrade()
+            .is_some_and(|inner| !matches!(inner.lock_state().failed, Some(Failure::Closed)))
+    }
+}
 
 impl backend::Sink for Durable {
     fn committed(&self, events: Vec<Arc<Event>>, rv: u64) {
@@ -605,7 +863,20 @@ impl backend::Sink for Durable {
             if matches!(st.failed, Some(Failure::Commit(_))) {
                 st.failed = None;
             }
+            st.unavailable = None;
         }
+    }
+
+    fn unavailable(&self, reason: &str) {
+        if let Some(inner) = self.0.upgrade() {
+            inner.lock_state().unavailable = Some(reason.to_owned());
+        }
+    }
+
+    fn is_unavailable(&self) -> bool {
+        self.0
+            .upgrade()
+            .is_some_and(|inner| inner.lock_state().unavailable.is_some())
     }
 }
 

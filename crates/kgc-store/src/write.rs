@@ -14,7 +14,9 @@ use crate::crd::is_crd;
 use crate::namespace::admit_create;
 use crate::object::{Meta, spec_changed, str_list};
 use crate::watch::EventType;
-use crate::{Change, Pending, Result, State, Store, StoredObject, stamp};
+use crate::{
+    CONFLICT_RETRIES, Change, Pending, Result, State, Store, StoredObject, Written, stamp,
+};
 use kgc_meta::time::format_time;
 
 /// What an update did.
@@ -33,6 +35,15 @@ impl Updated {
         match self {
             Updated::Changed(o) | Updated::Unchanged(o) | Updated::Deleted(o) => o,
         }
+    }
+}
+
+/// `object` as it landed at `rv`: on etcd a write's revision is the one etcd gave it, not the
+/// placeholder it was planned with.
+pub(crate) fn restamped(object: Arc<StoredObject>, rv: Option<&u64>) -> Result<Arc<StoredObject>> {
+    match rv {
+        Some(&rv) if rv != object.resource_version => stamp(&mut object.value(), rv),
+        _ => Ok(object),
     }
 }
 
@@ -104,18 +115,34 @@ impl Store {
         let catalog = self.catalog();
         let request_group = info.group.as_str();
         let info = catalog.stored_as(info);
-        let (out, pending) = {
-            let mut st = self.write_lock()?;
-            let (out, change) =
-                self.plan_create(&mut st, info, request_group, namespace, obj, dry_run)?;
-            let pending = match change {
-                Some(c) => self.commit(&mut st, vec![c])?,
-                None => Pending(None),
+        let mut obj = Some(obj);
+        for _ in 0..CONFLICT_RETRIES {
+            // Kept for another plan only where one can be needed.
+            let body = match self.is_replicated() {
+                true => obj.clone(),
+                false => obj.take(),
+            }
+            .unwrap_or_default();
+            let (out, pending) = {
+                let mut st = self.write_lock()?;
+                let (out, change) =
+                    self.plan_create(&mut st, info, request_group, namespace, body, dry_run)?;
+                let pending = match change {
+                    Some(c) => self.commit(&mut st, vec![c])?,
+                    None => Pending(None),
+                };
+                (out, pending)
             };
-            (out, pending)
-        };
-        pending.wait().await?;
-        Ok(out)
+            // A conflict: another replica created the name; planned again, it already exists.
+            if let Written::At(revisions) = self.written(pending).await? {
+                return restamped(out, revisions.first());
+            }
+        }
+        let name = obj
+            .as_ref()
+            .map(|o| o.name().to_owned())
+            .unwrap_or_default();
+        Err(Status::already_exists(&info.group_resource(), &name).into())
     }
 
     /// `request_group` is the group the request came through: events.k8s.io Events are stored
@@ -216,6 +243,9 @@ impl Store {
     /// Reads, changes and writes one object atomically: `change` sees the current object and
     /// returns the desired one (a PUT body, a patched copy). `subresource` is `None`, `status`
     /// or `finalize`. A `metadata.resourceVersion` in the result must match the stored one.
+    /// On etcd, when another replica changed the object first, the body `change` made is
+    /// written again over the fresh object, as a PUT's is: one naming the resourceVersion it
+    /// read is then a 409 (see [`Store::update_retrying`] for a change that can run again).
     pub async fn update(
         &self,
         info: &ResourceInfo,
@@ -225,29 +255,71 @@ impl Store {
         dry_run: bool,
         change: impl FnOnce(Value) -> Result<Value, Status>,
     ) -> Result<Updated> {
+        let keep = self.is_replicated();
+        let mut change = Some(change);
+        let mut made: Option<Value> = None;
+        let again = |current| match change.take() {
+            Some(f) => {
+                let new = f(current)?;
+                if keep {
+                    made = Some(new.clone());
+                }
+                Ok(new)
+            }
+            None => made
+                .clone()
+                .ok_or_else(|| Status::internal("an update planned twice without its body")),
+        };
+        self.update_retrying(info, namespace, name, subresource, dry_run, again)
+            .await
+    }
+
+    /// [`Store::update`] with a change that can run again: on etcd, when another replica
+    /// changed the object first, `change` runs again on the fresh object, as kube-apiserver's
+    /// `GuaranteedUpdate` calls its update function again (how internal updates, such as a
+    /// collector removing a finalizer, never fail for a concurrent change).
+    pub async fn update_retrying(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        subresource: Option<&str>,
+        dry_run: bool,
+        mut change: impl FnMut(Value) -> Result<Value, Status>,
+    ) -> Result<Updated> {
         let catalog = self.catalog();
         let request_group = info.group.as_str();
         let info = catalog.stored_as(info);
-        let (out, pending) = {
-            let mut st = self.write_lock()?;
-            let (out, c) = self.plan_update(
-                &mut st,
-                info,
-                request_group,
-                namespace,
-                name,
-                subresource,
-                dry_run,
-                change,
-            )?;
-            let pending = match c {
-                Some(c) => self.commit(&mut st, vec![c])?,
-                None => Pending(None),
+        for _ in 0..CONFLICT_RETRIES {
+            let (out, pending) = {
+                let mut st = self.write_lock()?;
+                let (out, c) = self.plan_update(
+                    &mut st,
+                    info,
+                    request_group,
+                    namespace,
+                    name,
+                    subresource,
+                    dry_run,
+                    &mut change,
+                )?;
+                let pending = match c {
+                    Some(c) => self.commit(&mut st, vec![c])?,
+                    None => Pending(None),
+                };
+                (out, pending)
             };
-            (out, pending)
-        };
-        pending.wait().await?;
-        Ok(out)
+            // A conflict: planned again on the fresh object, as `GuaranteedUpdate` calls its
+            // update function again; a body that names the old resourceVersion is then a 409.
+            if let Written::At(revisions) = self.written(pending).await? {
+                return Ok(match out {
+                    Updated::Changed(o) => Updated::Changed(restamped(o, revisions.first())?),
+                    Updated::Deleted(o) => Updated::Deleted(restamped(o, revisions.first())?),
+                    unchanged @ Updated::Unchanged(_) => unchanged,
+                });
+            }
+        }
+        Err(Status::stale(&info.group_resource(), name).into())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -261,7 +333,7 @@ impl Store {
         name: &str,
         subresource: Option<&str>,
         dry_run: bool,
-        change: impl FnOnce(Value) -> Result<Value, Status>,
+        change: &mut impl FnMut(Value) -> Result<Value, Status>,
     ) -> Result<(Updated, Option<Change>)> {
         let gr = info.group_resource();
         let ns = if info.namespaced() { namespace } else { "" };

@@ -25,8 +25,9 @@ pub(super) async fn get(
     name: &str,
     table: TableRequest,
 ) -> Result<Response> {
-    if let Some(rv) = consistency::get(query)? {
-        api.store.wait_for_revision(rv).await?;
+    match consistency::get(query)? {
+        Some(rv) => api.store.wait_for_revision(rv).await?,
+        None => latest(api, query).await?,
     }
     let o = api
         .store
@@ -47,6 +48,17 @@ pub(super) async fn get(
         return Ok(body::json(StatusCode::OK, &t));
     }
     Ok(object(info, req, StatusCode::OK, &o))
+}
+
+/// A read without `resourceVersion` asks for the latest state: on etcd, where this server is
+/// one replica of several, it waits until its cache holds what etcd held when the read
+/// arrived (kube-apiserver's consistent reads from cache, `cacher.go`); `resourceVersion=0`
+/// reads whatever the cache holds.
+async fn latest(api: &ApiServer, query: &Query) -> Result<()> {
+    if query.get("resourceVersion").is_none_or(str::is_empty) {
+        api.store.wait_for_latest().await?;
+    }
+    Ok(())
 }
 
 /// The label and field selectors of a LIST or WATCH; errors are 400s.
@@ -94,8 +106,9 @@ pub(super) async fn list(
     table: TableRequest,
 ) -> Result<Response> {
     let opts = list_options(info, req, query)?;
-    if let Some(rv) = opts.read.needs_revision() {
-        api.store.wait_for_revision(rv).await?;
+    match opts.read.needs_revision() {
+        Some(rv) => api.store.wait_for_revision(rv).await?,
+        None => latest(api, query).await?,
     }
     let page = match api.store.list(&info.storage_resource(), &opts) {
         Ok(page) => page,

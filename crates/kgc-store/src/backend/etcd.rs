@@ -7,16 +7,18 @@
 //! `SpecialDefaultResourcePrefixes`); a custom resource's is `<group>/<plural>`, as
 //! apiextensions-apiserver's `crdHandler` gives it, and so are CRDs' and APIServices' own.
 //!
-//! `resourceVersion` is etcd's `mod_revision`. The store assigns revisions before it commits, so
-//! this backend makes etcd's revision move by exactly one per store revision: every change is one
-//! transaction, committed in order, and a revision the store handed out but did not use (a
-//! failed write) is filled by a write of the revision sentinel (`<prefix>/kgc/revision`). Each
-//! transaction is guarded: the sentinel must be where this server last left it, and the object's
-//! key at the revision this server last wrote it (`create_revision == 0` for a create). A second
-//! writer on the prefix fails the guard, and a client writing elsewhere in the cluster shows as a
-//! revision other than the expected one; either fails the commit, and the store stays read-only
-//! until a restart reloads what etcd holds (one replica per prefix, and the etcd cluster to
-//! itself, for now).
+//! `resourceVersion` is etcd's `mod_revision`, and several `kgc serve` replicas may share one
+//! prefix, as kube-apiserver's replicas do. Each change is one transaction guarded by its key's
+//! revision only (`mod_revision` equal to the version the store planned from, or
+//! `create_revision == 0` for a create: kubernetes/kubernetes
+//! `staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go`); a guard that fails means another
+//! replica (or any client) changed the key first, and the writer plans again on the fresh object
+//! or answers 409, as `GuaranteedUpdate` does. Memory is fed only by etcd's watch of the prefix
+//! (with `prev_kv`, from the revision loaded: the cacher of `storage/cacher/` fed by
+//! `etcd3/watcher.go`), so every replica applies every change once, in etcd's order, its own
+//! included; a writer returns once the watch has brought its change. A watch that falls behind
+//! etcd's compaction reloads the prefix at the current revision, and the store's watchers are
+//! answered 410 `Expired`.
 //!
 //! A start reads the whole prefix at one revision, in pages, and decodes each value through the
 //! [`Codec`] (Secrets are encrypted before they leave the process, as on SQLite). Objects whose
@@ -30,16 +32,18 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{
-    Certificate, Client, Compare, CompareOp, ConnectOptions, GetOptions, Identity, KvClient,
-    TlsOptions, Txn, TxnOp,
+    Certificate, Client, Compare, CompareOp, ConnectOptions, EventType as WatchEventType,
+    GetOptions, Identity, KvClient, TlsOptions, Txn, TxnOp, WatchOptions,
 };
 use kgc_meta::{Catalog, GroupResource};
+use tokio::sync::Notify;
 
-use super::{Codec, Loaded, Op, Unit};
+use super::{Codec, Landed, Loaded, Unit};
+use crate::object::StoredObject;
 use crate::watch::{Event, EventType};
 use crate::{Error, Result, stamp};
 
@@ -49,6 +53,15 @@ const PAGE: i64 = 1_000;
 /// How long a start waits for the cluster to answer, and a request for its reply.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a probe of an etcd that failed a request waits for its answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long a broken watch waits before watching again, and how often a quiet one checks that
+/// the store is still open.
+const WATCH_RETRY: Duration = Duration::from_millis(500);
+/// How long opening a watch (or its connection to one member) may take before the next
+/// member is tried.
+const WATCH_OPEN_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How `kgc serve --datastore-endpoint` reaches etcd.
 #[derive(Debug, Clone)]
@@ -85,21 +98,15 @@ impl EtcdOptions {
     }
 }
 
-/// The commit thread's connection to etcd and what it knows of etcd's state.
+/// The commit thread's connection to etcd.
 pub(crate) struct Etcd {
-    /// Its own runtime: the commit thread is a plain thread, and the client's connections must
-    /// be driven whether or not it is in a call.
+    /// Its own runtime: the commit thread is a plain thread, and the client's connections (and
+    /// the watch that feeds the store) must be driven whether or not it is in a call.
     rt: tokio::runtime::Runtime,
-    kv: KvClient,
+    client: Client,
     keys: Keys,
-    /// etcd's revision after this server's last write.
-    revision: i64,
-    /// The sentinel's `mod_revision` after this server's last write (0: never written).
-    sentinel: i64,
-    /// A request failed without an answer: it may have been applied.
-    uncertain: bool,
-    /// Why etcd no longer holds what memory holds; only a restart recovers.
-    diverged: Option<String>,
+    /// For the watch's own connections when it must open again.
+    opts: EtcdOptions,
 }
 
 impl Etcd {
@@ -115,25 +122,20 @@ impl Etcd {
                     .enable_all()
                     .build()
                     .map_err(|e| Error::Datastore(format!("starting the etcd client: {e}")))?;
-                let (kv, keys, loaded, sentinel, compactor) =
-                    rt.block_on(Self::connect_and_load(opts, codec))?;
-                if let Some(kv) = compactor {
+                let (client, keys, loaded) = rt.block_on(Self::connect_and_load(opts, codec))?;
+                if !opts.compaction_interval.is_zero() {
                     rt.spawn(compact_every(
-                        kv,
+                        client.kv_client(),
                         keys.sentinel.clone(),
                         opts.compaction_interval,
                     ));
                 }
-                let revision = loaded.revision as i64;
                 Ok((
                     Etcd {
                         rt,
-                        kv,
+                        client,
                         keys,
-                        revision,
-                        sentinel,
-                        uncertain: false,
-                        diverged: None,
+                        opts: opts.clone(),
                     },
                     loaded,
                 ))
@@ -143,11 +145,7 @@ impl Etcd {
         })
     }
 
-    #[allow(clippy::type_complexity)]
-    async fn connect_and_load(
-        opts: &EtcdOptions,
-        codec: &Codec,
-    ) -> Result<(KvClient, Keys, Loaded, i64, Option<KvClient>)> {
+    async fn connect_and_load(opts: &EtcdOptions, codec: &Codec) -> Result<(Client, Keys, Loaded)> {
         let endpoints = opts.endpoints.join(",");
         let unreachable =
             |reason: String| Error::Datastore(format!("etcd at {endpoints}: {reason}"));
@@ -162,7 +160,7 @@ impl Etcd {
         // request and the load are retried until one answers, up to the connect timeout.
         let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
         let mut last = None;
-        let (loaded, sentinel) = loop {
+        let loaded = loop {
             let attempt = async {
                 // A first request proves a member answers (the client connects lazily).
                 kv.get(keys.sentinel.clone(), None).await?;
@@ -182,58 +180,56 @@ impl Etcd {
                 Ok(Err(e)) => return Err(e),
             }
         };
-        let compactor = (!opts.compaction_interval.is_zero()).then(|| client.kv_client());
-        Ok((kv, keys, loaded, sentinel, compactor))
+        Ok((client, keys, loaded))
     }
 
-    /// Commits each change of `batch` as one guarded transaction, at the revision the store
-    /// gave it.
-    pub fn write_batch(&mut self, codec: &Codec, batch: &[Unit]) -> Result<()> {
-        if let Some(reason) = &self.diverged {
-            return Err(Error::Datastore(reason.clone()));
+    /// What the store needs to read etcd's current revision and to drive its watch.
+    pub fn replica(&self) -> Replica {
+        Replica {
+            kv: self.client.kv_client(),
+            probe: self.keys.sentinel.clone(),
+            progress: Arc::new(Notify::new()),
         }
+    }
+
+    /// Starts the watch that feeds the store every change under the prefix after `revision`
+    /// (kube-apiserver's cacher fed by `etcd3/watcher.go`), on this connection's runtime.
+    pub fn start_watch(&self, codec: Codec, revision: u64, replica: &Replica, feed: impl Feed) {
+        let watch = Watch {
+            client: self.client.clone(),
+            opts: self.opts.clone(),
+            keys: self.keys.clone(),
+            codec,
+            progress: Arc::clone(&replica.progress),
+        };
+        self.rt.spawn(watch.run(revision as i64, feed));
+    }
+
+    /// Commits each change of `unit` as one transaction guarded by its key's revision
+    /// (kube-apiserver `etcd3/store.go`: `GuaranteedUpdate`'s and `Delete`'s `mod_revision`
+    /// comparison, `Create`'s `create_revision == 0`), and says where each landed. Memory is
+    /// not touched here: the watch brings every change, this replica's and the others', in
+    /// etcd's order.
+    pub fn write_unit(&mut self, codec: &Codec, unit: &Unit) -> Result<Vec<Landed>> {
         let rt = self.rt.handle().clone();
         rt.block_on(async {
-            for unit in batch {
-                for op in &unit.ops {
-                    // Nothing is left in etcd unloaded: expired objects were loaded, and go
-                    // through the store's own deletions.
-                    if let Op::PurgeExpired { deleted, .. } = op {
-                        deleted.store(0, Ordering::Relaxed);
-                    }
-                }
-                for event in &unit.events {
-                    self.advance_to(event.rv as i64 - 1).await?;
-                    self.commit_event(codec, event).await?;
-                }
+            let mut landed = Vec::with_capacity(unit.events.len());
+            for event in &unit.events {
+                landed.push(self.commit_event(codec, event).await?);
             }
-            Ok(())
+            Ok(landed)
         })
     }
 
-    /// After a failure: checks that etcd holds exactly what this server knows it wrote, then
-    /// moves etcd's revision to `rv`, the highest the store handed out.
-    pub fn probe(&mut self, rv: u64) -> Result<()> {
-        if let Some(reason) = &self.diverged {
-            return Err(Error::Datastore(reason.clone()));
-        }
-        let rt = self.rt.handle().clone();
-        rt.block_on(async {
-            if self.uncertain {
-                let mut kv = self.kv.clone();
-                let read = kv.get(self.keys.sentinel.clone(), None).await;
-                let got = self.txn_result(read)?;
-                let sentinel = got.kvs().first().map_or(0, |kv| kv.mod_revision());
-                let revision = got.header().map_or(0, |h| h.revision());
-                if sentinel != self.sentinel || revision != self.revision {
-                    return Err(self.diverge(format!(
-                        "etcd is at revision {revision} where this server wrote up to {}: a write whose answer was lost was applied, or another client wrote; restart kgc to load what etcd holds",
-                        self.revision
-                    )));
-                }
-                self.uncertain = false;
-            }
-            self.advance_to(rv as i64).await
+    /// Whether etcd serves a linearizable read (which needs a leader and a quorum).
+    pub fn probe(&mut self) -> Result<()> {
+        let mut kv = self.client.kv_client();
+        let sentinel = self.keys.sentinel.clone();
+        self.rt.block_on(async {
+            tokio::time::timeout(PROBE_TIMEOUT, kv.get(sentinel, None))
+                .await
+                .map_err(|_| Error::Datastore("etcd did not answer within 1s".into()))??;
+            Ok(())
         })
     }
 
@@ -241,31 +237,7 @@ impl Etcd {
         self.rt.shutdown_background();
     }
 
-    /// Records `reason` as why this server can no longer write, and returns it as the error.
-    fn diverge(&mut self, reason: String) -> Error {
-        self.diverged = Some(reason.clone());
-        Error::Datastore(reason)
-    }
-
-    /// Marks the state uncertain when a request got no answer.
-    fn txn_result<T>(&mut self, r: std::result::Result<T, etcd_client::Error>) -> Result<T> {
-        r.map_err(|e| {
-            self.uncertain = true;
-            Error::Etcd(e)
-        })
-    }
-
-    /// Writes the sentinel until etcd's revision is `target`.
-    async fn advance_to(&mut self, target: i64) -> Result<()> {
-        while self.revision < target {
-            let next = self.revision + 1;
-            self.guarded(Vec::new(), Vec::new(), next, "the revision sentinel")
-                .await?;
-        }
-        Ok(())
-    }
-
-    async fn commit_event(&mut self, codec: &Codec, event: &Event) -> Result<()> {
+    async fn commit_event(&mut self, codec: &Codec, event: &Event) -> Result<Landed> {
         let (group, resource) = (&event.gr.group, &event.gr.resource);
         let object = &event.object;
         let key = self
@@ -287,59 +259,249 @@ impl Etcd {
                 TxnOp::put(key.clone(), value, None)
             }
         };
-        self.guarded(vec![guard], vec![op], event.rv as i64, &key)
-            .await
-    }
-
-    /// One transaction: `compares` and the sentinel's guard, then `ops` and the sentinel's write;
-    /// it must land at revision `rv`.
-    async fn guarded(
-        &mut self,
-        mut compares: Vec<Compare>,
-        mut ops: Vec<TxnOp>,
-        rv: i64,
-        what: &str,
-    ) -> Result<()> {
-        if rv != self.revision + 1 {
-            return Err(self.diverge(format!(
-                "the store wrote revision {rv} to etcd at revision {}",
-                self.revision
-            )));
-        }
-        let sentinel = self.keys.sentinel.clone();
-        compares.push(Compare::mod_revision(
-            sentinel.clone(),
-            CompareOp::Equal,
-            self.sentinel,
-        ));
-        ops.push(TxnOp::put(sentinel, rv.to_string(), None));
-        let txn = Txn::new().when(compares).and_then(ops);
+        let txn = Txn::new().when(vec![guard]).and_then(vec![op]);
         let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
+        let mut kv = self.client.kv_client();
         let response = loop {
-            match self.kv.txn(txn.clone()).await {
+            match kv.txn(txn.clone()).await {
                 // The client does not retry through another member itself.
                 Err(e) if never_sent(&e) && tokio::time::Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-                r => break r,
+                r => break r?,
             }
         };
-        let response = self.txn_result(response)?;
-        if !response.succeeded() {
-            return Err(self.diverge(format!(
-                "{what} changed in etcd since this server last wrote it: another writer uses the prefix {}; restart kgc to load what etcd holds",
-                self.keys.prefix
-            )));
+        let revision = response.header().map_or(0, |h| h.revision()) as u64;
+        Ok(match response.succeeded() {
+            true => Landed::At(revision),
+            false => Landed::Conflict(revision),
+        })
+    }
+}
+
+/// The store's handle on etcd outside the commit thread: etcd's current revision, for reads
+/// that must see the latest state, and a nudge to the watch to report its progress.
+pub(crate) struct Replica {
+    kv: KvClient,
+    /// A key read for its response header (kgc's old revision sentinel; never written now).
+    probe: String,
+    progress: Arc<Notify>,
+}
+
+impl Replica {
+    /// Asks the watch to report its progress (kube-apiserver's `progressRequester`): a prefix
+    /// that no write touched since etcd's revision moved (writes elsewhere in the cluster)
+    /// catches up without waiting for a change.
+    pub fn request_progress(&self) {
+        self.progress.notify_one();
+    }
+
+    /// etcd's current revision, from a range request that counts at most the (absent) probe key
+    /// (kube-apiserver `storage.GetCurrentResourceVersionFromStorage`).
+    /// `failing`: etcd failed the last request, so its answer is awaited only as long as a
+    /// probe's.
+    pub async fn current_revision(&self, failing: bool) -> Result<u64> {
+        let mut kv = self.kv.clone();
+        let options = GetOptions::new().with_count_only();
+        let (timeout, why) = match failing {
+            true => (PROBE_TIMEOUT, "etcd did not answer within 1s"),
+            false => (REQUEST_TIMEOUT, "etcd did not answer within 10s"),
+        };
+        let got = tokio::time::timeout(timeout, kv.get(self.probe.clone(), Some(options)))
+            .await
+            .map_err(|_| Error::Datastore(why.into()))??;
+        Ok(got.header().map_or(0, |h| h.revision()) as u64)
+    }
+}
+
+/// A change the watch saw.
+pub(crate) struct Seen {
+    pub gr: GroupResource,
+    pub namespace: String,
+    pub name: String,
+    /// The new state, stamped with the change's revision; `None` for a deletion.
+    pub object: Option<Arc<StoredObject>>,
+    /// The state before a deletion, from `prev_kv`, for when memory lacks it.
+    pub prev: Option<Arc<StoredObject>>,
+    pub rv: u64,
+}
+
+/// What the watch feeds.
+pub(crate) trait Feed: Send + Sync + 'static {
+    /// Changes in revision order; afterwards the store is at `revision` (a progress report
+    /// without changes moves it too).
+    fn apply(&self, seen: Vec<Seen>, revision: u64);
+    /// The watch fell behind etcd's compaction: everything under the prefix as of `loaded`.
+    fn reload(&self, loaded: Loaded);
+    /// Whether the store is still open.
+    fn alive(&self) -> bool;
+}
+
+struct Watch {
+    client: Client,
+    opts: EtcdOptions,
+    keys: Keys,
+    codec: Codec,
+    progress: Arc<Notify>,
+}
+
+impl Watch {
+    /// Watches from `revision + 1` until the store closes: a broken stream is opened again
+    /// from the last revision applied; a compacted one reloads the prefix.
+    ///
+    /// The client spreads requests over the members and does not move a stream off one that
+    /// is down (opening it again may wait on the dead member for ever): after a break the
+    /// watch opens on a connection of its own to one member at a time, the next member on
+    /// each failure, each attempt bounded by [`WATCH_OPEN_TIMEOUT`].
+    async fn run(mut self, mut revision: i64, feed: impl Feed) {
+        let mut member = 0;
+        while feed.alive() {
+            match self.stream(&mut revision, &feed).await {
+                Ok(()) => {}
+                Err(Error::Compacted(at)) => {
+                    tracing::warn!(
+                        revision,
+                        compacted = at,
+                        "the watch on etcd fell behind its compaction; reloading"
+                    );
+                    let mut kv = self.client.kv_client();
+                    match self.keys.load(&mut kv, &self.codec).await {
+                        Ok(loaded) => {
+                            revision = loaded.revision as i64;
+                            feed.reload(loaded);
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "reloading from etcd");
+                            tokio::time::sleep(WATCH_RETRY).await;
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, revision, "the watch on etcd broke; watching again");
+                    tokio::time::sleep(WATCH_RETRY).await;
+                    let endpoint = &self.opts.endpoints[member % self.opts.endpoints.len()];
+                    member += 1;
+                    let one = EtcdOptions {
+                        endpoints: vec![endpoint.clone()],
+                        ..self.opts.clone()
+                    };
+                    match tokio::time::timeout(WATCH_OPEN_TIMEOUT, connect(&one)).await {
+                        Ok(Ok(client)) => self.client = client,
+                        Ok(Err(e)) => tracing::debug!(error = %e, endpoint, "connecting to etcd"),
+                        Err(_) => tracing::debug!(endpoint, "connecting to etcd timed out"),
+                    }
+                }
+            }
         }
-        let landed = response.header().map_or(0, |h| h.revision());
-        self.revision = landed;
-        self.sentinel = landed;
-        if landed != rv {
-            return Err(self.diverge(format!(
-                "etcd's revision moved to {landed} where this server expected {rv}: another client writes to this etcd cluster, which kgc needs to itself; restart kgc to load what etcd holds"
-            )));
+    }
+
+    async fn stream(&self, revision: &mut i64, feed: &impl Feed) -> Result<()> {
+        let options = WatchOptions::new()
+            .with_prefix()
+            .with_prev_key()
+            .with_progress_notify()
+            .with_start_revision(*revision + 1);
+        let mut watch = self.client.watch_client();
+        let mut stream = tokio::time::timeout(
+            WATCH_OPEN_TIMEOUT,
+            watch.watch(format!("{}/", self.keys.prefix), Some(options)),
+        )
+        .await
+        .map_err(|_| Error::Datastore("etcd did not open the watch within 3s".into()))??;
+        tracing::debug!(revision = *revision, "the watch on etcd is open");
+        loop {
+            let message = tokio::select! {
+                m = stream.message() => m?,
+                () = self.progress.notified() => {
+                    stream.request_progress().await?;
+                    continue;
+                }
+                // A store that closed ends the watch.
+                () = tokio::time::sleep(WATCH_RETRY) => {
+                    if !feed.alive() {
+                        return Ok(());
+                    }
+                    continue;
+                }
+            };
+            let Some(response) = message else {
+                return Err(Error::Datastore("etcd ended the watch".into()));
+            };
+            if response.compact_revision() > 0 {
+                return Err(Error::Compacted(response.compact_revision() as u64));
+            }
+            // The answer that the watch was created carries etcd's current revision, not a
+            // promise that every change up to it was delivered: the changes since the start
+            // revision come after it (taking it as progress would skip them).
+            if response.created() && response.events().is_empty() {
+                continue;
+            }
+            if response.canceled() {
+                return Err(Error::Datastore(format!(
+                    "etcd canceled the watch: {}",
+                    response.cancel_reason()
+                )));
+            }
+            let mut seen = Vec::with_capacity(response.events().len());
+            for event in response.events() {
+                match self.seen(event) {
+                    Ok(Some(s)) => seen.push(s),
+                    Ok(None) => {}
+                    // Watching again would meet it again: one value this replica cannot read
+                    // (another replica's encryption key, see `DATA_DIR/pki`) must not stop the
+                    // rest.
+                    Err(e) => {
+                        tracing::error!(error = %e, "a change in etcd this replica cannot read; skipped")
+                    }
+                }
+            }
+            // No events: a progress report, every change up to its revision delivered.
+            let at = match response.events().last().and_then(|e| e.kv()) {
+                Some(kv) => kv.mod_revision(),
+                None => response.header().map_or(0, |h| h.revision()),
+            };
+            if at > *revision {
+                *revision = at;
+                feed.apply(seen, at as u64);
+            }
         }
-        Ok(())
+    }
+
+    /// The change one watch event carries; `None` for keys kgc does not store objects under.
+    fn seen(&self, event: &etcd_client::Event) -> Result<Option<Seen>> {
+        let Some(kv) = event.kv() else {
+            return Ok(None);
+        };
+        let key = String::from_utf8_lossy(kv.key());
+        let Some((gr, ns, name)) = self.keys.parse(&key) else {
+            return Ok(None);
+        };
+        let rv = kv.mod_revision() as u64;
+        let decode = |data: &[u8], rv: u64| -> Result<Arc<StoredObject>> {
+            let (object, _) = self.codec.decode(&gr.group, &gr.resource, ns, name, data)?;
+            Ok(match object.resource_version == rv {
+                true => object,
+                false => stamp(&mut object.value(), rv)?,
+            })
+        };
+        let (object, prev) = match event.event_type() {
+            WatchEventType::Put => (Some(decode(kv.value(), rv)?), None),
+            WatchEventType::Delete => {
+                let prev = match event.prev_kv() {
+                    Some(p) => Some(decode(p.value(), p.mod_revision() as u64)?),
+                    None => None,
+                };
+                (None, prev)
+            }
+        };
+        Ok(Some(Seen {
+            namespace: ns.to_owned(),
+            name: name.to_owned(),
+            gr,
+            object,
+            prev,
+            rv,
+        }))
     }
 }
 
@@ -421,6 +583,7 @@ async fn compact_every(mut kv: KvClient, sentinel: String, interval: Duration) {
 }
 
 /// kube-apiserver's key layout under one prefix.
+#[derive(Clone)]
 struct Keys {
     prefix: String,
     sentinel: String,
@@ -503,14 +666,13 @@ impl Keys {
         }
     }
 
-    /// Reads every object under the prefix at one revision, and the sentinel's `mod_revision`.
-    async fn load(&self, kv: &mut KvClient, codec: &Codec) -> Result<(Loaded, i64)> {
+    /// Reads every object under the prefix at one revision.
+    async fn load(&self, kv: &mut KvClient, codec: &Codec) -> Result<Loaded> {
         let start = format!("{}/", self.prefix);
         // The end of the range: every key that starts with `<prefix>/`.
         let end = format!("{}0", self.prefix);
         let mut from = start.into_bytes();
         let mut revision = 0;
-        let mut sentinel = 0;
         let mut objects = Vec::new();
         let skip: HashSet<&str> = HashSet::from([self.sentinel.as_str()]);
         loop {
@@ -525,7 +687,6 @@ impl Keys {
             for item in page.kvs() {
                 let key = String::from_utf8_lossy(item.key());
                 if skip.contains(key.as_ref()) {
-                    sentinel = item.mod_revision();
                     continue;
                 }
                 let (gr, ns, name) = self.parse(&key).ok_or_else(|| {
@@ -548,12 +709,11 @@ impl Keys {
                 _ => break,
             }
         }
-        let loaded = Loaded {
+        Ok(Loaded {
             revision: revision as u64,
             objects,
             expired_rows: false,
-        };
-        Ok((loaded, sentinel))
+        })
     }
 }
 
@@ -654,49 +814,80 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_foreign_write_fails_the_commit_and_a_restart_loads_it() {
+    async fn another_writers_change_reaches_memory_and_a_stale_write_is_planned_again() {
         let Some(cluster) = EtcdCluster::start(1).await else {
             return;
         };
         let mut etcd = client(&cluster).await;
         let store = Store::open_with(options(&cluster)).await.unwrap();
+        let mut watcher = store.watch(WatchFilter::new(cms()), Some(store.revision()));
         create_cm(&store, "a", "1").await.unwrap();
-        // Another writer changes the object under the store.
+        // Another writer (another replica) changes the object under the store.
         let (item, _) = read(&mut etcd, "/registry/configmaps/default/a").await;
         let mut value = item.unwrap().0;
         value["data"]["v"] = json!("foreign");
-        etcd.put("/registry/configmaps/default/a", value.to_string(), None)
+        let put = etcd
+            .put("/registry/configmaps/default/a", value.to_string(), None)
             .await
             .unwrap();
+        let foreign = put.header().unwrap().revision() as u64;
+        // The latest state waits for the watch to bring it.
+        store.wait_for_latest().await.unwrap();
+        let a = store.get(&cms(), "default", "a").unwrap();
+        assert_eq!(
+            (a.resource_version, &*a.value()["data"]["v"].to_string()),
+            (foreign, "\"foreign\"")
+        );
+        let mut kinds = Vec::new();
+        while kinds.len() < 2 {
+            match watcher.next().await {
+                WatchEvent::Event(kind, o) => kinds.push((kind, o.resource_version)),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(kinds[1], (crate::EventType::Modified, foreign));
+
+        // An update planned on the old version loses its guard, and is planned again: a
+        // change that can run again runs on the fresh object.
         let cm = store.catalog().get("", "v1", "configmaps").unwrap().clone();
-        let err = store
-            .update(&cm, "default", "a", None, false, |mut o| {
-                o["data"]["v"] = json!("mine");
+        let mut calls = 0;
+        let mut raced = Some(etcd.clone());
+        let updated = store
+            .update_retrying(&cm, "default", "a", None, false, |mut o| {
+                calls += 1;
+                if let Some(mut etcd) = raced.take() {
+                    let mut value = o.clone();
+                    value["data"]["v"] = json!("raced");
+                    std::thread::scope(|s| {
+                        s.spawn(|| {
+                            let rt = tokio::runtime::Runtime::new().unwrap();
+                            rt.block_on(etcd.put(
+                                "/registry/configmaps/default/a",
+                                value.to_string(),
+                                None,
+                            ))
+                            .unwrap();
+                        });
+                    });
+                }
+                o["data"]["w"] = json!("mine");
                 Ok(o)
             })
             .await
-            .unwrap_err();
-        assert!(matches!(err, Error::Failed(_)), "{err:?}");
-        let reason = store.failure().unwrap();
-        assert!(reason.contains("another writer"), "{reason}");
-        // Read-only: nothing else is written.
-        assert!(create_cm(&store, "b", "1").await.is_err());
-        store.close();
-
-        let reopened = Store::open_with(options(&cluster)).await.unwrap();
-        let a = reopened.get(&cms(), "default", "a").unwrap();
-        assert_eq!(a.value()["data"]["v"], "foreign");
-        let (_, revision) = read(&mut etcd, "/registry/configmaps/default/a").await;
+            .unwrap();
+        assert_eq!(calls, 2);
+        let value = updated.object().value();
         assert_eq!(
-            (a.resource_version, reopened.revision()),
-            (revision, revision)
+            (value["data"]["v"].as_str(), value["data"]["w"].as_str()),
+            (Some("raced"), Some("mine"))
         );
-        // A client writing elsewhere in the cluster moves the revision: refused too.
-        etcd.put("/elsewhere", "x", None).await.unwrap();
-        let err = create_cm(&reopened, "c", "1").await.unwrap_err();
-        assert!(matches!(err, Error::Failed(_)), "{err:?}");
-        assert!(reopened.failure().unwrap().contains("another client"));
-        reopened.close();
+        let (item, _) = read(&mut etcd, "/registry/configmaps/default/a").await;
+        assert_eq!(item.unwrap().1, updated.object().resource_version);
+        assert_eq!(
+            store.get(&cms(), "default", "a").unwrap().resource_version,
+            updated.object().resource_version
+        );
+        store.close();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,6 +15,8 @@
 //! The backends: one SQLite file ([`sqlite`], the default), or an etcd v3 cluster ([`etcd`])
 //! laid out as kube-apiserver lays it out. The store's semantics live above this seam; a
 //! backend only makes a batch of units durable, in order, and loads everything back at start.
+//! On etcd a unit's changes may also lose to another replica's ([`Landed::Conflict`]), and
+//! memory follows etcd's watch instead of the commits (see [`etcd`]).
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
@@ -62,12 +64,23 @@ pub(crate) enum Op {
     },
 }
 
+/// Where one change landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Landed {
+    /// Committed at this revision (the object's new `resourceVersion`).
+    At(u64),
+    /// (etcd only) Its guard failed: the key changed since the store read it (another replica
+    /// wrote it), and etcd was at this revision when it said so.
+    Conflict(u64),
+}
+
 /// What one API write commits.
 pub(crate) struct Unit {
     pub rv: u64,
     pub ops: Vec<Op>,
     pub events: Vec<Arc<Event>>,
-    pub done: oneshot::Sender<Result<()>>,
+    /// Where each event landed, in order.
+    pub done: oneshot::Sender<Result<Vec<Landed>>>,
 }
 
 /// Everything loaded from disk at start.
@@ -133,36 +146,6 @@ pub(crate) enum Backend {
     Etcd(Box<etcd::Etcd>),
 }
 
-impl Backend {
-    /// Makes `batch` durable, in order, or fails it whole.
-    fn write_batch(&mut self, codec: &Codec, batch: &[Unit]) -> Result<()> {
-        match self {
-            Backend::Sqlite(conn) => sqlite::write_batch(conn, codec, batch),
-            Backend::Etcd(etcd) => etcd.write_batch(codec, batch),
-        }
-    }
-
-    /// A small real write that records the highest revision handed out (`rv`): its success
-    /// means the storage takes writes again.
-    fn probe(&mut self, rv: u64) -> Result<()> {
-        match self {
-            Backend::Sqlite(conn) => Ok(sqlite::probe(conn, rv)?),
-            Backend::Etcd(etcd) => etcd.probe(rv),
-        }
-    }
-
-    /// Called once every unit is committed and no more can come.
-    fn close(self) {
-        match self {
-            // Checkpoint so the next start reads one file.
-            Backend::Sqlite(conn) => {
-                let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
-            }
-            Backend::Etcd(etcd) => etcd.close(),
-        }
-    }
-}
-
 /// What the commit thread reports to the store.
 pub(crate) trait Sink: Send + 'static {
     /// A batch is durable: publish its events (in revision order) up to `rv`.
@@ -175,6 +158,10 @@ pub(crate) trait Sink: Send + 'static {
     fn revision(&self) -> u64;
     /// A probe commit succeeded after a failure: writes may resume.
     fn recovered(&self);
+    /// (etcd) etcd failed a request with `reason`: readiness fails until it answers again.
+    fn unavailable(&self, reason: &str);
+    /// Whether readiness fails for [`Sink::unavailable`].
+    fn is_unavailable(&self) -> bool;
 }
 
 /// How long the commit thread waits between probe commits while the store is read-only.
@@ -188,52 +175,13 @@ pub(crate) struct Committer {
 
 impl Committer {
     /// Starts the commit thread.
-    pub fn start(mut backend: Backend, codec: Codec, sink: impl Sink) -> Self {
+    pub fn start(backend: Backend, codec: Codec, sink: impl Sink) -> Self {
         let (tx, rx) = mpsc::channel::<Unit>();
         let thread = std::thread::Builder::new()
             .name("kgc-commit".into())
-            .spawn(move || {
-                while let Ok(first) = rx.recv() {
-                    let mut batch = vec![first];
-                    while batch.len() < MAX_BATCH {
-                        match rx.try_recv() {
-                            Ok(u) => batch.push(u),
-                            Err(_) => break,
-                        }
-                    }
-                    if let Err(e) = backend.write_batch(&codec, &batch) {
-                        // The storage's own words ("database or disk is full").
-                        let reason = match e {
-                            Error::Sqlite(e) => e.to_string(),
-                            Error::Etcd(e) => e.to_string(),
-                            other => other.to_string(),
-                        };
-                        tracing::error!(error = %reason, "commit failed; the store is read-only until a probe commit succeeds");
-                        sink.failed(&reason, &mut batch, &mut |units| {
-                            units.extend(rx.try_iter());
-                        });
-                        for u in batch {
-                            let _ = u.done.send(Err(Error::Failed(reason.clone())));
-                        }
-                        if !probe_until_healthy(&mut backend, &rx, &sink) {
-                            break;
-                        }
-                        continue;
-                    }
-                    let rv = batch.last().map(|u| u.rv).unwrap_or_default();
-                    let mut events = Vec::new();
-                    let mut acks = Vec::with_capacity(batch.len());
-                    for u in batch {
-                        events.extend(u.events);
-                        acks.push(u.done);
-                    }
-                    sink.committed(events, rv);
-                    for a in acks {
-                        let _ = a.send(Ok(()));
-                    }
-                }
-                // All senders are gone.
-                backend.close();
+            .spawn(move || match backend {
+                Backend::Sqlite(conn) => commit_to_sqlite(conn, &rx, &codec, &sink),
+                Backend::Etcd(etcd) => commit_to_etcd(*etcd, &rx, &codec, &sink),
             })
             .expect("spawning the commit thread");
         Self { tx, thread }
@@ -251,11 +199,113 @@ impl Committer {
     }
 }
 
+/// The SQLite commit loop: batches of units in one transaction each; a failed one makes the
+/// store undo them and refuse writes until a probe commit succeeds.
+fn commit_to_sqlite(
+    mut conn: rusqlite::Connection,
+    rx: &mpsc::Receiver<Unit>,
+    codec: &Codec,
+    sink: &impl Sink,
+) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(u) => batch.push(u),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = sqlite::write_batch(&mut conn, codec, &batch) {
+            // The storage's own words ("database or disk is full").
+            let reason = match e {
+                Error::Sqlite(e) => e.to_string(),
+                other => other.to_string(),
+            };
+            tracing::error!(error = %reason, "commit failed; the store is read-only until a probe commit succeeds");
+            sink.failed(&reason, &mut batch, &mut |units| {
+                units.extend(rx.try_iter());
+            });
+            for u in batch {
+                let _ = u.done.send(Err(Error::Failed(reason.clone())));
+            }
+            if !probe_until_healthy(&mut conn, rx, sink) {
+                break;
+            }
+            continue;
+        }
+        let rv = batch.last().map(|u| u.rv).unwrap_or_default();
+        let mut events = Vec::new();
+        let mut acks = Vec::with_capacity(batch.len());
+        for u in batch {
+            let landed = u.events.iter().map(|e| Landed::At(e.rv)).collect();
+            events.extend(u.events);
+            acks.push((u.done, landed));
+        }
+        sink.committed(events, rv);
+        for (done, landed) in acks {
+            let _ = done.send(Ok(landed));
+        }
+    }
+    // All senders are gone: checkpoint so the next start reads one file.
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
+}
+
+/// The etcd commit loop: each unit's changes as guarded transactions, one after another; each
+/// writer learns where its changes landed (or that another replica got there first), and the
+/// store learns of them from its watch. A failure fails that unit only: memory was not
+/// touched, and a write whose answer was lost shows in the watch if it landed after all. A
+/// failure of etcd itself (no quorum, no member answering) makes readiness fail with its
+/// reason, without refusing writes, until a write or a probe every [`PROBE_INTERVAL`] succeeds.
+fn commit_to_etcd(
+    mut etcd: etcd::Etcd,
+    rx: &mpsc::Receiver<Unit>,
+    codec: &Codec,
+    sink: &impl Sink,
+) {
+    loop {
+        let unit = match sink.is_unavailable() {
+            false => match rx.recv() {
+                Ok(unit) => unit,
+                Err(_) => break,
+            },
+            true => match rx.recv_timeout(PROBE_INTERVAL) {
+                Ok(unit) => unit,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    match etcd.probe() {
+                        Ok(()) => {
+                            tracing::info!("etcd answers again");
+                            sink.recovered();
+                        }
+                        Err(e) => tracing::debug!(error = %e, "etcd probe failed"),
+                    }
+                    continue;
+                }
+            },
+        };
+        let result = etcd.write_unit(codec, &unit);
+        match &result {
+            Ok(_) => sink.recovered(),
+            Err(e @ (Error::Etcd(_) | Error::Datastore(_))) => {
+                tracing::warn!(error = %e, "an etcd transaction failed");
+                sink.unavailable(&e.to_string());
+            }
+            Err(e) => tracing::warn!(error = %e, "an etcd transaction failed"),
+        }
+        let _ = unit.done.send(result);
+    }
+    etcd.close();
+}
+
 /// While the store is read-only, commits the revision counter every [`PROBE_INTERVAL`] until
 /// one commit succeeds (then tells the sink, and returns true) or the store closes (false).
 /// The probe is a real write through the same connection, so its success means the disk takes
 /// writes again, not merely that a file can be opened.
-fn probe_until_healthy(backend: &mut Backend, rx: &mpsc::Receiver<Unit>, sink: &impl Sink) -> bool {
+fn probe_until_healthy(
+    conn: &mut rusqlite::Connection,
+    rx: &mpsc::Receiver<Unit>,
+    sink: &impl Sink,
+) -> bool {
     loop {
         match rx.recv_timeout(PROBE_INTERVAL) {
             Err(mpsc::RecvTimeoutError::Disconnected) => return false,
@@ -266,7 +316,7 @@ fn probe_until_healthy(backend: &mut Backend, rx: &mpsc::Receiver<Unit>, sink: &
                     .done
                     .send(Err(Error::Failed("the store is read-only".into())));
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => match backend.probe(sink.revision()) {
+            Err(mpsc::RecvTimeoutError::Timeout) => match sqlite::probe(conn, sink.revision()) {
                 Ok(()) => {
                     tracing::info!("a probe commit succeeded; the store takes writes again");
                     sink.recovered();
