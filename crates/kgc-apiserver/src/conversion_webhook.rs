@@ -9,13 +9,15 @@
 //! does, while everything that reads the storage version (the garbage collector, the other
 //! in-process controllers) never depends on it.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use kgc_meta::catalog::api_version;
-use kgc_meta::{ResourceInfo, Status};
+use kgc_meta::{GroupResource, ResourceInfo, Status};
 use serde_json::{Value, json};
 
 use crate::ApiServer;
@@ -26,6 +28,28 @@ use crate::webhook::ClientConfig;
 
 /// Upstream's conversion webhooks get 30 s.
 const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Each CRD's conversion webhook client, with the `webhook` it was built from: a LIST in a
+/// converted version calls the webhook on every request, which must cost a round trip, not a
+/// TLS set-up and handshake (the client keeps its connections).
+#[derive(Default)]
+pub(crate) struct Clients(Mutex<HashMap<GroupResource, (Value, ClientConfig)>>);
+
+impl Clients {
+    /// The client for `info`'s `hook`, the one built before if the hook is unchanged.
+    fn get(&self, info: &ResourceInfo, hook: &Value) -> ClientConfig {
+        let mut clients = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let gr = info.group_resource();
+        if let Some((built_from, client)) = clients.get(&gr)
+            && built_from == hook
+        {
+            return client.clone();
+        }
+        let client = ClientConfig::from_json(&hook["clientConfig"]);
+        clients.insert(gr, (hook.clone(), client.clone()));
+        client
+    }
+}
 
 /// Whether `req` needs the CRD's conversion webhook: the CRD has one and the request names a
 /// version other than the storage version.
@@ -83,7 +107,7 @@ pub(crate) async fn convert(
             "objects": todo.iter().map(|&i| objects[i].clone()).collect::<Vec<_>>(),
         },
     });
-    let client = ClientConfig::from_json(&hook["clientConfig"]);
+    let client = api.conversion_clients.get(info, &hook);
     let answer = client
         .post(&api.store, TIMEOUT, review.to_string().into_bytes())
         .await

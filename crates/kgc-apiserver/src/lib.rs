@@ -115,6 +115,8 @@ pub struct ApiServer {
     storage_plugins: storage_admission::StoragePlugins,
     /// The admission webhooks' configurations, cached (see [`webhook`]).
     webhooks: Arc<webhook::Webhooks>,
+    /// The CRDs' conversion webhook clients (see [`conversion_webhook`]).
+    conversion_clients: Arc<conversion_webhook::Clients>,
     /// `--service-cluster-ip-range`, `--service-node-port-range` and their allocation lock.
     service_ranges: Arc<service_alloc::ServiceRanges>,
     /// The ResourceQuota admission plugin (on unless disabled).
@@ -166,6 +168,7 @@ impl ApiServer {
         Self {
             metrics: Arc::new(Metrics::new(&registry, &store)),
             webhooks: Arc::new(webhook::Webhooks::new(store.clone())),
+            conversion_clients: Arc::default(),
             registry,
             store,
             shutdown,
