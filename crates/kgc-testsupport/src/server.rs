@@ -266,6 +266,56 @@ impl<B: KgcBinary> Server<B> {
         );
         self.client = Some(Client::try_from(config).expect("building the kube client"));
         self.wait_ready().await;
+        if self.living {
+            self.wait_simulated_nodes().await;
+        }
+    }
+
+    /// Waits for the `--nodes` simulated nodes (1 by default) to be registered. They come with
+    /// the controller manager's leadership term, which starts just after readiness (a lease
+    /// is taken first), and a living test may name them in its first request.
+    async fn wait_simulated_nodes(&self) {
+        let wanted: usize = self
+            .args
+            .iter()
+            .zip(self.args.iter().skip(1).chain([&String::new()]))
+            .find_map(|(a, next)| match a.strip_prefix("--nodes") {
+                Some("") => next.parse().ok(),
+                Some(v) => v.strip_prefix('=')?.parse().ok(),
+                None => None,
+            })
+            .unwrap_or(1);
+        if wanted == 0 {
+            return;
+        }
+        let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(self.client());
+        let deadline = Instant::now() + READY_DEADLINE;
+        loop {
+            let registered = nodes
+                .list_metadata(&Default::default())
+                .await
+                .map(|l| {
+                    l.items
+                        .iter()
+                        .filter(|n| {
+                            n.metadata
+                                .name
+                                .as_deref()
+                                .is_some_and(|n| n.starts_with("kgc-node-"))
+                        })
+                        .count()
+                })
+                .unwrap_or(0);
+            if registered >= wanted {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{registered} of {wanted} simulated nodes registered within {READY_DEADLINE:?}; log:\n{}",
+                self.log_tail(200)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Starts the server again on the same data dir (terminating it first if it still runs).
