@@ -7,6 +7,17 @@ use serde_json::{Map, Value};
 use crate::gojson::{go_json, go_quote};
 use crate::validation::{FieldError, FieldErrorKind};
 
+/// The key fields of a `map` list (`x-kubernetes-list-map-keys`; none when absent).
+pub(super) fn map_keys(schema: &Value) -> Vec<&str> {
+    schema
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
 /// The duplicates of `items` under the list type of `schema` (none for `atomic` or no type).
 pub fn validate(items: &[Value], schema: &Value, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -19,13 +30,7 @@ pub fn validate(items: &[Value], schema: &Value, path: &str) -> Vec<FieldError> 
             }
         }
         Some("map") => {
-            let keys: Vec<&str> = schema
-                .get("x-kubernetes-list-map-keys")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+            let keys = map_keys(schema);
             let key_of = |item: &Value| -> Map<String, Value> {
                 keys.iter()
                     .filter_map(|k| item.get(*k).map(|v| ((*k).to_owned(), v.clone())))

@@ -141,13 +141,7 @@ pub fn correlated_item<'a>(item: &Value, old: &'a [Value], schema: &Value) -> Op
     match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
         Some("set") => old.iter().find(|o| *o == item),
         Some("map") => {
-            let keys: Vec<&str> = schema
-                .get("x-kubernetes-list-map-keys")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+            let keys = listtype::map_keys(schema);
             old.iter()
                 .find(|o| keys.iter().all(|k| o.get(*k) == item.get(*k)))
         }
