@@ -12,6 +12,7 @@ mod encryption;
 mod gc_cmd;
 mod kubelet;
 mod lifecycle;
+mod migrate;
 mod node_cmd;
 mod node_stop_cmd;
 mod nodes;

@@ -112,35 +112,71 @@ struct DatastoreArgs {
     /// https when TLS files are given). The data directory still holds `pki/` and the kubeconfig.
     #[arg(long, value_delimiter = ',', conflicts_with = "in_memory")]
     datastore_endpoint: Vec<String>,
-    /// The CA file that signed the etcd members' certificates.
-    #[arg(long, requires = "datastore_endpoint")]
-    datastore_cafile: Option<PathBuf>,
-    /// The client certificate kgc presents to etcd.
-    #[arg(long, requires_all = ["datastore_endpoint", "datastore_keyfile"])]
-    datastore_certfile: Option<PathBuf>,
-    /// The key of --datastore-certfile.
-    #[arg(long, requires_all = ["datastore_endpoint", "datastore_certfile"])]
-    datastore_keyfile: Option<PathBuf>,
-    /// The key prefix of every object in etcd, as kube-apiserver's --etcd-prefix.
-    #[arg(long, default_value = "/registry", requires = "datastore_endpoint")]
-    etcd_prefix: String,
+    #[command(flatten)]
+    etcd: EtcdArgs,
     /// How often etcd's old revisions are compacted (0s: never), as kube-apiserver's flag.
     #[arg(long, default_value = "5m", value_parser = crate::parse_duration)]
     etcd_compaction_interval: std::time::Duration,
 }
 
-impl DatastoreArgs {
-    fn etcd(&self) -> Option<kgc_store::EtcdOptions> {
-        if self.datastore_endpoint.is_empty() {
-            return None;
+/// How an etcd cluster is reached and where in it the objects live: shared by
+/// `--datastore-endpoint` and `kgc serve migrate --to`.
+#[derive(clap::Args)]
+pub(crate) struct EtcdArgs {
+    /// The CA file that signed the etcd members' certificates.
+    #[arg(long)]
+    datastore_cafile: Option<PathBuf>,
+    /// The client certificate kgc presents to etcd.
+    #[arg(long, requires = "datastore_keyfile")]
+    datastore_certfile: Option<PathBuf>,
+    /// The key of --datastore-certfile.
+    #[arg(long, requires = "datastore_certfile")]
+    datastore_keyfile: Option<PathBuf>,
+    /// The key prefix of every object in etcd, as kube-apiserver's --etcd-prefix
+    /// [default: /registry].
+    #[arg(long)]
+    etcd_prefix: Option<String>,
+}
+
+impl EtcdArgs {
+    /// The options that reach `endpoints` (compaction at its default).
+    pub(crate) fn options(&self, endpoints: &[String]) -> kgc_store::EtcdOptions {
+        let mut opts = kgc_store::EtcdOptions::new(endpoints.to_vec());
+        if let Some(prefix) = &self.etcd_prefix {
+            opts.prefix = prefix.clone();
         }
-        let mut opts = kgc_store::EtcdOptions::new(self.datastore_endpoint.clone());
-        opts.prefix = self.etcd_prefix.clone();
         opts.ca_file = self.datastore_cafile.clone();
         opts.cert_file = self.datastore_certfile.clone();
         opts.key_file = self.datastore_keyfile.clone();
+        opts
+    }
+
+    /// The first flag given, for a start on SQLite, where none of them means anything.
+    fn given(&self) -> Option<&'static str> {
+        [
+            (self.datastore_cafile.is_some(), "--datastore-cafile"),
+            (self.datastore_certfile.is_some(), "--datastore-certfile"),
+            (self.datastore_keyfile.is_some(), "--datastore-keyfile"),
+            (self.etcd_prefix.is_some(), "--etcd-prefix"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+}
+
+impl DatastoreArgs {
+    /// The etcd datastore, if `--datastore-endpoint` names one; its other flags without it are
+    /// refused (as clap refuses an argument that requires another).
+    fn etcd(&self) -> anyhow::Result<Option<kgc_store::EtcdOptions>> {
+        if self.datastore_endpoint.is_empty() {
+            if let Some(flag) = self.etcd.given() {
+                anyhow::bail!("{flag} requires --datastore-endpoint");
+            }
+            return Ok(None);
+        }
+        let mut opts = self.etcd.options(&self.datastore_endpoint);
         opts.compaction_interval = self.etcd_compaction_interval;
-        Some(opts)
+        Ok(Some(opts))
     }
 }
 
@@ -151,6 +187,9 @@ enum Action {
     /// to a default role, and print a kubeconfig for it on stdout (or write it with
     /// --write-kubeconfig FILE).
     AddUser(crate::add_user::Args),
+    /// Copy a stopped SQLite data directory's cluster into an empty etcd prefix (every object,
+    /// in revision order); afterwards the data directory starts only with --datastore-endpoint.
+    Migrate(crate::migrate::Args),
 }
 
 fn default_data_dir() -> PathBuf {
@@ -244,14 +283,22 @@ pub(crate) fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
 }
 
 /// How an etcd datastore is named in messages and in the data directory's marker.
-fn describe_etcd(etcd: &kgc_store::EtcdOptions) -> String {
+pub(crate) fn describe_etcd(etcd: &kgc_store::EtcdOptions) -> String {
     format!("etcd {} (prefix {})", etcd.endpoints.join(","), etcd.prefix)
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    if let Some(Action::AddUser(a)) = args.action {
-        let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
-        return crate::add_user::run(a, &data_dir, &args.encryption).await;
+    match args.action {
+        Some(Action::AddUser(a)) => {
+            let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
+            return crate::add_user::run(a, &data_dir, &args.encryption).await;
+        }
+        Some(Action::Migrate(m)) => {
+            let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
+            let clock = args.lifecycle.clock();
+            return crate::migrate::run(m, &data_dir, &args.encryption, clock).await;
+        }
+        None => {}
     }
     args.security.check_listen(args.listen)?;
     args.election.check()?;
@@ -277,7 +324,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     let full = full_disk(&data_dir);
     let _held = crate::data_dir::DataDir::lock(&data_dir).map_err(&full)?;
-    let etcd = args.datastore.etcd();
+    let etcd = args.datastore.etcd()?;
     let datastore = etcd.as_ref().map(describe_etcd);
     if !args.in_memory {
         crate::data_dir::check_datastore(&data_dir, datastore.as_deref())?;
@@ -302,8 +349,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .with_clock(args.lifecycle.clock()),
     )
     .await
-    .with_context(|| match &args.datastore.etcd() {
-        Some(etcd) => format!("opening the store in {}", describe_etcd(etcd)),
+    .with_context(|| match &datastore {
+        Some(etcd) => format!("opening the store in {etcd}"),
         None => format!("opening the store in {}", data_dir.display()),
     })
     .map_err(&full)?;
@@ -448,7 +495,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     // On SQLite the data directory admits one server: a lease holder found at start is this
     // server's previous run.
-    let sole_candidate = args.datastore.etcd().is_none();
+    let sole_candidate = datastore.is_none();
     let controller_manager = crate::serve_leading::ControllerManager {
         base: base.clone(),
         gc,
