@@ -10,6 +10,7 @@ mod deploy_cmd;
 mod election;
 mod encryption;
 mod gc_cmd;
+mod join;
 mod kubelet;
 mod lifecycle;
 mod migrate;

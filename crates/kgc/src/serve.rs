@@ -31,6 +31,12 @@ pub struct Args {
     in_memory: bool,
     #[command(flatten)]
     datastore: DatastoreArgs,
+    /// Join the cluster already on --datastore-endpoint: before the first start, read its
+    /// identity (CA, service-account key, encryption configuration: the Secret
+    /// kube-system/kgc-pki) through a running replica with this admin kubeconfig, into
+    /// DATA_DIR/pki/. A data directory with a CA keeps it.
+    #[arg(long, value_name = "KUBECONFIG", requires = "datastore_endpoint")]
+    join: Option<PathBuf>,
     /// How many committed changes are kept for watch resumption.
     #[arg(long, default_value_t = kgc_store::DEFAULT_WATCH_LOG)]
     watch_cache_size: usize,
@@ -329,6 +335,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if !args.in_memory {
         crate::data_dir::check_datastore(&data_dir, datastore.as_deref())?;
     }
+    if let Some(kubeconfig) = &args.join {
+        crate::join::fetch(kubeconfig, &data_dir).await?;
+    }
     let encryption = args
         .encryption
         .transformers(&data_dir, !args.in_memory)
@@ -377,6 +386,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .security
         .prepare(&data_dir, args.in_memory, args.listen)
         .map_err(&full)?;
+    // On etcd the cluster's identity is published for the replicas that `--join` it.
+    if datastore.is_some() && security.is_some() {
+        crate::join::publish(&store, &data_dir, &args.encryption).await?;
+    }
     let scheme = if security.is_some() { "https" } else { "http" };
     let server_url = format!("{scheme}://{client_host}");
     let kubeconfig_path = data_dir.join("kubeconfig");

@@ -324,3 +324,82 @@ async fn bad_input_is_refused_in_one_line_with_nothing_written() {
         )
     );
 }
+
+/// A second replica started with `--join` and the first one's admin kubeconfig takes the
+/// cluster's identity (`kube-system/kgc-pki`, published by the first): its own kubeconfig is
+/// signed by the same CA, the first one's works against it, and it reads the Secrets the first
+/// encrypted. A kubeconfig whose user may not read Secrets in kube-system is refused in one
+/// line, and the new data directory gets no `pki/`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_joins_with_an_admin_kubeconfig_only() {
+    let Some(cluster) = EtcdCluster::start(1).await else {
+        return;
+    };
+    let endpoints = cluster.endpoints();
+    let a = Server::start_secure(&["--datastore-endpoint", &endpoints]).await;
+    let ns = fresh_namespace(&a.client(), "join").await;
+    let secret = typed(json!({"metadata": {"name": "s"}, "stringData": {"k": "v"}}));
+    Api::<Secret>::namespaced(a.client(), &ns)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+
+    let editor = add_user(&a, "editor", &["-n", &ns, "--role", "edit"]);
+    let scratch = tempfile::tempdir().unwrap();
+    let refused_dir = scratch.path().join("refused");
+    let (ok, _, stderr) = Kgc::run(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        refused_dir.to_str().unwrap(),
+        "--datastore-endpoint",
+        &endpoints,
+        "--join",
+        editor.to_str().unwrap(),
+    ]);
+    assert!(!ok, "a replica joined with an editor's kubeconfig");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "kgc: error: joining with {}: {}/ refuses to give the cluster's identity \
+             (kube-system/kgc-pki) to this user: --join takes an admin's kubeconfig",
+            editor.display(),
+            a.url()
+        )),
+        "{stderr}"
+    );
+    assert!(!refused_dir.join("pki").exists());
+
+    let admin = a.kubeconfig_path();
+    let b = Server::start_secure(&[
+        "--datastore-endpoint",
+        &endpoints,
+        "--join",
+        admin.to_str().unwrap(),
+    ])
+    .await;
+    for file in ["ca.crt", "ca.key", "sa.key", "encryption-config.yaml"] {
+        assert_eq!(
+            std::fs::read(b.data_dir().join("pki").join(file)).unwrap(),
+            std::fs::read(a.data_dir().join("pki").join(file)).unwrap(),
+            "{file} differs"
+        );
+    }
+    // B's own kubeconfig, and A's pointed at B.
+    let read = Api::<Secret>::namespaced(b.client(), &ns)
+        .get("s")
+        .await
+        .unwrap();
+    assert_eq!(read.data.as_ref().unwrap()["k"].0, b"v");
+    let a_kubeconfig = std::fs::read_to_string(&admin)
+        .unwrap()
+        .replace(a.url(), b.url());
+    let kc = kube::config::Kubeconfig::from_yaml(&a_kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let a_on_b: Api<Secret> = Api::namespaced(kube::Client::try_from(config).unwrap(), &ns);
+    assert_eq!(uid_of(&a_on_b.get("s").await.unwrap()), uid_of(&read));
+}
