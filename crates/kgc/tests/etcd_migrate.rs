@@ -248,10 +248,12 @@ async fn bad_input_is_refused_in_one_line_with_nothing_written() {
     refused(&foreign, &to);
     // An empty file is an empty SQLite database, with no table of kgc's.
     std::fs::write(foreign.join("kgc.db"), "").unwrap();
-    let line = refused(&foreign, &to);
-    assert!(
-        line.ends_with("kgc.db is not a kgc database (it has no objects table)"),
-        "{line}"
+    assert_eq!(
+        refused(&foreign, &to),
+        format!(
+            "kgc: error: reading {}: not a kgc database (it has no objects table)",
+            foreign.join("kgc.db").display()
+        )
     );
 
     // A data directory a server runs on.

@@ -116,10 +116,9 @@ pub(crate) fn read_only(path: &Path, codec: &Codec, now: i64) -> Result<Vec<Load
         |r| r.get(0),
     )?;
     if !kgc {
-        return Err(Error::Datastore(format!(
-            "{} is not a kgc database (it has no objects table)",
-            path.display()
-        )));
+        return Err(Error::Datastore(
+            "not a kgc database (it has no objects table)".into(),
+        ));
     }
     Ok(read_objects(&conn, codec, now)?.0)
 }
