@@ -311,12 +311,24 @@ async fn bad_input_is_refused_in_one_line_with_nothing_written() {
     s.restart().await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), &ns);
     assert!(cms.get_opt("c").await.unwrap().is_some());
-    assert!(s.terminate().success());
+    cms.create(
+        &PostParams::default(),
+        &typed(json!({"metadata": {"name": "last"}})),
+    )
+    .await
+    .unwrap();
+    // Killed: its last writes are in SQLite's write-ahead log, not yet in kgc.db.
+    s.kill9();
 
     // Another prefix takes it; the directory is then etcd's, and a second migrate is refused.
     let (ok, _, stderr) = migrate(&dir, &["--to", &endpoint, "--etcd-prefix", "/moved"]);
     assert!(ok, "{stderr}");
-    assert!(keys(&mut etcd, "/moved/").await.len() > 1);
+    let moved = keys(&mut etcd, "/moved/").await;
+    for name in ["c", "last"] {
+        let key = format!("/moved/configmaps/{ns}/{name}");
+        assert!(moved.iter().any(|(k, _, _)| *k == key), "{key} was not copied");
+    }
+    assert!(!dir.join("kgc.db-wal").exists());
     assert_eq!(
         refused(&dir, &to),
         format!(
