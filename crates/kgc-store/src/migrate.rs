@@ -81,3 +81,62 @@ impl Target {
         Ok(Copied { first, last })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use etcd_client::{Client, GetOptions};
+    use kgc_testsupport::EtcdCluster;
+
+    use super::{Source, Target};
+    use crate::object::StoredObject;
+    use crate::{Error, EtcdOptions};
+
+    fn config_map(name: &str, rv: u64) -> crate::backend::LoadedObject {
+        let raw = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"ns","uid":"u-{name}","resourceVersion":"{rv}"}}}}"#
+        );
+        let object = StoredObject::from_raw(raw.into_boxed_str()).unwrap();
+        ("".into(), "configmaps".into(), object, None)
+    }
+
+    /// A copy that fails half-way (here: a key taken before its put, as another writer on the
+    /// prefix would take it) removes what it put: etcd is left as it was.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_copy_that_fails_half_way_leaves_nothing_in_etcd() {
+        let Some(cluster) = EtcdCluster::start(1).await else {
+            return;
+        };
+        let target = Target::connect(&EtcdOptions::new(cluster.endpoint_list()))
+            .await
+            .unwrap();
+        // The same key twice: the second put finds it taken.
+        let source = Source {
+            objects: vec![config_map("a", 1), config_map("b", 2), config_map("a", 3)],
+        };
+        let Err(Error::Datastore(message)) = target.copy(&source, None).await else {
+            panic!("the copy succeeded");
+        };
+        assert_eq!(
+            message,
+            "/registry/configmaps/ns/a appeared in etcd during the copy: another writer uses the \
+             prefix (nothing was kept in etcd)"
+        );
+        let mut etcd = Client::connect(cluster.endpoint_list(), None)
+            .await
+            .unwrap();
+        let left = etcd
+            .get("/registry/", Some(GetOptions::new().with_prefix()))
+            .await
+            .unwrap();
+        assert_eq!(left.count(), 0);
+
+        // The same target, given a source without the clash, copies in order.
+        let source = Source {
+            objects: vec![config_map("a", 1), config_map("b", 2)],
+        };
+        let copied = target.copy(&source, None).await.unwrap();
+        assert_eq!(copied.last, copied.first + 1);
+        let b = etcd.get("/registry/configmaps/ns/b", None).await.unwrap();
+        assert_eq!(b.kvs()[0].mod_revision() as u64, copied.last);
+    }
+}

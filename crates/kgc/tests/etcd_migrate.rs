@@ -326,7 +326,10 @@ async fn bad_input_is_refused_in_one_line_with_nothing_written() {
     let moved = keys(&mut etcd, "/moved/").await;
     for name in ["c", "last"] {
         let key = format!("/moved/configmaps/{ns}/{name}");
-        assert!(moved.iter().any(|(k, _, _)| *k == key), "{key} was not copied");
+        assert!(
+            moved.iter().any(|(k, _, _)| *k == key),
+            "{key} was not copied"
+        );
     }
     assert!(!dir.join("kgc.db-wal").exists());
     assert_eq!(

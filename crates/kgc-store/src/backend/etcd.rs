@@ -50,6 +50,9 @@ use crate::{Error, Result, stamp};
 /// Keys a start reads per request.
 const PAGE: i64 = 1_000;
 
+/// How often a copy into etcd (`kgc serve migrate`) logs its progress, in objects.
+const PROGRESS: usize = 10_000;
+
 /// How long a start waits for the cluster to answer, and a request for its reply.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -236,17 +239,7 @@ impl Etcd {
             }
         };
         let txn = Txn::new().when(vec![guard]).and_then(vec![op]);
-        let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
-        let mut kv = self.client.kv_client();
-        let response = loop {
-            match kv.txn(txn.clone()).await {
-                // The client does not retry through another member itself.
-                Err(e) if never_sent(&e) && tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                r => break r?,
-            }
-        };
+        let response = send(&mut self.client.kv_client(), txn).await?;
         let revision = response.header().map_or(0, |h| h.revision()) as u64;
         Ok(match response.succeeded() {
             true => Landed::At(revision),
@@ -567,8 +560,7 @@ impl Target {
             let undo = Txn::new()
                 .when(vec![guard])
                 .and_then(vec![TxnOp::delete(key.clone(), None)]);
-            if !matches!(tokio::time::timeout(REQUEST_TIMEOUT, kv.txn(undo)).await, Ok(Ok(r)) if r.succeeded())
-            {
+            if !matches!(send(&mut kv, undo).await, Ok(r) if r.succeeded()) {
                 left += 1;
             }
         }
@@ -604,7 +596,7 @@ impl Target {
                     0,
                 )])
                 .and_then(vec![TxnOp::put(key.clone(), value, None)]);
-            let response = tokio::time::timeout(REQUEST_TIMEOUT, kv.txn(txn))
+            let response = tokio::time::timeout(REQUEST_TIMEOUT, send(&mut kv, txn))
                 .await
                 .map_err(|_| {
                     Error::Datastore(format!("etcd did not answer the put of {key} within 10s"))
@@ -616,8 +608,29 @@ impl Target {
             }
             let revision = response.header().map_or(0, |h| h.revision());
             written.push((key, revision));
+            if written.len().is_multiple_of(PROGRESS) {
+                tracing::info!(
+                    copied = written.len(),
+                    of = objects.len(),
+                    "copying into etcd"
+                );
+            }
         }
         Ok(())
+    }
+}
+
+/// Sends a transaction, again to another member while it was refused before reaching etcd
+/// (the client does not retry through another member itself), for up to [`REQUEST_TIMEOUT`].
+async fn send(kv: &mut KvClient, txn: Txn) -> Result<etcd_client::TxnResponse> {
+    let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
+    loop {
+        match kv.txn(txn.clone()).await {
+            Err(e) if never_sent(&e) && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            r => return Ok(r?),
+        }
     }
 }
 
