@@ -20,7 +20,13 @@ pub struct Args {
     /// The etcd cluster to copy into: its members' client URLs, comma-separated, as
     /// --datastore-endpoint takes them (`etcd://a:2379,…`, `http://…`, or `https://…`; etcd://
     /// is https when TLS files are given).
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(
+        id = "datastore_endpoint",
+        long = "to",
+        value_name = "URL",
+        value_delimiter = ',',
+        required = true
+    )]
     to: Vec<String>,
     #[command(flatten)]
     etcd: crate::serve::EtcdArgs,

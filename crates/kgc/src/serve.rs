@@ -126,63 +126,44 @@ struct DatastoreArgs {
 }
 
 /// How an etcd cluster is reached and where in it the objects live: shared by
-/// `--datastore-endpoint` and `kgc serve migrate --to`.
+/// `--datastore-endpoint` and `kgc serve migrate --to` (whose argument has the id
+/// `datastore_endpoint` too, so that these flags require it in both).
 #[derive(clap::Args)]
 pub(crate) struct EtcdArgs {
     /// The CA file that signed the etcd members' certificates.
-    #[arg(long)]
+    #[arg(long, requires = "datastore_endpoint")]
     datastore_cafile: Option<PathBuf>,
     /// The client certificate kgc presents to etcd.
-    #[arg(long, requires = "datastore_keyfile")]
+    #[arg(long, requires_all = ["datastore_endpoint", "datastore_keyfile"])]
     datastore_certfile: Option<PathBuf>,
     /// The key of --datastore-certfile.
-    #[arg(long, requires = "datastore_certfile")]
+    #[arg(long, requires_all = ["datastore_endpoint", "datastore_certfile"])]
     datastore_keyfile: Option<PathBuf>,
-    /// The key prefix of every object in etcd, as kube-apiserver's --etcd-prefix
-    /// [default: /registry].
-    #[arg(long)]
-    etcd_prefix: Option<String>,
+    /// The key prefix of every object in etcd, as kube-apiserver's --etcd-prefix.
+    #[arg(long, default_value = "/registry", requires = "datastore_endpoint")]
+    etcd_prefix: String,
 }
 
 impl EtcdArgs {
     /// The options that reach `endpoints` (compaction at its default).
     pub(crate) fn options(&self, endpoints: &[String]) -> kgc_store::EtcdOptions {
         let mut opts = kgc_store::EtcdOptions::new(endpoints.to_vec());
-        if let Some(prefix) = &self.etcd_prefix {
-            opts.prefix = prefix.clone();
-        }
+        opts.prefix = self.etcd_prefix.clone();
         opts.ca_file = self.datastore_cafile.clone();
         opts.cert_file = self.datastore_certfile.clone();
         opts.key_file = self.datastore_keyfile.clone();
         opts
     }
-
-    /// The first flag given, for a start on SQLite, where none of them means anything.
-    fn given(&self) -> Option<&'static str> {
-        [
-            (self.datastore_cafile.is_some(), "--datastore-cafile"),
-            (self.datastore_certfile.is_some(), "--datastore-certfile"),
-            (self.datastore_keyfile.is_some(), "--datastore-keyfile"),
-            (self.etcd_prefix.is_some(), "--etcd-prefix"),
-        ]
-        .into_iter()
-        .find_map(|(given, flag)| given.then_some(flag))
-    }
 }
 
 impl DatastoreArgs {
-    /// The etcd datastore, if `--datastore-endpoint` names one; its other flags without it are
-    /// refused (as clap refuses an argument that requires another).
-    fn etcd(&self) -> anyhow::Result<Option<kgc_store::EtcdOptions>> {
+    fn etcd(&self) -> Option<kgc_store::EtcdOptions> {
         if self.datastore_endpoint.is_empty() {
-            if let Some(flag) = self.etcd.given() {
-                anyhow::bail!("{flag} requires --datastore-endpoint");
-            }
-            return Ok(None);
+            return None;
         }
         let mut opts = self.etcd.options(&self.datastore_endpoint);
         opts.compaction_interval = self.etcd_compaction_interval;
-        Ok(Some(opts))
+        Some(opts)
     }
 }
 
@@ -330,7 +311,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     let full = full_disk(&data_dir);
     let _held = crate::data_dir::DataDir::lock(&data_dir).map_err(&full)?;
-    let etcd = args.datastore.etcd()?;
+    let etcd = args.datastore.etcd();
     let datastore = etcd.as_ref().map(describe_etcd);
     if !args.in_memory {
         crate::data_dir::check_datastore(&data_dir, datastore.as_deref())?;
