@@ -28,6 +28,7 @@ mod delete;
 mod history;
 mod job;
 mod lease;
+pub mod migrate;
 mod namespace;
 mod object;
 mod objects;

@@ -114,6 +114,50 @@ pub fn record_datastore(path: &Path, etcd: &str) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", marker.display()))
 }
 
+/// The SQLite database `kgc serve migrate` copies from: refuses a directory that is not a kgc
+/// data directory, and one whose cluster already lives in etcd.
+pub fn migratable(path: &Path) -> anyhow::Result<std::path::PathBuf> {
+    if let Ok(recorded) = std::fs::read_to_string(path.join(DATASTORE_FILE)) {
+        anyhow::bail!(
+            "the data directory {} belongs to a cluster already kept in {}: there is nothing to \
+             migrate",
+            path.display(),
+            recorded.trim()
+        );
+    }
+    let db = path.join("kgc.db");
+    if !db.is_file() {
+        anyhow::bail!(
+            "{} is not a kgc data directory (it has no kgc.db): give the --data-dir of a stopped \
+             kgc serve that kept its cluster in SQLite",
+            path.display()
+        );
+    }
+    Ok(db)
+}
+
+/// After `kgc serve migrate`: records that the cluster is kept in `etcd` (so that a start
+/// without `--datastore-endpoint` is refused), then keeps the SQLite files aside as
+/// `kgc.db.migrated` (so that one with it is not refused for holding a SQLite database). In
+/// that order: an interruption between the two leaves a directory no start accepts, never one
+/// that starts on the stale copy.
+pub fn retire_sqlite(path: &Path, etcd: &str) -> anyhow::Result<()> {
+    record_datastore(path, etcd)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let from = path.join(format!("kgc.db{suffix}"));
+        let to = path.join(format!("kgc.db.migrated{suffix}"));
+        match std::fs::rename(&from, &to) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !suffix.is_empty() => {}
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("renaming {} to {}", from.display(), to.display()));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Creates a directory (and its parents) readable by its owner only.
 pub fn private_dir(path: &Path) -> anyhow::Result<()> {
     std::fs::DirBuilder::new()

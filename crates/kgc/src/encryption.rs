@@ -27,6 +27,14 @@ pub fn default_config_path(data_dir: &Path) -> PathBuf {
 }
 
 impl EncryptionArgs {
+    /// The configuration file in use: `--encryption-provider-config`, else the data
+    /// directory's default one (which may not exist yet).
+    pub fn config_path(&self, data_dir: &Path) -> PathBuf {
+        self.encryption_provider_config
+            .clone()
+            .unwrap_or_else(|| default_config_path(data_dir))
+    }
+
     /// The transformers of `--encryption-provider-config`, else of the data directory's default
     /// configuration, which is created first when `create` is set; `None` when there is none.
     pub fn transformers(

@@ -31,6 +31,12 @@ pub struct Args {
     in_memory: bool,
     #[command(flatten)]
     datastore: DatastoreArgs,
+    /// Join the cluster already on --datastore-endpoint: before the first start, read its
+    /// identity (CA, service-account key, encryption configuration: the Secret
+    /// kube-system/kgc-pki) through a running replica with this admin kubeconfig, into
+    /// DATA_DIR/pki/. A data directory with a CA keeps it.
+    #[arg(long, value_name = "KUBECONFIG", requires = "datastore_endpoint")]
+    join: Option<PathBuf>,
     /// How many committed changes are kept for watch resumption.
     #[arg(long, default_value_t = kgc_store::DEFAULT_WATCH_LOG)]
     watch_cache_size: usize,
@@ -112,6 +118,18 @@ struct DatastoreArgs {
     /// https when TLS files are given). The data directory still holds `pki/` and the kubeconfig.
     #[arg(long, value_delimiter = ',', conflicts_with = "in_memory")]
     datastore_endpoint: Vec<String>,
+    #[command(flatten)]
+    etcd: EtcdArgs,
+    /// How often etcd's old revisions are compacted (0s: never), as kube-apiserver's flag.
+    #[arg(long, default_value = "5m", value_parser = crate::parse_duration)]
+    etcd_compaction_interval: std::time::Duration,
+}
+
+/// How an etcd cluster is reached and where in it the objects live: shared by
+/// `--datastore-endpoint` and `kgc serve migrate --to` (whose argument has the id
+/// `datastore_endpoint` too, so that these flags require it in both).
+#[derive(clap::Args)]
+pub(crate) struct EtcdArgs {
     /// The CA file that signed the etcd members' certificates.
     #[arg(long, requires = "datastore_endpoint")]
     datastore_cafile: Option<PathBuf>,
@@ -124,9 +142,18 @@ struct DatastoreArgs {
     /// The key prefix of every object in etcd, as kube-apiserver's --etcd-prefix.
     #[arg(long, default_value = "/registry", requires = "datastore_endpoint")]
     etcd_prefix: String,
-    /// How often etcd's old revisions are compacted (0s: never), as kube-apiserver's flag.
-    #[arg(long, default_value = "5m", value_parser = crate::parse_duration)]
-    etcd_compaction_interval: std::time::Duration,
+}
+
+impl EtcdArgs {
+    /// The options that reach `endpoints` (compaction at its default).
+    pub(crate) fn options(&self, endpoints: &[String]) -> kgc_store::EtcdOptions {
+        let mut opts = kgc_store::EtcdOptions::new(endpoints.to_vec());
+        opts.prefix = self.etcd_prefix.clone();
+        opts.ca_file = self.datastore_cafile.clone();
+        opts.cert_file = self.datastore_certfile.clone();
+        opts.key_file = self.datastore_keyfile.clone();
+        opts
+    }
 }
 
 impl DatastoreArgs {
@@ -134,11 +161,7 @@ impl DatastoreArgs {
         if self.datastore_endpoint.is_empty() {
             return None;
         }
-        let mut opts = kgc_store::EtcdOptions::new(self.datastore_endpoint.clone());
-        opts.prefix = self.etcd_prefix.clone();
-        opts.ca_file = self.datastore_cafile.clone();
-        opts.cert_file = self.datastore_certfile.clone();
-        opts.key_file = self.datastore_keyfile.clone();
+        let mut opts = self.etcd.options(&self.datastore_endpoint);
         opts.compaction_interval = self.etcd_compaction_interval;
         Some(opts)
     }
@@ -151,6 +174,9 @@ enum Action {
     /// to a default role, and print a kubeconfig for it on stdout (or write it with
     /// --write-kubeconfig FILE).
     AddUser(crate::add_user::Args),
+    /// Copy a stopped SQLite data directory's cluster into an empty etcd prefix (every object,
+    /// in revision order); afterwards the data directory starts only with --datastore-endpoint.
+    Migrate(crate::migrate::Args),
 }
 
 fn default_data_dir() -> PathBuf {
@@ -244,14 +270,22 @@ pub(crate) fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
 }
 
 /// How an etcd datastore is named in messages and in the data directory's marker.
-fn describe_etcd(etcd: &kgc_store::EtcdOptions) -> String {
+pub(crate) fn describe_etcd(etcd: &kgc_store::EtcdOptions) -> String {
     format!("etcd {} (prefix {})", etcd.endpoints.join(","), etcd.prefix)
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    if let Some(Action::AddUser(a)) = args.action {
-        let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
-        return crate::add_user::run(a, &data_dir, &args.encryption).await;
+    match args.action {
+        Some(Action::AddUser(a)) => {
+            let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
+            return crate::add_user::run(a, &data_dir, &args.encryption).await;
+        }
+        Some(Action::Migrate(m)) => {
+            let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
+            let clock = args.lifecycle.clock();
+            return crate::migrate::run(m, &data_dir, &args.encryption, clock).await;
+        }
+        None => {}
     }
     args.security.check_listen(args.listen)?;
     args.election.check()?;
@@ -282,6 +316,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if !args.in_memory {
         crate::data_dir::check_datastore(&data_dir, datastore.as_deref())?;
     }
+    if let Some(kubeconfig) = &args.join {
+        crate::join::fetch(kubeconfig, &data_dir).await?;
+    }
     let encryption = args
         .encryption
         .transformers(&data_dir, !args.in_memory)
@@ -302,8 +339,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .with_clock(args.lifecycle.clock()),
     )
     .await
-    .with_context(|| match &args.datastore.etcd() {
-        Some(etcd) => format!("opening the store in {}", describe_etcd(etcd)),
+    .with_context(|| match &datastore {
+        Some(etcd) => format!("opening the store in {etcd}"),
         None => format!("opening the store in {}", data_dir.display()),
     })
     .map_err(&full)?;
@@ -330,6 +367,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .security
         .prepare(&data_dir, args.in_memory, args.listen)
         .map_err(&full)?;
+    // On etcd the cluster's identity is published for the replicas that `--join` it.
+    if datastore.is_some() && security.is_some() {
+        crate::join::publish(&store, &data_dir, &args.encryption).await?;
+    }
     let scheme = if security.is_some() { "https" } else { "http" };
     let server_url = format!("{scheme}://{client_host}");
     let kubeconfig_path = data_dir.join("kubeconfig");
@@ -448,7 +489,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     // On SQLite the data directory admits one server: a lease holder found at start is this
     // server's previous run.
-    let sole_candidate = args.datastore.etcd().is_none();
+    let sole_candidate = datastore.is_none();
     let controller_manager = crate::serve_leading::ControllerManager {
         base: base.clone(),
         gc,

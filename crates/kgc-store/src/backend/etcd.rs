@@ -42,13 +42,16 @@ use etcd_client::{
 use kgc_meta::{Catalog, GroupResource};
 use tokio::sync::Notify;
 
-use super::{Codec, Landed, Loaded, Unit};
+use super::{Codec, Landed, Loaded, LoadedObject, Unit};
 use crate::object::StoredObject;
 use crate::watch::{Event, EventType};
 use crate::{Error, Result, stamp};
 
 /// Keys a start reads per request.
 const PAGE: i64 = 1_000;
+
+/// How often a copy into etcd (`kgc serve migrate`) logs its progress, in objects.
+const PROGRESS: usize = 10_000;
 
 /// How long a start waits for the cluster to answer, and a request for its reply.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -146,40 +149,16 @@ impl Etcd {
     }
 
     async fn connect_and_load(opts: &EtcdOptions, codec: &Codec) -> Result<(Client, Keys, Loaded)> {
-        let endpoints = opts.endpoints.join(",");
-        let unreachable =
-            |reason: String| Error::Datastore(format!("etcd at {endpoints}: {reason}"));
-        let client = tokio::time::timeout(CONNECT_TIMEOUT, connect(opts))
-            .await
-            .map_err(|_| unreachable("no answer within 10s".into()))?
-            .map_err(|e| unreachable(e.to_string()))?;
-        let mut kv = client.kv_client();
         let keys = Keys::new(&opts.prefix());
-        // The client spreads requests over the endpoints and does not retry one sent to a
-        // member that is down (a cluster that lost a member of three still serves): the first
-        // request and the load are retried until one answers, up to the connect timeout.
-        let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
-        let mut last = None;
-        let loaded = loop {
-            let attempt = async {
+        let (client, loaded) = answering(opts, |mut kv| {
+            let keys = &keys;
+            async move {
                 // A first request proves a member answers (the client connects lazily).
                 kv.get(keys.sentinel.clone(), None).await?;
                 keys.load(&mut kv, codec).await
-            };
-            match tokio::time::timeout_at(deadline, attempt).await {
-                Err(_) => {
-                    let why = last.map_or("no answer within 10s".into(), |e: Error| e.to_string());
-                    return Err(unreachable(why));
-                }
-                Ok(Ok(loaded)) => break loaded,
-                Ok(Err(e @ Error::Etcd(_))) => {
-                    tracing::debug!(error = %e, "etcd did not answer; trying again");
-                    last = Some(e);
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-                Ok(Err(e)) => return Err(e),
             }
-        };
+        })
+        .await?;
         Ok((client, keys, loaded))
     }
 
@@ -260,17 +239,7 @@ impl Etcd {
             }
         };
         let txn = Txn::new().when(vec![guard]).and_then(vec![op]);
-        let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
-        let mut kv = self.client.kv_client();
-        let response = loop {
-            match kv.txn(txn.clone()).await {
-                // The client does not retry through another member itself.
-                Err(e) if never_sent(&e) && tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                r => break r?,
-            }
-        };
+        let response = send(&mut self.client.kv_client(), txn).await?;
         let revision = response.header().map_or(0, |h| h.revision()) as u64;
         Ok(match response.succeeded() {
             true => Landed::At(revision),
@@ -505,6 +474,166 @@ impl Watch {
     }
 }
 
+/// Connects and runs `attempt` until a member answers it. The client spreads requests over the
+/// endpoints and does not retry one sent to a member that is down (a cluster that lost a member
+/// of three still serves): an attempt that etcd failed is made again until one answers, up to
+/// [`CONNECT_TIMEOUT`]; then the start fails with one line naming the endpoints.
+async fn answering<T, F, Fut>(opts: &EtcdOptions, mut attempt: F) -> Result<(Client, T)>
+where
+    F: FnMut(KvClient) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let endpoints = opts.endpoints.join(",");
+    let unreachable = |reason: String| Error::Datastore(format!("etcd at {endpoints}: {reason}"));
+    let client = tokio::time::timeout(CONNECT_TIMEOUT, connect(opts))
+        .await
+        .map_err(|_| unreachable("no answer within 10s".into()))?
+        .map_err(|e| unreachable(e.to_string()))?;
+    let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
+    let mut last = None;
+    loop {
+        match tokio::time::timeout_at(deadline, attempt(client.kv_client())).await {
+            Err(_) => {
+                let why = last.map_or("no answer within 10s".into(), |e: Error| e.to_string());
+                return Err(unreachable(why));
+            }
+            Ok(Ok(answer)) => return Ok((client, answer)),
+            Ok(Err(e @ Error::Etcd(_))) => {
+                tracing::debug!(error = %e, "etcd did not answer; trying again");
+                last = Some(e);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Ok(Err(e)) => return Err(e),
+        }
+    }
+}
+
+/// The etcd side of `kgc serve migrate`: a connection to a cluster whose prefix holds nothing.
+pub(crate) struct Target {
+    client: Client,
+    keys: Keys,
+}
+
+impl Target {
+    /// Connects (as a start does) and refuses a prefix that holds any key: the copy never
+    /// mixes with another cluster's objects, nor with an earlier copy's.
+    pub async fn connect(opts: &EtcdOptions) -> Result<Self> {
+        let keys = Keys::new(&opts.prefix());
+        let (start, end) = keys.range();
+        let (client, held) = answering(opts, |mut kv| {
+            let (start, end) = (start.clone(), end.clone());
+            async move {
+                let count = GetOptions::new().with_range(end).with_count_only();
+                Ok(kv.get(start, Some(count)).await?.count())
+            }
+        })
+        .await?;
+        if held > 0 {
+            return Err(Error::Datastore(format!(
+                "etcd at {} already holds {held} keys under {}/: kgc serve migrate copies into an \
+                 empty prefix only (choose another --etcd-prefix, or remove them with `etcdctl \
+                 del --prefix {}/`)",
+                opts.endpoints.join(","),
+                keys.prefix,
+                keys.prefix
+            )));
+        }
+        Ok(Self { client, keys })
+    }
+
+    /// Puts each object under its key, one transaction each in the order given (so that their
+    /// `mod_revision`s, their new `resourceVersion`s, keep that order), encoded as the backend
+    /// stores it and guarded by `create_revision == 0` as a create is. Returns the revisions of
+    /// the first and last put. On a failure, the keys already put are deleted again (each
+    /// guarded by the revision it was put at) before the error is returned.
+    pub async fn copy(&self, codec: &Codec, objects: &[LoadedObject]) -> Result<(u64, u64)> {
+        let mut written = Vec::with_capacity(objects.len());
+        let copied = self.put_all(codec, objects, &mut written).await;
+        let Err(e) = copied else {
+            let at = |put: Option<&(String, i64)>| put.map_or(0, |(_, rv)| *rv as u64);
+            return Ok((at(written.first()), at(written.last())));
+        };
+        let mut kv = self.client.kv_client();
+        let mut left = 0;
+        for (key, rv) in written.iter().rev() {
+            let guard = Compare::mod_revision(key.clone(), CompareOp::Equal, *rv);
+            let undo = Txn::new()
+                .when(vec![guard])
+                .and_then(vec![TxnOp::delete(key.clone(), None)]);
+            if !matches!(send(&mut kv, undo).await, Ok(r) if r.succeeded()) {
+                left += 1;
+            }
+        }
+        Err(Error::Datastore(match left {
+            0 => format!("{e} (nothing was kept in etcd)"),
+            n => format!(
+                "{e}; {n} keys it wrote could not be removed: remove them with `etcdctl del \
+                 --prefix {}/`",
+                self.keys.prefix
+            ),
+        }))
+    }
+
+    async fn put_all(
+        &self,
+        codec: &Codec,
+        objects: &[LoadedObject],
+        written: &mut Vec<(String, i64)>,
+    ) -> Result<()> {
+        let mut kv = self.client.kv_client();
+        for (group, resource, object, _) in objects {
+            let key = self
+                .keys
+                .object(group, resource, &object.namespace, &object.name);
+            let value = match codec.encode(group, resource, object)? {
+                Some(sealed) => sealed,
+                None => object.raw.as_bytes().to_vec(),
+            };
+            let txn = Txn::new()
+                .when(vec![Compare::create_revision(
+                    key.clone(),
+                    CompareOp::Equal,
+                    0,
+                )])
+                .and_then(vec![TxnOp::put(key.clone(), value, None)]);
+            let response = tokio::time::timeout(REQUEST_TIMEOUT, send(&mut kv, txn))
+                .await
+                .map_err(|_| {
+                    Error::Datastore(format!("etcd did not answer the put of {key} within 10s"))
+                })??;
+            if !response.succeeded() {
+                return Err(Error::Datastore(format!(
+                    "{key} appeared in etcd during the copy: another writer uses the prefix"
+                )));
+            }
+            let revision = response.header().map_or(0, |h| h.revision());
+            written.push((key, revision));
+            if written.len().is_multiple_of(PROGRESS) {
+                tracing::info!(
+                    copied = written.len(),
+                    of = objects.len(),
+                    "copying into etcd"
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sends a transaction, again to another member while it was refused before reaching etcd
+/// (the client does not retry through another member itself), for up to [`REQUEST_TIMEOUT`].
+async fn send(kv: &mut KvClient, txn: Txn) -> Result<etcd_client::TxnResponse> {
+    let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
+    loop {
+        match kv.txn(txn.clone()).await {
+            Err(e) if never_sent(&e) && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            r => return Ok(r?),
+        }
+    }
+}
+
 /// Whether a request was refused before it reached etcd: no connection to the member it was
 /// routed to could be made (a member that is down), so sending it again, to another member,
 /// cannot apply it twice. An answer lost after sending is not this: that write may have landed.
@@ -666,11 +795,14 @@ impl Keys {
         }
     }
 
+    /// The range of every key under the prefix: those that start with `<prefix>/`.
+    fn range(&self) -> (String, String) {
+        (format!("{}/", self.prefix), format!("{}0", self.prefix))
+    }
+
     /// Reads every object under the prefix at one revision.
     async fn load(&self, kv: &mut KvClient, codec: &Codec) -> Result<Loaded> {
-        let start = format!("{}/", self.prefix);
-        // The end of the range: every key that starts with `<prefix>/`.
-        let end = format!("{}0", self.prefix);
+        let (start, end) = self.range();
         let mut from = start.into_bytes();
         let mut revision = 0;
         let mut objects = Vec::new();

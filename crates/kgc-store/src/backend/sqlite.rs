@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, params};
 
-use super::{Codec, Loaded, Op, Unit};
+use super::{Codec, Loaded, LoadedObject, Op, Unit};
 use crate::object::StoredObject;
 use crate::{Error, Result};
 
@@ -66,38 +66,7 @@ pub(crate) fn open(path: &Path, codec: &Codec, now: i64) -> Result<(Connection, 
     let revision: u64 = conn.query_row("SELECT rv FROM revision WHERE id = 0", [], |r| {
         r.get::<_, i64>(0)
     })? as u64;
-    let mut objects = Vec::new();
-    let mut stale = Vec::new();
-    let live: [&dyn rusqlite::ToSql; 1] = [&now];
-    for (query, args) in [
-        (
-            "SELECT grp, resource, namespace, name, data, NULL FROM objects",
-            &[][..],
-        ),
-        (
-            "SELECT grp, resource, namespace, name, data, expires FROM leased_objects WHERE expires > ?1",
-            &live[..],
-        ),
-    ] {
-        let mut stmt = conn.prepare(query)?;
-        let mut rows = stmt.query(args)?;
-        while let Some(row) = rows.next()? {
-            let group: String = row.get(0)?;
-            let resource: String = row.get(1)?;
-            let namespace: String = row.get(2)?;
-            let name: String = row.get(3)?;
-            let data = match row.get_ref(4)? {
-                ValueRef::Text(b) | ValueRef::Blob(b) => b,
-                _ => &[][..],
-            };
-            let (object, is_stale) = codec.decode(&group, &resource, &namespace, &name, data)?;
-            let expires: Option<i64> = row.get(5)?;
-            if is_stale {
-                stale.push(objects.len());
-            }
-            objects.push((group, resource, object, expires));
-        }
-    }
+    let (objects, stale) = read_objects(&conn, codec, now)?;
     let txn = conn.transaction()?;
     {
         let mut rows = Rows::prepare(&txn)?;
@@ -130,6 +99,70 @@ pub(crate) fn open(path: &Path, codec: &Codec, now: i64) -> Result<(Connection, 
             expired_rows,
         },
     ))
+}
+
+/// Every object of an existing database, for `kgc serve migrate`, without writing to it (no
+/// table created, no stale row rewritten): read-only, so that a data directory left as it was
+/// is the copy's source.
+pub(crate) fn read_only(path: &Path, codec: &Codec, now: i64) -> Result<Vec<LoadedObject>> {
+    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|source| Error::Open {
+            path: path.to_owned(),
+            source,
+        })?;
+    let kgc: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'objects')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !kgc {
+        return Err(Error::Datastore(
+            "not a kgc database (it has no objects table)".into(),
+        ));
+    }
+    Ok(read_objects(&conn, codec, now)?.0)
+}
+
+/// Every object of `objects` and the live ones of `leased_objects` (expiring after `now`), and
+/// the indexes of those not stored as the codec would store them now.
+fn read_objects(
+    conn: &Connection,
+    codec: &Codec,
+    now: i64,
+) -> Result<(Vec<LoadedObject>, Vec<usize>)> {
+    let mut objects = Vec::new();
+    let mut stale = Vec::new();
+    let live: [&dyn rusqlite::ToSql; 1] = [&now];
+    for (query, args) in [
+        (
+            "SELECT grp, resource, namespace, name, data, NULL FROM objects",
+            &[][..],
+        ),
+        (
+            "SELECT grp, resource, namespace, name, data, expires FROM leased_objects WHERE expires > ?1",
+            &live[..],
+        ),
+    ] {
+        let mut stmt = conn.prepare(query)?;
+        let mut rows = stmt.query(args)?;
+        while let Some(row) = rows.next()? {
+            let group: String = row.get(0)?;
+            let resource: String = row.get(1)?;
+            let namespace: String = row.get(2)?;
+            let name: String = row.get(3)?;
+            let data = match row.get_ref(4)? {
+                ValueRef::Text(b) | ValueRef::Blob(b) => b,
+                _ => &[][..],
+            };
+            let (object, is_stale) = codec.decode(&group, &resource, &namespace, &name, data)?;
+            let expires: Option<i64> = row.get(5)?;
+            if is_stale {
+                stale.push(objects.len());
+            }
+            objects.push((group, resource, object, expires));
+        }
+    }
+    Ok((objects, stale))
 }
 
 const RECORD_REVISION: &str = "UPDATE revision SET rv = max(rv, ?1) WHERE id = 0";
