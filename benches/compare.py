@@ -35,8 +35,17 @@ NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*(?:\.\d+)?")
 
 
 def build(tree, target, dest):
-    """Builds the release binaries of `tree` into the shared `target`, copied to `dest`."""
+    """Builds the release binaries of `tree` into the shared `target`, copied to `dest`.
+
+    Cargo names a workspace crate's artifacts the same in both trees (its hash does not
+    depend on where the workspace is) and judges them fresh by their sources' times, so the
+    tree's sources are touched first: else the working tree, older than the baseline's
+    artifacts, would link them.
+    """
     env = dict(os.environ, CARGO_TARGET_DIR=target, CARGO_INCREMENTAL="0")
+    for base, _, files in os.walk(os.path.join(tree, "crates")):
+        for f in files:
+            os.utime(os.path.join(base, f))
     for args in (["-p", "kgc", "-p", "kgc-bench"], ["-p", "kgc-gc", "--example", "gc_bench"]):
         subprocess.run(["cargo", "build", "--release", "--locked", *args], cwd=tree, env=env,
                        check=True)
