@@ -818,6 +818,9 @@ impl Feed for Durable {
         };
         store.restore_catalog();
         store.inner.publish(Vec::new(), rv);
+        // Wake them all now: a watcher sleeps until its own resource changes, and one of a
+        // quiet resource would otherwise go on without the changes it missed.
+        store.inner.wake_every_watcher(rv);
     }
 
     fn alive(&self) -> bool {
@@ -908,6 +911,17 @@ impl Inner {
             }
         }
         self.committed.send_replace(rv);
+    }
+
+    /// Wakes the watchers of every resource, whether or not it changed.
+    fn wake_every_watcher(&self, rv: u64) {
+        let senders = self
+            .resource_committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for tx in senders.values() {
+            tx.send_replace(rv);
+        }
     }
 
     /// A receiver that moves when a change to `gr` commits.

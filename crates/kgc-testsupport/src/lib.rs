@@ -43,5 +43,5 @@ pub use http::{
 };
 pub use kubectl::run_kubectl;
 pub use namespace::{create_namespace, fresh_namespace, typed, unique};
-pub use server::{SIMULATORS, Server, add_user};
+pub use server::{SIMULATORS, Server, add_user, copy_pki};
 pub use wait::{consistently, eventually, next_within, poll, try_next_within};

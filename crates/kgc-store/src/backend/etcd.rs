@@ -924,6 +924,38 @@ mod tests {
         store.close();
     }
 
+    /// A reload (the watch fell behind etcd's compaction) answers 410 to every open watch at
+    /// once, a quiet resource's too: its watcher cannot tell what it missed while the watch
+    /// was behind, and must not wait for its resource's next change to learn it has to re-list.
+    #[tokio::test]
+    async fn a_reload_answers_every_open_watch_410_without_waiting_for_a_change() {
+        let store = Store::open_with(Options::default()).await.unwrap();
+        let rv = create_cm(&store, "a", "1").await.unwrap();
+        let mut watcher = store.watch(WatchFilter::new(cms()), Some(rv));
+        // Parked, waiting for a change to ConfigMaps (one runtime thread: the task runs until
+        // it waits when this one yields).
+        let parked = tokio::spawn(async move { watcher.next().await });
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        let feed = crate::Durable(std::sync::Arc::downgrade(&store.inner));
+        crate::backend::etcd::Feed::reload(
+            &feed,
+            crate::backend::Loaded {
+                revision: rv + 5,
+                objects: Vec::new(),
+                expired_rows: false,
+            },
+        );
+        match tokio::time::timeout(Duration::from_secs(5), parked).await {
+            Ok(Ok(WatchEvent::Expired { requested, oldest })) => {
+                assert_eq!((requested, oldest), (rv, rv + 6))
+            }
+            other => panic!("expected Expired at once, got {other:?}"),
+        }
+        store.close();
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_datastore_that_does_not_answer_fails_the_start_with_one_line() {
         let opts = Options {
