@@ -23,6 +23,7 @@
 
 mod binary;
 mod controller;
+mod election;
 mod etcd;
 mod gc;
 mod http;
@@ -35,6 +36,7 @@ mod wait;
 
 pub use binary::KgcBinary;
 pub use controller::Controller;
+pub use election::{ELECTION_TIMINGS, lease_holder};
 pub use etcd::EtcdCluster;
 pub use gc::{gc_graph, graph_observed, is_not_found, uid_of};
 pub use http::{

@@ -27,31 +27,31 @@ use tokio::sync::watch;
 
 const T: Duration = Duration::from_secs(30);
 
-/// Short election timings (3 s lease, 2 s renew deadline, 500 ms retry), so that a fail-over
-/// takes seconds, not the default 15 s lease.
-const TIMINGS: [&str; 6] = [
-    "--leader-elect-lease-duration",
-    "3s",
-    "--leader-elect-renew-deadline",
-    "2s",
-    "--leader-elect-retry-period",
-    "500ms",
-];
+/// Two replicas and a namespace of the test's, with a ConfigMap client on each.
+struct Replicas {
+    a: Server,
+    b: Server,
+    ns: String,
+    on_a: Api<ConfigMap>,
+    on_b: Api<ConfigMap>,
+}
 
 /// Two replicas on `endpoints` (`b_endpoints` for the second: a partition's proxies), both
-/// electing their controllers' leader with [`TIMINGS`]; B joins with A's `pki/`.
-async fn replicas(endpoints: &str, b_endpoints: &str) -> (Server, Server) {
-    let args = |e: &str| {
-        let mut args = vec!["--datastore-endpoint".to_owned(), e.to_owned()];
-        args.extend(TIMINGS.map(str::to_owned));
-        args
-    };
-    let (a_args, b_args) = (args(endpoints), args(b_endpoints));
-    let a = Server::start_with(&a_args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+/// electing their controllers' leader with short timings ([`ELECTION_TIMINGS`]); B joins with
+/// A's `pki/`.
+async fn replicas(endpoints: &str, b_endpoints: &str, namespace: &str) -> Replicas {
+    let args = |e| [["--datastore-endpoint", e].as_slice(), &ELECTION_TIMINGS].concat();
+    let a = Server::start_with(&args(endpoints)).await;
     let a_dir = a.data_dir();
-    let b_args: Vec<&str> = b_args.iter().map(String::as_str).collect();
-    let b = Server::start_prepared(&b_args, |dir| copy_pki(&a_dir, dir)).await;
-    (a, b)
+    let b = Server::start_prepared(&args(b_endpoints), |dir| copy_pki(&a_dir, dir)).await;
+    let ns = fresh_namespace(&a.client(), namespace).await;
+    Replicas {
+        on_a: Api::namespaced(a.client(), &ns),
+        on_b: Api::namespaced(b.client(), &ns),
+        a,
+        b,
+        ns,
+    }
 }
 
 /// The identity prefix of a replica's leases: its listen address (see `kgc serve`'s identity,
@@ -66,7 +66,7 @@ async fn controller_manager_lease(client: kube::Client) -> Lease {
     let deadline = tokio::time::Instant::now() + T;
     loop {
         if let Ok(Some(lease)) = leases.get_opt("kube-controller-manager").await
-            && !holder(&lease).is_empty()
+            && !lease_holder(&lease).is_empty()
         {
             return lease;
         }
@@ -76,14 +76,6 @@ async fn controller_manager_lease(client: kube::Client) -> Lease {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-fn holder(lease: &Lease) -> String {
-    lease
-        .spec
-        .as_ref()
-        .and_then(|s| s.holder_identity.clone())
-        .unwrap_or_default()
 }
 
 fn transitions(lease: &Lease) -> i32 {
@@ -190,25 +182,22 @@ async fn killing_the_leading_replica_mid_cascade_hands_the_cascade_over() {
         return;
     };
     let endpoints = cluster.endpoints();
-    let (a, b) = replicas(&endpoints, &endpoints).await;
-    let ns = fresh_namespace(&a.client(), "failover").await;
-    let on_a: Api<ConfigMap> = Api::namespaced(a.client(), &ns);
-    let on_b: Api<ConfigMap> = Api::namespaced(b.client(), &ns);
+    let r = replicas(&endpoints, &endpoints, "failover").await;
 
     // Bystanders: unowned, and a dependent of an owner that stays.
     let mut bystanders = Vec::new();
     for i in 0..3 {
-        bystanders.push(create(&on_a, &format!("bystander-{i}"), None).await);
+        bystanders.push(create(&r.on_a, &format!("bystander-{i}"), None).await);
     }
-    let kept = create(&on_a, "kept-owner", None).await;
-    bystanders.push(create(&on_b, "kept-dependent", Some(&kept)).await);
+    let kept = create(&r.on_a, "kept-owner", None).await;
+    bystanders.push(create(&r.on_b, "kept-dependent", Some(&kept)).await);
     bystanders.push(kept);
     // The owner and its 500 dependents, written through both replicas, 16 at a time.
     const DEPENDENTS: usize = 500;
-    let owner = create(&on_a, "owner", None).await;
+    let owner = create(&r.on_a, "owner", None).await;
     let dependents: BTreeSet<String> = futures::stream::iter(0..DEPENDENTS)
         .map(|i| {
-            let cms = if i % 2 == 0 { &on_a } else { &on_b };
+            let cms = if i % 2 == 0 { &r.on_a } else { &r.on_b };
             let owner = &owner;
             async move { name_of(&create(cms, &format!("dep-{i:03}"), Some(owner)).await) }
         })
@@ -217,23 +206,26 @@ async fn killing_the_leading_replica_mid_cascade_hands_the_cascade_over() {
         .await;
 
     // Who leads now (the burst of writes may have moved the lease).
-    let lease = controller_manager_lease(a.client()).await;
-    let (first_holder, transitions) = (holder(&lease), transitions(&lease));
-    let (mut leader, survivor) = if first_holder.starts_with(&identity_prefix(&a)) {
-        (a, b)
+    let lease = controller_manager_lease(r.a.client()).await;
+    let (first_holder, transitions) = (lease_holder(&lease), transitions(&lease));
+    let (mut leader, survivor) = if first_holder.starts_with(&identity_prefix(&r.a)) {
+        (r.a, r.b)
     } else {
         assert!(
-            first_holder.starts_with(&identity_prefix(&b)),
+            first_holder.starts_with(&identity_prefix(&r.b)),
             "the lease is held by {first_holder:?}, neither replica"
         );
-        (b, a)
+        (r.b, r.a)
     };
-    let on_survivor: Api<ConfigMap> = Api::namespaced(survivor.client(), &ns);
+    let on_survivor: Api<ConfigMap> = Api::namespaced(survivor.client(), &r.ns);
     let (before, from) = listed(&on_survivor).await;
     assert_eq!(before.len(), DEPENDENTS + 1 + bystanders.len());
 
     // The cascade, seen from the survivor.
-    let path = format!("/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion={from}");
+    let path = format!(
+        "/api/v1/namespaces/{}/configmaps?watch=1&resourceVersion={from}",
+        r.ns
+    );
     let mut lines = survivor.raw_watch(&path).await;
     on_survivor
         .delete("owner", &DeleteParams::foreground())
@@ -262,7 +254,7 @@ async fn killing_the_leading_replica_mid_cascade_hands_the_cascade_over() {
     let deadline = tokio::time::Instant::now() + T;
     let taken = loop {
         let lease = controller_manager_lease(survivor.client()).await;
-        if holder(&lease).starts_with(&survivor_id) {
+        if lease_holder(&lease).starts_with(&survivor_id) {
             break lease;
         }
         assert!(
@@ -324,18 +316,18 @@ async fn writes_and_watches_go_on_across_replicas_whichever_etcd_member_dies() {
         return;
     };
     let endpoints = cluster.endpoints();
-    let (a, b) = replicas(&endpoints, &endpoints).await;
-    let ns = fresh_namespace(&a.client(), "member").await;
-    let on_a: Api<ConfigMap> = Api::namespaced(a.client(), &ns);
-    let on_b: Api<ConfigMap> = Api::namespaced(b.client(), &ns);
-    let from = rv_of(&create(&on_a, "start", None).await);
-    let path = format!("/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion={from}");
-    let (mut watch_a, mut watch_b) = (a.raw_watch(&path).await, b.raw_watch(&path).await);
+    let r = replicas(&endpoints, &endpoints, "member").await;
+    let from = rv_of(&create(&r.on_a, "start", None).await);
+    let path = format!(
+        "/api/v1/namespaces/{}/configmaps?watch=1&resourceVersion={from}",
+        r.ns
+    );
+    let (mut watch_a, mut watch_b) = (r.a.raw_watch(&path).await, r.b.raw_watch(&path).await);
     for member in 0..3 {
         cluster.kill(member);
         for (writer, watch, reader, side) in [
-            (&on_a, &mut watch_b, &on_b, "a"),
-            (&on_b, &mut watch_a, &on_a, "b"),
+            (&r.on_a, &mut watch_b, &r.on_b, "a"),
+            (&r.on_b, &mut watch_a, &r.on_a, "b"),
         ] {
             let name = format!("m{member}-from-{side}");
             let cm = create_through_an_election(writer, &name).await;
@@ -439,34 +431,38 @@ async fn a_replica_cut_off_past_etcds_compaction_relists() {
         return;
     };
     let partition = Partition::new(&cluster.endpoint_list()).await;
-    let (a, b) = replicas(&cluster.endpoints(), &partition.endpoints).await;
-    let ns = fresh_namespace(&a.client(), "relist").await;
-    let on_a: Api<ConfigMap> = Api::namespaced(a.client(), &ns);
-    let on_b: Api<ConfigMap> = Api::namespaced(b.client(), &ns);
+    let r = replicas(&cluster.endpoints(), &partition.endpoints, "relist").await;
     for i in 0..10 {
-        create(&on_a, &format!("cm-{i}"), None).await;
+        create(&r.on_a, &format!("cm-{i}"), None).await;
     }
-    let (seen, old_rv) = listed(&on_b).await;
+    let (seen, old_rv) = listed(&r.on_b).await;
     assert_eq!(seen.len(), 10);
-    let path = format!("/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion={old_rv}");
-    let mut open_across = b.raw_watch(&path).await;
+    let path = format!(
+        "/api/v1/namespaces/{}/configmaps?watch=1&resourceVersion={old_rv}",
+        r.ns
+    );
+    let mut open_across = r.b.raw_watch(&path).await;
 
     // Cut off, B misses updates, a deletion and a create, and etcd forgets them.
     partition.cut().await;
     for round in 0..5 {
         for i in 0..9 {
-            let mut cm = on_a.get(&format!("cm-{i}")).await.unwrap();
+            let mut cm = r.on_a.get(&format!("cm-{i}")).await.unwrap();
             cm.data
                 .get_or_insert_default()
                 .insert("v".into(), round.to_string());
-            on_a.replace(&name_of(&cm), &PostParams::default(), &cm)
+            r.on_a
+                .replace(&name_of(&cm), &PostParams::default(), &cm)
                 .await
                 .unwrap();
         }
     }
-    on_a.delete("cm-9", &DeleteParams::default()).await.unwrap();
-    create(&on_a, "while-cut-off", None).await;
-    let (latest, latest_rv) = listed(&on_a).await;
+    r.on_a
+        .delete("cm-9", &DeleteParams::default())
+        .await
+        .unwrap();
+    create(&r.on_a, "while-cut-off", None).await;
+    let (latest, latest_rv) = listed(&r.on_a).await;
     let mut etcd = Client::connect(cluster.endpoint_list(), None)
         .await
         .expect("connecting to etcd");
@@ -482,7 +478,7 @@ async fn a_replica_cut_off_past_etcds_compaction_relists() {
     // answered 504 (its cache is behind etcd's revision), as kube-apiserver's cache answers.
     let deadline = tokio::time::Instant::now() + T;
     let cm0 = loop {
-        match on_b.get("cm-0").await {
+        match r.on_b.get("cm-0").await {
             Ok(cm) => break cm,
             Err(kube::Error::Api(e)) if e.code >= 500 && tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -492,7 +488,7 @@ async fn a_replica_cut_off_past_etcds_compaction_relists() {
     };
     assert_eq!(rv_of(&cm0), latest["cm-0"].1);
     assert_eq!(cm0.data.unwrap()["v"], "4");
-    let (relisted, list_rv) = listed(&on_b).await;
+    let (relisted, list_rv) = listed(&r.on_b).await;
     assert_eq!(relisted, latest, "B's LIST after the cut, against A's");
     assert!(list_rv >= latest_rv);
 
@@ -515,7 +511,7 @@ async fn a_replica_cut_off_past_etcds_compaction_relists() {
     drop(open_across);
 
     // A watch from before the cut: B no longer holds those revisions.
-    let mut lines = b.raw_watch(&path).await;
+    let mut lines = r.b.raw_watch(&path).await;
     let e: Value = next_within(&mut lines, T, "the ERROR of a watch from before the cut").await;
     assert_eq!(e["type"], "ERROR", "{e}");
     let status = &e["object"];
@@ -532,9 +528,12 @@ async fn a_replica_cut_off_past_etcds_compaction_relists() {
     drop(lines);
 
     // A watch from the LIST's resourceVersion sees what A writes next.
-    let path = format!("/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion={list_rv}");
-    let mut lines = b.raw_watch(&path).await;
-    let later = create(&on_a, "later", None).await;
+    let path = format!(
+        "/api/v1/namespaces/{}/configmaps?watch=1&resourceVersion={list_rv}",
+        r.ns
+    );
+    let mut lines = r.b.raw_watch(&path).await;
+    let later = create(&r.on_a, "later", None).await;
     assert_eq!(
         next_event_of(&mut lines, "later").await,
         ("ADDED".into(), rv_of(&later))
