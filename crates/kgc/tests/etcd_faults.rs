@@ -487,6 +487,7 @@ async fn a_replica_cut_off_past_etcds_compaction_relists() {
         }
     };
     assert_eq!(rv_of(&cm0), latest["cm-0"].1);
+    eventually("B ready again after the cut", T, || r.b.is_ready()).await;
     assert_eq!(cm0.data.unwrap()["v"], "4");
     let (relisted, list_rv) = listed(&r.on_b).await;
     assert_eq!(relisted, latest, "B's LIST after the cut, against A's");
