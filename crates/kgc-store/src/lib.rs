@@ -647,6 +647,24 @@ impl Store {
         let _ = tokio::time::timeout(CATCH_UP, committed.wait_for(|&at| at >= rv)).await;
     }
 
+    /// On etcd, before a write refuses for a missing object (`gr`, `namespace`, `name`): waits
+    /// for the latest state if memory lacks it, since another replica may have just written it
+    /// (kube-apiserver reads the object from etcd in `GuaranteedUpdate` and `Delete`, and
+    /// NamespaceLifecycle admission looks a namespace missing from its cache up in storage
+    /// before refusing: `plugin/pkg/admission/namespace/lifecycle/admission.go`). A no-op when
+    /// memory holds it, or off etcd.
+    pub(crate) async fn latest_if_missing(
+        &self,
+        gr: &GroupResource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<()> {
+        if self.is_replicated() && self.get(gr, namespace, name).is_none() {
+            self.wait_for_latest().await?;
+        }
+        Ok(())
+    }
+
     /// Waits until memory holds everything etcd held when the read arrived (kube-apiserver's
     /// consistent reads from the watch cache: `cacher.go` reads etcd's current revision and
     /// `waitUntilFreshAndBlock`s); at most 4 s (3 s once progress was asked), then the 504 "Too large resource version".
