@@ -273,7 +273,7 @@ async fn killing_the_leading_replica_mid_cascade_hands_the_cascade_over() {
     println!(
         "controllers' fail-over (kill -9 of the leader to the new holder's acquireTime): {failover:#}"
     );
-    // Issue 33's goal with the default 15 s lease; this 3 s one takes about 3.5 s.
+    // Issue 33's goal with the default 15 s lease; this 3 s one takes 3–4 s.
     assert!(
         failover > k8s_openapi::jiff::SignedDuration::ZERO
             && failover <= k8s_openapi::jiff::SignedDuration::from_secs(15),
