@@ -75,6 +75,8 @@ impl Store {
         // so that concurrent deletes (the garbage collector's workers) read in parallel. Under
         // the lock the reading is used only if the object is still that same version.
         let ns = if info.namespaced() { namespace } else { "" };
+        self.latest_if_missing(&info.group_resource(), ns, name)
+            .await?;
         let mut read = self
             .get(&info.group_resource(), ns, name)
             .map(|o| Reading::of(info, o, opts));

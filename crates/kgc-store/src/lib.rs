@@ -648,6 +648,24 @@ impl Store {
         let _ = tokio::time::timeout(CATCH_UP, committed.wait_for(|&at| at >= rv)).await;
     }
 
+    /// On etcd, before a write refuses for a missing object (`gr`, `namespace`, `name`): waits
+    /// for the latest state if memory lacks it, since another replica may have just written it
+    /// (kube-apiserver reads the object from etcd in `GuaranteedUpdate` and `Delete`, and
+    /// NamespaceLifecycle admission looks a namespace missing from its cache up in storage
+    /// before refusing: `plugin/pkg/admission/namespace/lifecycle/admission.go`). A no-op when
+    /// memory holds it, or off etcd.
+    pub(crate) async fn latest_if_missing(
+        &self,
+        gr: &GroupResource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<()> {
+        if self.is_replicated() && self.get(gr, namespace, name).is_none() {
+            self.wait_for_latest().await?;
+        }
+        Ok(())
+    }
+
     /// Waits until memory holds everything etcd held when the read arrived (kube-apiserver's
     /// consistent reads from the watch cache: `cacher.go` reads etcd's current revision and
     /// `waitUntilFreshAndBlock`s); at most 4 s (3 s once progress was asked), then the 504 "Too large resource version".
@@ -819,6 +837,9 @@ impl Feed for Durable {
         };
         store.restore_catalog();
         store.inner.publish(Vec::new(), rv);
+        // Wake them all now: a watcher sleeps until its own resource changes, and one of a
+        // quiet resource would otherwise go on without the changes it missed.
+        store.inner.wake_every_watcher(rv);
     }
 
     fn alive(&self) -> bool {
@@ -909,6 +930,17 @@ impl Inner {
             }
         }
         self.committed.send_replace(rv);
+    }
+
+    /// Wakes the watchers of every resource, whether or not it changed.
+    fn wake_every_watcher(&self, rv: u64) {
+        let senders = self
+            .resource_committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for tx in senders.values() {
+            tx.send_replace(rv);
+        }
     }
 
     /// A receiver that moves when a change to `gr` commits.

@@ -22,7 +22,7 @@ pub const SYSTEM_NAMESPACES: [&str; 4] =
 /// Namespaces that may never be deleted (NamespaceLifecycle admission).
 const IMMORTAL: [&str; 3] = ["default", "kube-system", "kube-public"];
 
-fn namespaces() -> GroupResource {
+pub(crate) fn namespaces() -> GroupResource {
     GroupResource::new("", "namespaces")
 }
 

@@ -11,7 +11,7 @@ use kgc_meta::{ResourceInfo, Status};
 use serde_json::{Value, json};
 
 use crate::crd::is_crd;
-use crate::namespace::admit_create;
+use crate::namespace::{admit_create, namespaces};
 use crate::object::{Meta, spec_changed, str_list};
 use crate::watch::EventType;
 use crate::{
@@ -115,6 +115,9 @@ impl Store {
         let catalog = self.catalog();
         let request_group = info.group.as_str();
         let info = catalog.stored_as(info);
+        if info.namespaced() {
+            self.latest_if_missing(&namespaces(), "", namespace).await?;
+        }
         let mut obj = Some(obj);
         for _ in 0..CONFLICT_RETRIES {
             // Kept for another plan only where one can be needed.
@@ -290,6 +293,9 @@ impl Store {
         let catalog = self.catalog();
         let request_group = info.group.as_str();
         let info = catalog.stored_as(info);
+        let ns = if info.namespaced() { namespace } else { "" };
+        self.latest_if_missing(&info.group_resource(), ns, name)
+            .await?;
         for _ in 0..CONFLICT_RETRIES {
             let (out, pending) = {
                 let mut st = self.write_lock()?;

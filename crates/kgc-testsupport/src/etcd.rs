@@ -129,9 +129,21 @@ impl EtcdCluster {
 
     /// Polls `/health` of the live members until one says the cluster is healthy.
     pub async fn wait_healthy(&self) {
+        self.wait_healthy_among(|_| true).await;
+    }
+
+    /// Polls member `i`'s `/health` until it says healthy: after [`Self::restart`], it has
+    /// rejoined (it knows the leader and serves a quorum read), so that another member may be
+    /// killed without losing the quorum.
+    pub async fn wait_member_healthy(&self, i: usize) {
+        self.wait_healthy_among(|j| j == i).await;
+    }
+
+    async fn wait_healthy_among(&self, which: impl Fn(usize) -> bool) {
         let deadline = Instant::now() + HEALTHY_DEADLINE;
         loop {
-            for m in self.members.iter().filter(|m| m.child.is_some()) {
+            let live = self.members.iter().enumerate();
+            for (_, m) in live.filter(|(j, m)| which(*j) && m.child.is_some()) {
                 if healthy(m.client_url.trim_start_matches("http://")).await {
                     return;
                 }

@@ -23,6 +23,7 @@
 
 mod binary;
 mod controller;
+mod election;
 mod etcd;
 mod gc;
 mod http;
@@ -35,6 +36,7 @@ mod wait;
 
 pub use binary::KgcBinary;
 pub use controller::Controller;
+pub use election::{ELECTION_TIMINGS, lease_holder};
 pub use etcd::EtcdCluster;
 pub use gc::{gc_graph, graph_observed, is_not_found, uid_of};
 pub use http::{
@@ -43,5 +45,5 @@ pub use http::{
 };
 pub use kubectl::run_kubectl;
 pub use namespace::{create_namespace, fresh_namespace, typed, unique};
-pub use server::{SIMULATORS, Server, add_user};
+pub use server::{SIMULATORS, Server, add_user, copy_pki};
 pub use wait::{consistently, eventually, next_within, poll, try_next_within};

@@ -492,3 +492,15 @@ pub fn add_user<B: KgcBinary>(server: &Server<B>, name: &str, args: &[&str]) -> 
     std::fs::write(&path, &out.stdout).expect("writing a kubeconfig");
     path
 }
+
+/// Copies `from`'s `pki/` into `to`: how a second replica joins with the first one's identity
+/// (CA, service-account key, encryption configuration). Pass it to [`Server::start_prepared`]
+/// with the first replica's [`Server::data_dir`].
+pub fn copy_pki(from: &Path, to: &Path) {
+    let (from, to) = (from.join("pki"), to.join("pki"));
+    std::fs::create_dir_all(&to).expect("creating pki/");
+    for entry in std::fs::read_dir(&from).expect("reading the first replica's pki/") {
+        let entry = entry.expect("reading pki/");
+        std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copying pki/");
+    }
+}

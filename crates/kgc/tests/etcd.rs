@@ -326,17 +326,6 @@ async fn a_wrong_endpoint_or_another_datastore_is_refused_with_one_line() {
     assert!(!unreached.join("datastore").exists());
 }
 
-/// Copies `from`'s `pki/` into `to`: how a second replica joins with the first one's identity
-/// (CA, service-account key, encryption configuration).
-fn copy_pki(from: &std::path::Path, to: &std::path::Path) {
-    let (from, to) = (from.join("pki"), to.join("pki"));
-    std::fs::create_dir_all(&to).unwrap();
-    for entry in std::fs::read_dir(&from).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-    }
-}
-
 /// The `p`-th percentile of `samples` (sorted here).
 fn percentile(samples: &mut [Duration], p: usize) -> Duration {
     samples.sort();

@@ -23,24 +23,6 @@ use tokio::sync::watch;
 const T: Duration = Duration::from_secs(30);
 const KCM: &str = "kube-system/kube-controller-manager";
 
-/// Short timings: 3 s lease, 2 s renew deadline, 500 ms retry.
-const TIMINGS: &[&str] = &[
-    "--leader-elect-lease-duration",
-    "3s",
-    "--leader-elect-renew-deadline",
-    "2s",
-    "--leader-elect-retry-period",
-    "500ms",
-];
-
-fn holder(lease: &Lease) -> String {
-    lease
-        .spec
-        .as_ref()
-        .and_then(|s| s.holder_identity.clone())
-        .unwrap_or_default()
-}
-
 fn renewed(lease: &Lease) -> Option<MicroTime> {
     lease.spec.as_ref().and_then(|s| s.renew_time.clone())
 }
@@ -70,7 +52,7 @@ async fn hold_as(leases: Api<Lease>, name: &str, intruder: &str, mut stop: watch
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_controllers_run_only_while_the_server_holds_their_lease() {
-    let s = Server::living(TIMINGS).await;
+    let s = Server::living(&ELECTION_TIMINGS).await;
     let leases: Api<Lease> = Api::namespaced(s.client(), "kube-system");
     let port = s.url().rsplit(':').next().unwrap().to_owned();
 
@@ -80,13 +62,13 @@ async fn the_controllers_run_only_while_the_server_holds_their_lease() {
         let found = std::sync::Mutex::new(None);
         eventually("the lease taken", Duration::from_secs(5), || async {
             let lease = leases.get_opt(name).await.ok().flatten();
-            let held = lease.as_ref().is_some_and(|l| !holder(l).is_empty());
+            let held = lease.as_ref().is_some_and(|l| !lease_holder(l).is_empty());
             *found.lock().unwrap() = lease;
             held
         })
         .await;
         let lease = found.into_inner().unwrap().expect("the lease");
-        let id = holder(&lease);
+        let id = lease_holder(&lease);
         let (address, uuid) = id.split_once('_').expect("address_uuid");
         assert_eq!(address, format!("127.0.0.1:{port}"), "{id}");
         assert!(uuid::Uuid::parse_str(uuid).is_ok(), "{id}");
@@ -95,12 +77,12 @@ async fn the_controllers_run_only_while_the_server_holds_their_lease() {
         let first = renewed(&lease);
         eventually("the lease renewed", T, || async {
             let now = leases.get(name).await.unwrap();
-            holder(&now) == id && renewed(&now) > first
+            lease_holder(&now) == id && renewed(&now) > first
         })
         .await;
     }
     assert_eq!(leading(&s, KCM).await, 1.0);
-    let ours = holder(&leases.get("kube-controller-manager").await.unwrap());
+    let ours = lease_holder(&leases.get("kube-controller-manager").await.unwrap());
     // The namespace's ServiceAccount comes from a controller: made while the server leads.
     let ns = fresh_namespace(&s.client(), "leader").await;
     let accounts: Api<ServiceAccount> = Api::namespaced(s.client(), &ns);
@@ -172,7 +154,7 @@ async fn the_controllers_run_only_while_the_server_holds_their_lease() {
     })
     .await;
     let lease = leases.get("kube-controller-manager").await.unwrap();
-    assert_eq!(holder(&lease), ours);
+    assert_eq!(lease_holder(&lease), ours);
     let spec = lease.spec.unwrap();
     // The intruder wrote no transition of its own; the server's taking it back is one.
     assert_eq!(spec.lease_transitions, Some(1), "{spec:?}");
@@ -201,7 +183,7 @@ async fn a_restarted_server_on_sqlite_leads_at_once_and_a_stopped_one_releases()
             .await
             .ok()
             .flatten();
-        let now = lease.map(|l| holder(&l)).unwrap_or_default();
+        let now = lease.map(|l| lease_holder(&l)).unwrap_or_default();
         *first.lock().unwrap() = now.clone();
         !now.is_empty()
     })
@@ -217,7 +199,11 @@ async fn a_restarted_server_on_sqlite_leads_at_once_and_a_stopped_one_releases()
         Duration::from_secs(5),
         || async {
             let now = leases.get_opt("kube-controller-manager").await;
-            let now = now.ok().flatten().map(|l| holder(&l)).unwrap_or_default();
+            let now = now
+                .ok()
+                .flatten()
+                .map(|l| lease_holder(&l))
+                .unwrap_or_default();
             now != before && now.starts_with(&format!("{address}_"))
         },
     )
@@ -232,5 +218,5 @@ async fn a_restarted_server_on_sqlite_leads_at_once_and_a_stopped_one_releases()
     s.restart_with(&["--leader-elect=false", "--nodes=0"]).await;
     let leases: Api<Lease> = Api::namespaced(s.client(), "kube-system");
     let lease = leases.get("kube-controller-manager").await.unwrap();
-    assert_eq!(holder(&lease), "", "{lease:?}");
+    assert_eq!(lease_holder(&lease), "", "{lease:?}");
 }

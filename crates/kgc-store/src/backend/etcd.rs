@@ -1056,6 +1056,116 @@ mod tests {
         store.close();
     }
 
+    /// A reload (the watch fell behind etcd's compaction) answers 410 to every open watch at
+    /// once, a quiet resource's too: its watcher cannot tell what it missed while the watch
+    /// was behind, and must not wait for its resource's next change to learn it has to re-list.
+    #[tokio::test]
+    async fn a_reload_answers_every_open_watch_410_without_waiting_for_a_change() {
+        let store = Store::open_with(Options::default()).await.unwrap();
+        let rv = create_cm(&store, "a", "1").await.unwrap();
+        let mut watcher = store.watch(WatchFilter::new(cms()), Some(rv));
+        // Parked, waiting for a change to ConfigMaps (one runtime thread: the task runs until
+        // it waits when this one yields).
+        let parked = tokio::spawn(async move { watcher.next().await });
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        let feed = crate::Durable(std::sync::Arc::downgrade(&store.inner));
+        crate::backend::etcd::Feed::reload(
+            &feed,
+            crate::backend::Loaded {
+                revision: rv + 5,
+                objects: Vec::new(),
+                expired_rows: false,
+            },
+        );
+        match tokio::time::timeout(Duration::from_secs(5), parked).await {
+            Ok(Ok(WatchEvent::Expired { requested, oldest })) => {
+                assert_eq!((requested, oldest), (rv, rv + 6))
+            }
+            other => panic!("expected Expired at once, got {other:?}"),
+        }
+        store.close();
+    }
+
+    /// A write right after another replica's write it depends on (a create in a namespace
+    /// just created, an update or delete of an object just created) is not refused because
+    /// this replica's memory has not caught up yet: it waits for the latest state first. The
+    /// other replica is the test writing to etcd directly, which returns before the store's
+    /// watch brings the change.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_right_after_another_replicas_write_waits_for_it() {
+        let Some(cluster) = EtcdCluster::start(1).await else {
+            return;
+        };
+        let mut etcd = client(&cluster).await;
+        let store = Store::open_with(options(&cluster)).await.unwrap();
+        let cm = store.catalog().get("", "v1", "configmaps").unwrap().clone();
+        create_cm(&store, "template", "1").await.unwrap();
+        let (ns_template, _) = read(&mut etcd, "/registry/namespaces/default").await;
+        let (cm_template, _) = read(&mut etcd, "/registry/configmaps/default/template").await;
+        let put = |mut value: serde_json::Value, ns: &str, name: &str| {
+            value["metadata"]["name"] = json!(name);
+            value["metadata"]["uid"] = json!(format!("uid-{ns}-{name}"));
+            let key = match value["kind"].as_str() {
+                Some("Namespace") => format!("/registry/namespaces/{name}"),
+                _ => {
+                    value["metadata"]["namespace"] = json!(ns);
+                    format!("/registry/configmaps/{ns}/{name}")
+                }
+            };
+            (key, value.to_string())
+        };
+        for i in 0..5 {
+            let ns = format!("ns-{i}");
+            let (key, value) = put(ns_template.clone().unwrap().0, "", &ns);
+            etcd.put(key, value, None).await.unwrap();
+            let body = json!({"metadata": {"name": "b"}, "data": {"v": "1"}});
+            store
+                .create(&cm, &ns, body, false)
+                .await
+                .unwrap_or_else(|e| panic!("creating in {ns} just created: {e}"));
+            let (key, value) = put(cm_template.clone().unwrap().0, &ns, "a");
+            etcd.put(key, value, None).await.unwrap();
+            store
+                .update(&cm, &ns, "a", None, false, |mut o| {
+                    o["data"]["v"] = json!("2");
+                    Ok(o)
+                })
+                .await
+                .unwrap_or_else(|e| panic!("updating {ns}/a just created: {e}"));
+            let (key, value) = put(cm_template.clone().unwrap().0, &ns, "c");
+            etcd.put(key, value, None).await.unwrap();
+            store
+                .delete(&cm, &ns, "c", &Default::default())
+                .await
+                .unwrap_or_else(|e| panic!("deleting {ns}/c just created: {e}"));
+        }
+        store.close();
+    }
+
+    /// etcd marked failing by a read (a consistent read that could not learn etcd's revision)
+    /// is probed and cleared without any write: an idle replica becomes ready again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_idle_store_marked_failing_by_a_read_is_probed_back_to_ready() {
+        let Some(cluster) = EtcdCluster::start(1).await else {
+            return;
+        };
+        let store = Store::open_with(options(&cluster)).await.unwrap();
+        store.inner.lock_state().unavailable = Some("a read failed".into());
+        assert_eq!(store.failure().as_deref(), Some("a read failed"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while store.failure().is_some() {
+            assert!(
+                Instant::now() < deadline,
+                "still failing: {:?}",
+                store.failure()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        store.close();
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_datastore_that_does_not_answer_fails_the_start_with_one_line() {
         let opts = Options {

@@ -256,6 +256,8 @@ fn commit_to_sqlite(
 /// touched, and a write whose answer was lost shows in the watch if it landed after all. A
 /// failure of etcd itself (no quorum, no member answering) makes readiness fail with its
 /// reason, without refusing writes, until a write or a probe every [`PROBE_INTERVAL`] succeeds.
+/// The thread wakes every interval to check, as a read that found etcd failing marks it so too,
+/// while this thread waits for writes: an idle replica must not stay unready for want of one.
 fn commit_to_etcd(
     mut etcd: etcd::Etcd,
     rx: &mpsc::Receiver<Unit>,
@@ -263,15 +265,11 @@ fn commit_to_etcd(
     sink: &impl Sink,
 ) {
     loop {
-        let unit = match sink.is_unavailable() {
-            false => match rx.recv() {
-                Ok(unit) => unit,
-                Err(_) => break,
-            },
-            true => match rx.recv_timeout(PROBE_INTERVAL) {
-                Ok(unit) => unit,
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(mpsc::RecvTimeoutError::Timeout) => {
+        let unit = match rx.recv_timeout(PROBE_INTERVAL) {
+            Ok(unit) => unit,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if sink.is_unavailable() {
                     match etcd.probe() {
                         Ok(()) => {
                             tracing::info!("etcd answers again");
@@ -279,9 +277,9 @@ fn commit_to_etcd(
                         }
                         Err(e) => tracing::debug!(error = %e, "etcd probe failed"),
                     }
-                    continue;
                 }
-            },
+                continue;
+            }
         };
         let result = etcd.write_unit(codec, &unit);
         match &result {
