@@ -339,9 +339,25 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .with_clock(args.lifecycle.clock()),
     )
     .await
-    .with_context(|| match &datastore {
-        Some(etcd) => format!("opening the store in {etcd}"),
-        None => format!("opening the store in {}", data_dir.display()),
+    .map_err(|e| {
+        // A replica on etcd that made its own pki/ cannot read what the others encrypted.
+        let e = anyhow::Error::from(e);
+        let foreign_key = e.chain().any(|c| {
+            matches!(
+                c.downcast_ref::<kgc_encryption::Error>(),
+                Some(kgc_encryption::Error::Transform { .. })
+            )
+        });
+        let context = match &datastore {
+            Some(etcd) if foreign_key => format!(
+                "opening the store in {etcd}: this replica's encryption key is not the \
+                 cluster's (start it with --join and an admin's kubeconfig, or with a copy of \
+                 the first replica's pki/)"
+            ),
+            Some(etcd) => format!("opening the store in {etcd}"),
+            None => format!("opening the store in {}", data_dir.display()),
+        };
+        e.context(context)
     })
     .map_err(&full)?;
     tracing::info!(

@@ -389,6 +389,29 @@ async fn a_replica_joins_with_an_admin_kubeconfig_only() {
     );
     assert!(!refused_dir.join("pki").exists());
 
+    // Without --join, a replica makes an identity of its own and cannot read the cluster.
+    let own_dir = scratch.path().join("own");
+    let (ok, _, stderr) = Kgc::run(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        own_dir.to_str().unwrap(),
+        "--datastore-endpoint",
+        &endpoints,
+    ]);
+    assert!(!ok, "a replica with a foreign encryption key started");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains(
+            "this replica's encryption key is not the cluster's (start it with --join and an \
+             admin's kubeconfig, or with a copy of the first replica's pki/): unable to \
+             transform key"
+        ),
+        "{stderr}"
+    );
+
     let admin = a.kubeconfig_path();
     let b = Server::start_secure(&[
         "--datastore-endpoint",
