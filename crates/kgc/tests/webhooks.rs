@@ -617,6 +617,7 @@ async fn conversion(s: &Server, hook: &Webhook) {
     assert_eq!(list["apiVersion"], "conv.kgc.test/v2");
     assert_eq!(list["items"][0]["spec"]["colour"], "red");
     assert_eq!(list["items"][0]["metadata"]["uid"], v1["metadata"]["uid"]);
+    conversion_patches_and_watches(s, &ns).await;
 
     s.kubectl_stdin_ok(
         &["apply", "-f", "-"],
@@ -643,6 +644,39 @@ async fn conversion(s: &Server, hook: &Webhook) {
         stderr.contains("conversion webhook for conv.kgc.test/v1, Kind=Broken returned failure: conversion is broken"),
         "{stderr}"
     );
+    // A PATCH or a WATCH in v2 of an object the webhook fails to convert: the PATCH gets the
+    // read's error, the watch ends with it.
+    let patched = s
+        .raw(
+            "PATCH",
+            &raw("v2", "brokens/b"),
+            Some("application/merge-patch+json"),
+            r#"{"spec":{"colour":"green"}}"#,
+        )
+        .await;
+    assert_status(
+        &patched,
+        500,
+        "InternalError",
+        "Internal error occurred: conversion webhook for conv.kgc.test/v1, Kind=Broken returned failure: conversion is broken",
+    );
+    let mut events = s
+        .raw_watch(&format!("{}?watch=true", raw("v2", "brokens")))
+        .await;
+    let error = next_within(&mut events, T, "the watch's ERROR event").await;
+    assert_eq!(error["type"], "ERROR", "{error}");
+    assert_eq!(error["object"]["code"], 500, "{error}");
+    assert_eq!(
+        error["object"]["message"],
+        "Internal error occurred: conversion webhook for conv.kgc.test/v1, Kind=Broken returned failure: conversion is broken"
+    );
+    assert!(
+        tokio::time::timeout(T, futures::StreamExt::next(&mut events))
+            .await
+            .expect("the watch ends")
+            .is_none(),
+        "nothing after the ERROR event"
+    );
     let dependent = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "dependent", "namespace": ns, "ownerReferences": [{
             "apiVersion": "conv.kgc.test/v2", "kind": "Broken", "name": "b",
@@ -658,6 +692,140 @@ async fn conversion(s: &Server, hook: &Webhook) {
             .success()
     })
     .await;
+}
+
+/// PATCH (merge, JSON, server-side apply; strategic refused) and WATCH of widgets in v2, the
+/// version the webhook converts to: the stored v1 object converted, patched in v2, converted
+/// back; each watch event converted.
+async fn conversion_patches_and_watches(s: &Server, ns: &str) {
+    let path =
+        |v: &str, rest: &str| format!("/apis/conv.kgc.test/{v}/namespaces/{ns}/widgets{rest}");
+    let stored = |name: &str| {
+        let p = path("v1", &format!("/{name}"));
+        async move { s.raw("GET", &p, None, "").await.json() }
+    };
+    let mut events = s.raw_watch(&format!("{}?watch=true", path("v2", ""))).await;
+    let added = next_within(&mut events, T, "the widget's ADDED event").await;
+    assert_eq!(
+        (
+            added["type"].as_str(),
+            added["object"]["apiVersion"].as_str()
+        ),
+        (Some("ADDED"), Some("conv.kgc.test/v2")),
+        "{added}"
+    );
+    assert_eq!(added["object"]["spec"]["colour"], "red", "{added}");
+
+    let merged = s
+        .raw(
+            "PATCH",
+            &path("v2", "/w"),
+            Some("application/merge-patch+json"),
+            r#"{"spec":{"colour":"blue"}}"#,
+        )
+        .await;
+    assert_eq!(merged.status, 200, "{}", merged.text());
+    let merged = merged.json();
+    assert_eq!(
+        (
+            merged["apiVersion"].as_str(),
+            merged["spec"]["colour"].as_str()
+        ),
+        (Some("conv.kgc.test/v2"), Some("blue")),
+        "{merged}"
+    );
+    assert_eq!(stored("w").await["spec"], json!({"color": "blue"}));
+    let modified = next_within(&mut events, T, "the widget's MODIFIED event").await;
+    assert_eq!(modified["type"], "MODIFIED", "{modified}");
+    assert_eq!(modified["object"]["apiVersion"], "conv.kgc.test/v2");
+    assert_eq!(modified["object"]["spec"]["colour"], "blue", "{modified}");
+
+    let jsonpatch = s
+        .raw(
+            "PATCH",
+            &path("v2", "/w"),
+            Some("application/json-patch+json"),
+            r#"[{"op":"test","path":"/spec/colour","value":"blue"},{"op":"replace","path":"/spec/colour","value":"green"}]"#,
+        )
+        .await;
+    assert_eq!(jsonpatch.status, 200, "{}", jsonpatch.text());
+    assert_eq!(stored("w").await["spec"], json!({"color": "green"}));
+    // A stale resourceVersion in the patch is its precondition: 409, nothing written.
+    let stale = s
+        .raw(
+            "PATCH",
+            &path("v2", "/w"),
+            Some("application/merge-patch+json"),
+            r#"{"metadata":{"resourceVersion":"1"},"spec":{"colour":"grey"}}"#,
+        )
+        .await;
+    assert_eq!(stale.status, 409, "{}", stale.text());
+    assert_eq!(stored("w").await["spec"], json!({"color": "green"}));
+    let strategic = s
+        .raw(
+            "PATCH",
+            &path("v2", "/w"),
+            Some("application/strategic-merge-patch+json"),
+            r#"{"spec":{"colour":"grey"}}"#,
+        )
+        .await;
+    assert_status(
+        &strategic,
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+    );
+
+    // Server-side apply in v2: merged with the v2 object, owned by its manager; creates too.
+    let applied = s
+        .raw(
+            "PATCH",
+            &format!("{}?fieldManager=painter", path("v2", "/w")),
+            Some("application/apply-patch+yaml"),
+            "apiVersion: conv.kgc.test/v2\nkind: Widget\nmetadata:\n  name: w\nspec:\n  colour: pink\n  size: 3\n",
+        )
+        .await;
+    assert_eq!(applied.status, 200, "{}", applied.text());
+    let applied = applied.json();
+    assert_eq!(applied["apiVersion"], "conv.kgc.test/v2");
+    assert_eq!(applied["spec"], json!({"colour": "pink", "size": 3}));
+    let w = stored("w").await;
+    assert_eq!(w["spec"], json!({"color": "pink", "size": 3}));
+    let entry = w["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["manager"] == "painter")
+        .cloned()
+        .unwrap_or_else(|| panic!("painter's entry: {w}"));
+    assert_eq!(
+        (entry["operation"].as_str(), entry["apiVersion"].as_str()),
+        (Some("Apply"), Some("conv.kgc.test/v2")),
+        "{entry}"
+    );
+    assert!(
+        entry["fieldsV1"]["f:spec"].get("f:colour").is_some(),
+        "{entry}"
+    );
+    let created = s
+        .raw(
+            "PATCH",
+            &format!("{}?fieldManager=painter", path("v2", "/w2")),
+            Some("application/apply-patch+yaml"),
+            "apiVersion: conv.kgc.test/v2\nkind: Widget\nmetadata:\n  name: w2\nspec:\n  colour: teal\n",
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    assert_eq!(created.json()["spec"]["colour"], "teal");
+    assert_eq!(stored("w2").await["spec"], json!({"color": "teal"}));
+    let added = loop {
+        let e = next_within(&mut events, T, "w2's ADDED event").await;
+        if e["type"] == "ADDED" {
+            break e;
+        }
+    };
+    assert_eq!(added["object"]["metadata"]["name"], "w2");
+    assert_eq!(added["object"]["spec"]["colour"], "teal", "{added}");
 }
 
 async fn admission(s: &Server, hook: &Webhook) {
