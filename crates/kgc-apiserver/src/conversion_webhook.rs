@@ -7,7 +7,9 @@
 //! the same request in the storage version, its body converted there through the webhook first
 //! and the objects of its answer converted back: a read of that version fails when the webhook
 //! does, while everything that reads the storage version (the garbage collector, the other
-//! in-process controllers) never depends on it.
+//! in-process controllers) never depends on it. A WATCH converts each event as it streams; a
+//! PATCH converts the stored object to the request's version, patches it there and converts
+//! the result back (a patch means what it says in the version it was written for).
 
 use std::collections::HashMap;
 use std::sync::Mutex;

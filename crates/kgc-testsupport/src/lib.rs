@@ -21,6 +21,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod audit;
 mod binary;
 mod controller;
 mod etcd;
@@ -33,6 +34,7 @@ mod process;
 mod server;
 mod wait;
 
+pub use audit::AuditLog;
 pub use binary::KgcBinary;
 pub use controller::Controller;
 pub use etcd::EtcdCluster;

@@ -187,22 +187,22 @@ const T: Duration = Duration::from_secs(30);
 /// One server and one webhook server for every scenario.
 #[tokio::test]
 async fn admission_and_conversion_webhooks() {
-    let dir = std::env::temp_dir().join(unique("kgc-webhooks-audit"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (policy, log) = (dir.join("policy.yaml"), dir.join("audit.log"));
-    std::fs::write(
-        &policy,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources:\n  - resources: [configmaps]\n",
-    )
-    .unwrap();
-    let s = Server::start_with(&[
-        "--in-memory",
-        "--audit-log-path",
-        log.to_str().unwrap(),
-        "--audit-policy-file",
-        policy.to_str().unwrap(),
-    ])
-    .await;
+    // Patches are recorded from level Request, so configmaps are audited at Request but their
+    // updates at Metadata.
+    let log = AuditLog::new(
+        "apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+- level: Metadata
+  verbs: [update, patch]
+  resources:
+  - resources: [configmaps]
+- level: Request
+  resources:
+  - resources: [configmaps]
+",
+    );
+    let s = Server::start_with(&log.args(&["--in-memory"])).await;
     let hook = webhook_server().await;
     audit_annotations(&s, &hook, &log).await;
     admission(&s, &hook).await;
@@ -210,8 +210,9 @@ async fn admission_and_conversion_webhooks() {
     conversion(&s, &hook).await;
 }
 
-/// A webhook's `auditAnnotations` go into the request's audit event as `<webhook>/<key>`.
-async fn audit_annotations(s: &Server, hook: &Webhook, log: &std::path::Path) {
+/// A webhook's `auditAnnotations` go into the request's audit event as `<webhook>/<key>`; a
+/// mutating webhook's call and patch are recorded as upstream's dispatcher records them.
+async fn audit_annotations(s: &Server, hook: &Webhook, log: &AuditLog) {
     let ns = fresh_namespace(&s.client(), "annotate").await;
     s.kubectl_stdin_ok(
         &["apply", "-f", "-"],
@@ -225,19 +226,63 @@ async fn audit_annotations(s: &Server, hook: &Webhook, log: &std::path::Path) {
         ),
     )
     .await;
+    s.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &configuration(
+            "MutatingWebhookConfiguration",
+            "label",
+            &ns,
+            &format!("{}/label", hook.base),
+            &hook.ca_bundle,
+            json!({}),
+        ),
+    )
+    .await;
     s.kubectl_ok(&["create", "configmap", "cm", "-n", &ns])
         .await;
-    let want = "\"annotate.kgc.test/checked\":\"configmap cm\"";
-    eventually("the webhook's audit annotation", T, || {
-        let found = std::fs::read_to_string(log)
-            .unwrap_or_default()
-            .lines()
-            .any(|l| {
-                l.contains(want) && l.contains(&ns) && l.contains("\"stage\":\"ResponseComplete\"")
-            });
-        async move { found }
-    })
-    .await;
+    let of = |verb: &'static str| {
+        let ns = ns.clone();
+        move |e: &Value| {
+            e["objectRef"]["namespace"] == ns.as_str()
+                && e["objectRef"]["name"] == "cm"
+                && e["verb"] == verb
+        }
+    };
+    let created = log.wait_for("ResponseComplete", of("create")).await;
+    let annotations = &created.last().unwrap()["annotations"];
+    assert_eq!(
+        annotations["annotate.kgc.test/checked"], "configmap cm",
+        "{annotations}"
+    );
+    // The only mutating webhook: index 0 of round 0.
+    assert_eq!(
+        annotations["mutation.webhook.admission.k8s.io/round_0_index_0"],
+        format!(r#"{{"configuration":"label-{ns}","webhook":"label.kgc.test","mutated":true}}"#),
+        "{annotations}"
+    );
+    assert_eq!(
+        annotations["patch.webhook.admission.k8s.io/round_0_index_0"],
+        format!(
+            r#"{{"configuration":"label-{ns}","webhook":"label.kgc.test","patch":[{{"op":"add","path":"/metadata/labels","value":{{"mutated":"yes"}}}}],"patchType":"JSONPatch"}}"#
+        ),
+        "{annotations}"
+    );
+    // At Metadata the patch is left out; a patch that changes nothing did not mutate.
+    s.kubectl_ok(&["label", "configmap", "cm", "-n", &ns, "x=y"])
+        .await;
+    let patched = log.wait_for("ResponseComplete", of("patch")).await;
+    let annotations = &patched.last().unwrap()["annotations"];
+    assert_eq!(
+        annotations["mutation.webhook.admission.k8s.io/round_0_index_0"],
+        format!(r#"{{"configuration":"label-{ns}","webhook":"label.kgc.test","mutated":false}}"#),
+        "{annotations}"
+    );
+    assert!(
+        annotations
+            .get("patch.webhook.admission.k8s.io/round_0_index_0")
+            .is_none(),
+        "{annotations}"
+    );
 }
 
 /// The reviews the webhook at `path` got for namespace `ns` with `subResource` `sub` (`""`
