@@ -7,7 +7,7 @@ use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use cel::{Context, ExecutionError, Value};
 
 use crate::cost::{self, Shape};
-use crate::{Error, library};
+use crate::{Error, PER_CALL_LIMIT, library};
 
 /// Identifiers every program may use without declaring them: CEL's type names.
 const TYPE_NAMES: [&str; 11] = [
@@ -95,6 +95,34 @@ impl Program {
             .map(|(n, s)| ((*n).to_owned(), s.clone()))
             .collect();
         cost::estimate(self.inner.expression(), &mut scope).0
+    }
+
+    /// Evaluates the expression as admission runs it, its cost bounded: the cost of this
+    /// evaluation, estimated on the actual sizes of the variables it reads (cel-rust counts no
+    /// cost as it goes), may be at most [`PER_CALL_LIMIT`] (else [`Error::CostLimit`], cel-go's
+    /// `CostLimit`) and what is left of `budget`, which it spends (else [`Error::OutOfBudget`]).
+    /// Nothing is evaluated past either limit.
+    pub fn evaluate_within(
+        &self,
+        variables: &[(&str, Value)],
+        budget: &mut u64,
+    ) -> Result<Value, Error> {
+        let shapes: Vec<(&str, Shape)> = variables
+            .iter()
+            .filter(|(name, _)| self.used.contains(*name))
+            .map(|(name, value)| (*name, Shape::of_cel(value)))
+            .collect();
+        let cost = self.estimate(&shapes);
+        if cost > PER_CALL_LIMIT {
+            *budget = budget.saturating_sub(PER_CALL_LIMIT);
+            return Err(Error::CostLimit);
+        }
+        if cost > *budget {
+            *budget = 0;
+            return Err(Error::OutOfBudget);
+        }
+        *budget -= cost;
+        self.evaluate(variables)
     }
 
     /// Evaluates the expression with these variable values.
@@ -234,6 +262,39 @@ mod tests {
         Program::compile(source, &[])
             .and_then(|p| p.evaluate(&[]))
             .unwrap_or_else(|e| panic!("{source}: {e}"))
+    }
+
+    /// The cost of an evaluation is priced on its actual inputs before it runs: over the
+    /// per-call limit it is cel-go's cancellation, over what is left of the budget the budget's
+    /// error, and otherwise the budget pays for it.
+    #[test]
+    fn evaluations_within_their_cost_limits() {
+        let p = Program::compile("object.all(x, object.all(y, x + y > 0))", &["object"]).unwrap();
+        let list = |n: i64| Value::List(std::sync::Arc::new((1..=n).map(Value::Int).collect()));
+        let mut budget = 1_000_000;
+        assert_eq!(
+            p.evaluate_within(&[("object", list(10))], &mut budget)
+                .unwrap(),
+            Value::Bool(true)
+        );
+        let spent = 1_000_000 - budget;
+        assert!(spent > 100 && spent < 1_000, "{spent}");
+        let err = p
+            .evaluate_within(&[("object", list(2_000))], &mut budget)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "operation cancelled: actual cost limit exceeded"
+        );
+        let mut budget = spent - 1;
+        let err = p
+            .evaluate_within(&[("object", list(10))], &mut budget)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "validation failed due to running out of cost budget, no further validation rules will be run"
+        );
+        assert_eq!(budget, 0);
     }
 
     #[test]
