@@ -97,11 +97,27 @@ impl Program {
         cost::estimate(self.inner.expression(), &mut scope).0
     }
 
-    /// Evaluates the expression as admission runs it, its cost bounded: the cost of this
-    /// evaluation, estimated on the actual sizes of the variables it reads (cel-rust counts no
-    /// cost as it goes), may be at most [`PER_CALL_LIMIT`] (else [`Error::CostLimit`], cel-go's
-    /// `CostLimit`) and what is left of `budget`, which it spends (else [`Error::OutOfBudget`]).
-    /// Nothing is evaluated past either limit.
+    /// Charges one evaluation with variables of these shapes to `budget`, as upstream charges
+    /// an evaluation's actual cost (cel-rust counts none as it goes, so it is estimated on the
+    /// actual sizes): over [`PER_CALL_LIMIT`] the call is cancelled ([`Error::CostLimit`],
+    /// charged the limit, where cel-go stops), and a charge over what is left of `budget` spends
+    /// it ([`Error::OutOfBudget`]). Nothing is to be evaluated after an error.
+    pub fn charge(&self, shapes: &[(&str, Shape)], budget: &mut u64) -> Result<(), Error> {
+        let cost = self.estimate(shapes);
+        let charged = cost.min(PER_CALL_LIMIT);
+        if charged > *budget {
+            *budget = 0;
+            return Err(Error::OutOfBudget);
+        }
+        *budget -= charged;
+        if cost > PER_CALL_LIMIT {
+            return Err(Error::CostLimit);
+        }
+        Ok(())
+    }
+
+    /// Evaluates the expression as admission runs it, charged first to `budget` (see
+    /// [`Self::charge`]) on the shapes of the variables it reads.
     pub fn evaluate_within(
         &self,
         variables: &[(&str, Value)],
@@ -112,16 +128,7 @@ impl Program {
             .filter(|(name, _)| self.used.contains(*name))
             .map(|(name, value)| (*name, Shape::of_cel(value)))
             .collect();
-        let cost = self.estimate(&shapes);
-        if cost > PER_CALL_LIMIT {
-            *budget = budget.saturating_sub(PER_CALL_LIMIT);
-            return Err(Error::CostLimit);
-        }
-        if cost > *budget {
-            *budget = 0;
-            return Err(Error::OutOfBudget);
-        }
-        *budget -= cost;
+        self.charge(&shapes, budget)?;
         self.evaluate(variables)
     }
 
@@ -279,6 +286,8 @@ mod tests {
         );
         let spent = 1_000_000 - budget;
         assert!(spent > 100 && spent < 1_000, "{spent}");
+        // Cancelled where cel-go stops: charged the limit.
+        let mut budget = 10_000_000;
         let err = p
             .evaluate_within(&[("object", list(2_000))], &mut budget)
             .unwrap_err();
@@ -286,6 +295,7 @@ mod tests {
             err.to_string(),
             "operation cancelled: actual cost limit exceeded"
         );
+        assert_eq!(budget, 9_000_000);
         let mut budget = spent - 1;
         let err = p
             .evaluate_within(&[("object", list(10))], &mut budget)
