@@ -238,6 +238,19 @@ async fn audit_annotations(s: &Server, hook: &Webhook, log: &AuditLog) {
         ),
     )
     .await;
+    // After `label` in name order (index 1); it answers garbage, which Ignore lets through.
+    s.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &configuration(
+            "MutatingWebhookConfiguration",
+            "open",
+            &ns,
+            &format!("{}/garbage", hook.base),
+            &hook.ca_bundle,
+            json!({"failurePolicy": "Ignore"}),
+        ),
+    )
+    .await;
     s.kubectl_ok(&["create", "configmap", "cm", "-n", &ns])
         .await;
     let of = |verb: &'static str| {
@@ -254,7 +267,7 @@ async fn audit_annotations(s: &Server, hook: &Webhook, log: &AuditLog) {
         annotations["annotate.kgc.test/checked"], "configmap cm",
         "{annotations}"
     );
-    // The only mutating webhook: index 0 of round 0.
+    // The first mutating webhook: index 0 of round 0.
     assert_eq!(
         annotations["mutation.webhook.admission.k8s.io/round_0_index_0"],
         format!(r#"{{"configuration":"label-{ns}","webhook":"label.kgc.test","mutated":true}}"#),
@@ -265,6 +278,16 @@ async fn audit_annotations(s: &Server, hook: &Webhook, log: &AuditLog) {
         format!(
             r#"{{"configuration":"label-{ns}","webhook":"label.kgc.test","patch":[{{"op":"add","path":"/metadata/labels","value":{{"mutated":"yes"}}}}],"patchType":"JSONPatch"}}"#
         ),
+        "{annotations}"
+    );
+    assert_eq!(
+        annotations["failed-open.mutation.webhook.admission.k8s.io/round_0_index_1"],
+        "open.kgc.test",
+        "{annotations}"
+    );
+    assert_eq!(
+        annotations["mutation.webhook.admission.k8s.io/round_0_index_1"],
+        format!(r#"{{"configuration":"open-{ns}","webhook":"open.kgc.test","mutated":false}}"#),
         "{annotations}"
     );
     // At Metadata the patch is left out; a patch that changes nothing did not mutate.
