@@ -175,17 +175,26 @@ pub(crate) struct Event {
 type Annotations = Arc<Mutex<Map<String, Value>>>;
 
 tokio::task_local! {
-    static CURRENT: Annotations;
+    /// The level of the request's event and its annotations.
+    static CURRENT: (Level, Annotations);
 }
 
 /// Adds an annotation to the event of the request being served (admission's
-/// `AddAnnotation`); nothing when the request is not audited.
+/// `AddAnnotation`); nothing when the request is not audited. The first value of a key stays.
 pub(crate) fn annotate(key: String, value: String) {
-    let _ = CURRENT.try_with(|a| {
-        a.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(key)
-            .or_insert(Value::String(value));
+    annotate_at(Level::Metadata, key, value);
+}
+
+/// [`annotate`] for an annotation recorded only in events of `level` and above (admission's
+/// `AddAnnotationWithLevel`: a mutating webhook's patch needs `Request`).
+pub(crate) fn annotate_at(level: Level, key: String, value: String) {
+    let _ = CURRENT.try_with(|(at, a)| {
+        if *at >= level {
+            a.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(key)
+                .or_insert(Value::String(value));
+        }
     });
 }
 
@@ -218,7 +227,9 @@ impl Event {
 
     /// Runs `f` with [`annotate`] adding to this event.
     pub async fn scope<F: std::future::Future>(&self, f: F) -> F::Output {
-        CURRENT.scope(Arc::clone(&self.annotations), f).await
+        CURRENT
+            .scope((self.decision.level, Arc::clone(&self.annotations)), f)
+            .await
     }
 
     pub fn annotate(&self, key: &str, value: &str) {
@@ -267,6 +278,11 @@ impl Event {
             self.strip(&mut v);
             self.ev["responseObject"] = v;
         }
+    }
+
+    /// The status of a request refused 401 (filters/authn_audit.go): the credentials tried.
+    pub fn unauthenticated(&mut self, attempted: &str) {
+        self.ev["responseStatus"] = json!({"metadata": {}, "message": attempted, "code": 401});
     }
 
     /// The `Panic` event's status (`WithPanicRecovery`'s words).
@@ -331,7 +347,11 @@ impl Event {
 }
 
 fn user_json(u: &kgc_auth::UserInfo) -> Value {
-    let mut o = json!({"username": u.name});
+    // authentication/v1 UserInfo: every field omitted when empty (`{}` for no user).
+    let mut o = json!({});
+    if !u.name.is_empty() {
+        o["username"] = json!(u.name);
+    }
     if !u.uid.is_empty() {
         o["uid"] = json!(u.uid);
     }

@@ -180,6 +180,54 @@ fn bearer(value: &str) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
+/// What a request refused 401 tried, as its audit event says it (filters/authn_audit.go
+/// `getAuthMethods`): basic credentials, a bearer token, an `access_token` parameter, a client
+/// certificate.
+pub(crate) fn attempted_methods(
+    headers: &HeaderMap,
+    query: &crate::request::Query,
+    peer_cert: bool,
+) -> String {
+    use base64::Engine;
+    let auth = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default()
+        .trim();
+    let mut methods = Vec::new();
+    // Go's `Request.BasicAuth`: the scheme, then base64 of `user:password`.
+    let basic = auth
+        .split_once(' ')
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"))
+        .and_then(|(_, b)| base64::engine::general_purpose::STANDARD.decode(b).ok())
+        .is_some_and(|b| b.contains(&b':'));
+    if basic {
+        methods.push("basic");
+    }
+    let mut parts = auth.split(' ');
+    if parts
+        .next()
+        .is_some_and(|p| p.eq_ignore_ascii_case("bearer"))
+        && parts.next().is_some()
+    {
+        methods.push("bearer");
+    }
+    if query
+        .get("access_token")
+        .is_some_and(|t| !t.trim().is_empty())
+    {
+        methods.push("access_token");
+    }
+    if peer_cert {
+        methods.push("x509");
+    }
+    if methods.is_empty() {
+        "Authentication failed, no credentials provided".to_owned()
+    } else {
+        format!("Authentication failed, attempted: {}", methods.join(", "))
+    }
+}
+
 /// Adds `system:authenticated`, as upstream's group adder does for every authenticated user.
 pub(crate) fn with_authenticated(mut u: UserInfo) -> UserInfo {
     if !u.groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
@@ -275,6 +323,31 @@ fn csv_fields(line: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attempted_methods_as_the_audit_event_words_them() {
+        let q = crate::request::Query::parse(None);
+        let mut h = HeaderMap::new();
+        assert_eq!(
+            attempted_methods(&h, &q, false),
+            "Authentication failed, no credentials provided"
+        );
+        h.insert(header::AUTHORIZATION, "Bearer abc".parse().unwrap());
+        assert_eq!(
+            attempted_methods(
+                &h,
+                &crate::request::Query::parse(Some("access_token=t")),
+                true
+            ),
+            "Authentication failed, attempted: bearer, access_token, x509"
+        );
+        // `user:password`, base64.
+        h.insert(header::AUTHORIZATION, "Basic dXNlcjpwYXNz".parse().unwrap());
+        assert_eq!(
+            attempted_methods(&h, &q, false),
+            "Authentication failed, attempted: basic"
+        );
+    }
 
     #[test]
     fn token_file_rows() {

@@ -190,15 +190,31 @@ impl Rbac {
     pub fn check(&self, attrs: &Attributes) -> Result<(), Status> {
         match self.read().authorize(attrs) {
             Decision::Allow => Ok(()),
-            Decision::Deny { reason } => {
-                tracing::debug!(user = %attrs.user.name, verb = %attrs.verb, resource = %attrs.resource, path = %attrs.path, %reason, "forbidden");
-                Err(Status::forbidden_by_policy(
-                    &GroupResource::new(&attrs.api_group, &attrs.resource),
-                    &attrs.name,
-                    kgc_auth::forbidden_message_with_reason(attrs, &reason),
-                ))
-            }
+            Decision::Deny { reason } => Err(Self::forbidden(attrs, &reason)),
         }
+    }
+
+    /// [`Self::check`] with the authorizer's reason, for the audit event's
+    /// `authorization.k8s.io/reason` (filters/authorization.go): the binding that allowed the
+    /// request (empty for `system:masters`), or the deny reason. Dearer than a plain check (the
+    /// bindings are visited in upstream's order and the allowing one described), so only
+    /// audited requests pay it.
+    pub fn check_with_reason(&self, attrs: &Attributes) -> (Result<(), Status>, String) {
+        let review = self.read().review(attrs);
+        if review.allowed {
+            (Ok(()), review.reason)
+        } else {
+            (Err(Self::forbidden(attrs, &review.reason)), review.reason)
+        }
+    }
+
+    fn forbidden(attrs: &Attributes, reason: &str) -> Status {
+        tracing::debug!(user = %attrs.user.name, verb = %attrs.verb, resource = %attrs.resource, path = %attrs.path, %reason, "forbidden");
+        Status::forbidden_by_policy(
+            &GroupResource::new(&attrs.api_group, &attrs.resource),
+            &attrs.name,
+            kgc_auth::forbidden_message_with_reason(attrs, reason),
+        )
     }
 }
 

@@ -7,7 +7,9 @@
 //! the same request in the storage version, its body converted there through the webhook first
 //! and the objects of its answer converted back: a read of that version fails when the webhook
 //! does, while everything that reads the storage version (the garbage collector, the other
-//! in-process controllers) never depends on it.
+//! in-process controllers) never depends on it. A WATCH converts each event as it streams; a
+//! PATCH converts the stored object to the request's version, patches it there and converts
+//! the result back (a patch means what it says in the version it was written for).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -173,21 +175,10 @@ pub(crate) async fn serve(
     let storage = conversion::storage_version(info).to_owned();
     let mut inner = req.clone();
     inner.version = storage.clone();
-    let body = match req.verb {
-        Verb::Watch => {
-            return Err(Status::bad_request(format!(
-                "watching {} in {} needs its conversion webhook on every event, which kgc does not do yet: watch version {storage}",
-                info.plural, req.version
-            ))
-            .into());
-        }
-        Verb::Patch => {
-            return Err(Status::bad_request(format!(
-                "patching {} in {} through its conversion webhook is not supported yet: patch version {storage}, or replace the object",
-                info.plural, req.version
-            ))
-            .into());
-        }
+    let json_headers = json_headers(headers);
+    let resp = match req.verb {
+        Verb::Watch => return watch(api, info, &req, inner, query, headers).await,
+        Verb::Patch => patch(api, info, &req, inner, query, headers, body).await?,
         Verb::Create | Verb::Update => {
             let bytes = body::read(body).await?;
             let mut obj = body::decode(&media_type(headers), &bytes)?.value;
@@ -198,23 +189,47 @@ pub(crate) async fn serve(
                 obj["kind"] = json!(info.kind);
             }
             convert(api, info, &storage, std::slice::from_mut(&mut obj)).await?;
-            Body::from(obj.to_string())
+            let body = Body::from(obj.to_string());
+            Box::pin(crate::handlers::serve(
+                api,
+                inner,
+                query,
+                &json_headers,
+                body,
+            ))
+            .await?
         }
-        _ => body,
+        _ => {
+            Box::pin(crate::handlers::serve(
+                api,
+                inner,
+                query,
+                &json_headers,
+                body,
+            ))
+            .await?
+        }
     };
+    in_request_version(api, info, &req, resp).await
+}
+
+/// `headers` with a JSON body: what the request in the storage version carries.
+fn json_headers(headers: &HeaderMap) -> HeaderMap {
     let mut json_headers = headers.clone();
     json_headers.insert(
         axum::http::header::CONTENT_TYPE,
         axum::http::HeaderValue::from_static("application/json"),
     );
-    let resp = Box::pin(crate::handlers::serve(
-        api,
-        inner,
-        query,
-        &json_headers,
-        body,
-    ))
-    .await?;
+    json_headers
+}
+
+/// The answer of the request in the storage version, its objects converted to the request's.
+async fn in_request_version(
+    api: &ApiServer,
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    resp: Response,
+) -> Result<Response, ApiError> {
     if !resp.status().is_success() {
         return Ok(resp);
     }
@@ -239,4 +254,245 @@ pub(crate) async fn serve(
         out.headers_mut().append(k, v.clone());
     }
     Ok(out)
+}
+
+/// How often a PATCH is planned again when the object changed under it (upstream's patcher
+/// `maxRetryWhenPatchConflicts`).
+const PATCH_RETRIES: usize = 5;
+
+/// Whether a write failed only because the object changed (or appeared) since it was read.
+fn stale(e: &ApiError) -> bool {
+    e.0.is(kgc_meta::Reason::Conflict) || e.0.is(kgc_meta::Reason::AlreadyExists)
+}
+
+/// A PATCH in a converted version, as upstream's patcher does it for such a resource: the
+/// stored object converted to the request's version, the patch applied there, the result
+/// converted back to the storage version and written over the object that was read; planned
+/// again when the object changed meanwhile. Strategic merge patches are refused (415) as for
+/// every custom resource.
+async fn patch(
+    api: &ApiServer,
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    inner: RequestInfo,
+    query: &Query,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    use crate::handlers::patch as p;
+    let media = media_type(headers);
+    p::check_patch_type(info, &media)?;
+    let gr = info.group_resource();
+    let ns = req.namespace.as_deref().unwrap_or_default();
+    let name = req.name.as_deref().unwrap_or_default();
+    let read = |version: &str| {
+        let stored = api.store.get(&gr, ns, name);
+        let version = version.to_owned();
+        async move {
+            let Some(stored) = stored else {
+                return Ok::<_, Status>(None);
+            };
+            let mut live = stored.value();
+            convert(api, info, &version, std::slice::from_mut(&mut live)).await?;
+            Ok(Some((stored, live)))
+        }
+    };
+    let write = RequestInfo {
+        verb: Verb::Update,
+        ..inner.clone()
+    };
+    if media == "application/apply-patch+yaml" {
+        let apply = p::ApplyRequest::read(api, info, req, query, headers, body).await?;
+        for _ in 0..PATCH_RETRIES {
+            let live = read(&req.version).await?;
+            // Custom resources have no LimitRanges.
+            let mut merged = apply.merge(api, info, req, live.as_ref().map(|(_, l)| l), None)?;
+            convert(api, info, &inner.version, std::slice::from_mut(&mut merged)).await?;
+            // Its managedFields are tracked already, in the request's version.
+            let written = match live {
+                Some((stored, _)) => {
+                    merged["metadata"]["resourceVersion"] =
+                        json!(stored.resource_version.to_string());
+                    let (obj, warnings) = crate::handlers::admitted_object(
+                        api,
+                        info,
+                        &write,
+                        query,
+                        merged,
+                        Vec::new(),
+                    )?;
+                    crate::handlers::update::update_object(
+                        api, info, &write, query, obj, warnings, None,
+                    )
+                    .await
+                }
+                None => {
+                    let create = RequestInfo {
+                        verb: Verb::Create,
+                        ..inner.clone()
+                    };
+                    let (obj, warnings) = crate::handlers::admitted_object(
+                        api,
+                        info,
+                        &create,
+                        query,
+                        merged,
+                        Vec::new(),
+                    )?;
+                    crate::handlers::create::create_object(
+                        api, info, &create, query, obj, warnings, None,
+                    )
+                    .await
+                }
+            };
+            match written {
+                Err(e) if stale(&e) => continue,
+                r => return r,
+            }
+        }
+        return Err(Status::conflict(&gr, name, "the object kept changing during apply").into());
+    }
+    let (patch, _) = p::patch_body(body, &media).await?;
+    let json_headers = json_headers(headers);
+    for _ in 0..PATCH_RETRIES {
+        let (_, mut obj) = read(&req.version)
+            .await?
+            .ok_or_else(|| Status::not_found(&gr, name))?;
+        let read_version = obj["metadata"]["resourceVersion"].clone();
+        p::apply_patch(info, name, &media, &mut obj, &patch)?;
+        if !obj.is_object() {
+            return Err(Status::invalid(
+                "",
+                "",
+                "",
+                &[kgc_meta::FieldError::invalid(
+                    "patch",
+                    obj.to_string(),
+                    "the patched object must be a JSON object",
+                )],
+            )
+            .into());
+        }
+        obj["kind"] = json!(info.kind);
+        // A resourceVersion the patch names is its precondition: a conflict is then the answer.
+        let precondition = obj["metadata"]["resourceVersion"] != read_version
+            && !obj["metadata"]["resourceVersion"].is_null();
+        if !precondition {
+            obj["metadata"]["resourceVersion"] = read_version;
+        }
+        convert(api, info, &inner.version, std::slice::from_mut(&mut obj)).await?;
+        let written = Box::pin(crate::handlers::serve(
+            api,
+            write.clone(),
+            query,
+            &json_headers,
+            Body::from(obj.to_string()),
+        ))
+        .await;
+        match written {
+            Err(e) if !precondition && stale(&e) => continue,
+            r => return r,
+        }
+    }
+    Err(Status::conflict(&gr, name, "the object kept changing during patch").into())
+}
+
+/// A WATCH in a converted version: the watch of the storage version, each event's object
+/// converted through the webhook as it comes (one ConversionReview an event, as upstream's
+/// watch encoder converts each object on its way out; a Table watch is passed as it is, as
+/// a Table GET is). When a conversion fails the watch ends, as upstream's does (handlers/
+/// watch.go ends a watch whose event does not encode); kgc first sends the failure as an
+/// ERROR event, so that the client sees why rather than a bare end of stream.
+async fn watch(
+    api: &ApiServer,
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    inner: RequestInfo,
+    query: &Query,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let resp = Box::pin(crate::handlers::serve(
+        api,
+        inner,
+        query,
+        headers,
+        Body::empty(),
+    ))
+    .await?;
+    if !resp.status().is_success() || crate::handlers::table_request(headers, query)?.is_some() {
+        return Ok(resp);
+    }
+    let (parts, body) = resp.into_parts();
+    let state = WatchConversion {
+        api: api.clone(),
+        info: info.clone(),
+        version: req.version.clone(),
+        events: body.into_data_stream(),
+        pending: Vec::new(),
+        done: false,
+    };
+    let stream = futures::stream::unfold(state, |mut st| async move {
+        st.next_line()
+            .await
+            .map(|line| (Ok::<_, std::convert::Infallible>(line), st))
+    });
+    Ok(Response::from_parts(parts, Body::from_stream(stream)))
+}
+
+/// The converting end of a watch: reads the storage version's event lines, writes the
+/// request's.
+struct WatchConversion {
+    api: ApiServer,
+    info: ResourceInfo,
+    version: String,
+    events: axum::body::BodyDataStream,
+    /// What was read past the last full line.
+    pending: Vec<u8>,
+    done: bool,
+}
+
+impl WatchConversion {
+    async fn next_line(&mut self) -> Option<axum::body::Bytes> {
+        use futures::StreamExt;
+        if self.done {
+            return None;
+        }
+        let line = loop {
+            if let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
+                let rest = self.pending.split_off(end + 1);
+                break std::mem::replace(&mut self.pending, rest);
+            }
+            match self.events.next().await {
+                Some(Ok(chunk)) => self.pending.extend_from_slice(&chunk),
+                _ if self.pending.is_empty() => return None,
+                _ => break std::mem::take(&mut self.pending),
+            }
+        };
+        let Ok(mut event) = serde_json::from_slice::<Value>(&line) else {
+            return Some(line.into());
+        };
+        match event["type"].as_str() {
+            Some("ERROR") => {}
+            Some("BOOKMARK") => {
+                event["object"]["apiVersion"] = json!(api_version(&self.info.group, &self.version));
+            }
+            _ => {
+                let converted = convert(
+                    &self.api,
+                    &self.info,
+                    &self.version,
+                    std::slice::from_mut(&mut event["object"]),
+                )
+                .await;
+                if let Err(status) = converted {
+                    tracing::warn!(resource = %self.info.group_resource(), error = %status.message, "unable to encode watch object: the watch ends");
+                    self.done = true;
+                    return Some(crate::watch::error_line(&status));
+                }
+            }
+        }
+        let mut text = event.to_string();
+        text.push('\n');
+        Some(text.into())
+    }
 }

@@ -272,8 +272,16 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
         .get::<loopback::LoopbackUser>()
         .map(|u| Arc::clone(&u.0));
     let mut authenticated = None;
+    // The authorizer's decision and reason, for the audit event.
+    let mut authorization = None;
     let admitted = match &api.authn {
-        _ if loopback.is_some() => Ok(loopback.clone()),
+        _ if loopback.is_some() => {
+            // The loopback user is in `system:masters`: allowed, with no reason.
+            if api.rbac.is_some() {
+                authorization = Some(("allow", String::new()));
+            }
+            Ok(loopback.clone())
+        }
         None => Ok(None),
         Some(authn) => admit(
             &api,
@@ -283,28 +291,36 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
             &query,
             &parts,
             &mut authenticated,
+            api.audit.is_some().then_some(&mut authorization),
         )
         .map(Some),
     };
     // The audit filter runs once the request is authenticated (upstream's `WithAudit` is inside
     // `WithAuthentication`, outside impersonation and authorization).
+    let incoming = Incoming {
+        method: &method,
+        path: &path,
+        uri: &uri,
+        query: &query,
+        parts: &parts,
+    };
     let mut audited = match &api.audit {
-        // A request whose credentials fail is not audited here (upstream's
-        // `WithFailedAuthenticationAudit` is not kept).
-        Some(log) if !matches!(&admitted, Err(e) if e.0.code == 401) => audit_begin(
+        // A request whose credentials fail gets one event of its own
+        // (`WithFailedAuthenticationAudit`).
+        Some(log) if matches!(&admitted, Err(e) if e.0.code == 401) => {
+            audit_unauthenticated(log, &incoming).await;
+            None
+        }
+        Some(log) => audit_begin(
             log,
-            &api,
-            &method,
-            &path,
-            &uri,
-            &query,
-            &parts,
+            &incoming,
             authenticated.as_ref(),
             &admitted,
+            authorization,
         )
         .await
         .map(|e| (Arc::clone(log), e)),
-        _ => None,
+        None => None,
     };
     let user = match admitted {
         Ok(user) => user,
@@ -398,19 +414,24 @@ async fn handle(State(api): State<ApiServer>, req: Request) -> Response {
     audit_end(audited, resp, long_running).await
 }
 
+/// A request as the audit filter sees it when it arrives.
+struct Incoming<'a> {
+    method: &'a Method,
+    path: &'a str,
+    uri: &'a str,
+    query: &'a Query,
+    parts: &'a axum::http::request::Parts,
+}
+
 /// The request's audit event, if the policy audits it, written at `RequestReceived`, with the
-/// authorizer's decision.
-#[allow(clippy::too_many_arguments)]
+/// authorizer's decision and reason (filters/authorization.go: `authorization.k8s.io/decision`
+/// and `authorization.k8s.io/reason` on every request it decided).
 async fn audit_begin(
     log: &audit::AuditLog,
-    api: &ApiServer,
-    method: &Method,
-    path: &str,
-    uri: &str,
-    query: &Query,
-    parts: &axum::http::request::Parts,
+    r: &Incoming<'_>,
     authenticated: Option<&Arc<authn::UserInfo>>,
     admitted: &Result<Option<Arc<authn::UserInfo>>, ApiError>,
+    authorization: Option<(&'static str, String)>,
 ) -> Option<audit::Event> {
     let unsecured = authn::UserInfo {
         name: "system:unsecured".into(),
@@ -427,6 +448,24 @@ async fn audit_begin(
     let impersonated = effective
         .as_deref()
         .filter(|e| authenticated.is_some_and(|a| a.name != e.name || a.groups != e.groups));
+    let ev = begin_event(log, r, user, impersonated)?;
+    if let Some((decision, reason)) = authorization {
+        ev.annotate("authorization.k8s.io/decision", decision);
+        ev.annotate("authorization.k8s.io/reason", &reason);
+    }
+    log.emit(&ev, kgc_audit::Stage::RequestReceived).await;
+    Some(ev)
+}
+
+/// The request's event for `user`, if the policy audits it: its audit ID (the client's
+/// `Audit-Id`, else a new one) and its source IPs (`X-Forwarded-For`, then the peer).
+fn begin_event(
+    log: &audit::AuditLog,
+    r: &Incoming<'_>,
+    user: &authn::UserInfo,
+    impersonated: Option<&authn::UserInfo>,
+) -> Option<audit::Event> {
+    let parts = r.parts;
     let audit_id = parts
         .headers
         .get("audit-id")
@@ -449,26 +488,38 @@ async fn audit_begin(
     {
         source_ips.push(peer.0.addr.ip().to_string());
     }
-    let ev = log.begin(audit::Received {
+    log.begin(audit::Received {
         audit_id: &audit_id,
-        method,
-        path,
-        uri,
-        query,
+        method: r.method,
+        path: r.path,
+        uri: r.uri,
+        query: r.query,
         headers: &parts.headers,
         source_ips,
         user,
         impersonated,
-    })?;
-    if api.rbac.is_some() && authenticated.is_some() {
-        let decision = match admitted {
-            Err(e) if e.0.code == 403 => "forbid",
-            _ => "allow",
-        };
-        ev.annotate("authorization.k8s.io/decision", decision);
-    }
-    log.emit(&ev, kgc_audit::Stage::RequestReceived).await;
-    Some(ev)
+    })
+}
+
+/// The one event of a request whose credentials failed (filters/authn_audit.go
+/// `WithFailedAuthenticationAudit`): the policy's level for a request of no user, stage
+/// `ResponseStarted` only, its status the 401 and the credentials tried.
+async fn audit_unauthenticated(log: &audit::AuditLog, r: &Incoming<'_>) {
+    let nobody = authn::UserInfo::default();
+    let Some(mut ev) = begin_event(log, r, &nobody, None) else {
+        return;
+    };
+    let peer_cert = r
+        .parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<tls::Peer>>()
+        .is_some_and(|p| p.0.cert.is_some());
+    ev.unauthenticated(&authn::attempted_methods(
+        &r.parts.headers,
+        r.query,
+        peer_cert,
+    ));
+    log.emit(&ev, kgc_audit::Stage::ResponseStarted).await;
 }
 
 /// Writes the event of an answered request: `ResponseComplete` with its status (and body at
@@ -524,7 +575,8 @@ const PUBLIC_PATHS: [&str; 5] = ["/healthz", "/livez", "/readyz", "/version", "/
 
 /// Authenticates and authorizes a request: its user, or the 401 or 403 it gets.
 /// `authenticated` is the user the credentials name, before impersonation (the audit event's
-/// `user`).
+/// `user`); `authorization`, when given, the authorizer's decision and reason.
+#[allow(clippy::too_many_arguments)]
 fn admit(
     api: &ApiServer,
     authn: &authn::Authenticator,
@@ -533,6 +585,7 @@ fn admit(
     query: &Query,
     parts: &axum::http::request::Parts,
     authenticated: &mut Option<Arc<authn::UserInfo>>,
+    authorization: Option<&mut Option<(&'static str, String)>>,
 ) -> Result<Arc<authn::UserInfo>, ApiError> {
     let peer = parts
         .extensions
@@ -545,7 +598,16 @@ fn admit(
             let u = match &api.rbac {
                 Some(rbac) => {
                     let u = authz::impersonate(rbac, u, &parts.headers)?;
-                    rbac.check(&authz::attributes(&u, method, path, query))?;
+                    let attrs = authz::attributes(&u, method, path, query);
+                    match authorization {
+                        Some(out) => {
+                            let (decided, reason) = rbac.check_with_reason(&attrs);
+                            let decision = if decided.is_ok() { "allow" } else { "forbid" };
+                            *out = Some((decision, reason));
+                            decided?;
+                        }
+                        None => rbac.check(&attrs)?,
+                    }
                     u
                 }
                 None => u,

@@ -24,18 +24,23 @@ impl Expression {
         }
     }
 
-    /// Evaluates it; an error is worded as upstream's CEL filter words it (`expression 'x'
-    /// resulted in error: …`).
-    pub fn evaluate(&self, input: &[(&str, Cel)]) -> Result<Cel, String> {
+    /// Evaluates it, its cost taken from `budget` (see [`kgc_cel::Program::evaluate_within`]);
+    /// an error is worded as upstream's CEL filter words it (`expression 'x' resulted in error:
+    /// …`, or the spent budget's own words).
+    pub fn evaluate(&self, input: &[(&str, Cel)], budget: &Budget) -> Result<Cel, String> {
         let program = self.program.as_ref().map_err(Clone::clone)?;
-        program
-            .evaluate(input)
-            .map_err(|e| format!("expression '{}' resulted in error: {e}", self.source))
+        let mut left = budget.0.get();
+        let result = program.evaluate_within(input, &mut left);
+        budget.0.set(left);
+        result.map_err(|e| match e {
+            kgc_cel::Error::OutOfBudget => e.to_string(),
+            e => format!("expression '{}' resulted in error: {e}", self.source),
+        })
     }
 
     /// Evaluates a condition that must be a bool.
-    pub fn evaluate_bool(&self, input: &[(&str, Cel)]) -> Result<bool, String> {
-        match self.evaluate(input)? {
+    pub fn evaluate_bool(&self, input: &[(&str, Cel)], budget: &Budget) -> Result<bool, String> {
+        match self.evaluate(input, budget)? {
             Cel::Bool(b) => Ok(b),
             other => Err(format!(
                 "expression '{}' resulted in error: no such overload: expected a bool, got {}",
@@ -43,6 +48,23 @@ impl Expression {
                 kgc_cel::value::to_json(&other)
             )),
         }
+    }
+}
+
+/// What the expressions evaluated for one request may still cost together (upstream's
+/// `remainingBudget` through `ForInput`): a webhook's or a binding's `matchConditions` get
+/// `RuntimeCELCostBudgetMatchConditions`, a policy's other expressions `RuntimeCELCostBudget`
+/// for each binding and param.
+pub(crate) struct Budget(std::cell::Cell<u64>);
+
+impl Budget {
+    pub fn new(total: u64) -> Self {
+        Self(std::cell::Cell::new(total))
+    }
+
+    /// Nothing left: every further evaluation is refused.
+    pub fn spent(&self) -> bool {
+        self.0.get() == 0
     }
 }
 
@@ -82,11 +104,14 @@ impl Matcher {
     }
 
     pub fn evaluate(&self, input: &[(&str, Cel)]) -> Matched {
+        let budget = Budget::new(kgc_cel::RUNTIME_COST_BUDGET_MATCH_CONDITIONS);
         let mut errors = Vec::new();
         for c in &self.conditions {
-            match c.evaluate_bool(input) {
+            match c.evaluate_bool(input, &budget) {
                 Ok(false) => return Matched::No,
                 Ok(true) => {}
+                // No further condition is evaluated: the outcome is that error.
+                Err(e) if budget.spent() => return Matched::Failed(e),
                 Err(e) => errors.push(e),
             }
         }
@@ -158,6 +183,36 @@ mod tests {
             matcher(&["object.nope == 1", "1"]).evaluate(&input),
             Matched::Failed("[expression 'object.nope == 1' resulted in error: no such key: nope, expression '1' resulted in error: no such overload: expected a bool, got 1]".into())
         );
+    }
+
+    /// A condition too dear for one call fails as cel-go cancels it; conditions that together
+    /// spend the budget end the evaluation with the budget's error.
+    #[test]
+    fn conditions_are_bounded_in_cost() {
+        let items: Vec<i64> = (0..2_000).collect();
+        let small: Vec<i64> = (0..300).collect();
+        let input = input(
+            &json!({}),
+            Some(&json!({"items": items, "small": small})),
+            None,
+        );
+        let dear = "object.items.all(x, object.items.all(y, x + y >= 0))";
+        assert_eq!(
+            matcher(&[dear]).evaluate(&input),
+            Matched::Failed(format!(
+                "expression '{dear}' resulted in error: operation cancelled: actual cost limit exceeded"
+            ))
+        );
+        // Each well under the per-call limit; twenty are more than 2,500,000.
+        let sizeable = "object.small.all(x, object.small.all(y, x + y >= 0))";
+        let many = [sizeable; 20];
+        assert_eq!(
+            matcher(&many).evaluate(&input),
+            Matched::Failed(
+                "validation failed due to running out of cost budget, no further validation rules will be run".into()
+            )
+        );
+        assert_eq!(matcher(&[sizeable]).evaluate(&input), Matched::Yes);
     }
 
     /// Without authorization (no RBAC in scope) every check is allowed, as upstream's

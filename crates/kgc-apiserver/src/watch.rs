@@ -137,7 +137,7 @@ fn next_bookmark(now: Instant, deadline: Instant) -> Instant {
 }
 
 /// An `ERROR` event carrying `status`.
-fn error_line(status: &Status) -> Bytes {
+pub(crate) fn error_line(status: &Status) -> Bytes {
     line(&json!({"type": "ERROR", "object": status.to_json()}).to_string())
 }
 

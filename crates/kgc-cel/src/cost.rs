@@ -144,6 +144,39 @@ impl Shape {
         }
     }
 
+    /// The sizes of an actual CEL value (an admission expression's variables, which have no
+    /// schema): what its evaluation may cost at most.
+    pub fn of_cel(value: &cel::Value) -> Self {
+        match value {
+            cel::Value::String(s) => Self {
+                max_size: s.chars().count() as u64,
+                ..Self::default()
+            },
+            cel::Value::Bytes(b) => Self {
+                max_size: b.len() as u64,
+                ..Self::default()
+            },
+            cel::Value::List(items) => Self {
+                max_size: items.len() as u64,
+                element: Some(Box::new(join(items.iter().map(Self::of_cel)))),
+                properties: BTreeMap::new(),
+            },
+            cel::Value::Map(map) => Self {
+                max_size: map.map.len() as u64,
+                element: Some(Box::new(join(map.map.values().map(Self::of_cel)))),
+                properties: map
+                    .map
+                    .iter()
+                    .filter_map(|(k, v)| match k {
+                        cel::objects::Key::String(k) => Some((k.to_string(), Self::of_cel(v))),
+                        _ => None,
+                    })
+                    .collect(),
+            },
+            _ => Self::scalar(),
+        }
+    }
+
     /// The shape of `field` of a value of this shape.
     fn field(&self, field: &str) -> Shape {
         self.properties

@@ -30,6 +30,9 @@ pub const PER_CALL_LIMIT: u64 = 1_000_000;
 /// The most all the rules of one object's validation may cost together
 /// (`RuntimeCELCostBudget`).
 pub const RUNTIME_COST_BUDGET: u64 = 10_000_000;
+/// The most the `matchConditions` of one webhook or one policy binding may cost together for
+/// one request (`RuntimeCELCostBudgetMatchConditions`).
+pub const RUNTIME_COST_BUDGET_MATCH_CONDITIONS: u64 = 2_500_000;
 /// The most a rule's estimated cost may be, per call (`StaticEstimatedCostLimit`).
 pub const STATIC_ESTIMATED_COST_LIMIT: u64 = 10_000_000;
 /// The most all the rules of a CRD version's schema may cost, each multiplied by how many
@@ -69,6 +72,11 @@ pub enum Error {
     /// The evaluation would cost more than its budget.
     #[error("operation cancelled: actual cost limit exceeded")]
     CostLimit,
+    /// The evaluations of one request have spent their budget (admission's `ForInput`).
+    #[error(
+        "validation failed due to running out of cost budget, no further validation rules will be run"
+    )]
+    OutOfBudget,
     /// An overload or declaration of kgc's library was refused by the interpreter.
     #[error("declaring the Kubernetes CEL library: {0}")]
     Declaration(#[from] cel::DeclarationError),

@@ -7,7 +7,7 @@ use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use cel::{Context, ExecutionError, Value};
 
 use crate::cost::{self, Shape};
-use crate::{Error, library};
+use crate::{Error, PER_CALL_LIMIT, library};
 
 /// Identifiers every program may use without declaring them: CEL's type names.
 const TYPE_NAMES: [&str; 11] = [
@@ -95,6 +95,41 @@ impl Program {
             .map(|(n, s)| ((*n).to_owned(), s.clone()))
             .collect();
         cost::estimate(self.inner.expression(), &mut scope).0
+    }
+
+    /// Charges one evaluation with variables of these shapes to `budget`, as upstream charges
+    /// an evaluation's actual cost (cel-rust counts none as it goes, so it is estimated on the
+    /// actual sizes): over [`PER_CALL_LIMIT`] the call is cancelled ([`Error::CostLimit`],
+    /// charged the limit, where cel-go stops), and a charge over what is left of `budget` spends
+    /// it ([`Error::OutOfBudget`]). Nothing is to be evaluated after an error.
+    pub fn charge(&self, shapes: &[(&str, Shape)], budget: &mut u64) -> Result<(), Error> {
+        let cost = self.estimate(shapes);
+        let charged = cost.min(PER_CALL_LIMIT);
+        if charged > *budget {
+            *budget = 0;
+            return Err(Error::OutOfBudget);
+        }
+        *budget -= charged;
+        if cost > PER_CALL_LIMIT {
+            return Err(Error::CostLimit);
+        }
+        Ok(())
+    }
+
+    /// Evaluates the expression as admission runs it, charged first to `budget` (see
+    /// [`Self::charge`]) on the shapes of the variables it reads.
+    pub fn evaluate_within(
+        &self,
+        variables: &[(&str, Value)],
+        budget: &mut u64,
+    ) -> Result<Value, Error> {
+        let shapes: Vec<(&str, Shape)> = variables
+            .iter()
+            .filter(|(name, _)| self.used.contains(*name))
+            .map(|(name, value)| (*name, Shape::of_cel(value)))
+            .collect();
+        self.charge(&shapes, budget)?;
+        self.evaluate(variables)
     }
 
     /// Evaluates the expression with these variable values.
@@ -234,6 +269,42 @@ mod tests {
         Program::compile(source, &[])
             .and_then(|p| p.evaluate(&[]))
             .unwrap_or_else(|e| panic!("{source}: {e}"))
+    }
+
+    /// The cost of an evaluation is priced on its actual inputs before it runs: over the
+    /// per-call limit it is cel-go's cancellation, over what is left of the budget the budget's
+    /// error, and otherwise the budget pays for it.
+    #[test]
+    fn evaluations_within_their_cost_limits() {
+        let p = Program::compile("object.all(x, object.all(y, x + y > 0))", &["object"]).unwrap();
+        let list = |n: i64| Value::List(std::sync::Arc::new((1..=n).map(Value::Int).collect()));
+        let mut budget = 1_000_000;
+        assert_eq!(
+            p.evaluate_within(&[("object", list(10))], &mut budget)
+                .unwrap(),
+            Value::Bool(true)
+        );
+        let spent = 1_000_000 - budget;
+        assert!(spent > 100 && spent < 1_000, "{spent}");
+        // Cancelled where cel-go stops: charged the limit.
+        let mut budget = 10_000_000;
+        let err = p
+            .evaluate_within(&[("object", list(2_000))], &mut budget)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "operation cancelled: actual cost limit exceeded"
+        );
+        assert_eq!(budget, 9_000_000);
+        let mut budget = spent - 1;
+        let err = p
+            .evaluate_within(&[("object", list(10))], &mut budget)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "validation failed due to running out of cost budget, no further validation rules will be run"
+        );
+        assert_eq!(budget, 0);
     }
 
     #[test]

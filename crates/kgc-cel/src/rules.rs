@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::value::{optional, to_cel};
 use crate::{
-    Error, PER_CALL_LIMIT, Program, RUNTIME_COST_BUDGET, STATIC_ESTIMATED_COST_LIMIT,
+    Error, Program, RUNTIME_COST_BUDGET, STATIC_ESTIMATED_COST_LIMIT,
     STATIC_ESTIMATED_CRD_COST_LIMIT, Shape,
 };
 
@@ -449,24 +449,23 @@ fn run_rule(
         ("self", Shape::of_value(value)),
         ("oldSelf", old.map(Shape::of_value).unwrap_or_default()),
     ];
-    let cost = rule.program.estimate(&shapes);
-    if cost > PER_CALL_LIMIT {
-        errs.push(
-            invalid(format!(
-                "call cost exceeds limit for rule: {}",
-                rule.program.source().trim()
-            )),
-            false,
-        );
-        return Ok(());
+    match rule.program.charge(&shapes, budget) {
+        Ok(()) => {}
+        Err(Error::CostLimit) => {
+            errs.push(
+                invalid(format!(
+                    "call cost exceeds limit for rule: {}",
+                    rule.program.source().trim()
+                )),
+                false,
+            );
+            return Ok(());
+        }
+        Err(e) => {
+            errs.push(invalid(e.to_string()), false);
+            return Err(OutOfBudget);
+        }
     }
-    if cost > *budget {
-        errs.push(invalid(
-            "validation failed due to running out of cost budget, no further validation rules will be run".to_owned(),
-        ), false);
-        return Err(OutOfBudget);
-    }
-    *budget -= cost;
     let old_cel = old.map(|o| to_cel(o, Some(schema)));
     let old_var = if rule.optional_old_self {
         optional(old_cel)

@@ -21,6 +21,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod audit;
 mod binary;
 mod controller;
 mod election;
@@ -34,6 +35,7 @@ mod process;
 mod server;
 mod wait;
 
+pub use audit::AuditLog;
 pub use binary::KgcBinary;
 pub use controller::Controller;
 pub use election::{ELECTION_TIMINGS, lease_holder};

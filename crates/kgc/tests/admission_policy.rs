@@ -260,6 +260,46 @@ spec:
         err.contains("spec.validationActions: Required value"),
         "{err}"
     );
+
+    // Runtime cost: an expression that would cost more than a call may is cancelled, and the
+    // error follows failurePolicy (Fail); the same expression on a small object runs.
+    let ns = fresh_namespace(&c, "vap-cost").await;
+    let dear =
+        "object.metadata.annotations.all(k, object.metadata.annotations.all(j, k == j || k != j))";
+    s.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &policy(
+            "dear",
+            &ns,
+            &format!("  validations:\n  - expression: \"{dear}\""),
+            "  validationActions: [Deny]",
+        ),
+    )
+    .await;
+    let with_annotations = |name: &str, n: usize| {
+        let annotations: serde_json::Map<String, serde_json::Value> = (0..n)
+            .map(|i| (format!("a{i}"), serde_json::Value::from("x")))
+            .collect();
+        serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+            "spec": {"selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+        .to_string()
+    };
+    s.kubectl_stdin_ok(&["create", "-f", "-"], &with_annotations("cheap", 5))
+        .await;
+    let out = s
+        .kubectl_stdin(&["create", "-f", "-"], &with_annotations("dear", 1_500))
+        .await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(&format!(
+            "ValidatingAdmissionPolicy 'dear' with binding 'dear-binding' denied request: expression '{dear}' resulted in error: operation cancelled: actual cost limit exceeded"
+        )),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// `authorizer` in a policy asks RBAC about the requesting user (issue 32 item 6, kgc's

@@ -1,15 +1,14 @@
 //! The audit log (issue 32's follow-up item 2) against one spawned, secure `kgc serve` with
 //! `--audit-log-path` and `--audit-policy-file`: the events kubectl's requests leave in the
 //! file, at the level and stages the policy gives (levels by resource, `omitStages` of a rule),
-//! a watch's `ResponseStarted`, the authorizer's decision, and what a ValidatingAdmissionPolicy
-//! records there (`Audit` failures and `auditAnnotations`).
+//! a watch's `ResponseStarted`, the authorizer's decision and reason, the one event of a request
+//! whose credentials fail, and what a ValidatingAdmissionPolicy records there (`Audit` failures
+//! and `auditAnnotations`).
 
 kgc_testsupport::bind_kgc!();
 
-use std::path::Path;
-use std::time::Duration;
-
 use kgc_testsupport::*;
+use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
 
 const POLICY: &str = "apiVersion: audit.k8s.io/v1
@@ -29,56 +28,29 @@ rules:
 - level: Metadata
 ";
 
-/// The events of the log so far.
-fn events(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("an event per line"))
-        .collect()
-}
-
-/// Waits for the events matching `pick` to reach `stage`, and returns them all.
-async fn wait_for(path: &Path, stage: &str, pick: impl Fn(&Value) -> bool) -> Vec<Value> {
-    eventually(&format!("a {stage} event"), Duration::from_secs(20), || {
-        let found = events(path).iter().any(|e| pick(e) && e["stage"] == stage);
-        async move { found }
-    })
-    .await;
-    events(path).into_iter().filter(|e| pick(e)).collect()
-}
-
 fn about(e: &Value, ns: &str, resource: &str, verb: &str) -> bool {
     e["objectRef"]["namespace"] == ns && e["objectRef"]["resource"] == resource && e["verb"] == verb
 }
 
 #[tokio::test]
 async fn audit_log() {
-    let dir = std::env::temp_dir().join(unique("kgc-audit"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(&policy, POLICY).unwrap();
-    let log = dir.join("audit.log");
-    let s = Server::start_secure(&[
-        "--in-memory",
-        "--audit-log-path",
-        log.to_str().unwrap(),
-        "--audit-policy-file",
-        policy.to_str().unwrap(),
-    ])
-    .await;
+    let log = AuditLog::new(POLICY);
+    // Not --in-memory: add-user needs the CA the data directory keeps.
+    let s = Server::start_secure(&log.args(&[])).await;
     let c = s.client();
     let ns = fresh_namespace(&c, "audit").await;
 
     // RequestResponse: both stages, one audit ID, the request and the response objects.
     s.kubectl_ok(&["create", "configmap", "cm", "-n", &ns, "--from-literal=a=b"])
         .await;
-    let done = wait_for(&log, "ResponseComplete", |e| {
-        about(e, &ns, "configmaps", "create") && e["objectRef"]["name"] == "cm"
-    })
-    .await
-    .remove(0);
-    let created: Vec<Value> = events(&log)
+    let done = log
+        .wait_for("ResponseComplete", |e| {
+            about(e, &ns, "configmaps", "create") && e["objectRef"]["name"] == "cm"
+        })
+        .await
+        .remove(0);
+    let created: Vec<Value> = log
+        .events()
         .into_iter()
         .filter(|e| e["auditID"] == done["auditID"])
         .collect();
@@ -119,6 +91,11 @@ async fn audit_log() {
         done["annotations"]["authorization.k8s.io/decision"], "allow",
         "{done}"
     );
+    // `system:masters` is allowed by no binding: no reason.
+    assert_eq!(
+        done["annotations"]["authorization.k8s.io/reason"], "",
+        "{done}"
+    );
     for stamp in ["requestReceivedTimestamp", "stageTimestamp"] {
         assert!(done[stamp].as_str().unwrap().ends_with('Z'), "{done}");
     }
@@ -126,7 +103,9 @@ async fn audit_log() {
     // A failure's status in the event; `Metadata` omits the objects; a rule's omitStages.
     let out = s.kubectl(&["get", "pod", "nope", "-n", &ns]).await;
     assert!(!out.status.success());
-    let got = wait_for(&log, "ResponseComplete", |e| about(e, &ns, "pods", "get")).await;
+    let got = log
+        .wait_for("ResponseComplete", |e| about(e, &ns, "pods", "get"))
+        .await;
     assert_eq!(got.len(), 1, "RequestReceived is omitted for pods: {got:?}");
     let status = &got[0]["responseStatus"];
     assert_eq!(
@@ -147,10 +126,9 @@ async fn audit_log() {
         .await;
     assert_eq!(resp.status, 200);
     let audit_id = resp.header("audit-id").expect("an Audit-Id header");
-    let watched = wait_for(&log, "ResponseComplete", |e| {
-        e["auditID"] == audit_id.as_str()
-    })
-    .await;
+    let watched = log
+        .wait_for("ResponseComplete", |e| e["auditID"] == audit_id.as_str())
+        .await;
     let stages: Vec<&str> = watched.iter().filter_map(|e| e["stage"].as_str()).collect();
     assert_eq!(stages, ["ResponseStarted", "ResponseComplete"]);
     assert_eq!(watched[0]["verb"], "watch");
@@ -205,10 +183,11 @@ spec:
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let got = wait_for(&log, "ResponseComplete", |e| {
-        about(e, &ns, "configmaps", "create") && e["objectRef"]["name"] == "worse"
-    })
-    .await;
+    let got = log
+        .wait_for("ResponseComplete", |e| {
+            about(e, &ns, "configmaps", "create") && e["objectRef"]["name"] == "worse"
+        })
+        .await;
     let annotations = &got.last().unwrap()["annotations"];
     assert_eq!(
         annotations["validation.policy.admission.k8s.io/validation_failure"],
@@ -222,5 +201,76 @@ spec:
         "configmap worse",
         "{annotations}"
     );
-    std::fs::remove_dir_all(dir).ok();
+    authorization_and_authentication(&s, &log, &ns).await;
+}
+
+/// The authorizer's decision and reason on every request it decided (the binding that allowed
+/// it; a refusal's), and the one `ResponseStarted` event of a request whose credentials fail.
+async fn authorization_and_authentication(s: &Server, log: &AuditLog, ns: &str) {
+    let user = unique("auditee");
+    let kubeconfig = add_user(s, &user, &["-n", ns, "--role", "edit"]);
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    s.kubectl_ok(&["--kubeconfig", kubeconfig, "get", "configmaps", "-n", ns])
+        .await;
+    let listed = log
+        .wait_for("ResponseComplete", |e| {
+            about(e, ns, "configmaps", "list") && e["user"]["username"] == user.as_str()
+        })
+        .await;
+    let annotations = &listed.last().unwrap()["annotations"];
+    assert_eq!(annotations["authorization.k8s.io/decision"], "allow");
+    assert_eq!(
+        annotations["authorization.k8s.io/reason"],
+        format!(
+            "RBAC: allowed by RoleBinding \"kgc-user:{user}:edit/{ns}\" of ClusterRole \"edit\" to User \"{user}\""
+        ),
+        "{annotations}"
+    );
+    let out = s
+        .kubectl(&["--kubeconfig", kubeconfig, "get", "nodes"])
+        .await;
+    assert!(!out.status.success());
+    let refused = log
+        .wait_for("ResponseComplete", |e| {
+            e["objectRef"]["resource"] == "nodes" && e["user"]["username"] == user.as_str()
+        })
+        .await;
+    let refused = refused.last().unwrap();
+    assert_eq!(refused["responseStatus"]["code"], 403, "{refused}");
+    assert_eq!(
+        (
+            refused["annotations"]["authorization.k8s.io/decision"].as_str(),
+            refused["annotations"]["authorization.k8s.io/reason"].as_str()
+        ),
+        (Some("forbid"), Some("")),
+        "{refused}"
+    );
+
+    // A token nobody issued: 401, and one event with no user, at stage ResponseStarted.
+    let mut kc = Kubeconfig::read_from(s.kubeconfig_path()).expect("the kubeconfig");
+    let mut auth = serde_json::to_value(&kc.auth_infos[0]).expect("an auth info");
+    auth["user"] = serde_json::json!({"token": "nobody-issued-this"});
+    kc.auth_infos[0] = serde_json::from_value(auth).expect("an auth info");
+    let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .expect("a client configuration");
+    let stranger = kube::Client::try_from(config).expect("a client");
+    let path = format!("/api/v1/namespaces/{ns}/secrets");
+    let r = raw(&stranger, "GET", &path, None, Vec::new()).await;
+    assert_eq!(r.status, 401, "{}", r.text());
+    let got = log
+        .wait_for("ResponseStarted", |e| about(e, ns, "secrets", "list"))
+        .await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    let ev = &got[0];
+    assert_eq!(ev["user"], serde_json::json!({}), "{ev}");
+    assert_eq!(
+        ev["responseStatus"],
+        serde_json::json!({"metadata": {}, "code": 401,
+            "message": "Authentication failed, attempted: bearer"}),
+        "{ev}"
+    );
+    assert_eq!(ev["requestURI"], path);
+    assert_eq!(ev["level"], "Metadata");
+    assert!(ev.get("annotations").is_none(), "{ev}");
 }

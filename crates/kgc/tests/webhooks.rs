@@ -187,22 +187,22 @@ const T: Duration = Duration::from_secs(30);
 /// One server and one webhook server for every scenario.
 #[tokio::test]
 async fn admission_and_conversion_webhooks() {
-    let dir = std::env::temp_dir().join(unique("kgc-webhooks-audit"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (policy, log) = (dir.join("policy.yaml"), dir.join("audit.log"));
-    std::fs::write(
-        &policy,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources:\n  - resources: [configmaps]\n",
-    )
-    .unwrap();
-    let s = Server::start_with(&[
-        "--in-memory",
-        "--audit-log-path",
-        log.to_str().unwrap(),
-        "--audit-policy-file",
-        policy.to_str().unwrap(),
-    ])
-    .await;
+    // Patches are recorded from level Request, so configmaps are audited at Request but their
+    // updates at Metadata.
+    let log = AuditLog::new(
+        "apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+- level: Metadata
+  verbs: [update, patch]
+  resources:
+  - resources: [configmaps]
+- level: Request
+  resources:
+  - resources: [configmaps]
+",
+    );
+    let s = Server::start_with(&log.args(&["--in-memory"])).await;
     let hook = webhook_server().await;
     audit_annotations(&s, &hook, &log).await;
     admission(&s, &hook).await;
@@ -210,8 +210,9 @@ async fn admission_and_conversion_webhooks() {
     conversion(&s, &hook).await;
 }
 
-/// A webhook's `auditAnnotations` go into the request's audit event as `<webhook>/<key>`.
-async fn audit_annotations(s: &Server, hook: &Webhook, log: &std::path::Path) {
+/// A webhook's `auditAnnotations` go into the request's audit event as `<webhook>/<key>`; a
+/// mutating webhook's call and patch are recorded as upstream's dispatcher records them.
+async fn audit_annotations(s: &Server, hook: &Webhook, log: &AuditLog) {
     let ns = fresh_namespace(&s.client(), "annotate").await;
     s.kubectl_stdin_ok(
         &["apply", "-f", "-"],
@@ -225,19 +226,86 @@ async fn audit_annotations(s: &Server, hook: &Webhook, log: &std::path::Path) {
         ),
     )
     .await;
+    s.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &configuration(
+            "MutatingWebhookConfiguration",
+            "label",
+            &ns,
+            &format!("{}/label", hook.base),
+            &hook.ca_bundle,
+            json!({}),
+        ),
+    )
+    .await;
+    // After `label` in name order (index 1); it answers garbage, which Ignore lets through.
+    s.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &configuration(
+            "MutatingWebhookConfiguration",
+            "open",
+            &ns,
+            &format!("{}/garbage", hook.base),
+            &hook.ca_bundle,
+            json!({"failurePolicy": "Ignore"}),
+        ),
+    )
+    .await;
     s.kubectl_ok(&["create", "configmap", "cm", "-n", &ns])
         .await;
-    let want = "\"annotate.kgc.test/checked\":\"configmap cm\"";
-    eventually("the webhook's audit annotation", T, || {
-        let found = std::fs::read_to_string(log)
-            .unwrap_or_default()
-            .lines()
-            .any(|l| {
-                l.contains(want) && l.contains(&ns) && l.contains("\"stage\":\"ResponseComplete\"")
-            });
-        async move { found }
-    })
-    .await;
+    let of = |verb: &'static str| {
+        let ns = ns.clone();
+        move |e: &Value| {
+            e["objectRef"]["namespace"] == ns.as_str()
+                && e["objectRef"]["name"] == "cm"
+                && e["verb"] == verb
+        }
+    };
+    let created = log.wait_for("ResponseComplete", of("create")).await;
+    let annotations = &created.last().unwrap()["annotations"];
+    assert_eq!(
+        annotations["annotate.kgc.test/checked"], "configmap cm",
+        "{annotations}"
+    );
+    // The first mutating webhook: index 0 of round 0.
+    assert_eq!(
+        annotations["mutation.webhook.admission.k8s.io/round_0_index_0"],
+        format!(r#"{{"configuration":"label-{ns}","webhook":"label.kgc.test","mutated":true}}"#),
+        "{annotations}"
+    );
+    assert_eq!(
+        annotations["patch.webhook.admission.k8s.io/round_0_index_0"],
+        format!(
+            r#"{{"configuration":"label-{ns}","webhook":"label.kgc.test","patch":[{{"op":"add","path":"/metadata/labels","value":{{"mutated":"yes"}}}}],"patchType":"JSONPatch"}}"#
+        ),
+        "{annotations}"
+    );
+    assert_eq!(
+        annotations["failed-open.mutation.webhook.admission.k8s.io/round_0_index_1"],
+        "open.kgc.test",
+        "{annotations}"
+    );
+    assert_eq!(
+        annotations["mutation.webhook.admission.k8s.io/round_0_index_1"],
+        format!(r#"{{"configuration":"open-{ns}","webhook":"open.kgc.test","mutated":false}}"#),
+        "{annotations}"
+    );
+    // At Metadata the patch is left out; a patch that changes nothing did not mutate.
+    s.kubectl_ok(&["label", "configmap", "cm", "-n", &ns, "x=y"])
+        .await;
+    let patched = log.wait_for("ResponseComplete", of("patch")).await;
+    let annotations = &patched.last().unwrap()["annotations"];
+    assert_eq!(
+        annotations["mutation.webhook.admission.k8s.io/round_0_index_0"],
+        format!(r#"{{"configuration":"label-{ns}","webhook":"label.kgc.test","mutated":false}}"#),
+        "{annotations}"
+    );
+    assert!(
+        annotations
+            .get("patch.webhook.admission.k8s.io/round_0_index_0")
+            .is_none(),
+        "{annotations}"
+    );
 }
 
 /// The reviews the webhook at `path` got for namespace `ns` with `subResource` `sub` (`""`
@@ -617,6 +685,7 @@ async fn conversion(s: &Server, hook: &Webhook) {
     assert_eq!(list["apiVersion"], "conv.kgc.test/v2");
     assert_eq!(list["items"][0]["spec"]["colour"], "red");
     assert_eq!(list["items"][0]["metadata"]["uid"], v1["metadata"]["uid"]);
+    conversion_patches_and_watches(s, &ns).await;
 
     s.kubectl_stdin_ok(
         &["apply", "-f", "-"],
@@ -643,6 +712,39 @@ async fn conversion(s: &Server, hook: &Webhook) {
         stderr.contains("conversion webhook for conv.kgc.test/v1, Kind=Broken returned failure: conversion is broken"),
         "{stderr}"
     );
+    // A PATCH or a WATCH in v2 of an object the webhook fails to convert: the PATCH gets the
+    // read's error, the watch ends with it.
+    let patched = s
+        .raw(
+            "PATCH",
+            &raw("v2", "brokens/b"),
+            Some("application/merge-patch+json"),
+            r#"{"spec":{"colour":"green"}}"#,
+        )
+        .await;
+    assert_status(
+        &patched,
+        500,
+        "InternalError",
+        "Internal error occurred: conversion webhook for conv.kgc.test/v1, Kind=Broken returned failure: conversion is broken",
+    );
+    let mut events = s
+        .raw_watch(&format!("{}?watch=true", raw("v2", "brokens")))
+        .await;
+    let error = next_within(&mut events, T, "the watch's ERROR event").await;
+    assert_eq!(error["type"], "ERROR", "{error}");
+    assert_eq!(error["object"]["code"], 500, "{error}");
+    assert_eq!(
+        error["object"]["message"],
+        "Internal error occurred: conversion webhook for conv.kgc.test/v1, Kind=Broken returned failure: conversion is broken"
+    );
+    assert!(
+        tokio::time::timeout(T, futures::StreamExt::next(&mut events))
+            .await
+            .expect("the watch ends")
+            .is_none(),
+        "nothing after the ERROR event"
+    );
     let dependent = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "dependent", "namespace": ns, "ownerReferences": [{
             "apiVersion": "conv.kgc.test/v2", "kind": "Broken", "name": "b",
@@ -658,6 +760,140 @@ async fn conversion(s: &Server, hook: &Webhook) {
             .success()
     })
     .await;
+}
+
+/// PATCH (merge, JSON, server-side apply; strategic refused) and WATCH of widgets in v2, the
+/// version the webhook converts to: the stored v1 object converted, patched in v2, converted
+/// back; each watch event converted.
+async fn conversion_patches_and_watches(s: &Server, ns: &str) {
+    let path =
+        |v: &str, rest: &str| format!("/apis/conv.kgc.test/{v}/namespaces/{ns}/widgets{rest}");
+    let stored = |name: &str| {
+        let p = path("v1", &format!("/{name}"));
+        async move { s.raw("GET", &p, None, "").await.json() }
+    };
+    let mut events = s.raw_watch(&format!("{}?watch=true", path("v2", ""))).await;
+    let added = next_within(&mut events, T, "the widget's ADDED event").await;
+    assert_eq!(
+        (
+            added["type"].as_str(),
+            added["object"]["apiVersion"].as_str()
+        ),
+        (Some("ADDED"), Some("conv.kgc.test/v2")),
+        "{added}"
+    );
+    assert_eq!(added["object"]["spec"]["colour"], "red", "{added}");
+
+    let merged = s
+        .raw(
+            "PATCH",
+            &path("v2", "/w"),
+            Some("application/merge-patch+json"),
+            r#"{"spec":{"colour":"blue"}}"#,
+        )
+        .await;
+    assert_eq!(merged.status, 200, "{}", merged.text());
+    let merged = merged.json();
+    assert_eq!(
+        (
+            merged["apiVersion"].as_str(),
+            merged["spec"]["colour"].as_str()
+        ),
+        (Some("conv.kgc.test/v2"), Some("blue")),
+        "{merged}"
+    );
+    assert_eq!(stored("w").await["spec"], json!({"color": "blue"}));
+    let modified = next_within(&mut events, T, "the widget's MODIFIED event").await;
+    assert_eq!(modified["type"], "MODIFIED", "{modified}");
+    assert_eq!(modified["object"]["apiVersion"], "conv.kgc.test/v2");
+    assert_eq!(modified["object"]["spec"]["colour"], "blue", "{modified}");
+
+    let jsonpatch = s
+        .raw(
+            "PATCH",
+            &path("v2", "/w"),
+            Some("application/json-patch+json"),
+            r#"[{"op":"test","path":"/spec/colour","value":"blue"},{"op":"replace","path":"/spec/colour","value":"green"}]"#,
+        )
+        .await;
+    assert_eq!(jsonpatch.status, 200, "{}", jsonpatch.text());
+    assert_eq!(stored("w").await["spec"], json!({"color": "green"}));
+    // A stale resourceVersion in the patch is its precondition: 409, nothing written.
+    let stale = s
+        .raw(
+            "PATCH",
+            &path("v2", "/w"),
+            Some("application/merge-patch+json"),
+            r#"{"metadata":{"resourceVersion":"1"},"spec":{"colour":"grey"}}"#,
+        )
+        .await;
+    assert_eq!(stale.status, 409, "{}", stale.text());
+    assert_eq!(stored("w").await["spec"], json!({"color": "green"}));
+    let strategic = s
+        .raw(
+            "PATCH",
+            &path("v2", "/w"),
+            Some("application/strategic-merge-patch+json"),
+            r#"{"spec":{"colour":"grey"}}"#,
+        )
+        .await;
+    assert_status(
+        &strategic,
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+    );
+
+    // Server-side apply in v2: merged with the v2 object, owned by its manager; creates too.
+    let applied = s
+        .raw(
+            "PATCH",
+            &format!("{}?fieldManager=painter", path("v2", "/w")),
+            Some("application/apply-patch+yaml"),
+            "apiVersion: conv.kgc.test/v2\nkind: Widget\nmetadata:\n  name: w\nspec:\n  colour: pink\n  size: 3\n",
+        )
+        .await;
+    assert_eq!(applied.status, 200, "{}", applied.text());
+    let applied = applied.json();
+    assert_eq!(applied["apiVersion"], "conv.kgc.test/v2");
+    assert_eq!(applied["spec"], json!({"colour": "pink", "size": 3}));
+    let w = stored("w").await;
+    assert_eq!(w["spec"], json!({"color": "pink", "size": 3}));
+    let entry = w["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["manager"] == "painter")
+        .cloned()
+        .unwrap_or_else(|| panic!("painter's entry: {w}"));
+    assert_eq!(
+        (entry["operation"].as_str(), entry["apiVersion"].as_str()),
+        (Some("Apply"), Some("conv.kgc.test/v2")),
+        "{entry}"
+    );
+    assert!(
+        entry["fieldsV1"]["f:spec"].get("f:colour").is_some(),
+        "{entry}"
+    );
+    let created = s
+        .raw(
+            "PATCH",
+            &format!("{}?fieldManager=painter", path("v2", "/w2")),
+            Some("application/apply-patch+yaml"),
+            "apiVersion: conv.kgc.test/v2\nkind: Widget\nmetadata:\n  name: w2\nspec:\n  colour: teal\n",
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    assert_eq!(created.json()["spec"]["colour"], "teal");
+    assert_eq!(stored("w2").await["spec"], json!({"color": "teal"}));
+    let added = loop {
+        let e = next_within(&mut events, T, "w2's ADDED event").await;
+        if e["type"] == "ADDED" {
+            break e;
+        }
+    };
+    assert_eq!(added["object"]["metadata"]["name"], "w2");
+    assert_eq!(added["object"]["spec"]["colour"], "teal", "{added}");
 }
 
 async fn admission(s: &Server, hook: &Webhook) {

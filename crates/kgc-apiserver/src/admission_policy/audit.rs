@@ -2,6 +2,7 @@
 //! (kubernetes/kubernetes `staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating/dispatcher.go`:
 //! `publishValidationFailureAnnotation`, `auditAnnotationCollector`).
 
+use crate::matchconditions::Budget;
 use kgc_cel::Value as Cel;
 
 use super::compiled::{Binding, Policy};
@@ -37,9 +38,9 @@ pub(super) struct Collector {
 impl Collector {
     /// Evaluates `policy`'s `auditAnnotations` on one input. A `null` value is left out; a
     /// value of another type, or an error, adds nothing (logged).
-    pub fn evaluate(&mut self, policy: &Policy, input: &[(&str, Cel)]) {
+    pub fn evaluate(&mut self, policy: &Policy, input: &[(&str, Cel)], budget: &Budget) {
         for (key, expression) in &policy.audit_annotations {
-            let mut value = match expression.evaluate(input) {
+            let mut value = match expression.evaluate(input, budget) {
                 Ok(Cel::String(v)) => v.to_string(),
                 Ok(Cel::Null) => continue,
                 Ok(other) => {

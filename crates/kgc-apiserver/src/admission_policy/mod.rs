@@ -24,7 +24,7 @@ use kgc_meta::{GroupResource, Reason, Status};
 use kgc_store::ListOptions;
 use serde_json::Value;
 
-use crate::matchconditions::{self, Matched};
+use crate::matchconditions::{self, Budget, Matched};
 use crate::webhook::config::{Cached, read_cached};
 use crate::webhook::{Call, Webhooks, in_version, review};
 use compiled::{Binding, CompiledPolicies, ParamRef, Policy};
@@ -300,23 +300,26 @@ fn evaluate(
         Matched::No => return Vec::new(),
         Matched::Failed(e) => return error(0, e),
     }
+    let budget = Budget::new(kgc_cel::RUNTIME_COST_BUDGET);
     // `variables`, each seeing those before it; one that fails is left out, so that the
     // expressions reading it fail with the name they read.
     let mut variables: Vec<(String, Cel)> = Vec::new();
     for (name, expr) in &policy.variables {
         let mut scope = input.clone();
         scope.push(("variables", kgc_cel::value::map(variables.clone())));
-        if let Ok(v) = expr.evaluate(&scope) {
+        if let Ok(v) = expr.evaluate(&scope, &budget) {
             variables.push((name.clone(), v));
         }
     }
     input.push(("variables", kgc_cel::value::map(variables)));
-    annotations.evaluate(policy, input);
+    annotations.evaluate(policy, input, &budget);
     let mut decisions = Vec::new();
     for (i, v) in policy.validations.iter().enumerate() {
-        match v.expression.evaluate_bool(input) {
+        match v.expression.evaluate_bool(input, &budget) {
             Ok(true) => {}
-            Ok(false) => decisions.push((i, message(v, input), v.reason.clone())),
+            Ok(false) => decisions.push((i, message(v, input, &budget), v.reason.clone())),
+            // A spent budget is the one decision (validator.go returns its error alone).
+            Err(e) if budget.spent() => return error(i, e),
             Err(e) => decisions.extend(error(i, e)),
         }
     }
@@ -325,11 +328,11 @@ fn evaluate(
 
 /// A failed validation's message: its `messageExpression`'s when that gives a one-line
 /// string, else its `message`, else `failed expression: <expression>`.
-fn message(v: &compiled::Validation, input: &[(&str, Cel)]) -> String {
+fn message(v: &compiled::Validation, input: &[(&str, Cel)], budget: &Budget) -> String {
     let from_expression = v
         .message_expression
         .as_ref()
-        .and_then(|m| match m.evaluate(input) {
+        .and_then(|m| match m.evaluate(input, budget) {
             Ok(Cel::String(s)) => Some(s.trim().to_owned()),
             _ => None,
         })
@@ -427,6 +430,22 @@ mod tests {
         let skipped = json!({"matchConditions": [{"name": "c", "expression": "false"}],
             "validations": [{"expression": "false"}]});
         assert!(run(skipped, json!({})).is_empty());
+    }
+
+    /// A binding's evaluation has `RuntimeCELCostBudget` for all its expressions: past it, the
+    /// budget's error is the one decision (a denial under `failurePolicy: Fail`).
+    #[test]
+    fn a_spent_budget_is_the_one_decision() {
+        let small: Vec<i64> = (0..300).collect();
+        let dear = json!({"expression": "object.small.all(x, object.small.all(y, x + y >= 0))"});
+        let spec = json!({"validations": vec![dear; 100]});
+        assert_eq!(
+            run(spec, json!({"small": small})),
+            vec![(
+                "validation failed due to running out of cost budget, no further validation rules will be run".to_owned(),
+                String::new()
+            )]
+        );
     }
 
     #[test]

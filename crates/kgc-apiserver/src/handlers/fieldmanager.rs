@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::request::{Query, RequestInfo};
 
 /// Who is writing, for `managedFields`.
-pub(super) struct Tracking {
+pub(crate) struct Tracking {
     info: ResourceInfo,
     manager: String,
     api_version: String,
@@ -20,7 +20,7 @@ pub(super) struct Tracking {
 }
 
 impl Tracking {
-    pub(super) fn new(
+    pub(crate) fn new(
         clock: Clock,
         info: &ResourceInfo,
         req: &RequestInfo,

@@ -3,14 +3,14 @@
 //! what they share (handlers/rest.go).
 
 mod binding;
-mod create;
+pub(crate) mod create;
 mod delete;
 mod eviction;
-mod fieldmanager;
+pub(crate) mod fieldmanager;
 mod get;
 pub(crate) mod patch;
 mod scale;
-mod update;
+pub(crate) mod update;
 mod watch;
 
 use axum::body::Body;
@@ -157,7 +157,7 @@ pub(super) fn object(
 /// each row carries.
 pub(super) type TableRequest = Option<(&'static str, IncludeObject)>;
 
-pub(super) fn table_request(headers: &HeaderMap, query: &Query) -> Result<TableRequest> {
+pub(crate) fn table_request(headers: &HeaderMap, query: &Query) -> Result<TableRequest> {
     let accept = headers
         .get(axum::http::header::ACCEPT)
         .and_then(|h| h.to_str().ok())
@@ -244,8 +244,20 @@ pub(super) async fn admitted_body(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(Value, Vec<String>)> {
+    let (obj, strict) = object_body(info, req, headers, body).await?;
+    admitted_object(api, info, req, query, obj, strict)
+}
+
+/// [`admitted_body`] for an object already decoded, in the request's version.
+pub(crate) fn admitted_object(
+    api: &crate::ApiServer,
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    query: &crate::request::Query,
+    mut obj: Value,
+    strict: Vec<String>,
+) -> Result<(Value, Vec<String>)> {
     let mode = admission::FieldValidation::of(query)?;
-    let (mut obj, strict) = object_body(info, req, headers, body).await?;
     // The stored object of a custom resource's update, for the schema's ratcheting.
     let old: Option<Value> = match (&info.crd, req.verb, req.name.as_deref()) {
         (Some(_), crate::request::Verb::Update, Some(name)) => api

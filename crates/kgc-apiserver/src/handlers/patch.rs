@@ -37,7 +37,7 @@ pub(super) fn accepted_patch_types(info: &ResourceInfo) -> &'static [&'static st
 
 /// The patch media types `info` takes; anything else is a 415 before the body is read (a
 /// protobuf PATCH included: upstream has no protobuf patch type).
-pub(super) fn check_patch_type(info: &ResourceInfo, media: &str) -> Result<(), Status> {
+pub(crate) fn check_patch_type(info: &ResourceInfo, media: &str) -> Result<(), Status> {
     let accepted = accepted_patch_types(info);
     if accepted.contains(&media) {
         Ok(())
@@ -96,7 +96,7 @@ pub(crate) fn apply_patch(
 
 /// Reads a patch body: JSON, whatever the patch type. Also returns its repeated fields as
 /// strict decoding words them for this patch type.
-pub(super) async fn patch_body(body: Body, media: &str) -> Result<(Value, Vec<String>)> {
+pub(crate) async fn patch_body(body: Body, media: &str) -> Result<(Value, Vec<String>)> {
     let bytes = body::read(body).await?;
     let decoded = crate::strict::from_json(&bytes)
         .map_err(|e| Status::bad_request(format!("the patch is not valid JSON: {e}")))?;
@@ -200,6 +200,130 @@ pub(super) async fn patch(
     ))
 }
 
+/// A server-side apply request, read and checked: its apply configuration (in the request's
+/// version) and how it merges.
+pub(crate) struct ApplyRequest {
+    config: Value,
+    strict: Vec<String>,
+    mode: FieldValidation,
+    force: bool,
+    name: String,
+    pub(crate) tracking: Tracking,
+}
+
+impl ApplyRequest {
+    /// Reads the apply configuration of `req`: a `fieldManager` is required, and the
+    /// configuration's `apiVersion`, `kind` and name must be the request's.
+    pub(crate) async fn read(
+        api: &ApiServer,
+        info: &ResourceInfo,
+        req: &RequestInfo,
+        query: &Query,
+        headers: &HeaderMap,
+        body: Body,
+    ) -> Result<Self> {
+        if query.get("fieldManager").is_none_or(str::is_empty) {
+            return Err(Status::bad_request(
+                "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+            )
+            .into());
+        }
+        let mode = FieldValidation::of(query)?;
+        let bytes = body::read(body).await?;
+        let decoded = match crate::strict::from_json(&bytes) {
+            Ok(d) => d,
+            Err(_) => body::decode_yaml(&bytes)?,
+        };
+        let strict = admission::duplicate_fields(&decoded.duplicates, "");
+        let mut config = decoded.value;
+        if !config.is_object() {
+            return Err(Status::bad_request("the apply configuration must be an object").into());
+        }
+        let want_version = api_version(&req.group, &req.version);
+        let (got_version, got_kind) = (
+            config["apiVersion"].as_str().unwrap_or_default().to_owned(),
+            config["kind"].as_str().unwrap_or_default().to_owned(),
+        );
+        if got_version != want_version || got_kind != info.kind {
+            return Err(Status::bad_request(format!(
+                "the apply configuration's apiVersion and kind ({got_version}, {got_kind}) do not match the request ({want_version}, {})",
+                info.kind
+            ))
+            .into());
+        }
+        let name = req.name.clone().unwrap_or_default();
+        match config["metadata"]["name"].as_str() {
+            Some(n) if n != name => {
+                return Err(Status::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                ))
+                .into());
+            }
+            _ => match config.get_mut("metadata") {
+                Some(Value::Object(meta)) => {
+                    meta.insert("name".into(), Value::from(name.as_str()));
+                }
+                Some(m) if !m.is_null() => {
+                    return Err(Status::bad_request(
+                        "the apply configuration's metadata must be an object",
+                    )
+                    .into());
+                }
+                _ => config["metadata"] = serde_json::json!({"name": name}),
+            },
+        }
+        Ok(Self {
+            config,
+            strict,
+            mode,
+            force: query.flag("force"),
+            name,
+            tracking: Tracking::new(api.store.clock(), info, req, query, headers),
+        })
+    }
+
+    /// What `live` (absent: nothing stored yet) becomes, both in the request's version: the
+    /// configuration merged under field ownership, admitted as the request's write.
+    pub(crate) fn merge(
+        &self,
+        api: &ApiServer,
+        info: &ResourceInfo,
+        req: &RequestInfo,
+        live: Option<&Value>,
+        limit_ranges: Option<&[Value]>,
+    ) -> Result<Value, Status> {
+        let mut merged = kgc_managedfields::apply(
+            live,
+            &self.config,
+            &self.tracking.manager(),
+            self.force,
+            &self.tracking.schema,
+        )
+        .map_err(|e| crate::apply::status(e, info, &self.name))?;
+        admission::admit(
+            info,
+            req,
+            self.mode,
+            Written::ApplyConfiguration,
+            &mut merged,
+            live,
+            self.strict.clone(),
+        )?;
+        crate::authz::admit_write(api.rbac.as_deref(), info, req, &merged)?;
+        if let Some(live) = live {
+            crate::authz::admit_update(info, live, &merged)?;
+        }
+        if live.is_none() {
+            api.admit_storage_create(info, req, &mut merged)?;
+        }
+        api.admit_owner_references(info, req, live, &merged)?;
+        if live.is_some() {
+            crate::limitranger::validate_update(info, limit_ranges, &merged)?;
+        }
+        Ok(merged)
+    }
+}
+
 /// `PATCH` with `application/apply-patch+yaml`: server-side apply. Creates the object when it
 /// does not exist (201), merges under field ownership otherwise, and answers 409 naming the
 /// fields and their manager on conflicts unless `force=true`.
@@ -211,59 +335,9 @@ pub(super) async fn server_side_apply(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    if query.get("fieldManager").is_none_or(str::is_empty) {
-        return Err(Status::bad_request(
-            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
-        )
-        .into());
-    }
-    let mode = FieldValidation::of(query)?;
-    let bytes = body::read(body).await?;
-    let decoded = match crate::strict::from_json(&bytes) {
-        Ok(d) => d,
-        Err(_) => body::decode_yaml(&bytes)?,
-    };
-    let strict = admission::duplicate_fields(&decoded.duplicates, "");
-    let mut config = decoded.value;
-    if !config.is_object() {
-        return Err(Status::bad_request("the apply configuration must be an object").into());
-    }
-    let want_version = api_version(&req.group, &req.version);
-    let (got_version, got_kind) = (
-        config["apiVersion"].as_str().unwrap_or_default().to_owned(),
-        config["kind"].as_str().unwrap_or_default().to_owned(),
-    );
-    if got_version != want_version || got_kind != info.kind {
-        return Err(Status::bad_request(format!(
-            "the apply configuration's apiVersion and kind ({got_version}, {got_kind}) do not match the request ({want_version}, {})",
-            info.kind
-        ))
-        .into());
-    }
-    let name = req.name.clone().unwrap_or_default();
-    match config["metadata"]["name"].as_str() {
-        Some(n) if n != name => {
-            return Err(Status::bad_request(format!(
-                "the name of the object ({n}) does not match the name on the URL ({name})"
-            ))
-            .into());
-        }
-        _ => match config.get_mut("metadata") {
-            Some(Value::Object(meta)) => {
-                meta.insert("name".into(), Value::from(name.as_str()));
-            }
-            Some(m) if !m.is_null() => {
-                return Err(Status::bad_request(
-                    "the apply configuration's metadata must be an object",
-                )
-                .into());
-            }
-            _ => config["metadata"] = serde_json::json!({"name": name}),
-        },
-    }
-    let force = query.flag("force");
+    let apply = ApplyRequest::read(api, info, req, query, headers, body).await?;
+    let name = apply.name.clone();
     let dry_run = query.dry_run()?;
-    let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     let ns = req.namespace.clone().unwrap_or_default();
     let limit_ranges = api.limit_ranges_for_update(info, req)?;
     let merge = |live: Option<&Value>| -> Result<Value, Status> {
@@ -272,34 +346,7 @@ pub(super) async fn server_side_apply(
             conversion::from_storage(info, &req.version, &mut l);
             l
         });
-        let mut merged = kgc_managedfields::apply(
-            live.as_ref(),
-            &config,
-            &tracking.manager(),
-            force,
-            &tracking.schema,
-        )
-        .map_err(|e| crate::apply::status(e, info, &name))?;
-        admission::admit(
-            info,
-            req,
-            mode,
-            Written::ApplyConfiguration,
-            &mut merged,
-            live.as_ref(),
-            strict.clone(),
-        )?;
-        crate::authz::admit_write(api.rbac.as_deref(), info, req, &merged)?;
-        if let Some(live) = live.as_ref() {
-            crate::authz::admit_update(info, live, &merged)?;
-        }
-        if live.is_none() {
-            api.admit_storage_create(info, req, &mut merged)?;
-        }
-        api.admit_owner_references(info, req, live.as_ref(), &merged)?;
-        if live.is_some() {
-            crate::limitranger::validate_update(info, limit_ranges.as_deref(), &merged)?;
-        }
+        let mut merged = apply.merge(api, info, req, live.as_ref(), limit_ranges.as_deref())?;
         conversion::to_storage(info, &req.version, &mut merged);
         Ok(merged)
     };

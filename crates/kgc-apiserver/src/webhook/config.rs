@@ -22,6 +22,8 @@ const MAX_TIMEOUT_SECONDS: u64 = 30;
 #[derive(Clone)]
 pub(crate) struct Hook {
     pub name: String,
+    /// The name of its configuration (audit annotations name it).
+    pub configuration: String,
     pub client: ClientConfig,
     pub rules: Vec<Rule>,
     /// `failurePolicy: Fail` (the default) rather than `Ignore`.
@@ -42,13 +44,14 @@ pub(crate) struct Hook {
 }
 
 impl Hook {
-    fn from_json(h: &Value) -> Self {
+    fn from_json(configuration: &str, h: &Value) -> Self {
         let timeout = h["timeoutSeconds"]
             .as_u64()
             .unwrap_or(DEFAULT_TIMEOUT_SECONDS)
             .clamp(1, MAX_TIMEOUT_SECONDS);
         Self {
             name: h["name"].as_str().unwrap_or_default().to_owned(),
+            configuration: configuration.to_owned(),
             client: ClientConfig::from_json(&h["clientConfig"]),
             rules: h["rules"]
                 .as_array()
@@ -169,11 +172,12 @@ impl Webhooks {
             configs
                 .iter()
                 .flat_map(|c| {
+                    let configuration = c["metadata"]["name"].as_str().unwrap_or_default();
                     c["webhooks"]
                         .as_array()
                         .into_iter()
                         .flatten()
-                        .map(Hook::from_json)
+                        .map(|h| Hook::from_json(configuration, h))
                         .collect::<Vec<_>>()
                 })
                 .collect()
@@ -188,14 +192,20 @@ mod tests {
 
     #[test]
     fn defaults_and_review_version() {
-        let h = Hook::from_json(&json!({"name": "a.example.com",
+        let h = Hook::from_json(
+            "c",
+            &json!({"name": "a.example.com",
             "clientConfig": {"url": "https://127.0.0.1:1/"},
-            "sideEffects": "None", "admissionReviewVersions": ["v2", "v1beta1", "v1"]}));
+            "sideEffects": "None", "admissionReviewVersions": ["v2", "v1beta1", "v1"]}),
+        );
         assert!(h.fail && h.equivalent && h.dry_run_safe && !h.reinvoke);
         assert_eq!(h.timeout, Duration::from_secs(10));
         assert_eq!(h.review_version, Some("v1beta1"));
-        let h = Hook::from_json(&json!({"timeoutSeconds": 99, "sideEffects": "Some",
-            "failurePolicy": "Ignore", "matchPolicy": "Exact"}));
+        let h = Hook::from_json(
+            "c",
+            &json!({"timeoutSeconds": 99, "sideEffects": "Some",
+            "failurePolicy": "Ignore", "matchPolicy": "Exact"}),
+        );
         assert!(!h.fail && !h.equivalent && !h.dry_run_safe);
         assert_eq!(h.timeout, Duration::from_secs(30));
         assert_eq!(h.review_version, None);

@@ -177,6 +177,61 @@ fn record_annotations(hook: &Hook, annotations: Vec<(String, String)>) {
     }
 }
 
+/// The audit annotations of one call of a mutating webhook, keyed by the round (1: called
+/// again, `reinvocationPolicy: IfNeeded`) and its index among the mutating webhooks
+/// (mutating/dispatcher.go `webhookAnnotator`): `mutation.webhook.admission.k8s.io/…` at
+/// `Metadata` when dropped, `patch.webhook.admission.k8s.io/…` with the patch at `Request`,
+/// `failed-open.mutation.webhook.admission.k8s.io/…` when `failurePolicy: Ignore` let a
+/// failure through.
+struct Annotator<'a> {
+    hook: &'a Hook,
+    key: String,
+    mutated: bool,
+}
+
+impl Annotator<'_> {
+    /// A patch applied: the object `changed`, or not. Upstream marshals its annotation structs,
+    /// so their fields come in this order.
+    fn patched(&mut self, patch: &Value, changed: bool) {
+        self.mutated = changed;
+        if patch.as_array().is_none_or(Vec::is_empty) {
+            return;
+        }
+        let value = format!(
+            "{{\"configuration\":{},\"webhook\":{},\"patch\":{patch},\"patchType\":\"JSONPatch\"}}",
+            json!(self.hook.configuration),
+            json!(self.hook.name),
+        );
+        crate::audit::annotate_at(
+            kgc_audit::Level::Request,
+            format!("patch.webhook.admission.k8s.io/{}", self.key),
+            value,
+        );
+    }
+
+    fn failed_open(&self) {
+        crate::audit::annotate(
+            format!("failed-open.mutation.webhook.admission.k8s.io/{}", self.key),
+            self.hook.name.clone(),
+        );
+    }
+}
+
+impl Drop for Annotator<'_> {
+    fn drop(&mut self) {
+        let value = format!(
+            "{{\"configuration\":{},\"webhook\":{},\"mutated\":{}}}",
+            json!(self.hook.configuration),
+            json!(self.hook.name),
+            self.mutated
+        );
+        crate::audit::annotate(
+            format!("mutation.webhook.admission.k8s.io/{}", self.key),
+            value,
+        );
+    }
+}
+
 /// A webhook that could not be called or answered nonsense (`ErrCallingWebhook`): a 500 under
 /// `failurePolicy: Fail`, skipped under `Ignore`.
 fn failed(name: &str, reason: &str) -> Status {
@@ -393,6 +448,7 @@ impl Webhooks {
         &self,
         hooks: &[Hook],
         which: &[usize],
+        round: u8,
         call: &Call<'_>,
         obj: &mut Option<&mut Value>,
         old: Option<&Value>,
@@ -416,6 +472,13 @@ impl Webhooks {
             )? {
                 continue;
             }
+            // Whatever the call's outcome, the event says whether it mutated (the dispatcher's
+            // deferred `addMutationAnnotation`).
+            let mut annotator = Annotator {
+                hook,
+                key: format!("round_{round}_index_{i}"),
+                mutated: false,
+            };
             let Some(answer) = self
                 .call_hook(
                     hook,
@@ -427,6 +490,7 @@ impl Webhooks {
                 )
                 .await?
             else {
+                annotator.failed_open();
                 continue;
             };
             warnings.extend(answer.warnings);
@@ -437,12 +501,14 @@ impl Webhooks {
             if let (Some(patch), Some(target), Some(mut versioned)) =
                 (answer.patch, obj.as_deref_mut(), versioned)
             {
+                let before = versioned.clone();
                 kgc_patch::json_patch(&mut versioned, &patch).map_err(|e| {
                     Status::internal(format!(
                         "admission webhook {:?} returned a patch that does not apply: {e}",
                         hook.name
                     ))
                 })?;
+                annotator.patched(&patch, before != versioned);
                 // What the webhook made is admitted as a request body of that version would be;
                 // a Scale, Binding or Eviction is checked by the handler that reads it.
                 if call.own_kind().is_none() {
@@ -498,6 +564,7 @@ impl Webhooks {
                 .mutate(
                     &mutating,
                     &all,
+                    0,
                     call,
                     &mut obj,
                     old,
@@ -516,6 +583,7 @@ impl Webhooks {
                 self.mutate(
                     &mutating,
                     &again,
+                    1,
                     call,
                     &mut obj,
                     old,
