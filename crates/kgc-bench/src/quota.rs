@@ -55,9 +55,18 @@ async fn used_pods(conn: &mut Conn) -> anyhow::Result<Option<u64>> {
     if q["status"]["hard"]["pods"].is_null() {
         return Ok(None);
     }
-    Ok(q["status"]["used"]["pods"]
-        .as_str()
-        .and_then(|u| u.parse().ok()))
+    Ok(q["status"]["used"]["pods"].as_str().and_then(count))
+}
+
+/// A count as a quantity writes it in canonical form (`10k` for 10,000).
+fn count(quantity: &str) -> Option<u64> {
+    let (digits, scale) = match quantity.as_bytes().last()? {
+        b'k' => (&quantity[..quantity.len() - 1], 1_000),
+        b'M' => (&quantity[..quantity.len() - 1], 1_000_000),
+        b'G' => (&quantity[..quantity.len() - 1], 1_000_000_000),
+        _ => (quantity, 1),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(scale)
 }
 
 /// Waits until the quota's `status.used.pods` is `want`.
@@ -166,5 +175,16 @@ impl Bench {
         row.met = Some(cpu_ratio <= 1.10);
         server.stop().await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_in_canonical_form() {
+        assert_eq!(super::count("10k"), Some(10_000));
+        assert_eq!(super::count("2500"), Some(2_500));
+        assert_eq!(super::count("3M"), Some(3_000_000));
+        assert_eq!(super::count("1.5k"), None);
     }
 }
