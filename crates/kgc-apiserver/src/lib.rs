@@ -32,6 +32,7 @@ pub mod pod_log;
 pub mod portallocator;
 mod request;
 pub mod resourcequota_admission;
+mod resourcequota_batch;
 mod reviews;
 mod scale;
 mod service_alloc;
@@ -121,6 +122,8 @@ pub struct ApiServer {
     service_ranges: Arc<service_alloc::ServiceRanges>,
     /// The ResourceQuota admission plugin (on unless disabled).
     resource_quota_admission: bool,
+    /// Its charges waiting for their quota's write (see [`resourcequota_batch`]).
+    quota_batches: Arc<resourcequota_batch::Batches>,
 }
 
 /// Request counters by status code, as kube-apiserver's `apiserver_request_total` counts them
@@ -184,6 +187,7 @@ impl ApiServer {
             storage_plugins: Default::default(),
             service_ranges: Default::default(),
             resource_quota_admission: true,
+            quota_batches: Arc::default(),
         }
     }
 

@@ -8,7 +8,8 @@
 //! to every quota it concerns, **before** the object is stored. The charge is a read, check and
 //! write of the quota's `status.used` in one step of the store (a guaranteed update: the write
 //! applies to exactly the version it checked, as upstream's update with a resourceVersion
-//! precondition retried on conflict), so concurrent creates can never together exceed a quota.
+//! precondition retried on conflict), so concurrent creates can never together exceed a quota;
+//! the charges waiting for one quota are written together (see [`crate::resourcequota_batch`]).
 //!
 //! Better than upstream: a charged write that the store then refuses (validation, a name taken)
 //! gives its charge back at once, where upstream leaves the quota over-charged until the
@@ -239,27 +240,23 @@ impl crate::ApiServer {
             return Ok(charge);
         }
         let quota_info = self.quota_info()?;
+        let delta = request.delta().map_err(refuse)?;
         for name in concerned {
-            let mut charged = None;
-            let written = self
-                .store
-                .update(&quota_info, ns, &name, Some("status"), false, |mut q| {
-                    // Judged again on the version written: another write may have charged it.
-                    if let Verdict::Charge(used) = kgc_quota::check(&q, &request).map_err(refuse)? {
-                        let before = resources::from_json(&q["status"]["used"]);
-                        charged = Some(resources::subtract(&used, &before));
-                        q["status"]["used"] = resources::to_json(&used);
-                    }
-                    Ok(q)
-                })
+            let charged = self
+                .quota_batches
+                .charge(&self.store, &quota_info, ns, &name, delta.clone())
                 .await;
-            match written {
-                Ok(_) => charge.charged.extend(charged.map(|c| (name, c))),
+            match charged {
+                Ok(Ok(charged)) => charge.charged.extend(charged.map(|c| (name, c))),
                 // Deleted meanwhile: it limits nothing any more.
-                Err(kgc_store::Error::Api(s)) if s.is(kgc_meta::Reason::NotFound) => {}
-                Err(e) => {
+                Err(s) if s.is(kgc_meta::Reason::NotFound) => {}
+                Ok(Err(refusal)) => {
+                    let refused = Err::<Charge, _>(ApiError(refuse(refusal)));
+                    return self.settle_quota(charge, refused).await;
+                }
+                Err(s) => {
                     return self
-                        .settle_quota(charge, Err::<Charge, _>(ApiError::from(e)))
+                        .settle_quota(charge, Err::<Charge, _>(ApiError(s)))
                         .await;
                 }
             }

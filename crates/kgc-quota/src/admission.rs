@@ -57,7 +57,7 @@ pub enum Verdict {
 impl Request<'_> {
     /// The usage the write adds: the object's, less the stored one's on an update (never
     /// below zero), zeros removed; an error when the object's own usage is negative.
-    fn delta(&self) -> Result<ResourceList, Refusal> {
+    pub fn delta(&self) -> Result<ResourceList, Refusal> {
         let usage = self.evaluator.usage(self.object, self.now);
         let negative = resources::negative(&usage);
         if !negative.is_empty() {
@@ -104,10 +104,24 @@ pub fn check(quota: &Value, req: &Request<'_>) -> Result<Verdict, Refusal> {
             resources: all.join(","),
         });
     }
-    let delta = req.delta()?;
-    let requested = resources::mask(&delta, hard.keys().map(String::as_str));
+    Ok(match charge(quota, &req.delta()?)? {
+        Some(new_used) => Verdict::Charge(new_used),
+        None => Verdict::Untouched,
+    })
+}
+
+/// The `status.used` of `quota` once `delta` (a [`Request::delta`] whose request [`check`]
+/// found the quota concerned with) is added: `None` when the quota limits none of it. Apart
+/// from `check` so that a batch of admitted writes charges one quota version in turn, as
+/// upstream's quota evaluator charges its batch (`checkQuotas`).
+pub fn charge(quota: &Value, delta: &ResourceList) -> Result<Option<ResourceList>, Refusal> {
+    let name = quota["metadata"]["name"].as_str().unwrap_or_default();
+    let status = &quota["status"];
+    let hard = resources::from_json(&status["hard"]);
+    let used = resources::from_json(&status["used"]);
+    let requested = resources::mask(delta, hard.keys().map(String::as_str));
     if requested.is_empty() {
-        return Ok(Verdict::Untouched);
+        return Ok(None);
     }
     let new_used = resources::add(&used, &requested);
     let masked = resources::mask(&new_used, requested.keys().map(String::as_str));
@@ -121,7 +135,7 @@ pub fn check(quota: &Value, req: &Request<'_>) -> Result<Verdict, Refusal> {
             limited: resources::pretty(&resources::mask(&hard, names())),
         });
     }
-    Ok(Verdict::Charge(new_used))
+    Ok(Some(new_used))
 }
 
 /// Gives back what [`check`] charged to a quota's `status.used` when the write it admitted
