@@ -92,6 +92,12 @@ impl Batches {
 
 /// Charges `batch` in turn to the quota's current version, writes it once, and tells each.
 async fn write(store: &Store, info: &ResourceInfo, ns: &str, name: &str, batch: Vec<Waiting>) {
+    tracing::trace!(
+        quota = name,
+        namespace = ns,
+        charges = batch.len(),
+        "charging"
+    );
     let mut outcomes = Vec::with_capacity(batch.len());
     let written = store
         .update_retrying(info, ns, name, Some("status"), false, |mut q| {

@@ -1,6 +1,6 @@
 //! Events (issue 30) against a durable `kgc serve`:
 //! - `events`: `--events` Events posted by 16 writers, once with the default `--event-ttl` (1 h:
-//!   none expires) and once with `--event-ttl=10s`, so that they expire while the writers
+//!   none expires) and once with `--event-ttl=2s`, so that they expire while the writers
 //!   write; throughput and the writers' p99 (goal: within 20% of the run without expiry), and,
 //!   once the TTL has passed, the Events left, the server's RSS and the database's size. Events
 //!   posted through the API are stored as sent, as kube-apiserver stores them: aggregation and
@@ -29,7 +29,7 @@ use crate::{Bench, BodyFn, Creates, create_namespace, post_many};
 const CLIENTS: usize = 16;
 const NS: &str = "events";
 /// The short TTL of the expiring run.
-const SHORT_TTL: Duration = Duration::from_secs(10);
+const SHORT_TTL: Duration = Duration::from_secs(2);
 
 /// A `FailedScheduling` Event about one of 1,000 pods, as the scheduler's recorder writes one.
 fn event(i: usize) -> Bytes {
