@@ -341,13 +341,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     .await
     .map_err(|e| {
         // A replica on etcd that made its own pki/ cannot read what the others encrypted.
-        let e = anyhow::Error::from(e);
-        let foreign_key = e.chain().any(|c| {
-            matches!(
-                c.downcast_ref::<kgc_encryption::Error>(),
-                Some(kgc_encryption::Error::Transform { .. })
-            )
-        });
+        let foreign_key = matches!(
+            e,
+            kgc_store::Error::Encryption(kgc_encryption::Error::Transform { .. })
+        );
         let context = match &datastore {
             Some(etcd) if foreign_key => format!(
                 "opening the store in {etcd}: this replica's encryption key is not the \
@@ -357,7 +354,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             Some(etcd) => format!("opening the store in {etcd}"),
             None => format!("opening the store in {}", data_dir.display()),
         };
-        e.context(context)
+        anyhow::Error::from(e).context(context)
     })
     .map_err(&full)?;
     tracing::info!(

@@ -402,13 +402,16 @@ async fn a_replica_joins_with_an_admin_kubeconfig_only() {
     ]);
     assert!(!ok, "a replica with a foreign encryption key started");
     let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "{stderr}");
+    assert_eq!(lines.len(), 2, "{stderr}");
     assert!(
-        lines[0].contains(
+        lines[0].ends_with(
             "this replica's encryption key is not the cluster's (start it with --join and an \
-             admin's kubeconfig, or with a copy of the first replica's pki/): unable to \
-             transform key"
+             admin's kubeconfig, or with a copy of the first replica's pki/)"
         ),
+        "{stderr}"
+    );
+    assert!(
+        lines[1].starts_with("  caused by: unable to transform key"),
         "{stderr}"
     );
 
