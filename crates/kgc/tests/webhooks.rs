@@ -184,6 +184,22 @@ fn configuration(kind: &str, name: &str, ns: &str, url: &str, ca: &str, extra: V
 
 const T: Duration = Duration::from_secs(30);
 
+/// Applies a webhook configuration `name` of `kind` calling the test's webhook at `path`, for
+/// namespace `ns` alone.
+async fn register(
+    s: &Server,
+    hook: &Webhook,
+    kind: &str,
+    name: &str,
+    ns: &str,
+    path: &str,
+    extra: Value,
+) {
+    let url = format!("{}/{path}", hook.base);
+    let config = configuration(kind, name, ns, &url, &hook.ca_bundle, extra);
+    s.kubectl_stdin_ok(&["apply", "-f", "-"], &config).await;
+}
+
 /// One server and one webhook server for every scenario.
 #[tokio::test]
 async fn admission_and_conversion_webhooks() {
@@ -214,41 +230,35 @@ rules:
 /// mutating webhook's call and patch are recorded as upstream's dispatcher records them.
 async fn audit_annotations(s: &Server, hook: &Webhook, log: &AuditLog) {
     let ns = fresh_namespace(&s.client(), "annotate").await;
-    s.kubectl_stdin_ok(
-        &["apply", "-f", "-"],
-        &configuration(
-            "ValidatingWebhookConfiguration",
-            "annotate",
-            &ns,
-            &format!("{}/annotate", hook.base),
-            &hook.ca_bundle,
-            json!({}),
-        ),
+    register(
+        s,
+        hook,
+        "ValidatingWebhookConfiguration",
+        "annotate",
+        &ns,
+        "annotate",
+        json!({}),
     )
     .await;
-    s.kubectl_stdin_ok(
-        &["apply", "-f", "-"],
-        &configuration(
-            "MutatingWebhookConfiguration",
-            "label",
-            &ns,
-            &format!("{}/label", hook.base),
-            &hook.ca_bundle,
-            json!({}),
-        ),
+    register(
+        s,
+        hook,
+        "MutatingWebhookConfiguration",
+        "label",
+        &ns,
+        "label",
+        json!({}),
     )
     .await;
     // After `label` in name order (index 1); it answers garbage, which Ignore lets through.
-    s.kubectl_stdin_ok(
-        &["apply", "-f", "-"],
-        &configuration(
-            "MutatingWebhookConfiguration",
-            "open",
-            &ns,
-            &format!("{}/garbage", hook.base),
-            &hook.ca_bundle,
-            json!({"failurePolicy": "Ignore"}),
-        ),
+    register(
+        s,
+        hook,
+        "MutatingWebhookConfiguration",
+        "open",
+        &ns,
+        "garbage",
+        json!({"failurePolicy": "Ignore"}),
     )
     .await;
     s.kubectl_ok(&["create", "configmap", "cm", "-n", &ns])
