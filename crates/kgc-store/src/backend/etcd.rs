@@ -184,20 +184,26 @@ impl Etcd {
         self.rt.spawn(watch.run(revision as i64, feed));
     }
 
-    /// Commits each change of `unit` as one transaction guarded by its key's revision
+    /// Commits each change of each unit as one transaction guarded by its key's revision
     /// (kube-apiserver `etcd3/store.go`: `GuaranteedUpdate`'s and `Delete`'s `mod_revision`
-    /// comparison, `Create`'s `create_revision == 0`), and says where each landed. Memory is
-    /// not touched here: the watch brings every change, this replica's and the others', in
-    /// etcd's order.
-    pub fn write_unit(&mut self, codec: &Codec, unit: &Unit) -> Result<Vec<Landed>> {
+    /// comparison, `Create`'s `create_revision == 0`), and says where each landed. A unit's
+    /// changes go one after another; the units go at once, as kube-apiserver's concurrent
+    /// requests each send their own transaction: two units racing for one key end as they would
+    /// one after the other, one landed and the other a conflict, planned again. Memory is not
+    /// touched here: the watch brings every change, this replica's and the others', in etcd's
+    /// order.
+    pub fn write_units(&mut self, codec: &Codec, units: &[Unit]) -> Vec<Result<Vec<Landed>>> {
         let rt = self.rt.handle().clone();
-        rt.block_on(async {
-            let mut landed = Vec::with_capacity(unit.events.len());
-            for event in &unit.events {
-                landed.push(self.commit_event(codec, event).await?);
-            }
-            Ok(landed)
-        })
+        let this = &*self;
+        rt.block_on(futures::future::join_all(units.iter().map(
+            |unit| async move {
+                let mut landed = Vec::with_capacity(unit.events.len());
+                for event in &unit.events {
+                    landed.push(this.commit_event(codec, event).await?);
+                }
+                Ok(landed)
+            },
+        )))
     }
 
     /// Whether etcd serves a linearizable read (which needs a leader and a quorum).
@@ -216,7 +222,7 @@ impl Etcd {
         self.rt.shutdown_background();
     }
 
-    async fn commit_event(&mut self, codec: &Codec, event: &Event) -> Result<Landed> {
+    async fn commit_event(&self, codec: &Codec, event: &Event) -> Result<Landed> {
         let (group, resource) = (&event.gr.group, &event.gr.resource);
         let object = &event.object;
         let key = self

@@ -250,7 +250,12 @@ fn commit_to_sqlite(
     let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
 }
 
-/// The etcd commit loop: each unit's changes as guarded transactions, one after another; each
+/// The most units sent to etcd at once, as kube-apiserver's `--max-mutating-requests-inflight`
+/// (200 by default) bounds the writes it has in flight there.
+const MAX_CONCURRENT_UNITS: usize = 200;
+
+/// The etcd commit loop: each unit's changes as guarded transactions, the units waiting sent at
+/// once; each
 /// writer learns where its changes landed (or that another replica got there first), and the
 /// store learns of them from its watch. A failure fails that unit only: memory was not
 /// touched, and a write whose answer was lost shows in the watch if it landed after all. A
@@ -281,16 +286,21 @@ fn commit_to_etcd(
                 continue;
             }
         };
-        let result = etcd.write_unit(codec, &unit);
-        match &result {
-            Ok(_) => sink.recovered(),
-            Err(e @ (Error::Etcd(_) | Error::Datastore(_))) => {
-                tracing::warn!(error = %e, "an etcd transaction failed");
-                sink.unavailable(&e.to_string());
+        // Whatever else waits goes with it, at once (see `Etcd::write_units`).
+        let mut units = vec![unit];
+        units.extend(rx.try_iter().take(MAX_CONCURRENT_UNITS - 1));
+        let results = etcd.write_units(codec, &units);
+        for (unit, result) in units.into_iter().zip(results) {
+            match &result {
+                Ok(_) => sink.recovered(),
+                Err(e @ (Error::Etcd(_) | Error::Datastore(_))) => {
+                    tracing::warn!(error = %e, "an etcd transaction failed");
+                    sink.unavailable(&e.to_string());
+                }
+                Err(e) => tracing::warn!(error = %e, "an etcd transaction failed"),
             }
-            Err(e) => tracing::warn!(error = %e, "an etcd transaction failed"),
+            let _ = unit.done.send(result);
         }
-        let _ = unit.done.send(result);
     }
     etcd.close();
 }
