@@ -7,7 +7,9 @@
 //! written a few times per batch instead of once per create.
 //!
 //! Each charge is judged again on the version it is written to, so that together they can never
-//! exceed the quota: a charge that no longer fits is refused alone, the others go on.
+//! exceed the quota: a charge that no longer fits is refused alone, the others go on. On SQLite
+//! the write is not waited for on its own ([`kgc_store::Store::update_before_next_write`]): the
+//! object written next is acknowledged only once the charge before it is durable.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -100,7 +102,7 @@ async fn write(store: &Store, info: &ResourceInfo, ns: &str, name: &str, batch: 
     );
     let mut outcomes = Vec::with_capacity(batch.len());
     let written = store
-        .update_retrying(info, ns, name, Some("status"), false, |mut q| {
+        .update_before_next_write(info, ns, name, Some("status"), |mut q| {
             // Run again on a fresher version if another replica wrote the quota first.
             outcomes.clear();
             for w in &batch {
