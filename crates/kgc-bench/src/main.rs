@@ -14,6 +14,7 @@ mod http;
 mod nodes;
 mod pods;
 mod quota;
+mod replicas;
 mod scheduling;
 mod server;
 mod stats;
@@ -204,6 +205,10 @@ enum Which {
     /// A LIST of `--small-list` custom resources through a conversion webhook against the
     /// stored version (not part of `all`).
     Conversion,
+    /// Two replicas on the etcd cluster of `--server-arg=--datastore-endpoint=…`: watch
+    /// delivery of `--watch-events` creates from one to the other, and a LIST of
+    /// `--small-list` ConfigMaps on the other (not part of `all`).
+    Replicas,
 }
 
 /// One row of the final table.
@@ -478,6 +483,130 @@ fn mem_total() -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// The latencies of a [`watch_delivery`] run.
+struct Delivery {
+    /// From just before each POST to its event line arriving.
+    from_post: Samples,
+    /// From the 201 to the event line (negative when the event came first).
+    from_201: Samples,
+    /// The POSTs' own round trips.
+    post_rtt: Samples,
+}
+
+impl Delivery {
+    fn summary(&self) -> String {
+        format!(
+            "p50 {}, p99 {} (from the 201: p50 {}, p99 {})",
+            fmt_ms(self.from_post.median()),
+            fmt_ms(self.from_post.pct(99.0)),
+            fmt_ms(self.from_201.median()),
+            fmt_ms(self.from_201.pct(99.0))
+        )
+    }
+}
+
+/// `n` ConfigMaps created one at a time in a new namespace `ns` on the server at `writer`
+/// (after 100 unmeasured), each awaited on a watch of the namespace opened on the server at
+/// `watcher` (the same one, or another replica of its etcd cluster). Prints the result line.
+async fn watch_delivery(
+    writer: SocketAddr,
+    watcher: SocketAddr,
+    ns: &str,
+    n: usize,
+) -> anyhow::Result<Delivery> {
+    let mut conn = Conn::connect(writer).await?;
+    create_namespace(&mut conn, ns).await?;
+    let path = configmaps_path(ns);
+    let mut watch_conn = Conn::connect(watcher).await?;
+    let list = watch_conn
+        .expect(
+            StatusCode::OK,
+            Method::GET,
+            &format!("{path}?limit=1"),
+            None,
+        )
+        .await?;
+    let list: Value = serde_json::from_slice(&list)?;
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .context("no resourceVersion in the list")?
+        .to_owned();
+    let resp = watch_conn
+        .send(
+            Method::GET,
+            &format!("{path}?watch=true&resourceVersion={rv}"),
+            None,
+        )
+        .await?;
+    if resp.status() != StatusCode::OK {
+        anyhow::bail!("watch: {}", resp.status());
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Vec<u8>, Instant)>();
+    let mut body = resp.into_body();
+    let reader = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else { break };
+            let now = Instant::now();
+            if let Ok(data) = frame.into_data() {
+                buf.extend_from_slice(&data);
+                while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = buf.drain(..=pos).collect();
+                    if tx.send((line, now)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    let warmup = 100;
+    let mut from_post = Vec::with_capacity(n);
+    let mut from_201 = Vec::with_capacity(n);
+    let mut post_rtt = Vec::with_capacity(n);
+    for i in 0..warmup + n {
+        let name = format!("cm-{i:06}");
+        let body = object(Kind::Configmaps, &name, i);
+        let t0 = Instant::now();
+        conn.expect(StatusCode::CREATED, Method::POST, &path, Some(body))
+            .await?;
+        let t1 = Instant::now();
+        let arrived = loop {
+            let (line, at) = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                .await
+                .with_context(|| format!("no watch event for {name} within 10 s"))?
+                .context("the watch stream ended")?;
+            let ev: Value = serde_json::from_slice(&line).context("parsing a watch event")?;
+            if ev["type"] == "ADDED" && ev["object"]["metadata"]["name"] == name.as_str() {
+                break at;
+            }
+        };
+        if i >= warmup {
+            from_post.push(ms(arrived.duration_since(t0)));
+            post_rtt.push(ms(t1 - t0));
+            // Signed: the event may arrive before the client has read the 201.
+            from_201.push(if arrived >= t1 {
+                ms(arrived - t1)
+            } else {
+                -ms(t1 - arrived)
+            });
+        }
+    }
+    reader.abort();
+    let delivery = Delivery {
+        from_post: Samples::new(from_post),
+        from_201: Samples::new(from_201),
+        post_rtt: Samples::new(post_rtt),
+    };
+    println!(
+        "   {}; max {}; the creates' own round trips: p50 {}, p99 {}",
+        delivery.summary(),
+        fmt_ms(delivery.from_post.max()),
+        fmt_ms(delivery.post_rtt.median()),
+        fmt_ms(delivery.post_rtt.pct(99.0))
+    );
+    Ok(delivery)
+}
+
 impl Bench {
     /// `kgc serve` on a durable data directory `dir`, with `args`; and how long it took to be
     /// ready.
@@ -640,102 +769,12 @@ impl Bench {
         );
         let dir = self.tempdir("watch")?;
         let (server, _) = Server::start(self.launch(dir.path(), !durable)).await?;
-        let mut conn = Conn::connect(server.addr).await?;
-        create_namespace(&mut conn, "w").await?;
-        let path = configmaps_path("w");
-        let list = conn
-            .expect(
-                StatusCode::OK,
-                Method::GET,
-                &format!("{path}?limit=1"),
-                None,
-            )
-            .await?;
-        let list: Value = serde_json::from_slice(&list)?;
-        let rv = list["metadata"]["resourceVersion"]
-            .as_str()
-            .context("no resourceVersion in the list")?
-            .to_owned();
-        let mut watch_conn = Conn::connect(server.addr).await?;
-        let resp = watch_conn
-            .send(
-                Method::GET,
-                &format!("{path}?watch=true&resourceVersion={rv}"),
-                None,
-            )
-            .await?;
-        if resp.status() != StatusCode::OK {
-            anyhow::bail!("watch: {}", resp.status());
-        }
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Vec<u8>, Instant)>();
-        let mut body = resp.into_body();
-        let reader = tokio::spawn(async move {
-            let mut buf = Vec::new();
-            while let Some(frame) = body.frame().await {
-                let Ok(frame) = frame else { break };
-                let now = Instant::now();
-                if let Ok(data) = frame.into_data() {
-                    buf.extend_from_slice(&data);
-                    while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-                        let line: Vec<u8> = buf.drain(..=pos).collect();
-                        if tx.send((line, now)).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
-        let warmup = 100;
-        let mut from_post = Vec::with_capacity(n);
-        let mut from_201 = Vec::with_capacity(n);
-        let mut post_rtt = Vec::with_capacity(n);
-        for i in 0..warmup + n {
-            let name = format!("cm-{i:06}");
-            let body = object(Kind::Configmaps, &name, i);
-            let t0 = Instant::now();
-            conn.expect(StatusCode::CREATED, Method::POST, &path, Some(body))
-                .await?;
-            let t1 = Instant::now();
-            let arrived = loop {
-                let (line, at) = tokio::time::timeout(Duration::from_secs(10), rx.recv())
-                    .await
-                    .with_context(|| format!("no watch event for {name} within 10 s"))?
-                    .context("the watch stream ended")?;
-                let ev: Value = serde_json::from_slice(&line).context("parsing a watch event")?;
-                if ev["type"] == "ADDED" && ev["object"]["metadata"]["name"] == name.as_str() {
-                    break at;
-                }
-            };
-            if i >= warmup {
-                from_post.push(ms(arrived.duration_since(t0)));
-                post_rtt.push(ms(t1 - t0));
-                // Signed: the event may arrive before the client has read the 201.
-                from_201.push(if arrived >= t1 {
-                    ms(arrived - t1)
-                } else {
-                    -ms(t1 - arrived)
-                });
-            }
-        }
-        reader.abort();
-        drop(watch_conn);
+        let delivery = watch_delivery(server.addr, server.addr, "w", n).await?;
         server.stop().await?;
-        let (post, ack) = (Samples::new(from_post), Samples::new(from_201));
-        let result = format!(
-            "p50 {}, p99 {} (from the 201: p50 {}, p99 {})",
-            fmt_ms(post.median()),
-            fmt_ms(post.pct(99.0)),
-            fmt_ms(ack.median()),
-            fmt_ms(ack.pct(99.0))
+        self.row(
+            format!("watch delivery, {mode} (POST → event)"),
+            delivery.summary(),
         );
-        let rtt = Samples::new(post_rtt);
-        println!(
-            "   {result}; max {}; the creates' own round trips: p50 {}, p99 {}",
-            fmt_ms(post.max()),
-            fmt_ms(rtt.median()),
-            fmt_ms(rtt.pct(99.0))
-        );
-        self.row(format!("watch delivery, {mode} (POST → event)"), result);
         Ok(())
     }
 
@@ -1063,6 +1102,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Conversion {
         bench.conversion().await?;
+    }
+    if which == Which::Replicas {
+        bench.replicas().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",

@@ -10,6 +10,7 @@
 
 pub mod backoff;
 pub mod discovery;
+mod fence;
 mod reflector;
 mod refused;
 mod remote;
@@ -22,6 +23,7 @@ use futures::stream::BoxStream;
 use kgc_meta::{DeleteOptions, GroupResource, ObjectMeta, ResourceInfo, Status};
 use serde_json::Value;
 
+pub use fence::Fence;
 pub use refused::Refused;
 pub use remote::{Remote, api_resource, meta};
 
@@ -36,6 +38,9 @@ pub enum Error {
     Refused(#[source] Refused),
     #[error("cluster unreachable: {0}")]
     Transport(String),
+    /// A write refused before it was sent: this replica's leadership lapsed ([`Fence`]).
+    #[error("not sent: this replica's leader lease lapsed (not renewed within the renew deadline)")]
+    Fenced,
 }
 
 impl Error {
@@ -43,7 +48,7 @@ impl Error {
     pub fn status(&self) -> Option<&Status> {
         match self {
             Error::Api(s) => Some(s),
-            Error::Refused(_) | Error::Transport(_) => None,
+            Error::Refused(_) | Error::Transport(_) | Error::Fenced => None,
         }
     }
 

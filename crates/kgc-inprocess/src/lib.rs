@@ -14,17 +14,29 @@ use kgc_meta::{
 use kgc_store::{EventType, ListOptions, Store, StoredObject, WatchEvent, WatchFilter, Watcher};
 use serde_json::Value;
 
-use kgc_client::{Cluster, Deleted, Error, ObjectEvent, Result};
+use kgc_client::{Cluster, Deleted, Error, Fence, ObjectEvent, Result};
 
 /// The embedded store as a [`Cluster`].
 #[derive(Clone)]
 pub struct InProcess {
     store: Store,
+    /// Checked before every write: a leader's term ([`InProcess::fenced`]).
+    fence: Fence,
 }
 
 impl InProcess {
     pub fn new(store: Store) -> Self {
-        Self { store }
+        Self {
+            store,
+            fence: Fence::open(),
+        }
+    }
+
+    /// Writes only while `fence` is open: the cluster of one leadership term, whose
+    /// collectors must write nothing once the lease may have passed to another replica.
+    pub fn fenced(mut self, fence: Fence) -> Self {
+        self.fence = fence;
+        self
     }
 
     pub fn store(&self) -> &Store {
@@ -50,6 +62,7 @@ impl InProcess {
         uid: &str,
         mut change: impl FnMut(&mut serde_json::Map<String, Value>) + Send,
     ) -> Result<()> {
+        self.fence.check()?;
         let gr = resource.group_resource();
         let uid = uid.to_owned();
         // Runs again on the fresh object when another replica changed it first.
@@ -269,6 +282,7 @@ impl Cluster for InProcess {
         name: &str,
         options: &DeleteOptions,
     ) -> Result<Deleted> {
+        self.fence.check()?;
         let d = self
             .store
             .delete(resource, namespace, name, options)
@@ -346,6 +360,7 @@ impl Cluster for InProcess {
     }
 
     async fn create_event(&self, event: Value) -> Result<()> {
+        self.fence.check()?;
         let info = self.events()?;
         let namespace = event["metadata"]["namespace"]
             .as_str()
@@ -359,6 +374,7 @@ impl Cluster for InProcess {
     }
 
     async fn patch_event(&self, namespace: &str, name: &str, patch: Value) -> Result<()> {
+        self.fence.check()?;
         let info = self.events()?;
         self.store
             .update(&info, namespace, name, None, false, move |mut event| {
@@ -401,6 +417,7 @@ impl Cluster for InProcess {
         subresource: &str,
         object: Value,
     ) -> Result<Value> {
+        self.fence.check()?;
         self.store
             .update(
                 resource,
@@ -433,6 +450,7 @@ impl Cluster for InProcess {
         namespace: &str,
         options: &DeleteOptions,
     ) -> Result<()> {
+        self.fence.check()?;
         let list = ListOptions {
             namespace: (!namespace.is_empty()).then(|| namespace.to_owned()),
             ..ListOptions::default()

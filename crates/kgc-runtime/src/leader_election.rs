@@ -5,6 +5,11 @@
 //! deadline; a clean shutdown releases the lease so that a standby takes over at its next retry.
 //! Writes carry the resourceVersion read, so two candidates cannot both win.
 //!
+//! The term's work writes through a [`Fence`] that each renewal opens until the renew deadline
+//! ([`Leading::start`]): a leader paused or starved past its deadline steps down before its
+//! controllers write anything, instead of running them until its elector next looks at the
+//! lease (see `kgc_client::Fence`).
+//!
 //! It talks kube-rs, so the same elector runs against any cluster (`kgc controller`, `kgc
 //! sync`) and inside `kgc serve` over its loopback client, where the replicas of one etcd
 //! elect who runs the controllers and who the scheduler ([`LeaderElector::lead`]).
@@ -15,6 +20,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
+use kgc_client::Fence;
 use kube::api::{Api, PostParams};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -94,6 +100,9 @@ pub struct LeaderElector {
     /// Take a lease held by another identity at the first try, without waiting for it to
     /// expire ([`LeaderElector::sole_candidate`]).
     sole_candidate: bool,
+    /// Open until the renew deadline after the last successful round's start; the term's
+    /// writes go through it.
+    fence: Fence,
 }
 
 /// Why a round could not tell who holds the lease.
@@ -128,6 +137,7 @@ impl LeaderElector {
             config,
             observed: None,
             sole_candidate: false,
+            fence: Fence::closed(),
         }
     }
 
@@ -167,16 +177,29 @@ impl LeaderElector {
     }
 
     /// Upstream `renew`: renews every retry period while leading, until `stop` fires or the
-    /// lease is lost (taken, or not renewed within the renew deadline).
+    /// lease is lost (taken, or not renewed within the renew deadline). The deadline is
+    /// judged before each round as well as after it: a leader that wakes from a pause longer
+    /// than its deadline steps down at once, without waiting for an answer about a lease that
+    /// may be another's by now. Either way the fence is closed first.
     pub async fn renew(&mut self, stop: &mut watch::Receiver<bool>) -> Ended {
+        let ended = self.renewing(stop).await;
+        self.fence.close();
+        ended
+    }
+
+    async fn renewing(&mut self, stop: &mut watch::Receiver<bool>) -> Ended {
         let lease = self.lease.clone();
-        let mut renewed = Instant::now();
+        let deadline = self.config.renew_deadline;
         loop {
             if pause(self.config.retry_period, stop).await {
                 return Ended::Stopped;
             }
+            if !self.fence.is_open() {
+                tracing::warn!(%lease, ?deadline, "the lease was not renewed in time");
+                return Ended::Lost;
+            }
             match self.round().await {
-                Ok(Round::Held) => renewed = Instant::now(),
+                Ok(Round::Held) => {}
                 Ok(Round::HeldByOther(holder)) => {
                     tracing::warn!(%lease, %holder, "another replica took the lease");
                     return Ended::Lost;
@@ -184,8 +207,7 @@ impl LeaderElector {
                 Ok(Round::Conflict) => tracing::debug!(%lease, "conflict renewing the lease"),
                 Err(e) => tracing::warn!(%lease, error = %e, "error renewing the lease"),
             }
-            if renewed.elapsed() > self.config.renew_deadline {
-                let deadline = self.config.renew_deadline;
+            if !self.fence.is_open() {
                 tracing::warn!(%lease, ?deadline, "could not renew the lease in time");
                 return Ended::Lost;
             }
@@ -281,12 +303,20 @@ impl LeaderElector {
     }
 
     /// One round, bounded by the renew deadline so a hung connection cannot outlive a lease.
+    /// A round that holds the lease opens the fence until the renew deadline after the round
+    /// started: the lease was written after that instant, so no candidate takes it before
+    /// the lease duration (longer than the deadline) has passed since.
     async fn round(&mut self) -> Result<Round, RoundError> {
         let deadline = self.config.renew_deadline;
-        match tokio::time::timeout(deadline, self.try_acquire_or_renew()).await {
+        let started = std::time::Instant::now();
+        let round = match tokio::time::timeout(deadline, self.try_acquire_or_renew()).await {
             Ok(r) => r.map_err(RoundError::Api),
             Err(_) => Err(RoundError::Timeout(deadline)),
+        };
+        if let Ok(Round::Held) = round {
+            self.fence.open_until(started + deadline);
         }
+        round
     }
 
     async fn try_release(&mut self) -> Result<(), kube::Error> {
@@ -312,8 +342,9 @@ impl LeaderElector {
 
 /// What a leader does while it leads: client-go's `LeaderCallbacks`.
 pub trait Leading: Send {
-    /// `OnStartedLeading`: starts this term's work (fresh controllers each term).
-    fn start(&mut self) -> JoinHandle<()>;
+    /// `OnStartedLeading`: starts this term's work (fresh controllers each term), which
+    /// writes only through `fence` (`InProcess::fenced`, [`Fence::client`]).
+    fn start(&mut self, fence: Fence) -> JoinHandle<()>;
     /// `OnStoppedLeading`, after the term's task was aborted and has ended.
     fn stopped(&mut self) {}
 }
@@ -336,7 +367,7 @@ impl LeaderElector {
             tracing::info!(%lease, identity = %self.identity(), "became the leader");
             metrics.leader.set(1);
             metrics.terms.inc();
-            let task = leading.start();
+            let task = leading.start(self.fence.clone());
             let ended = self.renew(&mut stop).await;
             task.abort();
             let _ = task.await;
@@ -360,7 +391,7 @@ pub async fn run_unelected(
 ) {
     metrics.leader.set(1);
     metrics.terms.inc();
-    let task = leading.start();
+    let task = leading.start(Fence::open());
     let _ = stop.wait_for(|s| *s).await;
     task.abort();
     let _ = task.await;

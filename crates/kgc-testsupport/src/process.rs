@@ -59,6 +59,28 @@ pub(crate) fn announcement<T: Send + 'static>(
     rx
 }
 
+/// Sends `signal` (`TERM`, `STOP`) to process `pid` with kill(1).
+pub(crate) fn send(pid: u32, signal: &str) {
+    let sent = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("running kill");
+    assert!(sent.success(), "kill -{signal} {pid} failed");
+}
+
+/// Whether process `pid` is stopped by a signal: state `T` in `/proc/<pid>/stat` (the field
+/// after the parenthesised command name).
+pub(crate) fn is_stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
+            Some(state == "T")
+        })
+        .unwrap_or(false)
+}
+
 /// Sends `signal` (`TERM`, `INT`) to `child` and waits, with a deadline, for it to exit;
 /// on timeout kills it and panics with the tail of `log`.
 pub(crate) fn signal_and_wait(
@@ -67,13 +89,7 @@ pub(crate) fn signal_and_wait(
     what: &str,
     log: &Path,
 ) -> ExitStatus {
-    let pid = child.id();
-    let sent = Command::new("kill")
-        .arg(format!("-{signal}"))
-        .arg(pid.to_string())
-        .status()
-        .expect("running kill");
-    assert!(sent.success(), "kill -{signal} {pid} failed");
+    send(child.id(), signal);
     let deadline = Instant::now() + EXIT_DEADLINE;
     loop {
         if let Some(status) = child.try_wait().expect("waiting for the child") {

@@ -449,6 +449,25 @@ impl<B> Server<B> {
         child.wait().expect("reaping the server")
     }
 
+    /// SIGSTOP, as a process frozen in place (a VM paused, a stall): returns once the kernel
+    /// reports the process stopped. Its sockets stay open; nothing it has not yet sent goes
+    /// out until [`Server::resume`].
+    pub async fn pause(&self) {
+        let pid = self.pid();
+        process::send(pid, "STOP");
+        crate::wait::eventually(
+            "the server stopped by SIGSTOP",
+            Duration::from_secs(5),
+            || std::future::ready(process::is_stopped(pid)),
+        )
+        .await;
+    }
+
+    /// SIGCONT after [`Server::pause`].
+    pub fn resume(&self) {
+        process::send(self.pid(), "CONT");
+    }
+
     /// SIGTERM and wait (with a deadline) for a clean exit; returns the exit status.
     pub fn terminate(&mut self) -> ExitStatus {
         self.signal_and_wait("TERM")

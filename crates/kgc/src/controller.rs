@@ -250,9 +250,15 @@ fn graph(s: &Shared, q: &HashMap<String, String>) -> Response {
 }
 
 /// Starts the collectors for a leadership term.
-fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
-    // One set of watches for the term, shared by every controller and collector.
-    let informers = kgc_runtime::informer::Informers::new(Remote::new(shared.client.clone()));
+fn start_gc(
+    shared: &Shared,
+    config: &GcConfig,
+    fence: &kgc_client::Fence,
+) -> tokio::task::JoinHandle<()> {
+    // One set of watches for the term, shared by every controller and collector, and one
+    // client whose writes go only while the term's fence is open.
+    let client = fence.client(shared.client.clone());
+    let informers = kgc_runtime::informer::Informers::new(Remote::new(client.clone()));
     let gc = shared
         .gc_metrics
         .clone()
@@ -267,7 +273,7 @@ fn start_gc(shared: &Shared, config: &GcConfig) -> tokio::task::JoinHandle<()> {
     let controllers = {
         let ctx = kgc_runtime::Context {
             informers,
-            client: shared.client.clone(),
+            client,
             clock: shared.lifecycle.clock(),
             queues: Some(shared.queue_metrics.clone()),
             root_ca: shared.root_ca.clone(),
@@ -298,9 +304,9 @@ struct Term {
 }
 
 impl Leading for Term {
-    fn start(&mut self) -> tokio::task::JoinHandle<()> {
+    fn start(&mut self, fence: kgc_client::Fence) -> tokio::task::JoinHandle<()> {
         tracing::info!("starting the garbage collector");
-        start_gc(&self.shared, &self.config)
+        start_gc(&self.shared, &self.config, &fence)
     }
 
     fn stopped(&mut self) {

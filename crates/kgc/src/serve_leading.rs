@@ -8,10 +8,13 @@
 //! server does.
 //!
 //! Each term starts fresh controllers on fresh informers, as `kgc controller` does: a stepped
-//! down replica keeps no queue, expectation or cache of the term it lost.
+//! down replica keeps no queue, expectation or cache of the term it lost. Every write of a
+//! term goes through its elector's fence, so a replica paused past its lease writes nothing
+//! once it runs again.
 
 use std::sync::{Arc, RwLock};
 
+use kgc_client::Fence;
 use kgc_gc::{Config as GcConfig, GarbageCollector};
 use kgc_inprocess::InProcess;
 use kgc_runtime::informer::Informers;
@@ -41,11 +44,12 @@ pub struct Base {
 }
 
 impl Base {
-    /// A context on fresh informers: one set of watches for the term.
-    fn context(&self) -> kgc_runtime::Context<InProcess> {
+    /// A context on fresh informers: one set of watches for the term, whose writes (through
+    /// the store and through the loopback client) go only while `fence` is open.
+    fn context(&self, fence: &Fence) -> kgc_runtime::Context<InProcess> {
         kgc_runtime::Context {
-            informers: Informers::new(InProcess::new(self.store.clone())),
-            client: self.client.clone(),
+            informers: Informers::new(InProcess::new(self.store.clone()).fenced(fence.clone())),
+            client: fence.client(self.client.clone()),
             clock: self.clock,
             queues: Some(self.queues.clone()),
             root_ca: self.root_ca.clone(),
@@ -73,8 +77,8 @@ pub struct ControllerManager {
 }
 
 impl Leading for ControllerManager {
-    fn start(&mut self) -> JoinHandle<()> {
-        let ctx = self.base.context();
+    fn start(&mut self, fence: Fence) -> JoinHandle<()> {
+        let ctx = self.base.context(&fence);
         let gc = self.gc.as_ref().map(|(config, metrics)| {
             GarbageCollector::with_metrics(ctx.informers.clone(), config.clone(), metrics.clone())
         });
@@ -139,8 +143,8 @@ impl Leading for ControllerManager {
 pub struct Scheduler(pub Base);
 
 impl Leading for Scheduler {
-    fn start(&mut self) -> JoinHandle<()> {
-        tokio::spawn(kgc_scheduler::run(self.0.context()))
+    fn start(&mut self, fence: Fence) -> JoinHandle<()> {
+        tokio::spawn(kgc_scheduler::run(self.0.context(&fence)))
     }
 }
 

@@ -3,7 +3,9 @@
 //! middle of a 500-dependent foreground cascade and the other takes the lease and finishes it;
 //! each etcd member in turn is killed while writes and watches go on across the replicas; a
 //! replica cut off from etcd while the other writes and etcd is compacted past those writes
-//! re-lists, serves the latest state and answers a watch from before the cut 410 `Expired`.
+//! re-lists, serves the latest state and answers a watch from before the cut 410 `Expired`;
+//! the replica that runs the collectors is paused (SIGSTOP) past its lease and, resumed once
+//! the other took over, steps down before its collector writes anything.
 //! One etcd cluster and two replicas per scenario: each kills or cuts off what the others'
 //! would see.
 
@@ -40,7 +42,29 @@ struct Replicas {
 /// electing their controllers' leader with short timings ([`ELECTION_TIMINGS`]); B joins with
 /// A's `pki/`.
 async fn replicas(endpoints: &str, b_endpoints: &str, namespace: &str) -> Replicas {
-    let args = |e| [["--datastore-endpoint", e].as_slice(), &ELECTION_TIMINGS].concat();
+    replicas_electing(endpoints, b_endpoints, namespace, &ELECTION_TIMINGS).await
+}
+
+/// A 6 s lease, 4 s renew deadline and 500 ms retry, for a scenario that judges who wrote what
+/// by exact counts: a term that lapses on a busy machine aborts its writes in flight, which
+/// land uncounted, so the new leader's renewals get more slack than [`ELECTION_TIMINGS`]'.
+const PATIENT_TIMINGS: [&str; 6] = [
+    "--leader-elect-lease-duration",
+    "6s",
+    "--leader-elect-renew-deadline",
+    "4s",
+    "--leader-elect-retry-period",
+    "500ms",
+];
+
+/// [`replicas`] electing with `timings`.
+async fn replicas_electing(
+    endpoints: &str,
+    b_endpoints: &str,
+    namespace: &str,
+    timings: &[&str],
+) -> Replicas {
+    let args = |e| [["--datastore-endpoint", e].as_slice(), timings].concat();
     let a = Server::start_with(&args(endpoints)).await;
     let a_dir = a.data_dir();
     let b = Server::start_prepared(&args(b_endpoints), |dir| copy_pki(&a_dir, dir)).await;
@@ -73,6 +97,37 @@ async fn controller_manager_lease(client: kube::Client) -> Lease {
         assert!(
             tokio::time::Instant::now() < deadline,
             "nobody took the controller manager's lease within {T:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The two replicas as (the one `lease` names as its holder, the other).
+fn by_holder(a: Server, b: Server, lease: &Lease) -> (Server, Server) {
+    let holder = lease_holder(lease);
+    if holder.starts_with(&identity_prefix(&a)) {
+        (a, b)
+    } else {
+        assert!(
+            holder.starts_with(&identity_prefix(&b)),
+            "the lease is held by {holder:?}, neither replica"
+        );
+        (b, a)
+    }
+}
+
+/// The controller manager's lease, read on `server`, once `server` holds it.
+async fn taken_by(server: &Server) -> Lease {
+    let prefix = identity_prefix(server);
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        let lease = controller_manager_lease(server.client()).await;
+        if lease_holder(&lease).starts_with(&prefix) {
+            return lease;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{prefix}* did not take the lease within {T:?}: {lease:?}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -207,16 +262,8 @@ async fn killing_the_leading_replica_mid_cascade_hands_the_cascade_over() {
 
     // Who leads now (the burst of writes may have moved the lease).
     let lease = controller_manager_lease(r.a.client()).await;
-    let (first_holder, transitions) = (lease_holder(&lease), transitions(&lease));
-    let (mut leader, survivor) = if first_holder.starts_with(&identity_prefix(&r.a)) {
-        (r.a, r.b)
-    } else {
-        assert!(
-            first_holder.starts_with(&identity_prefix(&r.b)),
-            "the lease is held by {first_holder:?}, neither replica"
-        );
-        (r.b, r.a)
-    };
+    let transitions = transitions(&lease);
+    let (mut leader, survivor) = by_holder(r.a, r.b, &lease);
     let on_survivor: Api<ConfigMap> = Api::namespaced(survivor.client(), &r.ns);
     let (before, from) = listed(&on_survivor).await;
     assert_eq!(before.len(), DEPENDENTS + 1 + bystanders.len());
@@ -250,20 +297,7 @@ async fn killing_the_leading_replica_mid_cascade_hands_the_cascade_over() {
     );
 
     // The survivor takes the lease.
-    let survivor_id = identity_prefix(&survivor);
-    let deadline = tokio::time::Instant::now() + T;
-    let taken = loop {
-        let lease = controller_manager_lease(survivor.client()).await;
-        if lease_holder(&lease).starts_with(&survivor_id) {
-            break lease;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the survivor did not take the lease within {T:?}: {lease:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    let spec = taken.spec.expect("a lease spec");
+    let spec = taken_by(&survivor).await.spec.expect("a lease spec");
     let acquired = spec
         .acquire_time
         .clone()
@@ -540,4 +574,149 @@ async fn a_replica_cut_off_past_etcds_compaction_relists() {
         next_event_of(&mut lines, "later").await,
         ("ADDED".into(), rv_of(&later))
     );
+}
+
+/// Objects a replica's garbage collector has written: deleted, freed of owner references or
+/// of a finalizer (`kgc_gc_objects_total`, counted once the write succeeded, across terms).
+/// A write whose answer came after its term was aborted is not counted: the other replica's
+/// count of what it wrote tells that one.
+async fn gc_writes(server: &Server) -> f64 {
+    let text = metrics_text(&server.client()).await;
+    text.lines()
+        .filter(|l| l.starts_with("kgc_gc_objects_total{"))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
+}
+
+/// `kgc_leader` of the controller manager's lease on `server`: 1 while its controllers run.
+async fn leads(server: &Server) -> bool {
+    let series = r#"kgc_leader{lease="kube-system/kube-controller-manager"}"#;
+    metrics_counter(&server.client(), series).await == 1.0
+}
+
+/// Terms `server` has led the controller manager's lease (`kgc_leader_terms_total`).
+async fn terms(server: &Server) -> f64 {
+    let series = r#"kgc_leader_terms_total{lease="kube-system/kube-controller-manager"}"#;
+    metrics_counter(&server.client(), series).await
+}
+
+/// SIGSTOP of the replica that runs the collectors, until the other replica takes the lease
+/// (a lease duration, 6 s here, after the last renewal it saw) and collects the dependents of
+/// an owner deleted during the pause. The paused replica is resumed the moment the lease changes hands, its collector's graph
+/// still holding every dependent and the owner's deletion waiting on its watch, so that if it
+/// still acted as the leader it would collect at once, before the new leader's collector has
+/// even synced. It must instead step down before writing anything, as client-go's elector
+/// stops leading once it has not renewed within its renew deadline (`kubernetes/kubernetes
+/// staging/src/k8s.io/client-go/tools/leaderelection/leaderelection.go`, `renew`): the new
+/// leader's collector deleted every dependent itself (a dependent the resumed one deleted
+/// first would be a NotFound to it), the resumed one's write count did not move from before
+/// the pause, the lease changed hands once and stays with the new holder. Without the fence
+/// (the step-down judged by a round trip to the lease, as before), the resumed replica
+/// deleted from 1 to 20 of the 100 dependents in 4 runs of 5.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_paused_past_its_lease_steps_down_before_writing() {
+    let Some(cluster) = EtcdCluster::start(3).await else {
+        return;
+    };
+    let endpoints = cluster.endpoints();
+    let r = replicas_electing(&endpoints, &endpoints, "paused", &PATIENT_TIMINGS).await;
+    const DEPENDENTS: usize = 100;
+    let owner = create(&r.on_a, "owner", None).await;
+    let dependents: Vec<ConfigMap> = futures::stream::iter(0..DEPENDENTS)
+        .map(|i| {
+            let cms = if i % 2 == 0 { &r.on_a } else { &r.on_b };
+            let owner = &owner;
+            async move { create(cms, &format!("dep-{i:03}"), Some(owner)).await }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+
+    let lease = controller_manager_lease(r.a.client()).await;
+    let handed_over = transitions(&lease) + 1;
+    let (leader, standby) = by_holder(r.a, r.b, &lease);
+    let on_standby: Api<ConfigMap> = Api::namespaced(standby.client(), &r.ns);
+    let on_leader = leader.client();
+    for d in &dependents {
+        let uid = uid_of(d);
+        eventually("the leader's collector has every dependent", T, || {
+            graph_observed(&on_leader, &uid)
+        })
+        .await;
+    }
+    assert!(leads(&leader).await && !leads(&standby).await);
+    let (written_by_leader, written_by_standby) =
+        (gc_writes(&leader).await, gc_writes(&standby).await);
+    let terms_before = (terms(&leader).await, terms(&standby).await);
+    let (_, from) = listed(&on_standby).await;
+    let path = format!(
+        "/api/v1/namespaces/{}/configmaps?watch=1&resourceVersion={from}",
+        r.ns
+    );
+    let mut lines = standby.raw_watch(&path).await;
+
+    // Frozen with nothing in flight; the owner goes meanwhile, leaving its dependents to
+    // whoever collects next.
+    leader.pause().await;
+    let paused = tokio::time::Instant::now();
+    on_standby
+        .delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    let taken = taken_by(&standby).await;
+    leader.resume();
+    println!("the leader was paused for {:?}", paused.elapsed());
+    assert_eq!(transitions(&taken), handed_over, "one hand-over");
+
+    // The new leader collects every dependent.
+    let mut left: BTreeSet<String> = dependents.iter().map(name_of).collect();
+    while !left.is_empty() {
+        let (kind, name, _) = next_event(&mut lines, "the dependents' deletions").await;
+        if kind == "DELETED" {
+            left.remove(&name);
+        }
+    }
+    eventually("the resumed replica stepped down", T, || async {
+        !leads(&leader).await
+    })
+    .await;
+    let lease_now = controller_manager_lease(standby.client()).await;
+    let terms_now = (terms(&leader).await, terms(&standby).await);
+    let story = |s: &Server| {
+        let tail = s.log_tail(400);
+        let lines = tail.lines().filter(|l| {
+            l.contains("lease") || l.contains("leader") || l.contains("deleting object")
+        });
+        lines.collect::<Vec<_>>().join("\n")
+    };
+    let why = || {
+        format!(
+            "lease now {:?}; terms (resumed, new leader) {terms_now:?}, before the pause \
+             {terms_before:?}; the resumed replica:\n{}\nthe new leader:\n{}",
+            lease_now.spec,
+            story(&leader),
+            story(&standby)
+        )
+    };
+    assert_eq!(
+        gc_writes(&leader).await,
+        written_by_leader,
+        "objects the resumed replica's collector wrote after its pause; {}",
+        why()
+    );
+    assert_eq!(
+        gc_writes(&standby).await - written_by_standby,
+        DEPENDENTS as f64,
+        "objects the new leader's collector wrote; {}",
+        why()
+    );
+    // For a lease duration and more, while the resumed replica campaigns again.
+    let holder = (lease_holder(&taken), handed_over);
+    consistently("the new holder's lease", Duration::from_secs(7), || async {
+        let now = controller_manager_lease(standby.client()).await;
+        (lease_holder(&now), transitions(&now)) == holder
+            && leads(&standby).await
+            && !leads(&leader).await
+    })
+    .await;
 }
