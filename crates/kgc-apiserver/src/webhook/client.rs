@@ -154,16 +154,22 @@ impl ClientConfig {
         let sep = if url.contains('?') { '&' } else { '?' };
         let text: Arc<str> = format!("{url}{sep}timeout={}s", timeout.as_secs()).into();
         let parsed = reqwest::Url::parse(&text).map_err(|e| format!("Post {text:?}: {e}"))?;
-        let mut builder = reqwest::Client::builder()
-            .tls_backend_preconfigured((**tls).clone())
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none());
-        if let Some((host, addr)) = &addr {
-            builder = builder.resolve(host, *addr);
-        }
-        let client = builder
-            .build()
-            .map_err(|e| format!("Post {text:?}: {}", cause(&e)))?;
+        // Another deadline alone keeps the client, and with it the open connection.
+        let client = match cached.take() {
+            Some(c) if c.addr == key => c.client,
+            _ => {
+                let mut builder = reqwest::Client::builder()
+                    .tls_backend_preconfigured((**tls).clone())
+                    .no_proxy()
+                    .redirect(reqwest::redirect::Policy::none());
+                if let Some((host, addr)) = &addr {
+                    builder = builder.resolve(host, *addr);
+                }
+                builder
+                    .build()
+                    .map_err(|e| format!("Post {text:?}: {}", cause(&e)))?
+            }
+        };
         *cached = Some(CachedClient {
             addr: key,
             timeout,
