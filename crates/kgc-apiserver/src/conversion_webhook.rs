@@ -20,6 +20,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use kgc_meta::catalog::api_version;
 use kgc_meta::{GroupResource, ResourceInfo, Status};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::ApiServer;
@@ -100,23 +101,28 @@ pub(crate) async fn convert(
         })
         .unwrap_or("v1");
     let uid = uuid::Uuid::new_v4().to_string();
-    let review = json!({
-        "apiVersion": format!("apiextensions.k8s.io/{review_version}"),
-        "kind": "ConversionReview",
-        "request": {
-            "uid": uid,
-            "desiredAPIVersion": desired,
-            "objects": todo.iter().map(|&i| objects[i].clone()).collect::<Vec<_>>(),
+    let api_version = format!("apiextensions.k8s.io/{review_version}");
+    // Written from the objects themselves: a LIST's review carries every object, which must
+    // not be copied into a second tree on the way out.
+    let review = Review {
+        api_version: &api_version,
+        kind: "ConversionReview",
+        request: ReviewRequest {
+            uid: &uid,
+            desired_api_version: &desired,
+            objects: todo.iter().map(|&i| &objects[i]).collect(),
         },
-    });
+    };
+    let body = serde_json::to_vec(&review)
+        .map_err(|e| failed(format!("failed: encoding the ConversionReview: {e}")))?;
     let client = api.conversion_clients.get(info, &hook);
     let answer = client
-        .post(&api.store, TIMEOUT, review.to_string().into_bytes())
+        .post(&api.store, TIMEOUT, body)
         .await
         .map_err(|e| failed(format!("failed: {e}")))?;
-    let answer: Value = serde_json::from_slice(&answer)
+    let mut answer: Value = serde_json::from_slice(&answer)
         .map_err(|e| failed(format!("failed: the answer is not a ConversionReview: {e}")))?;
-    let resp = &answer["response"];
+    let resp = &mut answer["response"];
     if resp["uid"].as_str() != Some(uid.as_str()) {
         return Err(failed(format!(
             "failed: expected response.uid={uid:?}, got {:?}",
@@ -129,10 +135,10 @@ pub(crate) async fn convert(
             resp["result"]["message"].as_str().unwrap_or_default()
         )));
     }
-    let converted = resp["convertedObjects"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let converted = match resp.get_mut("convertedObjects").map(Value::take) {
+        Some(Value::Array(converted)) => converted,
+        _ => Vec::new(),
+    };
     if converted.len() != todo.len() {
         return Err(failed(format!(
             "failed: expected {} converted objects, got {}",
@@ -150,7 +156,11 @@ pub(crate) async fn convert(
                 gvk(&out)
             )));
         }
-        let mut meta = objects[at]["metadata"].clone();
+        // The object is replaced by what the webhook made: its metadata moves there.
+        let mut meta = objects[at]
+            .get_mut("metadata")
+            .map(Value::take)
+            .unwrap_or_default();
         for key in ["labels", "annotations"] {
             match out["metadata"].get(key) {
                 Some(v) if meta.is_object() => meta[key] = v.clone(),
@@ -161,6 +171,23 @@ pub(crate) async fn convert(
         objects[at] = out;
     }
     Ok(())
+}
+
+/// A `ConversionReview` as sent (apiextensions/v1 `ConversionReview`'s JSON names).
+#[derive(Serialize)]
+struct Review<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'a str,
+    kind: &'static str,
+    request: ReviewRequest<'a>,
+}
+
+#[derive(Serialize)]
+struct ReviewRequest<'a> {
+    uid: &'a str,
+    #[serde(rename = "desiredAPIVersion")]
+    desired_api_version: &'a str,
+    objects: Vec<&'a Value>,
 }
 
 /// Serves a request in a version the CRD's webhook converts (see the module's documentation).
@@ -249,7 +276,14 @@ async fn in_request_version(
         answer["apiVersion"] = json!(api_version(&info.group, &req.version));
     }
     parts.headers.remove(axum::http::header::CONTENT_LENGTH);
-    let mut out = body::raw_json(parts.status, answer.to_string());
+    // A LIST's answer is as large as the storage version's: written once, into a buffer of
+    // about its size.
+    let mut text = Vec::with_capacity(bytes.len() + bytes.len() / 8);
+    serde_json::to_writer(&mut text, &answer)
+        .map_err(|e| Status::internal(format!("encoding the answer: {e}")))?;
+    let text = String::from_utf8(text)
+        .map_err(|e| Status::internal(format!("encoding the answer: {e}")))?;
+    let mut out = body::raw_json(parts.status, text);
     for (k, v) in parts.headers.iter().filter(|(k, _)| *k == "warning") {
         out.headers_mut().append(k, v.clone());
     }

@@ -30,17 +30,26 @@ pub(crate) enum Endpoint {
     },
 }
 
-/// An HTTP client and the address it was built for (`None` for a `url`).
-type CachedClient = Option<(Option<SocketAddr>, reqwest::Client)>;
+/// The HTTP client of the last call, and what it was built for.
+struct CachedClient {
+    /// The address a Service resolved to; `None` for a `url`.
+    addr: Option<SocketAddr>,
+    timeout: Duration,
+    /// The URL called, the deadline in its query, as written (errors quote it) and parsed.
+    text: Arc<str>,
+    url: reqwest::Url,
+    client: reqwest::Client,
+}
 
 /// A webhook's `clientConfig`, with its TLS configuration built once.
 #[derive(Clone)]
 pub(crate) struct ClientConfig {
     endpoint: Result<Endpoint, String>,
     tls: Result<Arc<rustls::ClientConfig>, String>,
-    /// The HTTP client of the last call: its pool keeps the connection, so a webhook called on every write costs a round trip,
-    /// not a TCP and TLS handshake each time, as Go's transport reuses connections upstream.
-    client: Arc<Mutex<CachedClient>>,
+    /// The HTTP client of the last call: its pool keeps the connection, so a webhook called on
+    /// every write costs a round trip, not a TCP and TLS handshake each time, as Go's transport
+    /// reuses connections upstream; its URL is kept parsed with it.
+    client: Arc<Mutex<Option<CachedClient>>>,
 }
 
 impl ClientConfig {
@@ -74,10 +83,10 @@ impl ClientConfig {
         timeout: Duration,
         body: Vec<u8>,
     ) -> Result<Vec<u8>, String> {
-        let endpoint = self.endpoint.clone()?;
-        let tls = self.tls.clone()?;
+        let endpoint = self.endpoint.as_ref().map_err(Clone::clone)?;
+        let tls = self.tls.as_ref().map_err(Clone::clone)?;
         let (url, addr) = match endpoint {
-            Endpoint::Url(url) => (url, None),
+            Endpoint::Url(url) => (url.clone(), None),
             Endpoint::Service {
                 namespace,
                 name,
@@ -87,30 +96,25 @@ impl ClientConfig {
                 // The certificate must name `<service>.<namespace>.svc`, as upstream's service
                 // resolver dials it; the connection goes to the address the Service resolves to.
                 let host = format!("{name}.{namespace}.svc");
-                let addr = resolve_service(store, &namespace, &name, port).await?;
+                let addr = resolve_service(store, namespace, name, *port).await?;
                 (format!("https://{host}:{port}{path}"), Some((host, addr)))
             }
         };
-        // Upstream tells the webhook its deadline in the query.
-        let sep = if url.contains('?') { '&' } else { '?' };
-        let url = format!("{url}{sep}timeout={}s", timeout.as_secs());
-        let client = self
-            .client(&tls, addr)
-            .map_err(|e| format!("Post {url:?}: {}", cause(&e)))?;
+        let (client, url, text) = self.client(tls, url, addr, timeout)?;
         let resp = client
-            .post(&url)
+            .post(url)
             .timeout(timeout)
             .header("content-type", "application/json")
             .header("accept", "application/json")
             .body(body)
             .send()
             .await
-            .map_err(|e| format!("Post {url:?}: {}", cause(&e)))?;
+            .map_err(|e| format!("Post {text:?}: {}", cause(&e)))?;
         let code = resp.status().as_u16();
         let bytes = resp
             .bytes()
             .await
-            .map_err(|e| format!("Post {url:?}: {}", cause(&e)))?;
+            .map_err(|e| format!("Post {text:?}: {}", cause(&e)))?;
         if !(200..300).contains(&code) {
             let message = serde_json::from_slice::<Value>(&bytes)
                 .ok()
@@ -127,30 +131,53 @@ impl ClientConfig {
 }
 
 impl ClientConfig {
-    /// The client for `addr` (a Service's `(host, address)`), the last one if it was built for
-    /// the same address, else a new one kept for the next call.
+    /// The client, URL and URL as written for a call of `url` (its `addr`, a Service's
+    /// `(host, address)`) with `timeout`: the last ones if built for the same address and
+    /// timeout, else new ones kept for the next call. The error is the reason, as [`Self::post`]
+    /// words it.
     fn client(
         &self,
         tls: &Arc<rustls::ClientConfig>,
+        url: String,
         addr: Option<(String, SocketAddr)>,
-    ) -> Result<reqwest::Client, reqwest::Error> {
+        timeout: Duration,
+    ) -> Result<(reqwest::Client, reqwest::Url, Arc<str>), String> {
         let key = addr.as_ref().map(|(_, a)| *a);
         let mut cached = self.client.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((k, client)) = cached.as_ref()
-            && *k == key
+        if let Some(c) = cached.as_ref()
+            && c.addr == key
+            && c.timeout == timeout
         {
-            return Ok(client.clone());
+            return Ok((c.client.clone(), c.url.clone(), Arc::clone(&c.text)));
         }
-        let mut builder = reqwest::Client::builder()
-            .tls_backend_preconfigured((**tls).clone())
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none());
-        if let Some((host, addr)) = &addr {
-            builder = builder.resolve(host, *addr);
-        }
-        let client = builder.build()?;
-        *cached = Some((key, client.clone()));
-        Ok(client)
+        // Upstream tells the webhook its deadline in the query.
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let text: Arc<str> = format!("{url}{sep}timeout={}s", timeout.as_secs()).into();
+        let parsed = reqwest::Url::parse(&text).map_err(|e| format!("Post {text:?}: {e}"))?;
+        // Another deadline alone keeps the client, and with it the open connection.
+        let client = match cached.take() {
+            Some(c) if c.addr == key => c.client,
+            _ => {
+                let mut builder = reqwest::Client::builder()
+                    .tls_backend_preconfigured((**tls).clone())
+                    .no_proxy()
+                    .redirect(reqwest::redirect::Policy::none());
+                if let Some((host, addr)) = &addr {
+                    builder = builder.resolve(host, *addr);
+                }
+                builder
+                    .build()
+                    .map_err(|e| format!("Post {text:?}: {}", cause(&e)))?
+            }
+        };
+        *cached = Some(CachedClient {
+            addr: key,
+            timeout,
+            text: Arc::clone(&text),
+            url: parsed.clone(),
+            client: client.clone(),
+        });
+        Ok((client, parsed, text))
     }
 }
 

@@ -2,9 +2,12 @@
 //! `pkg/admission/plugin/webhook/request/admissionreview.go`: `CreateV1AdmissionReview`,
 //! `VerifyAdmissionResponse`).
 
+use std::collections::BTreeMap;
+
 use base64::Engine;
 use kgc_auth::UserInfo;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 /// `group/version/kind` or `group/version/resource` as the review spells them.
 pub(crate) struct Gvx<'a> {
@@ -31,57 +34,134 @@ pub(crate) struct Request<'a> {
     pub options: &'a Value,
 }
 
-/// The AdmissionReview of `version` (`v1` or `v1beta1`, identical but for the apiVersion).
+/// The AdmissionReview of `version` (`v1` or `v1beta1`, identical but for the apiVersion),
+/// written straight from the borrowed request: a webhook called on every write should cost a
+/// round trip, not a copy of the object into a JSON tree printed in a second pass.
 pub(crate) fn body(version: &str, r: &Request<'_>) -> Vec<u8> {
-    let review = json!({
-        "apiVersion": format!("admission.k8s.io/{version}"),
-        "kind": "AdmissionReview",
-        "request": request(r),
-    });
-    review.to_string().into_bytes()
+    #[derive(Serialize)]
+    struct Review<'a> {
+        #[serde(rename = "apiVersion")]
+        api_version: &'a str,
+        kind: &'static str,
+        request: Wire<'a>,
+    }
+    let api_version = format!("admission.k8s.io/{version}");
+    let review = Review {
+        api_version: &api_version,
+        kind: "AdmissionReview",
+        request: Wire::of(r),
+    };
+    // Strings, string maps and `Value`s always serialize.
+    serde_json::to_vec(&review).unwrap_or_default()
 }
 
 /// The `request` of an AdmissionReview, which CEL expressions also read as `request`.
 pub(crate) fn request(r: &Request<'_>) -> Value {
-    let gvk = |g: &Gvx<'_>| json!({"group": g.group, "version": g.version, "kind": g.name});
-    let gvr = |g: &Gvx<'_>| json!({"group": g.group, "version": g.version, "resource": g.name});
-    let user = match r.user {
-        Some(u) => {
-            let mut o = json!({"username": u.name, "groups": u.groups});
-            if !u.uid.is_empty() {
-                o["uid"] = json!(u.uid);
-            }
-            if !u.extra.is_empty() {
-                o["extra"] = json!(u.extra);
-            }
-            o
+    serde_json::to_value(Wire::of(r)).unwrap_or_default()
+}
+
+#[derive(Serialize)]
+struct Gvk<'a> {
+    group: &'a str,
+    version: &'a str,
+    kind: &'a str,
+}
+
+#[derive(Serialize)]
+struct Gvr<'a> {
+    group: &'a str,
+    version: &'a str,
+    resource: &'a str,
+}
+
+impl<'a> Gvx<'a> {
+    fn kind(&self) -> Gvk<'a> {
+        Gvk {
+            group: self.group,
+            version: self.version,
+            kind: self.name,
         }
-        // The insecure port: kube-apiserver's old insecure port served as this user.
-        None => json!({"username": "system:unsecured",
-            "groups": ["system:masters", "system:authenticated"]}),
-    };
-    let mut req = json!({
-        "uid": r.uid,
-        "kind": gvk(&r.kind),
-        "resource": gvr(&r.resource),
-        "requestKind": gvk(&r.request_kind),
-        "requestResource": gvr(&r.request_resource),
-        "name": r.name,
-        "operation": r.operation,
-        "userInfo": user,
-        "object": r.object.cloned().unwrap_or(Value::Null),
-        "oldObject": r.old_object.cloned().unwrap_or(Value::Null),
-        "dryRun": r.dry_run,
-        "options": r.options,
-    });
-    if !r.sub_resource.is_empty() {
-        req["subResource"] = json!(r.sub_resource);
-        req["requestSubResource"] = json!(r.sub_resource);
     }
-    if !r.namespace.is_empty() {
-        req["namespace"] = json!(r.namespace);
+
+    fn resource(&self) -> Gvr<'a> {
+        Gvr {
+            group: self.group,
+            version: self.version,
+            resource: self.name,
+        }
     }
-    req
+}
+
+/// `userInfo` (authentication/v1 `UserInfo`'s JSON names).
+#[derive(Serialize)]
+struct User<'a> {
+    username: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    uid: &'a str,
+    groups: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extra: Option<&'a BTreeMap<String, Vec<String>>>,
+}
+
+/// `request` as it is sent (admission/v1 `AdmissionRequest`'s JSON names).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Wire<'a> {
+    uid: &'a str,
+    kind: Gvk<'a>,
+    resource: Gvr<'a>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    sub_resource: &'a str,
+    request_kind: Gvk<'a>,
+    request_resource: Gvr<'a>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    request_sub_resource: &'a str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    namespace: &'a str,
+    operation: &'a str,
+    user_info: User<'a>,
+    object: Option<&'a Value>,
+    old_object: Option<&'a Value>,
+    dry_run: bool,
+    options: &'a Value,
+}
+
+impl<'a> Wire<'a> {
+    fn of(r: &Request<'a>) -> Self {
+        let user_info = match r.user {
+            Some(u) => User {
+                username: &u.name,
+                uid: &u.uid,
+                groups: u.groups.iter().map(String::as_str).collect(),
+                extra: Some(&u.extra).filter(|e| !e.is_empty()),
+            },
+            // The insecure port: kube-apiserver's old insecure port served as this user.
+            None => User {
+                username: "system:unsecured",
+                uid: "",
+                groups: vec!["system:masters", "system:authenticated"],
+                extra: None,
+            },
+        };
+        Self {
+            uid: r.uid,
+            kind: r.kind.kind(),
+            resource: r.resource.resource(),
+            sub_resource: r.sub_resource,
+            request_kind: r.request_kind.kind(),
+            request_resource: r.request_resource.resource(),
+            request_sub_resource: r.sub_resource,
+            name: r.name,
+            namespace: r.namespace,
+            operation: r.operation,
+            user_info,
+            object: r.object,
+            old_object: r.old_object,
+            dry_run: r.dry_run,
+            options: r.options,
+        }
+    }
 }
 
 /// What a webhook answered.
@@ -173,6 +253,71 @@ pub(crate) fn parse(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn review_as_sent() {
+        let gvx = |version, name| Gvx {
+            group: "apps",
+            version,
+            name,
+        };
+        let (object, options) = (
+            json!({"metadata": {"name": "d"}}),
+            json!({"kind": "CreateOptions"}),
+        );
+        let user = UserInfo {
+            name: "alice".into(),
+            uid: String::new(),
+            groups: vec!["g".into()],
+            extra: BTreeMap::from([("k".into(), vec!["v".into()])]),
+        };
+        let mut r = Request {
+            uid: "u",
+            kind: gvx("v1", "Deployment"),
+            resource: gvx("v1", "deployments"),
+            sub_resource: "",
+            request_kind: gvx("v1beta1", "Deployment"),
+            request_resource: gvx("v1beta1", "deployments"),
+            name: "d",
+            namespace: "",
+            operation: "CREATE",
+            user: Some(&user),
+            object: Some(&object),
+            old_object: None,
+            dry_run: false,
+            options: &options,
+        };
+        let sent: Value = serde_json::from_slice(&body("v1", &r)).expect("JSON");
+        assert_eq!(
+            sent,
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+                "uid": "u",
+                "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+                "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+                "requestKind": {"group": "apps", "version": "v1beta1", "kind": "Deployment"},
+                "requestResource": {"group": "apps", "version": "v1beta1", "resource": "deployments"},
+                "name": "d", "operation": "CREATE",
+                "userInfo": {"username": "alice", "groups": ["g"], "extra": {"k": ["v"]}},
+                "object": {"metadata": {"name": "d"}}, "oldObject": null,
+                "dryRun": false, "options": {"kind": "CreateOptions"}}})
+        );
+        (r.sub_resource, r.namespace, r.user) = ("status", "ns", None);
+        let sent = request(&r);
+        assert_eq!(
+            (
+                &sent["subResource"],
+                &sent["requestSubResource"],
+                &sent["namespace"]
+            ),
+            (&json!("status"), &json!("status"), &json!("ns"))
+        );
+        assert_eq!(
+            sent["userInfo"],
+            json!({"username": "system:unsecured",
+                "groups": ["system:masters", "system:authenticated"]})
+        );
+    }
 
     fn answer(v: Value) -> Vec<u8> {
         v.to_string().into_bytes()
