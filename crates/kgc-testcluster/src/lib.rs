@@ -22,15 +22,15 @@ use std::future::Future;
 
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kgc_apiserver::ApiServer;
-use kgc_inprocess::InProcess;
 use kgc_runtime::Context;
 use kgc_runtime::informer::Informers;
 use kgc_store::Store;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::core::NamespaceResourceScope;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+pub use kgc_inprocess::InProcess;
 pub use kgc_testsupport::{consistently, eventually, typed, unique};
 
 /// How long a test waits for a controller's outcome: generous, since a test only waits this
@@ -152,6 +152,35 @@ impl TestCluster {
             .create(&PostParams::default(), &obj)
             .await
             .unwrap_or_else(|e| panic!("creating a {} in {ns}: {e}", K::kind(&())))
+    }
+
+    /// Creates the cluster-scoped `obj` (a Node, a PersistentVolume, a StorageClass).
+    pub async fn create_cluster_scoped<K>(&self, obj: serde_json::Value) -> K
+    where
+        K: kube::Resource<DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::Serialize
+            + serde::de::DeserializeOwned,
+    {
+        let obj: K = typed(obj);
+        self.all::<K>()
+            .create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("creating a {}: {e}", K::kind(&())))
+    }
+
+    /// Merges `status` into the status of `api`'s object `name` through the `status`
+    /// subresource: what another controller (a kubelet, the resource-quota controller) would
+    /// have written, forged for a controller tested alone. Returns the updated object.
+    pub async fn set_status<K>(&self, api: &Api<K>, name: &str, status: serde_json::Value) -> K
+    where
+        K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+    {
+        let patch = serde_json::json!({ "status": status });
+        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap_or_else(|e| panic!("writing the status of {} {name}: {e}", K::kind(&())))
     }
 
     /// Every object of kind `K` in namespace `ns`.

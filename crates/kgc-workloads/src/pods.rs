@@ -36,7 +36,9 @@ pub struct Pod {
     /// names by `metadata.name` (upstream `daemon/util.GetTargetNodeName`): where a DaemonSet
     /// pod belongs while it waits for the scheduler.
     pub target_node: String,
-    /// When the Ready condition last became True, if it is True.
+    /// Whether the Ready condition is True (upstream `IsPodReady`: its status alone).
+    pub ready: bool,
+    /// When the Ready condition last became True, if it is True and says so.
     pub ready_since: Option<Timestamp>,
     /// The most restarts of any of its containers.
     pub restarts: i64,
@@ -61,11 +63,12 @@ impl View for Pod {
                     uid: text(&r["uid"]),
                 })
         });
-        let ready_since = obj["status"]["conditions"].as_array().and_then(|cs| {
+        let ready_condition = obj["status"]["conditions"].as_array().and_then(|cs| {
             cs.iter()
                 .find(|c| c["type"] == "Ready" && c["status"] == "True")
-                .and_then(|c| c["lastTransitionTime"].as_str()?.parse().ok())
         });
+        let ready_since =
+            ready_condition.and_then(|c| c["lastTransitionTime"].as_str()?.parse().ok());
         let restarts = obj["status"]["containerStatuses"]
             .as_array()
             .map(|cs| {
@@ -88,6 +91,7 @@ impl View for Pod {
             phase: text(&obj["status"]["phase"]),
             node_name: text(&obj["spec"]["nodeName"]),
             target_node: target_node(&obj["spec"]),
+            ready: ready_condition.is_some(),
             ready_since,
             restarts,
             created: m["creationTimestamp"].as_str().and_then(|t| t.parse().ok()),
@@ -127,14 +131,17 @@ impl Pod {
     }
 
     pub fn is_ready(&self) -> bool {
-        self.ready_since.is_some()
+        self.ready
     }
 
-    /// Ready for at least `min_ready_seconds` at `now` (upstream `IsPodAvailable`).
+    /// Ready for at least `min_ready_seconds` at `now` (upstream `IsPodAvailable`): with no
+    /// minimum a ready pod is available whether or not its condition says since when.
     pub fn is_available(&self, min_ready_seconds: i64, now: Timestamp) -> bool {
-        self.ready_since.is_some_and(|since| {
-            min_ready_seconds <= 0 || now.as_second() - since.as_second() >= min_ready_seconds
-        })
+        self.ready
+            && (min_ready_seconds <= 0
+                || self
+                    .ready_since
+                    .is_some_and(|since| now.as_second() - since.as_second() >= min_ready_seconds))
     }
 
     fn phase_rank(&self) -> u8 {
@@ -238,6 +245,21 @@ mod tests {
             .map(|p| p.name.as_str())
             .collect();
         assert_eq!(order, ["newer"], "ready for less time goes first");
+    }
+
+    /// Upstream `IsPodReady` reads the condition's status alone, and `IsPodAvailable` needs
+    /// its `lastTransitionTime` only for a positive `minReadySeconds`.
+    #[test]
+    fn a_ready_condition_without_a_transition_time_is_ready() {
+        let p = Pod::view(&json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "p"},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        }))
+        .unwrap();
+        let now = "2026-01-01T00:00:00Z".parse().unwrap();
+        assert!(p.is_ready());
+        assert!(p.is_available(0, now));
+        assert!(!p.is_available(5, now));
     }
 
     #[test]
