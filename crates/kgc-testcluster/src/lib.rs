@@ -20,7 +20,7 @@
 
 use std::future::Future;
 
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
 use kgc_apiserver::ApiServer;
 use kgc_runtime::Context;
 use kgc_runtime::informer::Informers;
@@ -181,6 +181,26 @@ impl TestCluster {
         api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .unwrap_or_else(|e| panic!("writing the status of {} {name}: {e}", K::kind(&())))
+    }
+
+    /// Registers node `name` with `labels` and forges the status its kubelet would report:
+    /// Ready, with room for 110 pods, 4 CPUs and 8 GiB (the scheduler places pods by it).
+    pub async fn ready_node(&self, name: &str, labels: serde_json::Value) -> Node {
+        let node = serde_json::json!({"metadata": {"name": name, "labels": labels}});
+        self.create_cluster_scoped::<Node>(node).await;
+        let capacity = serde_json::json!({"cpu": "4", "memory": "8Gi", "pods": "110"});
+        let status = serde_json::json!({"conditions": [{"type": "Ready", "status": "True"}],
+            "capacity": capacity, "allocatable": capacity});
+        self.set_status(&self.all::<Node>(), name, status).await
+    }
+
+    /// Forges what pod `name`'s kubelet would report once it runs: phase Running, address
+    /// `ip`, and the Ready condition as `ready` says.
+    pub async fn run_pod(&self, ns: &str, name: &str, ip: &str, ready: bool) -> Pod {
+        let ready = if ready { "True" } else { "False" };
+        let status = serde_json::json!({"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+            "conditions": [{"type": "Ready", "status": ready}]});
+        self.set_status(&self.api::<Pod>(ns), name, status).await
     }
 
     /// Every object of kind `K` in namespace `ns`.

@@ -5,7 +5,7 @@
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolumeClaim, Pod, ResourceQuota};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, ResourceQuota};
 use kgc_meta::time::{Clock, SignedDuration};
 use kgc_testcluster::{DEADLINE, InProcess, TestCluster, eventually};
 use kube::api::{Patch, PatchParams};
@@ -372,13 +372,6 @@ async fn stateful_set_controller_deletes() {
 
 // DaemonSets (`pkg/controller/daemon/daemon_controller_test.go`).
 
-async fn ready_node(c: &TestCluster, name: &str, labels: Value) {
-    c.create_cluster_scoped::<Node>(json!({"metadata": {"name": name, "labels": labels}}))
-        .await;
-    let ready = json!({"conditions": [{"type": "Ready", "status": "True"}]});
-    c.set_status(&c.all::<Node>(), name, ready).await;
-}
-
 /// The node a daemon pod is pinned to by its required node affinity on `metadata.name`.
 fn pinned_node(p: &Pod) -> String {
     let affinity = p.spec.as_ref().unwrap().affinity.as_ref().unwrap();
@@ -407,7 +400,7 @@ async fn simple_daemon_set_launches_pods() {
     let mut c = TestCluster::start().await;
     c.run(kgc_workloads::daemonset::run(c.context()));
     for n in ["n1", "n2", "n3"] {
-        ready_node(&c, n, json!({})).await;
+        c.ready_node(n, json!({})).await;
     }
     let ns = c.namespace("ds").await;
     let ds = json!({"metadata": {"name": "agent"},
@@ -436,8 +429,8 @@ async fn simple_daemon_set_launches_pods() {
 async fn selector_daemon_launches_pods() {
     let mut c = TestCluster::start().await;
     c.run(kgc_workloads::daemonset::run(c.context()));
-    ready_node(&c, "ssd-1", json!({"disk": "ssd"})).await;
-    ready_node(&c, "hdd-1", json!({"disk": "hdd"})).await;
+    c.ready_node("ssd-1", json!({"disk": "ssd"})).await;
+    c.ready_node("hdd-1", json!({"disk": "hdd"})).await;
     let ns = c.namespace("ds").await;
     let mut template = pod_template(json!({"app": "agent"}));
     template["spec"]["nodeSelector"] = json!({"disk": "ssd"});
@@ -449,7 +442,7 @@ async fn selector_daemon_launches_pods() {
         daemon_pods(&c, &ns, &uid).await == ["ssd-1"]
     })
     .await;
-    ready_node(&c, "ssd-2", json!({"disk": "ssd"})).await;
+    c.ready_node("ssd-2", json!({"disk": "ssd"})).await;
     eventually("a pod on the new ssd node", DEADLINE, || async {
         daemon_pods(&c, &ns, &uid).await == ["ssd-1", "ssd-2"]
     })
