@@ -1,0 +1,169 @@
+//! The cluster's own controllers' reconcile, each run alone against an API server in the test
+//! process (`kgc-testcluster`), as upstream tests `pkg/controller/{serviceaccount,
+//! certificates/rootcacertpublisher,resourcequota}` against fakes.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ResourceQuota, ServiceAccount};
+use kgc_controllers::{resourcequota, root_ca, serviceaccount};
+use kgc_testcluster::{DEADLINE, TestCluster, eventually, unique};
+use kube::api::{DeleteParams, Patch, PatchParams};
+use serde_json::json;
+
+/// A namespace alone, without the `default` account `TestCluster::namespace` adds.
+async fn bare_namespace(c: &TestCluster, prefix: &str) -> String {
+    let name = unique(prefix);
+    c.create_cluster_scoped::<Namespace>(json!({"metadata": {"name": name}}))
+        .await;
+    name
+}
+
+/// Upstream `TestServiceAccountCreation`'s "new active namespace missing serviceaccounts" and
+/// "deleted serviceaccount with active namespace": the `default` account is made, and made
+/// again when deleted.
+#[tokio::test]
+async fn service_account_creation() {
+    let mut c = TestCluster::start().await;
+    c.run(serviceaccount::run(c.context()));
+    let ns = bare_namespace(&c, "sa").await;
+    let accounts = c.api::<ServiceAccount>(&ns);
+    eventually("the default account", DEADLINE, || async {
+        accounts
+            .get_opt(serviceaccount::DEFAULT)
+            .await
+            .unwrap()
+            .is_some()
+    })
+    .await;
+    let first = accounts
+        .get(serviceaccount::DEFAULT)
+        .await
+        .unwrap()
+        .metadata
+        .uid;
+    accounts
+        .delete(serviceaccount::DEFAULT, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the default account made again", DEADLINE, || async {
+        accounts
+            .get_opt(serviceaccount::DEFAULT)
+            .await
+            .unwrap()
+            .is_some_and(|a| a.metadata.uid != first)
+    })
+    .await;
+}
+
+const CA: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+
+fn published(cm: &ConfigMap) -> bool {
+    let data = cm.data.clone().unwrap_or_default();
+    let annotations = cm.metadata.annotations.clone().unwrap_or_default();
+    data == BTreeMap::from([(root_ca::KEY.to_owned(), CA.to_owned())])
+        && annotations
+            .get(root_ca::DESCRIPTION_ANNOTATION)
+            .map(String::as_str)
+            == Some(root_ca::DESCRIPTION)
+}
+
+/// Upstream `TestConfigMapCreation` (`rootcacertpublisher/publisher_test.go`): a new
+/// namespace gets `kube-root-ca.crt` with the CA and its description; changed data is put back,
+/// and a deleted ConfigMap is made again.
+#[tokio::test]
+async fn config_map_creation() {
+    let mut c = TestCluster::start().await;
+    c.run(root_ca::run(c.context_with_root_ca(CA)));
+    let ns = bare_namespace(&c, "ca").await;
+    let maps = c.api::<ConfigMap>(&ns);
+    eventually("kube-root-ca.crt published", DEADLINE, || async {
+        maps.get_opt(root_ca::CONFIG_MAP)
+            .await
+            .unwrap()
+            .is_some_and(|cm| published(&cm))
+    })
+    .await;
+    let tampered = json!({"data": {root_ca::KEY: "not a CA", "extra": "x"}});
+    maps.patch(
+        root_ca::CONFIG_MAP,
+        &PatchParams::default(),
+        &Patch::Merge(&tampered),
+    )
+    .await
+    .unwrap();
+    eventually("the data put back", DEADLINE, || async {
+        published(&maps.get(root_ca::CONFIG_MAP).await.unwrap())
+    })
+    .await;
+    maps.delete(root_ca::CONFIG_MAP, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("kube-root-ca.crt made again", DEADLINE, || async {
+        maps.get_opt(root_ca::CONFIG_MAP)
+            .await
+            .unwrap()
+            .is_some_and(|cm| published(&cm))
+    })
+    .await;
+}
+
+/// The quota's `status.used` of `resource`, as written.
+async fn used(c: &TestCluster, ns: &str, resource: &str) -> Option<String> {
+    let q = c.api::<ResourceQuota>(ns).get("q").await.unwrap();
+    Some(q.status?.used?.get(resource)?.0.clone())
+}
+
+/// Upstream `TestSyncResourceQuota`: `status.hard` is `spec.hard` and `status.used` what the
+/// namespace's objects use; a deleted pod gives its share back (replenishment).
+#[tokio::test]
+async fn sync_resource_quota() {
+    let mut c = TestCluster::start().await;
+    c.run(resourcequota::run(
+        c.context(),
+        resourcequota::Config::default(),
+    ));
+    let ns = c.namespace("quota").await;
+    for name in ["a", "b"] {
+        let pod = json!({"metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "registry.example/app:1",
+                "resources": {"requests": {"cpu": "100m", "memory": "1Gi"}}}]}});
+        c.create::<Pod>(&ns, pod).await;
+    }
+    let quota = json!({"metadata": {"name": "q"},
+        "spec": {"hard": {"pods": "5", "requests.cpu": "1", "count/configmaps": "10"}}});
+    c.create::<ResourceQuota>(&ns, quota).await;
+    let quotas = c.api::<ResourceQuota>(&ns);
+    eventually("the quota's status", DEADLINE, || async {
+        used(&c, &ns, "pods").await.as_deref() == Some("2")
+    })
+    .await;
+    let status = quotas.get("q").await.unwrap().status.unwrap();
+    let hard: BTreeMap<String, String> = status
+        .hard
+        .unwrap()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect();
+    assert_eq!(
+        hard,
+        BTreeMap::from([
+            ("count/configmaps".into(), "10".into()),
+            ("pods".into(), "5".into()),
+            ("requests.cpu".into(), "1".into())
+        ])
+    );
+    assert_eq!(used(&c, &ns, "requests.cpu").await.as_deref(), Some("200m"));
+    assert_eq!(
+        used(&c, &ns, "count/configmaps").await.as_deref(),
+        Some("0")
+    );
+    c.api::<Pod>(&ns)
+        .delete("a", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    eventually("the deleted pod's share given back", DEADLINE, || async {
+        used(&c, &ns, "pods").await.as_deref() == Some("1")
+            && used(&c, &ns, "requests.cpu").await.as_deref() == Some("100m")
+    })
+    .await;
+}
