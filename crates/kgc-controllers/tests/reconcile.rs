@@ -167,3 +167,59 @@ async fn sync_resource_quota() {
     })
     .await;
 }
+
+/// Upstream `TestSyncNamespaceThatIsTerminating` (`namespace_controller_test.go`,
+/// `deletion/namespaced_resources_deleter_test.go`): a deleted namespace's content is deleted,
+/// then its `kubernetes` finalizer removed, and the namespace goes.
+#[tokio::test]
+async fn sync_namespace_that_is_terminating() {
+    let mut c = TestCluster::start().await;
+    c.run(kgc_controllers::namespace::run(c.context()));
+    let ns = c.namespace("gone").await;
+    c.create::<ConfigMap>(&ns, json!({"metadata": {"name": "cm"}}))
+        .await;
+    let maps = c.api::<ConfigMap>(&ns);
+    let namespaces = c.all::<Namespace>();
+    namespaces
+        .delete(&ns, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the namespace gone", DEADLINE, || async {
+        namespaces.get_opt(&ns).await.unwrap().is_none()
+    })
+    .await;
+    assert!(
+        maps.get_opt("cm").await.unwrap().is_none(),
+        "its content deleted"
+    );
+}
+
+/// A pod deleted gracefully on a node without a kubelet is deleted for good when its grace
+/// period ends, as its kubelet's final delete would (upstream `status_manager.go`
+/// `canBeDeleted`); here the controller's clock is a minute ahead, so the 30 s default grace
+/// period is over at once.
+#[tokio::test]
+async fn a_graceful_deletion_ends_with_the_grace_period() {
+    let mut c = TestCluster::start().await;
+    let ahead = kgc_runtime::Context {
+        clock: kgc_meta::time::Clock::with_offset(kgc_meta::time::SignedDuration::from_mins(1)),
+        ..c.context()
+    };
+    c.run(kgc_controllers::pod_termination::run(ahead, None));
+    let ns = c.namespace("term").await;
+    let pod = json!({"metadata": {"name": "p"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "registry.example/app:1"}]}});
+    c.create::<Pod>(&ns, pod).await;
+    let pods = c.api::<Pod>(&ns);
+    let deleted = pods.delete("p", &DeleteParams::default()).await.unwrap();
+    let terminating = deleted
+        .left()
+        .expect("a graceful deletion answers with the pod");
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    eventually(
+        "the pod deleted once its grace period is over",
+        DEADLINE,
+        || async { pods.get_opt("p").await.unwrap().is_none() },
+    )
+    .await;
+}
