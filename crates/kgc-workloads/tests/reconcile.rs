@@ -5,7 +5,9 @@
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, ResourceQuota};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, Pod, ReplicationController, ResourceQuota,
+};
 use kgc_meta::time::{Clock, SignedDuration};
 use kgc_testcluster::{DEADLINE, InProcess, TestCluster, eventually};
 use kube::api::{Patch, PatchParams};
@@ -595,6 +597,48 @@ async fn controller_v2_cleanup_finished_jobs() {
             .filter_map(|j| j.metadata.name)
             .collect();
         names == ["tick-3"]
+    })
+    .await;
+}
+
+// ReplicationControllers (`pkg/controller/replication`: the ReplicaSet controller's tests run
+// over ReplicationControllers too).
+
+/// Upstream `TestSyncReplicationControllerCreates` (`replication_controller_test.go`, from
+/// before the controller became the ReplicaSet controller over a conversion): pods from the
+/// template, controlled by the ReplicationController (`v1`), counted in its status.
+#[tokio::test]
+async fn sync_replication_controller_creates() {
+    let mut c = TestCluster::start().await;
+    c.run(kgc_workloads::replicationcontroller::run(c.context()));
+    let ns = c.namespace("rc").await;
+    let rc = json!({"metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"app": "web"},
+            "template": pod_template(json!({"app": "web"}))}});
+    let rc: ReplicationController = c.create(&ns, rc).await;
+    let uid = rc.metadata.uid.unwrap();
+    eventually(
+        "2 pods controlled by the ReplicationController",
+        DEADLINE,
+        || async { pods_of(&c, &ns, &uid).await.len() == 2 },
+    )
+    .await;
+    let r = &pods_of(&c, &ns, &uid).await[0]
+        .metadata
+        .owner_references
+        .clone()
+        .unwrap()[0];
+    assert_eq!(
+        (r.api_version.as_str(), r.kind.as_str()),
+        ("v1", "ReplicationController")
+    );
+    let api = c.api::<ReplicationController>(&ns);
+    eventually("status.replicas 2", DEADLINE, || async {
+        api.get("web")
+            .await
+            .unwrap()
+            .status
+            .is_some_and(|s| s.replicas == 2)
     })
     .await;
 }
