@@ -40,7 +40,6 @@ pub const DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 /// An API server over an in-memory store, in this process, and the controllers a test runs
 /// against it; the controllers stop when it is dropped.
 pub struct TestCluster {
-    store: Store,
     client: kube::Client,
     ctx: Context<InProcess>,
     controllers: JoinSet<()>,
@@ -66,7 +65,6 @@ impl TestCluster {
             root_ca: None,
         };
         Self {
-            store,
             client,
             ctx,
             controllers: JoinSet::new(),
@@ -91,11 +89,6 @@ impl TestCluster {
             root_ca: Some(pem.into()),
             ..self.context()
         }
-    }
-
-    /// The store under the API server, for what a test cannot write through the API.
-    pub fn store(&self) -> &Store {
-        &self.store
     }
 
     /// Runs a controller (its crate's `run(ctx, …)` future) until the cluster is dropped.
