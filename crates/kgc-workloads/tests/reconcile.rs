@@ -277,6 +277,55 @@ async fn scale() {
     .await;
 }
 
+/// Upstream `rolloutRecreate` (`recreate.go`; `TestOldPodsRunning`): a new template under the
+/// Recreate strategy scales the old ReplicaSet to 0 and makes the new one full size only once
+/// the old one reports no pods left.
+#[tokio::test]
+async fn recreate_old_pods_running() {
+    let mut c = TestCluster::start().await;
+    c.run(kgc_workloads::deployment::run(c.context()));
+    let ns = c.namespace("deploy").await;
+    let mut d = deployment("web", 3);
+    d["spec"]["strategy"] = json!({"type": "Recreate"});
+    let d: Deployment = c.create(&ns, d).await;
+    let uid = d.metadata.uid.unwrap();
+    eventually("the first ReplicaSet", DEADLINE, || async {
+        replica_sets_of(&c, &ns, &uid).await.len() == 1
+    })
+    .await;
+    let old = replica_sets_of(&c, &ns, &uid).await.remove(0);
+    let old_name = old.metadata.name.unwrap();
+    let sets = c.api::<ReplicaSet>(&ns);
+    // Its pods run, as the ReplicaSet controller would report.
+    c.set_status(&sets, &old_name, json!({"replicas": 3})).await;
+    let change = json!({"spec": {"template": {"metadata": {"labels": {"version": "2"}}}}});
+    c.api::<Deployment>(&ns)
+        .patch("web", &PatchParams::default(), &Patch::Merge(&change))
+        .await
+        .unwrap();
+    eventually("the old ReplicaSet scaled to 0", DEADLINE, || async {
+        sets.get(&old_name).await.unwrap().spec.replicas == Some(0)
+    })
+    .await;
+    let early: Vec<Option<i32>> = replica_sets_of(&c, &ns, &uid)
+        .await
+        .into_iter()
+        .filter(|rs| rs.metadata.name.as_deref() != Some(old_name.as_str()))
+        .map(|rs| rs.spec.replicas)
+        .collect();
+    assert!(
+        early.iter().all(|r| r.unwrap_or(0) == 0),
+        "a new ReplicaSet scaled up while the old pods run: {early:?}"
+    );
+    c.set_status(&sets, &old_name, json!({"replicas": 0})).await;
+    eventually("the new ReplicaSet at full size", DEADLINE, || async {
+        replica_sets_of(&c, &ns, &uid).await.iter().any(|rs| {
+            rs.metadata.name.as_deref() != Some(old_name.as_str()) && rs.spec.replicas == Some(3)
+        })
+    })
+    .await;
+}
+
 // StatefulSets (`pkg/controller/statefulset/stateful_set_test.go`).
 
 fn running_and_ready() -> Value {
@@ -447,6 +496,42 @@ async fn selector_daemon_launches_pods() {
     c.ready_node("ssd-2", json!({"disk": "ssd"})).await;
     eventually("a pod on the new ssd node", DEADLINE, || async {
         daemon_pods(&c, &ns, &uid).await == ["ssd-1", "ssd-2"]
+    })
+    .await;
+}
+
+/// Upstream `TestTaintedNodeDaemonDoesNotLaunchIntolerantPod`: a node tainted NoSchedule gets
+/// no pod of a template that does not tolerate the taint; the untainted one does.
+#[tokio::test]
+async fn tainted_node_daemon_does_not_launch_intolerant_pod() {
+    let mut c = TestCluster::start().await;
+    c.run(kgc_workloads::daemonset::run(c.context()));
+    c.ready_node("plain", json!({})).await;
+    c.ready_node("tainted", json!({})).await;
+    let taint =
+        json!({"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}});
+    c.all::<k8s_openapi::api::core::v1::Node>()
+        .patch("tainted", &PatchParams::default(), &Patch::Merge(&taint))
+        .await
+        .unwrap();
+    let ns = c.namespace("ds").await;
+    let ds = json!({"metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}},
+            "template": pod_template(json!({"app": "agent"}))}});
+    let ds: DaemonSet = c.create(&ns, ds).await;
+    let uid = ds.metadata.uid.unwrap();
+    let api = c.api::<DaemonSet>(&ns);
+    // The status counts the nodes judged, so once it says one is wanted both were judged.
+    eventually("one node wants the daemon", DEADLINE, || async {
+        api.get("agent")
+            .await
+            .unwrap()
+            .status
+            .is_some_and(|s| s.desired_number_scheduled == 1)
+    })
+    .await;
+    eventually("the pod on the untainted node", DEADLINE, || async {
+        daemon_pods(&c, &ns, &uid).await == ["plain"]
     })
     .await;
 }

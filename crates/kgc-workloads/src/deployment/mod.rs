@@ -314,12 +314,21 @@ impl<C: Cluster> Controller<C> {
             let status = progress::calculate(&d, &sets, found.as_ref(), now);
             return self.write_status(&d, &observed, status).await.map(|_| None);
         }
+        let recreate =
+            d.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("Recreate");
+        // Upstream `rolloutRecreate` makes a missing new ReplicaSet only once the old pods are
+        // gone (`getAllReplicaSetsAndSyncRevision(…, false)` until then), so that old and new
+        // pods never run together.
+        if recreate && found.is_none() && !self.scale_down_old(&d, None, &sets).await? {
+            let status = progress::rollout(&d, &observed, &sets, None, now);
+            let recheck = progress::recheck(&d, &observed, &status, now);
+            self.write_status(&d, &observed, status).await?;
+            return Ok(recheck);
+        }
         let new = match found {
             Some(new) => new,
             None => self.create_new(&mut d, &owner, &mut sets).await?,
         };
-        let recreate =
-            d.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("Recreate");
         if recreate {
             self.recreate(&d, &new, &sets).await?;
         } else {
@@ -657,9 +666,24 @@ impl<C: Cluster> Controller<C> {
     /// Upstream `rolloutRecreate`: every old ReplicaSet to 0, and once their pods are gone the
     /// new one to full size.
     async fn recreate(&self, d: &Typed, new: &TypedRs, sets: &[TypedRs]) -> Result<()> {
+        if !self.scale_down_old(d, Some(new), sets).await? {
+            return Ok(());
+        }
+        self.scale(d, new, d.spec.replicas.unwrap_or(1)).await
+    }
+
+    /// Upstream `scaleDownOldReplicaSetsForRecreate` and `oldPodsRunning`: every ReplicaSet
+    /// but `new` to 0; whether their pods are gone (none was scaled down now, none reports a
+    /// pod).
+    async fn scale_down_old(
+        &self,
+        d: &Typed,
+        new: Option<&TypedRs>,
+        sets: &[TypedRs],
+    ) -> Result<bool> {
         let olds: Vec<&TypedRs> = sets
             .iter()
-            .filter(|rs| rs.metadata.uid != new.metadata.uid)
+            .filter(|rs| new.is_none_or(|n| rs.metadata.uid != n.metadata.uid))
             .collect();
         let mut scaled_down = false;
         for rs in &olds {
@@ -671,10 +695,7 @@ impl<C: Cluster> Controller<C> {
         let running = olds
             .iter()
             .any(|rs| rs.status.as_ref().is_some_and(|s| s.replicas > 0));
-        if scaled_down || running {
-            return Ok(());
-        }
-        self.scale(d, new, d.spec.replicas.unwrap_or(1)).await
+        Ok(!scaled_down && !running)
     }
 
     /// Upstream `cleanupDeployment`: old ReplicaSets with no replicas, beyond
