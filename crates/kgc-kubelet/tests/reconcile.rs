@@ -4,6 +4,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use kgc_kubelet::annotations::{EXIT_CODE, RUN_FOR};
+use kgc_testcluster::pods::phase;
 use kgc_testcluster::{DEADLINE, TestCluster, eventually};
 use kube::api::DeleteParams;
 use serde_json::{Value, json};
@@ -39,10 +40,6 @@ fn bound_pod(name: &str, annotations: Value, restart: &str) -> Value {
             "containers": [{"name": "c", "image": "registry.example/app:1"}]}})
 }
 
-fn phase(p: &Pod) -> Option<&str> {
-    p.status.as_ref()?.phase.as_deref()
-}
-
 /// Upstream `TestSyncPodsStartPod` with the status manager's `TestNewStatus`: a pod bound to
 /// the node runs, ready, with an address from the node's pod CIDR and the node's address as
 /// its host's.
@@ -59,7 +56,7 @@ async fn sync_pods_start_pod() {
             .iter()
             .flat_map(|s| s.conditions.iter().flatten())
             .any(|c| c.type_ == "Ready" && c.status == "True");
-        phase(&p) == Some("Running") && ready
+        phase(&p) == "Running" && ready
     })
     .await;
     let status = pods.get("web").await.unwrap().status.unwrap();
@@ -91,8 +88,8 @@ async fn pod_phase_with_restart_never() {
     .await;
     let pods = c.api::<Pod>(&ns);
     eventually("both pods finished", DEADLINE, || async {
-        phase(&pods.get("ok").await.unwrap()) == Some("Succeeded")
-            && phase(&pods.get("bad").await.unwrap()) == Some("Failed")
+        phase(&pods.get("ok").await.unwrap()) == "Succeeded"
+            && phase(&pods.get("bad").await.unwrap()) == "Failed"
     })
     .await;
     let bad = pods
@@ -116,7 +113,7 @@ async fn graceful_deletion_completes() {
         .await;
     let pods = c.api::<Pod>(&ns);
     eventually("the pod Running", DEADLINE, || async {
-        phase(&pods.get("web").await.unwrap()) == Some("Running")
+        phase(&pods.get("web").await.unwrap()) == "Running"
     })
     .await;
     pods.delete("web", &DeleteParams::default()).await.unwrap();

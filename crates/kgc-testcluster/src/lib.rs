@@ -31,7 +31,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 pub use kgc_inprocess::InProcess;
-pub use kgc_testsupport::{consistently, eventually, typed, unique};
+pub use kgc_testsupport::{consistently, eventually, pods, typed, unique};
 
 /// How long a test waits for a controller's outcome: generous, since a test only waits this
 /// long when it fails.

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, PersistentVolumeClaim, Pod, ReplicationController, ResourceQuota,
 };
 use kgc_meta::time::{Clock, SignedDuration};
+use kgc_testcluster::pods::{self, controller_uid};
 use kgc_testcluster::{DEADLINE, InProcess, TestCluster, eventually};
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
@@ -18,26 +19,11 @@ fn pod_template(labels: Value) -> Value {
         "spec": {"containers": [{"name": "c", "image": "registry.example/app:1"}]}})
 }
 
-/// A pod that is not being deleted.
-fn active(p: &Pod) -> bool {
-    p.metadata.deletion_timestamp.is_none()
-}
-
-/// The uid of the controller that `p`'s controller reference names, if any.
-fn controller_uid(p: &Pod) -> Option<String> {
-    p.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.clone())
-}
-
 async fn pods_of(c: &TestCluster, ns: &str, uid: &str) -> Vec<Pod> {
-    c.list::<Pod>(ns)
+    pods::active(&c.api::<Pod>(ns))
         .await
         .into_iter()
-        .filter(|p| active(p) && controller_uid(p).as_deref() == Some(uid))
+        .filter(|p| controller_uid(p).as_deref() == Some(uid))
         .collect()
 }
 
@@ -412,11 +398,13 @@ async fn stateful_set_controller_deletes() {
         pods.get_opt("web-1")
             .await
             .unwrap()
-            .is_none_or(|p| !active(&p))
+            .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
     })
     .await;
     assert!(
-        pods.get("web-0").await.is_ok_and(|p| active(&p)),
+        pods.get("web-0")
+            .await
+            .is_ok_and(|p| p.metadata.deletion_timestamp.is_none()),
         "web-0 kept"
     );
 }
