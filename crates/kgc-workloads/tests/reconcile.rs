@@ -582,6 +582,52 @@ async fn controller_sync_job_runs_pods_to_completion() {
     }
 }
 
+/// Upstream `TestControllerSyncJob`'s "too many job failures": with `backoffLimit: 0` the first
+/// failed pod fails the Job (`FailureTarget`, then `Failed`, reason `BackoffLimitExceeded`), and
+/// no pod replaces it.
+#[tokio::test]
+async fn controller_sync_job_too_many_job_failures() {
+    let mut c = TestCluster::start().await;
+    c.run(kgc_workloads::job::run(c.context()));
+    let ns = c.namespace("job").await;
+    let mut template = pod_template(json!({}));
+    template["spec"]["restartPolicy"] = json!("Never");
+    let job = json!({"metadata": {"name": "once"},
+        "spec": {"backoffLimit": 0, "template": template}});
+    let job: Job = c.create(&ns, job).await;
+    let uid = job.metadata.uid.unwrap();
+    eventually("the Job's pod", DEADLINE, || async {
+        pods_of(&c, &ns, &uid).await.len() == 1
+    })
+    .await;
+    let pod = pods_of(&c, &ns, &uid).await.remove(0);
+    let pods = c.api::<Pod>(&ns);
+    c.set_status(
+        &pods,
+        pod.metadata.name.as_deref().unwrap(),
+        json!({"phase": "Failed"}),
+    )
+    .await;
+    let jobs = c.api::<Job>(&ns);
+    eventually("the Job Failed", DEADLINE, || async {
+        let status = jobs.get("once").await.unwrap().status.unwrap_or_default();
+        status.failed == Some(1)
+            && status.conditions.iter().flatten().any(|c| {
+                c.type_ == "Failed"
+                    && c.status == "True"
+                    && c.reason.as_deref() == Some("BackoffLimitExceeded")
+            })
+    })
+    .await;
+    let owned: Vec<Pod> = c
+        .list::<Pod>(&ns)
+        .await
+        .into_iter()
+        .filter(|p| controller_uid(p).as_deref() == Some(uid.as_str()))
+        .collect();
+    assert_eq!(owned.len(), 1, "no replacement pod");
+}
+
 // CronJobs (`pkg/controller/cronjob/cronjob_controllerv2_test.go`).
 
 /// The controller's clock `minutes` ahead of the API server's: a schedule time has passed since
