@@ -223,3 +223,56 @@ async fn a_graceful_deletion_ends_with_the_grace_period() {
     )
     .await;
 }
+
+/// apiextensions-apiserver's `TestFinalization` (`test/integration/finalization_test.go`): a
+/// deleted CustomResourceDefinition waits for its custom resources to be deleted, then goes.
+#[tokio::test]
+async fn finalization() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+    let mut c = TestCluster::start().await;
+    c.run(kgc_controllers::crd_finalizer::run(c.context()));
+    let crd = json!({"metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    c.create_cluster_scoped::<CustomResourceDefinition>(crd.clone())
+        .await;
+    let ns = c.namespace("crd").await;
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    let widgets: kube::Api<DynamicObject> =
+        kube::Api::namespaced_with(c.client(), &ns, &ApiResource::from_gvk(&gvk));
+    let widget: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}))
+    .unwrap();
+    eventually("the custom resource created", DEADLINE, || async {
+        widgets
+            .create(&PostParams::default(), &widget)
+            .await
+            .is_ok()
+    })
+    .await;
+    let crds = c.all::<CustomResourceDefinition>();
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the definition gone", DEADLINE, || async {
+        crds.get_opt("widgets.example.com").await.unwrap().is_none()
+    })
+    .await;
+    // Defined again, the kind serves nothing from before: its instances were deleted, not
+    // merely hidden.
+    c.create_cluster_scoped::<CustomResourceDefinition>(crd)
+        .await;
+    eventually("the kind served again", DEADLINE, || async {
+        widgets.list(&ListParams::default()).await.is_ok()
+    })
+    .await;
+    let listed = widgets.list(&ListParams::default()).await.unwrap().items;
+    assert!(
+        listed.is_empty(),
+        "instances outlived their definition: {listed:?}"
+    );
+}
