@@ -184,3 +184,38 @@ async fn sync_endpoints_mirrors_a_service_without_selector() {
     assert_eq!(addresses, ["192.0.2.10", "192.0.2.11"]);
     assert_eq!(slice.ports.as_ref().unwrap()[0].port, Some(9376));
 }
+
+/// Upstream `TestSyncEndpointsHeadlessService`: a headless Service's Endpoints list its pods
+/// too, and carry the `service.kubernetes.io/headless` label.
+#[tokio::test]
+async fn sync_endpoints_headless_service() {
+    let mut c = TestCluster::start().await;
+    c.run(kgc_endpoints::endpoints::run(c.context()));
+    let ns = c.namespace("ep").await;
+    let svc = json!({"metadata": {"name": "web"},
+        "spec": {"clusterIP": "None", "selector": {"app": "web"},
+            "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]}});
+    c.create::<Service>(&ns, svc).await;
+    pod(&c, &ns, "web-1", "web", "10.0.0.1", true).await;
+    let api = c.api::<Endpoints>(&ns);
+    eventually("the headless Service's Endpoints", DEADLINE, || async {
+        api.get_opt("web").await.unwrap().is_some_and(|ep| {
+            let subsets = ep.subsets.unwrap_or_default();
+            subsets.len() == 1 && ips(subsets[0].addresses.as_ref()) == ["10.0.0.1"]
+        })
+    })
+    .await;
+    let labels = api
+        .get("web")
+        .await
+        .unwrap()
+        .metadata
+        .labels
+        .unwrap_or_default();
+    assert_eq!(
+        labels
+            .get(kgc_endpoints::LABEL_HEADLESS)
+            .map(String::as_str),
+        Some("")
+    );
+}

@@ -74,9 +74,10 @@ async fn scheduler_failed_scheduling_reasons() {
     eventually("four bound and one unschedulable", DEADLINE, || async {
         let all = c.list::<Pod>(&ns).await;
         let bound = all.iter().filter(|p| node_of(p).is_some()).count();
+        // Judged against the node (a pod judged before the node was seen is judged again).
         let refused = all
             .iter()
-            .filter(|p| scheduled(p).is_some_and(|s| s.0 == "False"))
+            .filter(|p| scheduled(p).is_some_and(|s| s.0 == "False" && s.2.contains("cpu")))
             .count();
         bound == 4 && refused == 1
     })
@@ -89,4 +90,41 @@ async fn scheduler_failed_scheduling_reasons() {
         message,
         "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.."
     );
+}
+
+/// Upstream `TestTaintTolerationFilter` (`plugins/tainttoleration`): a NoSchedule taint keeps
+/// pods that do not tolerate it off the node; a pod that tolerates it may go there.
+#[tokio::test]
+async fn taint_toleration_filter() {
+    let (c, ns) = with_scheduler().await;
+    let taint = json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]);
+    c.ready_tainted_node("dedicated", json!({"pool": "db"}), taint)
+        .await;
+    c.ready_node("general", json!({"pool": "general"})).await;
+    // Both pods ask for the tainted node's pool only; one tolerates the taint.
+    let pin = json!({"nodeSelector": {"pool": "db"}});
+    c.create::<Pod>(&ns, pod("intolerant", pin.clone())).await;
+    let mut tolerant = pin;
+    tolerant["tolerations"] =
+        json!([{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}]);
+    c.create::<Pod>(&ns, pod("tolerant", tolerant)).await;
+    let pods = c.api::<Pod>(&ns);
+    eventually(
+        "the tolerant pod bound, the other refused",
+        DEADLINE,
+        || async {
+            let tolerant = pods.get("tolerant").await.unwrap();
+            let intolerant = pods.get("intolerant").await.unwrap();
+            node_of(&tolerant).as_deref() == Some("dedicated")
+                && scheduled(&intolerant).is_some_and(|s| s.0 == "False" && s.2.contains("taint"))
+        },
+    )
+    .await;
+    let (_, reason, message) = scheduled(&pods.get("intolerant").await.unwrap()).unwrap();
+    assert_eq!(reason, "Unschedulable");
+    assert!(
+        message.contains("1 node(s) had untolerated taint {dedicated: db}"),
+        "{message}"
+    );
+    assert!(node_of(&pods.get("intolerant").await.unwrap()).is_none());
 }

@@ -179,7 +179,20 @@ impl TestCluster {
     /// Registers node `name` with `labels` and forges the status its kubelet would report:
     /// Ready, with room for 110 pods, 4 CPUs and 8 GiB (the scheduler places pods by it).
     pub async fn ready_node(&self, name: &str, labels: serde_json::Value) -> Node {
-        let node = serde_json::json!({"metadata": {"name": name, "labels": labels}});
+        self.ready_tainted_node(name, labels, serde_json::json!([]))
+            .await
+    }
+
+    /// [`ready_node`](Self::ready_node) with `taints` from the start, so that no controller
+    /// ever sees it untainted.
+    pub async fn ready_tainted_node(
+        &self,
+        name: &str,
+        labels: serde_json::Value,
+        taints: serde_json::Value,
+    ) -> Node {
+        let node = serde_json::json!({"metadata": {"name": name, "labels": labels},
+            "spec": {"taints": taints}});
         self.create_cluster_scoped::<Node>(node).await;
         let capacity = serde_json::json!({"cpu": "4", "memory": "8Gi", "pods": "110"});
         let status = serde_json::json!({"conditions": [{"type": "Ready", "status": "True"}],

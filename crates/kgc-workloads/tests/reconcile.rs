@@ -495,13 +495,8 @@ async fn tainted_node_daemon_does_not_launch_intolerant_pod() {
     let mut c = TestCluster::start().await;
     c.run(kgc_workloads::daemonset::run(c.context()));
     c.ready_node("plain", json!({})).await;
-    c.ready_node("tainted", json!({})).await;
-    let taint =
-        json!({"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}});
-    c.all::<k8s_openapi::api::core::v1::Node>()
-        .patch("tainted", &PatchParams::default(), &Patch::Merge(&taint))
-        .await
-        .unwrap();
+    let taint = json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]);
+    c.ready_tainted_node("tainted", json!({}), taint).await;
     let ns = c.namespace("ds").await;
     let ds = json!({"metadata": {"name": "agent"},
         "spec": {"selector": {"matchLabels": {"app": "agent"}},
