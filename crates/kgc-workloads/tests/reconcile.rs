@@ -128,7 +128,7 @@ async fn sync_replica_set_create_failures() {
 /// controller reference added beside the owner reference it had) instead of a new pod created.
 #[tokio::test]
 async fn patch_pod_with_other_owner_ref() {
-    let c = with_replica_sets().await;
+    let mut c = TestCluster::start().await;
     let ns = c.namespace("rs").await;
     let other: ConfigMap = c.create(&ns, json!({"metadata": {"name": "other"}})).await;
     let other_uid = other.metadata.uid.unwrap();
@@ -137,6 +137,9 @@ async fn patch_pod_with_other_owner_ref() {
     orphan["metadata"]["ownerReferences"] =
         json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "other", "uid": other_uid}]);
     c.create::<Pod>(&ns, orphan).await;
+    // Started once the orphan exists, so the controller's first list holds it: adopting it
+    // does not race a creation.
+    c.run(kgc_workloads::replicaset::run(c.context()));
     let rs: ReplicaSet = c.create(&ns, replica_set("web", 1)).await;
     let uid = rs.metadata.uid.unwrap();
     let pods = c.api::<Pod>(&ns);
