@@ -40,7 +40,7 @@ use etcd_client::{
     GetOptions, Identity, KvClient, TlsOptions, Txn, TxnOp, WatchOptions,
 };
 use kgc_meta::{Catalog, GroupResource};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 use super::{Codec, Landed, Loaded, LoadedObject, Unit};
 use crate::object::StoredObject;
@@ -52,6 +52,10 @@ const PAGE: i64 = 1_000;
 
 /// How often a copy into etcd (`kgc serve migrate`) logs its progress, in objects.
 const PROGRESS: usize = 10_000;
+
+/// The most units in flight to etcd at once, as kube-apiserver's
+/// `--max-mutating-requests-inflight` (200 by default) bounds the writes it has in flight there.
+const MAX_UNITS_IN_FLIGHT: usize = 200;
 
 /// How long a start waits for the cluster to answer, and a request for its reply.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -107,9 +111,11 @@ pub(crate) struct Etcd {
     /// the watch that feeds the store) must be driven whether or not it is in a call.
     rt: tokio::runtime::Runtime,
     client: Client,
-    keys: Keys,
+    keys: Arc<Keys>,
     /// For the watch's own connections when it must open again.
     opts: EtcdOptions,
+    /// Slots for the units in flight ([`MAX_UNITS_IN_FLIGHT`]).
+    in_flight: Arc<Semaphore>,
 }
 
 impl Etcd {
@@ -137,8 +143,9 @@ impl Etcd {
                     Etcd {
                         rt,
                         client,
-                        keys,
+                        keys: Arc::new(keys),
                         opts: opts.clone(),
+                        in_flight: Arc::new(Semaphore::new(MAX_UNITS_IN_FLIGHT)),
                     },
                     loaded,
                 ))
@@ -177,33 +184,57 @@ impl Etcd {
         let watch = Watch {
             client: self.client.clone(),
             opts: self.opts.clone(),
-            keys: self.keys.clone(),
+            keys: Arc::clone(&self.keys),
             codec,
             progress: Arc::clone(&replica.progress),
         };
         self.rt.spawn(watch.run(revision as i64, feed));
     }
 
-    /// Commits each change of each unit as one transaction guarded by its key's revision
+    /// Sends a unit's changes, each as one transaction guarded by its key's revision
     /// (kube-apiserver `etcd3/store.go`: `GuaranteedUpdate`'s and `Delete`'s `mod_revision`
-    /// comparison, `Create`'s `create_revision == 0`), and says where each landed. A unit's
-    /// changes go one after another; the units go at once, as kube-apiserver's concurrent
-    /// requests each send their own transaction: two units racing for one key end as they would
-    /// one after the other, one landed and the other a conflict, planned again. Memory is not
-    /// touched here: the watch brings every change, this replica's and the others', in etcd's
-    /// order.
-    pub fn write_units(&mut self, codec: &Codec, units: &[Unit]) -> Vec<Result<Vec<Landed>>> {
-        let rt = self.rt.handle().clone();
-        let this = &*self;
-        rt.block_on(futures::future::join_all(units.iter().map(
-            |unit| async move {
+    /// comparison, `Create`'s `create_revision == 0`), and answers its writer where each landed
+    /// once etcd has answered them all, after `report` has seen the outcome. A unit's changes go
+    /// one after another; each unit goes as soon as it is handed over, whatever is in flight,
+    /// as kube-apiserver's concurrent requests each send their own transaction: two units
+    /// racing for one key end as they would one after the other, one landed and the other a
+    /// conflict, planned again. At most [`MAX_UNITS_IN_FLIGHT`] are in flight; the next waits
+    /// for a slot. Memory is not touched here: the watch brings every change, this replica's
+    /// and the others', in etcd's order.
+    pub fn send_unit(
+        &self,
+        codec: &Codec,
+        unit: Unit,
+        report: impl FnOnce(&Result<Vec<Landed>>) + Send + 'static,
+    ) {
+        let slots = Arc::clone(&self.in_flight);
+        let slot = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => Ok(slot),
+            Err(_) => self.rt.block_on(slots.acquire_owned()),
+        };
+        // Only a closed semaphore fails, and nothing closes it.
+        let Ok(slot) = slot else {
+            let _ = unit.done.send(Err(Error::Closed));
+            return;
+        };
+        let (mut kv, keys, codec) = (
+            self.client.kv_client(),
+            Arc::clone(&self.keys),
+            codec.clone(),
+        );
+        self.rt.spawn(async move {
+            let landed: Result<Vec<Landed>> = async {
                 let mut landed = Vec::with_capacity(unit.events.len());
                 for event in &unit.events {
-                    landed.push(this.commit_event(codec, event).await?);
+                    landed.push(commit_event(&mut kv, &keys, &codec, event).await?);
                 }
                 Ok(landed)
-            },
-        )))
+            }
+            .await;
+            report(&landed);
+            let _ = unit.done.send(landed);
+            drop(slot);
+        });
     }
 
     /// Whether etcd serves a linearizable read (which needs a leader and a quorum).
@@ -218,40 +249,49 @@ impl Etcd {
         })
     }
 
+    /// Waits until every unit sent is answered, then drops the connection.
     pub fn close(self) {
+        let _ = self
+            .rt
+            .block_on(self.in_flight.acquire_many(MAX_UNITS_IN_FLIGHT as u32));
         self.rt.shutdown_background();
     }
+}
 
-    async fn commit_event(&self, codec: &Codec, event: &Event) -> Result<Landed> {
-        let (group, resource) = (&event.gr.group, &event.gr.resource);
-        let object = &event.object;
-        let key = self
-            .keys
-            .object(group, resource, &object.namespace, &object.name);
-        let guard = match &event.prev {
-            Some(prev) => {
-                Compare::mod_revision(key.clone(), CompareOp::Equal, prev.resource_version as i64)
-            }
-            None => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
-        };
-        let op = match event.kind {
-            EventType::Deleted => TxnOp::delete(key.clone(), None),
-            _ => {
-                let value = match codec.encode(group, resource, object)? {
-                    Some(sealed) => sealed,
-                    None => object.raw.as_bytes().to_vec(),
-                };
-                TxnOp::put(key.clone(), value, None)
-            }
-        };
-        let txn = Txn::new().when(vec![guard]).and_then(vec![op]);
-        let response = send(&mut self.client.kv_client(), txn).await?;
-        let revision = response.header().map_or(0, |h| h.revision()) as u64;
-        Ok(match response.succeeded() {
-            true => Landed::At(revision),
-            false => Landed::Conflict(revision),
-        })
-    }
+/// Commits one change as one transaction guarded by its key's revision, and says where it
+/// landed (or that the guard failed: another writer changed the key first).
+async fn commit_event(
+    kv: &mut KvClient,
+    keys: &Keys,
+    codec: &Codec,
+    event: &Event,
+) -> Result<Landed> {
+    let (group, resource) = (&event.gr.group, &event.gr.resource);
+    let object = &event.object;
+    let key = keys.object(group, resource, &object.namespace, &object.name);
+    let guard = match &event.prev {
+        Some(prev) => {
+            Compare::mod_revision(key.clone(), CompareOp::Equal, prev.resource_version as i64)
+        }
+        None => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
+    };
+    let op = match event.kind {
+        EventType::Deleted => TxnOp::delete(key.clone(), None),
+        _ => {
+            let value = match codec.encode(group, resource, object)? {
+                Some(sealed) => sealed,
+                None => object.raw.as_bytes().to_vec(),
+            };
+            TxnOp::put(key.clone(), value, None)
+        }
+    };
+    let txn = Txn::new().when(vec![guard]).and_then(vec![op]);
+    let response = send(kv, txn).await?;
+    let revision = response.header().map_or(0, |h| h.revision()) as u64;
+    Ok(match response.succeeded() {
+        true => Landed::At(revision),
+        false => Landed::Conflict(revision),
+    })
 }
 
 /// The store's handle on etcd outside the commit thread: etcd's current revision, for reads
@@ -315,7 +355,7 @@ pub(crate) trait Feed: Send + Sync + 'static {
 struct Watch {
     client: Client,
     opts: EtcdOptions,
-    keys: Keys,
+    keys: Arc<Keys>,
     codec: Codec,
     progress: Arc<Notify>,
 }
