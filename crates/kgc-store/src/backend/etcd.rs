@@ -45,7 +45,7 @@ use tokio::sync::{Notify, Semaphore};
 use super::{Codec, Landed, Loaded, LoadedObject, Unit};
 use crate::object::StoredObject;
 use crate::watch::{Event, EventType};
-use crate::{Error, Result, stamp};
+use crate::{Error, Result};
 
 /// Keys a start reads per request.
 const PAGE: i64 = 1_000;
@@ -492,12 +492,9 @@ impl Watch {
             return Ok(None);
         };
         let rv = kv.mod_revision() as u64;
-        let decode = |data: &[u8], rv: u64| -> Result<Arc<StoredObject>> {
-            let (object, _) = self.codec.decode(&gr.group, &gr.resource, ns, name, data)?;
-            Ok(match object.resource_version == rv {
-                true => object,
-                false => stamp(&mut object.value(), rv)?,
-            })
+        let decode = |data: &[u8], rv: u64| {
+            self.codec
+                .decode_at(&gr.group, &gr.resource, ns, name, data, rv)
         };
         let (object, prev) = match event.event_type() {
             WatchEventType::Put => (Some(decode(kv.value(), rv)?), None),
@@ -870,13 +867,9 @@ impl Keys {
                 let (gr, ns, name) = self.parse(&key).ok_or_else(|| {
                     Error::Corrupt(format!("{key} is not the key of an object kgc stores"))
                 })?;
-                let (mut object, _stale) =
-                    codec.decode(&gr.group, &gr.resource, ns, name, item.value())?;
                 let rv = item.mod_revision() as u64;
-                if object.resource_version != rv {
-                    // kube-apiserver's resourceVersion is the key's mod_revision.
-                    object = stamp(&mut object.value(), rv)?;
-                }
+                let object =
+                    codec.decode_at(&gr.group, &gr.resource, ns, name, item.value(), rv)?;
                 objects.push((gr.group, gr.resource, object, None));
             }
             match page.kvs().last() {

@@ -136,6 +136,26 @@ impl Codec {
             .map_err(|s| Error::Corrupt(format!("{key}: {}", s.message)))?;
         Ok((object, read.stale))
     }
+
+    /// The object a row holds, as of revision `rv`: on etcd a key's `mod_revision` is the
+    /// object's `resourceVersion` (kube-apiserver's versioner sets it on every object it reads),
+    /// which the stored text cannot carry, as it is written before etcd chooses the revision.
+    /// One parse and one serialization, where [`Codec::decode`] and stamping would parse twice.
+    pub(super) fn decode_at(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        data: &[u8],
+        rv: u64,
+    ) -> Result<Arc<StoredObject>> {
+        let key = storage_key(group, resource, namespace, name);
+        let read = self.0.read(group, resource, &key, data)?;
+        let mut value: serde_json::Value = serde_json::from_slice(&read.data)
+            .map_err(|e| Error::Corrupt(format!("{key}: stored object is not JSON: {e}")))?;
+        crate::stamp(&mut value, rv)
+    }
 }
 
 /// Where the commit thread writes. An enum, not a trait object: the SQLite path is the hot
