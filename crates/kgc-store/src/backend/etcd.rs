@@ -43,6 +43,7 @@ use kgc_meta::{Catalog, GroupResource};
 use tokio::sync::{Notify, Semaphore};
 
 use super::{Codec, Landed, Loaded, LoadedObject, Unit};
+use crate::fencing::{self, Guard};
 use crate::object::StoredObject;
 use crate::watch::{Event, EventType};
 use crate::{Error, Result};
@@ -226,7 +227,8 @@ impl Etcd {
             let landed: Result<Vec<Landed>> = async {
                 let mut landed = Vec::with_capacity(unit.events.len());
                 for event in &unit.events {
-                    landed.push(commit_event(&mut kv, &keys, &codec, event).await?);
+                    let fence = unit.fence.as_ref();
+                    landed.push(commit_event(&mut kv, &keys, &codec, event, fence).await?);
                 }
                 Ok(landed)
             }
@@ -258,13 +260,15 @@ impl Etcd {
     }
 }
 
-/// Commits one change as one transaction guarded by its key's revision, and says where it
-/// landed (or that the guard failed: another writer changed the key first).
+/// Commits one change as one transaction guarded by its key's revision, and by the leader
+/// Lease's revision when `fence` says so, and says where it landed (or that a guard failed:
+/// another writer changed the key, or the lease, first).
 async fn commit_event(
     kv: &mut KvClient,
     keys: &Keys,
     codec: &Codec,
     event: &Event,
+    fence: Option<&Guard>,
 ) -> Result<Landed> {
     let (group, resource) = (&event.gr.group, &event.gr.resource);
     let object = &event.object;
@@ -285,7 +289,22 @@ async fn commit_event(
             TxnOp::put(key.clone(), value, None)
         }
     };
-    let txn = Txn::new().when(vec![guard]).and_then(vec![op]);
+    let mut guards = vec![guard];
+    if let Some(fence) = fence {
+        let leases = fencing::leases();
+        let lease = keys.object(
+            &leases.group,
+            &leases.resource,
+            &fence.namespace,
+            &fence.name,
+        );
+        guards.push(Compare::mod_revision(
+            lease,
+            CompareOp::Equal,
+            fence.rv as i64,
+        ));
+    }
+    let txn = Txn::new().when(guards).and_then(vec![op]);
     let response = send(kv, txn).await?;
     let revision = response.header().map_or(0, |h| h.revision()) as u64;
     Ok(match response.succeeded() {
@@ -1180,6 +1199,72 @@ mod tests {
                 .await
                 .unwrap_or_else(|e| panic!("deleting {ns}/c just created: {e}"));
         }
+        store.close();
+    }
+
+    /// A write under a leader Lease carries the lease's revision as a guard in its own etcd
+    /// transaction: the holder's own renewal only makes it plan again, but once another
+    /// identity holds the lease the write is refused, and nothing of it lands, even sent right
+    /// after the takeover was written to etcd behind the store's back (before its watch may
+    /// have brought it). Writes outside `fenced` are not guarded.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_under_a_lease_another_identity_took_is_refused_by_etcd() {
+        let Some(cluster) = EtcdCluster::start(1).await else {
+            return;
+        };
+        let mut etcd = client(&cluster).await;
+        let store = Store::open_with(options(&cluster)).await.unwrap();
+        let leases = store
+            .catalog()
+            .get("coordination.k8s.io", "v1", "leases")
+            .unwrap()
+            .clone();
+        let lease = json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "ctl"},
+            "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15},
+        });
+        store
+            .create(&leases, "kube-system", lease, false)
+            .await
+            .unwrap();
+        let fence = crate::LeaseFence {
+            namespace: "kube-system".into(),
+            name: "ctl".into(),
+            holder: "a".into(),
+        };
+        let key = "/registry/leases/kube-system/ctl";
+        let write_lease = async |etcd: &mut Client, holder: &str, renewed: &str| {
+            let (item, _) = read(etcd, key).await;
+            let mut value = item.unwrap().0;
+            value["spec"]["holderIdentity"] = json!(holder);
+            value["spec"]["renewTime"] = json!(renewed);
+            etcd.put(key, value.to_string(), None).await.unwrap();
+        };
+        let landed = async |etcd: &mut Client, name: &str| {
+            read(etcd, &format!("/registry/configmaps/default/{name}"))
+                .await
+                .0
+                .is_some()
+        };
+
+        crate::fenced(fence.clone(), create_cm(&store, "x1", "1"))
+            .await
+            .unwrap();
+        assert!(landed(&mut etcd, "x1").await);
+        write_lease(&mut etcd, "a", "2026-01-01T00:00:01.000000Z").await;
+        crate::fenced(fence.clone(), create_cm(&store, "x2", "1"))
+            .await
+            .unwrap_or_else(|e| panic!("a write right after the holder's own renewal: {e}"));
+        assert!(landed(&mut etcd, "x2").await);
+        write_lease(&mut etcd, "b", "2026-01-01T00:00:02.000000Z").await;
+        let refused = crate::fenced(fence, create_cm(&store, "x3", "1")).await;
+        assert!(
+            matches!(refused, Err(Error::Fenced(_))),
+            "a write under a lease b took: {refused:?}"
+        );
+        assert!(!landed(&mut etcd, "x3").await);
+        create_cm(&store, "x4", "1").await.unwrap();
         store.close();
     }
 

@@ -27,6 +27,7 @@ use std::time::Duration;
 use kgc_encryption::{Transformers, storage_key};
 use tokio::sync::oneshot;
 
+use crate::fencing::Guard;
 use crate::object::StoredObject;
 use crate::watch::Event;
 use crate::{Error, Result};
@@ -79,6 +80,8 @@ pub(crate) struct Unit {
     pub rv: u64,
     pub ops: Vec<Op>,
     pub events: Vec<Arc<Event>>,
+    /// (etcd) The leader Lease each change is guarded by as well (see `crate::fencing`).
+    pub fence: Option<Guard>,
     /// Where each event landed, in order.
     pub done: oneshot::Sender<Result<Vec<Landed>>>,
 }
