@@ -9,6 +9,7 @@
 mod build;
 mod controllers;
 mod endpoints;
+mod etcd;
 mod events;
 mod http;
 mod nodes;
@@ -209,6 +210,10 @@ enum Which {
     /// delivery of `--watch-events` creates from one to the other, and a LIST of
     /// `--small-list` ConfigMaps on the other (not part of `all`).
     Replicas,
+    /// etcd's own ceiling on the cluster of `--server-arg=--datastore-endpoint=…`: `--creates`
+    /// guarded puts of a stored ConfigMap's size by 1 and 16 writers, straight to etcd (not
+    /// part of `all`).
+    Etcd,
 }
 
 /// One row of the final table.
@@ -1105,6 +1110,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if which == Which::Replicas {
         bench.replicas().await?;
+    }
+    if which == Which::Etcd {
+        bench.etcd().await?;
     }
     println!(
         "\n{cores} cores; finished in {:.0} s; load average now {}",

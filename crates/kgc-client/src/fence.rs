@@ -10,27 +10,51 @@
 //! clients check it right before each write, so a lapsed leader's writes are refused by its
 //! own monotonic clock before its elector has even looked at the lease.
 //!
-//! A write that passed the check before the pause may still land after it: only a
-//! precondition in the store itself (a fencing token) could refuse that one.
+//! A write that passed the check before the pause may still go out after it: a fence that
+//! names its lease ([`Fence::on_lease`]) lets an in-process client guard each write with the
+//! lease in the store itself (`kgc_store::fenced`: on etcd, a precondition on the Lease's key
+//! in the write's own transaction), so that one is refused by etcd once another replica holds
+//! the lease.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use crate::{Error, Result};
 
-/// Until when a leader may write. See the module documentation.
+/// Until when a leader may write, and under which lease. See the module documentation.
 #[derive(Clone, Debug)]
-pub struct Fence(Option<Arc<Mutex<Option<Instant>>>>);
+pub struct Fence(
+    Option<Arc<Mutex<Option<Instant>>>>,
+    Option<Arc<LeaseHolder>>,
+);
+
+/// The lease a term holds: `namespace/name`, held by `identity`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseHolder {
+    pub namespace: String,
+    pub name: String,
+    pub identity: String,
+}
 
 impl Fence {
     /// A leader's fence, closed until its elector opens it.
     pub fn closed() -> Self {
-        Self(Some(Arc::default()))
+        Self(Some(Arc::default()), None)
     }
 
     /// A fence that never closes: a process that does not elect leads alone.
     pub fn open() -> Self {
-        Self(None)
+        Self(None, None)
+    }
+
+    /// The same fence, naming the lease its term holds.
+    pub fn on_lease(self, lease: LeaseHolder) -> Self {
+        Self(self.0, Some(Arc::new(lease)))
+    }
+
+    /// The lease the term holds, if the fence names it.
+    pub fn lease(&self) -> Option<&LeaseHolder> {
+        self.1.as_deref()
     }
 
     /// Lets writes through until `until`: the start of the renewal that just succeeded plus

@@ -23,7 +23,7 @@ use futures::stream::BoxStream;
 use kgc_meta::{DeleteOptions, GroupResource, ObjectMeta, ResourceInfo, Status};
 use serde_json::Value;
 
-pub use fence::Fence;
+pub use fence::{Fence, LeaseHolder};
 pub use refused::Refused;
 pub use remote::{Remote, api_resource, meta};
 

@@ -62,35 +62,56 @@ impl InProcess {
         uid: &str,
         mut change: impl FnMut(&mut serde_json::Map<String, Value>) + Send,
     ) -> Result<()> {
-        self.fence.check()?;
         let gr = resource.group_resource();
         let uid = uid.to_owned();
         // Runs again on the fresh object when another replica changed it first.
-        self.store
-            .update_retrying(resource, namespace, name, None, false, move |mut obj| {
-                let current = obj["metadata"]["uid"].as_str().unwrap_or_default();
-                if !uid.is_empty() && current != uid {
-                    return Err(Status::conflict(
-                        &gr,
-                        name,
-                        &format!(
-                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {current}"
-                        ),
-                    ));
-                }
-                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-                    change(meta);
-                }
-                Ok(obj)
-            })
-            .await
-            .map(|_| ())
-            .map_err(store_error)
+        let retried = move |mut obj: Value| {
+            let current = obj["metadata"]["uid"].as_str().unwrap_or_default();
+            if !uid.is_empty() && current != uid {
+                return Err(Status::conflict(
+                    &gr,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {current}"
+                    ),
+                ));
+            }
+            if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                change(meta);
+            }
+            Ok(obj)
+        };
+        let update = self
+            .store
+            .update_retrying(resource, namespace, name, None, false, retried);
+        self.guarded(update).await?.map(|_| ()).map_err(store_error)
+    }
+
+    /// Runs `write` (calls to the store) once the fence lets it through, each change guarded in
+    /// the store by the lease the fence names, if it names one (`kgc_store::fenced`): a write
+    /// already past the fence when the process was paused is still refused once another
+    /// replica holds the lease.
+    async fn guarded<T>(&self, write: impl Future<Output = T>) -> Result<T> {
+        self.fence.check()?;
+        Ok(match self.fence.lease() {
+            Some(lease) => {
+                let lease = kgc_store::LeaseFence {
+                    namespace: lease.namespace.clone(),
+                    name: lease.name.clone(),
+                    holder: lease.identity.clone(),
+                };
+                kgc_store::fenced(lease, write).await
+            }
+            None => write.await,
+        })
     }
 }
 
 fn store_error(e: kgc_store::Error) -> Error {
-    Error::Api(e.status())
+    match e {
+        kgc_store::Error::Fenced(_) => Error::Fenced,
+        e => Error::Api(e.status()),
+    }
 }
 
 /// An object's metadata, read straight from its stored JSON: only the fields collectors use are
@@ -282,11 +303,9 @@ impl Cluster for InProcess {
         name: &str,
         options: &DeleteOptions,
     ) -> Result<Deleted> {
-        self.fence.check()?;
         let d = self
-            .store
-            .delete(resource, namespace, name, options)
-            .await
+            .guarded(self.store.delete(resource, namespace, name, options))
+            .await?
             .map_err(store_error)?;
         Ok(if d.gone {
             Deleted::Gone
@@ -360,33 +379,29 @@ impl Cluster for InProcess {
     }
 
     async fn create_event(&self, event: Value) -> Result<()> {
-        self.fence.check()?;
         let info = self.events()?;
         let namespace = event["metadata"]["namespace"]
             .as_str()
             .unwrap_or("default")
             .to_owned();
-        self.store
-            .create(&info, &namespace, event, false)
-            .await
+        self.guarded(self.store.create(&info, &namespace, event, false))
+            .await?
             .map(|_| ())
             .map_err(store_error)
     }
 
     async fn patch_event(&self, namespace: &str, name: &str, patch: Value) -> Result<()> {
-        self.fence.check()?;
         let info = self.events()?;
-        self.store
+        let update = self
+            .store
             .update(&info, namespace, name, None, false, move |mut event| {
                 // A flat merge patch: each top-level field replaced (see the trait).
                 if let (Some(event), Value::Object(patch)) = (event.as_object_mut(), patch) {
                     event.extend(patch);
                 }
                 Ok(event)
-            })
-            .await
-            .map(|_| ())
-            .map_err(store_error)
+            });
+        self.guarded(update).await?.map(|_| ()).map_err(store_error)
     }
 
     fn watch_objects(
@@ -417,17 +432,16 @@ impl Cluster for InProcess {
         subresource: &str,
         object: Value,
     ) -> Result<Value> {
-        self.fence.check()?;
-        self.store
-            .update(
-                resource,
-                namespace,
-                name,
-                Some(subresource),
-                false,
-                move |_| Ok(object),
-            )
-            .await
+        let update = self.store.update(
+            resource,
+            namespace,
+            name,
+            Some(subresource),
+            false,
+            move |_| Ok(object),
+        );
+        self.guarded(update)
+            .await?
             .map(|u| u.object().value())
             .map_err(store_error)
     }
@@ -450,14 +464,12 @@ impl Cluster for InProcess {
         namespace: &str,
         options: &DeleteOptions,
     ) -> Result<()> {
-        self.fence.check()?;
         let list = ListOptions {
             namespace: (!namespace.is_empty()).then(|| namespace.to_owned()),
             ..ListOptions::default()
         };
-        self.store
-            .delete_collection(resource, &list, options)
-            .await
+        self.guarded(self.store.delete_collection(resource, &list, options))
+            .await?
             .map(|_| ())
             .map_err(store_error)
     }

@@ -20,7 +20,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
-use kgc_client::Fence;
+use kgc_client::{Fence, LeaseHolder};
 use kube::api::{Api, PostParams};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -131,13 +131,19 @@ fn is_conflict(e: &kube::Error) -> bool {
 
 impl LeaderElector {
     pub fn new(client: kube::Client, config: Config) -> Self {
+        // The term's writes name the lease, for the store to guard them with it.
+        let fence = Fence::closed().on_lease(LeaseHolder {
+            namespace: config.namespace.clone(),
+            name: config.name.clone(),
+            identity: config.identity.clone(),
+        });
         Self {
             api: Api::namespaced(client, &config.namespace),
             lease: format!("{}/{}", config.namespace, config.name),
             config,
             observed: None,
             sole_candidate: false,
-            fence: Fence::closed(),
+            fence,
         }
     }
 

@@ -14,7 +14,6 @@ use crate::object::Meta;
 use crate::read::ListOptions;
 use crate::shallow::{PodFacts, Shallow};
 use crate::watch::EventType;
-use crate::write::restamped;
 use crate::{CONFLICT_RETRIES, Change, Result, State, Store, StoredObject, Written};
 use kgc_meta::time::format_time;
 
@@ -92,7 +91,7 @@ impl Store {
             // on the fresh object, its preconditions checked again (`etcd3/store.go` `Delete`).
             if let Written::At(revisions) = self.written(pending).await? {
                 return Ok(Deleted {
-                    object: restamped(out.object, revisions.first())?,
+                    object: self.landed(&info.group_resource(), out.object, revisions.first())?,
                     gone: out.gone,
                 });
             }

@@ -194,6 +194,7 @@ impl Store {
                 deleted: Arc::clone(&deleted),
             }],
             events: Vec::new(),
+            fence: None,
             done,
         };
         let committer = self

@@ -25,6 +25,7 @@ mod backend;
 mod continue_token;
 mod crd;
 mod delete;
+mod fencing;
 mod history;
 mod job;
 mod lease;
@@ -48,6 +49,7 @@ use tokio::sync::{oneshot, watch as notify};
 pub use backend::etcd::EtcdOptions;
 pub use continue_token::Continue;
 pub use delete::Deleted;
+pub use fencing::{LeaseFence, fenced};
 pub use object::{StoredObject, field_value, string_map};
 pub use read::{ListOptions, ListResult, ReadFrom, too_large_resource_version};
 pub use watch::{Event, EventType, WatchEvent, WatchFilter, Watcher};
@@ -95,6 +97,9 @@ pub enum Error {
     Failed(String),
     #[error("the store is shut down")]
     Closed,
+    /// A write under a leader Lease another identity holds now (see [`fenced`]).
+    #[error("{0}")]
+    Fenced(String),
     /// etcd compacted the revisions a watch of it still needed (never answered to a client:
     /// the store reloads).
     #[error("etcd compacted its history up to revision {0}")]
@@ -515,6 +520,10 @@ impl Store {
             return Ok(Pending(None));
         };
         let rv = last.object.resource_version;
+        let fence = match st.replicated {
+            true => fencing::guard(st)?,
+            false => None,
+        };
         let now = lease::now_ms(&self.inner);
         let mut ops = Vec::with_capacity(changes.len());
         let mut events = Vec::with_capacity(changes.len());
@@ -551,6 +560,7 @@ impl Store {
             rv,
             ops,
             events,
+            fence,
             done,
         };
         let committer = self

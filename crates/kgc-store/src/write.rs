@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kgc_meta::validation::{
     validate_object_meta, validate_object_meta_generic, validate_object_meta_update,
 };
-use kgc_meta::{ResourceInfo, Status};
+use kgc_meta::{GroupResource, ResourceInfo, Status};
 use serde_json::{Value, json};
 
 use crate::crd::is_crd;
@@ -38,12 +38,26 @@ impl Updated {
     }
 }
 
-/// `object` as it landed at `rv`: on etcd a write's revision is the one etcd gave it, not the
-/// placeholder it was planned with.
-pub(crate) fn restamped(object: Arc<StoredObject>, rv: Option<&u64>) -> Result<Arc<StoredObject>> {
-    match rv {
-        Some(&rv) if rv != object.resource_version => stamp(&mut object.value(), rv),
-        _ => Ok(object),
+impl Store {
+    /// `object` (of `gr`) as it landed at `rv`: on etcd a write's revision is the one etcd gave
+    /// it, not the placeholder it was planned with. The watch has already brought it into
+    /// memory stamped so (see [`Store::written`]): that one is answered, unless a later change
+    /// replaced it there or it was deleted; then it is stamped again here.
+    pub(crate) fn landed(
+        &self,
+        gr: &GroupResource,
+        object: Arc<StoredObject>,
+        rv: Option<&u64>,
+    ) -> Result<Arc<StoredObject>> {
+        match rv {
+            Some(&rv) if rv != object.resource_version => {
+                match self.get(gr, &object.namespace, &object.name) {
+                    Some(held) if held.resource_version == rv => Ok(held),
+                    _ => stamp(&mut object.value(), rv),
+                }
+            }
+            _ => Ok(object),
+        }
     }
 }
 
@@ -89,7 +103,7 @@ fn generate_name(prefix: &str, free: impl Fn(&str) -> bool) -> Result<String, St
 }
 
 /// The 409 after every generated name collided (apimachinery `NewGenerateNameConflict`).
-fn generate_name_conflict(gr: &kgc_meta::GroupResource, name: &str) -> Status {
+fn generate_name_conflict(gr: &GroupResource, name: &str) -> Status {
     let mut s = Status::already_exists(gr, name);
     s.message = format!(
         "{gr} \"{name}\" already exists, the server was not able to generate a unique name for the object"
@@ -138,7 +152,7 @@ impl Store {
             };
             // A conflict: another replica created the name; planned again, it already exists.
             if let Written::At(revisions) = self.written(pending).await? {
-                return restamped(out, revisions.first());
+                return self.landed(&info.group_resource(), out, revisions.first());
             }
         }
         let name = obj
@@ -356,9 +370,10 @@ impl Store {
             // A conflict: planned again on the fresh object, as `GuaranteedUpdate` calls its
             // update function again; a body that names the old resourceVersion is then a 409.
             if let Written::At(revisions) = self.written(pending).await? {
+                let (gr, rv) = (info.group_resource(), revisions.first());
                 return Ok(match out {
-                    Updated::Changed(o) => Updated::Changed(restamped(o, revisions.first())?),
-                    Updated::Deleted(o) => Updated::Deleted(restamped(o, revisions.first())?),
+                    Updated::Changed(o) => Updated::Changed(self.landed(&gr, o, rv)?),
+                    Updated::Deleted(o) => Updated::Deleted(self.landed(&gr, o, rv)?),
                     unchanged @ Updated::Unchanged(_) => unchanged,
                 });
             }

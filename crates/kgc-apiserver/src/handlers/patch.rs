@@ -172,7 +172,7 @@ pub(super) async fn patch(
                         )],
                     ));
                 };
-                fields.insert("kind".into(), Value::from(kind));
+                fields.insert("kind".into(), Value::from(kind.as_str()));
                 warnings =
                     admission::admit(
                         info,
@@ -181,7 +181,7 @@ pub(super) async fn patch(
                         Written::Patch,
                         &mut current,
                         Some(&before),
-                        strict,
+                        strict.clone(),
                     )?;
                 crate::authz::admit_write(api.rbac.as_deref(), info, req, &current)?;
                 crate::authz::admit_update(info, &before, &current)?;

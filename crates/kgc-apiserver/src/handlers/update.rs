@@ -53,7 +53,7 @@ pub(crate) async fn update_object(
             crate::authz::admit_update(info, &current, &obj)?;
             api.admit_owner_references(info, req, Some(&current), &obj)?;
             crate::limitranger::validate_update(info, limit_ranges.as_deref(), &obj)?;
-            Ok(match tracking {
+            Ok(match &tracking {
                 Some(t) => t.record(Some(&current), &obj),
                 None => obj.clone(),
             })

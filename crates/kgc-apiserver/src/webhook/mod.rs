@@ -660,7 +660,11 @@ impl ApiServer {
 
     /// An update (PUT, PATCH, apply) through the webhooks: `change` is planned as a dry run, the
     /// webhooks see what it would store, and what they admit is written unless the object
-    /// changed meanwhile (409, as any stale write). Without a webhook for it, a plain update.
+    /// changed meanwhile (409, as any stale write). Without a webhook for it, a plain update
+    /// whose `change` runs again on the fresh object when another writer changed it first (on
+    /// etcd), as kube-apiserver's `GuaranteedUpdate` calls the patcher's update function
+    /// again: a patch is applied to the latest object instead of failing, while a body naming
+    /// the old resourceVersion is still a 409.
     /// Either way [`Self::admit_after_webhooks`] runs once, on the object written, with the
     /// Service allocation lock taken only after the webhooks answered.
     #[allow(clippy::too_many_arguments)]
@@ -672,7 +676,7 @@ impl ApiServer {
         namespace: &str,
         name: &str,
         dry_run: bool,
-        change: impl FnOnce(Value) -> Result<Value, Status>,
+        mut change: impl FnMut(Value) -> Result<Value, Status>,
     ) -> Result<(Updated, Vec<String>), kgc_store::Error> {
         let call = Call::new(info, req, "UPDATE", query)?;
         let sub = req.subresource.as_deref();
@@ -681,7 +685,7 @@ impl ApiServer {
             let mut warnings = Vec::new();
             let updated = self
                 .store
-                .update(info, namespace, name, sub, dry_run, |current| {
+                .update_retrying(info, namespace, name, sub, dry_run, |current| {
                     let mut new = change(current.clone())?;
                     warnings = Self::admit_after_webhooks(
                         info,

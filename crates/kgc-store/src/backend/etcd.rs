@@ -40,18 +40,23 @@ use etcd_client::{
     GetOptions, Identity, KvClient, TlsOptions, Txn, TxnOp, WatchOptions,
 };
 use kgc_meta::{Catalog, GroupResource};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 use super::{Codec, Landed, Loaded, LoadedObject, Unit};
+use crate::fencing::{self, Guard};
 use crate::object::StoredObject;
 use crate::watch::{Event, EventType};
-use crate::{Error, Result, stamp};
+use crate::{Error, Result};
 
 /// Keys a start reads per request.
 const PAGE: i64 = 1_000;
 
 /// How often a copy into etcd (`kgc serve migrate`) logs its progress, in objects.
 const PROGRESS: usize = 10_000;
+
+/// The most units in flight to etcd at once, as kube-apiserver's
+/// `--max-mutating-requests-inflight` (200 by default) bounds the writes it has in flight there.
+const MAX_UNITS_IN_FLIGHT: usize = 200;
 
 /// How long a start waits for the cluster to answer, and a request for its reply.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -107,9 +112,11 @@ pub(crate) struct Etcd {
     /// the watch that feeds the store) must be driven whether or not it is in a call.
     rt: tokio::runtime::Runtime,
     client: Client,
-    keys: Keys,
+    keys: Arc<Keys>,
     /// For the watch's own connections when it must open again.
     opts: EtcdOptions,
+    /// Slots for the units in flight ([`MAX_UNITS_IN_FLIGHT`]).
+    in_flight: Arc<Semaphore>,
 }
 
 impl Etcd {
@@ -137,8 +144,9 @@ impl Etcd {
                     Etcd {
                         rt,
                         client,
-                        keys,
+                        keys: Arc::new(keys),
                         opts: opts.clone(),
+                        in_flight: Arc::new(Semaphore::new(MAX_UNITS_IN_FLIGHT)),
                     },
                     loaded,
                 ))
@@ -177,33 +185,58 @@ impl Etcd {
         let watch = Watch {
             client: self.client.clone(),
             opts: self.opts.clone(),
-            keys: self.keys.clone(),
+            keys: Arc::clone(&self.keys),
             codec,
             progress: Arc::clone(&replica.progress),
         };
         self.rt.spawn(watch.run(revision as i64, feed));
     }
 
-    /// Commits each change of each unit as one transaction guarded by its key's revision
+    /// Sends a unit's changes, each as one transaction guarded by its key's revision
     /// (kube-apiserver `etcd3/store.go`: `GuaranteedUpdate`'s and `Delete`'s `mod_revision`
-    /// comparison, `Create`'s `create_revision == 0`), and says where each landed. A unit's
-    /// changes go one after another; the units go at once, as kube-apiserver's concurrent
-    /// requests each send their own transaction: two units racing for one key end as they would
-    /// one after the other, one landed and the other a conflict, planned again. Memory is not
-    /// touched here: the watch brings every change, this replica's and the others', in etcd's
-    /// order.
-    pub fn write_units(&mut self, codec: &Codec, units: &[Unit]) -> Vec<Result<Vec<Landed>>> {
-        let rt = self.rt.handle().clone();
-        let this = &*self;
-        rt.block_on(futures::future::join_all(units.iter().map(
-            |unit| async move {
+    /// comparison, `Create`'s `create_revision == 0`), and answers its writer where each landed
+    /// once etcd has answered them all, after `report` has seen the outcome. A unit's changes go
+    /// one after another; each unit goes as soon as it is handed over, whatever is in flight,
+    /// as kube-apiserver's concurrent requests each send their own transaction: two units
+    /// racing for one key end as they would one after the other, one landed and the other a
+    /// conflict, planned again. At most [`MAX_UNITS_IN_FLIGHT`] are in flight; the next waits
+    /// for a slot. Memory is not touched here: the watch brings every change, this replica's
+    /// and the others', in etcd's order.
+    pub fn send_unit(
+        &self,
+        codec: &Codec,
+        unit: Unit,
+        report: impl FnOnce(&Result<Vec<Landed>>) + Send + 'static,
+    ) {
+        let slots = Arc::clone(&self.in_flight);
+        let slot = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => Ok(slot),
+            Err(_) => self.rt.block_on(slots.acquire_owned()),
+        };
+        // Only a closed semaphore fails, and nothing closes it.
+        let Ok(slot) = slot else {
+            let _ = unit.done.send(Err(Error::Closed));
+            return;
+        };
+        let (mut kv, keys, codec) = (
+            self.client.kv_client(),
+            Arc::clone(&self.keys),
+            codec.clone(),
+        );
+        self.rt.spawn(async move {
+            let landed: Result<Vec<Landed>> = async {
                 let mut landed = Vec::with_capacity(unit.events.len());
                 for event in &unit.events {
-                    landed.push(this.commit_event(codec, event).await?);
+                    let fence = unit.fence.as_ref();
+                    landed.push(commit_event(&mut kv, &keys, &codec, event, fence).await?);
                 }
                 Ok(landed)
-            },
-        )))
+            }
+            .await;
+            report(&landed);
+            let _ = unit.done.send(landed);
+            drop(slot);
+        });
     }
 
     /// Whether etcd serves a linearizable read (which needs a leader and a quorum).
@@ -218,40 +251,66 @@ impl Etcd {
         })
     }
 
+    /// Waits until every unit sent is answered, then drops the connection.
     pub fn close(self) {
+        let _ = self
+            .rt
+            .block_on(self.in_flight.acquire_many(MAX_UNITS_IN_FLIGHT as u32));
         self.rt.shutdown_background();
     }
+}
 
-    async fn commit_event(&self, codec: &Codec, event: &Event) -> Result<Landed> {
-        let (group, resource) = (&event.gr.group, &event.gr.resource);
-        let object = &event.object;
-        let key = self
-            .keys
-            .object(group, resource, &object.namespace, &object.name);
-        let guard = match &event.prev {
-            Some(prev) => {
-                Compare::mod_revision(key.clone(), CompareOp::Equal, prev.resource_version as i64)
-            }
-            None => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
-        };
-        let op = match event.kind {
-            EventType::Deleted => TxnOp::delete(key.clone(), None),
-            _ => {
-                let value = match codec.encode(group, resource, object)? {
-                    Some(sealed) => sealed,
-                    None => object.raw.as_bytes().to_vec(),
-                };
-                TxnOp::put(key.clone(), value, None)
-            }
-        };
-        let txn = Txn::new().when(vec![guard]).and_then(vec![op]);
-        let response = send(&mut self.client.kv_client(), txn).await?;
-        let revision = response.header().map_or(0, |h| h.revision()) as u64;
-        Ok(match response.succeeded() {
-            true => Landed::At(revision),
-            false => Landed::Conflict(revision),
-        })
+/// Commits one change as one transaction guarded by its key's revision, and by the leader
+/// Lease's revision when `fence` says so, and says where it landed (or that a guard failed:
+/// another writer changed the key, or the lease, first).
+async fn commit_event(
+    kv: &mut KvClient,
+    keys: &Keys,
+    codec: &Codec,
+    event: &Event,
+    fence: Option<&Guard>,
+) -> Result<Landed> {
+    let (group, resource) = (&event.gr.group, &event.gr.resource);
+    let object = &event.object;
+    let key = keys.object(group, resource, &object.namespace, &object.name);
+    let guard = match &event.prev {
+        Some(prev) => {
+            Compare::mod_revision(key.clone(), CompareOp::Equal, prev.resource_version as i64)
+        }
+        None => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
+    };
+    let op = match event.kind {
+        EventType::Deleted => TxnOp::delete(key.clone(), None),
+        _ => {
+            let value = match codec.encode(group, resource, object)? {
+                Some(sealed) => sealed,
+                None => object.raw.as_bytes().to_vec(),
+            };
+            TxnOp::put(key.clone(), value, None)
+        }
+    };
+    let mut guards = vec![guard];
+    if let Some(fence) = fence {
+        let leases = fencing::leases();
+        let lease = keys.object(
+            &leases.group,
+            &leases.resource,
+            &fence.namespace,
+            &fence.name,
+        );
+        guards.push(Compare::mod_revision(
+            lease,
+            CompareOp::Equal,
+            fence.rv as i64,
+        ));
     }
+    let txn = Txn::new().when(guards).and_then(vec![op]);
+    let response = send(kv, txn).await?;
+    let revision = response.header().map_or(0, |h| h.revision()) as u64;
+    Ok(match response.succeeded() {
+        true => Landed::At(revision),
+        false => Landed::Conflict(revision),
+    })
 }
 
 /// The store's handle on etcd outside the commit thread: etcd's current revision, for reads
@@ -315,7 +374,7 @@ pub(crate) trait Feed: Send + Sync + 'static {
 struct Watch {
     client: Client,
     opts: EtcdOptions,
-    keys: Keys,
+    keys: Arc<Keys>,
     codec: Codec,
     progress: Arc<Notify>,
 }
@@ -452,12 +511,9 @@ impl Watch {
             return Ok(None);
         };
         let rv = kv.mod_revision() as u64;
-        let decode = |data: &[u8], rv: u64| -> Result<Arc<StoredObject>> {
-            let (object, _) = self.codec.decode(&gr.group, &gr.resource, ns, name, data)?;
-            Ok(match object.resource_version == rv {
-                true => object,
-                false => stamp(&mut object.value(), rv)?,
-            })
+        let decode = |data: &[u8], rv: u64| {
+            self.codec
+                .decode_at(&gr.group, &gr.resource, ns, name, data, rv)
         };
         let (object, prev) = match event.event_type() {
             WatchEventType::Put => (Some(decode(kv.value(), rv)?), None),
@@ -830,13 +886,9 @@ impl Keys {
                 let (gr, ns, name) = self.parse(&key).ok_or_else(|| {
                     Error::Corrupt(format!("{key} is not the key of an object kgc stores"))
                 })?;
-                let (mut object, _stale) =
-                    codec.decode(&gr.group, &gr.resource, ns, name, item.value())?;
                 let rv = item.mod_revision() as u64;
-                if object.resource_version != rv {
-                    // kube-apiserver's resourceVersion is the key's mod_revision.
-                    object = stamp(&mut object.value(), rv)?;
-                }
+                let object =
+                    codec.decode_at(&gr.group, &gr.resource, ns, name, item.value(), rv)?;
                 objects.push((gr.group, gr.resource, object, None));
             }
             match page.kvs().last() {
@@ -1147,6 +1199,72 @@ mod tests {
                 .await
                 .unwrap_or_else(|e| panic!("deleting {ns}/c just created: {e}"));
         }
+        store.close();
+    }
+
+    /// A write under a leader Lease carries the lease's revision as a guard in its own etcd
+    /// transaction: the holder's own renewal only makes it plan again, but once another
+    /// identity holds the lease the write is refused, and nothing of it lands, even sent right
+    /// after the takeover was written to etcd behind the store's back (before its watch may
+    /// have brought it). Writes outside `fenced` are not guarded.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_under_a_lease_another_identity_took_is_refused_by_etcd() {
+        let Some(cluster) = EtcdCluster::start(1).await else {
+            return;
+        };
+        let mut etcd = client(&cluster).await;
+        let store = Store::open_with(options(&cluster)).await.unwrap();
+        let leases = store
+            .catalog()
+            .get("coordination.k8s.io", "v1", "leases")
+            .unwrap()
+            .clone();
+        let lease = json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "ctl"},
+            "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15},
+        });
+        store
+            .create(&leases, "kube-system", lease, false)
+            .await
+            .unwrap();
+        let fence = crate::LeaseFence {
+            namespace: "kube-system".into(),
+            name: "ctl".into(),
+            holder: "a".into(),
+        };
+        let key = "/registry/leases/kube-system/ctl";
+        let write_lease = async |etcd: &mut Client, holder: &str, renewed: &str| {
+            let (item, _) = read(etcd, key).await;
+            let mut value = item.unwrap().0;
+            value["spec"]["holderIdentity"] = json!(holder);
+            value["spec"]["renewTime"] = json!(renewed);
+            etcd.put(key, value.to_string(), None).await.unwrap();
+        };
+        let landed = async |etcd: &mut Client, name: &str| {
+            read(etcd, &format!("/registry/configmaps/default/{name}"))
+                .await
+                .0
+                .is_some()
+        };
+
+        crate::fenced(fence.clone(), create_cm(&store, "x1", "1"))
+            .await
+            .unwrap();
+        assert!(landed(&mut etcd, "x1").await);
+        write_lease(&mut etcd, "a", "2026-01-01T00:00:01.000000Z").await;
+        crate::fenced(fence.clone(), create_cm(&store, "x2", "1"))
+            .await
+            .unwrap_or_else(|e| panic!("a write right after the holder's own renewal: {e}"));
+        assert!(landed(&mut etcd, "x2").await);
+        write_lease(&mut etcd, "b", "2026-01-01T00:00:02.000000Z").await;
+        let refused = crate::fenced(fence, create_cm(&store, "x3", "1")).await;
+        assert!(
+            matches!(refused, Err(Error::Fenced(_))),
+            "a write under a lease b took: {refused:?}"
+        );
+        assert!(!landed(&mut etcd, "x3").await);
+        create_cm(&store, "x4", "1").await.unwrap();
         store.close();
     }
 

@@ -27,6 +27,7 @@ use std::time::Duration;
 use kgc_encryption::{Transformers, storage_key};
 use tokio::sync::oneshot;
 
+use crate::fencing::Guard;
 use crate::object::StoredObject;
 use crate::watch::Event;
 use crate::{Error, Result};
@@ -79,6 +80,8 @@ pub(crate) struct Unit {
     pub rv: u64,
     pub ops: Vec<Op>,
     pub events: Vec<Arc<Event>>,
+    /// (etcd) The leader Lease each change is guarded by as well (see `crate::fencing`).
+    pub fence: Option<Guard>,
     /// Where each event landed, in order.
     pub done: oneshot::Sender<Result<Vec<Landed>>>,
 }
@@ -136,6 +139,26 @@ impl Codec {
             .map_err(|s| Error::Corrupt(format!("{key}: {}", s.message)))?;
         Ok((object, read.stale))
     }
+
+    /// The object a row holds, as of revision `rv`: on etcd a key's `mod_revision` is the
+    /// object's `resourceVersion` (kube-apiserver's versioner sets it on every object it reads),
+    /// which the stored text cannot carry, as it is written before etcd chooses the revision.
+    /// One parse and one serialization, where [`Codec::decode`] and stamping would parse twice.
+    pub(super) fn decode_at(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        data: &[u8],
+        rv: u64,
+    ) -> Result<Arc<StoredObject>> {
+        let key = storage_key(group, resource, namespace, name);
+        let read = self.0.read(group, resource, &key, data)?;
+        let mut value: serde_json::Value = serde_json::from_slice(&read.data)
+            .map_err(|e| Error::Corrupt(format!("{key}: stored object is not JSON: {e}")))?;
+        crate::stamp(&mut value, rv)
+    }
 }
 
 /// Where the commit thread writes. An enum, not a trait object: the SQLite path is the hot
@@ -147,7 +170,7 @@ pub(crate) enum Backend {
 }
 
 /// What the commit thread reports to the store.
-pub(crate) trait Sink: Send + 'static {
+pub(crate) trait Sink: Send + Sync + 'static {
     /// A batch is durable: publish its events (in revision order) up to `rv`.
     fn committed(&self, events: Vec<Arc<Event>>, rv: u64);
     /// A commit failed with `reason`. Under whatever stops new units from being queued, the
@@ -181,7 +204,7 @@ impl Committer {
             .name("kgc-commit".into())
             .spawn(move || match backend {
                 Backend::Sqlite(conn) => commit_to_sqlite(conn, &rx, &codec, &sink),
-                Backend::Etcd(etcd) => commit_to_etcd(*etcd, &rx, &codec, &sink),
+                Backend::Etcd(etcd) => commit_to_etcd(*etcd, &rx, &codec, Arc::new(sink)),
             })
             .expect("spawning the commit thread");
         Self { tx, thread }
@@ -250,12 +273,8 @@ fn commit_to_sqlite(
     let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
 }
 
-/// The most units sent to etcd at once, as kube-apiserver's `--max-mutating-requests-inflight`
-/// (200 by default) bounds the writes it has in flight there.
-const MAX_CONCURRENT_UNITS: usize = 200;
-
-/// The etcd commit loop: each unit's changes as guarded transactions, the units waiting sent at
-/// once; each
+/// The etcd commit loop: each unit is sent as it arrives, its changes as guarded
+/// transactions, without waiting for the units before it (see `Etcd::send_unit`); each
 /// writer learns where its changes landed (or that another replica got there first), and the
 /// store learns of them from its watch. A failure fails that unit only: memory was not
 /// touched, and a write whose answer was lost shows in the watch if it landed after all. A
@@ -263,11 +282,12 @@ const MAX_CONCURRENT_UNITS: usize = 200;
 /// reason, without refusing writes, until a write or a probe every [`PROBE_INTERVAL`] succeeds.
 /// The thread wakes every interval to check, as a read that found etcd failing marks it so too,
 /// while this thread waits for writes: an idle replica must not stay unready for want of one.
+/// When the store closes, every unit sent is answered before the thread ends.
 fn commit_to_etcd(
     mut etcd: etcd::Etcd,
     rx: &mpsc::Receiver<Unit>,
     codec: &Codec,
-    sink: &impl Sink,
+    sink: Arc<impl Sink>,
 ) {
     loop {
         let unit = match rx.recv_timeout(PROBE_INTERVAL) {
@@ -286,21 +306,15 @@ fn commit_to_etcd(
                 continue;
             }
         };
-        // Whatever else waits goes with it, at once (see `Etcd::write_units`).
-        let mut units = vec![unit];
-        units.extend(rx.try_iter().take(MAX_CONCURRENT_UNITS - 1));
-        let results = etcd.write_units(codec, &units);
-        for (unit, result) in units.into_iter().zip(results) {
-            match &result {
-                Ok(_) => sink.recovered(),
-                Err(e @ (Error::Etcd(_) | Error::Datastore(_))) => {
-                    tracing::warn!(error = %e, "an etcd transaction failed");
-                    sink.unavailable(&e.to_string());
-                }
-                Err(e) => tracing::warn!(error = %e, "an etcd transaction failed"),
+        let sink = Arc::clone(&sink);
+        etcd.send_unit(codec, unit, move |result| match result {
+            Ok(_) => sink.recovered(),
+            Err(e @ (Error::Etcd(_) | Error::Datastore(_))) => {
+                tracing::warn!(error = %e, "an etcd transaction failed");
+                sink.unavailable(&e.to_string());
             }
-            let _ = unit.done.send(result);
-        }
+            Err(e) => tracing::warn!(error = %e, "an etcd transaction failed"),
+        });
     }
     etcd.close();
 }
