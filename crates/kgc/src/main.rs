@@ -34,6 +34,13 @@ use clap::{Parser, Subcommand};
 /// strings, and `kgc serve` decodes and frees a JSON tree per request; glibc's malloc keeps
 /// freed chunks in lists it later merges at random across the heap; with mimalloc a planning
 /// pass over 400,000 containers went from 476 to about 300 ms (docs/BENCHMARKS.md).
+///
+/// Built without transparent huge pages (the crate's `no_thp`: mimalloc does not `madvise`
+/// its arenas `MADV_HUGEPAGE`): it purges freed ranges after a second and touches them again,
+/// and each touch of an emptied 2 MiB range had the kernel zero a whole huge page
+/// (`clear_page_erms` under `do_huge_pmd_anonymous_page`, 18-21% of `kgc serve`'s samples
+/// under 16 writers). Same binary, alternating, `MIMALLOC_ALLOW_THP=1`/`0`: server CPU per pod
+/// create 0.77 of it without a quota, 0.83 with one (docs/BENCHMARKS.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
