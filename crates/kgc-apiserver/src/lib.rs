@@ -124,6 +124,8 @@ pub struct ApiServer {
     resource_quota_admission: bool,
     /// Its charges waiting for their quota's write (see [`resourcequota_batch`]).
     quota_batches: Arc<resourcequota_batch::Batches>,
+    /// The quotas the admission last read, parsed (see [`resourcequota_batch::QuotaViews`]).
+    quota_views: Arc<resourcequota_batch::QuotaViews>,
 }
 
 /// Request counters by status code, as kube-apiserver's `apiserver_request_total` counts them
@@ -188,6 +190,7 @@ impl ApiServer {
             service_ranges: Default::default(),
             resource_quota_admission: true,
             quota_batches: Arc::default(),
+            quota_views: Arc::default(),
         }
     }
 

@@ -20,12 +20,13 @@
 //! handle them. Subresources and cluster-scoped objects are not judged.
 
 use kgc_meta::{GroupResource, ResourceInfo, Status};
-use kgc_quota::resources::{self, ResourceList};
+use kgc_quota::resources::ResourceList;
 use kgc_quota::{Evaluator, Operation, Request, Verdict};
 use serde_json::Value;
 
 use crate::body::ApiError;
 use crate::request::RequestInfo;
+use crate::resourcequota_batch;
 
 /// The plugin's name, as `--disable-admission-plugins` takes it.
 pub const PLUGIN: &str = "ResourceQuota";
@@ -130,20 +131,9 @@ impl crate::ApiServer {
             return written;
         };
         for (quota, charged) in &charge.charged {
-            let refunded = self
-                .store
-                .update(
-                    &info,
-                    &charge.namespace,
-                    quota,
-                    Some("status"),
-                    false,
-                    |mut q| {
-                        q["status"]["used"] = resources::to_json(&kgc_quota::refund(&q, charged));
-                        Ok(q)
-                    },
-                )
-                .await;
+            let refunded =
+                resourcequota_batch::refund(&self.store, &info, &charge.namespace, quota, charged)
+                    .await;
             if let Err(e) = refunded {
                 // The controller's next recalculation corrects it, as upstream relies on.
                 tracing::warn!(quota, namespace = charge.namespace, error = %e, "giving back a quota charge");
@@ -221,15 +211,9 @@ impl crate::ApiServer {
         };
         // Every quota is judged before any is charged, so a refusal charges nothing.
         let mut concerned = Vec::new();
-        for q in &quotas.items {
-            let q = q.value();
-            if let Verdict::Charge(_) = kgc_quota::check(&q, &request).map_err(refuse)? {
-                concerned.push(
-                    q["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                );
+        for q in self.quota_views.read(ns, &quotas.items) {
+            if let Verdict::Charge(_) = kgc_quota::check(&q.value, &request).map_err(refuse)? {
+                concerned.push(q);
             }
         }
         let mut charge = Charge {
@@ -241,13 +225,15 @@ impl crate::ApiServer {
         }
         let quota_info = self.quota_info()?;
         let delta = request.delta().map_err(refuse)?;
-        for name in concerned {
+        for quota in concerned {
             let charged = self
                 .quota_batches
-                .charge(&self.store, &quota_info, ns, &name, delta.clone())
+                .charge(&self.store, &quota_info, &quota, delta.clone())
                 .await;
             match charged {
-                Ok(Ok(charged)) => charge.charged.extend(charged.map(|c| (name, c))),
+                Ok(Ok(charged)) => charge
+                    .charged
+                    .extend(charged.map(|c| (quota.name.clone(), c))),
                 // Deleted meanwhile: it limits nothing any more.
                 Err(s) if s.is(kgc_meta::Reason::NotFound) => {}
                 Ok(Err(refusal)) => {

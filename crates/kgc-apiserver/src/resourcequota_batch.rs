@@ -1,23 +1,30 @@
-//! The ResourceQuota admission's charges to one quota, written together: concurrent writes to
-//! a namespace under a quota each wait for the quota's write slot, and whoever takes it charges
-//! every charge waiting by then, in turn, to one version of the quota and writes it once, as
-//! upstream's quota evaluator queues admission attempts per namespace and charges each batch
-//! with one update per quota (kubernetes/kubernetes `staging/src/k8s.io/apiserver/pkg/admission/
-//! plugin/resourcequota/controller.go`, `checkQuotas`). Under 16 concurrent creates a quota is
-//! written a few times per batch instead of once per create.
+//! The ResourceQuota admission's charges to one quota, written together, as upstream's quota
+//! evaluator queues admission attempts per namespace and charges each batch with one update
+//! per quota (kubernetes/kubernetes `staging/src/k8s.io/apiserver/pkg/admission/plugin/
+//! resourcequota/controller.go`, `checkQuotas`).
 //!
-//! Each charge is judged again on the version it is written to, so that together they can never
-//! exceed the quota: a charge that no longer fits is refused alone, the others go on. On SQLite
-//! the write is not waited for on its own ([`kgc_store::Store::update_before_next_write`]): the
-//! object written next is acknowledged only once the charge before it is durable.
+//! On a store of its own (SQLite, memory) a charge is checked against the quota's `status.used`
+//! plus the charges not yet written, and added to them, in one step under the store's lock
+//! ([`kgc_store::Store::defer`]); the commit thread writes them as one update of the quota in
+//! the batch that carries the charged objects, so an object is never acknowledged without its
+//! charge, and a quota is written once per commit instead of once per create.
+//!
+//! On a replica on etcd, where another replica may write the quota meanwhile, concurrent writes
+//! to a namespace under a quota each wait for the quota's write slot, and whoever takes it
+//! charges every charge waiting by then, in turn, to one version of the quota and writes it
+//! once, guarded by its revision. Each charge is judged again on the version it is written to,
+//! so that together they can never exceed the quota: a charge that no longer fits is refused
+//! alone, the others go on.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use kgc_meta::quantity::Quantity;
 use kgc_meta::{ResourceInfo, Status};
 use kgc_quota::Refusal;
 use kgc_quota::resources::{self, ResourceList};
-use kgc_store::Store;
+use kgc_store::{Store, StoredObject};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 /// A charge's outcome: what it added to `status.used` (`None`: nothing the quota limits), or
@@ -47,16 +54,19 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Batches {
-    /// Charges `delta` (a [`kgc_quota::Request::delta`]) to quota `namespace/name`, with
-    /// whatever other charges wait for it.
+    /// Charges `delta` (a [`kgc_quota::Request::delta`]) to `quota` (as the admission read it),
+    /// with whatever other charges wait for it.
     pub(crate) async fn charge(
         &self,
         store: &Store,
         info: &Arc<ResourceInfo>,
-        namespace: &str,
-        name: &str,
+        quota: &QuotaView,
         delta: ResourceList,
     ) -> Outcome {
+        let (namespace, name) = (quota.namespace.as_str(), quota.name.as_str());
+        if !store.is_replicated() {
+            return charge_deferred(store, info, quota, &delta);
+        }
         let key = (namespace.to_owned(), name.to_owned());
         let slot = Arc::clone(locked(&self.quotas).entry(key.clone()).or_default());
         let (done, mut outcome) = oneshot::channel();
@@ -90,6 +100,164 @@ impl Batches {
         }
         result
     }
+}
+
+/// Gives `charged` back to quota `namespace/name` (a write it was charged for failed).
+pub(crate) async fn refund(
+    store: &Store,
+    info: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    charged: &ResourceList,
+) -> Result<(), kgc_store::Error> {
+    if !store.is_replicated() {
+        return store.defer(
+            info,
+            namespace,
+            name,
+            Some("status"),
+            |_, u: &mut Unwritten| {
+                u.0 = resources::subtract(&u.0, charged);
+            },
+        );
+    }
+    let refunded = store
+        .update(info, namespace, name, Some("status"), false, |mut q| {
+            q["status"]["used"] = resources::to_json(&kgc_quota::refund(&q, charged));
+            Ok(q)
+        })
+        .await;
+    refunded.map(drop)
+}
+
+/// A quota as the admission reads it: parsed once per version.
+pub(crate) struct QuotaView {
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) resource_version: u64,
+    pub(crate) value: Value,
+    hard: ResourceList,
+    used: ResourceList,
+}
+
+impl QuotaView {
+    pub(crate) fn new(stored: &StoredObject) -> Self {
+        let value = stored.value();
+        let status = &value["status"];
+        Self {
+            namespace: stored.namespace.clone(),
+            name: stored.name.clone(),
+            resource_version: stored.resource_version,
+            hard: resources::from_json(&status["hard"]),
+            used: resources::from_json(&status["used"]),
+            value,
+        }
+    }
+}
+
+/// The quotas of each namespace as last read, so that a quota is parsed once per version and
+/// not once per create it judges.
+#[derive(Default)]
+pub(crate) struct QuotaViews(Mutex<HashMap<String, Vec<Arc<QuotaView>>>>);
+
+/// How many namespaces' quotas are kept; past it all are forgotten (and read again).
+const VIEWED_NAMESPACES: usize = 4096;
+
+impl QuotaViews {
+    /// The views of `stored`, namespace `ns`'s quotas, parsing those that changed.
+    pub(crate) fn read(&self, ns: &str, stored: &[Arc<StoredObject>]) -> Vec<Arc<QuotaView>> {
+        let mut all = locked(&self.0);
+        let known = all.get(ns).map(Vec::as_slice).unwrap_or_default();
+        let views: Vec<Arc<QuotaView>> = stored
+            .iter()
+            .map(|s| {
+                known
+                    .iter()
+                    .find(|v| v.name == s.name && v.resource_version == s.resource_version)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::new(QuotaView::new(s)))
+            })
+            .collect();
+        if all.len() >= VIEWED_NAMESPACES && !all.contains_key(ns) {
+            all.clear();
+        }
+        all.insert(ns.to_owned(), views.clone());
+        views
+    }
+}
+
+/// The charges made to a quota and not yet written to it, less what was given back: a
+/// [`kgc_store::Deferred`] change of its `status.used`.
+#[derive(Default)]
+struct Unwritten(ResourceList);
+
+impl kgc_store::Deferred for Unwritten {
+    fn is_empty(&self) -> bool {
+        self.0.values().all(Quantity::is_zero)
+    }
+
+    fn apply(&mut self, mut q: Value) -> Result<Value, Status> {
+        let used = resources::from_json(&q["status"]["used"]);
+        q["status"]["used"] = resources::to_json(&with_unwritten(&used, &self.0));
+        self.0.clear();
+        Ok(q)
+    }
+}
+
+/// `used` with the charges not yet written: never below zero, and a name `used` lacks is
+/// added only by a charge (a refund leaves the names the quota no longer limits alone, as
+/// [`kgc_quota::refund`]).
+fn with_unwritten(used: &ResourceList, unwritten: &ResourceList) -> ResourceList {
+    let mut out = used.clone();
+    for (name, d) in unwritten {
+        let sum = match out.get(name) {
+            Some(u) => u.add(d),
+            None if d.is_negative() || d.is_zero() => continue,
+            None => d.clone(),
+        };
+        let sum = if sum.is_negative() {
+            Quantity::default()
+        } else {
+            sum
+        };
+        out.insert(name.clone(), sum);
+    }
+    out
+}
+
+/// Checks `delta` against the quota's `status.used` and the charges not yet written, and adds
+/// it to them, under the store's lock: the quota is parsed again only if it changed since the
+/// admission read it.
+fn charge_deferred(
+    store: &Store,
+    info: &ResourceInfo,
+    quota: &QuotaView,
+    delta: &ResourceList,
+) -> Outcome {
+    let name = quota.name.as_str();
+    let charged = store.defer(
+        info,
+        &quota.namespace,
+        name,
+        Some("status"),
+        |current, unwritten: &mut Unwritten| {
+            let fresh;
+            let view = if current.resource_version == quota.resource_version {
+                quota
+            } else {
+                fresh = QuotaView::new(current);
+                &fresh
+            };
+            let used = with_unwritten(&view.used, &unwritten.0);
+            let charged = kgc_quota::charge_to(name, &view.hard, &used, delta)?
+                .map(|new_used| resources::subtract(&new_used, &used));
+            if let Some(c) = &charged {
+                unwritten.0 = resources::add(&unwritten.0, c);
+            }
+            Ok(charged)
+        },
+    );
+    charged.map_err(|e| e.status())
 }
 
 /// Charges `batch` in turn to the quota's current version, writes it once, and tells each.

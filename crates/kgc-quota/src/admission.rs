@@ -119,20 +119,31 @@ pub fn charge(quota: &Value, delta: &ResourceList) -> Result<Option<ResourceList
     let status = &quota["status"];
     let hard = resources::from_json(&status["hard"]);
     let used = resources::from_json(&status["used"]);
+    charge_to(name, &hard, &used, delta)
+}
+
+/// [`charge`] to quota `name` whose `status.hard` and `status.used` are already read: what
+/// the admission checks under the store's lock, where the quota is not parsed again.
+pub fn charge_to(
+    name: &str,
+    hard: &ResourceList,
+    used: &ResourceList,
+    delta: &ResourceList,
+) -> Result<Option<ResourceList>, Refusal> {
     let requested = resources::mask(delta, hard.keys().map(String::as_str));
     if requested.is_empty() {
         return Ok(None);
     }
-    let new_used = resources::add(&used, &requested);
+    let new_used = resources::add(used, &requested);
     let masked = resources::mask(&new_used, requested.keys().map(String::as_str));
-    let exceeded = resources::exceeded(&masked, &hard);
+    let exceeded = resources::exceeded(&masked, hard);
     if !exceeded.is_empty() {
         let names = || exceeded.iter().map(String::as_str);
         return Err(Refusal::Exceeded {
             quota: name.to_owned(),
             requested: resources::pretty(&resources::mask(&requested, names())),
-            used: resources::pretty(&resources::mask(&used, names())),
-            limited: resources::pretty(&resources::mask(&hard, names())),
+            used: resources::pretty(&resources::mask(used, names())),
+            limited: resources::pretty(&resources::mask(hard, names())),
         });
     }
     Ok(Some(new_used))

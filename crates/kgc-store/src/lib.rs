@@ -24,6 +24,7 @@
 mod backend;
 mod continue_token;
 mod crd;
+mod deferred;
 mod delete;
 mod fencing;
 mod history;
@@ -48,6 +49,7 @@ use tokio::sync::{oneshot, watch as notify};
 
 pub use backend::etcd::EtcdOptions;
 pub use continue_token::Continue;
+pub use deferred::Deferred;
 pub use delete::Deleted;
 pub use fencing::{LeaseFence, fenced};
 pub use object::{StoredObject, field_value, string_map};
@@ -162,6 +164,8 @@ pub(crate) struct State {
     deleting: HashMap<(GroupResource, String, String), (u64, Arc<StoredObject>)>,
     /// When the objects of resources with a TTL expire.
     leases: Leases,
+    /// Changes written with the next commit (see [`deferred`]).
+    deferred: deferred::Entries,
 }
 
 /// Why the store refuses writes.
@@ -324,6 +328,7 @@ impl Store {
             unavailable: None,
             deleting: HashMap::new(),
             leases: Leases::new(opts.ttl.clone()),
+            deferred: HashMap::new(),
         };
         let mut backend = None;
         let mut replica = None;
@@ -391,7 +396,7 @@ impl Store {
     }
 
     /// Whether this store is one replica of several on etcd: memory follows etcd's watch.
-    pub(crate) fn is_replicated(&self) -> bool {
+    pub fn is_replicated(&self) -> bool {
         self.inner.replica.is_some()
     }
 
@@ -860,6 +865,20 @@ impl Feed for Durable {
 }
 
 impl backend::Sink for Durable {
+    fn before_batch(&self) -> Option<u64> {
+        let store = Store {
+            inner: self.0.upgrade()?,
+        };
+        let mut st = store.write_lock().ok()?;
+        match store.flush_deferred(&mut st) {
+            Ok(last) => last,
+            Err(e) => {
+                tracing::warn!(error = %e, "writing deferred changes");
+                None
+            }
+        }
+    }
+
     fn committed(&self, events: Vec<Arc<Event>>, rv: u64) {
         if let Some(inner) = self.0.upgrade() {
             inner.publish(events, rv);

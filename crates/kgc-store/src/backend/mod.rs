@@ -171,6 +171,9 @@ pub(crate) enum Backend {
 
 /// What the commit thread reports to the store.
 pub(crate) trait Sink: Send + Sync + 'static {
+    /// (SQLite) A batch is about to be written: queue the changes deferred to it (see
+    /// `crate::deferred`); the revision of the last one queued.
+    fn before_batch(&self) -> Option<u64>;
     /// A batch is durable: publish its events (in revision order) up to `rv`.
     fn committed(&self, events: Vec<Arc<Event>>, rv: u64);
     /// A commit failed with `reason`. Under whatever stops new units from being queued, the
@@ -236,6 +239,17 @@ fn commit_to_sqlite(
             match rx.try_recv() {
                 Ok(u) => batch.push(u),
                 Err(_) => break,
+            }
+        }
+        // Every write in the batch was planned after the charges it depends on were
+        // deferred: the batch takes them too, up to the last unit they were queued in (units
+        // are queued in revision order, under the write lock).
+        if let Some(upto) = sink.before_batch() {
+            while batch.last().is_some_and(|u| u.rv < upto) {
+                match rx.recv() {
+                    Ok(u) => batch.push(u),
+                    Err(_) => break,
+                }
             }
         }
         if let Err(e) = sqlite::write_batch(&mut conn, codec, &batch) {
