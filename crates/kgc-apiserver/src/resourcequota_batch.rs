@@ -270,7 +270,7 @@ async fn write(store: &Store, info: &ResourceInfo, ns: &str, name: &str, batch: 
     );
     let mut outcomes = Vec::with_capacity(batch.len());
     let written = store
-        .update_before_next_write(info, ns, name, Some("status"), |mut q| {
+        .update_retrying(info, ns, name, Some("status"), false, |mut q| {
             // Run again on a fresher version if another replica wrote the quota first.
             outcomes.clear();
             for w in &batch {
@@ -306,5 +306,35 @@ async fn write(store: &Store, info: &ResourceInfo, ns: &str, name: &str, batch: 
                 let _ = w.done.send(Err(status.clone()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(pairs: &[(&str, &str)]) -> ResourceList {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), Quantity::parse(v).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn unwritten_charges_add_and_refunds_never_go_below_zero_or_add_names() {
+        let used = list(&[("pods", "2"), ("requests.cpu", "500m")]);
+        let charged = list(&[("pods", "1"), ("requests.cpu", "250m"), ("services", "1")]);
+        assert_eq!(
+            with_unwritten(&used, &charged),
+            list(&[("pods", "3"), ("requests.cpu", "750m"), ("services", "1")])
+        );
+        let refunds = resources::subtract(
+            &ResourceList::new(),
+            &list(&[("pods", "5"), ("secrets", "1")]),
+        );
+        assert_eq!(
+            with_unwritten(&used, &refunds),
+            list(&[("pods", "0"), ("requests.cpu", "500m")])
+        );
     }
 }

@@ -123,3 +123,98 @@ impl Store {
         Ok(last)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use kgc_meta::ResourceInfo;
+    use serde_json::{Value, json};
+
+    use super::Deferred;
+    use crate::{GroupResource, Options, Store};
+
+    /// A count added to a ConfigMap's `data.n`.
+    #[derive(Default)]
+    struct Add(u64);
+
+    impl Deferred for Add {
+        fn is_empty(&self) -> bool {
+            self.0 == 0
+        }
+
+        fn apply(&mut self, mut obj: Value) -> Result<Value, kgc_meta::Status> {
+            let n: u64 = obj["data"]["n"]
+                .as_str()
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0);
+            obj["data"]["n"] = json!((n + std::mem::take(&mut self.0)).to_string());
+            Ok(obj)
+        }
+    }
+
+    fn n(store: &Store) -> Option<Value> {
+        store
+            .get(&GroupResource::new("", "configmaps"), "ns", "counter")
+            .map(|o| o.value()["data"]["n"].clone())
+    }
+
+    async fn store_with_counter(path: Option<std::path::PathBuf>) -> (Store, ResourceInfo) {
+        let store = Store::open_with(Options {
+            path,
+            ..Options::default()
+        })
+        .await
+        .unwrap();
+        let catalog = store.catalog();
+        let ns = catalog.get("", "v1", "namespaces").unwrap().clone();
+        let cm = catalog.get("", "v1", "configmaps").unwrap().clone();
+        store
+            .create(&ns, "", json!({"metadata": {"name": "ns"}}), false)
+            .await
+            .unwrap();
+        let counter = json!({"metadata": {"name": "counter"}, "data": {"n": "0"}});
+        store.create(&cm, "ns", counter, false).await.unwrap();
+        (store, (*cm).clone())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn deferred_changes_are_written_once_with_the_writes_after_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kgc.db");
+        let (store, cm) = store_with_counter(Some(path.clone())).await;
+        let before = store.revision();
+        for _ in 0..100 {
+            store
+                .defer(&cm, "ns", "counter", None, |_, add: &mut Add| add.0 += 1)
+                .unwrap();
+        }
+        // Nothing written yet: the changes wait for a commit.
+        assert_eq!(n(&store), Some(json!("0")));
+        assert_eq!(store.revision(), before);
+        let after = json!({"metadata": {"name": "after"}});
+        store.create(&cm, "ns", after, false).await.unwrap();
+        // One update carried the hundred, in the batch of the write after them.
+        assert_eq!(n(&store), Some(json!("100")));
+        assert_eq!(store.revision(), before + 2);
+        store.close();
+        drop(store);
+        let reopened = Store::open(&path).await.unwrap();
+        assert_eq!(n(&reopened), Some(json!("100")));
+    }
+
+    #[tokio::test]
+    async fn a_store_in_memory_applies_a_deferred_change_at_once() {
+        let (store, cm) = store_with_counter(None).await;
+        store
+            .defer(&cm, "ns", "counter", None, |current, add: &mut Add| {
+                assert_eq!(current.name, "counter");
+                add.0 = 7;
+            })
+            .unwrap();
+        assert_eq!(n(&store), Some(json!("7")));
+        let missing = store
+            .defer(&cm, "ns", "absent", None, |_, add: &mut Add| add.0 = 1)
+            .unwrap_err();
+        assert_eq!(missing.status().code, 404);
+    }
+}

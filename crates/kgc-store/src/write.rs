@@ -302,41 +302,6 @@ impl Store {
         name: &str,
         subresource: Option<&str>,
         dry_run: bool,
-        change: impl FnMut(Value) -> Result<Value, Status>,
-    ) -> Result<Updated> {
-        self.guaranteed_update(info, namespace, name, subresource, dry_run, true, change)
-            .await
-    }
-
-    /// [`Store::update_retrying`] for a change that only matters with the writes that follow
-    /// it: on SQLite it returns once the change is in memory, without waiting for its commit.
-    /// That is safe there because memory changes at once and commits are made in order (a
-    /// failed commit undoes every write queued behind it): a write planned after this one is
-    /// acknowledged only once this one is durable too. The ResourceQuota admission charges a
-    /// quota so, before the object it charges for, sparing each create a second fsync wait. On
-    /// etcd, where memory follows etcd's watch, it waits as [`Store::update_retrying`] does.
-    pub async fn update_before_next_write(
-        &self,
-        info: &ResourceInfo,
-        namespace: &str,
-        name: &str,
-        subresource: Option<&str>,
-        change: impl FnMut(Value) -> Result<Value, Status>,
-    ) -> Result<Updated> {
-        let wait = self.is_replicated();
-        self.guaranteed_update(info, namespace, name, subresource, false, wait, change)
-            .await
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn guaranteed_update(
-        &self,
-        info: &ResourceInfo,
-        namespace: &str,
-        name: &str,
-        subresource: Option<&str>,
-        dry_run: bool,
-        wait: bool,
         mut change: impl FnMut(Value) -> Result<Value, Status>,
     ) -> Result<Updated> {
         let catalog = self.catalog();
@@ -364,9 +329,6 @@ impl Store {
                 };
                 (out, pending)
             };
-            if !wait {
-                return Ok(out);
-            }
             // A conflict: planned again on the fresh object, as `GuaranteedUpdate` calls its
             // update function again; a body that names the old resourceVersion is then a 409.
             if let Written::At(revisions) = self.written(pending).await? {
