@@ -3,6 +3,7 @@
 //! [`run_by_name`], cluster-scoped objects queued by name, and [`run_per_namespace`], an object
 //! kept in every active namespace.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use kgc_client::Cluster;
@@ -123,21 +124,57 @@ pub async fn work<K, F, Fut, E>(
     Fut: std::future::Future<Output = std::result::Result<Option<std::time::Duration>, E>> + Send,
     E: std::fmt::Display,
 {
+    let q = queue.clone();
+    let process = move |key: K| {
+        let (sync, q) = (sync.clone(), q.clone());
+        async move {
+            match sync(key.clone()).await {
+                Ok(None) => Next::Done,
+                Ok(Some(after)) => Next::After(after),
+                Err(e) => {
+                    tracing::warn!(controller, key = %key, error = %e, retries = q.requeues(&key), "sync failed; retrying with back-off");
+                    Next::Retry(Cow::Borrowed(controller))
+                }
+            }
+        }
+    };
+    run_workers(queue, workers, process).await;
+}
+
+/// What a worker does with a key it has processed (client-go's `Forget`, `AddAfter`,
+/// `AddRateLimited` after `processNextWorkItem`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// Done: its failures are forgotten.
+    Done,
+    /// Done, and looked at again after this long.
+    After(std::time::Duration),
+    /// Failed: again after the queue's back-off, charged to the named bucket of its limiter.
+    Retry(Cow<'static, str>),
+}
+
+/// Runs `workers` workers over `queue`, each calling `process` for a key and doing what it
+/// returns: [`work`] for controllers whose outcome is a `Result`, and for the collectors, which
+/// decide themselves what a failure costs (the owner-reference collector charges a retry to
+/// the object's kind, the TTL collector drops a Job it cannot judge).
+pub async fn run_workers<K, F, Fut>(queue: WorkQueue<K>, workers: usize, process: F)
+where
+    K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+    F: Fn(K) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Next> + Send,
+{
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers.max(1) {
-        let (queue, sync) = (queue.clone(), sync.clone());
+        let (queue, process) = (queue.clone(), process.clone());
         tasks.spawn(async move {
             while let Some(key) = queue.get().await {
-                match sync(key.clone()).await {
-                    Ok(None) => queue.forget(&key),
-                    Ok(Some(after)) => {
+                match process(key.clone()).await {
+                    Next::Done => queue.forget(&key),
+                    Next::After(after) => {
                         queue.forget(&key);
                         queue.add_after(key.clone(), after);
                     }
-                    Err(e) => {
-                        tracing::warn!(controller, key = %key, error = %e, retries = queue.requeues(&key), "sync failed; retrying with back-off");
-                        queue.add_rate_limited(key.clone(), controller);
-                    }
+                    Next::Retry(bucket) => queue.add_rate_limited(key.clone(), &bucket),
                 }
                 queue.done(&key);
             }
