@@ -1,7 +1,7 @@
 //! The loops a controller runs on: [`work`], the workers over a queue, and the two shapes of
 //! controller every crate has (upstream's `processNextWorkItem` of `pkg/controller/*`):
 //! [`run_by_name`], cluster-scoped objects queued by name, and [`run_per_namespace`], an object
-//! kept in every active namespace.
+//! kept in every active namespace, each a [`Controller`] declaration.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -10,9 +10,9 @@ use kgc_client::Cluster;
 use kgc_meta::ResourceInfo;
 use serde_json::Value;
 
-use crate::Context;
 use crate::informer::{Key, View};
 use crate::queue::WorkQueue;
+use crate::{Context, Controller};
 
 /// Runs a controller of cluster-scoped objects named by their key: `V` keeps only the objects
 /// there is something to do for, every change of one queues its name, and `sync` judges a name
@@ -31,18 +31,11 @@ pub async fn run_by_name<C, V, F, Fut, E>(
     E: std::fmt::Display,
 {
     let resource = ctx.informers.resource(group, plural).await;
-    let queue = ctx.queue::<String>(controller);
     let cache = ctx.informers.cache::<V>(Arc::clone(&resource));
-    let q = queue.clone();
-    cache.on_change(Arc::new(move |key: &Key, v: Option<&V>| {
-        if v.is_some() {
-            q.add(key.1.clone());
-        }
-    }));
-    cache.synced().await;
-    tracing::info!(controller, "started");
+    let declared = Controller::named(&ctx, controller)
+        .watches(&cache, |key: &Key, v: Option<&V>| v.map(|_| key.1.clone()));
     let sync = move |name: String| sync.clone()(ctx.clone(), Arc::clone(&resource), name);
-    work(controller, queue, workers, sync).await;
+    declared.run(workers, sync).await;
 }
 
 /// What the per-namespace controllers keep of a namespace: only active ones (no
@@ -78,24 +71,15 @@ pub async fn run_per_namespace<C, V, F, Fut, E>(
 {
     let namespaces = ctx.informers.resource("", "namespaces").await;
     let resource = ctx.informers.resource(group, plural).await;
-    let queue = ctx.queue::<String>(controller);
     let active = ctx.informers.cache::<Active>(namespaces);
     let objects = ctx.informers.cache::<V>(resource);
-    let q = queue.clone();
-    active.on_change(Arc::new(move |key: &Key, ns: Option<&Active>| {
-        if ns.is_some() {
-            q.add(key.1.clone());
-        }
-    }));
-    let q = queue.clone();
-    objects.on_change(Arc::new(move |key: &Key, _: Option<&V>| {
-        if key.1 == object {
-            q.add(key.0.clone());
-        }
-    }));
-    active.synced().await;
-    objects.synced().await;
-    tracing::info!(controller, "started");
+    let declared = Controller::named(&ctx, controller)
+        .watches(&active, |key: &Key, ns: Option<&Active>| {
+            ns.map(|_| key.1.clone())
+        })
+        .watches(&objects, move |key: &Key, _: Option<&V>| {
+            (key.1 == object).then(|| key.0.clone())
+        });
     let sync = move |ns: String| {
         let (ctx, sync) = (ctx.clone(), sync.clone());
         let is_active = active.get(&(String::new(), ns.clone())).is_some();
@@ -107,7 +91,7 @@ pub async fn run_per_namespace<C, V, F, Fut, E>(
             sync(ctx, ns, current).await
         }
     };
-    work(controller, queue, workers, sync).await;
+    declared.run(workers, sync).await;
 }
 
 /// Runs `workers` workers over `queue`, each calling `sync` for a key and acting on what it
