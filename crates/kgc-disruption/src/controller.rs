@@ -143,42 +143,29 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         budget_info,
         recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
     };
-    let queue = ctx.queue::<String>(NAME);
-    let by_namespace =
-        |q: kgc_runtime::queue::WorkQueue<String>| move |key: &Key| q.add(key.0.clone());
-    let q = by_namespace(queue.clone());
-    caches
-        .budgets
-        .on_change(Arc::new(move |key: &Key, _: Option<&Value>| q(key)));
-    let q = by_namespace(queue.clone());
-    caches
-        .pods
-        .on_change(Arc::new(move |key: &Key, _: Option<&PodView>| q(key)));
-    for cache in [
-        &caches.replica_sets,
-        &caches.deployments,
-        &caches.stateful_sets,
-        &caches.controllers,
-    ] {
-        let q = by_namespace(queue.clone());
-        cache.on_change(Arc::new(move |key: &Key, _: Option<&Workload>| q(key)));
-    }
-    caches.budgets.synced().await;
-    caches.pods.synced().await;
-    for cache in [
-        &caches.replica_sets,
-        &caches.deployments,
-        &caches.stateful_sets,
-        &caches.controllers,
-    ] {
-        cache.synced().await;
-    }
-    tracing::info!(controller = NAME, "started");
-    let sync = move |ns: String| {
+    // Upstream's handlers (`addDb`, `addPod`, … of `pkg/controller/disruption`) queue the
+    // budget; here a change anywhere in a namespace has its budgets judged again.
+    let sync = {
         let (ctx, caches) = (ctx.clone(), caches.clone());
-        async move { sync_namespace(&ctx, &caches, &ns).await }
+        move |ns: String| {
+            let (ctx, caches) = (ctx.clone(), caches.clone());
+            async move { sync_namespace(&ctx, &caches, &ns).await }
+        }
     };
-    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
+    kgc_runtime::Controller::named(&ctx, NAME)
+        .watches(&caches.budgets, namespace_of::<Value>)
+        .watches(&caches.pods, namespace_of::<PodView>)
+        .watches(&caches.replica_sets, namespace_of::<Workload>)
+        .watches(&caches.deployments, namespace_of::<Workload>)
+        .watches(&caches.stateful_sets, namespace_of::<Workload>)
+        .watches(&caches.controllers, namespace_of::<Workload>)
+        .run(WORKERS, sync)
+        .await;
+}
+
+/// The queue key of any object's change: its namespace.
+fn namespace_of<V>(key: &Key, _: Option<&V>) -> Option<String> {
+    Some(key.0.clone())
 }
 
 /// Every budget of `ns`; looks again when the first pending eviction expires.

@@ -15,12 +15,12 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kgc_client::Cluster;
-use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, Typed};
+use kgc_runtime::{Context, ObjectKey};
 use kube::api::{Api, DeleteParams, PostParams};
 
 use crate::pods::PodInfo;
-use crate::services::{self, ServiceKey, Watched};
+use crate::services::{self, Watched};
 use crate::{LAST_CHANGE_TRIGGER_TIME, Result};
 
 /// The name `--controllers` knows it by (kube-controller-manager's).
@@ -35,28 +35,27 @@ pub const OVER_CAPACITY: &str = "endpoints.kubernetes.io/over-capacity";
 
 /// Runs the endpoints controller until dropped.
 pub async fn run<C: Cluster>(ctx: Context<C>) {
-    let w = Watched::start(&ctx, NAME).await;
+    let (w, declared) = Watched::start(&ctx, NAME).await;
     let endpoints = ctx.informers.resource("", "endpoints").await;
     let endpoints = ctx.informers.cache::<Typed<Endpoints>>(endpoints);
-    // Endpoints deleted by someone else are made again (`onEndpointsDelete`).
-    let q = w.queue.clone();
-    endpoints.on_delete(std::sync::Arc::new(
-        move |key: &Key, _: &Typed<Endpoints>| {
-            q.add(ServiceKey(key.clone()));
-        },
-    ));
-    endpoints.synced().await;
-    tracing::info!(controller = NAME, "started");
-    let queue = w.queue.clone();
-    let sync = move |key: ServiceKey| {
+    let sync = {
         let (ctx, w, endpoints) = (ctx.clone(), w.clone(), endpoints.clone());
-        async move {
-            sync(&ctx, &w, &endpoints, &key.0)
-                .await
-                .map(|()| None::<Duration>)
+        move |key: ObjectKey| {
+            let (ctx, w, endpoints) = (ctx.clone(), w.clone(), endpoints.clone());
+            async move {
+                sync(&ctx, &w, &endpoints, &key.0)
+                    .await
+                    .map(|()| None::<Duration>)
+            }
         }
     };
-    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
+    // Endpoints deleted by someone else are made again (`onEndpointsDelete`).
+    declared
+        .watches_deletions(&endpoints, |key: &Key, _: &Typed<Endpoints>| {
+            Some(ObjectKey(key.clone()))
+        })
+        .run(WORKERS, sync)
+        .await;
 }
 
 /// `syncService`.

@@ -11,21 +11,20 @@
 //! created a moment ago is then always seen, which upstream needs its `EndpointSliceTracker`
 //! for. A cache of the slices only queues their Service when someone else changes them.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kgc_client::Cluster;
-use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, View};
+use kgc_runtime::{Context, ObjectKey};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::Value;
 
 use crate::pods::PodInfo;
 use crate::reconciler::{self, Desired, Template};
-use crate::services::{self, ServiceKey, Watched};
+use crate::services::{self, Watched};
 use crate::{Config, LABEL_MANAGED_BY, LABEL_SERVICE_NAME, LAST_CHANGE_TRIGGER_TIME, Result};
 
 /// The name `--controllers` knows it by (kube-controller-manager's).
@@ -67,7 +66,7 @@ impl View for Zone {
 
 /// Runs the EndpointSlice controller until dropped.
 pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
-    let w = Watched::start(&ctx, NAME).await;
+    let (w, declared) = Watched::start(&ctx, NAME).await;
     let slices = ctx
         .informers
         .resource("discovery.k8s.io", "endpointslices")
@@ -75,29 +74,23 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let nodes = ctx.informers.resource("", "nodes").await;
     let slices = ctx.informers.cache::<Managed>(slices);
     let zones = ctx.informers.cache::<Zone>(nodes);
-    let q = w.queue.clone();
-    let on_slice = move |key: &Key, m: &Managed| q.add(ServiceKey((key.0.clone(), m.0.clone())));
-    let on_slice = Arc::new(on_slice);
-    let changed = Arc::clone(&on_slice);
-    slices.on_change(Arc::new(move |key: &Key, m: Option<&Managed>| {
-        if let Some(m) = m {
-            changed(key, m);
-        }
-    }));
-    slices.on_delete(Arc::new(move |key: &Key, m: &Managed| on_slice(key, m)));
-    slices.synced().await;
-    zones.synced().await;
-    tracing::info!(controller = NAME, "started");
-    let queue = w.queue.clone();
-    let sync = move |key: ServiceKey| {
+    let sync = {
         let (ctx, w, zones) = (ctx.clone(), w.clone(), zones.clone());
-        async move {
-            sync(&ctx, &w, &zones, config, &key.0)
-                .await
-                .map(|()| None::<Duration>)
+        move |key: ObjectKey| {
+            let (ctx, w, zones) = (ctx.clone(), w.clone(), zones.clone());
+            async move {
+                sync(&ctx, &w, &zones, config, &key.0)
+                    .await
+                    .map(|()| None::<Duration>)
+            }
         }
     };
-    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
+    zones.synced().await;
+    // A slice of ours someone else changed or deleted: its Service looks again.
+    declared
+        .owns(&slices, |m: &Managed| Some(m.0.clone()))
+        .run(WORKERS, sync)
+        .await;
 }
 
 /// `syncService`.

@@ -8,18 +8,17 @@
 //! controller's own (their Service has a selector). The slices are owned by the Service, so
 //! they go with it.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{EndpointAddress, Endpoints};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort};
 use kgc_client::Cluster;
-use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, Typed};
+use kgc_runtime::{Context, ObjectKey};
 
 use crate::endpointslice::Writer;
 use crate::reconciler::{Desired, port_key};
-use crate::services::{self, ServiceKey, Watched};
+use crate::services::{self, Watched};
 use crate::{Config, LAST_CHANGE_TRIGGER_TIME, Result};
 
 /// The name `--controllers` knows it by (kube-controller-manager's).
@@ -33,25 +32,26 @@ const WORKERS: usize = 5;
 
 /// Runs the mirroring controller until dropped.
 pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
-    let w = Watched::start(&ctx, NAME).await;
+    let (w, declared) = Watched::start(&ctx, NAME).await;
     let endpoints = ctx.informers.resource("", "endpoints").await;
     let endpoints = ctx.informers.cache::<Typed<Endpoints>>(endpoints);
-    let q = w.queue.clone();
-    endpoints.on_change(Arc::new(move |key: &Key, _: Option<&Typed<Endpoints>>| {
-        q.add(ServiceKey(key.clone()));
-    }));
-    endpoints.synced().await;
-    tracing::info!(controller = NAME, "started");
-    let queue = w.queue.clone();
-    let sync = move |key: ServiceKey| {
+    let sync = {
         let (ctx, w, endpoints) = (ctx.clone(), w.clone(), endpoints.clone());
-        async move {
-            sync(&ctx, &w, &endpoints, config, &key.0)
-                .await
-                .map(|()| None::<Duration>)
+        move |key: ObjectKey| {
+            let (ctx, w, endpoints) = (ctx.clone(), w.clone(), endpoints.clone());
+            async move {
+                sync(&ctx, &w, &endpoints, config, &key.0)
+                    .await
+                    .map(|()| None::<Duration>)
+            }
         }
     };
-    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
+    declared
+        .watches(&endpoints, |key: &Key, _: Option<&Typed<Endpoints>>| {
+            Some(ObjectKey(key.clone()))
+        })
+        .run(WORKERS, sync)
+        .await;
 }
 
 /// `syncEndpoints`.

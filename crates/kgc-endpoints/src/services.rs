@@ -4,53 +4,39 @@
 //! selector matches a changed pod's labels, old or new.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::Service;
 use kgc_client::Cluster;
-use kgc_runtime::Context;
-use kgc_runtime::informer::{Cache, Key, Typed, describe};
-use kgc_runtime::queue::WorkQueue;
+use kgc_runtime::informer::{Cache, Key, Typed};
+use kgc_runtime::{Context, Controller, ObjectKey};
 
 use crate::pods::PodInfo;
 
-/// A Service's key, displayed `namespace/name` in logs.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ServiceKey(pub Key);
-
-impl fmt::Display for ServiceKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&describe(&self.0))
-    }
-}
-
-/// The caches and the queue of one endpoint controller.
+/// The caches of one endpoint controller.
 #[derive(Clone)]
 pub struct Watched {
     pub services: Cache<Typed<Service>>,
     pub pods: Cache<PodInfo>,
-    pub queue: WorkQueue<ServiceKey>,
     pub triggers: TriggerTimeTracker,
 }
 
 impl Watched {
-    /// Starts the caches of `controller`, queues as the module says, and waits for them.
-    pub async fn start<C: Cluster>(ctx: &Context<C>, controller: &str) -> Self {
+    /// Starts the caches of `controller` and declares it, queueing as the module says; the
+    /// controller adds what else it watches and runs the declaration.
+    pub async fn start<C: Cluster>(
+        ctx: &Context<C>,
+        controller: &'static str,
+    ) -> (Self, Controller) {
         let services = ctx.informers.resource("", "services").await;
         let pods = ctx.informers.resource("", "pods").await;
-        let queue = ctx.queue::<ServiceKey>(controller);
         let services = ctx.informers.cache::<Typed<Service>>(services);
         let pods = ctx.informers.cache::<PodInfo>(pods);
-        let q = queue.clone();
-        services.on_change(Arc::new(move |key: &Key, _: Option<&Typed<Service>>| {
-            q.add(ServiceKey(key.clone()));
-        }));
         // A pod that goes or is relabelled still counts for the Services its old labels
-        // matched: the handler remembers each pod's labels.
-        let (q, svcs) = (queue.clone(), services.clone());
+        // matched: the mapper remembers each pod's labels.
+        let svcs = services.clone();
         let last: Mutex<HashMap<Key, BTreeMap<String, String>>> = Mutex::default();
-        pods.on_change(Arc::new(move |key: &Key, p: Option<&PodInfo>| {
+        let pod_changed = move |key: &Key, p: Option<&PodInfo>| {
             let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
             let old = match p {
                 Some(p) => last.insert(key.clone(), p.labels.clone()),
@@ -58,23 +44,24 @@ impl Watched {
             };
             let new = p.map(|p| &p.labels);
             svcs.read(|m| {
-                for (k, Typed(s)) in m {
-                    let matches =
-                        |l: Option<&BTreeMap<String, String>>| l.is_some_and(|l| selects(s, l));
-                    if k.0 == key.0 && (matches(new) || matches(old.as_ref())) {
-                        q.add(ServiceKey(k.clone()));
-                    }
-                }
-            });
-        }));
-        services.synced().await;
-        pods.synced().await;
-        Watched {
+                let matches = |s: &Service, l: Option<&BTreeMap<String, String>>| {
+                    l.is_some_and(|l| selects(s, l))
+                };
+                m.iter()
+                    .filter(|(k, Typed(s))| {
+                        k.0 == key.0 && (matches(s, new) || matches(s, old.as_ref()))
+                    })
+                    .map(|(k, _)| ObjectKey(k.clone()))
+                    .collect::<Vec<_>>()
+            })
+        };
+        let declared = Controller::new(ctx, controller, &services).watches(&pods, pod_changed);
+        let watched = Watched {
             services,
             pods,
-            queue,
             triggers: TriggerTimeTracker::default(),
-        }
+        };
+        (watched, declared)
     }
 
     /// The pods of `namespace` that `svc`'s selector selects.

@@ -36,6 +36,7 @@ use kgc_runtime::decisions::Decisions;
 use kgc_runtime::events::{Collector, Recorder, object_reference};
 use kgc_runtime::informer::Informers;
 use kgc_runtime::queue::WorkQueue;
+use kgc_runtime::{Next, run_workers};
 pub use metrics::Metrics;
 pub use monitor::is_deletable;
 
@@ -201,7 +202,7 @@ impl<C: Cluster> GarbageCollector<C> {
             return;
         };
         let shared = Arc::clone(&self.shared);
-        let mut tasks = vec![
+        let tasks = vec![
             tokio::spawn(Arc::clone(&shared).run_monitors()),
             tokio::spawn(Arc::clone(&shared).run_graph_builder(rx)),
         ];
@@ -212,22 +213,32 @@ impl<C: Cluster> GarbageCollector<C> {
         if !self.is_synced() {
             tracing::warn!("not every resource has synced; starting the workers anyway");
         }
-        for _ in 0..shared.config.workers.max(1) {
-            let s = Arc::clone(&shared);
-            tasks.push(tokio::spawn(async move {
-                while let Some(uid) = s.attempt_to_delete_queue.get().await {
+        // `workers` workers per queue, on the runtime's worker loop.
+        let workers = shared.config.workers;
+        let s = Arc::clone(&shared);
+        let delete = run_workers(
+            shared.attempt_to_delete_queue.clone(),
+            workers,
+            move |uid: Uid| {
+                let s = Arc::clone(&s);
+                async move {
                     let outcome = s.attempt_to_delete(&uid).await;
-                    s.finish(&s.attempt_to_delete_queue, &uid, outcome);
+                    s.next(&uid, outcome)
                 }
-            }));
-            let s = Arc::clone(&shared);
-            tasks.push(tokio::spawn(async move {
-                while let Some(uid) = s.attempt_to_orphan_queue.get().await {
+            },
+        );
+        let s = Arc::clone(&shared);
+        let orphan = run_workers(
+            shared.attempt_to_orphan_queue.clone(),
+            workers,
+            move |uid: Uid| {
+                let s = Arc::clone(&s);
+                async move {
                     let outcome = s.attempt_to_orphan(&uid).await;
-                    s.finish(&s.attempt_to_orphan_queue, &uid, outcome);
+                    s.next(&uid, outcome)
                 }
-            }));
-        }
+            },
+        );
         struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
         impl Drop for AbortOnDrop {
             fn drop(&mut self) {
@@ -237,6 +248,7 @@ impl<C: Cluster> GarbageCollector<C> {
             }
         }
         let _tasks = AbortOnDrop(tasks);
+        tokio::join!(delete, orphan);
         std::future::pending::<()>().await;
     }
 
@@ -469,14 +481,12 @@ impl<C: Cluster> Shared<C> {
             .unwrap_or_default()
     }
 
-    fn finish(&self, queue: &WorkQueue<Uid>, uid: &Uid, outcome: Outcome) {
+    /// What the worker loop does with an item after a pass: a retry is charged to the item's
+    /// kind.
+    fn next(&self, uid: &Uid, outcome: Outcome) -> Next {
         match outcome {
-            Outcome::Done => queue.forget(uid),
-            Outcome::Retry => {
-                let key = self.budget_key(uid);
-                queue.add_rate_limited(Uid::clone(uid), &key);
-            }
+            Outcome::Done => Next::Done,
+            Outcome::Retry => Next::Retry(self.budget_key(uid).into()),
         }
-        queue.done(uid);
     }
 }

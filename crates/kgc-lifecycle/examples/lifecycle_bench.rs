@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kgc_inprocess::InProcess;
-use kgc_lifecycle::{Clock, Context, Metrics, podgc, ttl};
+use kgc_lifecycle::{Metrics, podgc, ttl};
 use kgc_meta::ResourceInfo;
-use kgc_runtime::informer::Informers;
 use kgc_store::{ListOptions, Store};
+use kgc_testcluster::TestCluster;
 use serde_json::{Value, json};
 
 struct Args {
@@ -156,13 +156,10 @@ async fn bench_podgc(a: &Args) {
     );
 
     let before = rss_kib();
-    let ctx = Context::new(
-        Informers::new(InProcess::new(store.clone())),
-        Clock::default(),
-        Arc::new(Metrics::default()),
-    );
+    let cluster = TestCluster::over(store.clone());
     let started = Instant::now();
-    let gc = podgc::PodGc::start(ctx, podgc::Config::default()).await;
+    let metrics = Arc::new(Metrics::default());
+    let gc = podgc::PodGc::start(cluster.context(), podgc::Config::default(), metrics).await;
     let synced = started.elapsed();
     let after = rss_kib();
     println!(
@@ -219,16 +216,13 @@ async fn bench_ttl(a: &Args) {
     let cluster = InProcess::new(store.clone());
     let gc = kgc_gc::GarbageCollector::new(cluster.clone(), kgc_gc::Config::default());
     let gc_task = tokio::spawn(async move { gc.run().await });
-    let ctx = Context::new(
-        Informers::new(cluster),
-        Clock::default(),
-        Arc::new(Metrics::default()),
-    );
+    let api = TestCluster::over(store.clone());
     let ttl_task = tokio::spawn(ttl::run(
-        ctx,
+        api.context(),
         ttl::Config {
             workers: a.ttl_workers,
         },
+        Arc::new(Metrics::default()),
     ));
     let second: jiff::Timestamp = stamp.parse().expect("time");
     let expire_at = second + jiff::SignedDuration::from_secs(ttl_secs);

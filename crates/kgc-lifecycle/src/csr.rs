@@ -11,12 +11,14 @@
 //! still be waiting for a signer. A certificate that does not parse makes rule 5 false (logged);
 //! the other rules still apply. Times of zero never expire.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use kgc_client::Cluster;
 use serde_json::Value;
 
-use crate::{Context, Result, Target, time_field};
+use crate::{Metrics, Result, Target, time_field};
+use kgc_runtime::Context;
 use kgc_runtime::informer::{describe, key_of};
 
 const COLLECTOR: &str = "csr";
@@ -188,8 +190,9 @@ fn der_not_after(cert: &[u8]) -> Result<jiff::Timestamp, String> {
 }
 
 /// Runs the cleaner every period until dropped (the first pass once the cache has synced).
-pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
+pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, metrics: Arc<Metrics>) {
     let resource = ctx
+        .informers
         .resource("certificates.k8s.io", "certificatesigningrequests")
         .await;
     let csrs = ctx.informers.cache::<Value>(resource.clone());
@@ -198,7 +201,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let mut tick = crate::every(config.period);
     loop {
         tick.tick().await;
-        ctx.metrics.pass(COLLECTOR);
+        metrics.pass(COLLECTOR);
         let now = ctx.clock.now();
         let doomed: Vec<(String, String, &'static str)> = csrs.read(|m| {
             m.values()
@@ -216,7 +219,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
                     )),
                     Ok(None) => None,
                     Err(e) => {
-                        crate::skip(&ctx.metrics, COLLECTOR, &e);
+                        crate::skip(&metrics, COLLECTOR, &e);
                         None
                     }
                 })
@@ -224,14 +227,8 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         });
         for (name, uid, reason) in doomed {
             let target = Target::cluster(&resource, &name, &uid);
-            let _ = ctx
-                .delete(
-                    COLLECTOR,
-                    reason,
-                    target,
-                    kgc_meta::DeleteOptions::default(),
-                )
-                .await;
+            let options = kgc_meta::DeleteOptions::default();
+            let _ = crate::delete(&ctx, &metrics, (COLLECTOR, reason), target, options).await;
         }
     }
 }

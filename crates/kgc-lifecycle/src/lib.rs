@@ -14,7 +14,8 @@
 //!   cloud controller manager plays).
 //!
 //! Each collector is a pure decision function (objects in, planned deletions out: the upstream
-//! unit tests exercise these) and an async loop that watches through, and acts only through,
+//! unit tests exercise these) and an async loop on the process's runtime
+//! [`Context`](kgc_runtime::Context) that watches through, and acts only through,
 //! [`kgc_client::Cluster`], so it runs unchanged inside `kgc serve` and against any cluster.
 //! Every deletion carries a uid precondition and is logged with its reason.
 #![forbid(unsafe_code)]
@@ -30,12 +31,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kgc_client::{Cluster, Deleted};
-pub use kgc_meta::time::Clock;
 use kgc_meta::time::format_time;
 use kgc_meta::{DeleteOptions, Preconditions, PropagationPolicy, Reason, ResourceInfo};
-use kgc_runtime::decisions::{Action, Decision, Decisions};
-use kgc_runtime::informer::{Informers, describe, key_of};
-use kgc_runtime::queue::WorkQueue;
+use kgc_runtime::Context;
+use kgc_runtime::decisions::{Action, Decision};
+use kgc_runtime::informer::{describe, key_of};
 pub use metrics::Metrics;
 use serde_json::Value;
 
@@ -74,108 +74,64 @@ impl Config {
     }
 }
 
-/// What every collector shares: the cluster, the process's informers (one watch and one cache
-/// per resource, whoever reads it), the clock it judges ages by, the counters.
-#[derive(Clone)]
-pub struct Context<C> {
-    pub cluster: C,
-    pub informers: Informers<C>,
-    pub clock: Clock,
-    pub metrics: Arc<Metrics>,
-    /// Where each deletion is recorded with its reason (the process's history, served on
-    /// `/debug/gc/decisions`).
-    pub decisions: Decisions,
-}
-
-impl<C: Cluster> Context<C> {
-    /// A context whose collectors share `informers` (with the other controllers of the
-    /// process).
-    pub fn new(informers: Informers<C>, clock: Clock, metrics: Arc<Metrics>) -> Self {
-        Self {
-            cluster: informers.cluster().clone(),
-            informers,
-            clock,
-            metrics,
-            decisions: Decisions::default(),
+/// Deletes one object for `collector`, guarded by its uid, counting the outcome in `metrics`,
+/// logging it and recording it in the context's decision history. `Ok(false)` when it was
+/// gone already or another object now has its name.
+pub async fn delete<C: Cluster>(
+    ctx: &Context<C>,
+    metrics: &Metrics,
+    (collector, reason): (&'static str, &'static str),
+    target: Target<'_>,
+    options: DeleteOptions,
+) -> Result<bool> {
+    let Target {
+        resource,
+        namespace,
+        name,
+        uid,
+    } = target;
+    let options = DeleteOptions {
+        preconditions: Preconditions {
+            uid: Some(uid.to_owned()),
+            ..options.preconditions
+        },
+        ..options
+    };
+    let object = describe(&(namespace.to_owned(), name.to_owned()));
+    match ctx
+        .cluster()
+        .delete(resource, namespace, name, &options)
+        .await
+    {
+        Ok(d) => {
+            metrics.deleted(collector, reason);
+            let pending = matches!(d, Deleted::Pending(_));
+            tracing::info!(collector, reason, kind = %resource.kind, %object, %uid, pending, "deleted");
+            ctx.decisions.record(Decision {
+                time: format_time(ctx.clock.now()),
+                collector: collector.to_owned(),
+                action: Action::Delete,
+                api_version: kgc_meta::catalog::api_version(
+                    &resource.group,
+                    resource.preferred_version(),
+                ),
+                kind: resource.kind.clone(),
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                uid: uid.to_owned(),
+                propagation_policy: options.propagation_policy.map(|p| p.as_str().to_owned()),
+                reason: explain(collector, reason).to_owned(),
+            });
+            Ok(true)
         }
-    }
-
-    /// This context recording into the process's `decisions`.
-    pub fn with_decisions(self, decisions: Decisions) -> Self {
-        Self { decisions, ..self }
-    }
-
-    /// A work queue reporting under `name` when the process exposes metrics.
-    pub fn queue<K: std::hash::Hash + Eq + Clone>(&self, name: &str) -> WorkQueue<K> {
-        match &self.metrics.queues {
-            Some(m) => WorkQueue::with_metrics(name, m),
-            None => WorkQueue::new(),
+        Err(e) if e.is(Reason::NotFound) || e.is(Reason::Conflict) => {
+            tracing::debug!(collector, kind = %resource.kind, %object, error = %e, "already gone or replaced");
+            Ok(false)
         }
-    }
-
-    /// The served resource `group`/`plural`, once the cluster serves it.
-    pub async fn resource(&self, group: &str, plural: &str) -> Arc<ResourceInfo> {
-        self.informers.resource(group, plural).await
-    }
-
-    /// Deletes one object, guarded by its uid, counting and logging the outcome. `Ok(false)`
-    /// when it was gone already or another object now has its name.
-    pub async fn delete(
-        &self,
-        collector: &'static str,
-        reason: &'static str,
-        target: Target<'_>,
-        options: DeleteOptions,
-    ) -> Result<bool> {
-        let Target {
-            resource,
-            namespace,
-            name,
-            uid,
-        } = target;
-        let options = DeleteOptions {
-            preconditions: Preconditions {
-                uid: Some(uid.to_owned()),
-                ..options.preconditions
-            },
-            ..options
-        };
-        let object = describe(&(namespace.to_owned(), name.to_owned()));
-        match self
-            .cluster
-            .delete(resource, namespace, name, &options)
-            .await
-        {
-            Ok(d) => {
-                self.metrics.deleted(collector, reason);
-                let pending = matches!(d, Deleted::Pending(_));
-                tracing::info!(collector, reason, kind = %resource.kind, %object, %uid, pending, "deleted");
-                self.decisions.record(Decision {
-                    time: format_time(self.clock.now()),
-                    collector: collector.to_owned(),
-                    action: Action::Delete,
-                    api_version: kgc_meta::catalog::api_version(
-                        &resource.group,
-                        resource.preferred_version(),
-                    ),
-                    kind: resource.kind.clone(),
-                    namespace: namespace.to_owned(),
-                    name: name.to_owned(),
-                    uid: uid.to_owned(),
-                    propagation_policy: options.propagation_policy.map(|p| p.as_str().to_owned()),
-                    reason: explain(collector, reason).to_owned(),
-                });
-                Ok(true)
-            }
-            Err(e) if e.is(Reason::NotFound) || e.is(Reason::Conflict) => {
-                tracing::debug!(collector, kind = %resource.kind, %object, error = %e, "already gone or replaced");
-                Ok(false)
-            }
-            Err(e) => {
-                self.metrics.error(collector, reason);
-                tracing::warn!(collector, reason, kind = %resource.kind, %object, error = %e, "delete failed");
-                Err(e.into())
-            }
+        Err(e) => {
+            metrics.error(collector, reason);
+            tracing::warn!(collector, reason, kind = %resource.kind, %object, error = %e, "delete failed");
+            Err(e.into())
         }
     }
 }
@@ -290,26 +246,37 @@ pub fn skip(metrics: &Metrics, collector: &'static str, error: &Error) {
     tracing::warn!(collector, error = %error, "skipping an object that cannot be judged");
 }
 
-/// Runs every enabled collector until the returned future is dropped.
-pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
+/// Runs every enabled collector on `ctx` (the process's one runtime context), counting into
+/// `metrics`, until the returned future is dropped.
+pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, metrics: Arc<Metrics>) {
     let mut tasks = Vec::new();
+    let m = || Arc::clone(&metrics);
     if config.enabled("podgc") {
-        tasks.push(tokio::spawn(podgc::run(ctx.clone(), config.podgc.clone())));
+        tasks.push(tokio::spawn(podgc::run(
+            ctx.clone(),
+            config.podgc.clone(),
+            m(),
+        )));
     }
     if config.enabled("ttl") {
-        tasks.push(tokio::spawn(ttl::run(ctx.clone(), config.ttl.clone())));
+        tasks.push(tokio::spawn(ttl::run(ctx.clone(), config.ttl.clone(), m())));
     }
     if config.enabled("csr") {
-        tasks.push(tokio::spawn(csr::run(ctx.clone(), config.csr.clone())));
+        tasks.push(tokio::spawn(csr::run(ctx.clone(), config.csr.clone(), m())));
     }
     if config.enabled("pv") {
         tasks.push(tokio::spawn(volume::run(
             ctx.clone(),
             config.volume.clone(),
+            m(),
         )));
     }
     if config.enabled("nodes") && config.node.gone_after.is_some() {
-        tasks.push(tokio::spawn(node::run(ctx.clone(), config.node.clone())));
+        tasks.push(tokio::spawn(node::run(
+            ctx.clone(),
+            config.node.clone(),
+            m(),
+        )));
     }
     let _guard = AbortAll(tasks);
     std::future::pending::<()>().await;

@@ -1,7 +1,6 @@
 //! Counters of the lifecycle collectors (`kgc_lifecycle_*`), by collector and reason.
 
 use kgc_runtime::metrics::Registry;
-use kgc_runtime::queue::QueueMetrics;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
@@ -17,8 +16,6 @@ pub struct Metrics {
     errors: Family<CollectorReason, Counter>,
     skipped: Family<CollectorReason, Counter>,
     passes: Family<CollectorOnly, Counter>,
-    /// The `workqueue_*` families the collectors' queues report to.
-    pub(crate) queues: Option<QueueMetrics>,
 }
 
 fn labels(collector: &'static str, reason: &'static str) -> CollectorReason {
@@ -28,10 +25,7 @@ fn labels(collector: &'static str, reason: &'static str) -> CollectorReason {
 impl Metrics {
     /// The counters, registered in `registry`.
     pub fn new(registry: &Registry) -> Self {
-        let m = Self {
-            queues: Some(registry.queues()),
-            ..Self::default()
-        };
+        let m = Self::default();
         registry.register(
             "kgc_lifecycle_deleted",
             "Objects a lifecycle collector deleted, by collector and reason.",

@@ -13,7 +13,8 @@ use std::time::Duration;
 use kgc_client::Cluster;
 use serde_json::Value;
 
-use crate::{Context, Target, time_field};
+use crate::{Metrics, Target, time_field};
+use kgc_runtime::Context;
 use kgc_runtime::informer::{Key, View};
 
 const COLLECTOR: &str = "nodes";
@@ -179,7 +180,7 @@ pub async fn check(command: &str, node: &str, timeout: Duration) -> Exists {
 }
 
 /// Runs the collector until dropped.
-pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
+pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, metrics: Arc<Metrics>) {
     let Some(gone_after) = config.gone_after else {
         return;
     };
@@ -190,8 +191,11 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         );
         return;
     };
-    let nodes_resource = ctx.resource("", "nodes").await;
-    let leases_resource = ctx.resource("coordination.k8s.io", "leases").await;
+    let nodes_resource = ctx.informers.resource("", "nodes").await;
+    let leases_resource = ctx
+        .informers
+        .resource("coordination.k8s.io", "leases")
+        .await;
     let nodes = ctx.informers.cache::<Node>(Arc::clone(&nodes_resource));
     let leases = ctx.informers.cache::<Heartbeat>(leases_resource);
     nodes.synced().await;
@@ -200,7 +204,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let mut tick = crate::every(config.period);
     loop {
         tick.tick().await;
-        ctx.metrics.pass(COLLECTOR);
+        metrics.pass(COLLECTOR);
         let leases_now = leases.read(|m| m.clone());
         let candidates = nodes.read(|m| overdue(m, &leases_now, ctx.clock.now(), gone_after));
         for (name, uid) in candidates {
@@ -209,19 +213,14 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
                     tracing::debug!(collector = COLLECTOR, node = %name, "no heartbeat, but the machine exists")
                 }
                 Exists::Unknown(why) => {
-                    ctx.metrics.error(COLLECTOR, "check");
+                    metrics.error(COLLECTOR, "check");
                     tracing::warn!(collector = COLLECTOR, node = %name, error = %why, "the existence check failed; keeping the node");
                 }
                 Exists::Gone => {
                     let target = Target::cluster(&nodes_resource, &name, &uid);
-                    let _ = ctx
-                        .delete(
-                            COLLECTOR,
-                            "departed",
-                            target,
-                            kgc_meta::DeleteOptions::default(),
-                        )
-                        .await;
+                    let options = kgc_meta::DeleteOptions::default();
+                    let reason = (COLLECTOR, "departed");
+                    let _ = crate::delete(&ctx, &metrics, reason, target, options).await;
                 }
             }
         }

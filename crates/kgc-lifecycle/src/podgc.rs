@@ -24,7 +24,8 @@ use kgc_runtime::informer::{Cache, Key, View, describe, key_of};
 use kgc_runtime::queue::WorkQueue;
 
 pub use crate::node::Node;
-use crate::{Context, Error, Result, Target, grace, str_field, time_field};
+use crate::{Error, Metrics, Result, Target, grace, str_field, time_field};
+use kgc_runtime::Context;
 
 const COLLECTOR: &str = "podgc";
 
@@ -201,6 +202,7 @@ pub fn orphaned_condition(now: jiff::Timestamp) -> Value {
 /// The running collector: caches of pods and nodes and the quarantine of missing nodes.
 pub struct PodGc<C> {
     ctx: Context<C>,
+    metrics: Arc<Metrics>,
     config: Config,
     pods_resource: Arc<ResourceInfo>,
     nodes_resource: Arc<ResourceInfo>,
@@ -222,9 +224,9 @@ pub struct PassReport {
 
 impl<C: Cluster> PodGc<C> {
     /// Starts the caches and waits for their first lists.
-    pub async fn start(ctx: Context<C>, config: Config) -> Self {
-        let pods_resource = ctx.resource("", "pods").await;
-        let nodes_resource = ctx.resource("", "nodes").await;
+    pub async fn start(ctx: Context<C>, config: Config, metrics: Arc<Metrics>) -> Self {
+        let pods_resource = ctx.informers.resource("", "pods").await;
+        let nodes_resource = ctx.informers.resource("", "nodes").await;
         let pods = ctx.informers.cache::<Pod>(Arc::clone(&pods_resource));
         let nodes = ctx.informers.cache::<Node>(Arc::clone(&nodes_resource));
         pods.synced().await;
@@ -233,6 +235,7 @@ impl<C: Cluster> PodGc<C> {
         let quarantine = ctx.queue("orphaned_pods_nodes");
         Self {
             ctx,
+            metrics,
             config,
             pods_resource,
             nodes_resource,
@@ -265,7 +268,7 @@ impl<C: Cluster> PodGc<C> {
             plan_time: started.elapsed(),
             ..PassReport::default()
         };
-        self.ctx.metrics.pass(COLLECTOR);
+        self.metrics.pass(COLLECTOR);
 
         // 1. Terminated, in parallel (upstream deletes them concurrently).
         report.terminated = futures::stream::iter(terminated)
@@ -288,7 +291,12 @@ impl<C: Cluster> PodGc<C> {
             if nodes.contains_key(&(String::new(), node.clone())) {
                 continue;
             }
-            match self.ctx.cluster.get(&self.nodes_resource, "", &node).await {
+            match self
+                .ctx
+                .cluster()
+                .get(&self.nodes_resource, "", &node)
+                .await
+            {
                 Ok(None) => {
                     deleted.insert(node);
                 }
@@ -334,7 +342,7 @@ impl<C: Cluster> PodGc<C> {
         if !pod.finished()
             && let Err(e) = self.mark_failed(pod, condition).await
         {
-            self.ctx.metrics.error(COLLECTOR, reason);
+            self.metrics.error(COLLECTOR, reason);
             tracing::warn!(collector = COLLECTOR, pod = %describe(&key), error = %e, "marking the pod Failed; retrying next pass");
             return false;
         }
@@ -344,16 +352,21 @@ impl<C: Cluster> PodGc<C> {
             name: &pod.name,
             uid: &pod.uid,
         };
-        self.ctx
-            .delete(COLLECTOR, reason, target, grace(0))
-            .await
-            .unwrap_or(false)
+        crate::delete(
+            &self.ctx,
+            &self.metrics,
+            (COLLECTOR, reason),
+            target,
+            grace(0),
+        )
+        .await
+        .unwrap_or(false)
     }
 
     async fn mark_failed(&self, pod: &Pod, condition: Option<&Value>) -> Result<()> {
         let Some(mut live) = self
             .ctx
-            .cluster
+            .cluster()
             .get_object(&self.pods_resource, &pod.namespace, &pod.name)
             .await?
         else {
@@ -390,7 +403,7 @@ impl<C: Cluster> PodGc<C> {
             }
         }
         self.ctx
-            .cluster
+            .cluster()
             .replace_status(&self.pods_resource, &pod.namespace, &pod.name, live)
             .await?;
         Ok(())
@@ -402,9 +415,9 @@ fn owned(pods: Vec<&Pod>) -> Vec<Pod> {
 }
 
 /// Runs PodGC every period until dropped.
-pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
+pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, metrics: Arc<Metrics>) {
     let period = config.period;
-    let gc = PodGc::start(ctx, config).await;
+    let gc = PodGc::start(ctx, config, metrics).await;
     tracing::info!(
         collector = COLLECTOR,
         ?period,
@@ -730,7 +743,6 @@ mod tests {
     /// out-of-service node, and a pod whose status is malformed (never touched).
     #[tokio::test]
     async fn a_pass_against_the_store() {
-        use kgc_inprocess::InProcess;
         let store = kgc_store::Store::in_memory().await.unwrap();
         let find = |plural: &str| {
             store
@@ -792,16 +804,13 @@ mod tests {
                 .await
                 .unwrap();
         }
-        let ctx = Context::new(
-            kgc_runtime::informer::Informers::new(InProcess::new(store.clone())),
-            kgc_store::Clock::default(),
-            Arc::default(),
-        );
+        let cluster = kgc_testcluster::TestCluster::over(store.clone());
+        let metrics = Arc::new(Metrics::default());
         let config = Config {
             threshold: 2,
             ..Config::default()
         };
-        let gc = PodGc::start(ctx.clone(), config).await;
+        let gc = PodGc::start(cluster.context(), config, Arc::clone(&metrics)).await;
         let report = gc.pass().await;
         let live = |name: &str| {
             store
@@ -819,7 +828,7 @@ mod tests {
         }
         assert!(live("odd").is_some());
         if odd_stored {
-            assert_eq!(ctx.metrics.deleted_count(COLLECTOR, "terminated"), 1);
+            assert_eq!(metrics.deleted_count(COLLECTOR, "terminated"), 1);
         }
     }
 }

@@ -13,9 +13,10 @@ use kgc_client::Cluster;
 use kgc_meta::{PropagationPolicy, ResourceInfo};
 use serde_json::Value;
 
-use crate::{Context, Error, Result, Target, propagation, time_field};
+use crate::{Error, Metrics, Result, Target, propagation, time_field};
 use kgc_runtime::informer::{Cache, Key, View, describe, key_of};
 use kgc_runtime::queue::WorkQueue;
+use kgc_runtime::{Context, Next, run_workers};
 
 const COLLECTOR: &str = "ttl";
 
@@ -132,9 +133,9 @@ impl View for Job {
 }
 
 /// The running collector.
-#[derive(Clone)]
 pub struct Ttl<C> {
     ctx: Context<C>,
+    metrics: Arc<Metrics>,
     jobs_resource: Arc<ResourceInfo>,
     jobs: Cache<Job>,
     queue: WorkQueue<Key>,
@@ -150,8 +151,8 @@ pub enum Outcome {
 
 impl<C: Cluster> Ttl<C> {
     /// Starts the Job cache; every change enqueues Jobs that need cleanup.
-    pub async fn start(ctx: Context<C>) -> Self {
-        let jobs_resource = ctx.resource("batch", "jobs").await;
+    pub async fn start(ctx: Context<C>, metrics: Arc<Metrics>) -> Self {
+        let jobs_resource = ctx.informers.resource("batch", "jobs").await;
         // Upstream's queue name (`pkg/controller/ttlafterfinished`).
         let queue: WorkQueue<Key> = ctx.queue("ttl_jobs_to_delete");
         let q = queue.clone();
@@ -167,6 +168,7 @@ impl<C: Cluster> Ttl<C> {
         jobs.synced().await;
         Self {
             ctx,
+            metrics,
             jobs_resource,
             jobs,
             queue,
@@ -203,7 +205,7 @@ impl<C: Cluster> Ttl<C> {
         // Expired by the cache; the TTL may have been edited since: read it back.
         let Some(live) = self
             .ctx
-            .cluster
+            .cluster()
             .get_object(&self.jobs_resource, &key.0, &key.1)
             .await?
         else {
@@ -219,52 +221,45 @@ impl<C: Cluster> Ttl<C> {
             name: &key.1,
             uid: &fresh.uid,
         };
-        self.ctx
-            .delete(
-                COLLECTOR,
-                "expired",
-                target,
-                propagation(PropagationPolicy::Foreground),
-            )
-            .await?;
+        crate::delete(
+            &self.ctx,
+            &self.metrics,
+            (COLLECTOR, "expired"),
+            target,
+            propagation(PropagationPolicy::Foreground),
+        )
+        .await?;
         Ok(Outcome::Deleted)
     }
 
-    /// One worker: forever takes due keys and processes them, retrying failures with the
-    /// queue's back-off (5 ms doubling to 1000 s, client-go's default controller limiter).
-    pub async fn worker(self) {
-        while let Some(key) = self.queue.get().await {
-            match self.process(&key).await {
-                Ok(_) => self.queue.forget(&key),
-                Err(e @ Error::Invalid { .. }) => {
-                    self.queue.forget(&key);
-                    crate::skip(&self.ctx.metrics, COLLECTOR, &e);
-                }
-                Err(e) => {
-                    tracing::warn!(collector = COLLECTOR, job = %describe(&key), error = %e, retries = self.queue.requeues(&key), "retrying");
-                    self.queue.add_rate_limited(key.clone(), COLLECTOR);
-                }
+    /// What a worker does with `key` once processed: failures are retried with the queue's
+    /// back-off (5 ms doubling to 1000 s, client-go's default controller limiter), except a
+    /// Job that cannot be judged, which is logged and left alone.
+    async fn next(&self, key: &Key) -> Next {
+        match self.process(key).await {
+            Ok(_) => Next::Done,
+            Err(e @ Error::Invalid { .. }) => {
+                crate::skip(&self.metrics, COLLECTOR, &e);
+                Next::Done
             }
-            self.queue.done(&key);
+            Err(e) => {
+                tracing::warn!(collector = COLLECTOR, job = %describe(key), error = %e, retries = self.queue.requeues(key), "retrying");
+                Next::Retry(COLLECTOR.into())
+            }
         }
     }
 }
 
 /// Runs the collector with its workers until dropped.
-pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
-    let ttl = Ttl::start(ctx).await;
+pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, metrics: Arc<Metrics>) {
+    let ttl = Arc::new(Ttl::start(ctx, metrics).await);
     tracing::info!(collector = COLLECTOR, workers = config.workers, "started");
-    let workers: Vec<_> = (0..config.workers.max(1))
-        .map(|_| tokio::spawn(ttl.clone().worker()))
-        .collect();
-    struct Abort(Vec<tokio::task::JoinHandle<()>>);
-    impl Drop for Abort {
-        fn drop(&mut self) {
-            self.0.iter().for_each(|t| t.abort());
-        }
-    }
-    let _guard = Abort(workers);
-    std::future::pending::<()>().await;
+    let queue = ttl.queue.clone();
+    run_workers(queue, config.workers, move |key: Key| {
+        let ttl = Arc::clone(&ttl);
+        async move { ttl.next(&key).await }
+    })
+    .await;
 }
 
 #[cfg(test)]

@@ -23,7 +23,8 @@ use kgc_meta::{ObjectRef, ResourceInfo};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use crate::{Context, Result, Target};
+use crate::{Metrics, Result, Target};
+use kgc_runtime::Context;
 use kgc_runtime::events::{Collector, Recorder, WARNING, object_reference};
 use kgc_runtime::informer::{Cache, Key, View, describe};
 
@@ -196,6 +197,7 @@ pub fn reclaim(pv: &Value) -> Reclaim {
 
 struct Volumes<C> {
     ctx: Context<C>,
+    metrics: Arc<Metrics>,
     pvs_resource: Arc<ResourceInfo>,
     pvcs_resource: Arc<ResourceInfo>,
     pvs: Cache<Value>,
@@ -205,7 +207,7 @@ struct Volumes<C> {
 
 impl<C: Cluster> Volumes<C> {
     async fn pass(&self) {
-        self.ctx.metrics.pass(COLLECTOR);
+        self.metrics.pass(COLLECTOR);
         let bound: Vec<Value> = self.pvs.read(|m| {
             m.values()
                 .filter(|pv| bound_claim(pv).is_some())
@@ -228,7 +230,7 @@ impl<C: Cluster> Volumes<C> {
             // Not in the cache: ask the cluster before releasing anything.
             claim = self
                 .ctx
-                .cluster
+                .cluster()
                 .get_object(&self.pvcs_resource, &claim_key.0, &claim_key.1)
                 .await?
                 .and_then(|o| Claim::view(&o));
@@ -292,7 +294,7 @@ impl<C: Cluster> Volumes<C> {
                     .is_some_and(|f| f.iter().any(|x| x == PV_CONTROLLER_FINALIZER))
                 {
                     self.ctx
-                        .cluster
+                        .cluster()
                         .remove_finalizer(
                             &self.pvs_resource,
                             "",
@@ -303,18 +305,13 @@ impl<C: Cluster> Volumes<C> {
                         .await?;
                 }
                 let target = Target::cluster(&self.pvs_resource, name, uid);
-                self.ctx
-                    .delete(
-                        COLLECTOR,
-                        "reclaimed",
-                        target,
-                        kgc_meta::DeleteOptions::default(),
-                    )
-                    .await?;
+                let options = kgc_meta::DeleteOptions::default();
+                let reason = (COLLECTOR, "reclaimed");
+                crate::delete(&self.ctx, &self.metrics, reason, target, options).await?;
                 Ok(())
             }
             Err(reason) => {
-                self.ctx.metrics.error(COLLECTOR, "delete-volume");
+                self.metrics.error(COLLECTOR, "delete-volume");
                 tracing::warn!(collector = COLLECTOR, pv = %name, error = %reason, "deleting the volume failed");
                 if phase != "Failed" {
                     self.set_phase(pv.clone(), "Failed", &reason).await?;
@@ -343,7 +340,7 @@ impl<C: Cluster> Volumes<C> {
         }
         Ok(self
             .ctx
-            .cluster
+            .cluster()
             .replace_status(&self.pvs_resource, "", &name, pv)
             .await?)
     }
@@ -363,7 +360,7 @@ impl<C: Cluster> Volumes<C> {
                 .to_owned(),
         };
         let recorder = Recorder::new(
-            Collector(self.ctx.cluster.clone()),
+            Collector(self.ctx.cluster().clone()),
             "persistentvolume-controller",
             self.ctx.clock,
         );
@@ -382,15 +379,20 @@ impl<C: Cluster> Volumes<C> {
 }
 
 /// Runs volume reclaim until dropped: a pass on every PV or claim change, and every period.
-pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
+pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, metrics: Arc<Metrics>) {
     let deleter: Arc<dyn Deleter> = Arc::new(HostPathDeleter::new(config.host_path_root.clone()));
-    run_with(ctx, config, deleter).await;
+    run_with(ctx, config, metrics, deleter).await;
 }
 
 /// [`run`] with another [`Deleter`].
-pub async fn run_with<C: Cluster>(ctx: Context<C>, config: Config, deleter: Arc<dyn Deleter>) {
-    let pvs_resource = ctx.resource("", "persistentvolumes").await;
-    let pvcs_resource = ctx.resource("", "persistentvolumeclaims").await;
+pub async fn run_with<C: Cluster>(
+    ctx: Context<C>,
+    config: Config,
+    metrics: Arc<Metrics>,
+    deleter: Arc<dyn Deleter>,
+) {
+    let pvs_resource = ctx.informers.resource("", "persistentvolumes").await;
+    let pvcs_resource = ctx.informers.resource("", "persistentvolumeclaims").await;
     let changed = Arc::new(Notify::new());
     let (a, b) = (Arc::clone(&changed), Arc::clone(&changed));
     let pvs = ctx.informers.cache::<Value>(Arc::clone(&pvs_resource));
@@ -402,6 +404,7 @@ pub async fn run_with<C: Cluster>(ctx: Context<C>, config: Config, deleter: Arc<
     tracing::info!(collector = COLLECTOR, root = ?config.host_path_root, "started");
     let v = Volumes {
         ctx,
+        metrics,
         pvs_resource,
         pvcs_resource,
         pvs,

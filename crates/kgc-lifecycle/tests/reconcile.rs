@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::Job;
-use kgc_lifecycle::{Clock, Context, Metrics, ttl};
+use kgc_lifecycle::{Metrics, ttl};
 use kgc_testcluster::{DEADLINE, TestCluster, eventually};
 use serde_json::json;
 
@@ -14,12 +14,8 @@ use serde_json::json;
 #[tokio::test]
 async fn a_finished_job_past_its_ttl_is_deleted() {
     let mut c = TestCluster::start().await;
-    let ctx = Context::new(
-        c.context().informers,
-        Clock::default(),
-        Arc::new(Metrics::default()),
-    );
-    c.run(ttl::run(ctx, ttl::Config::default()));
+    let metrics = Arc::new(Metrics::default());
+    c.run(ttl::run(c.context(), ttl::Config::default(), metrics));
     let ns = c.namespace("ttl").await;
     let jobs = c.api::<Job>(&ns);
     for (name, ttl) in [("kept", None), ("expired", Some(0))] {

@@ -19,7 +19,7 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, Weak};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -102,12 +102,30 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// What discovery last said (`None` before its first answer), shared by every
+/// [`Informers::resource`] wait of one set of informers.
+type Served = Arc<Option<Result<kgc_client::discovery::Resources, String>>>;
+
+/// The one discovery stream of a set of informers, followed while they are held.
+struct Discovery {
+    served: watch::Receiver<Served>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Discovery {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// The informers of one process: one watch per resource, started when the first cache of the
-/// resource is asked for. Clones share them; a watch stops once neither they nor a cache of it
-/// are held.
+/// resource is asked for, and one discovery stream, started when a resource is first waited
+/// for. Clones share them; a watch stops once neither they nor a cache of it are held, the
+/// discovery once they are not.
 pub struct Informers<C> {
     cluster: C,
     sources: Arc<Sources>,
+    discovery: Arc<OnceLock<Discovery>>,
 }
 
 impl<C: Clone> Clone for Informers<C> {
@@ -115,6 +133,7 @@ impl<C: Clone> Clone for Informers<C> {
         Self {
             cluster: self.cluster.clone(),
             sources: Arc::clone(&self.sources),
+            discovery: Arc::clone(&self.discovery),
         }
     }
 }
@@ -124,6 +143,7 @@ impl<C: Cluster> Informers<C> {
         Self {
             cluster,
             sources: Arc::default(),
+            discovery: Arc::default(),
         }
     }
 
@@ -209,33 +229,57 @@ impl<C: Cluster> Informers<C> {
     }
 
     /// The served resource `group`/`plural`, waiting until the cluster serves it: a controller
-    /// may start before the CRD or the API it reads exists. It follows discovery (at once when
-    /// the cluster says its resources changed, else every 30 s) and says once that it waits.
+    /// may start before the CRD or the API it reads exists. It follows the informers' one
+    /// discovery stream (a new snapshot at once when the cluster says its resources changed,
+    /// else every 30 s: one discovery for every controller waiting, not one each) and says
+    /// once that it waits.
     pub async fn resource(&self, group: &str, plural: &str) -> Arc<ResourceInfo> {
-        let mut served = kgc_client::discovery::served(self.cluster.clone(), DISCOVERY_RESYNC);
+        let mut served = self.served();
         let mut warned = false;
-        while let Some(resources) = served.next().await {
-            match resources {
-                Ok(rs) => {
-                    if let Some(r) = rs
-                        .into_iter()
-                        .find(|r| r.group == group && r.plural == plural)
-                    {
-                        return r;
+        loop {
+            let current = Arc::clone(&served.borrow_and_update());
+            match current.as_ref() {
+                // Discovery has not answered yet.
+                None => {}
+                Some(Ok(rs)) => {
+                    if let Some(r) = rs.iter().find(|r| r.group == group && r.plural == plural) {
+                        return Arc::clone(r);
                     }
                     if !warned {
                         tracing::warn!(%group, %plural, "the cluster does not serve this resource yet");
                     }
+                    warned = true;
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     if !warned {
                         tracing::warn!(%group, %plural, error = %e, "discovery failed");
                     }
+                    warned = true;
                 }
             }
-            warned = true;
+            if served.changed().await.is_err() {
+                // The stream ended (it never does): nothing will be served.
+                return std::future::pending().await;
+            }
         }
-        std::future::pending().await
+    }
+
+    /// The informers' discovery stream, started by its first follower.
+    fn served(&self) -> watch::Receiver<Served> {
+        let discovery = self.discovery.get_or_init(|| {
+            let (tx, served) = watch::channel(Served::default());
+            let mut stream = kgc_client::discovery::served(self.cluster.clone(), DISCOVERY_RESYNC);
+            let task = tokio::spawn(async move {
+                while let Some(snapshot) = stream.next().await {
+                    let snapshot = snapshot.map_err(|e| e.to_string());
+                    if tx.send(Arc::new(Some(snapshot))).is_err() {
+                        return;
+                    }
+                }
+            });
+            Discovery { served, task }
+        });
+        discovery.served.clone()
     }
 
     /// How many watches this process holds open (one per resource read).

@@ -11,12 +11,16 @@
 //! - [`correlator`]: the one event correlator every event recorder files through;
 //! - [`events`]: the event `Recorder` every controller, collector and `kgc sync` records with;
 //! - [`leader_election`]: client-go's leader election on a Lease, over kube-rs;
-//! - [`Context`]: what every controller shares; [`work`], [`run_by_name`] and
-//!   [`run_per_namespace`]: the loops controllers run on.
+//! - [`Context`]: what every controller and collector shares; [`work`], [`run_by_name`] and
+//!   [`run_per_namespace`]: the loops controllers run on, and [`run_workers`] under them, on
+//!   which the collectors and the scheduler run too;
+//! - [`Controller`]: a controller declared in kube-runtime's shape
+//!   (`Controller::new(ctx, name, &objects).owns(&children, owner).watches(&other, mapper).run(workers, reconcile)`).
 #![forbid(unsafe_code)]
 
 pub use kgc_client::backoff;
 mod context;
+mod controller;
 pub mod correlator;
 pub mod decisions;
 pub mod events;
@@ -27,7 +31,8 @@ pub mod queue;
 mod runner;
 
 pub use context::Context;
-pub use runner::{run_by_name, run_per_namespace, work};
+pub use controller::{Controller, ObjectKey};
+pub use runner::{Next, run_by_name, run_per_namespace, run_workers, work};
 
 /// The runtime's one fallible operation: writing an event, through a controller's client or a
 /// collector's cluster.

@@ -1,17 +1,18 @@
 //! The loops a controller runs on: [`work`], the workers over a queue, and the two shapes of
 //! controller every crate has (upstream's `processNextWorkItem` of `pkg/controller/*`):
 //! [`run_by_name`], cluster-scoped objects queued by name, and [`run_per_namespace`], an object
-//! kept in every active namespace.
+//! kept in every active namespace, each a [`Controller`] declaration.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use kgc_client::Cluster;
 use kgc_meta::ResourceInfo;
 use serde_json::Value;
 
-use crate::Context;
 use crate::informer::{Key, View};
 use crate::queue::WorkQueue;
+use crate::{Context, Controller};
 
 /// Runs a controller of cluster-scoped objects named by their key: `V` keeps only the objects
 /// there is something to do for, every change of one queues its name, and `sync` judges a name
@@ -30,18 +31,11 @@ pub async fn run_by_name<C, V, F, Fut, E>(
     E: std::fmt::Display,
 {
     let resource = ctx.informers.resource(group, plural).await;
-    let queue = ctx.queue::<String>(controller);
     let cache = ctx.informers.cache::<V>(Arc::clone(&resource));
-    let q = queue.clone();
-    cache.on_change(Arc::new(move |key: &Key, v: Option<&V>| {
-        if v.is_some() {
-            q.add(key.1.clone());
-        }
-    }));
-    cache.synced().await;
-    tracing::info!(controller, "started");
+    let declared = Controller::named(&ctx, controller)
+        .watches(&cache, |key: &Key, v: Option<&V>| v.map(|_| key.1.clone()));
     let sync = move |name: String| sync.clone()(ctx.clone(), Arc::clone(&resource), name);
-    work(controller, queue, workers, sync).await;
+    declared.run(workers, sync).await;
 }
 
 /// What the per-namespace controllers keep of a namespace: only active ones (no
@@ -77,24 +71,15 @@ pub async fn run_per_namespace<C, V, F, Fut, E>(
 {
     let namespaces = ctx.informers.resource("", "namespaces").await;
     let resource = ctx.informers.resource(group, plural).await;
-    let queue = ctx.queue::<String>(controller);
     let active = ctx.informers.cache::<Active>(namespaces);
     let objects = ctx.informers.cache::<V>(resource);
-    let q = queue.clone();
-    active.on_change(Arc::new(move |key: &Key, ns: Option<&Active>| {
-        if ns.is_some() {
-            q.add(key.1.clone());
-        }
-    }));
-    let q = queue.clone();
-    objects.on_change(Arc::new(move |key: &Key, _: Option<&V>| {
-        if key.1 == object {
-            q.add(key.0.clone());
-        }
-    }));
-    active.synced().await;
-    objects.synced().await;
-    tracing::info!(controller, "started");
+    let declared = Controller::named(&ctx, controller)
+        .watches(&active, |key: &Key, ns: Option<&Active>| {
+            ns.map(|_| key.1.clone())
+        })
+        .watches(&objects, move |key: &Key, _: Option<&V>| {
+            (key.1 == object).then(|| key.0.clone())
+        });
     let sync = move |ns: String| {
         let (ctx, sync) = (ctx.clone(), sync.clone());
         let is_active = active.get(&(String::new(), ns.clone())).is_some();
@@ -106,7 +91,7 @@ pub async fn run_per_namespace<C, V, F, Fut, E>(
             sync(ctx, ns, current).await
         }
     };
-    work(controller, queue, workers, sync).await;
+    declared.run(workers, sync).await;
 }
 
 /// Runs `workers` workers over `queue`, each calling `sync` for a key and acting on what it
@@ -123,21 +108,57 @@ pub async fn work<K, F, Fut, E>(
     Fut: std::future::Future<Output = std::result::Result<Option<std::time::Duration>, E>> + Send,
     E: std::fmt::Display,
 {
+    let q = queue.clone();
+    let process = move |key: K| {
+        let (sync, q) = (sync.clone(), q.clone());
+        async move {
+            match sync(key.clone()).await {
+                Ok(None) => Next::Done,
+                Ok(Some(after)) => Next::After(after),
+                Err(e) => {
+                    tracing::warn!(controller, key = %key, error = %e, retries = q.requeues(&key), "sync failed; retrying with back-off");
+                    Next::Retry(Cow::Borrowed(controller))
+                }
+            }
+        }
+    };
+    run_workers(queue, workers, process).await;
+}
+
+/// What a worker does with a key it has processed (client-go's `Forget`, `AddAfter`,
+/// `AddRateLimited` after `processNextWorkItem`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// Done: its failures are forgotten.
+    Done,
+    /// Done, and looked at again after this long.
+    After(std::time::Duration),
+    /// Failed: again after the queue's back-off, charged to the named bucket of its limiter.
+    Retry(Cow<'static, str>),
+}
+
+/// Runs `workers` workers over `queue`, each calling `process` for a key and doing what it
+/// returns: [`work`] for controllers whose outcome is a `Result`, and for the collectors, which
+/// decide themselves what a failure costs (the owner-reference collector charges a retry to
+/// the object's kind, the TTL collector drops a Job it cannot judge).
+pub async fn run_workers<K, F, Fut>(queue: WorkQueue<K>, workers: usize, process: F)
+where
+    K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+    F: Fn(K) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Next> + Send,
+{
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers.max(1) {
-        let (queue, sync) = (queue.clone(), sync.clone());
+        let (queue, process) = (queue.clone(), process.clone());
         tasks.spawn(async move {
             while let Some(key) = queue.get().await {
-                match sync(key.clone()).await {
-                    Ok(None) => queue.forget(&key),
-                    Ok(Some(after)) => {
+                match process(key.clone()).await {
+                    Next::Done => queue.forget(&key),
+                    Next::After(after) => {
                         queue.forget(&key);
                         queue.add_after(key.clone(), after);
                     }
-                    Err(e) => {
-                        tracing::warn!(controller, key = %key, error = %e, retries = queue.requeues(&key), "sync failed; retrying with back-off");
-                        queue.add_rate_limited(key.clone(), controller);
-                    }
+                    Next::Retry(bucket) => queue.add_rate_limited(key.clone(), &bucket),
                 }
                 queue.done(&key);
             }

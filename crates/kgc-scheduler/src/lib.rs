@@ -28,9 +28,8 @@ pub mod volume;
 use std::sync::Arc;
 
 use kgc_client::Cluster;
-use kgc_runtime::Context;
 use kgc_runtime::informer::Key;
-use kgc_runtime::queue::WorkQueue;
+use kgc_runtime::{Context, Next, run_workers};
 use tokio::sync::{Notify, Semaphore};
 
 /// The name `--controllers` and `--disable` know it by.
@@ -63,11 +62,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         i.resource("", "persistentvolumes"),
         i.resource("storage.k8s.io", "storageclasses"),
     );
-    let active = match &ctx.queues {
-        Some(m) => WorkQueue::with_metrics(NAME, m),
-        None => WorkQueue::new(),
-    };
-    let queue = queue::SchedulingQueue::new(active);
+    let queue = queue::SchedulingQueue::new(ctx.queue(NAME));
     let cache = cache::Cache::default();
     let volumes = volume::Volumes {
         claims: i.cache(claims),
@@ -151,15 +146,18 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
             }
         }
     };
-    let schedule = async {
-        while let Some(key) = queue.active.get().await {
-            let Ok(permit) = Arc::clone(&sched.binds).acquire_owned().await else {
-                break;
-            };
-            sched.schedule_one(key.clone(), permit);
-            queue.active.done(&key);
+    // One scheduling cycle at a time (kube-scheduler's `ScheduleOne` loop), on the runtime's
+    // worker loop; a pod's binding runs on, holding one of the slots, while the next is
+    // scheduled.
+    let schedule = run_workers(queue.active.clone(), 1, move |key: Key| {
+        let sched = Arc::clone(&sched);
+        async move {
+            if let Ok(permit) = Arc::clone(&sched.binds).acquire_owned().await {
+                sched.schedule_one(key, permit);
+            }
+            Next::Done
         }
-    };
+    });
     tokio::select! {
         () = flusher => {}
         () = schedule => {}

@@ -51,7 +51,12 @@ impl TestCluster {
     /// A fresh, empty cluster (the system namespaces only), as `kgc serve --in-memory` starts
     /// with, without its controllers.
     pub async fn start() -> Self {
-        let store = Store::in_memory().await.expect("an in-memory store opens");
+        Self::over(Store::in_memory().await.expect("an in-memory store opens"))
+    }
+
+    /// A cluster over `store`, which a test may have filled (or given objects the API would
+    /// refuse) through the store itself.
+    pub fn over(store: Store) -> Self {
         let (shutdown, stop) = watch::channel(false);
         let api = ApiServer::new(store.clone(), "127.0.0.1:0".into(), stop);
         let client = api.loopback_client();
@@ -63,6 +68,7 @@ impl TestCluster {
             clock: Default::default(),
             queues: None,
             root_ca: None,
+            decisions: Default::default(),
         };
         Self {
             client,

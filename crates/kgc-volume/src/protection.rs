@@ -14,14 +14,13 @@
 //! - a volume, once it is not `Bound` (the `pv` collector releases it when its claim goes).
 
 use std::collections::HashMap;
-use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kgc_client::Cluster;
-use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, View, describe};
+use kgc_runtime::{Context, Controller, ObjectKey};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::Value;
 
@@ -106,20 +105,16 @@ fn pod_claims(pod: &Value) -> Vec<String> {
 pub async fn run_pvc<C: Cluster>(ctx: Context<C>) {
     let pvcs = ctx.informers.resource("", "persistentvolumeclaims").await;
     let pods = ctx.informers.resource("", "pods").await;
-    let queue = ctx.queue::<ClaimKey>(PVC_NAME);
     let claims = ctx.informers.cache::<Claim>(pvcs);
     let users = ctx.informers.cache::<PodClaims>(pods);
-    let q = queue.clone();
-    claims.on_change(Arc::new(move |key: &Key, c: Option<&Claim>| {
-        if c.is_some_and(|c| needs_work(&c.0.metadata, PVC_PROTECTION_FINALIZER)) {
-            q.add(ClaimKey(key.clone()));
-        }
-    }));
-    // A pod that goes takes its view with it: the handler remembers which claims each pod
+    let claim_changed = |key: &Key, c: Option<&Claim>| {
+        c.filter(|c| needs_work(&c.0.metadata, PVC_PROTECTION_FINALIZER))
+            .map(|_| ObjectKey(key.clone()))
+    };
+    // A pod that goes takes its view with it: the mapper remembers which claims each pod
     // used, to queue them when it goes (upstream's handler gets the deleted pod).
-    let q = queue.clone();
     let used: Mutex<HashMap<Key, Vec<String>>> = Mutex::default();
-    users.on_change(Arc::new(move |key: &Key, p: Option<&PodClaims>| {
+    let pod_changed = move |key: &Key, p: Option<&PodClaims>| {
         let mut used = used.lock().unwrap_or_else(PoisonError::into_inner);
         let claims = match p {
             Some(p) => {
@@ -128,32 +123,27 @@ pub async fn run_pvc<C: Cluster>(ctx: Context<C>) {
             }
             None => used.remove(key).unwrap_or_default(),
         };
-        for c in claims {
-            q.add(ClaimKey((key.0.clone(), c)));
-        }
-    }));
-    claims.synced().await;
-    users.synced().await;
-    tracing::info!(controller = PVC_NAME, "started");
-    let sync = move |key: ClaimKey| {
+        claims
+            .into_iter()
+            .map(|c| ObjectKey((key.0.clone(), c)))
+            .collect::<Vec<_>>()
+    };
+    let sync = {
         let (ctx, claims, users) = (ctx.clone(), claims.clone(), users.clone());
-        async move {
-            sync_claim(&ctx, &claims, &users, &key.0)
-                .await
-                .map(|()| None::<Duration>)
+        move |key: ObjectKey| {
+            let (ctx, claims, users) = (ctx.clone(), claims.clone(), users.clone());
+            async move {
+                sync_claim(&ctx, &claims, &users, &key.0)
+                    .await
+                    .map(|()| None::<Duration>)
+            }
         }
     };
-    kgc_runtime::work(PVC_NAME, queue, WORKERS, sync).await;
-}
-
-/// A claim's key, displayed `namespace/name` in logs.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct ClaimKey(Key);
-
-impl fmt::Display for ClaimKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&describe(&self.0))
-    }
+    Controller::named(&ctx, PVC_NAME)
+        .watches(&claims, claim_changed)
+        .watches(&users, pod_changed)
+        .run(WORKERS, sync)
+        .await;
 }
 
 /// `processPVC`.
@@ -200,25 +190,26 @@ async fn in_use(client: &kube::Client, users: &Cache<PodClaims>, key: &Key) -> R
 /// Runs the PV protection controller until dropped.
 pub async fn run_pv<C: Cluster>(ctx: Context<C>) {
     let pvs = ctx.informers.resource("", "persistentvolumes").await;
-    let queue = ctx.queue::<String>(PV_NAME);
     let volumes = ctx.informers.cache::<Volume>(pvs);
-    let q = queue.clone();
-    volumes.on_change(Arc::new(move |key: &Key, v: Option<&Volume>| {
-        if v.is_some_and(|v| needs_work(&v.0.metadata, PV_PROTECTION_FINALIZER)) {
-            q.add(key.1.clone());
-        }
-    }));
-    volumes.synced().await;
-    tracing::info!(controller = PV_NAME, "started");
-    let sync = move |name: String| {
+    let volume_changed = |key: &Key, v: Option<&Volume>| {
+        v.filter(|v| needs_work(&v.0.metadata, PV_PROTECTION_FINALIZER))
+            .map(|_| key.1.clone())
+    };
+    let sync = {
         let (ctx, volumes) = (ctx.clone(), volumes.clone());
-        async move {
-            sync_volume(&ctx, &volumes, &name)
-                .await
-                .map(|()| None::<Duration>)
+        move |name: String| {
+            let (ctx, volumes) = (ctx.clone(), volumes.clone());
+            async move {
+                sync_volume(&ctx, &volumes, &name)
+                    .await
+                    .map(|()| None::<Duration>)
+            }
         }
     };
-    kgc_runtime::work(PV_NAME, queue, WORKERS, sync).await;
+    Controller::named(&ctx, PV_NAME)
+        .watches(&volumes, volume_changed)
+        .run(WORKERS, sync)
+        .await;
 }
 
 /// `processPV`: a deleted volume goes once it is not Bound (`isBeingUsed`).

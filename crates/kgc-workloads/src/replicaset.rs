@@ -23,9 +23,9 @@ use k8s_openapi::api::core::v1::{ObjectReference, Pod as TypedPod, PodTemplateSp
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kgc_client::Cluster;
 use kgc_meta::selector::LabelSelector;
-use kgc_runtime::Context;
 use kgc_runtime::events::{Recorder, reference};
 use kgc_runtime::informer::{Cache, Key, describe};
+use kgc_runtime::{Context, ObjectKey};
 use kube::api::{Api, PostParams};
 use kube::core::NamespaceResourceScope;
 
@@ -76,16 +76,6 @@ impl Kind for Typed {
     const FIELD_MANAGER: &'static str = "kgc-replicaset-controller";
     fn as_replica_set(&self) -> Typed {
         self.clone()
-    }
-}
-
-/// A ReplicaSet's key in the work queue.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct RsKey(Key);
-
-impl fmt::Display for RsKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&describe(&self.0))
     }
 }
 
@@ -175,7 +165,6 @@ pub(crate) async fn run_for<K: Kind, C: Cluster>(ctx: Context<C>) {
         .resource(&K::group(&()), &K::plural(&()))
         .await;
     let pods_resource = ctx.informers.resource("", "pods").await;
-    let queue = ctx.queue::<RsKey>(K::NAME);
     let controller = Arc::new(Controller::<K, C> {
         sets: ctx.informers.cache(sets_resource),
         pods: ctx.informers.cache::<Pod>(pods_resource),
@@ -184,41 +173,38 @@ pub(crate) async fn run_for<K: Kind, C: Cluster>(ctx: Context<C>) {
         recorder: Recorder::new(ctx.client.clone(), K::COMPONENT, ctx.clock),
         ctx,
     });
-    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller.sets.on_change(Arc::new(
-        move |key: &Key, rs: Option<&kgc_runtime::informer::Typed<K>>| {
-            if rs.is_none()
-                && let Some(c) = c.upgrade()
-            {
-                c.expectations.forget(key);
-            }
-            q.add(RsKey(key.clone()));
-        },
-    ));
-    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller
-        .pods
-        .on_change(Arc::new(move |key: &Key, pod: Option<&Pod>| {
-            if let (Some(c), Some(pod)) = (c.upgrade(), pod) {
-                c.pod_changed(key, pod, &q);
-            }
-        }));
-    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller
-        .pods
-        .on_delete(Arc::new(move |key: &Key, _: &Pod| {
-            if let Some(c) = c.upgrade() {
-                c.pod_gone(key, &q);
-            }
-        }));
-    controller.sets.synced().await;
-    controller.pods.synced().await;
-    tracing::info!(controller = K::NAME, "started");
-    let sync = move |key: RsKey| {
-        let c = Arc::clone(&controller);
-        async move { c.sync(&key.0).await }
+    // Upstream `addReplicaSet`/`updateReplicaSet`/`deleteReplicaSet`: the set looks again; a
+    // deleted one's expectations go with it.
+    let c = Arc::downgrade(&controller);
+    let set_changed = move |key: &Key, rs: Option<&kgc_runtime::informer::Typed<K>>| {
+        if rs.is_none()
+            && let Some(c) = c.upgrade()
+        {
+            c.expectations.forget(key);
+        }
+        Some(ObjectKey(key.clone()))
     };
-    kgc_runtime::work(K::NAME, queue, WORKERS, sync).await;
+    let c = Arc::downgrade(&controller);
+    let pod_changed = move |key: &Key, pod: Option<&Pod>| match (c.upgrade(), pod) {
+        (Some(c), Some(pod)) => c.pod_changed(key, pod),
+        _ => Vec::new(),
+    };
+    let c = Arc::downgrade(&controller);
+    let pod_gone = move |key: &Key, _: &Pod| c.upgrade().and_then(|c| c.pod_gone(key));
+    let sync = {
+        let controller = Arc::clone(&controller);
+        move |key: ObjectKey| {
+            let c = Arc::clone(&controller);
+            async move { c.sync(&key.0).await }
+        }
+    };
+    let c = &controller;
+    kgc_runtime::Controller::named(&c.ctx, K::NAME)
+        .watches(&c.sets, set_changed)
+        .watches(&c.pods, pod_changed)
+        .watches_deletions(&c.pods, pod_gone)
+        .run(WORKERS, sync)
+        .await;
 }
 
 impl<K: Kind, C: Cluster> Controller<K, C> {
@@ -229,13 +215,14 @@ impl<K: Kind, C: Cluster> Controller<K, C> {
     /// Upstream `addPod`/`updatePod`: the pod's owner (old and new) looks again; a new pod
     /// fulfils a creation its owner expected; an orphan wakes every ReplicaSet of its
     /// namespace that selects it, which may adopt it.
-    fn pod_changed(&self, key: &Key, pod: &Pod, queue: &kgc_runtime::queue::WorkQueue<RsKey>) {
+    fn pod_changed(&self, key: &Key, pod: &Pod) -> Vec<ObjectKey> {
+        let mut wake = Vec::new();
         let owner = owner_key::<K>(pod);
         let (new, prev) = self.index().set(key, owner.clone());
         if let Some(Some(old)) = prev
             && Some(&old) != owner.as_ref()
         {
-            queue.add(RsKey(old));
+            wake.push(ObjectKey(old));
         }
         match owner {
             Some(o) => {
@@ -245,7 +232,7 @@ impl<K: Kind, C: Cluster> Controller<K, C> {
                 if pod.deleting && self.index().deleting.insert(key.clone()) {
                     self.expectations.deletion_observed(&o);
                 }
-                queue.add(RsKey(o));
+                wake.push(ObjectKey(o));
             }
             None if pod.deleting => {}
             None => self.sets.read(|sets| {
@@ -256,26 +243,26 @@ impl<K: Kind, C: Cluster> Controller<K, C> {
                             .flatten()
                             .is_some_and(|s| s.matches(&pod.labels))
                     {
-                        queue.add(RsKey(k.clone()));
+                        wake.push(ObjectKey(k.clone()));
                     }
                 }
             }),
         }
+        wake
     }
 
     /// Upstream `deletePod`: the owner sees one expected deletion fulfilled, unless it was
     /// counted when the pod's graceful deletion began.
-    fn pod_gone(&self, key: &Key, queue: &kgc_runtime::queue::WorkQueue<RsKey>) {
+    fn pod_gone(&self, key: &Key) -> Option<ObjectKey> {
         let (owner, counted) = {
             let mut index = self.index();
             (index.remove(key), index.deleting.remove(key))
         };
-        if let Some(Some(owner)) = owner {
-            if !counted {
-                self.expectations.deletion_observed(&owner);
-            }
-            queue.add(RsKey(owner));
+        let owner = owner.flatten()?;
+        if !counted {
+            self.expectations.deletion_observed(&owner);
         }
+        Some(ObjectKey(owner))
     }
 
     /// The pods a ReplicaSet may claim: those whose controller reference names it, and the

@@ -264,20 +264,20 @@ fn start_gc(
         .clone()
         .map(|metrics| GarbageCollector::with_metrics(informers.clone(), config.clone(), metrics));
     shared.set_gc(gc.clone());
+    let ctx = kgc_runtime::Context {
+        informers,
+        client,
+        clock: shared.lifecycle.clock(),
+        queues: Some(shared.queue_metrics.clone()),
+        root_ca: shared.root_ca.clone(),
+        decisions: config.decisions.clone(),
+    };
     let lifecycle = shared.lifecycle.clone().run(
-        informers.clone(),
+        ctx.clone(),
         shared.disable.clone(),
         Arc::clone(&shared.lifecycle_metrics),
-        config.decisions.clone(),
     );
     let controllers = {
-        let ctx = kgc_runtime::Context {
-            informers,
-            client,
-            clock: shared.lifecycle.clock(),
-            queues: Some(shared.queue_metrics.clone()),
-            root_ca: shared.root_ca.clone(),
-        };
         let disabled = shared.disable.clone();
         let (volumes, endpoints, quota) = (
             shared.lifecycle.volumes(),

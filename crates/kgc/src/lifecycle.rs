@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kgc_client::Cluster;
-use kgc_lifecycle::{Clock, Context, Metrics};
-use kgc_runtime::decisions::Decisions;
-use kgc_runtime::informer::Informers;
+use kgc_lifecycle::Metrics;
+use kgc_meta::time::Clock;
+use kgc_runtime::Context;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct LifecycleArgs {
@@ -109,16 +109,14 @@ impl LifecycleArgs {
             .any(|c| !disabled.iter().any(|d| d == c))
     }
 
-    /// Runs the enabled collectors until the future is dropped.
+    /// Runs the enabled collectors on the term's context until the future is dropped.
     pub async fn run<C: Cluster>(
         self,
-        informers: Informers<C>,
+        ctx: Context<C>,
         disabled: Vec<String>,
         metrics: Arc<Metrics>,
-        decisions: Decisions,
     ) {
-        let ctx = Context::new(informers, self.clock(), metrics).with_decisions(decisions);
-        kgc_lifecycle::run(ctx, self.config(&disabled)).await;
+        kgc_lifecycle::run(ctx, self.config(&disabled), metrics).await;
     }
 }
 

@@ -483,6 +483,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         queues: registry.queues(),
         // What verifies this server; a plain-HTTP server has none to publish.
         root_ca: security.as_ref().map(|s| s.root_ca().into()),
+        decisions,
         disabled: disabled.clone(),
     };
     // Upstream's identity is `hostname_uuid`; a replica is named by its address instead, as
@@ -509,7 +510,6 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         graph,
         lifecycle: lifecycle_args.clone(),
         lifecycle_metrics: Arc::new(kgc_lifecycle::Metrics::new(&registry)),
-        decisions,
         nodes,
         kubelet,
         kubelet_metrics: kgc_kubelet::Metrics::register(&registry),

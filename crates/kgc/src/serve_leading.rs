@@ -37,9 +37,11 @@ pub struct Base {
     pub store: Store,
     /// The loopback client every controller writes with.
     pub client: kube::Client,
-    pub clock: kgc_lifecycle::Clock,
+    pub clock: kgc_meta::time::Clock,
     pub queues: kgc_runtime::queue::QueueMetrics,
     pub root_ca: Option<Arc<str>>,
+    /// The collectors' decision history, served on `/debug/gc/decisions`.
+    pub decisions: kgc_runtime::decisions::Decisions,
     pub disabled: Vec<String>,
 }
 
@@ -53,6 +55,7 @@ impl Base {
             clock: self.clock,
             queues: Some(self.queues.clone()),
             root_ca: self.root_ca.clone(),
+            decisions: self.decisions.clone(),
         }
     }
 
@@ -70,7 +73,6 @@ pub struct ControllerManager {
     pub graph: GraphSlot,
     pub lifecycle: crate::lifecycle::LifecycleArgs,
     pub lifecycle_metrics: Arc<kgc_lifecycle::Metrics>,
-    pub decisions: kgc_runtime::decisions::Decisions,
     pub nodes: crate::nodes::Nodes,
     pub kubelet: kgc_kubelet::Config,
     pub kubelet_metrics: kgc_kubelet::Metrics,
@@ -91,10 +93,9 @@ impl Leading for ControllerManager {
         let disabled = self.base.disabled.clone();
         let lifecycle = crate::lifecycle::LifecycleArgs::any_enabled(&disabled).then(|| {
             self.lifecycle.clone().run(
-                ctx.informers.clone(),
+                ctx.clone(),
                 disabled.clone(),
                 Arc::clone(&self.lifecycle_metrics),
-                self.decisions.clone(),
             )
         });
         let lifecycle = async move {

@@ -14,7 +14,6 @@
 
 pub mod schedule;
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,9 +23,9 @@ use k8s_openapi::api::batch::v1::{CronJob as Typed, CronJobStatus, Job as TypedJ
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kgc_client::Cluster;
-use kgc_runtime::Context;
 use kgc_runtime::events::{Recorder, reference};
-use kgc_runtime::informer::{Cache, Key, describe};
+use kgc_runtime::informer::{Cache, Key};
+use kgc_runtime::{Context, ObjectKey};
 use kube::api::{Api, DeleteParams, PostParams, Preconditions, PropagationPolicy};
 use serde_json::json;
 
@@ -52,15 +51,6 @@ const NEXT_SCHEDULE_DELTA: Duration = Duration::from_millis(100);
 /// A cached CronJob (typed; there are few of them).
 pub type CronJob = kgc_runtime::informer::Typed<Typed>;
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct CjKey(Key);
-
-impl fmt::Display for CjKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&describe(&self.0))
-    }
-}
-
 struct Controller<C> {
     ctx: Context<C>,
     cronjobs: Cache<CronJob>,
@@ -68,52 +58,34 @@ struct Controller<C> {
     recorder: Recorder,
 }
 
-/// Runs the controller until dropped.
+/// Runs the controller until dropped: upstream's handlers as one declaration. A changed
+/// CronJob looks again (upstream `updateCronJob` requeues a changed schedule at its next time;
+/// syncing now computes that time too); a Job's change or going has its CronJob look again
+/// (upstream `addJob`/`updateJob`/`deleteJob`).
 pub async fn run<C: Cluster>(ctx: Context<C>) {
     let cj_resource = ctx.informers.resource("batch", "cronjobs").await;
     let job_resource = ctx.informers.resource("batch", "jobs").await;
-    let queue = ctx.queue::<CjKey>(NAME);
     let controller = Arc::new(Controller {
         cronjobs: ctx.informers.cache::<CronJob>(cj_resource),
         jobs: ctx.informers.cache::<Job>(job_resource),
         recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
         ctx,
     });
-    // Upstream `updateCronJob` requeues a changed schedule at its next time; syncing now
-    // computes that time too.
-    let q = queue.clone();
-    controller
-        .cronjobs
-        .on_change(Arc::new(move |key: &Key, cj: Option<&CronJob>| {
-            if cj.is_some() {
-                q.add(CjKey(key.clone()));
-            }
-        }));
-    // Upstream `addJob`/`updateJob`/`deleteJob`: a Job's controller looks again.
-    let q = queue.clone();
-    controller
-        .jobs
-        .on_change(Arc::new(move |key: &Key, job: Option<&Job>| {
-            if let Some(owner) = job.and_then(|j| cronjob_of(&j.0)) {
-                q.add(CjKey((key.0.clone(), owner)));
-            }
-        }));
-    let q = queue.clone();
-    controller
-        .jobs
-        .on_delete(Arc::new(move |key: &Key, job: &Job| {
-            if let Some(owner) = cronjob_of(&job.0) {
-                q.add(CjKey((key.0.clone(), owner)));
-            }
-        }));
-    controller.cronjobs.synced().await;
-    controller.jobs.synced().await;
-    tracing::info!(controller = NAME, "started");
-    let sync = move |key: CjKey| {
-        let c = Arc::clone(&controller);
-        async move { c.sync(&key.0).await }
+    let sync = {
+        let controller = Arc::clone(&controller);
+        move |key: ObjectKey| {
+            let c = Arc::clone(&controller);
+            async move { c.sync(&key.0).await }
+        }
     };
-    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
+    let c = &controller;
+    kgc_runtime::Controller::named(&c.ctx, NAME)
+        .watches(&c.cronjobs, |key: &Key, cj: Option<&CronJob>| {
+            cj.map(|_| ObjectKey(key.clone()))
+        })
+        .owns(&c.jobs, |job: &Job| cronjob_of(&job.0))
+        .run(WORKERS, sync)
+        .await;
 }
 
 /// The CronJob a Job's controller reference names.

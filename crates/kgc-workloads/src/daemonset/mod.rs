@@ -13,7 +13,6 @@ pub mod placement;
 pub mod update;
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -21,10 +20,9 @@ use k8s_openapi::api::apps::v1::{ControllerRevision as TypedCr, DaemonSet as Typ
 use k8s_openapi::api::core::v1::{Pod as TypedPod, PodTemplateSpec};
 use kgc_client::Cluster;
 use kgc_meta::selector::LabelSelector;
-use kgc_runtime::Context;
 use kgc_runtime::events::{Recorder, reference};
 use kgc_runtime::informer::{Cache, Key, describe};
-use kgc_runtime::queue::WorkQueue;
+use kgc_runtime::{Context, ObjectKey};
 use kgc_scheduler::node::Node;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -57,15 +55,6 @@ const BACKOFF_MAX: Duration = Duration::from_secs(15 * 60);
 
 /// A cached DaemonSet (typed; there are few of them).
 pub type DaemonSet = kgc_runtime::informer::Typed<Typed>;
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct DsKey(Key);
-
-impl fmt::Display for DsKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&describe(&self.0))
-    }
-}
 
 /// The DaemonSet a controller reference names, if it is a DaemonSet's.
 fn daemon_set_of(namespace: &str, kind: &str, api_version: &str, name: &str) -> Option<Key> {
@@ -146,7 +135,6 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
     let cr_resource = ctx.informers.resource("apps", "controllerrevisions").await;
     let pods_resource = ctx.informers.resource("", "pods").await;
     let nodes_resource = ctx.informers.resource("", "nodes").await;
-    let queue = ctx.queue::<DsKey>(NAME);
     let controller = Arc::new(Controller {
         sets: ctx.informers.cache::<DaemonSet>(ds_resource),
         revisions: ctx.informers.cache::<ControllerRevision>(cr_resource),
@@ -158,74 +146,63 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
         ctx,
     });
-    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller
-        .sets
-        .on_change(Arc::new(move |key: &Key, ds: Option<&DaemonSet>| {
-            if ds.is_none()
-                && let Some(c) = c.upgrade()
-            {
-                c.expectations.forget(key);
-                c.backoff.forget(key);
-            }
-            q.add(DsKey(key.clone()));
-        }));
-    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller
-        .pods
-        .on_change(Arc::new(move |key: &Key, pod: Option<&Pod>| {
-            if let (Some(c), Some(pod)) = (c.upgrade(), pod) {
-                c.pod_changed(key, pod, &q);
-            }
-        }));
-    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller
-        .pods
-        .on_delete(Arc::new(move |key: &Key, pod: &Pod| {
-            if let (Some(c), Some(owner)) = (c.upgrade(), owner_of(pod)) {
-                if c.seen().remove(key) != Some(true) {
-                    c.expectations.deletion_observed(&owner);
-                }
-                q.add(DsKey(owner));
-            }
-        }));
+    // A DaemonSet gone takes its expectations and back-off with it.
+    let c = Arc::downgrade(&controller);
+    let set_changed = move |key: &Key, ds: Option<&DaemonSet>| {
+        if ds.is_none()
+            && let Some(c) = c.upgrade()
+        {
+            c.expectations.forget(key);
+            c.backoff.forget(key);
+        }
+        Some(ObjectKey(key.clone()))
+    };
+    let c = Arc::downgrade(&controller);
+    let pod_changed = move |key: &Key, pod: Option<&Pod>| match (c.upgrade(), pod) {
+        (Some(c), Some(pod)) => c.pod_changed(key, pod),
+        _ => Vec::new(),
+    };
+    // Upstream `deletePod`: one deletion observed unless counted when it began.
+    let c = Arc::downgrade(&controller);
+    let pod_gone = move |key: &Key, pod: &Pod| {
+        let (c, owner) = (c.upgrade()?, owner_of(pod)?);
+        if c.seen().remove(key) != Some(true) {
+            c.expectations.deletion_observed(&owner);
+        }
+        Some(ObjectKey(owner))
+    };
     // A node added, removed or changed: every DaemonSet judges it again (upstream `addNode`,
     // `updateNode` look only at those whose verdict changes; there are few DaemonSets).
-    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller
-        .nodes
-        .on_change(Arc::new(move |_: &Key, _: Option<&Node>| {
-            if let Some(c) = c.upgrade() {
-                c.enqueue_all(&q, |_| true);
-            }
-        }));
-    let q = queue.clone();
-    controller.revisions.on_change(Arc::new(
-        move |key: &Key, r: Option<&ControllerRevision>| {
-            let owner = r.and_then(|r| {
-                let c =
-                    r.0.metadata
-                        .owner_references
-                        .iter()
-                        .flatten()
-                        .find(|o| o.controller == Some(true))?;
-                daemon_set_of(&key.0, &c.kind, &c.api_version, &c.name)
-            });
-            if let Some(owner) = owner {
-                q.add(DsKey(owner));
-            }
-        },
-    ));
-    controller.sets.synced().await;
-    controller.revisions.synced().await;
-    controller.pods.synced().await;
-    controller.nodes.synced().await;
-    tracing::info!(controller = NAME, "started");
-    let sync = move |key: DsKey| {
-        let c = Arc::clone(&controller);
-        async move { c.sync(&key.0).await }
+    let c = Arc::downgrade(&controller);
+    let node_changed = move |_: &Key, _: Option<&Node>| match c.upgrade() {
+        Some(c) => c.selected(|_| true),
+        None => Vec::new(),
     };
-    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
+    let revision_changed = |key: &Key, r: Option<&ControllerRevision>| {
+        let c =
+            r?.0.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))?;
+        daemon_set_of(&key.0, &c.kind, &c.api_version, &c.name).map(ObjectKey)
+    };
+    let sync = {
+        let controller = Arc::clone(&controller);
+        move |key: ObjectKey| {
+            let c = Arc::clone(&controller);
+            async move { c.sync(&key.0).await }
+        }
+    };
+    let c = &controller;
+    kgc_runtime::Controller::named(&c.ctx, NAME)
+        .watches(&c.sets, set_changed)
+        .watches(&c.pods, pod_changed)
+        .watches_deletions(&c.pods, pod_gone)
+        .watches(&c.nodes, node_changed)
+        .watches(&c.revisions, revision_changed)
+        .run(WORKERS, sync)
+        .await;
 }
 
 impl<C: Cluster> Controller<C> {
@@ -233,21 +210,22 @@ impl<C: Cluster> Controller<C> {
         self.seen.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn enqueue_all(&self, queue: &WorkQueue<DsKey>, which: impl Fn(&(&Key, &DaemonSet)) -> bool) {
+    fn selected(&self, which: impl Fn(&(&Key, &DaemonSet)) -> bool) -> Vec<ObjectKey> {
         self.sets.read(|sets| {
-            for entry in sets.iter().filter(|e| which(e)) {
-                queue.add(DsKey(entry.0.clone()));
-            }
-        });
+            sets.iter()
+                .filter(|e| which(e))
+                .map(|e| ObjectKey(e.0.clone()))
+                .collect()
+        })
     }
 
     /// Upstream `addPod`/`updatePod`: a new pod fulfils a creation its DaemonSet expected, a
     /// deletion begun a deletion; an orphan wakes the DaemonSets of its namespace that
     /// select it.
-    fn pod_changed(&self, key: &Key, pod: &Pod, queue: &WorkQueue<DsKey>) {
+    fn pod_changed(&self, key: &Key, pod: &Pod) -> Vec<ObjectKey> {
         let Some(owner) = owner_of(pod) else {
             if !pod.deleting && pod.controller.is_none() {
-                self.enqueue_all(queue, |(k, ds)| {
+                return self.selected(|(k, ds)| {
                     k.0 == pod.namespace
                         && matcher(Some(&ds.0.spec.selector))
                             .ok()
@@ -255,7 +233,7 @@ impl<C: Cluster> Controller<C> {
                             .is_some_and(|s| s.matches(&pod.labels))
                 });
             }
-            return;
+            return Vec::new();
         };
         let prev = self.seen().insert(key.clone(), pod.deleting);
         if prev.is_none() && !pod.deleting {
@@ -264,7 +242,7 @@ impl<C: Cluster> Controller<C> {
         if pod.deleting && prev != Some(true) {
             self.expectations.deletion_observed(&owner);
         }
-        queue.add(DsKey(owner));
+        vec![ObjectKey(owner)]
     }
 
     /// Upstream `syncDaemonSet`.

@@ -13,7 +13,6 @@ mod progress;
 mod proportion;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,9 +24,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kgc_client::Cluster;
 use kgc_meta::selector::LabelSelector;
-use kgc_runtime::Context;
 use kgc_runtime::events::{Recorder, reference};
 use kgc_runtime::informer::{Cache, Key, describe};
+use kgc_runtime::{Context, ObjectKey};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::{Value, json};
 
@@ -66,15 +65,6 @@ const COMPONENT: &str = "deployment-controller";
 
 /// A cached Deployment (typed; there are few of them).
 pub type Deployment = kgc_runtime::informer::Typed<Typed>;
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct DKey(Key);
-
-impl fmt::Display for DKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&describe(&self.0))
-    }
-}
 
 /// Upstream `controller.ComputeHash`: FNV-32a of the template and the collision count, written
 /// with `rand.SafeEncodeString`'s alphabet. Upstream hashes the Go struct's printed form; kgc
@@ -172,47 +162,35 @@ struct Controller<C> {
     recorder: Recorder,
 }
 
-/// Runs the controller until dropped.
+/// Runs the controller until dropped: upstream's handlers (`addDeployment`, `addReplicaSet`,
+/// `updateReplicaSet`, `deleteReplicaSet`) as one declaration.
 pub async fn run<C: Cluster>(ctx: Context<C>) {
     let d_resource = ctx.informers.resource("apps", "deployments").await;
     let rs_resource = ctx.informers.resource("apps", "replicasets").await;
-    let queue = ctx.queue::<DKey>(NAME);
     let controller = Arc::new(Controller {
         deployments: ctx.informers.cache::<Deployment>(d_resource),
         sets: ctx.informers.cache::<ReplicaSet>(rs_resource),
         recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
         ctx,
     });
-    let q = queue.clone();
-    controller
-        .deployments
-        .on_change(Arc::new(move |key: &Key, _: Option<&Deployment>| {
-            q.add(DKey(key.clone()));
-        }));
-    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller
-        .sets
-        .on_change(Arc::new(move |key: &Key, rs: Option<&ReplicaSet>| {
-            if let (Some(rs), Some(c)) = (rs, c.upgrade()) {
-                c.replica_set_changed(key, rs, &q);
-            }
-        }));
-    let q = queue.clone();
-    controller
-        .sets
-        .on_delete(Arc::new(move |key: &Key, rs: &ReplicaSet| {
-            if let Some(owner) = deployment_of(rs) {
-                q.add(DKey((key.0.clone(), owner)));
-            }
-        }));
-    controller.deployments.synced().await;
-    controller.sets.synced().await;
-    tracing::info!(controller = NAME, "started");
-    let sync = move |key: DKey| {
-        let c = Arc::clone(&controller);
-        async move { c.sync(&key.0).await }
+    let c = Arc::downgrade(&controller);
+    let orphans = move |key: &Key, rs: Option<&ReplicaSet>| match (rs, c.upgrade()) {
+        (Some(rs), Some(c)) => c.selecting(key, rs),
+        _ => Vec::new(),
     };
-    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
+    let sync = {
+        let controller = Arc::clone(&controller);
+        move |key: ObjectKey| {
+            let c = Arc::clone(&controller);
+            async move { c.sync(&key.0).await }
+        }
+    };
+    let c = &controller;
+    kgc_runtime::Controller::new(&c.ctx, NAME, &c.deployments)
+        .owns(&c.sets, deployment_of)
+        .watches(&c.sets, orphans)
+        .run(WORKERS, sync)
+        .await;
 }
 
 /// The Deployment a ReplicaSet's controller reference names.
@@ -226,33 +204,24 @@ fn deployment_of(rs: &ReplicaSet) -> Option<String> {
 }
 
 impl<C: Cluster> Controller<C> {
-    /// Upstream `addReplicaSet`/`updateReplicaSet`: the owner looks again; an orphan wakes the
-    /// Deployments of its namespace that select it.
-    fn replica_set_changed(
-        &self,
-        key: &Key,
-        rs: &ReplicaSet,
-        queue: &kgc_runtime::queue::WorkQueue<DKey>,
-    ) {
-        if let Some(owner) = deployment_of(rs) {
-            queue.add(DKey((key.0.clone(), owner)));
-            return;
-        }
+    /// Upstream `addReplicaSet`/`updateReplicaSet` of an orphan (its owner, if a Deployment,
+    /// looks again through [`deployment_of`]): the Deployments of its namespace that select it.
+    fn selecting(&self, key: &Key, rs: &ReplicaSet) -> Vec<ObjectKey> {
         if rs.controller_uid().is_some() {
-            return;
+            return Vec::new();
         }
         self.deployments.read(|ds| {
-            for (k, d) in ds {
-                if k.0 == key.0
-                    && matcher(Some(&d.0.spec.selector))
-                        .ok()
-                        .flatten()
-                        .is_some_and(|s| !s.is_empty() && s.matches(rs.labels()))
-                {
-                    queue.add(DKey(k.clone()));
-                }
-            }
-        });
+            ds.iter()
+                .filter(|(k, d)| {
+                    k.0 == key.0
+                        && matcher(Some(&d.0.spec.selector))
+                            .ok()
+                            .flatten()
+                            .is_some_and(|s| !s.is_empty() && s.matches(rs.labels()))
+                })
+                .map(|(k, _)| ObjectKey(k.clone()))
+                .collect()
+        })
     }
 
     fn rs_api(&self, ns: &str) -> Api<TypedRs> {

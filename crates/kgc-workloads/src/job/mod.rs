@@ -33,7 +33,6 @@ use kgc_meta::selector::LabelSelector;
 use kgc_runtime::Context;
 use kgc_runtime::events::{Recorder, reference};
 use kgc_runtime::informer::{Cache, Key, describe};
-use kgc_runtime::queue::WorkQueue;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::json;
 
@@ -117,7 +116,6 @@ struct Controller<C> {
 pub async fn run<C: Cluster>(ctx: Context<C>) {
     let jobs_resource = ctx.informers.resource("batch", "jobs").await;
     let pods_resource = ctx.informers.resource("", "pods").await;
-    let queue = ctx.queue::<Work>(NAME);
     let controller = Arc::new(Controller {
         jobs: ctx.informers.cache::<Job>(jobs_resource),
         pods: ctx.informers.cache::<JobPod>(pods_resource),
@@ -127,46 +125,53 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
         ctx,
     });
-    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller
-        .jobs
-        .on_change(Arc::new(move |key: &Key, job: Option<&Job>| {
-            if job.is_none()
-                && let Some(c) = c.upgrade()
-            {
-                c.job_gone(key, &q);
-            }
-            q.add(Work::Job(key.clone()));
-        }));
-    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller
-        .pods
-        .on_change(Arc::new(move |key: &Key, pod: Option<&JobPod>| {
-            if let (Some(c), Some(pod)) = (c.upgrade(), pod) {
-                c.pod_changed(key, pod, &q);
-            }
-        }));
-    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller
-        .pods
-        .on_delete(Arc::new(move |key: &Key, pod: &JobPod| {
-            if let Some(c) = c.upgrade() {
-                c.pod_gone(key, pod, &q);
-            }
-        }));
-    controller.jobs.synced().await;
-    controller.pods.synced().await;
-    tracing::info!(controller = NAME, "started");
-    let sync = move |work: Work| {
-        let c = Arc::clone(&controller);
-        async move {
-            match work {
-                Work::Job(key) => c.sync(&key).await,
-                Work::OrphanPod(key) => c.sync_orphan(&key).await.map(|()| None),
+    // Upstream `addJob`/`updateJob`/`deleteJob`, `addPod`/`updatePod`/`deletePod`.
+    let c = Arc::downgrade(&controller);
+    let job_changed = move |key: &Key, job: Option<&Job>| {
+        let mut wake = Vec::new();
+        if job.is_none()
+            && let Some(c) = c.upgrade()
+        {
+            c.job_gone(key, &mut wake);
+        }
+        wake.push(Work::Job(key.clone()));
+        wake
+    };
+    let c = Arc::downgrade(&controller);
+    let pod_changed = move |key: &Key, pod: Option<&JobPod>| {
+        let mut wake = Vec::new();
+        if let (Some(c), Some(pod)) = (c.upgrade(), pod) {
+            c.pod_changed(key, pod, &mut wake);
+        }
+        wake
+    };
+    let c = Arc::downgrade(&controller);
+    let pod_gone = move |key: &Key, pod: &JobPod| {
+        let mut wake = Vec::new();
+        if let Some(c) = c.upgrade() {
+            c.pod_gone(key, pod, &mut wake);
+        }
+        wake
+    };
+    let sync = {
+        let controller = Arc::clone(&controller);
+        move |work: Work| {
+            let c = Arc::clone(&controller);
+            async move {
+                match work {
+                    Work::Job(key) => c.sync(&key).await,
+                    Work::OrphanPod(key) => c.sync_orphan(&key).await.map(|()| None),
+                }
             }
         }
     };
-    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
+    let c = &controller;
+    kgc_runtime::Controller::named(&c.ctx, NAME)
+        .watches(&c.jobs, job_changed)
+        .watches(&c.pods, pod_changed)
+        .watches_deletions(&c.pods, pod_gone)
+        .run(WORKERS, sync)
+        .await;
 }
 
 /// Whether a write lost to a concurrent one (409).
@@ -192,7 +197,7 @@ impl<C: Cluster> Controller<C> {
     }
 
     /// Upstream `deleteJob`: forget the Job's expectations and release its pods' finalizers.
-    fn job_gone(&self, key: &Key, queue: &WorkQueue<Work>) {
+    fn job_gone(&self, key: &Key, wake: &mut Vec<Work>) {
         self.expectations.forget(key);
         self.seen().removing.remove(key);
         self.backoff().remove(key);
@@ -203,14 +208,14 @@ impl<C: Cluster> Controller<C> {
                 .collect()
         });
         for k in tracked {
-            queue.add(Work::OrphanPod(k));
+            wake.push(Work::OrphanPod(k));
         }
     }
 
     /// Upstream `addPod`/`updatePod`: a new pod fulfils a creation, a deletion timestamp a
     /// deletion, a finalizer gone its removal; the pod's Job looks again, or, for a pod with a
     /// finalizer no Job counts, the finalizer goes. An orphan wakes the Jobs that select it.
-    fn pod_changed(&self, key: &Key, pod: &JobPod, queue: &WorkQueue<Work>) {
+    fn pod_changed(&self, key: &Key, pod: &JobPod, wake: &mut Vec<Work>) {
         let owner = job_of(pod);
         let prev = {
             let mut seen = self.seen();
@@ -233,27 +238,27 @@ impl<C: Cluster> Controller<C> {
         if let Some(Some(old)) = prev
             && Some(&old) != owner.as_ref()
         {
-            queue.add(Work::Job(old));
+            wake.push(Work::Job(old));
         }
         let controller_uid = pod.pod.controller.as_ref().map(|c| c.uid.as_str());
         match owner {
-            Some(o) if self.counting(&o, controller_uid) => queue.add(Work::Job(o)),
+            Some(o) if self.counting(&o, controller_uid) => wake.push(Work::Job(o)),
             _ if pod.pod.controller.is_some() && owner.is_none() => {}
-            Some(_) if pod.tracked => queue.add(Work::OrphanPod(key.clone())),
+            Some(_) if pod.tracked => wake.push(Work::OrphanPod(key.clone())),
             Some(_) => {}
             None => {
                 if pod.tracked {
-                    queue.add(Work::OrphanPod(key.clone()));
+                    wake.push(Work::OrphanPod(key.clone()));
                 }
                 if !pod.pod.deleting {
-                    self.jobs_selecting(pod, queue);
+                    self.jobs_selecting(pod, wake);
                 }
             }
         }
     }
 
     /// Wakes every Job of the pod's namespace whose selector matches it.
-    fn jobs_selecting(&self, pod: &JobPod, queue: &WorkQueue<Work>) {
+    fn jobs_selecting(&self, pod: &JobPod, wake: &mut Vec<Work>) {
         self.jobs.read(|jobs| {
             for (k, job) in jobs {
                 let selector = job.0.spec.as_ref().and_then(|s| s.selector.as_ref());
@@ -263,7 +268,7 @@ impl<C: Cluster> Controller<C> {
                         .flatten()
                         .is_some_and(|s| s.matches(&pod.pod.labels))
                 {
-                    queue.add(Work::Job(k.clone()));
+                    wake.push(Work::Job(k.clone()));
                 }
             }
         });
@@ -271,7 +276,7 @@ impl<C: Cluster> Controller<C> {
 
     /// Upstream `deletePod` (final): one deletion observed unless counted already, and the
     /// finalizer is as good as removed.
-    fn pod_gone(&self, key: &Key, pod: &JobPod, queue: &WorkQueue<Work>) {
+    fn pod_gone(&self, key: &Key, pod: &JobPod, wake: &mut Vec<Work>) {
         let owner = {
             let mut seen = self.seen();
             let owner = seen.owner_of.remove(key).flatten();
@@ -287,7 +292,7 @@ impl<C: Cluster> Controller<C> {
             owner
         };
         if let Some(o) = owner {
-            queue.add(Work::Job(o));
+            wake.push(Work::Job(o));
         }
     }
 

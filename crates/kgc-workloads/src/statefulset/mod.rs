@@ -18,7 +18,6 @@ pub mod identity;
 pub mod retention;
 mod status;
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,10 +25,9 @@ use k8s_openapi::api::apps::v1::{ControllerRevision as TypedCr, StatefulSet as T
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod as TypedPod, PodTemplateSpec};
 use kgc_client::Cluster;
 use kgc_meta::selector::LabelSelector;
-use kgc_runtime::Context;
 use kgc_runtime::events::{Recorder, reference};
 use kgc_runtime::informer::{Cache, Key, describe};
-use kgc_runtime::queue::WorkQueue;
+use kgc_runtime::{Context, ObjectKey};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::json;
 
@@ -58,15 +56,6 @@ const REVISION_HISTORY_LIMIT: i32 = 10;
 /// A cached StatefulSet (typed; there are few of them).
 pub type StatefulSet = kgc_runtime::informer::Typed<Typed>;
 type CachedClaim = kgc_runtime::informer::Typed<PersistentVolumeClaim>;
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct SetKey(Key);
-
-impl fmt::Display for SetKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&describe(&self.0))
-    }
-}
 
 struct Controller<C> {
     ctx: Context<C>,
@@ -114,7 +103,6 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
     let pods_resource = ctx.informers.resource("", "pods").await;
     let claims_resource = ctx.informers.resource("", "persistentvolumeclaims").await;
     let revisions_resource = ctx.informers.resource("apps", "controllerrevisions").await;
-    let queue = ctx.queue::<SetKey>(NAME);
     let controller = Arc::new(Controller {
         sets: ctx.informers.cache::<StatefulSet>(sets_resource),
         pods: ctx.informers.cache::<Member>(pods_resource),
@@ -126,73 +114,53 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
         ctx,
     });
-    let q = queue.clone();
-    controller
-        .sets
-        .on_change(Arc::new(move |key: &Key, _: Option<&StatefulSet>| {
-            q.add(SetKey(key.clone()));
-        }));
-    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller
-        .pods
-        .on_change(Arc::new(move |key: &Key, pod: Option<&Member>| {
-            if let (Some(c), Some(pod)) = (c.upgrade(), pod) {
-                c.observe(key, pod.pod.deleting);
-                q.add(SetKey(set_of(pod)));
-            }
-        }));
-    let (q, c) = (queue.clone(), Arc::downgrade(&controller));
-    controller
-        .pods
-        .on_delete(Arc::new(move |key: &Key, pod: &Member| {
-            if let Some(c) = c.upgrade() {
-                c.observe(key, true);
-                q.add(SetKey(set_of(pod)));
-            }
-        }));
+    let c = Arc::downgrade(&controller);
+    let pod_changed = move |key: &Key, pod: Option<&Member>| {
+        let (c, pod) = (c.upgrade()?, pod?);
+        c.observe(key, pod.pod.deleting);
+        Some(ObjectKey(set_of(pod)))
+    };
+    let c = Arc::downgrade(&controller);
+    let pod_gone = move |key: &Key, pod: &Member| {
+        c.upgrade()?.observe(key, true);
+        Some(ObjectKey(set_of(pod)))
+    };
     // Claims: their retention references, and a stale claim whose collection unblocks a pod.
-    let claim_handler = |q: WorkQueue<SetKey>| {
-        move |key: &Key, claim: &CachedClaim| {
-            for set in sets_of_claim(key, claim) {
-                q.add(SetKey(set));
-            }
+    let claim = |key: &Key, claim: &CachedClaim| -> Vec<ObjectKey> {
+        sets_of_claim(key, claim)
+            .into_iter()
+            .map(ObjectKey)
+            .collect()
+    };
+    let claim_changed = move |key: &Key, c: Option<&CachedClaim>| match c {
+        Some(c) => claim(key, c),
+        None => Vec::new(),
+    };
+    let revision_changed = |key: &Key, r: Option<&ControllerRevision>| {
+        let o =
+            r?.0.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true) && o.kind == "StatefulSet")?;
+        Some(ObjectKey((key.0.clone(), o.name.clone())))
+    };
+    let sync = {
+        let controller = Arc::clone(&controller);
+        move |key: ObjectKey| {
+            let c = Arc::clone(&controller);
+            async move { c.sync(&key.0).await }
         }
     };
-    let h = claim_handler(queue.clone());
-    controller
-        .claims
-        .on_change(Arc::new(move |key: &Key, claim: Option<&CachedClaim>| {
-            if let Some(claim) = claim {
-                h(key, claim);
-            }
-        }));
-    let h = claim_handler(queue.clone());
-    controller.claims.on_delete(Arc::new(h));
-    let q = queue.clone();
-    controller.revisions.on_change(Arc::new(
-        move |key: &Key, r: Option<&ControllerRevision>| {
-            let owner = r.and_then(|r| {
-                r.0.metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .find(|o| o.controller == Some(true) && o.kind == "StatefulSet")
-            });
-            if let Some(o) = owner {
-                q.add(SetKey((key.0.clone(), o.name.clone())));
-            }
-        },
-    ));
-    controller.sets.synced().await;
-    controller.pods.synced().await;
-    controller.claims.synced().await;
-    controller.revisions.synced().await;
-    tracing::info!(controller = NAME, "started");
-    let sync = move |key: SetKey| {
-        let c = Arc::clone(&controller);
-        async move { c.sync(&key.0).await }
-    };
-    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
+    let c = &controller;
+    kgc_runtime::Controller::new(&c.ctx, NAME, &c.sets)
+        .watches(&c.pods, pod_changed)
+        .watches_deletions(&c.pods, pod_gone)
+        .watches(&c.claims, claim_changed)
+        .watches_deletions(&c.claims, claim)
+        .watches(&c.revisions, revision_changed)
+        .run(WORKERS, sync)
+        .await;
 }
 
 /// A revision's template (upstream `ApplyRevision`: the data replaces the set's template).
