@@ -19,7 +19,8 @@
 //! per resource how far back it is complete, so a quiet resource stays readable at old revisions
 //! while others churn.
 
-use std::collections::{BTreeSet, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::hash::RandomState;
 use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
@@ -43,17 +44,17 @@ pub(crate) struct History {
 
 /// One resource's retained changes, per object. Recording a change is a hash lookup: a read at
 /// an earlier revision walks the live objects in key order and asks the history only about
-/// those changed since, so the only keys kept in order are those of deleted objects, which the
-/// live objects no longer hold. (Kept as one ordered set of every change, each commit paid two
-/// B-tree searches through the events' keys, each comparison three pointers away from the
-/// strings it compares.)
+/// those changed since, and finds the objects deleted since, which the live objects no longer
+/// hold, by going through the retained changes when it is made (see [`History::visit_at`]).
+/// (Kept as one ordered set of every change, each commit paid two B-tree searches through the
+/// events' keys; kept as an ordered set of the deleted objects' keys, each deletion still paid a
+/// B-tree insertion and a removal, two key copies and their frees: `gc_bench`'s background
+/// cascade spent 12% of its samples there, against 7ab9301, which had no history.)
 #[derive(Default)]
 struct Changes {
     /// Per object with retained changes, those changes in revision order (never empty); the
     /// object's key is its first change's.
     by_object: HashTable<Vec<Arc<Event>>>,
-    /// The keys of the objects with a retained deletion, in key order.
-    deleted: BTreeSet<Key>,
     hasher: RandomState,
     /// The revision of the newest change (0 if none was ever recorded).
     latest: u64,
@@ -111,34 +112,51 @@ impl History {
             }
             return;
         };
-        // The live objects merged with the deleted ones, in key order; a key in both (deleted,
-        // then created again) is read once, through its live object.
-        let mut deleted = changes
-            .deleted
-            .range::<Key, _>((from, Bound::Unbounded))
-            .peekable();
+        // The live objects merged with those that existed at `rv` and were deleted since, in
+        // key order; a key in both (deleted, then created again) is read once, through its
+        // live object. Those deleted are found in the retained changes at each read, into a heap
+        // that orders only as many as the read takes: reads at a past revision are rare (an
+        // exact list, a continued page while the resource changes), deletions are not.
+        let mut deleted: BinaryHeap<Reverse<ByKey<'_>>> = changes
+            .by_object
+            .iter()
+            .filter(|versions| versions.iter().any(|v| v.kind == EventType::Deleted))
+            .filter_map(|versions| state_at(versions, rv))
+            .filter(|o| {
+                let (ns, name) = object_key(o);
+                match from {
+                    Bound::Included(k) => (ns, name) >= (k.0.as_str(), k.1.as_str()),
+                    Bound::Excluded(k) => (ns, name) > (k.0.as_str(), k.1.as_str()),
+                    Bound::Unbounded => true,
+                }
+            })
+            .map(|o| Reverse(ByKey(o)))
+            .collect();
         loop {
             let live_first = match (live.peek(), deleted.peek()) {
                 (None, None) => return,
-                (Some(o), Some(k)) => object_key(o) <= (k.0.as_str(), k.1.as_str()),
+                (Some(o), Some(Reverse(d))) => object_key(o) <= object_key(d.0),
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
             };
             let then = if live_first {
                 let Some(o) = live.next() else { return };
-                deleted.next_if(|k| (k.0.as_str(), k.1.as_str()) == object_key(o));
+                if deleted
+                    .peek()
+                    .is_some_and(|Reverse(d)| object_key(d.0) == object_key(o))
+                {
+                    deleted.pop();
+                }
                 // Unchanged since `rv` (or since before the history began), or as it was then.
                 match changes.of(&o.namespace, &o.name) {
                     Some(versions) if o.resource_version > rv => state_at(versions, rv),
                     _ => Some(o),
                 }
             } else {
-                let Some((ns, name)) = deleted.next() else {
+                let Some(Reverse(d)) = deleted.pop() else {
                     return;
                 };
-                changes
-                    .of(ns, name)
-                    .and_then(|versions| state_at(versions, rv))
+                Some(d.0)
             };
             if let Some(o) = then
                 && visit(o).is_break()
@@ -146,6 +164,29 @@ impl History {
                 return;
             }
         }
+    }
+}
+
+/// An object as it was at a past revision, ordered by its key.
+struct ByKey<'a>(&'a Arc<StoredObject>);
+
+impl PartialEq for ByKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        object_key(self.0) == object_key(other.0)
+    }
+}
+
+impl Eq for ByKey<'_> {}
+
+impl PartialOrd for ByKey<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ByKey<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        object_key(self.0).cmp(&object_key(other.0))
     }
 }
 
@@ -167,20 +208,11 @@ impl Changes {
                 let (ns, name) = object_key(&v[0].object);
                 hash(hasher, ns, name)
             });
-        let deleted_before = match entry {
-            Entry::Occupied(mut found) => {
-                let versions = found.get_mut();
-                let deleted_before = versions.iter().any(|v| v.kind == EventType::Deleted);
-                versions.push(Arc::clone(e));
-                deleted_before
-            }
+        match entry {
+            Entry::Occupied(mut found) => found.get_mut().push(Arc::clone(e)),
             Entry::Vacant(absent) => {
                 absent.insert(vec![Arc::clone(e)]);
-                false
             }
-        };
-        if e.kind == EventType::Deleted && !deleted_before {
-            self.deleted.insert((ns.to_owned(), name.to_owned()));
         }
     }
 
@@ -197,12 +229,8 @@ impl Changes {
         if let Some(i) = versions.iter().position(|v| Arc::ptr_eq(v, old)) {
             versions.remove(i);
         }
-        let still_deleted = versions.iter().any(|v| v.kind == EventType::Deleted);
         if versions.is_empty() {
             found.remove();
-        }
-        if old.kind == EventType::Deleted && !still_deleted {
-            self.deleted.remove(&(ns.to_owned(), name.to_owned()));
         }
     }
 }
