@@ -83,15 +83,17 @@ impl<T: serde::de::DeserializeOwned + Send + Sync + 'static> View for Typed<T> {
 /// cluster says its resources changed.
 const DISCOVERY_RESYNC: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Called for every change a cache takes in: the key and the new view (`None`: deleted, or
-/// the object no longer has a valid view). Called under the cache's lock: keep it short (queue
-/// the key) and never read the cache from it.
+/// Called for every change a cache takes in, once the cache holds it: the key and the new view
+/// (`None`: deleted, or the object no longer has a valid view). Called on the watch's task
+/// under the cache's read lock, never its write lock, so a handler may read any cache (a Job's
+/// pod handler reads the Jobs while the Job handler reads the pods); keep it short (queue the
+/// key). A handler registered while events arrive may see one state twice, never out of order.
 pub type Handler<V> = Arc<dyn Fn(&Key, Option<&V>) + Send + Sync>;
 
 /// Called with the last view of each object that leaves the cache (deleted, or no longer
 /// viewable), before the [`Handler`]s hear of it: what a controller needs to know whose the
-/// object was (upstream's `DeleteFunc` gets the last state). Under the cache's lock, as
-/// [`Handler`].
+/// object was (upstream's `DeleteFunc` gets the last state). Called as [`Handler`], with no
+/// lock held.
 pub type DeleteHandler<V> = Arc<dyn Fn(&Key, &V) + Send + Sync>;
 
 /// Called with every event of a resource's watch, as metadata, in the watch's order (on the
@@ -485,8 +487,9 @@ struct CacheInner<V> {
     items: RwLock<HashMap<Key, V>>,
     /// The list being received, until `InitDone` swaps it in.
     fresh: Mutex<Option<HashMap<Key, V>>>,
-    handlers: Mutex<Vec<Handler<V>>>,
-    delete_handlers: Mutex<Vec<DeleteHandler<V>>>,
+    /// Replaced, not changed, on registration: an event calls the list it loaded.
+    handlers: Mutex<Arc<[Handler<V>]>>,
+    delete_handlers: Mutex<Arc<[DeleteHandler<V>]>>,
     synced: watch::Sender<bool>,
 }
 
@@ -495,8 +498,8 @@ impl<V> Default for CacheInner<V> {
         Self {
             items: RwLock::default(),
             fresh: Mutex::default(),
-            handlers: Mutex::default(),
-            delete_handlers: Mutex::default(),
+            handlers: Mutex::new(Arc::new([])),
+            delete_handlers: Mutex::new(Arc::new([])),
             synced: watch::Sender::new(false),
         }
     }
@@ -504,19 +507,33 @@ impl<V> Default for CacheInner<V> {
 
 impl<V: View> CacheInner<V> {
     fn notify(&self, key: &Key, view: Option<&V>) {
-        for h in lock(&self.handlers).iter() {
+        let handlers = Arc::clone(&lock(&self.handlers));
+        for h in handlers.iter() {
             h(key, view);
+        }
+    }
+
+    /// Tells every handler the view `key` now has in the cache, under the read lock only.
+    fn notify_cached(&self, key: &Key) {
+        let map = self.items.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(v) = map.get(key) {
+            self.notify(key, Some(v));
         }
     }
 
     /// Tells every handler that `key` left the cache, its last view being `old`.
     fn notify_gone(&self, key: &Key, old: Option<V>) {
         if let Some(old) = old {
-            for h in lock(&self.delete_handlers).iter() {
+            let handlers = Arc::clone(&lock(&self.delete_handlers));
+            for h in handlers.iter() {
                 h(key, &old);
             }
         }
         self.notify(key, None);
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Key, V>> {
+        self.items.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -534,13 +551,19 @@ impl<V: View> Sink for CacheInner<V> {
                 let Some(fresh) = lock(&self.fresh).take() else {
                     return;
                 };
-                let mut map = self.items.write().unwrap_or_else(PoisonError::into_inner);
-                let old = std::mem::replace(&mut *map, fresh);
-                for (k, v) in old {
-                    if !map.contains_key(&k) {
-                        self.notify_gone(&k, Some(v));
-                    }
+                // The handlers run after the write lock is released (see [`Handler`]); this
+                // task is the cache's only writer, so what they read is what was swapped in.
+                let gone: Vec<(Key, V)> = {
+                    let mut map = self.write();
+                    let old = std::mem::replace(&mut *map, fresh);
+                    old.into_iter()
+                        .filter(|(k, _)| !map.contains_key(k))
+                        .collect()
+                };
+                for (k, v) in gone {
+                    self.notify_gone(&k, Some(v));
                 }
+                let map = self.items.read().unwrap_or_else(PoisonError::into_inner);
                 for (k, v) in map.iter() {
                     self.notify(k, Some(v));
                 }
@@ -549,22 +572,20 @@ impl<V: View> Sink for CacheInner<V> {
             }
             ObjectEvent::Apply(o) => {
                 let key = key_of(o);
-                let mut map = self.items.write().unwrap_or_else(PoisonError::into_inner);
                 match V::view(o) {
                     Some(v) => {
-                        self.notify(&key, Some(&v));
-                        map.insert(key, v);
+                        self.write().insert(key.clone(), v);
+                        self.notify_cached(&key);
                     }
                     None => {
-                        let old = map.remove(&key);
+                        let old = self.write().remove(&key);
                         self.notify_gone(&key, old);
                     }
                 }
             }
             ObjectEvent::Delete(o) => {
                 let key = key_of(o);
-                let mut map = self.items.write().unwrap_or_else(PoisonError::into_inner);
-                let old = map.remove(&key);
+                let old = self.write().remove(&key);
                 self.notify_gone(&key, old);
             }
             // A cache of one resource has no other watch to keep in step with.
@@ -591,23 +612,25 @@ impl<V> Clone for Cache<V> {
 impl<V: View> Cache<V> {
     /// Registers a handler of every change from now on; it first sees every cached object.
     pub fn on_change(&self, handler: Handler<V>) {
-        // The write lock keeps events out until the replay is done, so the handler misses
-        // nothing and sees nothing twice out of order.
+        // The read lock keeps changes out until the handler is registered, so it misses
+        // nothing; a change made just before may reach it twice, never out of order.
         let map = self
             .inner
             .items
-            .write()
+            .read()
             .unwrap_or_else(PoisonError::into_inner);
         for (k, v) in map.iter() {
             handler(k, Some(v));
         }
-        lock(&self.inner.handlers).push(handler);
+        let mut handlers = lock(&self.inner.handlers);
+        *handlers = handlers.iter().cloned().chain([handler]).collect();
     }
 
     /// Registers a handler of every object that leaves the cache from now on, with its last
     /// view.
     pub fn on_delete(&self, handler: DeleteHandler<V>) {
-        lock(&self.inner.delete_handlers).push(handler);
+        let mut handlers = lock(&self.inner.delete_handlers);
+        *handlers = handlers.iter().cloned().chain([handler]).collect();
     }
 
     /// Waits for the first complete list.
