@@ -111,7 +111,15 @@ async fn test_parallel_job_with_completions() {
     })
     .await;
     let first = job_pods(&pods, "pi").await;
-    assert!(first.len() <= 2, "{}", first.len());
+    // A pod may already have finished and its successor started by now: count those running.
+    let running = first
+        .iter()
+        .filter(|p| {
+            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+            !matches!(phase, Some("Succeeded" | "Failed"))
+        })
+        .count();
+    assert!(running <= 2, "{running} running");
     for p in &first {
         let labels = p.metadata.labels.clone().unwrap_or_default();
         assert_eq!(labels["job-name"], "pi");

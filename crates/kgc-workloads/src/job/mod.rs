@@ -40,7 +40,7 @@ pub use self::backoff::{BASE as DEFAULT_POD_FAILURE_BACKOFF, MAX as MAX_POD_FAIL
 pub use self::pod::{COMPLETION_INDEX, JobPod, TRACKING_FINALIZER};
 use self::status::Uncounted;
 use crate::controller_ref::{Owner, claim_all, still_owner};
-use crate::expectations::Expectations;
+use crate::expectations::{Expectations, Writes};
 use crate::pod_control::PodControl;
 use crate::pods::to_delete;
 use crate::replicaset::pod_from_template;
@@ -108,6 +108,9 @@ struct Controller<C> {
     pods: Cache<JobPod>,
     seen: Mutex<Seen>,
     expectations: Expectations<Key>,
+    /// Its own status writes, until the Job cache shows them: `sync_job` counts from the
+    /// status.
+    writes: Writes<Key>,
     backoff: Mutex<HashMap<Key, backoff::Record>>,
     recorder: Recorder,
 }
@@ -121,6 +124,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         pods: ctx.informers.cache::<JobPod>(pods_resource),
         seen: Mutex::default(),
         expectations: Expectations::default(),
+        writes: Writes::default(),
         backoff: Mutex::default(),
         recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
         ctx,
@@ -129,10 +133,14 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
     let c = Arc::downgrade(&controller);
     let job_changed = move |key: &Key, job: Option<&Job>| {
         let mut wake = Vec::new();
-        if job.is_none()
-            && let Some(c) = c.upgrade()
-        {
-            c.job_gone(key, &mut wake);
+        if let Some(c) = c.upgrade() {
+            match job {
+                Some(j) => {
+                    let version = j.0.metadata.resource_version.as_deref();
+                    c.writes.observed(key, version.unwrap_or_default());
+                }
+                None => c.job_gone(key, &mut wake),
+            }
         }
         wake.push(Work::Job(key.clone()));
         wake
@@ -199,6 +207,7 @@ impl<C: Cluster> Controller<C> {
     /// Upstream `deleteJob`: forget the Job's expectations and release its pods' finalizers.
     fn job_gone(&self, key: &Key, wake: &mut Vec<Work>) {
         self.expectations.forget(key);
+        self.writes.forget(key);
         self.seen().removing.remove(key);
         self.backoff().remove(key);
         let tracked: Vec<Key> = self.pods.read(|pods| {
@@ -355,8 +364,15 @@ impl<C: Cluster> Controller<C> {
     }
 
     async fn sync_job(&self, key: &Key) -> Result<Option<Duration>> {
+        // Before the Job is read, as the expectations before the pods: the cache still shows
+        // a status older than our last write, and counting from it would miss the pods that
+        // write counted. Its event wakes us; `wait` bounds the wait.
+        if let Some(wait) = self.writes.pending(key) {
+            return Ok(Some(wait));
+        }
         let Some(job) = self.jobs.get(key).map(|j| j.0) else {
             self.expectations.forget(key);
+            self.writes.forget(key);
             self.seen().removing.remove(key);
             self.backoff().remove(key);
             return Ok(None);
@@ -381,10 +397,12 @@ impl<C: Cluster> Controller<C> {
             deleting: job.metadata.deletion_timestamp.is_some(),
         };
         let now = self.ctx.clock.now();
-        // Expectations before the pods, so a pod arriving in between defers the count.
+        // Expectations and finalizer removals before the pods, so a pod arriving in between
+        // defers the count: read after, a removal seen meanwhile would be forgotten while
+        // the pods read still hold its finalizer, and that pod be counted twice.
         let satisfied = self.expectations.satisfied(key);
-        let pods = self.claim(&owner, selector.as_ref(), key).await?;
         let removing = self.seen().removing.get(key).cloned().unwrap_or_default();
+        let pods = self.claim(&owner, selector.as_ref(), key).await?;
         let mut st = job.status.clone().unwrap_or_default();
         let uncounted = Uncounted::of(&st);
         let active_pods: Vec<&JobPod> = pods.iter().filter(|p| p.pod.is_active()).collect();
@@ -829,7 +847,7 @@ impl<C: Cluster> Controller<C> {
             });
         }
         if needs_flush {
-            job = self.write_status(job, st).await?;
+            job = self.write_status(key, job, st).await?;
             st = job.status.clone().unwrap_or_default();
             self.backoff().insert(key.clone(), t.record);
             needs_flush = false;
@@ -861,7 +879,7 @@ impl<C: Cluster> Controller<C> {
         needs_flush |= status::clean_uncounted(&mut st, &with_finalizer);
         if let Some(e) = remove_error {
             if needs_flush {
-                self.write_status(job, st).await?;
+                self.write_status(key, job, st).await?;
             }
             return Err(e);
         }
@@ -884,7 +902,7 @@ impl<C: Cluster> Controller<C> {
             _ => false,
         };
         if needs_flush || done {
-            let job = self.write_status(job, st).await?;
+            let job = self.write_status(key, job, st).await?;
             if let (true, Some(c)) = (done, &finished) {
                 if c.type_ == status::COMPLETE {
                     self.recorder
@@ -902,7 +920,8 @@ impl<C: Cluster> Controller<C> {
     }
 
     /// Replaces the Job's status, guarded by its resourceVersion (upstream `UpdateStatus`).
-    async fn write_status(&self, mut job: Typed, status: JobStatus) -> Result<Typed> {
+    /// Replaces the Job's status; until the cache shows the result, `sync_job` waits.
+    async fn write_status(&self, key: &Key, mut job: Typed, status: JobStatus) -> Result<Typed> {
         let api: Api<Typed> = Api::namespaced(
             self.ctx.client.clone(),
             job.metadata.namespace.as_deref().unwrap_or_default(),
@@ -913,7 +932,15 @@ impl<C: Cluster> Controller<C> {
             field_manager: Some(FIELD_MANAGER.to_owned()),
             ..PostParams::default()
         };
-        Ok(api.replace_status(&name, &params, &job).await?)
+        self.writes.writing(key);
+        let written = api.replace_status(&name, &params, &job).await;
+        let version = written
+            .as_ref()
+            .ok()
+            .and_then(|j| j.metadata.resource_version.as_deref());
+        let sent = job.metadata.resource_version.as_deref();
+        self.writes.written(key, sent, version);
+        Ok(written?)
     }
 }
 
