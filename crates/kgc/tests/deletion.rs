@@ -1243,10 +1243,12 @@ async fn graceful_pod_with_finalizer_waits_for_both() {
         scheduled_pod("p", json!({"finalizers": ["example.com/hold"]}), None),
     )
     .await;
+    // Long enough that the patch and the read below fall inside it on a loaded machine
+    // (1 s did not, once, under the full suite).
     let r = cx
-        .delete(POD, "p", Some(json!({"gracePeriodSeconds": 1})))
+        .delete(POD, "p", Some(json!({"gracePeriodSeconds": 5})))
         .await;
-    assert_eq!(r.json()["metadata"]["deletionGracePeriodSeconds"], 1);
+    assert_eq!(r.json()["metadata"]["deletionGracePeriodSeconds"], 5);
     // Removing the finalizer while the grace period runs does not delete it
     // (`ShouldDeleteDuringUpdate` in `store.go`).
     let r = cx
