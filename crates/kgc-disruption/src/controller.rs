@@ -145,13 +145,6 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
     };
     // Upstream's handlers (`addDb`, `addPod`, … of `pkg/controller/disruption`) queue the
     // budget; here a change anywhere in a namespace has its budgets judged again.
-    let sync = {
-        let (ctx, caches) = (ctx.clone(), caches.clone());
-        move |ns: String| {
-            let (ctx, caches) = (ctx.clone(), caches.clone());
-            async move { sync_namespace(&ctx, &caches, &ns).await }
-        }
-    };
     kgc_runtime::Controller::named(&ctx, NAME)
         .watches(&caches.budgets, namespace_of::<Value>)
         .watches(&caches.pods, namespace_of::<PodView>)
@@ -159,7 +152,11 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         .watches(&caches.deployments, namespace_of::<Workload>)
         .watches(&caches.stateful_sets, namespace_of::<Workload>)
         .watches(&caches.controllers, namespace_of::<Workload>)
-        .run(WORKERS, sync)
+        .run_with(
+            WORKERS,
+            (ctx.clone(), caches.clone()),
+            |(ctx, caches), ns: String| async move { sync_namespace(&ctx, &caches, &ns).await },
+        )
         .await;
 }
 

@@ -38,23 +38,20 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
     let (w, declared) = Watched::start(&ctx, NAME).await;
     let endpoints = ctx.informers.resource("", "endpoints").await;
     let endpoints = ctx.informers.cache::<Typed<Endpoints>>(endpoints);
-    let sync = {
-        let (ctx, w, endpoints) = (ctx.clone(), w.clone(), endpoints.clone());
-        move |key: ObjectKey| {
-            let (ctx, w, endpoints) = (ctx.clone(), w.clone(), endpoints.clone());
-            async move {
-                sync(&ctx, &w, &endpoints, &key.0)
-                    .await
-                    .map(|()| None::<Duration>)
-            }
-        }
-    };
     // Endpoints deleted by someone else are made again (`onEndpointsDelete`).
     declared
         .watches_deletions(&endpoints, |key: &Key, _: &Typed<Endpoints>| {
             Some(ObjectKey(key.clone()))
         })
-        .run(WORKERS, sync)
+        .run_with(
+            WORKERS,
+            (ctx.clone(), w.clone(), endpoints.clone()),
+            |(ctx, w, endpoints), key: ObjectKey| async move {
+                sync(&ctx, &w, &endpoints, &key.0)
+                    .await
+                    .map(|()| None::<Duration>)
+            },
+        )
         .await;
 }
 

@@ -74,22 +74,19 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let nodes = ctx.informers.resource("", "nodes").await;
     let slices = ctx.informers.cache::<Managed>(slices);
     let zones = ctx.informers.cache::<Zone>(nodes);
-    let sync = {
-        let (ctx, w, zones) = (ctx.clone(), w.clone(), zones.clone());
-        move |key: ObjectKey| {
-            let (ctx, w, zones) = (ctx.clone(), w.clone(), zones.clone());
-            async move {
-                sync(&ctx, &w, &zones, config, &key.0)
-                    .await
-                    .map(|()| None::<Duration>)
-            }
-        }
-    };
     zones.synced().await;
     // A slice of ours someone else changed or deleted: its Service looks again.
     declared
         .owns(&slices, |m: &Managed| Some(m.0.clone()))
-        .run(WORKERS, sync)
+        .run_with(
+            WORKERS,
+            (ctx.clone(), w.clone(), zones.clone()),
+            move |(ctx, w, zones), key: ObjectKey| async move {
+                sync(&ctx, &w, &zones, config, &key.0)
+                    .await
+                    .map(|()| None::<Duration>)
+            },
+        )
         .await;
 }
 

@@ -35,22 +35,19 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let (w, declared) = Watched::start(&ctx, NAME).await;
     let endpoints = ctx.informers.resource("", "endpoints").await;
     let endpoints = ctx.informers.cache::<Typed<Endpoints>>(endpoints);
-    let sync = {
-        let (ctx, w, endpoints) = (ctx.clone(), w.clone(), endpoints.clone());
-        move |key: ObjectKey| {
-            let (ctx, w, endpoints) = (ctx.clone(), w.clone(), endpoints.clone());
-            async move {
-                sync(&ctx, &w, &endpoints, config, &key.0)
-                    .await
-                    .map(|()| None::<Duration>)
-            }
-        }
-    };
     declared
         .watches(&endpoints, |key: &Key, _: Option<&Typed<Endpoints>>| {
             Some(ObjectKey(key.clone()))
         })
-        .run(WORKERS, sync)
+        .run_with(
+            WORKERS,
+            (ctx.clone(), w.clone(), endpoints.clone()),
+            move |(ctx, w, endpoints), key: ObjectKey| async move {
+                sync(&ctx, &w, &endpoints, config, &key.0)
+                    .await
+                    .map(|()| None::<Duration>)
+            },
+        )
         .await;
 }
 

@@ -103,8 +103,8 @@ where
     }
 
     /// Every change of an object of `other` (`None`: it is gone) queues the keys `mapper`
-    /// maps it to. The mapper runs under the cache's lock, as a [`Handler`](crate::informer::Handler):
-    /// it keeps short and reads no other cache of the same resource.
+    /// maps it to. The mapper runs as a [`Handler`](crate::informer::Handler), on the watch's
+    /// task: it keeps short, and may read any cache.
     pub fn watches<V: View, I>(
         mut self,
         other: &Cache<V>,
@@ -162,5 +162,18 @@ where
         }
         tracing::info!(controller = self.name, "started");
         work(self.name, self.queue, workers, reconcile).await;
+    }
+
+    /// [`Controller::run`] with the state every reconcile needs (the controller, or the caches
+    /// it reads), cloned into each call, so that a declaration does not build that closure.
+    pub async fn run_with<S, F, Fut, E>(self, workers: usize, state: S, reconcile: F)
+    where
+        S: Clone + Send + Sync + 'static,
+        F: Fn(S, K) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<Option<Duration>, E>> + Send,
+        E: fmt::Display,
+    {
+        self.run(workers, move |key| reconcile(state.clone(), key))
+            .await;
     }
 }

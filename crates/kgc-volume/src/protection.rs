@@ -128,21 +128,18 @@ pub async fn run_pvc<C: Cluster>(ctx: Context<C>) {
             .map(|c| ObjectKey((key.0.clone(), c)))
             .collect::<Vec<_>>()
     };
-    let sync = {
-        let (ctx, claims, users) = (ctx.clone(), claims.clone(), users.clone());
-        move |key: ObjectKey| {
-            let (ctx, claims, users) = (ctx.clone(), claims.clone(), users.clone());
-            async move {
-                sync_claim(&ctx, &claims, &users, &key.0)
-                    .await
-                    .map(|()| None::<Duration>)
-            }
-        }
-    };
     Controller::named(&ctx, PVC_NAME)
         .watches(&claims, claim_changed)
         .watches(&users, pod_changed)
-        .run(WORKERS, sync)
+        .run_with(
+            WORKERS,
+            (ctx.clone(), claims.clone(), users.clone()),
+            |(ctx, claims, users), key: ObjectKey| async move {
+                sync_claim(&ctx, &claims, &users, &key.0)
+                    .await
+                    .map(|()| None::<Duration>)
+            },
+        )
         .await;
 }
 
@@ -195,20 +192,17 @@ pub async fn run_pv<C: Cluster>(ctx: Context<C>) {
         v.filter(|v| needs_work(&v.0.metadata, PV_PROTECTION_FINALIZER))
             .map(|_| key.1.clone())
     };
-    let sync = {
-        let (ctx, volumes) = (ctx.clone(), volumes.clone());
-        move |name: String| {
-            let (ctx, volumes) = (ctx.clone(), volumes.clone());
-            async move {
+    Controller::named(&ctx, PV_NAME)
+        .watches(&volumes, volume_changed)
+        .run_with(
+            WORKERS,
+            (ctx.clone(), volumes.clone()),
+            |(ctx, volumes), name: String| async move {
                 sync_volume(&ctx, &volumes, &name)
                     .await
                     .map(|()| None::<Duration>)
-            }
-        }
-    };
-    Controller::named(&ctx, PV_NAME)
-        .watches(&volumes, volume_changed)
-        .run(WORKERS, sync)
+            },
+        )
         .await;
 }
 

@@ -7,12 +7,27 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kgc_meta::selector::LabelSelector;
 use serde_json::{Value, json};
 
 use crate::pods::Pod;
 use crate::selector::matches;
+
+/// The owner reference marked `controller` (upstream `metav1.GetControllerOf`).
+pub fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+}
+
+/// The name of the object's controller if it is a `kind`: the key a child's change queues.
+pub fn controller_named(meta: &ObjectMeta, kind: &str) -> Option<String> {
+    controller_of(meta)
+        .filter(|r| r.kind == kind)
+        .map(|r| r.name.clone())
+}
 
 /// The controller claiming.
 #[derive(Debug, Clone)]
@@ -83,13 +98,7 @@ impl<T: kube::Resource> Child for kgc_runtime::informer::Typed<T> {
         self.0.meta().labels.as_ref().unwrap_or(&NONE)
     }
     fn controller_uid(&self) -> Option<&str> {
-        self.0
-            .meta()
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|r| r.controller == Some(true))
-            .map(|r| r.uid.as_str())
+        controller_of(self.0.meta()).map(|r| r.uid.as_str())
     }
     fn deleting(&self) -> bool {
         self.0.meta().deletion_timestamp.is_some()

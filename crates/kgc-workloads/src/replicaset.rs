@@ -191,19 +191,14 @@ pub(crate) async fn run_for<K: Kind, C: Cluster>(ctx: Context<C>) {
     };
     let c = Arc::downgrade(&controller);
     let pod_gone = move |key: &Key, _: &Pod| c.upgrade().and_then(|c| c.pod_gone(key));
-    let sync = {
-        let controller = Arc::clone(&controller);
-        move |key: ObjectKey| {
-            let c = Arc::clone(&controller);
-            async move { c.sync(&key.0).await }
-        }
-    };
     let c = &controller;
     kgc_runtime::Controller::named(&c.ctx, K::NAME)
         .watches(&c.sets, set_changed)
         .watches(&c.pods, pod_changed)
         .watches_deletions(&c.pods, pod_gone)
-        .run(WORKERS, sync)
+        .run_with(WORKERS, Arc::clone(c), |c, key: ObjectKey| async move {
+            c.sync(&key.0).await
+        })
         .await;
 }
 

@@ -29,7 +29,7 @@ use kgc_runtime::{Context, ObjectKey};
 use kube::api::{Api, DeleteParams, PostParams, Preconditions, PropagationPolicy};
 use serde_json::json;
 
-use crate::controller_ref::Owner;
+use crate::controller_ref::{Owner, controller_named, controller_of};
 use crate::job::Job;
 use crate::job::status::{COMPLETE, FAILED, true_condition};
 use crate::{Error, Result};
@@ -71,38 +71,21 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
         ctx,
     });
-    let sync = {
-        let controller = Arc::clone(&controller);
-        move |key: ObjectKey| {
-            let c = Arc::clone(&controller);
-            async move { c.sync(&key.0).await }
-        }
-    };
     let c = &controller;
     kgc_runtime::Controller::named(&c.ctx, NAME)
         .watches(&c.cronjobs, |key: &Key, cj: Option<&CronJob>| {
             cj.map(|_| ObjectKey(key.clone()))
         })
         .owns(&c.jobs, |job: &Job| cronjob_of(&job.0))
-        .run(WORKERS, sync)
+        .run_with(WORKERS, Arc::clone(c), |c, key: ObjectKey| async move {
+            c.sync(&key.0).await
+        })
         .await;
 }
 
 /// The CronJob a Job's controller reference names.
 fn cronjob_of(job: &TypedJob) -> Option<String> {
-    controller_ref(job)
-        .filter(|r| r.kind == "CronJob")
-        .map(|r| r.name.clone())
-}
-
-fn controller_ref(
-    job: &TypedJob,
-) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
-    job.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
+    controller_named(&job.metadata, "CronJob")
 }
 
 /// Upstream `getFinishedStatus`: `Complete` or `Failed`, when that condition is `True`.
@@ -227,7 +210,7 @@ impl<C: Cluster> Controller<C> {
             jobs.iter()
                 .filter(|(k, j)| {
                     k.0 == key.0
-                        && controller_ref(&j.0).is_some_and(|r| {
+                        && controller_of(&j.0.metadata).is_some_and(|r| {
                             r.kind == "CronJob"
                                 && r.name == key.1
                                 && Some(&r.uid) == cj.metadata.uid.as_ref()
@@ -562,8 +545,8 @@ impl<C: Cluster> Controller<C> {
                 // Created before, perhaps by us with the status write lost: ours goes back
                 // on the active list; another's is left alone.
                 let job = self.job_api(&key.0).get(&name).await?;
-                let ours =
-                    controller_ref(&job).is_some_and(|r| Some(&r.uid) == cj.metadata.uid.as_ref());
+                let ours = controller_of(&job.metadata)
+                    .is_some_and(|r| Some(&r.uid) == cj.metadata.uid.as_ref());
                 if !ours || in_active(status, job.metadata.uid.as_deref()) {
                     return Ok(());
                 }

@@ -30,7 +30,7 @@ use serde_json::json;
 use self::placement::{REVISION_HASH, daemon_template, judge, node_work, pin_to_node};
 use self::update::{OnNode, fenceposts, rolling_update, rolls, status};
 use crate::Result;
-use crate::controller_ref::{Owner, claim_all, still_owner};
+use crate::controller_ref::{Owner, claim_all, controller_of, still_owner};
 use crate::expectations::Expectations;
 use crate::history::{self, ControllerRevision, HASH_LABEL};
 use crate::pod_control::PodControl;
@@ -57,14 +57,13 @@ const BACKOFF_MAX: Duration = Duration::from_secs(15 * 60);
 pub type DaemonSet = kgc_runtime::informer::Typed<Typed>;
 
 /// The DaemonSet a controller reference names, if it is a DaemonSet's.
-fn daemon_set_of(namespace: &str, kind: &str, api_version: &str, name: &str) -> Option<Key> {
-    (kind == "DaemonSet" && api_version.starts_with("apps/"))
-        .then(|| (namespace.to_owned(), name.to_owned()))
+fn daemon_set_of(kind: &str, api_version: &str, name: &str) -> Option<String> {
+    (kind == "DaemonSet" && api_version.starts_with("apps/")).then(|| name.to_owned())
 }
 
 fn owner_of(pod: &Pod) -> Option<Key> {
     let c = pod.controller.as_ref()?;
-    daemon_set_of(&pod.namespace, &c.kind, &c.api_version, &c.name)
+    daemon_set_of(&c.kind, &c.api_version, &c.name).map(|name| (pod.namespace.clone(), name))
 }
 
 fn template_generation(ds: &Typed) -> i64 {
@@ -178,30 +177,19 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         Some(c) => c.selected(|_| true),
         None => Vec::new(),
     };
-    let revision_changed = |key: &Key, r: Option<&ControllerRevision>| {
-        let c =
-            r?.0.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .find(|o| o.controller == Some(true))?;
-        daemon_set_of(&key.0, &c.kind, &c.api_version, &c.name).map(ObjectKey)
-    };
-    let sync = {
-        let controller = Arc::clone(&controller);
-        move |key: ObjectKey| {
-            let c = Arc::clone(&controller);
-            async move { c.sync(&key.0).await }
-        }
-    };
     let c = &controller;
     kgc_runtime::Controller::named(&c.ctx, NAME)
         .watches(&c.sets, set_changed)
         .watches(&c.pods, pod_changed)
         .watches_deletions(&c.pods, pod_gone)
         .watches(&c.nodes, node_changed)
-        .watches(&c.revisions, revision_changed)
-        .run(WORKERS, sync)
+        .owns(&c.revisions, |r: &ControllerRevision| {
+            let c = controller_of(&r.0.metadata)?;
+            daemon_set_of(&c.kind, &c.api_version, &c.name)
+        })
+        .run_with(WORKERS, Arc::clone(c), |c, key: ObjectKey| async move {
+            c.sync(&key.0).await
+        })
         .await;
 }
 

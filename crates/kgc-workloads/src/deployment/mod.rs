@@ -30,7 +30,7 @@ use kgc_runtime::{Context, ObjectKey};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::{Value, json};
 
-use crate::controller_ref::{Child, Owner, claim_all, still_owner};
+use crate::controller_ref::{Child, Owner, claim_all, controller_named, still_owner};
 use crate::replicaset::ReplicaSet;
 use crate::selector::matcher;
 use crate::{Error, Result};
@@ -178,29 +178,19 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         (Some(rs), Some(c)) => c.selecting(key, rs),
         _ => Vec::new(),
     };
-    let sync = {
-        let controller = Arc::clone(&controller);
-        move |key: ObjectKey| {
-            let c = Arc::clone(&controller);
-            async move { c.sync(&key.0).await }
-        }
-    };
     let c = &controller;
     kgc_runtime::Controller::new(&c.ctx, NAME, &c.deployments)
         .owns(&c.sets, deployment_of)
         .watches(&c.sets, orphans)
-        .run(WORKERS, sync)
+        .run_with(WORKERS, Arc::clone(c), |c, key: ObjectKey| async move {
+            c.sync(&key.0).await
+        })
         .await;
 }
 
 /// The Deployment a ReplicaSet's controller reference names.
 fn deployment_of(rs: &ReplicaSet) -> Option<String> {
-    rs.0.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true) && r.kind == "Deployment")
-        .map(|r| r.name.clone())
+    controller_named(&rs.0.metadata, "Deployment")
 }
 
 impl<C: Cluster> Controller<C> {

@@ -161,24 +161,17 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         }
         wake
     };
-    let sync = {
-        let controller = Arc::clone(&controller);
-        move |work: Work| {
-            let c = Arc::clone(&controller);
-            async move {
-                match work {
-                    Work::Job(key) => c.sync(&key).await,
-                    Work::OrphanPod(key) => c.sync_orphan(&key).await.map(|()| None),
-                }
-            }
-        }
-    };
     let c = &controller;
     kgc_runtime::Controller::named(&c.ctx, NAME)
         .watches(&c.jobs, job_changed)
         .watches(&c.pods, pod_changed)
         .watches_deletions(&c.pods, pod_gone)
-        .run(WORKERS, sync)
+        .run_with(WORKERS, Arc::clone(c), |c, work: Work| async move {
+            match work {
+                Work::Job(key) => c.sync(&key).await,
+                Work::OrphanPod(key) => c.sync_orphan(&key).await.map(|()| None),
+            }
+        })
         .await;
 }
 

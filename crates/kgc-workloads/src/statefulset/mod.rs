@@ -33,7 +33,7 @@ use serde_json::json;
 
 use self::control::{Action, Inputs, Revision, Why, plan};
 use self::identity::{Member, POD_INDEX, POD_NAME, claims, new_pod, ordinals, parent_and_ordinal};
-use crate::controller_ref::{Owner, claim_all, still_owner};
+use crate::controller_ref::{Owner, claim_all, controller_named, still_owner};
 use crate::expectations::Expectations;
 use crate::history::{self, ControllerRevision};
 use crate::selector::matcher;
@@ -136,30 +136,18 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         Some(c) => claim(key, c),
         None => Vec::new(),
     };
-    let revision_changed = |key: &Key, r: Option<&ControllerRevision>| {
-        let o =
-            r?.0.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .find(|o| o.controller == Some(true) && o.kind == "StatefulSet")?;
-        Some(ObjectKey((key.0.clone(), o.name.clone())))
-    };
-    let sync = {
-        let controller = Arc::clone(&controller);
-        move |key: ObjectKey| {
-            let c = Arc::clone(&controller);
-            async move { c.sync(&key.0).await }
-        }
-    };
     let c = &controller;
     kgc_runtime::Controller::new(&c.ctx, NAME, &c.sets)
         .watches(&c.pods, pod_changed)
         .watches_deletions(&c.pods, pod_gone)
         .watches(&c.claims, claim_changed)
         .watches_deletions(&c.claims, claim)
-        .watches(&c.revisions, revision_changed)
-        .run(WORKERS, sync)
+        .owns(&c.revisions, |r: &ControllerRevision| {
+            controller_named(&r.0.metadata, "StatefulSet")
+        })
+        .run_with(WORKERS, Arc::clone(c), |c, key: ObjectKey| async move {
+            c.sync(&key.0).await
+        })
         .await;
 }
 
