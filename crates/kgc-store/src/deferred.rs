@@ -130,7 +130,8 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::Deferred;
-    use crate::{GroupResource, Options, Store};
+    use crate::testing::store_with_configmap;
+    use crate::{GroupResource, Store};
 
     /// A count added to a ConfigMap's `data.n`.
     #[derive(Default)]
@@ -159,21 +160,7 @@ mod tests {
     }
 
     async fn store_with_counter(path: Option<std::path::PathBuf>) -> (Store, ResourceInfo) {
-        let store = Store::open_with(Options {
-            path,
-            ..Options::default()
-        })
-        .await
-        .unwrap();
-        let catalog = store.catalog();
-        let ns = catalog.get("", "v1", "namespaces").unwrap().clone();
-        let cm = catalog.get("", "v1", "configmaps").unwrap().clone();
-        store
-            .create(&ns, "", json!({"metadata": {"name": "ns"}}), false)
-            .await
-            .unwrap();
-        let counter = json!({"metadata": {"name": "counter"}, "data": {"n": "0"}});
-        store.create(&cm, "ns", counter, false).await.unwrap();
+        let (store, cm) = store_with_configmap(path, "counter", json!({"n": "0"})).await;
         (store, (*cm).clone())
     }
 

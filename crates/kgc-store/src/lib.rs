@@ -36,6 +36,8 @@ mod object;
 mod objects;
 mod read;
 mod shallow;
+#[cfg(test)]
+mod testing;
 mod watch;
 mod write;
 

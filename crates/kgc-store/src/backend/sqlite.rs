@@ -324,6 +324,7 @@ mod tests {
 
     use serde_json::json;
 
+    use crate::testing::store_with_configmap;
     use crate::watch::{EventType, WatchEvent, WatchFilter};
     use crate::{Error, GroupResource, Options, Store};
 
@@ -355,21 +356,7 @@ mod tests {
     async fn a_failed_commit_is_undone_and_the_store_recovers_by_itself() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kgc.db");
-        let store = Store::open_with(Options {
-            path: Some(path.clone()),
-            ..Options::default()
-        })
-        .await
-        .unwrap();
-        let catalog = store.catalog();
-        let ns = catalog.get("", "v1", "namespaces").unwrap().clone();
-        let cm = catalog.get("", "v1", "configmaps").unwrap().clone();
-        store
-            .create(&ns, "", json!({"metadata": {"name": "ns"}}), false)
-            .await
-            .unwrap();
-        let cm0 = json!({"metadata": {"name": "c0"}, "data": {"v": "0"}});
-        store.create(&cm, "ns", cm0, false).await.unwrap();
+        let (store, cm) = store_with_configmap(Some(path.clone()), "c0", json!({"v": "0"})).await;
         let from = store.revision();
         let mut watcher = store.watch(
             WatchFilter::new(GroupResource::new("", "configmaps")),
