@@ -21,7 +21,7 @@
 
 use kgc_meta::{GroupResource, ResourceInfo, Status};
 use kgc_quota::resources::ResourceList;
-use kgc_quota::{Evaluator, Operation, Request, Verdict};
+use kgc_quota::{Evaluator, Operation, Request};
 use serde_json::Value;
 
 use crate::body::ApiError;
@@ -209,10 +209,12 @@ impl crate::ApiServer {
         let refuse = |r: kgc_quota::Refusal| {
             Status::forbidden(&info.group_resource(), display_name(obj), &r.to_string())
         };
-        // Every quota is judged before any is charged, so a refusal charges nothing.
+        // Every quota is judged before any is charged, so a refusal charges nothing; the
+        // write's usage is computed once, for all the quotas it concerns (upstream's
+        // `CheckRequest`).
         let mut concerned = Vec::new();
         for q in self.quota_views.read(ns, &quotas.items) {
-            if let Verdict::Charge(_) = kgc_quota::check(&q.value, &request).map_err(refuse)? {
+            if kgc_quota::concerns(&q.quota, &request).map_err(refuse)? {
                 concerned.push(q);
             }
         }
@@ -233,7 +235,7 @@ impl crate::ApiServer {
             match charged {
                 Ok(Ok(charged)) => charge
                     .charged
-                    .extend(charged.map(|c| (quota.name.clone(), c))),
+                    .extend(charged.map(|c| (quota.quota.name.clone(), c))),
                 // Deleted meanwhile: it limits nothing any more.
                 Err(s) if s.is(kgc_meta::Reason::NotFound) => {}
                 Ok(Err(refusal)) => {

@@ -63,7 +63,7 @@ impl Batches {
         quota: &QuotaView,
         delta: ResourceList,
     ) -> Outcome {
-        let (namespace, name) = (quota.namespace.as_str(), quota.name.as_str());
+        let (namespace, name) = (quota.namespace.as_str(), quota.quota.name.as_str());
         if !store.is_replicated() {
             return charge_deferred(store, info, quota, &delta);
         }
@@ -133,24 +133,16 @@ pub(crate) async fn refund(
 /// A quota as the admission reads it: parsed once per version.
 pub(crate) struct QuotaView {
     pub(crate) namespace: String,
-    pub(crate) name: String,
     pub(crate) resource_version: u64,
-    pub(crate) value: Value,
-    hard: ResourceList,
-    used: ResourceList,
+    pub(crate) quota: kgc_quota::Quota,
 }
 
 impl QuotaView {
     pub(crate) fn new(stored: &StoredObject) -> Self {
-        let value = stored.value();
-        let status = &value["status"];
         Self {
             namespace: stored.namespace.clone(),
-            name: stored.name.clone(),
             resource_version: stored.resource_version,
-            hard: resources::from_json(&status["hard"]),
-            used: resources::from_json(&status["used"]),
-            value,
+            quota: kgc_quota::Quota::parse(&stored.value()),
         }
     }
 }
@@ -168,12 +160,20 @@ impl QuotaViews {
     pub(crate) fn read(&self, ns: &str, stored: &[Arc<StoredObject>]) -> Vec<Arc<QuotaView>> {
         let mut all = locked(&self.0);
         let known = all.get(ns).map(Vec::as_slice).unwrap_or_default();
+        let unchanged = known.len() == stored.len()
+            && known
+                .iter()
+                .zip(stored)
+                .all(|(v, s)| v.quota.name == s.name && v.resource_version == s.resource_version);
+        if unchanged {
+            return known.to_vec();
+        }
         let views: Vec<Arc<QuotaView>> = stored
             .iter()
             .map(|s| {
                 known
                     .iter()
-                    .find(|v| v.name == s.name && v.resource_version == s.resource_version)
+                    .find(|v| v.quota.name == s.name && v.resource_version == s.resource_version)
                     .cloned()
                     .unwrap_or_else(|| Arc::new(QuotaView::new(s)))
             })
@@ -234,7 +234,7 @@ fn charge_deferred(
     quota: &QuotaView,
     delta: &ResourceList,
 ) -> Outcome {
-    let name = quota.name.as_str();
+    let name = quota.quota.name.as_str();
     let charged = store.defer(
         info,
         &quota.namespace,
@@ -248,8 +248,8 @@ fn charge_deferred(
                 fresh = QuotaView::new(current);
                 &fresh
             };
-            let used = with_unwritten(&view.used, &unwritten.0);
-            let charged = kgc_quota::charge_to(name, &view.hard, &used, delta)?
+            let used = with_unwritten(&view.quota.used, &unwritten.0);
+            let charged = kgc_quota::charge_to(name, &view.quota.hard, &used, delta)?
                 .map(|new_used| resources::subtract(&new_used, &used));
             if let Some(c) = &charged {
                 unwritten.0 = resources::add(&unwritten.0, c);

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::evaluator::{Evaluator, Operation};
 use crate::resources::{self, ResourceList};
+use crate::scope::{self, Selector};
 
 /// Why a quota refuses a write; the text is upstream's, which the API server words as
 /// `<resource> "<name>" is forbidden: <refusal>`.
@@ -45,13 +46,31 @@ pub struct Request<'a> {
     pub now: Timestamp,
 }
 
-/// What a quota makes of a write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// The quota is not concerned, or the write changes none of its usage.
-    Untouched,
-    /// Admitted: the quota's new `status.used`.
-    Charge(ResourceList),
+/// A quota as the admission judges it: its name, `status.hard`, `status.used` and scopes,
+/// read once from its JSON. A quota judges every write to its namespace, and reading it again
+/// for each cost more than the judging.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quota {
+    pub name: String,
+    pub hard: ResourceList,
+    pub used: ResourceList,
+    pub selectors: Vec<Selector>,
+}
+
+impl Quota {
+    /// Reads a ResourceQuota's JSON.
+    pub fn parse(quota: &Value) -> Self {
+        let status = &quota["status"];
+        Quota {
+            name: quota["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            hard: resources::from_json(&status["hard"]),
+            used: resources::from_json(&status["used"]),
+            selectors: scope::selectors(quota),
+        }
+    }
 }
 
 impl Request<'_> {
@@ -80,38 +99,35 @@ impl Request<'_> {
     }
 }
 
-/// Judges a write against one quota (a ResourceQuota as JSON).
-pub fn check(quota: &Value, req: &Request<'_>) -> Result<Verdict, Refusal> {
+/// Whether a write concerns a quota, the first half of upstream's `CheckRequest`: the quota
+/// limits something the write's evaluator charges and the object is in its scopes. Refused
+/// when the object lacks what the quota requires it to declare, or when the quota's usage of
+/// a name it limits was never computed. The second half charges the request's
+/// [`Request::delta`], computed once for all the quotas concerned, with [`charge_to`].
+pub fn concerns(quota: &Quota, req: &Request<'_>) -> Result<bool, Refusal> {
     if !req.evaluator.handles(req.operation) || !req.evaluator.matches(quota, req.object) {
-        return Ok(Verdict::Untouched);
+        return Ok(false);
     }
-    let name = quota["metadata"]["name"].as_str().unwrap_or_default();
-    let status = &quota["status"];
-    let hard = resources::from_json(&status["hard"]);
-    let used = resources::from_json(&status["used"]);
-    let restricted = req.evaluator.matching_resources(hard.keys());
+    let restricted = req.evaluator.matching_resources(quota.hard.keys());
     req.evaluator
         .constraints(&restricted, req.object)
         .map_err(|reason| Refusal::Constraints {
-            quota: name.to_owned(),
+            quota: quota.name.clone(),
             reason,
         })?;
-    if restricted.iter().any(|r| !used.contains_key(r)) {
+    if restricted.iter().any(|r| !quota.used.contains_key(r)) {
         let mut all: Vec<&str> = restricted.iter().map(String::as_str).collect();
         all.sort_unstable();
         return Err(Refusal::StatusUnknown {
-            quota: name.to_owned(),
+            quota: quota.name.clone(),
             resources: all.join(","),
         });
     }
-    Ok(match charge(quota, &req.delta()?)? {
-        Some(new_used) => Verdict::Charge(new_used),
-        None => Verdict::Untouched,
-    })
+    Ok(true)
 }
 
-/// The `status.used` of `quota` once `delta` (a [`Request::delta`] whose request [`check`]
-/// found the quota concerned with) is added: `None` when the quota limits none of it. Apart
+/// The `status.used` of `quota` once `delta` (a [`Request::delta`] whose request the quota
+/// [`concerns`]) is added: `None` when the quota limits none of it. Apart
 /// from `check` so that a batch of admitted writes charges one quota version in turn, as
 /// upstream's quota evaluator charges its batch (`checkQuotas`).
 pub fn charge(quota: &Value, delta: &ResourceList) -> Result<Option<ResourceList>, Refusal> {
@@ -122,8 +138,8 @@ pub fn charge(quota: &Value, delta: &ResourceList) -> Result<Option<ResourceList
     charge_to(name, &hard, &used, delta)
 }
 
-/// [`charge`] to quota `name` whose `status.hard` and `status.used` are already read: what
-/// the admission checks under the store's lock, where the quota is not parsed again.
+/// [`charge`] to quota `name` whose `status.hard` and `status.used` are already read (a
+/// [`Quota`]): what the admission checks under the store's lock.
 pub fn charge_to(
     name: &str,
     hard: &ResourceList,
@@ -149,7 +165,7 @@ pub fn charge_to(
     Ok(Some(new_used))
 }
 
-/// Gives back what [`check`] charged to a quota's `status.used` when the write it admitted
+/// Gives back what [`charge`] charged to a quota's `status.used` when the write it admitted
 /// was not stored after all (kgc's addition: upstream leaves the charge until the
 /// controller's next recalculation). Names the quota no longer limits are left alone; usage
 /// never goes below zero.
@@ -178,8 +194,17 @@ mod tests {
             "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}}]}})
     }
 
-    fn check(q: &Value, r: &Request<'_>) -> Result<Verdict, String> {
-        super::check(q, r).map_err(|e| e.to_string())
+    /// Upstream's `CheckRequest` for one quota: the new `status.used`, `None` when the
+    /// quota is not concerned or limits none of the write.
+    fn check(q: &Value, r: &Request<'_>) -> Result<Option<ResourceList>, String> {
+        let q = Quota::parse(q);
+        let charged = || {
+            if !concerns(&q, r)? {
+                return Ok(None);
+            }
+            charge_to(&q.name, &q.hard, &q.used, &r.delta()?)
+        };
+        charged().map_err(|e: Refusal| e.to_string())
     }
 
     fn create<'a>(e: &'a Evaluator, obj: &'a Value) -> Request<'a> {
@@ -205,7 +230,7 @@ mod tests {
             json!({"pods": "20", "requests.cpu": "2"}),
             json!({"pods": "3", "requests.cpu": "1"}),
         );
-        let Ok(Verdict::Charge(used)) = check(&room, &r) else {
+        let Ok(Some(used)) = check(&room, &r) else {
             panic!("admitted with a charge");
         };
         assert_eq!(resources::pretty(&used), "pods=4,requests.cpu=1500m");
@@ -238,7 +263,7 @@ mod tests {
         let p = pod();
         let r = create(&Evaluator::Pods, &p);
         let fresh = json!({"metadata": {"name": "q"}, "spec": {"hard": {"pods": "1"}}});
-        assert_eq!(check(&fresh, &r), Ok(Verdict::Untouched));
+        assert_eq!(check(&fresh, &r), Ok(None));
         let partial = quota(
             json!({"pods": "1", "requests.cpu": "1"}),
             json!({"pods": "0"}),
@@ -281,7 +306,7 @@ mod tests {
             old: Some(&old),
             now: now(),
         };
-        let Ok(Verdict::Charge(used)) = check(&q, &req) else {
+        let Ok(Some(used)) = check(&q, &req) else {
             panic!("the resize fits");
         };
         assert_eq!(
@@ -293,7 +318,7 @@ mod tests {
             old: Some(&new),
             ..req
         };
-        assert_eq!(check(&q, &shrink), Ok(Verdict::Untouched));
+        assert_eq!(check(&q, &shrink), Ok(None));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use jiff::Timestamp;
 use serde_json::Value;
 
+use crate::admission::Quota;
 use crate::resources::{self, ResourceList};
 use crate::scope::{self, Selector};
 use crate::{object_count, persistent_volume_claims, pods, services};
@@ -101,18 +102,15 @@ impl Evaluator {
         }
     }
 
-    /// Whether an object is in every scope of the quota.
-    pub fn in_scopes(&self, quota: &Value, obj: &Value) -> bool {
-        scope::selectors(quota)
-            .iter()
-            .all(|s| self.matches_scope(s, obj))
+    /// Whether an object is in every scope of `selectors` (a quota's).
+    pub fn in_scopes(&self, selectors: &[Selector], obj: &Value) -> bool {
+        selectors.iter().all(|s| self.matches_scope(s, obj))
     }
 
     /// `Matches`: the quota limits something the evaluator charges (by its `status.hard`) and
     /// the object is in its scopes.
-    pub fn matches(&self, quota: &Value, obj: &Value) -> bool {
-        let hard = resources::from_json(&quota["status"]["hard"]);
-        hard.keys().any(|n| self.matches_resource(n)) && self.in_scopes(quota, obj)
+    pub fn matches(&self, quota: &Quota, obj: &Value) -> bool {
+        quota.hard.keys().any(|n| self.matches_resource(n)) && self.in_scopes(&quota.selectors, obj)
     }
 
     /// `Usage`: what the object charges.
@@ -153,8 +151,9 @@ impl Evaluator {
             .iter()
             .map(|n| (n.clone(), kgc_meta::quantity::Quantity::default()))
             .collect();
+        let selectors = scope::selectors(quota);
         for obj in objects {
-            if self.in_scopes(quota, obj) {
+            if self.in_scopes(&selectors, obj) {
                 used = resources::add(&used, &self.usage(obj, now));
             }
         }
@@ -184,9 +183,11 @@ mod tests {
     fn a_quota_matches_by_its_status_and_scopes() {
         let quota = json!({"spec": {"scopes": ["BestEffort"]}, "status": {"hard": {"pods": "2"}}});
         let best = json!({"spec": {"containers": [{"name": "a"}]}});
+        let quota = Quota::parse(&quota);
         assert!(Evaluator::Pods.matches(&quota, &best));
         let cm = Evaluator::for_resource("", "configmaps").unwrap();
         assert!(!cm.matches(&quota, &json!({})));
-        assert!(!Evaluator::Pods.matches(&json!({"spec": {"hard": {"pods": "2"}}}), &best));
+        let uncomputed = Quota::parse(&json!({"spec": {"hard": {"pods": "2"}}}));
+        assert!(!Evaluator::Pods.matches(&uncomputed, &best));
     }
 }

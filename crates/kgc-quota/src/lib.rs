@@ -19,6 +19,6 @@ pub mod scope;
 mod services;
 pub mod usage;
 
-pub use admission::{Refusal, Request, Verdict, charge, charge_to, check, refund};
+pub use admission::{Quota, Refusal, Request, charge, charge_to, concerns, refund};
 pub use evaluator::{Evaluator, Operation};
 pub use resources::ResourceList;
