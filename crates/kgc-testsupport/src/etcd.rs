@@ -127,6 +127,34 @@ impl EtcdCluster {
         }
     }
 
+    /// SIGSTOP of member `i`, as a machine frozen in place: its connections stay open and
+    /// silent (the others go on if they keep a quorum). Returns once the kernel reports it
+    /// stopped.
+    pub async fn pause(&self, i: usize) {
+        let pid = self.members[i]
+            .child
+            .as_ref()
+            .expect("member is running")
+            .id();
+        process::send(pid, "STOP");
+        crate::wait::eventually(
+            "the etcd member stopped by SIGSTOP",
+            Duration::from_secs(5),
+            || std::future::ready(process::is_stopped(pid)),
+        )
+        .await;
+    }
+
+    /// SIGCONT after [`Self::pause`].
+    pub fn resume(&self, i: usize) {
+        let pid = self.members[i]
+            .child
+            .as_ref()
+            .expect("member is running")
+            .id();
+        process::send(pid, "CONT");
+    }
+
     /// Polls `/health` of the live members until one says the cluster is healthy.
     pub async fn wait_healthy(&self) {
         self.wait_healthy_among(|_| true).await;

@@ -68,8 +68,13 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// the store is still open.
 const WATCH_RETRY: Duration = Duration::from_millis(500);
 /// How long opening a watch (or its connection to one member) may take before the next
-/// member is tried.
+/// member is tried, and how long a watch behind its member may leave a progress request
+/// unanswered before it is opened again.
 const WATCH_OPEN_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a watch may hear nothing before it checks that its member has nothing newer, and
+/// how long that member may take to tell its revision.
+const WATCH_QUIET: Duration = Duration::from_secs(3);
+const WATCH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How `kgc serve --datastore-endpoint` reaches etcd.
 #[derive(Debug, Clone)]
@@ -241,10 +246,15 @@ impl Etcd {
 
     /// Whether etcd serves a linearizable read (which needs a leader and a quorum).
     pub fn probe(&mut self) -> Result<()> {
-        let mut kv = self.client.kv_client();
-        let sentinel = self.keys.sentinel.clone();
+        let kv = self.client.kv_client();
+        let sentinel = self.keys.sentinel.as_str();
         self.rt.block_on(async {
-            tokio::time::timeout(PROBE_TIMEOUT, kv.get(sentinel, None))
+            let deadline = tokio::time::Instant::now() + PROBE_TIMEOUT;
+            let read = until_sent(deadline, || {
+                let mut kv = kv.clone();
+                async move { kv.get(sentinel, None).await }
+            });
+            tokio::time::timeout_at(deadline, read)
                 .await
                 .map_err(|_| Error::Datastore("etcd did not answer within 1s".into()))??;
             Ok(())
@@ -336,16 +346,33 @@ impl Replica {
     /// probe's.
     pub async fn current_revision(&self, failing: bool) -> Result<u64> {
         let mut kv = self.kv.clone();
-        let options = GetOptions::new().with_count_only();
         let (timeout, why) = match failing {
             true => (PROBE_TIMEOUT, "etcd did not answer within 1s"),
             false => (REQUEST_TIMEOUT, "etcd did not answer within 10s"),
         };
-        let got = tokio::time::timeout(timeout, kv.get(self.probe.clone(), Some(options)))
+        let deadline = tokio::time::Instant::now() + timeout;
+        let read = revision_of(&mut kv, &self.probe, GetOptions::new(), deadline);
+        tokio::time::timeout_at(deadline, read)
             .await
-            .map_err(|_| Error::Datastore(why.into()))??;
-        Ok(got.header().map_or(0, |h| h.revision()) as u64)
+            .map_err(|_| Error::Datastore(why.into()))?
     }
+}
+
+/// etcd's revision, from a range request (with `options`) that counts at most the (absent)
+/// `probe` key: no value is read.
+async fn revision_of(
+    kv: &mut KvClient,
+    probe: &str,
+    options: GetOptions,
+    deadline: tokio::time::Instant,
+) -> Result<u64> {
+    let options = options.with_count_only();
+    let got = until_sent(deadline, || {
+        let (mut kv, options) = (kv.clone(), options.clone());
+        async move { kv.get(probe, Some(options)).await }
+    })
+    .await?;
+    Ok(got.header().map_or(0, |h| h.revision()) as u64)
 }
 
 /// A change the watch saw.
@@ -386,7 +413,9 @@ impl Watch {
     /// The client spreads requests over the members and does not move a stream off one that
     /// is down (opening it again may wait on the dead member for ever): after a break the
     /// watch opens on a connection of its own to one member at a time, the next member on
-    /// each failure, each attempt bounded by [`WATCH_OPEN_TIMEOUT`].
+    /// each failure, each attempt bounded by [`WATCH_OPEN_TIMEOUT`]. A stream that is open
+    /// but stuck (its member frozen, or its watcher never catching up) counts as a break: see
+    /// [`Watch::behind`].
     async fn run(mut self, mut revision: i64, feed: impl Feed) {
         let mut member = 0;
         while feed.alive() {
@@ -443,6 +472,10 @@ impl Watch {
         .await
         .map_err(|_| Error::Datastore("etcd did not open the watch within 3s".into()))??;
         tracing::debug!(revision = *revision, "the watch on etcd is open");
+        let mut kv = self.client.kv_client();
+        let mut heard = tokio::time::Instant::now();
+        // The member's revision when the quiet watch was found behind it, and when.
+        let mut behind: Option<(i64, tokio::time::Instant)> = None;
         loop {
             let message = tokio::select! {
                 m = stream.message() => m?,
@@ -450,14 +483,29 @@ impl Watch {
                     stream.request_progress().await?;
                     continue;
                 }
-                // A store that closed ends the watch.
+                // A store that closed ends the watch; a quiet one checks it is not stuck.
                 () = tokio::time::sleep(WATCH_RETRY) => {
                     if !feed.alive() {
                         return Ok(());
                     }
+                    if let Some((at, since)) = behind.filter(|&(at, _)| *revision < at) {
+                        if since.elapsed() > WATCH_OPEN_TIMEOUT {
+                            return Err(Error::Datastore(format!(
+                                "the watch stayed at revision {revision} while its member is \
+                                 at {at}, and did not answer a progress request"
+                            )));
+                        }
+                    } else if heard.elapsed() >= WATCH_QUIET {
+                        heard = tokio::time::Instant::now();
+                        behind = self.behind(&mut kv, *revision).await?;
+                        if behind.is_some() {
+                            stream.request_progress().await?;
+                        }
+                    }
                     continue;
                 }
             };
+            heard = tokio::time::Instant::now();
             let Some(response) = message else {
                 return Err(Error::Datastore("etcd ended the watch".into()));
             };
@@ -499,6 +547,34 @@ impl Watch {
                 feed.apply(seen, at as u64);
             }
         }
+    }
+
+    /// Whether the watch's member holds a revision after `revision`, the last the watch
+    /// delivered, read from the member itself (a serializable read needs no quorum): a watch
+    /// that heard nothing for [`WATCH_QUIET`] while its member moved on may be stuck (etcd
+    /// answers a progress request only from a watcher that has caught up,
+    /// `server/storage/mvcc/watchable_store.go` `progress`), so it is asked for progress and
+    /// opened again if it stays behind. A member that does not answer within
+    /// [`WATCH_CHECK_TIMEOUT`] (frozen, its connections open and silent) is an error: the
+    /// watch opens on another member rather than wait for TCP keep-alive.
+    async fn behind(
+        &self,
+        kv: &mut KvClient,
+        revision: i64,
+    ) -> Result<Option<(i64, tokio::time::Instant)>> {
+        let deadline = tokio::time::Instant::now() + WATCH_CHECK_TIMEOUT;
+        let own = GetOptions::new().with_serializable();
+        let read = revision_of(kv, &self.keys.sentinel, own, deadline);
+        let at = match tokio::time::timeout_at(deadline, read).await {
+            Ok(at) => at? as i64,
+            Err(_) => {
+                return Err(Error::Datastore(format!(
+                    "the watch's etcd member did not tell its revision within \
+                     {WATCH_CHECK_TIMEOUT:?}"
+                )));
+            }
+        };
+        Ok((at > revision).then(|| (at, tokio::time::Instant::now())))
     }
 
     /// The change one watch event carries; `None` for keys kgc does not store objects under.
@@ -682,16 +758,36 @@ impl Target {
     }
 }
 
-/// Sends a transaction, again to another member while it was refused before reaching etcd
-/// (the client does not retry through another member itself), for up to [`REQUEST_TIMEOUT`].
+/// Sends a transaction, again to another member while it was refused before reaching etcd,
+/// for up to [`REQUEST_TIMEOUT`].
 async fn send(kv: &mut KvClient, txn: Txn) -> Result<etcd_client::TxnResponse> {
     let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
+    Ok(until_sent(deadline, || {
+        let (mut kv, txn) = (kv.clone(), txn.clone());
+        async move { kv.txn(txn).await }
+    })
+    .await?)
+}
+
+/// Makes a request again while it was refused before reaching etcd ([`never_sent`]), until
+/// `deadline`. The client spreads requests over the members and does not retry one through
+/// another member itself: with one member of three down, one request in a few would fail
+/// (and a read that must see the latest state would fall back to memory, a probe would find
+/// the cluster failing) though the cluster serves.
+async fn until_sent<T, F, Fut>(
+    deadline: tokio::time::Instant,
+    mut request: F,
+) -> std::result::Result<T, etcd_client::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
+{
     loop {
-        match kv.txn(txn.clone()).await {
+        match request().await {
             Err(e) if never_sent(&e) && tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            r => return Ok(r?),
+            r => return r,
         }
     }
 }
@@ -954,6 +1050,57 @@ mod tests {
 
     fn cms() -> GroupResource {
         GroupResource::new("", "configmaps")
+    }
+
+    /// Each member in turn freezes (SIGSTOP: its connections stay open and silent) while
+    /// another writer writes through the others: whichever member the store's watch was on,
+    /// the change reaches memory within 9 s (a quiet watch checks its member after 3 s and
+    /// opens again on another that answers), where TCP keep-alive alone takes up to 15 s.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_watch_on_a_member_that_froze_moves_to_another() {
+        let Some(cluster) = EtcdCluster::start(3).await else {
+            return;
+        };
+        let store = Store::open_with(options(&cluster)).await.unwrap();
+        for member in 0..3 {
+            cluster.pause(member).await;
+            let mut others = cluster.endpoint_list();
+            others.remove(member);
+            let mut etcd = Client::connect(others, None).await.unwrap();
+            let key = format!("/registry/configmaps/default/frozen-{member}");
+            let value = json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("frozen-{member}"), "namespace": "default"},
+            });
+            // The two that answer may first have to elect a leader.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let put = loop {
+                match etcd.put(key.as_str(), value.to_string(), None).await {
+                    Ok(put) => break put,
+                    Err(e) => assert!(
+                        Instant::now() < deadline,
+                        "writing with {member} frozen: {e}"
+                    ),
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            };
+            let written = put.header().unwrap().revision() as u64;
+            let since = Instant::now();
+            while store.revision() < written && since.elapsed() < Duration::from_secs(9) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            assert!(
+                store
+                    .get(&cms(), "default", &format!("frozen-{member}"))
+                    .is_some(),
+                "member {member} frozen: the store is at {} after {:?}, etcd at {written}",
+                store.revision(),
+                since.elapsed()
+            );
+            cluster.resume(member);
+            cluster.wait_member_healthy(member).await;
+        }
+        store.close();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
