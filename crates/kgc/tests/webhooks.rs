@@ -13,7 +13,9 @@ use axum::Router;
 use axum::extract::{Path, State};
 use axum::routing::post;
 use base64::Engine;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kgc_testsupport::*;
+use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
 /// What the test's webhook server saw: (path, request) for each review.
@@ -28,6 +30,27 @@ struct Webhook {
 
 fn allow(req: &Value) -> Value {
     json!({"uid": req["uid"], "allowed": true})
+}
+
+/// The client the `race` webhook writes with, once, while it judges an update: set by
+/// [`update_raced_by_another_writer`].
+static RACER: Mutex<Option<kube::Client>> = Mutex::new(None);
+
+/// The `race` webhook: on the first update it judges after [`RACER`] is set, it writes the
+/// object itself (`data.raced: "yes"`, through the API, which calls it again for that write)
+/// before it allows, so the update it judges is stale by the time it answers.
+async fn race(req: &Value) {
+    let racer = RACER.lock().unwrap().take();
+    let (Some(client), Some(ns), Some(name)) =
+        (racer, req["namespace"].as_str(), req["name"].as_str())
+    else {
+        return;
+    };
+    let api: kube::Api<ConfigMap> = kube::Api::namespaced(client, ns);
+    let patch = json!({"data": {"raced": "yes"}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("the concurrent write");
 }
 
 /// Answers a review as `behaviour` says.
@@ -82,6 +105,10 @@ async fn review(
         }
         "annotate" => json!({"uid": req["uid"], "allowed": true,
             "auditAnnotations": {"checked": format!("configmap {name}")}}),
+        "race" if req["operation"] == "UPDATE" => {
+            race(&req).await;
+            allow(&req)
+        }
         "garbage" => return Json(json!({"not": "a review"})),
         _ => allow(&req),
     };
@@ -221,9 +248,80 @@ rules:
     let s = Server::start_with(&log.args(&["--in-memory"])).await;
     let hook = webhook_server().await;
     audit_annotations(&s, &hook, &log).await;
+    update_raced_by_another_writer(&s, &hook).await;
     admission(&s, &hook).await;
     subresources(&s, &hook).await;
     conversion(&s, &hook).await;
+}
+
+/// An update whose object another writer changes while its webhook judges it is admitted
+/// again on the fresh object, as kube-apiserver's `GuaranteedUpdate` runs the patcher's
+/// admission again: a patch is not answered 409 for a version it never named, and what it
+/// writes keeps the other writer's change; an update naming the old resourceVersion is
+/// still a 409.
+async fn update_raced_by_another_writer(s: &Server, hook: &Webhook) {
+    let ns = fresh_namespace(&s.client(), "race").await;
+    register(
+        s,
+        hook,
+        "ValidatingWebhookConfiguration",
+        "race",
+        &ns,
+        "race",
+        json!({}),
+    )
+    .await;
+    s.kubectl_ok(&["create", "configmap", "-n", &ns, "cm", "--from-literal=a=1"])
+        .await;
+    let before: ConfigMap = kube::Api::namespaced(s.client(), &ns)
+        .get("cm")
+        .await
+        .unwrap();
+    let updates = || reviews(hook, "race", &ns, "", "UPDATE").len();
+    let seen = updates();
+
+    *RACER.lock().unwrap() = Some(s.client());
+    s.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "-n",
+        &ns,
+        "cm",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"b":"2"}}"#,
+    ])
+    .await;
+    let data = s
+        .kubectl_ok(&[
+            "get",
+            "configmap",
+            "-n",
+            &ns,
+            "cm",
+            "-o",
+            "jsonpath={.data}",
+        ])
+        .await;
+    let data: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(data, json!({"a": "1", "b": "2", "raced": "yes"}));
+    // The patch judged twice (stale, then on the fresh object), the other writer's once.
+    assert_eq!(updates() - seen, 3);
+
+    // A write that names the version the other writer replaced is refused, webhooks or not.
+    let mut stale = before;
+    stale
+        .data
+        .get_or_insert_default()
+        .insert("c".into(), "3".into());
+    let err = kube::Api::<ConfigMap>::namespaced(s.client(), &ns)
+        .replace("cm", &Default::default(), &stale)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(e) if e.code == 409),
+        "{err}"
+    );
 }
 
 /// A webhook's `auditAnnotations` go into the request's audit event as `<webhook>/<key>`; a

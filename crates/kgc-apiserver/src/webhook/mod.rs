@@ -639,6 +639,11 @@ impl Webhooks {
     }
 }
 
+/// How many times an update through webhooks is admitted again when another writer changed
+/// the object while its webhooks judged it, before it is answered 409 (kube-apiserver retries
+/// without a bound; a request here is bounded in time).
+const WEBHOOK_UPDATE_ATTEMPTS: u32 = 5;
+
 impl ApiServer {
     /// The admission that follows the webhooks, on what they admitted: the CRD's
     /// `x-kubernetes-validations` rules, then a Service's ClusterIPs and NodePorts (as
@@ -659,13 +664,20 @@ impl ApiServer {
     }
 
     /// An update (PUT, PATCH, apply) through the webhooks: `change` is planned as a dry run, the
-    /// webhooks see what it would store, and what they admit is written unless the object
-    /// changed meanwhile (409, as any stale write). Without a webhook for it, a plain update
-    /// whose `change` runs again on the fresh object when another writer changed it first (on
-    /// etcd), as kube-apiserver's `GuaranteedUpdate` calls the patcher's update function
-    /// again: a patch is applied to the latest object instead of failing, while a body naming
-    /// the old resourceVersion is still a 409.
-    /// Either way [`Self::admit_after_webhooks`] runs once, on the object written, with the
+    /// webhooks see what it would store, and what they admit is written over exactly the
+    /// version they saw. Without a webhook for it, a plain update whose `change` runs again on
+    /// the fresh object when another writer changed it first (on etcd).
+    ///
+    /// Either way, when another writer changed the object first, the update starts again on
+    /// the fresh object, as kube-apiserver's `GuaranteedUpdate` calls the patcher's update
+    /// function again, admission included (`staging/src/k8s.io/apiserver/pkg/endpoints/
+    /// handlers/patch.go`: `applyPatch` and `applyAdmission` are the update's transformers):
+    /// a patch is applied to the latest object and the webhooks judge that, instead of a 409
+    /// for a write the client never conditioned on a version, while a body naming the old
+    /// resourceVersion is still a 409 (its dry run refuses it). At most
+    /// [`WEBHOOK_UPDATE_ATTEMPTS`] rounds of webhook calls, so a hot object cannot hold a
+    /// request forever.
+    /// [`Self::admit_after_webhooks`] runs once per round, on the object written, with the
     /// Service allocation lock taken only after the webhooks answered.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn update_admitted(
@@ -698,35 +710,55 @@ impl ApiServer {
                 .await?;
             return Ok((updated, warnings));
         }
-        let mut seen = None;
-        let planned = self
-            .store
-            .update(info, namespace, name, sub, true, |current| {
-                seen = Some(current.clone());
-                change(current)
-            })
-            .await?;
-        let old = seen.ok_or_else(|| Status::internal("the update saw no object"))?;
-        let mut new: Value = serde_json::from_str(&planned.object().raw)
-            .map_err(|e| Status::internal(format!("the planned object: {e}")))?;
-        let mut warnings = self
-            .webhooks
-            .admit(&call, Some(&mut new), Some(&old))
-            .await?;
-        // Written only over the object the webhooks saw: the store refuses a stale version.
-        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
-        let allocation = self.service_allocation(info, req).await?;
-        warnings.extend(Self::admit_after_webhooks(
-            info,
-            allocation.as_ref(),
-            &mut new,
-            Some(&old),
-        )?);
-        let updated = self
-            .store
-            .update(info, namespace, name, sub, dry_run, |_| Ok(new))
-            .await?;
-        Ok((updated, warnings))
+        let mut attempt = 1;
+        loop {
+            let mut seen = None;
+            let planned = self
+                .store
+                .update(info, namespace, name, sub, true, |current| {
+                    seen = Some(current.clone());
+                    change(current)
+                })
+                .await?;
+            let old = seen.ok_or_else(|| Status::internal("the update saw no object"))?;
+            let mut new: Value = serde_json::from_str(&planned.object().raw)
+                .map_err(|e| Status::internal(format!("the planned object: {e}")))?;
+            let mut warnings = self
+                .webhooks
+                .admit(&call, Some(&mut new), Some(&old))
+                .await?;
+            // Written only over the object the webhooks saw: the store refuses a stale version.
+            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
+            let allocation = self.service_allocation(info, req).await?;
+            warnings.extend(Self::admit_after_webhooks(
+                info,
+                allocation.as_ref(),
+                &mut new,
+                Some(&old),
+            )?);
+            let written = self
+                .store
+                .update(info, namespace, name, sub, dry_run, |_| Ok(new))
+                .await;
+            match written {
+                // The dry run accepted the client's own preconditions on this version, so a
+                // conflict now is another writer's change since: start again on it.
+                Err(kgc_store::Error::Api(s))
+                    if s.is(kgc_meta::Reason::Conflict) && attempt < WEBHOOK_UPDATE_ATTEMPTS =>
+                {
+                    drop(allocation);
+                    attempt += 1;
+                    tracing::debug!(
+                        resource = %info.group_resource(),
+                        namespace,
+                        name,
+                        attempt,
+                        "changed while its webhooks judged it; admitting the update again"
+                    );
+                }
+                written => return Ok((written?, warnings)),
+            }
+        }
     }
 
     /// The body of a create of a subresource that speaks its own kind (`pods/binding`,
