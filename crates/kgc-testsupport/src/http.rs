@@ -159,9 +159,13 @@ pub(crate) async fn http_get_status(addr: &str, path: &str) -> Option<u16> {
 /// One series of the server's `/metrics` (e.g. `workqueue_retries_total{name="replicaset"}`),
 /// 0 until it first counts.
 pub async fn metrics_counter(client: &Client, series: &str) -> f64 {
-    metrics_text(client)
-        .await
-        .lines()
+    counter_in(&metrics_text(client).await, series)
+}
+
+/// The value of `series` in a `/metrics` text (0 when absent): several counters read from one
+/// scrape are read at one instant.
+pub fn counter_in(text: &str, series: &str) -> f64 {
+    text.lines()
         .find_map(|l| {
             l.strip_prefix(series)?
                 .strip_prefix(' ')?

@@ -42,8 +42,8 @@ pub use election::{ELECTION_TIMINGS, lease_holder};
 pub use etcd::EtcdCluster;
 pub use gc::{gc_graph, graph_observed, is_not_found, uid_of};
 pub use http::{
-    RawResponse, WatchLines, api_error, assert_status, http_get, metrics_counter, metrics_text,
-    raw, store_revision,
+    RawResponse, WatchLines, api_error, assert_status, counter_in, http_get, metrics_counter,
+    metrics_text, raw, store_revision,
 };
 pub use kubectl::run_kubectl;
 pub use namespace::{create_namespace, fresh_namespace, typed, unique};
