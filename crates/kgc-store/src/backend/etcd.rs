@@ -411,13 +411,14 @@ impl Watch {
     /// from the last revision applied; a compacted one reloads the prefix.
     ///
     /// The client spreads requests over the members and does not move a stream off one that
-    /// is down (opening it again may wait on the dead member for ever): after a break the
-    /// watch opens on a connection of its own to one member at a time, the next member on
-    /// each failure, each attempt bounded by [`WATCH_OPEN_TIMEOUT`]. A stream that is open
-    /// but stuck (its member frozen, or its watcher never catching up) counts as a break: see
-    /// [`Watch::behind`].
+    /// is down (opening it again may wait on the dead member for ever): the watch runs on a
+    /// connection of its own to one member, a member picked at random first (so that the
+    /// replicas' watches spread), the next one after each break, each attempt bounded by
+    /// [`WATCH_OPEN_TIMEOUT`]. A stream that is open but stuck (its member frozen, or its
+    /// watcher never catching up) counts as a break: see [`Watch::behind`].
     async fn run(mut self, mut revision: i64, feed: impl Feed) {
-        let mut member = 0;
+        let mut member = usize::from(uuid::Uuid::new_v4().as_bytes()[0]);
+        self.move_to(member).await;
         while feed.alive() {
             match self.stream(&mut revision, &feed).await {
                 Ok(()) => {}
@@ -442,19 +443,25 @@ impl Watch {
                 Err(e) => {
                     tracing::warn!(error = %e, revision, "the watch on etcd broke; watching again");
                     tokio::time::sleep(WATCH_RETRY).await;
-                    let endpoint = &self.opts.endpoints[member % self.opts.endpoints.len()];
                     member += 1;
-                    let one = EtcdOptions {
-                        endpoints: vec![endpoint.clone()],
-                        ..self.opts.clone()
-                    };
-                    match tokio::time::timeout(WATCH_OPEN_TIMEOUT, connect(&one)).await {
-                        Ok(Ok(client)) => self.client = client,
-                        Ok(Err(e)) => tracing::debug!(error = %e, endpoint, "connecting to etcd"),
-                        Err(_) => tracing::debug!(endpoint, "connecting to etcd timed out"),
-                    }
+                    self.move_to(member).await;
                 }
             }
+        }
+    }
+
+    /// Connects the watch to member `member` (modulo their number) alone; on a failure it
+    /// keeps the connection it has, and the next attempt moves on.
+    async fn move_to(&mut self, member: usize) {
+        let endpoint = &self.opts.endpoints[member % self.opts.endpoints.len()];
+        let one = EtcdOptions {
+            endpoints: vec![endpoint.clone()],
+            ..self.opts.clone()
+        };
+        match tokio::time::timeout(WATCH_OPEN_TIMEOUT, connect(&one)).await {
+            Ok(Ok(client)) => self.client = client,
+            Ok(Err(e)) => tracing::debug!(error = %e, endpoint, "connecting to etcd"),
+            Err(_) => tracing::debug!(endpoint, "connecting to etcd timed out"),
         }
     }
 
