@@ -18,14 +18,13 @@
 //! never lost to a recalculation that did not see its object.
 
 use std::collections::{BTreeSet, HashSet};
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kgc_client::Cluster;
 use kgc_meta::ResourceInfo;
-use kgc_runtime::informer::{Key, View, describe};
-use kgc_runtime::queue::WorkQueue;
+use kgc_runtime::informer::{Key, View};
+use kgc_runtime::{Controller, ObjectKey};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
 
@@ -107,89 +106,71 @@ const REPLENISHED: [&str; 6] = [
     "replicationcontrollers",
 ];
 
-/// A quota's key, displayed `namespace/name`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct QuotaKey(Key);
-
-impl fmt::Display for QuotaKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&describe(&self.0))
-    }
-}
-
 /// Runs the controller until dropped.
 pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let resource = ctx.informers.resource("", "resourcequotas").await;
-    let queue = ctx.queue::<QuotaKey>(NAME);
     let quotas = ctx.informers.cache::<Quota>(Arc::clone(&resource));
     // The resources quotas count beyond the replenished ones, each sent once to `monitors`.
-    let (monitor_tx, monitor_rx) = tokio::sync::mpsc::unbounded_channel();
-    let q = queue.clone();
-    quotas.on_change(Arc::new(move |key: &Key, v: Option<&Quota>| {
-        if v.is_some_and(|v| v.stale) {
-            q.add(QuotaKey(key.clone()));
+    let (monitor_tx, mut monitor_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut controller = Controller::<ObjectKey>::named(&ctx, NAME)
+        .watches(&quotas, move |key: &Key, v: Option<&Quota>| {
+            for counted in v.map(|v| v.counted.as_slice()).unwrap_or_default() {
+                let _ = monitor_tx.send(counted.clone());
+            }
+            v.filter(|v| v.stale).map(|_| ObjectKey(key.clone()))
+        })
+        .resyncs(&quotas, config.sync_period);
+    let in_namespace = {
+        let quotas = quotas.clone();
+        move |ns: &str| -> Vec<ObjectKey> {
+            quotas.read(|m| {
+                m.keys()
+                    .filter(|k| k.0 == ns)
+                    .cloned()
+                    .map(ObjectKey)
+                    .collect()
+            })
         }
-        for counted in v.map(|v| v.counted.as_slice()).unwrap_or_default() {
-            let _ = monitor_tx.send(counted.clone());
-        }
-    }));
-    let queue_namespace = {
-        let (q, quotas) = (queue.clone(), quotas.clone());
-        move |ns: &str| queue_all(&q, &quotas, |k| k.0 == ns)
     };
-    let mut caches = Vec::new();
     for plural in REPLENISHED {
         let charged = ctx
             .informers
             .cache::<Charged>(ctx.informers.resource("", plural).await);
-        let requeue = queue_namespace.clone();
-        charged.on_delete(Arc::new(move |key: &Key, _: &Charged| requeue(&key.0)));
-        let requeue = queue_namespace.clone();
-        charged.on_change(Arc::new(move |key: &Key, v: Option<&Charged>| {
-            if v.is_some_and(|v| v.ended) {
-                requeue(&key.0);
-            }
-        }));
-        caches.push(charged);
+        let (gone, ended) = (in_namespace.clone(), in_namespace.clone());
+        controller = controller
+            .watches_deletions(&charged, move |key: &Key, _: &Charged| gone(&key.0))
+            .watches(&charged, move |key: &Key, v: Option<&Charged>| {
+                match v.is_some_and(|v| v.ended) {
+                    true => ended(&key.0),
+                    false => Vec::new(),
+                }
+            });
     }
     let monitors = {
-        let (informers, requeue) = (ctx.informers.clone(), queue_namespace.clone());
-        let mut rx = monitor_rx;
+        let (informers, queue) = (ctx.informers.clone(), controller.queue().clone());
         async move {
             let mut asked: HashSet<(String, String)> = HashSet::new();
             // Aborted with the controller (a lost leadership drops it).
             let mut running = tokio::task::JoinSet::new();
-            while let Some((group, plural)) = rx.recv().await {
+            while let Some((group, plural)) = monitor_rx.recv().await {
                 if asked.insert((group.clone(), plural.clone())) {
-                    running.spawn(monitor(informers.clone(), group, plural, requeue.clone()));
+                    let (queue, in_namespace) = (queue.clone(), in_namespace.clone());
+                    let requeue = move |ns: &str| {
+                        for key in in_namespace(ns) {
+                            queue.add(key);
+                        }
+                    };
+                    running.spawn(monitor(informers.clone(), group, plural, requeue));
                 }
             }
             std::future::pending::<()>().await
         }
     };
-    quotas.synced().await;
-    for c in &caches {
-        c.synced().await;
-    }
-    tracing::info!(controller = NAME, "started");
-    let resync = {
-        let (q, quotas) = (queue.clone(), quotas.clone());
-        async move {
-            loop {
-                tokio::time::sleep(config.sync_period).await;
-                queue_all(&q, &quotas, |_| true);
-            }
-        }
-    };
-    let sync = move |key: QuotaKey| {
+    let reconcile = move |key: ObjectKey| {
         let (ctx, resource) = (ctx.clone(), Arc::clone(&resource));
         async move { sync(&ctx, &resource, &key.0).await.map(|()| None) }
     };
-    tokio::select! {
-        () = kgc_runtime::work(NAME, queue, WORKERS, sync) => {}
-        () = resync => {}
-        () = monitors => {}
-    }
+    controller.beside(monitors).run(WORKERS, reconcile).await;
 }
 
 /// Upstream's quota monitor of one more resource: once it is served, its deletions requeue
@@ -204,18 +185,6 @@ async fn monitor<C: Cluster>(
     let cache = informers.cache::<Charged>(info);
     cache.on_delete(Arc::new(move |key: &Key, _: &Charged| requeue(&key.0)));
     std::future::pending::<()>().await;
-}
-
-/// Queues every cached quota whose key `pick` accepts.
-fn queue_all(
-    queue: &WorkQueue<QuotaKey>,
-    quotas: &kgc_runtime::informer::Cache<Quota>,
-    pick: impl Fn(&Key) -> bool,
-) {
-    let keys: Vec<Key> = quotas.read(|m| m.keys().filter(|k| pick(k)).cloned().collect());
-    for k in keys {
-        queue.add(QuotaKey(k));
-    }
 }
 
 /// `syncResourceQuota`: recomputes the quota's status from a live list of its namespace's

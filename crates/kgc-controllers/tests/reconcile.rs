@@ -168,6 +168,34 @@ async fn sync_resource_quota() {
     .await;
 }
 
+/// Upstream's full recalculation every `--resource-quota-sync-period` (the controller's
+/// informer resync): a `status.used` no event corrects (a charge for an object that never
+/// came) is recalculated at the next period.
+#[tokio::test]
+async fn resync_recalculates_every_quota() {
+    let mut c = TestCluster::start().await;
+    let config = resourcequota::Config {
+        sync_period: std::time::Duration::from_millis(300),
+    };
+    c.run(resourcequota::run(c.context(), config));
+    let ns = c.namespace("resync").await;
+    let quota = json!({"metadata": {"name": "q"}, "spec": {"hard": {"pods": "5"}}});
+    c.create::<ResourceQuota>(&ns, quota).await;
+    eventually("the quota's status", DEADLINE, || async {
+        used(&c, &ns, "pods").await.as_deref() == Some("0")
+    })
+    .await;
+    let charged = json!({"status": {"used": {"pods": "4"}}});
+    c.api::<ResourceQuota>(&ns)
+        .patch_status("q", &PatchParams::default(), &Patch::Merge(&charged))
+        .await
+        .unwrap();
+    eventually("the quota recalculated", DEADLINE, || async {
+        used(&c, &ns, "pods").await.as_deref() == Some("0")
+    })
+    .await;
+}
+
 /// Upstream `TestSyncNamespaceThatIsTerminating` (`namespace_controller_test.go`,
 /// `deletion/namespaced_resources_deleter_test.go`): a deleted namespace's content is deleted,
 /// then its `kubernetes` finalizer removed, and the namespace goes.

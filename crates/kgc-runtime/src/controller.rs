@@ -41,14 +41,18 @@ impl fmt::Display for ObjectKey {
     }
 }
 
-/// A first list a controller waits for before its workers start.
-type Synced = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// A first list a controller waits for before its workers start, or a task that runs beside
+/// them.
+type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// A controller being declared: its queue, the handlers feeding it, the caches it waits for.
+/// A controller being declared: its queue, the handlers feeding it, the caches it waits for
+/// (and keeps watching while it runs), the tasks that run beside its workers.
 pub struct Controller<K = ObjectKey> {
     name: &'static str,
     queue: WorkQueue<K>,
-    synced: Vec<Synced>,
+    synced: Vec<Task>,
+    watched: Vec<Box<dyn std::any::Any + Send>>,
+    beside: Vec<Task>,
 }
 
 impl<K> Controller<K>
@@ -77,7 +81,42 @@ where
             name,
             queue: ctx.queue(name),
             synced: Vec::new(),
+            watched: Vec::new(),
+            beside: Vec::new(),
         }
+    }
+
+    /// The controller's queue, for a mapper that queues keys it reads from another cache.
+    pub fn queue(&self) -> &WorkQueue<K> {
+        &self.queue
+    }
+
+    /// Every `period`, queues every object of `objects` (client-go's informer resync, as
+    /// `resyncPeriod` makes upstream's handlers see each object again): a full
+    /// recalculation now and then, whatever events were missed or never come.
+    pub fn resyncs<V: View>(mut self, objects: &Cache<V>, period: Duration) -> Self
+    where
+        K: From<Key>,
+    {
+        let (queue, objects) = (self.queue.clone(), objects.clone());
+        self.beside.push(Box::pin(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                let keys: Vec<Key> = objects.read(|m| m.keys().cloned().collect());
+                for key in keys {
+                    queue.add(K::from(key));
+                }
+            }
+        }));
+        self
+    }
+
+    /// `task` runs beside the workers, and stops with them: one that watches more as the
+    /// controller's objects name them (upstream's `QuotaMonitor` starting informers for the
+    /// resources quotas count).
+    pub fn beside(mut self, task: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.beside.push(Box::pin(task));
+        self
     }
 
     /// Children whose controller reference names their owner: a child's change, and its going,
@@ -143,7 +182,10 @@ where
         self
     }
 
+    /// Waits for `cache`'s first list before the workers start, and keeps it (its watch
+    /// stops with its last handle) as long as the controller runs.
     fn wait_for<V: View>(&mut self, cache: &Cache<V>) {
+        self.watched.push(Box::new(cache.clone()));
         let cache = cache.clone();
         self.synced
             .push(Box::pin(async move { cache.synced().await }));
@@ -161,7 +203,16 @@ where
             synced.await;
         }
         tracing::info!(controller = self.name, "started");
-        work(self.name, self.queue, workers, reconcile).await;
+        let _watched = self.watched;
+        // A task that ends does not stop the workers.
+        let beside = async {
+            futures::future::join_all(self.beside).await;
+            std::future::pending::<()>().await
+        };
+        tokio::select! {
+            () = work(self.name, self.queue, workers, reconcile) => {}
+            () = beside => {}
+        }
     }
 
     /// [`Controller::run`] with the state every reconcile needs (the controller, or the caches
