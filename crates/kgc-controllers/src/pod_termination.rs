@@ -5,18 +5,19 @@
 //! other node (nodes a test or a user made without a kubelet, or all of them when the
 //! simulated kubelet is off), which upstream has no kubelet for and whose pods would stay
 //! Terminating. It sends the DELETE when the grace period, which a graceful DELETE writes as
-//! the pod's deletionTimestamp, ends: each pod is scheduled in the work queue for exactly that
-//! instant, no polling. Finalizers are honoured (the DELETE only ends the grace period).
+//! the pod's deletionTimestamp, ends: a pod is looked at when it changes and comes back in the
+//! work queue at exactly that instant, no polling. Finalizers are honoured (the DELETE only
+//! ends the grace period).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kgc_client::Cluster;
 use kgc_meta::{DeleteOptions, Preconditions, Reason, ResourceInfo};
-use kgc_runtime::informer::{Cache, Key, View, describe};
+use kgc_runtime::informer::{Cache, Key, View};
 use serde_json::Value;
 
-use kgc_runtime::{Context, work};
+use kgc_runtime::{Context, Controller, ObjectKey};
 
 use crate::Result;
 
@@ -57,32 +58,14 @@ pub type KubeletNodes = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 /// Runs the controller until dropped; the pods of the nodes `kubelet` names are left to it.
 pub async fn run<C: Cluster>(ctx: Context<C>, kubelet: Option<KubeletNodes>) {
     let pods = ctx.informers.resource("", "pods").await;
-    let queue = ctx.queue::<PodKey>(NAME);
     let cache = ctx.informers.cache::<Terminating>(Arc::clone(&pods));
-    let (q, clock) = (queue.clone(), ctx.clock);
-    cache.on_change(Arc::new(move |key: &Key, pod: Option<&Terminating>| {
-        if let Some(p) = pod {
-            q.add_after(PodKey(key.clone()), wait(clock.now(), p.due));
-        }
-    }));
-    cache.synced().await;
-    tracing::info!(controller = NAME, "started");
-    let sync = move |key: PodKey| {
-        let (ctx, pods, cache) = (ctx.clone(), Arc::clone(&pods), cache.clone());
-        let kubelet = kubelet.clone();
-        async move { sync(&ctx, &pods, &cache, &key.0, kubelet.as_ref()).await }
-    };
-    work(NAME, queue, WORKERS, sync).await;
-}
-
-/// A pod's key, displayed `namespace/name` in logs.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct PodKey(Key);
-
-impl std::fmt::Display for PodKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&describe(&self.0))
-    }
+    let state = Arc::new((ctx.clone(), pods, cache.clone(), kubelet));
+    Controller::new(&ctx, NAME, &cache)
+        .run_with(WORKERS, state, |s, key: ObjectKey| async move {
+            let (ctx, pods, cache, kubelet) = &*s;
+            sync(ctx, pods, cache, &key.0, kubelet.as_ref()).await
+        })
+        .await;
 }
 
 /// How long from `now` until `due`; nothing once it has passed.
