@@ -182,6 +182,13 @@ where
         self
     }
 
+    /// A cache the reconcile reads without being queued by it: its first list is waited for
+    /// too, and it is kept as long as the controller runs.
+    pub fn reads<V: View>(mut self, cache: &Cache<V>) -> Self {
+        self.wait_for(cache);
+        self
+    }
+
     /// Waits for `cache`'s first list before the workers start, and keeps it (its watch
     /// stops with its last handle) as long as the controller runs.
     fn wait_for<V: View>(&mut self, cache: &Cache<V>) {

@@ -24,9 +24,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kgc_client::Cluster;
-use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, View, describe};
 use kgc_runtime::queue::WorkQueue;
+use kgc_runtime::{Context, Controller};
 use kube::api::{Api, PostParams};
 
 use crate::matching::{self, claim_class};
@@ -86,40 +86,27 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
         .informers
         .resource("storage.k8s.io", "storageclasses")
         .await;
-    let queue = ctx.queue::<Item>(NAME);
     let claims = ctx.informers.cache::<Claim>(pvcs);
     let volumes = ctx.informers.cache::<Volume>(pvs);
     let classes = ctx.informers.cache::<Class>(scs);
     let nodes = ctx
         .informers
         .cache::<NodeLabels>(ctx.informers.resource("", "nodes").await);
-    let q = queue.clone();
-    claims.on_change(Arc::new(move |key: &Key, c: Option<&Claim>| {
-        if c.is_some() {
-            q.add(Item::Claim(key.clone()));
-        }
-    }));
-    let q = queue.clone();
-    volumes.on_change(Arc::new(move |key: &Key, v: Option<&Volume>| {
-        if v.is_some() {
-            q.add(Item::Volume(key.1.clone()));
-        }
-    }));
-    let q = queue.clone();
-    classes.on_change(Arc::new(move |_: &Key, _: Option<&Class>| {
-        q.add(Item::Waiting)
-    }));
-    claims.synced().await;
-    volumes.synced().await;
-    classes.synced().await;
-    tracing::info!(controller = NAME, "started");
+    let declared = Controller::named(&ctx, NAME)
+        .watches(&claims, |key: &Key, c: Option<&Claim>| {
+            c.map(|_| Item::Claim(key.clone()))
+        })
+        .watches(&volumes, |key: &Key, v: Option<&Volume>| {
+            v.map(|_| Item::Volume(key.1.clone()))
+        })
+        .watches(&classes, |_: &Key, _: Option<&Class>| Some(Item::Waiting));
     let binder = Arc::new(Binder {
         ctx,
         claims,
         volumes,
         classes,
         nodes,
-        queue: queue.clone(),
+        queue: declared.queue().clone(),
         told: Mutex::default(),
     });
     let resync = {
@@ -131,11 +118,12 @@ pub async fn run<C: Cluster>(ctx: Context<C>) {
             }
         }
     };
-    let sync = move |item: Item| {
-        let b = Arc::clone(&binder);
-        async move { b.sync(&item).await.map(|()| None) }
-    };
-    tokio::join!(resync, kgc_runtime::work(NAME, queue, 1, sync));
+    declared
+        .beside(resync)
+        .run_with(1, binder, |b, item: Item| async move {
+            b.sync(&item).await.map(|()| None)
+        })
+        .await;
 }
 
 fn pp() -> PostParams {

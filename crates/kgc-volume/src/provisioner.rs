@@ -27,8 +27,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as Q;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kgc_client::Cluster;
 use kgc_meta::quantity::Quantity;
-use kgc_runtime::Context;
 use kgc_runtime::informer::{Cache, Key, describe};
+use kgc_runtime::{Context, Controller, ObjectKey};
 use kube::api::{Api, PostParams};
 
 use crate::binder::{Claim, Class, Volume};
@@ -40,16 +40,6 @@ use kgc_runtime::informer::Typed;
 pub const NAME: &str = "provisioner";
 const MANAGER: &str = "kgc-provisioner";
 const WORKERS: usize = 2;
-
-/// A claim key in logs.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct ClaimKey(Key);
-
-impl std::fmt::Display for ClaimKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&describe(&self.0))
-    }
-}
 
 struct Provisioner<C> {
     ctx: Context<C>,
@@ -86,22 +76,19 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         .resource("storage.k8s.io", "storageclasses")
         .await;
     let node_resource = ctx.informers.resource("", "nodes").await;
-    let queue = ctx.queue::<ClaimKey>(NAME);
     let claims = ctx.informers.cache::<Claim>(pvcs);
     let volumes = ctx.informers.cache::<Volume>(pvs);
     let classes = ctx.informers.cache::<Class>(scs);
     let nodes = ctx.informers.cache::<NodeExists>(node_resource);
-    let q = queue.clone();
-    claims.on_change(Arc::new(move |key: &Key, c: Option<&Claim>| {
-        if c.is_some_and(|c| handed_over(&c.0)) {
-            q.add(ClaimKey(key.clone()));
-        }
-    }));
-    claims.synced().await;
-    volumes.synced().await;
-    classes.synced().await;
-    nodes.synced().await;
-    tracing::info!(controller = NAME, root = ?config.root, "started");
+    let declared = Controller::named(&ctx, NAME)
+        .watches(&claims, |key: &Key, c: Option<&Claim>| {
+            c.filter(|c| handed_over(&c.0))
+                .map(|_| ObjectKey(key.clone()))
+        })
+        .reads(&volumes)
+        .reads(&classes)
+        .reads(&nodes);
+    tracing::info!(controller = NAME, root = ?config.root, "volumes are provisioned under");
     let p = Arc::new(Provisioner {
         ctx,
         root: config.root,
@@ -111,11 +98,11 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         nodes,
         told: Mutex::default(),
     });
-    let sync = move |key: ClaimKey| {
-        let p = Arc::clone(&p);
-        async move { p.sync(&key.0).await.map(|()| None::<Duration>) }
-    };
-    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
+    declared
+        .run_with(WORKERS, p, |p, key: ObjectKey| async move {
+            p.sync(&key.0).await.map(|()| None::<Duration>)
+        })
+        .await;
 }
 
 /// The binder handed the claim to this provisioner, and it has no volume yet.
