@@ -22,10 +22,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kgc_client::Cluster;
 use kgc_node::containers::ContainerGcPolicy;
 use kgc_node::images::{ImageGcPolicy, ImageReason};
-use kgc_runtime::Context;
 use kgc_runtime::events::Recorder;
 use kgc_runtime::informer::{Cache, Informers, Key, View, describe};
 use kgc_runtime::queue::WorkQueue;
+use kgc_runtime::{Context, Controller};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use serde::Deserialize;
 use serde_json::Value;
@@ -334,7 +334,6 @@ struct Kubelet<C> {
 pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, metrics: Metrics) {
     let pods_resource = ctx.informers.resource("", "pods").await;
     let nodes_resource = ctx.informers.resource("", "nodes").await;
-    let queue = ctx.queue(NAME);
     let nodes = ctx.informers.cache::<SimNode>(nodes_resource);
     let pods = ctx.informers.cache::<Bound>(pods_resource);
     let mountable = Mountable {
@@ -348,15 +347,15 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, metrics: Metrics) 
             .informers
             .cache::<Exists>(ctx.informers.resource("", "persistentvolumeclaims").await),
     };
+    let mut declared = Controller::named(&ctx, NAME);
     for cache in [
         &mountable.secrets,
         &mountable.config_maps,
         &mountable.claims,
     ] {
-        let q = queue.clone();
-        cache.on_change(Arc::new(move |key: &Key, _: Option<&Exists>| {
-            q.add(Work::Mounts(key.0.clone()));
-        }));
+        declared = declared.watches(cache, |key: &Key, _: Option<&Exists>| {
+            Some(Work::Mounts(key.0.clone()))
+        });
     }
     let table = Arc::new(Mutex::new(Table::default()));
     // Weak: a stopped run's table goes with it, and counts nothing.
@@ -367,18 +366,17 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, metrics: Metrics) 
             i64::try_from(n).unwrap_or(i64::MAX)
         })
     });
-    let q = queue.clone();
-    pods.on_change(Arc::new(move |key: &Key, _: Option<&Bound>| {
-        q.add(Work::Pod(key.clone()));
-    }));
+    let declared = declared.watches(&pods, |key: &Key, _: Option<&Bound>| {
+        Some(Work::Pod(key.clone()))
+    });
     // What each node looked like: only a change of its simulation concerns its pods (a node
     // reports its status every 10 s). Its own lock: handlers run under the cache's.
     let seen: Arc<Mutex<HashMap<String, SimNode>>> = Arc::default();
     let (q, periods) = (
-        queue.clone(),
+        declared.queue().clone(),
         (config.container_gc_period, config.image_gc_period),
     );
-    nodes.on_change(Arc::new(move |key: &Key, node: Option<&SimNode>| {
+    let declared = declared.watches(&nodes, move |key: &Key, node: Option<&SimNode>| {
         let name = &key.1;
         let before = match node {
             Some(n) => lock(&seen).insert(name.clone(), n.clone()),
@@ -388,16 +386,8 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, metrics: Metrics) 
             q.add_after(Work::Containers(name.clone()), periods.0);
             q.add_after(Work::Images(name.clone()), periods.1);
         }
-        if before.as_ref() != node {
-            q.add(Work::Node(name.clone()));
-        }
-    }));
-    nodes.synced().await;
-    pods.synced().await;
-    mountable.secrets.synced().await;
-    mountable.config_maps.synced().await;
-    mountable.claims.synced().await;
-    tracing::info!(controller = NAME, "started");
+        (before.as_ref() != node).then(|| Work::Node(name.clone()))
+    });
     let kubelet = Arc::new(Kubelet {
         recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
         ctx,
@@ -406,14 +396,16 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config, metrics: Metrics) 
         nodes,
         mountable,
         table,
-        queue: queue.clone(),
+        queue: declared.queue().clone(),
         metrics,
     });
-    let sync = move |w: Work| {
-        let k = Arc::clone(&kubelet);
-        async move { k.sync(w).await }
-    };
-    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
+    declared
+        .run_with(
+            WORKERS,
+            kubelet,
+            |k, w: Work| async move { k.sync(w).await },
+        )
+        .await;
 }
 
 impl<C: Cluster> Kubelet<C> {
