@@ -363,17 +363,13 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let nodes = ctx.informers.cache::<NodeObject>(node_resource);
     let leases = ctx.informers.cache::<Heartbeat>(lease_resource);
     let pods = ctx.informers.cache::<ReadyPod>(pod_resource);
-    let queue = ctx.queue::<String>(NAME);
-    let q = queue.clone();
-    nodes.on_change(Arc::new(move |key: &Key, node: Option<&NodeObject>| {
-        if node.is_some() {
-            q.add(key.1.clone());
-        }
-    }));
-    nodes.synced().await;
-    leases.synced().await;
-    pods.synced().await;
-    tracing::info!(controller = NAME, grace_period = ?config.grace_period, "started");
+    let declared = kgc_runtime::Controller::named(&ctx, NAME)
+        .watches(&nodes, |key: &Key, node: Option<&NodeObject>| {
+            node.map(|_| key.1.clone())
+        })
+        .reads(&leases)
+        .reads(&pods);
+    tracing::info!(controller = NAME, grace_period = ?config.grace_period, "monitoring nodes");
     let c = Arc::new(Controller {
         recorder: Recorder::new(ctx.client.clone(), MANAGER, ctx.clock),
         ctx,
@@ -395,11 +391,12 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
             }
         }
     };
-    let no_schedule = kgc_runtime::work(NAME, queue, 2, move |name: String| {
-        let c = Arc::clone(&c);
-        async move { c.no_schedule_pass(&name).await.map(|()| None) }
-    });
-    tokio::join!(monitor, no_schedule);
+    declared
+        .beside(monitor)
+        .run_with(2, c, |c, name: String| async move {
+            c.no_schedule_pass(&name).await.map(|()| None)
+        })
+        .await;
 }
 
 impl<C: Cluster> Controller<C> {

@@ -18,9 +18,9 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kgc_client::Cluster;
-use kgc_runtime::Context;
 use kgc_runtime::events::Recorder;
 use kgc_runtime::informer::{Cache, Key};
+use kgc_runtime::{Context, Controller};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -95,14 +95,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Runs the simulator until dropped.
 pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     let resource = ctx.informers.resource("", "nodes").await;
-    let queue = ctx.queue::<String>(NAME);
     let nodes = ctx.informers.cache::<NodeObject>(resource);
-    let q = queue.clone();
-    nodes.on_change(Arc::new(move |key: &Key, node: Option<&NodeObject>| {
-        if node.is_none_or(NodeObject::claims_simulation) {
-            q.add(key.1.clone());
-        }
-    }));
+    let declared =
+        Controller::named(&ctx, NAME).watches(&nodes, |key: &Key, node: Option<&NodeObject>| {
+            node.is_none_or(NodeObject::claims_simulation)
+                .then(|| key.1.clone())
+        });
+    // The nodes already there, before registering the missing ones.
     nodes.synced().await;
     let sim = Arc::new(Simulator {
         recorder: Recorder::new(ctx.client.clone(), COMPONENT, ctx.clock),
@@ -115,12 +114,12 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
     });
     sim.ensure_namespace().await;
     sim.register().await;
-    tracing::info!(controller = NAME, nodes = sim.config.nodes, "started");
-    let sync = move |name: String| {
-        let sim = Arc::clone(&sim);
-        async move { sim.sync(&name).await }
-    };
-    kgc_runtime::work(NAME, queue, WORKERS, sync).await;
+    tracing::info!(controller = NAME, nodes = sim.config.nodes, "registered");
+    declared
+        .run_with(WORKERS, sim, |sim, name: String| async move {
+            sim.sync(&name).await
+        })
+        .await;
 }
 
 impl<C: Cluster> Simulator<C> {
