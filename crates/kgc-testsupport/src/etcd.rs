@@ -131,28 +131,17 @@ impl EtcdCluster {
     /// silent (the others go on if they keep a quorum). Returns once the kernel reports it
     /// stopped.
     pub async fn pause(&self, i: usize) {
-        let pid = self.members[i]
-            .child
-            .as_ref()
-            .expect("member is running")
-            .id();
-        process::send(pid, "STOP");
-        crate::wait::eventually(
-            "the etcd member stopped by SIGSTOP",
-            Duration::from_secs(5),
-            || std::future::ready(process::is_stopped(pid)),
-        )
-        .await;
+        process::pause(self.pid(i), "the etcd member").await;
     }
 
     /// SIGCONT after [`Self::pause`].
     pub fn resume(&self, i: usize) {
-        let pid = self.members[i]
-            .child
-            .as_ref()
-            .expect("member is running")
-            .id();
-        process::send(pid, "CONT");
+        process::send(self.pid(i), "CONT");
+    }
+
+    fn pid(&self, i: usize) -> u32 {
+        let member = self.members[i].child.as_ref();
+        member.expect("member is running").id()
     }
 
     /// Polls `/health` of the live members until one says the cluster is healthy.

@@ -69,6 +69,18 @@ pub(crate) fn send(pid: u32, signal: &str) {
     assert!(sent.success(), "kill -{signal} {pid} failed");
 }
 
+/// SIGSTOP of process `pid` (`what`, for the message if it does not stop): returns once the
+/// kernel reports it stopped.
+pub(crate) async fn pause(pid: u32, what: &str) {
+    send(pid, "STOP");
+    crate::wait::eventually(
+        &format!("{what} stopped by SIGSTOP"),
+        std::time::Duration::from_secs(5),
+        || std::future::ready(is_stopped(pid)),
+    )
+    .await;
+}
+
 /// Whether process `pid` is stopped by a signal: state `T` in `/proc/<pid>/stat` (the field
 /// after the parenthesised command name).
 pub(crate) fn is_stopped(pid: u32) -> bool {

@@ -453,14 +453,7 @@ impl<B> Server<B> {
     /// reports the process stopped. Its sockets stay open; nothing it has not yet sent goes
     /// out until [`Server::resume`].
     pub async fn pause(&self) {
-        let pid = self.pid();
-        process::send(pid, "STOP");
-        crate::wait::eventually(
-            "the server stopped by SIGSTOP",
-            Duration::from_secs(5),
-            || std::future::ready(process::is_stopped(pid)),
-        )
-        .await;
+        process::pause(self.pid(), "the server").await;
     }
 
     /// SIGCONT after [`Server::pause`].

@@ -227,6 +227,12 @@ async fn register(
     s.kubectl_stdin_ok(&["apply", "-f", "-"], &config).await;
 }
 
+/// `kubectl get KIND -n NS NAME -o PATH` (a `jsonpath=` template).
+async fn jsonpath(s: &Server, kind: &str, ns: &str, name: &str, path: &str) -> String {
+    s.kubectl_ok(&["get", kind, "-n", ns, name, "-o", path])
+        .await
+}
+
 /// One server and one webhook server for every scenario.
 #[tokio::test]
 async fn admission_and_conversion_webhooks() {
@@ -292,17 +298,7 @@ async fn update_raced_by_another_writer(s: &Server, hook: &Webhook) {
         r#"{"data":{"b":"2"}}"#,
     ])
     .await;
-    let data = s
-        .kubectl_ok(&[
-            "get",
-            "configmap",
-            "-n",
-            &ns,
-            "cm",
-            "-o",
-            "jsonpath={.data}",
-        ])
-        .await;
+    let data = jsonpath(s, "configmap", &ns, "cm", "jsonpath={.data}").await;
     let data: Value = serde_json::from_str(&data).unwrap();
     assert_eq!(data, json!({"a": "1", "b": "2", "raced": "yes"}));
     // The patch judged twice (stale, then on the fresh object), the other writer's once.
@@ -1073,31 +1069,20 @@ async fn admission(s: &Server, hook: &Webhook) {
     .await;
     s.kubectl_ok(&["create", "configmap", "-n", &ns, "cm", "--from-literal=a=b"])
         .await;
-    let labels = s
-        .kubectl_ok(&[
-            "get",
+    let mutated = || {
+        jsonpath(
+            s,
             "configmap",
-            "-n",
             &ns,
             "cm",
-            "-o",
             "jsonpath={.metadata.labels.mutated}",
-        ])
-        .await;
+        )
+    };
+    let labels = mutated().await;
     assert_eq!(labels.trim(), "yes");
     s.kubectl_ok(&["label", "configmap", "-n", &ns, "cm", "mutated-"])
         .await;
-    let labels = s
-        .kubectl_ok(&[
-            "get",
-            "configmap",
-            "-n",
-            &ns,
-            "cm",
-            "-o",
-            "jsonpath={.metadata.labels.mutated}",
-        ])
-        .await;
+    let labels = mutated().await;
     assert_eq!(labels.trim(), "yes", "the update was mutated too");
     let (path, req) = hook
         .seen
