@@ -28,7 +28,6 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kgc_client::Cluster;
-use kgc_lifecycle::node::Heartbeat;
 use kgc_runtime::Context;
 use kgc_runtime::events::Recorder;
 use kgc_runtime::informer::{Cache, Key, View};
@@ -345,11 +344,23 @@ struct Controller<C> {
     recorder: Recorder,
     config: Config,
     nodes: Cache<NodeObject>,
-    leases: Cache<Heartbeat>,
+    leases: Cache<Renewed>,
     pods: Cache<ReadyPod>,
     health: Mutex<HashMap<String, Health>>,
     /// When each zone last got a new NoExecute taint.
     tainted: Mutex<HashMap<String, std::time::Instant>>,
+}
+
+/// What the controller keeps of a node's Lease: its last renewal (`spec.renewTime`); `None`
+/// when it has none or not an RFC 3339 time, and the node's own heartbeat decides then.
+#[derive(Debug, Clone, PartialEq)]
+struct Renewed(Option<Timestamp>);
+
+impl View for Renewed {
+    fn view(obj: &serde_json::Value) -> Option<Self> {
+        let at = obj["spec"]["renewTime"].as_str();
+        Some(Self(at.and_then(|t| t.parse().ok())))
+    }
 }
 
 /// Runs the controller until dropped.
@@ -361,7 +372,7 @@ pub async fn run<C: Cluster>(ctx: Context<C>, config: Config) {
         .await;
     let pod_resource = ctx.informers.resource("", "pods").await;
     let nodes = ctx.informers.cache::<NodeObject>(node_resource);
-    let leases = ctx.informers.cache::<Heartbeat>(lease_resource);
+    let leases = ctx.informers.cache::<Renewed>(lease_resource);
     let pods = ctx.informers.cache::<ReadyPod>(pod_resource);
     let declared = kgc_runtime::Controller::named(&ctx, NAME)
         .watches(&nodes, |key: &Key, node: Option<&NodeObject>| {
@@ -522,7 +533,7 @@ impl<C: Cluster> Controller<C> {
         let renewal = self
             .leases
             .get(&(NODE_LEASE_NAMESPACE.to_owned(), name.clone()))
-            .and_then(|l| l.at);
+            .and_then(|l| l.0);
         let grace = if ready.is_some() {
             self.config.grace_period
         } else {
