@@ -247,13 +247,9 @@ impl Etcd {
     /// Whether etcd serves a linearizable read (which needs a leader and a quorum).
     pub fn probe(&mut self) -> Result<()> {
         let kv = self.client.kv_client();
-        let sentinel = self.keys.sentinel.as_str();
         self.rt.block_on(async {
             let deadline = tokio::time::Instant::now() + PROBE_TIMEOUT;
-            let read = until_sent(deadline, || {
-                let mut kv = kv.clone();
-                async move { kv.get(sentinel, None).await }
-            });
+            let read = revision_of(&kv, &self.keys.sentinel, GetOptions::new(), deadline);
             tokio::time::timeout_at(deadline, read)
                 .await
                 .map_err(|_| Error::Datastore("etcd did not answer within 1s".into()))??;
@@ -345,13 +341,12 @@ impl Replica {
     /// `failing`: etcd failed the last request, so its answer is awaited only as long as a
     /// probe's.
     pub async fn current_revision(&self, failing: bool) -> Result<u64> {
-        let mut kv = self.kv.clone();
         let (timeout, why) = match failing {
             true => (PROBE_TIMEOUT, "etcd did not answer within 1s"),
             false => (REQUEST_TIMEOUT, "etcd did not answer within 10s"),
         };
         let deadline = tokio::time::Instant::now() + timeout;
-        let read = revision_of(&mut kv, &self.probe, GetOptions::new(), deadline);
+        let read = revision_of(&self.kv, &self.probe, GetOptions::new(), deadline);
         tokio::time::timeout_at(deadline, read)
             .await
             .map_err(|_| Error::Datastore(why.into()))?
@@ -361,7 +356,7 @@ impl Replica {
 /// etcd's revision, from a range request (with `options`) that counts at most the (absent)
 /// `probe` key: no value is read.
 async fn revision_of(
-    kv: &mut KvClient,
+    kv: &KvClient,
     probe: &str,
     options: GetOptions,
     deadline: tokio::time::Instant,
@@ -479,7 +474,7 @@ impl Watch {
         .await
         .map_err(|_| Error::Datastore("etcd did not open the watch within 3s".into()))??;
         tracing::debug!(revision = *revision, "the watch on etcd is open");
-        let mut kv = self.client.kv_client();
+        let kv = self.client.kv_client();
         let mut heard = tokio::time::Instant::now();
         // The member's revision when the quiet watch was found behind it, and when.
         let mut behind: Option<(i64, tokio::time::Instant)> = None;
@@ -504,7 +499,10 @@ impl Watch {
                         }
                     } else if heard.elapsed() >= WATCH_QUIET {
                         heard = tokio::time::Instant::now();
-                        behind = self.behind(&mut kv, *revision).await?;
+                        behind = self
+                            .behind(&kv, *revision)
+                            .await?
+                            .map(|at| (at, tokio::time::Instant::now()));
                         if behind.is_some() {
                             stream.request_progress().await?;
                         }
@@ -556,7 +554,7 @@ impl Watch {
         }
     }
 
-    /// Whether the watch's member holds a revision after `revision`, the last the watch
+    /// The watch's member's revision when it is after `revision`, the last the watch
     /// delivered, read from the member itself (a serializable read needs no quorum): a watch
     /// that heard nothing for [`WATCH_QUIET`] while its member moved on may be stuck (etcd
     /// answers a progress request only from a watcher that has caught up,
@@ -564,11 +562,7 @@ impl Watch {
     /// opened again if it stays behind. A member that does not answer within
     /// [`WATCH_CHECK_TIMEOUT`] (frozen, its connections open and silent) is an error: the
     /// watch opens on another member rather than wait for TCP keep-alive.
-    async fn behind(
-        &self,
-        kv: &mut KvClient,
-        revision: i64,
-    ) -> Result<Option<(i64, tokio::time::Instant)>> {
+    async fn behind(&self, kv: &KvClient, revision: i64) -> Result<Option<i64>> {
         let deadline = tokio::time::Instant::now() + WATCH_CHECK_TIMEOUT;
         let own = GetOptions::new().with_serializable();
         let read = revision_of(kv, &self.keys.sentinel, own, deadline);
@@ -581,7 +575,7 @@ impl Watch {
                 )));
             }
         };
-        Ok((at > revision).then(|| (at, tokio::time::Instant::now())))
+        Ok((at > revision).then_some(at))
     }
 
     /// The change one watch event carries; `None` for keys kgc does not store objects under.
