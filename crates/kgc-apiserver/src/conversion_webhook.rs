@@ -10,6 +10,13 @@
 //! in-process controllers) never depends on it. A WATCH converts each event as it streams; a
 //! PATCH converts the stored object to the request's version, patches it there and converts
 //! the result back (a patch means what it says in the version it was written for).
+//!
+//! A write is admitted in the version it was written in first, as upstream's handler decodes,
+//! prunes, defaults and validates a custom resource there (that version's schema and
+//! `x-kubernetes-validations`, an update against the stored object in that version) before
+//! the storage layer converts it: a 422 names the fields as the client wrote them. What the
+//! webhook made of it is then admitted in the storage version too, unknown fields pruned
+//! silently: upstream stores it unchecked, kgc keeps every stored object valid in its version.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -24,6 +31,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::ApiServer;
+use crate::admission::{self, FieldValidation, Written};
 use crate::body::{self, ApiError, media_type};
 use crate::conversion;
 use crate::request::{Query, RequestInfo, Verb};
@@ -215,16 +223,31 @@ pub(crate) async fn serve(
             if obj["kind"].as_str().is_none_or(str::is_empty) {
                 obj["kind"] = json!(info.kind);
             }
+            let old = match req.verb {
+                Verb::Update => read_in(api, info, &req, &req.version)
+                    .await?
+                    .map(|(_, o)| o),
+                _ => None,
+            };
+            let warnings = admit_in_request_version(
+                info,
+                &req,
+                query,
+                Written::Object,
+                &mut obj,
+                old.as_ref(),
+            )?;
             convert(api, info, &storage, std::slice::from_mut(&mut obj)).await?;
             let body = Body::from(obj.to_string());
-            Box::pin(crate::handlers::serve(
+            let resp = Box::pin(crate::handlers::serve(
                 api,
                 inner,
-                query,
+                &in_storage_version(query),
                 &json_headers,
                 body,
             ))
-            .await?
+            .await?;
+            crate::handlers::with_warnings(resp, &warnings)
         }
         _ => {
             Box::pin(crate::handlers::serve(
@@ -238,6 +261,48 @@ pub(crate) async fn serve(
         }
     };
     in_request_version(api, info, &req, resp).await
+}
+
+/// Admits `obj`, written in `req`'s version (a converted one), in that version: pruned,
+/// defaulted and validated against that version's schema and rules (`old`: the stored object in
+/// that version, for an update). Returns the warnings.
+fn admit_in_request_version(
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    query: &Query,
+    written: Written,
+    obj: &mut Value,
+    old: Option<&Value>,
+) -> Result<Vec<String>, Status> {
+    let mode = FieldValidation::of(query)?;
+    let mut warnings = admission::admit(info, req, mode, written, obj, old, Vec::new())?;
+    warnings.extend(crate::validation_rules::admit(info, obj, old)?);
+    Ok(warnings)
+}
+
+/// The query of the request in the storage version: the client's fields were judged in its own
+/// version, so what the webhook added that the storage version does not know is pruned there
+/// without a word, as upstream's storage prunes it.
+fn in_storage_version(query: &Query) -> Query {
+    query.with("fieldValidation", "Ignore")
+}
+
+/// The stored object named by `req`, and it converted to `version`.
+async fn read_in(
+    api: &ApiServer,
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    version: &str,
+) -> Result<Option<(std::sync::Arc<kgc_store::StoredObject>, Value)>, Status> {
+    let gr = info.group_resource();
+    let ns = req.namespace.as_deref().unwrap_or_default();
+    let name = req.name.as_deref().unwrap_or_default();
+    let Some(stored) = api.store.get(&gr, ns, name) else {
+        return Ok(None);
+    };
+    let mut live = stored.value();
+    convert(api, info, version, std::slice::from_mut(&mut live)).await?;
+    Ok(Some((stored, live)))
 }
 
 /// `headers` with a JSON body: what the request in the storage version carries.
@@ -317,20 +382,8 @@ async fn patch(
     let media = media_type(headers);
     p::check_patch_type(info, &media)?;
     let gr = info.group_resource();
-    let ns = req.namespace.as_deref().unwrap_or_default();
     let name = req.name.as_deref().unwrap_or_default();
-    let read = |version: &str| {
-        let stored = api.store.get(&gr, ns, name);
-        let version = version.to_owned();
-        async move {
-            let Some(stored) = stored else {
-                return Ok::<_, Status>(None);
-            };
-            let mut live = stored.value();
-            convert(api, info, &version, std::slice::from_mut(&mut live)).await?;
-            Ok(Some((stored, live)))
-        }
-    };
+    let storage_query = in_storage_version(query);
     let write = RequestInfo {
         verb: Verb::Update,
         ..inner.clone()
@@ -338,25 +391,41 @@ async fn patch(
     if media == "application/apply-patch+yaml" {
         let apply = p::ApplyRequest::read(api, info, req, query, headers, body).await?;
         for _ in 0..PATCH_RETRIES {
-            let live = read(&req.version).await?;
+            let live = read_in(api, info, req, &req.version).await?;
+            let old = live.as_ref().map(|(_, l)| l);
             // Custom resources have no LimitRanges.
-            let mut merged = apply.merge(api, info, req, live.as_ref().map(|(_, l)| l), None)?;
+            let mut merged = apply.merge(api, info, req, old, None)?;
+            let mut warnings = admit_in_request_version(
+                info,
+                req,
+                query,
+                Written::ApplyConfiguration,
+                &mut merged,
+                old,
+            )?;
             convert(api, info, &inner.version, std::slice::from_mut(&mut merged)).await?;
             // Its managedFields are tracked already, in the request's version.
             let written = match live {
                 Some((stored, _)) => {
                     merged["metadata"]["resourceVersion"] =
                         json!(stored.resource_version.to_string());
-                    let (obj, warnings) = crate::handlers::admitted_object(
+                    let (obj, more) = crate::handlers::admitted_object(
                         api,
                         info,
                         &write,
-                        query,
+                        &storage_query,
                         merged,
                         Vec::new(),
                     )?;
+                    warnings.extend(more);
                     crate::handlers::update::update_object(
-                        api, info, &write, query, obj, warnings, None,
+                        api,
+                        info,
+                        &write,
+                        &storage_query,
+                        obj,
+                        warnings,
+                        None,
                     )
                     .await
                 }
@@ -365,16 +434,23 @@ async fn patch(
                         verb: Verb::Create,
                         ..inner.clone()
                     };
-                    let (obj, warnings) = crate::handlers::admitted_object(
+                    let (obj, more) = crate::handlers::admitted_object(
                         api,
                         info,
                         &create,
-                        query,
+                        &storage_query,
                         merged,
                         Vec::new(),
                     )?;
+                    warnings.extend(more);
                     crate::handlers::create::create_object(
-                        api, info, &create, query, obj, warnings, None,
+                        api,
+                        info,
+                        &create,
+                        &storage_query,
+                        obj,
+                        warnings,
+                        None,
                     )
                     .await
                 }
@@ -389,9 +465,10 @@ async fn patch(
     let (patch, _) = p::patch_body(body, &media).await?;
     let json_headers = json_headers(headers);
     for _ in 0..PATCH_RETRIES {
-        let (_, mut obj) = read(&req.version)
+        let (_, live) = read_in(api, info, req, &req.version)
             .await?
             .ok_or_else(|| Status::not_found(&gr, name))?;
+        let mut obj = live.clone();
         let read_version = obj["metadata"]["resourceVersion"].clone();
         p::apply_patch(info, name, &media, &mut obj, &patch)?;
         if !obj.is_object() {
@@ -414,18 +491,20 @@ async fn patch(
         if !precondition {
             obj["metadata"]["resourceVersion"] = read_version;
         }
+        let warnings =
+            admit_in_request_version(info, req, query, Written::Patch, &mut obj, Some(&live))?;
         convert(api, info, &inner.version, std::slice::from_mut(&mut obj)).await?;
         let written = Box::pin(crate::handlers::serve(
             api,
             write.clone(),
-            query,
+            &storage_query,
             &json_headers,
             Body::from(obj.to_string()),
         ))
         .await;
         match written {
             Err(e) if !precondition && stale(&e) => continue,
-            r => return r,
+            r => return r.map(|resp| crate::handlers::with_warnings(resp, &warnings)),
         }
     }
     Err(Status::conflict(&gr, name, "the object kept changing during patch").into())

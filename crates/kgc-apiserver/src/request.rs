@@ -196,6 +196,13 @@ impl Query {
             .transpose()
     }
 
+    /// This query with `key` set to `value` alone.
+    pub fn with(&self, key: &str, value: &str) -> Self {
+        let mut query = self.clone();
+        query.params.insert(key.to_owned(), vec![value.to_owned()]);
+        query
+    }
+
     /// `dryRun=All`.
     pub fn dry_run(&self) -> Result<bool, Status> {
         kgc_meta::deletion::parse_dry_run(self.all("dryRun"))

@@ -738,7 +738,8 @@ spec:
 
 /// A CRD `<plural>.conv.kgc.test` stored in v1 and served in v1 and v2, converted by the test's
 /// webhook at `path`.
-fn crd(kind: &str, plural: &str, hook: &Webhook, path: &str) -> String {
+/// `v2`: v2's schema, where v1's takes anything.
+fn crd(kind: &str, plural: &str, hook: &Webhook, path: &str, v2: Value) -> String {
     let schema = json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}});
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": format!("{plural}.conv.kgc.test")},
@@ -746,7 +747,7 @@ fn crd(kind: &str, plural: &str, hook: &Webhook, path: &str) -> String {
             "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase()},
             "versions": [
                 {"name": "v1", "served": true, "storage": true, "schema": schema},
-                {"name": "v2", "served": true, "storage": false, "schema": schema}],
+                {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": v2}}],
             "conversion": {"strategy": "Webhook", "webhook": {
                 "clientConfig": {"url": format!("{}/conversion/{path}", hook.base), "caBundle": hook.ca_bundle},
                 "conversionReviewVersions": ["v1"]}}}})
@@ -759,8 +760,11 @@ fn crd(kind: &str, plural: &str, hook: &Webhook, path: &str) -> String {
 async fn conversion(s: &Server, hook: &Webhook) {
     let c = s.client();
     let ns = fresh_namespace(&c, "conv").await;
-    s.kubectl_stdin_ok(&["apply", "-f", "-"], &crd("Widget", "widgets", hook, "ok"))
-        .await;
+    s.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &crd("Widget", "widgets", hook, "ok", anything()),
+    )
+    .await;
     eventually("widgets served in v2", T, || async {
         s.kubectl(&["get", "--raw", "/apis/conv.kgc.test/v2"])
             .await
@@ -790,10 +794,11 @@ async fn conversion(s: &Server, hook: &Webhook) {
     assert_eq!(list["items"][0]["spec"]["colour"], "red");
     assert_eq!(list["items"][0]["metadata"]["uid"], v1["metadata"]["uid"]);
     conversion_patches_and_watches(s, &ns).await;
+    converted_writes_are_admitted_in_their_version(s, hook, &ns).await;
 
     s.kubectl_stdin_ok(
         &["apply", "-f", "-"],
-        &crd("Broken", "brokens", hook, "fail"),
+        &crd("Broken", "brokens", hook, "fail", anything()),
     )
     .await;
     eventually("brokens served", T, || async {
@@ -864,6 +869,103 @@ async fn conversion(s: &Server, hook: &Webhook) {
             .success()
     })
     .await;
+}
+
+fn anything() -> Value {
+    json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+}
+
+/// A write in v2 is pruned, defaulted and validated by v2's schema before the webhook converts
+/// it to v1, whose schema takes anything, as upstream's handler admits it in the version it was
+/// written in: a create, a PUT and a PATCH in v2 are refused naming v2's field, a v1 write of
+/// the same value is not.
+async fn converted_writes_are_admitted_in_their_version(s: &Server, hook: &Webhook, ns: &str) {
+    let v2 = json!({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {
+            "colour": {"type": "string", "maxLength": 5},
+            "size": {"type": "integer", "default": 1}}}}});
+    s.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &crd("Gadget", "gadgets", hook, "ok", v2),
+    )
+    .await;
+    let path =
+        |v: &str, rest: &str| format!("/apis/conv.kgc.test/{v}/namespaces/{ns}/gadgets{rest}");
+    eventually("gadgets served in v2", T, || async {
+        s.kubectl(&["get", "--raw", &path("v2", "")])
+            .await
+            .status
+            .success()
+    })
+    .await;
+    let gadget = |name: &str, version: &str, spec: Value| {
+        json!({"apiVersion": format!("conv.kgc.test/{version}"), "kind": "Gadget",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec})
+        .to_string()
+    };
+    let created = s
+        .raw(
+            "POST",
+            &path("v2", ""),
+            Some("application/json"),
+            gadget("g", "v2", json!({"colour": "red", "unknown": 1})),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.json());
+    // Defaulted and pruned in v2, then stored in v1 as converted.
+    let stored: Value =
+        serde_json::from_str(&s.kubectl_ok(&["get", "--raw", &path("v1", "/g")]).await)
+            .expect("JSON");
+    assert_eq!(
+        stored["spec"],
+        json!({"color": "red", "size": 1}),
+        "{stored}"
+    );
+    let too_long = "Gadget.conv.kgc.test \"g\" is invalid: spec.colour: Too long: may not be more than 5 bytes";
+    let refused = s
+        .raw(
+            "POST",
+            &path("v2", ""),
+            Some("application/json"),
+            gadget("g2", "v2", json!({"colour": "purple"})),
+        )
+        .await;
+    assert_status(
+        &refused,
+        422,
+        "Invalid",
+        &too_long.replace("\"g\"", "\"g2\""),
+    );
+    let mut put: Value =
+        serde_json::from_str(&gadget("g", "v2", json!({"colour": "purple"}))).expect("JSON");
+    put["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"].clone();
+    let refused = s
+        .raw(
+            "PUT",
+            &path("v2", "/g"),
+            Some("application/json"),
+            put.to_string(),
+        )
+        .await;
+    assert_status(&refused, 422, "Invalid", too_long);
+    let refused = s
+        .raw(
+            "PATCH",
+            &path("v2", "/g"),
+            Some("application/merge-patch+json"),
+            r#"{"spec":{"colour":"purple"}}"#,
+        )
+        .await;
+    assert_status(&refused, 422, "Invalid", too_long);
+    let allowed = s
+        .raw(
+            "POST",
+            &path("v1", ""),
+            Some("application/json"),
+            gadget("g3", "v1", json!({"color": "purple"})),
+        )
+        .await;
+    assert_eq!(allowed.status, 201, "{}", allowed.json());
 }
 
 /// PATCH (merge, JSON, server-side apply; strategic refused) and WATCH of widgets in v2, the
