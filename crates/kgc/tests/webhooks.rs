@@ -903,14 +903,15 @@ async fn converted_writes_are_admitted_in_their_version(s: &Server, hook: &Webho
             "metadata": {"name": name, "namespace": ns}, "spec": spec})
         .to_string()
     };
-    let created = s
-        .raw(
-            "POST",
-            &path("v2", ""),
-            Some("application/json"),
-            gadget("g", "v2", json!({"colour": "red", "unknown": 1})),
-        )
-        .await;
+    let post = |version: &str, body: String| {
+        let path = path(version, "");
+        async move { s.raw("POST", &path, Some("application/json"), body).await }
+    };
+    let created = post(
+        "v2",
+        gadget("g", "v2", json!({"colour": "red", "unknown": 1})),
+    )
+    .await;
     assert_eq!(created.status, 201, "{}", created.json());
     // Defaulted and pruned in v2, then stored in v1 as converted.
     let stored: Value =
@@ -922,14 +923,7 @@ async fn converted_writes_are_admitted_in_their_version(s: &Server, hook: &Webho
         "{stored}"
     );
     let too_long = "Gadget.conv.kgc.test \"g\" is invalid: spec.colour: Too long: may not be more than 5 bytes";
-    let refused = s
-        .raw(
-            "POST",
-            &path("v2", ""),
-            Some("application/json"),
-            gadget("g2", "v2", json!({"colour": "purple"})),
-        )
-        .await;
+    let refused = post("v2", gadget("g2", "v2", json!({"colour": "purple"}))).await;
     assert_status(
         &refused,
         422,
@@ -957,14 +951,7 @@ async fn converted_writes_are_admitted_in_their_version(s: &Server, hook: &Webho
         )
         .await;
     assert_status(&refused, 422, "Invalid", too_long);
-    let allowed = s
-        .raw(
-            "POST",
-            &path("v1", ""),
-            Some("application/json"),
-            gadget("g3", "v1", json!({"color": "purple"})),
-        )
-        .await;
+    let allowed = post("v1", gadget("g3", "v1", json!({"color": "purple"}))).await;
     assert_eq!(allowed.status, 201, "{}", allowed.json());
 }
 

@@ -582,32 +582,29 @@ mod tests {
         (url, ca_bundle, accepted)
     }
 
-    async fn call(client: &ClientConfig, url: &str) -> Result<Bytes, String> {
+    /// Three calls to a [`server`]: each answered, and the connections it accepted.
+    async fn three_calls(close: bool) -> usize {
+        let (url, ca_bundle, accepted) = server(close).await;
+        let client =
+            ClientConfig::from_json(&serde_json::json!({"url": url, "caBundle": ca_bundle}));
         let tls = client.tls.as_ref().unwrap();
-        client
-            .call(tls, url, None, Duration::from_secs(10), b"{}".to_vec())
-            .await
+        for _ in 0..3 {
+            let answer = client
+                .call(tls, &url, None, Duration::from_secs(10), b"{}".to_vec())
+                .await
+                .unwrap();
+            assert_eq!(&answer[..], b"{}");
+        }
+        accepted.load(Ordering::SeqCst)
     }
 
     #[tokio::test]
     async fn calls_reuse_one_connection() {
-        let (url, ca_bundle, accepted) = server(false).await;
-        let client =
-            ClientConfig::from_json(&serde_json::json!({"url": url, "caBundle": ca_bundle}));
-        for _ in 0..3 {
-            assert_eq!(&call(&client, &url).await.unwrap()[..], b"{}");
-        }
-        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+        assert_eq!(three_calls(false).await, 1);
     }
 
     #[tokio::test]
     async fn a_connection_the_webhook_closed_is_replaced() {
-        let (url, ca_bundle, accepted) = server(true).await;
-        let client =
-            ClientConfig::from_json(&serde_json::json!({"url": url, "caBundle": ca_bundle}));
-        for _ in 0..3 {
-            assert_eq!(&call(&client, &url).await.unwrap()[..], b"{}");
-        }
-        assert_eq!(accepted.load(Ordering::SeqCst), 3);
+        assert_eq!(three_calls(true).await, 3);
     }
 }
