@@ -167,7 +167,9 @@ impl ClientConfig {
         let target = self.target(url, addr, timeout)?;
         let text = &target.text;
         let (code, answer) =
-            tokio::time::timeout(timeout, self.exchange(tls, &target, body.into()))
+            // Boxed: a dial's TLS and HTTP handshakes would otherwise live in every write's future,
+        // and a debug build's worker stack overflowed.
+        tokio::time::timeout(timeout, Box::pin(self.exchange(tls, &target, body.into())))
                 .await
                 .map_err(|_| format!("Post {text:?}: context deadline exceeded"))?
                 .map_err(|cause| format!("Post {text:?}: {cause}"))?;
