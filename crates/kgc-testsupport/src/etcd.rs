@@ -16,6 +16,12 @@ use crate::process;
 /// How long a cluster may take to elect a leader (members start in parallel on a busy machine).
 const HEALTHY_DEADLINE: Duration = Duration::from_secs(60);
 
+/// How many times [`EtcdCluster::start`] starts a cluster whose port was taken meanwhile.
+const START_ATTEMPTS: u32 = 5;
+
+/// What etcd logs before it exits when a port it should listen on is taken.
+const PORT_TAKEN: &str = "address already in use";
+
 /// A running etcd cluster.
 pub struct EtcdCluster {
     members: Vec<Member>,
@@ -35,13 +41,35 @@ struct Member {
 impl EtcdCluster {
     /// Starts `members` members and waits until the cluster has a leader. `None` (with a line
     /// on stderr saying the test is skipped) when `etcd` is not installed and `CI` is unset.
+    ///
+    /// A port found free may be taken by another process before etcd binds it (tests start
+    /// servers and clusters in parallel): a member that exits saying so is not a failure of
+    /// the test, and the cluster is started again on other ports, up to [`START_ATTEMPTS`]
+    /// times.
     pub async fn start(members: usize) -> Option<Self> {
         let binary = etcd_binary()?;
+        let mut attempt = 1;
+        loop {
+            let mut cluster = Self::spawn_new(binary.clone(), members);
+            match cluster.wait_started().await {
+                Ok(()) => return Some(cluster),
+                Err(taken) if attempt < START_ATTEMPTS => {
+                    eprintln!("etcd: {taken}; starting the cluster again on other ports");
+                    attempt += 1;
+                }
+                Err(taken) => panic!("etcd: {taken}, {START_ATTEMPTS} times"),
+            }
+        }
+    }
+
+    /// Spawns `members` new members on fresh ports and a fresh data directory.
+    fn spawn_new(binary: PathBuf, members: usize) -> Self {
         let root = tempfile::Builder::new()
             .prefix("kgc-etcd-")
             .tempdir()
             .expect("creating a temporary directory");
-        let ports: Vec<(u16, u16)> = (0..members).map(|_| (free_port(), free_port())).collect();
+        let ports = free_ports(members * 2);
+        let ports: Vec<(u16, u16)> = ports.chunks(2).map(|p| (p[0], p[1])).collect();
         let initial_cluster = ports
             .iter()
             .enumerate()
@@ -69,8 +97,35 @@ impl EtcdCluster {
             });
             cluster.spawn(i);
         }
-        cluster.wait_healthy().await;
-        Some(cluster)
+        cluster
+    }
+
+    /// Waits as [`Self::wait_healthy`] does, except that a member which exited because one of
+    /// its ports was taken ends the wait with the line etcd logged.
+    async fn wait_started(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + HEALTHY_DEADLINE;
+        loop {
+            for m in &self.members {
+                if healthy(m.client_url.trim_start_matches("http://")).await {
+                    return Ok(());
+                }
+            }
+            for i in 0..self.members.len() {
+                let exited = self.members[i].child.as_mut().map(|c| c.try_wait());
+                if let Some(Ok(Some(_))) = exited {
+                    let log = self.log_tail(i, 5);
+                    if let Some(line) = log.lines().find(|l| l.contains(PORT_TAKEN)) {
+                        return Err(line.trim().to_owned());
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "etcd was not healthy within {HEALTHY_DEADLINE:?}; log of m0:\n{}",
+                self.log_tail(0, 40)
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Every member's client URL, comma-separated: the value of `--datastore-endpoint`.
@@ -229,10 +284,13 @@ async fn healthy(addr: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// A port nothing listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("finding a free port")
+/// `n` distinct ports nothing listens on right now (each held until all are found, so that
+/// the kernel cannot hand out one twice).
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("finding a free port"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().expect("a bound port").port())
+        .collect()
 }
