@@ -34,6 +34,7 @@ use crate::ApiServer;
 use crate::admission::{self, FieldValidation, Written};
 use crate::body::{self, ApiError, media_type};
 use crate::conversion;
+use crate::handlers::fieldmanager::Tracking;
 use crate::request::{Query, RequestInfo, Verb};
 use crate::webhook::ClientConfig;
 
@@ -211,6 +212,12 @@ pub(crate) async fn serve(
     let mut inner = req.clone();
     inner.version = storage.clone();
     let json_headers = json_headers(headers);
+    // A Scale carries no field of the custom resource: served by the storage version, with its
+    // replicas paths (upstream reads the request version's paths on the converted object).
+    if req.subresource.as_deref() == Some("scale") {
+        return Box::pin(crate::handlers::serve(api, inner, query, headers, body)).await;
+    }
+    crate::handlers::check_write_options(&req, query)?;
     let resp = match req.verb {
         Verb::Watch => return watch(api, info, &req, inner, query, headers).await,
         Verb::Patch => patch(api, info, &req, inner, query, headers, body).await?,
@@ -237,17 +244,10 @@ pub(crate) async fn serve(
                 &mut obj,
                 old.as_ref(),
             )?;
+            let tracking = Tracking::new(api.store.clock(), info, &req, query, headers);
+            let mut obj = tracking.record(old.as_ref(), &obj);
             convert(api, info, &storage, std::slice::from_mut(&mut obj)).await?;
-            let body = Body::from(obj.to_string());
-            let resp = Box::pin(crate::handlers::serve(
-                api,
-                inner,
-                &in_storage_version(query),
-                &json_headers,
-                body,
-            ))
-            .await?;
-            crate::handlers::with_warnings(resp, &warnings)
+            store(api, info, &inner, &in_storage_version(query), obj, warnings).await?
         }
         _ => {
             Box::pin(crate::handlers::serve(
@@ -278,6 +278,29 @@ fn admit_in_request_version(
     let mut warnings = admission::admit(info, req, mode, written, obj, old, Vec::new())?;
     warnings.extend(crate::validation_rules::admit(info, obj, old)?);
     Ok(warnings)
+}
+
+/// Creates or updates (as `write`, a request in the storage version says) `obj`, converted
+/// there with its managedFields recorded in the version it was written in: upstream's field
+/// manager tracks a write in the request's version, before the storage layer converts it.
+async fn store(
+    api: &ApiServer,
+    info: &ResourceInfo,
+    write: &RequestInfo,
+    storage_query: &Query,
+    obj: Value,
+    mut warnings: Vec<String>,
+) -> Result<Response, ApiError> {
+    let (obj, more) =
+        crate::handlers::admitted_object(api, info, write, storage_query, obj, Vec::new())?;
+    warnings.extend(more);
+    if write.verb == Verb::Create {
+        let create = crate::handlers::create::create_object;
+        Box::pin(create(api, info, write, storage_query, obj, warnings, None)).await
+    } else {
+        let update = crate::handlers::update::update_object;
+        Box::pin(update(api, info, write, storage_query, obj, warnings, None)).await
+    }
 }
 
 /// The query of the request in the storage version: the client's fields were judged in its own
@@ -395,7 +418,7 @@ async fn patch(
             let old = live.as_ref().map(|(_, l)| l);
             // Custom resources have no LimitRanges.
             let mut merged = apply.merge(api, info, req, old, None)?;
-            let mut warnings = admit_in_request_version(
+            let warnings = admit_in_request_version(
                 info,
                 req,
                 query,
@@ -405,56 +428,18 @@ async fn patch(
             )?;
             convert(api, info, &inner.version, std::slice::from_mut(&mut merged)).await?;
             // Its managedFields are tracked already, in the request's version.
-            let written = match live {
+            let write = match live {
                 Some((stored, _)) => {
                     merged["metadata"]["resourceVersion"] =
                         json!(stored.resource_version.to_string());
-                    let (obj, more) = crate::handlers::admitted_object(
-                        api,
-                        info,
-                        &write,
-                        &storage_query,
-                        merged,
-                        Vec::new(),
-                    )?;
-                    warnings.extend(more);
-                    crate::handlers::update::update_object(
-                        api,
-                        info,
-                        &write,
-                        &storage_query,
-                        obj,
-                        warnings,
-                        None,
-                    )
-                    .await
+                    write.clone()
                 }
-                None => {
-                    let create = RequestInfo {
-                        verb: Verb::Create,
-                        ..inner.clone()
-                    };
-                    let (obj, more) = crate::handlers::admitted_object(
-                        api,
-                        info,
-                        &create,
-                        &storage_query,
-                        merged,
-                        Vec::new(),
-                    )?;
-                    warnings.extend(more);
-                    crate::handlers::create::create_object(
-                        api,
-                        info,
-                        &create,
-                        &storage_query,
-                        obj,
-                        warnings,
-                        None,
-                    )
-                    .await
-                }
+                None => RequestInfo {
+                    verb: Verb::Create,
+                    ..inner.clone()
+                },
             };
+            let written = store(api, info, &write, &storage_query, merged, warnings).await;
             match written {
                 Err(e) if stale(&e) => continue,
                 r => return r,
@@ -463,7 +448,7 @@ async fn patch(
         return Err(Status::conflict(&gr, name, "the object kept changing during apply").into());
     }
     let (patch, _) = p::patch_body(body, &media).await?;
-    let json_headers = json_headers(headers);
+    let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
     for _ in 0..PATCH_RETRIES {
         let (_, live) = read_in(api, info, req, &req.version)
             .await?
@@ -493,18 +478,11 @@ async fn patch(
         }
         let warnings =
             admit_in_request_version(info, req, query, Written::Patch, &mut obj, Some(&live))?;
+        let mut obj = tracking.record(Some(&live), &obj);
         convert(api, info, &inner.version, std::slice::from_mut(&mut obj)).await?;
-        let written = Box::pin(crate::handlers::serve(
-            api,
-            write.clone(),
-            &storage_query,
-            &json_headers,
-            Body::from(obj.to_string()),
-        ))
-        .await;
-        match written {
+        match store(api, info, &write, &storage_query, obj, warnings).await {
             Err(e) if !precondition && stale(&e) => continue,
-            r => return r.map(|resp| crate::handlers::with_warnings(resp, &warnings)),
+            r => return r,
         }
     }
     Err(Status::conflict(&gr, name, "the object kept changing during patch").into())

@@ -795,6 +795,7 @@ async fn conversion(s: &Server, hook: &Webhook) {
     assert_eq!(list["items"][0]["metadata"]["uid"], v1["metadata"]["uid"]);
     conversion_patches_and_watches(s, &ns).await;
     converted_writes_are_admitted_in_their_version(s, hook, &ns).await;
+    converted_writes_record_their_version(s, &ns).await;
 
     s.kubectl_stdin_ok(
         &["apply", "-f", "-"],
@@ -955,6 +956,70 @@ async fn converted_writes_are_admitted_in_their_version(s: &Server, hook: &Webho
     assert_eq!(allowed.status, 201, "{}", allowed.json());
 }
 
+/// A create, a PATCH and a PUT in v2 record their managedFields in v2 (its `apiVersion`, its
+/// field names), as upstream's field manager tracks a write in the request's version before
+/// the object is converted to the storage version (v1, where `colour` is `color`).
+async fn converted_writes_record_their_version(s: &Server, ns: &str) {
+    let path = |rest: &str| format!("/apis/conv.kgc.test/v2/namespaces/{ns}/gadgets{rest}");
+    // Each write by its own manager, answered `status`.
+    let write = |method: &'static str, rest: &str, media: &'static str, body: String, status| {
+        let path = path(rest);
+        async move {
+            let answer = s.raw(method, &path, Some(media), body).await;
+            assert_eq!(answer.status, status, "{method} {path}: {}", answer.text());
+            answer.json()
+        }
+    };
+    let body = json!({"apiVersion": "conv.kgc.test/v2", "kind": "Gadget",
+        "metadata": {"name": "m"}, "spec": {"colour": "red"}});
+    let json = "application/json";
+    write("POST", "?fieldManager=maker", json, body.to_string(), 201).await;
+    let merge = "application/merge-patch+json";
+    let size = r#"{"spec":{"size":3}}"#.to_owned();
+    let mut put = write("PATCH", "/m?fieldManager=patcher", merge, size, 200).await;
+    put["spec"]["colour"] = json!("blue");
+    write("PUT", "/m?fieldManager=putter", json, put.to_string(), 200).await;
+    let stored = s
+        .raw(
+            "GET",
+            &format!("/apis/conv.kgc.test/v1/namespaces/{ns}/gadgets/m"),
+            None,
+            "",
+        )
+        .await
+        .json();
+    assert_eq!(
+        stored["spec"],
+        json!({"color": "blue", "size": 3}),
+        "{stored}"
+    );
+    let entries: Vec<(String, String, Value)> = stored["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields")
+        .iter()
+        .map(|e| {
+            let spec = e["fieldsV1"]["f:spec"].clone();
+            let fields: Vec<&String> = spec.as_object().expect("f:spec").keys().collect();
+            (
+                e["manager"].as_str().unwrap_or_default().to_owned(),
+                e["apiVersion"].as_str().unwrap_or_default().to_owned(),
+                json!(fields),
+            )
+        })
+        .collect();
+    // The maker keeps `spec` itself (`"f:spec": {}`): what it set inside went to the others.
+    let v2 = "conv.kgc.test/v2".to_owned();
+    assert_eq!(
+        entries,
+        [
+            ("maker".to_owned(), v2.clone(), json!([])),
+            ("patcher".to_owned(), v2.clone(), json!(["f:size"])),
+            ("putter".to_owned(), v2, json!(["f:colour"])),
+        ],
+        "{stored}"
+    );
+}
+
 /// PATCH (merge, JSON, server-side apply; strategic refused) and WATCH of widgets in v2, the
 /// version the webhook converts to: the stored v1 object converted, patched in v2, converted
 /// back; each watch event converted.
@@ -1038,14 +1103,27 @@ async fn conversion_patches_and_watches(s: &Server, ns: &str) {
     );
 
     // Server-side apply in v2: merged with the v2 object, owned by its manager; creates too.
-    let applied = s
-        .raw(
-            "PATCH",
-            &format!("{}?fieldManager=painter", path("v2", "/w")),
-            Some("application/apply-patch+yaml"),
-            "apiVersion: conv.kgc.test/v2\nkind: Widget\nmetadata:\n  name: w\nspec:\n  colour: pink\n  size: 3\n",
-        )
-        .await;
+    // The patches above were recorded in v2, so their manager's `colour` is a conflict.
+    let apply = |force: &str| {
+        let path = format!("{}?fieldManager=painter{force}", path("v2", "/w"));
+        async move {
+            s.raw(
+                "PATCH",
+                &path,
+                Some("application/apply-patch+yaml"),
+                "apiVersion: conv.kgc.test/v2\nkind: Widget\nmetadata:\n  name: w\nspec:\n  colour: pink\n  size: 3\n",
+            )
+            .await
+        }
+    };
+    let conflict = apply("").await;
+    assert_status(
+        &conflict,
+        409,
+        "Conflict",
+        "Apply failed with 1 conflict: conflict with \"unknown\" using conv.kgc.test/v2: .spec.colour",
+    );
+    let applied = apply("&force=true").await;
     assert_eq!(applied.status, 200, "{}", applied.text());
     let applied = applied.json();
     assert_eq!(applied["apiVersion"], "conv.kgc.test/v2");

@@ -48,7 +48,7 @@ impl Tracking {
 
     /// Records the fields this write changed under its manager (an Update entry), on the object
     /// as it will be stored.
-    pub(super) fn record(&self, old: Option<&Value>, new: &Value) -> Value {
+    pub(crate) fn record(&self, old: Option<&Value>, new: &Value) -> Value {
         let mut new = new.clone();
         kgc_store::normalize(&self.info, &mut new);
         kgc_managedfields::update_or_keep_owned(old, new, &self.manager(), &self.schema)

@@ -88,15 +88,7 @@ pub async fn serve(
         ))
         .into());
     }
-    let options = match req.verb {
-        Verb::Create => Some("CreateOptions"),
-        Verb::Update => Some("UpdateOptions"),
-        Verb::Patch => Some("PatchOptions"),
-        _ => None,
-    };
-    if let Some(options) = options {
-        crate::apply::validate_field_manager(query, options)?;
-    }
+    check_write_options(&req, query)?;
     let ns = req.namespace.clone().unwrap_or_default();
     let name = req.name.clone().unwrap_or_default();
     match req.subresource.as_deref() {
@@ -116,6 +108,18 @@ pub async fn serve(
         Verb::Delete => delete::delete(api, &info, &req, query, body).await,
         Verb::DeleteCollection => delete::delete_collection(api, &info, &req, query, body).await,
     }
+}
+
+/// Refuses a write whose options are invalid (a `fieldManager` too long or unprintable), as
+/// upstream validates CreateOptions, UpdateOptions and PatchOptions.
+pub(crate) fn check_write_options(req: &RequestInfo, query: &Query) -> Result<(), Status> {
+    let options = match req.verb {
+        Verb::Create => "CreateOptions",
+        Verb::Update => "UpdateOptions",
+        Verb::Patch => "PatchOptions",
+        _ => return Ok(()),
+    };
+    crate::apply::validate_field_manager(query, options)
 }
 
 /// The version stored objects must be converted to for this request, when it is not the
