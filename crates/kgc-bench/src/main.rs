@@ -351,6 +351,20 @@ struct Creates {
 }
 
 impl Creates {
+    /// Runs of the same creates at different times, as one: their latencies together, their
+    /// times added.
+    fn merged(runs: Vec<Creates>) -> Self {
+        Self {
+            elapsed: runs.iter().map(|r| r.elapsed).sum(),
+            stored_bytes: runs
+                .iter()
+                .map(|r| r.stored_bytes)
+                .max()
+                .unwrap_or_default(),
+            latencies: Samples::merged(runs.into_iter().map(|r| r.latencies)),
+        }
+    }
+
     fn rate(&self) -> f64 {
         self.latencies.len() as f64 / self.elapsed.as_secs_f64()
     }

@@ -16,6 +16,11 @@ impl Samples {
         Self(v)
     }
 
+    /// The samples of several runs as one.
+    pub fn merged(parts: impl IntoIterator<Item = Samples>) -> Self {
+        Self::new(parts.into_iter().flat_map(|s| s.0).collect())
+    }
+
     /// Nearest-rank percentile (`p` in 0..=100).
     pub fn pct(&self, p: f64) -> f64 {
         if self.0.is_empty() {
