@@ -21,8 +21,7 @@ use kgc_meta::{
     PropagationPolicy, Reason, ResourceInfo,
 };
 
-use kgc_meta::time::format_time;
-use kgc_runtime::decisions::{Action, Decision};
+use kgc_runtime::decisions::{Action, Record};
 
 use crate::Shared;
 use crate::graph::{Entry, Graph, Node, Uid, UidKey};
@@ -256,9 +255,12 @@ impl<C: Cluster> Shared<C> {
         } else {
             PropagationPolicy::Background
         };
-        let reason = deletion_reason(&latest.owner_references, &states);
         self.delete_object(item, &resource, &latest, policy).await?;
-        self.record(Action::Delete, &item.identity, Some(policy), reason);
+        let reason = DeletionReason {
+            owners: &latest.owner_references,
+            states: &states,
+        };
+        self.record(Action::Delete, &item.identity, Some(policy), &reason);
         Ok(())
     }
 
@@ -268,18 +270,18 @@ impl<C: Cluster> Shared<C> {
         action: Action,
         object: &ObjectRef,
         policy: Option<PropagationPolicy>,
-        reason: String,
+        reason: &dyn std::fmt::Display,
     ) {
-        self.config.decisions.record(Decision {
-            time: format_time(self.config.clock.now()),
-            collector: DECISION_COLLECTOR.to_owned(),
+        self.config.decisions.record(Record {
+            time: self.config.clock.now(),
+            collector: DECISION_COLLECTOR,
             action,
-            api_version: object.api_version.clone(),
-            kind: object.kind.clone(),
-            namespace: object.namespace.clone(),
-            name: object.name.clone(),
-            uid: object.uid.clone(),
-            propagation_policy: policy.map(|p| p.as_str().to_owned()),
+            api_version: &object.api_version,
+            kind: &object.kind,
+            namespace: &object.namespace,
+            name: &object.name,
+            uid: &object.uid,
+            propagation_policy: policy.map(|p| p.as_str()),
             reason,
         });
     }
@@ -569,7 +571,7 @@ impl<C: Cluster> Shared<C> {
                             Action::Orphan,
                             &dep,
                             None,
-                            format!(
+                            &format_args!(
                                 "orphaned: its owner {} {} (uid {}) was deleted with \
                                  propagationPolicy Orphan; the owner reference was removed",
                                 owner_identity.kind, owner_identity.name, owner_identity.uid
@@ -622,34 +624,51 @@ impl<C: Cluster> Shared<C> {
 
 /// Why `attemptToDelete` deletes an object whose owners resolved to `states`: no owner is
 /// solid, so each is absent (not found by its uid, as the collector looks owners up) or
-/// deleting its dependents in the foreground.
-fn deletion_reason(owners: &[OwnerReference], states: &[OwnerState]) -> String {
-    let describe = |r: &OwnerReference| format!("{} {} (uid {})", r.kind, r.name, r.uid);
-    let list = |want: OwnerState| -> Vec<String> {
-        owners
-            .iter()
-            .zip(states)
-            .filter(|(_, s)| **s == want)
-            .map(|(r, _)| describe(r))
-            .collect()
-    };
-    let (absent, waiting) = (list(OwnerState::Dangling), list(OwnerState::Waiting));
-    let mut parts = Vec::new();
-    if !absent.is_empty() {
-        parts.push(format!("not found by uid: {}", absent.join(", ")));
+/// deleting its dependents in the foreground. Written straight into the decision history,
+/// which keeps it only when asked (`kgc why`): formatted per collected object, it cost the
+/// collector more than its lookups.
+struct DeletionReason<'a> {
+    owners: &'a [OwnerReference],
+    states: &'a [OwnerState],
+}
+
+impl std::fmt::Display for DeletionReason<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let with = |want: OwnerState| {
+            self.owners
+                .iter()
+                .zip(self.states)
+                .filter(move |(_, s)| **s == want)
+                .map(|(r, _)| r)
+        };
+        let list = |f: &mut std::fmt::Formatter<'_>, want: OwnerState| {
+            // Pieces, not `write!`: this runs once per collected object.
+            for (i, r) in with(want).enumerate() {
+                let sep = if i == 0 { "" } else { ", " };
+                for piece in [sep, &r.kind, " ", &r.name, " (uid ", &r.uid, ")"] {
+                    f.write_str(piece)?;
+                }
+            }
+            Ok(())
+        };
+        let absent = with(OwnerState::Dangling).next().is_some();
+        let waiting = with(OwnerState::Waiting).next().is_some();
+        f.write_str(if waiting {
+            "no owner remains: "
+        } else {
+            "all owners absent: "
+        })?;
+        if absent {
+            f.write_str("not found by uid: ")?;
+            list(f, OwnerState::Dangling)?;
+        }
+        if waiting {
+            f.write_str(if absent { "; " } else { "" })?;
+            f.write_str("deleting its dependents in the foreground: ")?;
+            list(f, OwnerState::Waiting)?;
+        }
+        Ok(())
     }
-    if !waiting.is_empty() {
-        parts.push(format!(
-            "deleting its dependents in the foreground: {}",
-            waiting.join(", ")
-        ));
-    }
-    let lead = if waiting.is_empty() {
-        "all owners absent"
-    } else {
-        "no owner remains"
-    };
-    format!("{lead}: {}", parts.join("; "))
 }
 
 /// Whether `now` would lead `attemptToDelete` to the same DELETE as `then`: the same owner
@@ -674,18 +693,25 @@ mod tests {
 
     #[test]
     fn deletion_reasons_name_each_owner_and_how_it_was_judged() {
+        let reason = |owners: &[OwnerReference], states: &[OwnerState]| {
+            DeletionReason { owners, states }.to_string()
+        };
         let owners = [
             owner("ReplicaSet", "a", "u1"),
             owner("Deployment", "d", "u2"),
         ];
         assert_eq!(
-            deletion_reason(&owners, &[OwnerState::Dangling, OwnerState::Dangling]),
+            reason(&owners, &[OwnerState::Dangling, OwnerState::Dangling]),
             "all owners absent: not found by uid: ReplicaSet a (uid u1), Deployment d (uid u2)"
         );
         assert_eq!(
-            deletion_reason(&owners, &[OwnerState::Dangling, OwnerState::Waiting]),
+            reason(&owners, &[OwnerState::Dangling, OwnerState::Waiting]),
             "no owner remains: not found by uid: ReplicaSet a (uid u1); deleting its dependents \
              in the foreground: Deployment d (uid u2)"
+        );
+        assert_eq!(
+            reason(&owners[1..], &[OwnerState::Waiting]),
+            "no owner remains: deleting its dependents in the foreground: Deployment d (uid u2)"
         );
     }
 }

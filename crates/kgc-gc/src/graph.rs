@@ -337,7 +337,7 @@ impl Node {
 struct Nodes {
     slots: Vec<(UidKey, Entry)>,
     index: hashbrown::HashTable<u32>,
-    hasher: std::hash::RandomState,
+    hasher: hashbrown::DefaultHashBuilder,
 }
 
 impl Nodes {

@@ -31,10 +31,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kgc_client::{Cluster, Deleted};
-use kgc_meta::time::format_time;
 use kgc_meta::{DeleteOptions, Preconditions, PropagationPolicy, Reason, ResourceInfo};
 use kgc_runtime::Context;
-use kgc_runtime::decisions::{Action, Decision};
+use kgc_runtime::decisions::{Action, Record};
 use kgc_runtime::informer::{describe, key_of};
 pub use metrics::Metrics;
 use serde_json::Value;
@@ -107,20 +106,20 @@ pub async fn delete<C: Cluster>(
             metrics.deleted(collector, reason);
             let pending = matches!(d, Deleted::Pending(_));
             tracing::info!(collector, reason, kind = %resource.kind, %object, %uid, pending, "deleted");
-            ctx.decisions.record(Decision {
-                time: format_time(ctx.clock.now()),
-                collector: collector.to_owned(),
+            ctx.decisions.record(Record {
+                time: ctx.clock.now(),
+                collector,
                 action: Action::Delete,
-                api_version: kgc_meta::catalog::api_version(
+                api_version: &kgc_meta::catalog::api_version(
                     &resource.group,
                     resource.preferred_version(),
                 ),
-                kind: resource.kind.clone(),
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-                uid: uid.to_owned(),
-                propagation_policy: options.propagation_policy.map(|p| p.as_str().to_owned()),
-                reason: explain(collector, reason).to_owned(),
+                kind: &resource.kind,
+                namespace,
+                name,
+                uid,
+                propagation_policy: options.propagation_policy.map(|p| p.as_str()),
+                reason: &explain(collector, reason),
             });
             Ok(true)
         }

@@ -43,33 +43,67 @@ pub fn format_micro_time(t: Timestamp) -> String {
 
 /// Whole seconds since the epoch (rounded down, also before 1970) and the nanoseconds after.
 fn split_nanos(t: Timestamp) -> (i128, i128) {
-    let ns = t.as_nanosecond();
-    (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000))
+    // jiff's own seconds and fraction (truncated toward zero, of one sign), not a division of
+    // its i128 nanoseconds: i128 division is a library call, and every write stamps a time.
+    let (seconds, nanos) = (t.as_second(), t.subsec_nanosecond());
+    if nanos < 0 {
+        (i128::from(seconds) - 1, i128::from(nanos) + 1_000_000_000)
+    } else {
+        (i128::from(seconds), i128::from(nanos))
+    }
 }
 
 /// Formats a UTC instant as Go's `time.RFC3339` (`micros: None`) or as
 /// `2006-01-02T15:04:05.000000Z07:00` (`micros: Some(µs)`), for any `i64` second (Go prints
 /// years outside 0–9999 too, which the protobuf decoder must reproduce).
 pub fn rfc3339(unix_seconds: i128, micros: Option<u32>) -> String {
-    let days = unix_seconds.div_euclid(86_400);
-    let secs_of_day = unix_seconds.rem_euclid(86_400);
+    // In i64 wherever the second fits (i128 division is a library call); past it, only the
+    // protobuf decoder's carry of a few seconds, whose days fit, clamped so nothing overflows.
+    const FAR: i128 = 1 << 50;
+    let (days, secs_of_day) = match i64::try_from(unix_seconds) {
+        Ok(s) => (s.div_euclid(86_400), s.rem_euclid(86_400) as u32),
+        Err(_) => (
+            unix_seconds.div_euclid(86_400).clamp(-FAR, FAR) as i64,
+            unix_seconds.rem_euclid(86_400) as u32,
+        ),
+    };
     let (year, month, day) = civil_from_days(days);
     let mut out = String::with_capacity(32);
     if year < 0 {
         out.push('-');
     }
-    out.push_str(&format!(
-        "{:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
-        year.unsigned_abs(),
-        secs_of_day / 3600,
-        secs_of_day / 60 % 60,
-        secs_of_day % 60
-    ));
+    match year.unsigned_abs() {
+        y @ 0..10_000 => push_digits(&mut out, y as u32, 4),
+        y => out.push_str(&y.to_string()),
+    }
+    out.push('-');
+    push_digits(&mut out, month, 2);
+    out.push('-');
+    push_digits(&mut out, day, 2);
+    out.push('T');
+    push_digits(&mut out, secs_of_day / 3600, 2);
+    out.push(':');
+    push_digits(&mut out, secs_of_day / 60 % 60, 2);
+    out.push(':');
+    push_digits(&mut out, secs_of_day % 60, 2);
     if let Some(micros) = micros {
-        out.push_str(&format!(".{micros:06}"));
+        out.push('.');
+        match micros {
+            0..1_000_000 => push_digits(&mut out, micros, 6),
+            _ => out.push_str(&micros.to_string()),
+        }
     }
     out.push('Z');
     out
+}
+
+/// `n` in `width` decimal digits, zero-padded (`n` < 10^`width`): what `{:0width$}` prints,
+/// without the formatting machinery every timestamp of every write went through.
+fn push_digits(out: &mut String, n: u32, width: u32) {
+    for place in (0..width).rev() {
+        let digit = n / 10u32.pow(place) % 10;
+        out.push(char::from(b'0' + digit as u8));
+    }
 }
 
 /// Howard Hinnant's `days_from_civil`: days from 1970-01-01 to a proleptic Gregorian date.
@@ -84,7 +118,7 @@ pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
 }
 
 /// Howard Hinnant's `civil_from_days`: proleptic Gregorian date of a day count from 1970-01-01.
-fn civil_from_days(days: i128) -> (i128, u32, u32) {
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -93,7 +127,7 @@ fn civil_from_days(days: i128) -> (i128, u32, u32) {
     let mp = (5 * doy + 2) / 153;
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i128::from(month <= 2);
+    let year = yoe + era * 400 + i64::from(month <= 2);
     // day is in 1..=31 and month in 1..=12 by construction.
     (year, month as u32, day as u32)
 }
@@ -126,13 +160,18 @@ mod tests {
         // Never panics at the extremes.
         rfc3339(i128::from(i64::MIN), None);
         rfc3339(i128::from(i64::MAX), Some(999_999));
+        // Nor past them (the protobuf decoder's carry), on the i128 path.
+        assert_eq!(
+            rfc3339(i128::from(i64::MAX) + 1, None),
+            rfc3339(i128::from(i64::MAX), None).replace(":07Z", ":08Z")
+        );
     }
 
     #[test]
     fn days_round_trip() {
         for days in [-719_162, -1, 0, 1, 11_016, 2_932_896] {
             let (y, m, d) = civil_from_days(days);
-            assert_eq!(i128::from(days_from_civil(y as i64, m, d)), days);
+            assert_eq!(days_from_civil(y, m, d), days);
         }
     }
 

@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use kgc_meta::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
 /// Decisions a process keeps by default: the most recent ten thousand.
@@ -69,19 +70,133 @@ impl Filter {
         }
     }
 
-    fn matches(&self, d: &Decision) -> bool {
+    fn matches(&self, d: &Kept) -> bool {
         let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
-        eq(&self.namespace, &d.namespace)
-            && eq(&self.name, &d.name)
-            && eq(&self.uid, &d.uid)
-            && eq(&self.kind, &d.kind)
+        eq(&self.namespace, d.field(3))
+            && eq(&self.name, d.field(4))
+            && eq(&self.uid, d.field(5))
+            && eq(&self.kind, d.field(2))
+    }
+}
+
+/// A decision as [`Decisions::record`] takes it: borrowed, the time unformatted and the reason
+/// still to be written, so that recording one formats nothing and allocates nothing once the
+/// ring is full (it reuses the text of the decision it forgets).
+pub struct Record<'a> {
+    pub time: Timestamp,
+    pub collector: &'a str,
+    pub action: Action,
+    pub api_version: &'a str,
+    pub kind: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub uid: &'a str,
+    pub propagation_policy: Option<&'a str>,
+    pub reason: &'a dyn std::fmt::Display,
+}
+
+/// The text fields of a [`Decision`], in this order, in one string.
+const FIELDS: usize = 7;
+
+/// A decision as the ring keeps it: its text in one string (`ends` marks where each field
+/// ends), its time formatted only when read. A ring of ten thousand [`Decision`]s cost the
+/// collector eight allocations to record and eight frees to forget per collected object.
+struct Kept {
+    time: Timestamp,
+    action: Action,
+    policy: bool,
+    text: String,
+    ends: [u32; FIELDS],
+}
+
+impl Kept {
+    fn field(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.text[start..self.ends[i] as usize]
+    }
+
+    /// Writes `r` over this one's text, keeping its allocation.
+    fn write(&mut self, r: &Record<'_>) {
+        use std::fmt::Write;
+        self.time = r.time;
+        self.action = r.action;
+        self.policy = r.propagation_policy.is_some();
+        self.text.clear();
+        let fields = [
+            r.collector,
+            r.api_version,
+            r.kind,
+            r.namespace,
+            r.name,
+            r.uid,
+            r.propagation_policy.unwrap_or_default(),
+        ];
+        for (i, f) in fields.into_iter().enumerate() {
+            self.text.push_str(f);
+            self.ends[i] = self.text.len() as u32;
+        }
+        let mut reason = Cut {
+            out: &mut self.text,
+            room: MAX_REASON,
+            cut: false,
+        };
+        let _ = write!(reason, "{}", r.reason);
+        if reason.cut {
+            self.text.push('…');
+        }
+    }
+
+    fn reason(&self) -> &str {
+        &self.text[self.ends[FIELDS - 1] as usize..]
+    }
+
+    fn decision(&self) -> Decision {
+        Decision {
+            time: kgc_meta::time::format_time(self.time),
+            collector: self.field(0).to_owned(),
+            action: self.action,
+            api_version: self.field(1).to_owned(),
+            kind: self.field(2).to_owned(),
+            namespace: self.field(3).to_owned(),
+            name: self.field(4).to_owned(),
+            uid: self.field(5).to_owned(),
+            propagation_policy: self.policy.then(|| self.field(6).to_owned()),
+            reason: self.reason().to_owned(),
+        }
+    }
+}
+
+/// A writer that keeps the first `room` bytes (whole characters) and then stops the formatting:
+/// a reason is never written longer than it is kept, so a kept decision's reused text never
+/// grows past its bound.
+struct Cut<'a> {
+    out: &'a mut String,
+    room: usize,
+    cut: bool,
+}
+
+impl std::fmt::Write for Cut<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if s.len() <= self.room {
+            self.out.push_str(s);
+            self.room -= s.len();
+            return Ok(());
+        }
+        let mut end = self.room;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.out.push_str(&s[..end]);
+        self.room = 0;
+        self.cut = true;
+        Err(std::fmt::Error)
     }
 }
 
 /// The bounded history, oldest first. Cheap to clone; every clone records into the same ring.
 #[derive(Clone)]
 pub struct Decisions {
-    ring: Arc<Mutex<VecDeque<Decision>>>,
+    ring: Arc<Mutex<VecDeque<Kept>>>,
     capacity: usize,
 }
 
@@ -109,21 +224,23 @@ impl Decisions {
         }
     }
 
-    /// Records a decision, forgetting the oldest when full.
-    pub fn record(&self, mut decision: Decision) {
-        if decision.reason.len() > MAX_REASON {
-            let mut cut = MAX_REASON;
-            while !decision.reason.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            decision.reason.truncate(cut);
-            decision.reason.push('…');
-        }
+    /// Records a decision, forgetting the oldest when full (and reusing its text).
+    pub fn record(&self, r: Record<'_>) {
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
-        if ring.len() == self.capacity {
-            ring.pop_front();
+        let mut kept = if ring.len() == self.capacity {
+            ring.pop_front()
+        } else {
+            None
         }
-        ring.push_back(decision);
+        .unwrap_or_else(|| Kept {
+            time: r.time,
+            action: r.action,
+            policy: false,
+            text: String::new(),
+            ends: [0; FIELDS],
+        });
+        kept.write(&r);
+        ring.push_back(kept);
     }
 
     /// The decisions `filter` matches, oldest first.
@@ -132,8 +249,8 @@ impl Decisions {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .iter()
-            .filter(|d| filter.matches(d))
-            .cloned()
+            .filter(|k| filter.matches(k))
+            .map(Kept::decision)
             .collect()
     }
 
@@ -162,25 +279,42 @@ mod tests {
         }
     }
 
+    /// Records `d` as a collector would.
+    fn record(to: &Decisions, d: &Decision) {
+        to.record(Record {
+            time: d.time.parse().unwrap(),
+            collector: &d.collector,
+            action: d.action,
+            api_version: &d.api_version,
+            kind: &d.kind,
+            namespace: &d.namespace,
+            name: &d.name,
+            uid: &d.uid,
+            propagation_policy: d.propagation_policy.as_deref(),
+            reason: &d.reason,
+        });
+    }
+
     #[test]
     fn keeps_the_most_recent_up_to_capacity() {
         let d = Decisions::with_capacity(3);
+        // Every other one without a policy: a forgotten decision's text is reused whole.
+        let made = |i: usize| Decision {
+            propagation_policy: i.is_multiple_of(2).then(|| "Foreground".into()),
+            reason: "r".repeat(i),
+            ..decision(&format!("c{i}"), &format!("u{i}"))
+        };
         for i in 0..5 {
-            d.record(decision(&format!("c{i}"), &format!("u{i}")));
+            record(&d, &made(i));
         }
-        let names: Vec<String> = d
-            .query(&Filter::default())
-            .into_iter()
-            .map(|d| d.name)
-            .collect();
-        assert_eq!(names, ["c2", "c3", "c4"]);
+        assert_eq!(d.query(&Filter::default()), [made(2), made(3), made(4)]);
     }
 
     #[test]
     fn filters_by_every_given_field() {
         let d = Decisions::default();
-        d.record(decision("a", "u1"));
-        d.record(decision("b", "u2"));
+        record(&d, &decision("a", "u1"));
+        record(&d, &decision("b", "u2"));
         let by_uid = Filter {
             uid: Some("u2".into()),
             ..Filter::default()
@@ -198,17 +332,30 @@ mod tests {
     fn long_reasons_are_cut_at_a_char_boundary() {
         let d = Decisions::with_capacity(1);
         let mut long = decision("a", "u");
-        long.reason = "é".repeat(MAX_REASON);
-        d.record(long);
+        long.reason = "é".repeat(50 * MAX_REASON);
+        record(&d, &long);
         let kept = &d.query(&Filter::default())[0].reason;
         assert!(kept.len() <= MAX_REASON + '…'.len_utf8());
         assert!(kept.ends_with('…'));
+        // Not formatted in full first: the kept text's room stays near its bound.
+        let ring = d.ring.lock().unwrap();
+        assert!(
+            ring[0].text.capacity() < 4 * MAX_REASON,
+            "{}",
+            ring[0].text.capacity()
+        );
+        drop(ring);
+        // A reason of exactly the bound is kept whole.
+        let mut exact = decision("b", "u");
+        exact.reason = "x".repeat(MAX_REASON);
+        record(&d, &exact);
+        assert_eq!(d.query(&Filter::default())[0].reason, exact.reason);
     }
 
     #[test]
     fn serialises_as_the_endpoint_answers() {
         let d = Decisions::with_capacity(2);
-        d.record(decision("a", "u1"));
+        record(&d, &decision("a", "u1"));
         let json = d.to_json(&Filter::default());
         assert_eq!(json["capacity"], 2);
         assert_eq!(json["items"][0]["apiVersion"], "v1");

@@ -21,12 +21,11 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::hash::RandomState;
 use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
-use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
+use hashbrown::{DefaultHashBuilder, HashTable};
 use kgc_meta::GroupResource;
 
 use crate::StoredObject;
@@ -55,7 +54,7 @@ struct Changes {
     /// Per object with retained changes, those changes in revision order (never empty); the
     /// object's key is its first change's.
     by_object: HashTable<Vec<Arc<Event>>>,
-    hasher: RandomState,
+    hasher: DefaultHashBuilder,
     /// The revision of the newest change (0 if none was ever recorded).
     latest: u64,
 }

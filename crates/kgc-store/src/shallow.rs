@@ -166,12 +166,14 @@ impl Shallow {
 
     /// The object's text: the stored text with `metadata` replaced.
     pub fn text(&self, stored: &StoredObject) -> serde_json::Result<String> {
-        let meta = serde_json::to_string(&self.metadata)?;
-        let mut out = String::with_capacity(stored.raw.len() + meta.len() - self.span.len());
-        out.push_str(&stored.raw[..self.span.start]);
-        out.push_str(&meta);
-        out.push_str(&stored.raw[self.span.end..]);
-        Ok(out)
+        // `metadata` is written in place, into room for the stored text and what a write adds
+        // to it (a deletionTimestamp, a finalizer): serialized apart it grew by doubling and
+        // was then copied, every delete and every status write paying the reallocations.
+        let mut out = Vec::with_capacity(stored.raw.len() + 128);
+        out.extend_from_slice(&stored.raw.as_bytes()[..self.span.start]);
+        serde_json::to_writer(&mut out, &self.metadata)?;
+        out.extend_from_slice(&stored.raw.as_bytes()[self.span.end..]);
+        String::from_utf8(out).map_err(serde::ser::Error::custom)
     }
 
     /// The whole object: the stored one with this `metadata`.
