@@ -211,7 +211,6 @@ pub(crate) async fn serve(
     let storage = conversion::storage_version(info).to_owned();
     let mut inner = req.clone();
     inner.version = storage.clone();
-    let json_headers = json_headers(headers);
     // A Scale carries no field of the custom resource: served by the storage version, with its
     // replicas paths (upstream reads the request version's paths on the converted object).
     if req.subresource.as_deref() == Some("scale") {
@@ -250,6 +249,7 @@ pub(crate) async fn serve(
             store(api, info, &inner, &in_storage_version(query), obj, warnings).await?
         }
         _ => {
+            let json_headers = json_headers(headers);
             Box::pin(crate::handlers::serve(
                 api,
                 inner,

@@ -57,7 +57,7 @@ pub(crate) fn guard(st: &State) -> Result<Option<Guard>> {
         return Ok(None);
     };
     let held = st.get(&leases(), &lease.namespace, &lease.name);
-    match held.filter(|l| holder(l).as_deref() == Some(lease.holder.as_str())) {
+    match held.filter(|l| held_by(l, &lease.holder)) {
         Some(l) => Ok(Some(Guard {
             rv: l.resource_version,
             namespace: lease.namespace,
@@ -70,8 +70,40 @@ pub(crate) fn guard(st: &State) -> Result<Option<Guard>> {
     }
 }
 
-fn holder(lease: &StoredObject) -> Option<String> {
-    lease.value()["spec"]["holderIdentity"]
-        .as_str()
-        .map(str::to_owned)
+/// Whether the stored Lease names `holder` as its `spec.holderIdentity`. Read from the stored
+/// text without building the object: every fenced commit asks.
+fn held_by(lease: &StoredObject, holder: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Lease<'a> {
+        #[serde(borrow, default)]
+        spec: Spec<'a>,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct Spec<'a> {
+        #[serde(borrow, default, rename = "holderIdentity")]
+        holder_identity: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_str::<Lease<'_>>(&lease.raw)
+        .is_ok_and(|l| l.spec.holder_identity.as_deref() == Some(holder))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_by_reads_the_lease_holder_from_the_stored_text() {
+        let lease = |spec: &str| {
+            let raw = format!(
+                r#"{{"kind":"Lease","metadata":{{"name":"l","resourceVersion":"7"}}{spec}}}"#
+            );
+            StoredObject::from_raw(raw.into_boxed_str()).expect("a stored Lease")
+        };
+        let held = lease(r#","spec":{"leaseDurationSeconds":15,"holderIdentity":"a\u0062"}"#);
+        assert!(held_by(&held, "ab"));
+        assert!(!held_by(&held, "a"));
+        assert!(!held_by(&lease(r#","spec":{}"#), "ab"));
+        assert!(!held_by(&lease(""), "ab"));
+        assert!(!held_by(&lease(r#","spec":{"holderIdentity":null}"#), "ab"));
+    }
 }
