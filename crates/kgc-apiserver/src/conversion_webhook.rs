@@ -216,37 +216,12 @@ pub(crate) async fn serve(
     if req.subresource.as_deref() == Some("scale") {
         return Box::pin(crate::handlers::serve(api, inner, query, headers, body)).await;
     }
-    crate::handlers::check_write_options(&req, query)?;
     let resp = match req.verb {
         Verb::Watch => return watch(api, info, &req, inner, query, headers).await,
         Verb::Patch => patch(api, info, &req, inner, query, headers, body).await?,
         Verb::Create | Verb::Update => {
-            let bytes = body::read(body).await?;
-            let mut obj = body::decode(&media_type(headers), &bytes)?.value;
-            if obj["apiVersion"].as_str().is_none_or(str::is_empty) {
-                obj["apiVersion"] = json!(api_version(&info.group, &req.version));
-            }
-            if obj["kind"].as_str().is_none_or(str::is_empty) {
-                obj["kind"] = json!(info.kind);
-            }
-            let old = match req.verb {
-                Verb::Update => read_in(api, info, &req, &req.version)
-                    .await?
-                    .map(|(_, o)| o),
-                _ => None,
-            };
-            let warnings = admit_in_request_version(
-                info,
-                &req,
-                query,
-                Written::Object,
-                &mut obj,
-                old.as_ref(),
-            )?;
-            let tracking = Tracking::new(api.store.clock(), info, &req, query, headers);
-            let mut obj = tracking.record(old.as_ref(), &obj);
-            convert(api, info, &storage, std::slice::from_mut(&mut obj)).await?;
-            store(api, info, &inner, &in_storage_version(query), obj, warnings).await?
+            let (written, strict) = crate::handlers::object_body(info, &req, headers, body).await?;
+            write(api, info, &req, &inner, query, headers, written, strict).await?
         }
         _ => {
             let json_headers = json_headers(headers);
@@ -263,6 +238,58 @@ pub(crate) async fn serve(
     in_request_version(api, info, &req, resp).await
 }
 
+/// A create or update of `written` in `req`'s version (a converted one): admitted there, its
+/// managedFields recorded there, converted and stored (`inner`: the request in the storage
+/// version). An update without a resourceVersion is made against the object it was admitted
+/// against and planned again when another writer changed it meanwhile, so that what that writer
+/// recorded in managedFields is not overwritten.
+#[allow(clippy::too_many_arguments)]
+async fn write(
+    api: &ApiServer,
+    info: &ResourceInfo,
+    req: &RequestInfo,
+    inner: &RequestInfo,
+    query: &Query,
+    headers: &HeaderMap,
+    written: Value,
+    strict: Vec<String>,
+) -> Result<Response, ApiError> {
+    let unconditional = req.verb == Verb::Update
+        && written["metadata"]["resourceVersion"]
+            .as_str()
+            .is_none_or(str::is_empty);
+    let tracking = Tracking::new(api.store.clock(), info, req, query, headers);
+    for _ in 0..PATCH_RETRIES {
+        let mut obj = written.clone();
+        let old = match req.verb {
+            Verb::Update => read_in(api, info, req, &req.version).await?,
+            _ => None,
+        };
+        if let (true, Some((stored, _))) = (unconditional, &old) {
+            obj["metadata"]["resourceVersion"] = json!(stored.resource_version.to_string());
+        }
+        let old = old.map(|(_, o)| o);
+        let warnings = admit_in_request_version(
+            info,
+            req,
+            query,
+            Written::Object,
+            &mut obj,
+            old.as_ref(),
+            strict.clone(),
+        )?;
+        let mut obj = tracking.record(old.as_ref(), &obj);
+        convert(api, info, &inner.version, std::slice::from_mut(&mut obj)).await?;
+        match store(api, info, inner, &in_storage_version(query), obj, warnings).await {
+            Err(e) if unconditional && stale(&e) => continue,
+            r => return r,
+        }
+    }
+    let gr = info.group_resource();
+    let name = req.name.as_deref().unwrap_or_default();
+    Err(Status::conflict(&gr, name, "the object kept changing during update").into())
+}
+
 /// Admits `obj`, written in `req`'s version (a converted one), in that version: pruned,
 /// defaulted and validated against that version's schema and rules (`old`: the stored object in
 /// that version, for an update). Returns the warnings.
@@ -273,9 +300,10 @@ fn admit_in_request_version(
     written: Written,
     obj: &mut Value,
     old: Option<&Value>,
+    strict: Vec<String>,
 ) -> Result<Vec<String>, Status> {
     let mode = FieldValidation::of(query)?;
-    let mut warnings = admission::admit(info, req, mode, written, obj, old, Vec::new())?;
+    let mut warnings = admission::admit(info, req, mode, written, obj, old, strict)?;
     warnings.extend(crate::validation_rules::admit(info, obj, old)?);
     Ok(warnings)
 }
@@ -425,6 +453,7 @@ async fn patch(
                 Written::ApplyConfiguration,
                 &mut merged,
                 old,
+                Vec::new(),
             )?;
             convert(api, info, &inner.version, std::slice::from_mut(&mut merged)).await?;
             // Its managedFields are tracked already, in the request's version.
@@ -476,8 +505,15 @@ async fn patch(
         if !precondition {
             obj["metadata"]["resourceVersion"] = read_version;
         }
-        let warnings =
-            admit_in_request_version(info, req, query, Written::Patch, &mut obj, Some(&live))?;
+        let warnings = admit_in_request_version(
+            info,
+            req,
+            query,
+            Written::Patch,
+            &mut obj,
+            Some(&live),
+            Vec::new(),
+        )?;
         let mut obj = tracking.record(Some(&live), &obj);
         convert(api, info, &inner.version, std::slice::from_mut(&mut obj)).await?;
         match store(api, info, &write, &storage_query, obj, warnings).await {

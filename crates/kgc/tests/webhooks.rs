@@ -796,6 +796,7 @@ async fn conversion(s: &Server, hook: &Webhook) {
     conversion_patches_and_watches(s, &ns).await;
     converted_writes_are_admitted_in_their_version(s, hook, &ns).await;
     converted_writes_record_their_version(s, &ns).await;
+    converted_writes_are_checked_as_any_write(s, &ns).await;
 
     s.kubectl_stdin_ok(
         &["apply", "-f", "-"],
@@ -1018,6 +1019,46 @@ async fn converted_writes_record_their_version(s: &Server, ns: &str) {
         ],
         "{stored}"
     );
+}
+
+/// A write in a converted version is checked as any write is before it is admitted there: a
+/// subresource the CRD does not serve, a body of another kind or not an object are refused; an
+/// update without a resourceVersion is made over the object as it is.
+async fn converted_writes_are_checked_as_any_write(s: &Server, ns: &str) {
+    let path = format!("/apis/conv.kgc.test/v2/namespaces/{ns}/gadgets");
+    let json = Some("application/json");
+    let body = |kind: &str, spec: Value| {
+        json!({"apiVersion": "conv.kgc.test/v2", "kind": kind,
+            "metadata": {"name": "checked"}, "spec": spec})
+        .to_string()
+    };
+    let red = json!({"colour": "red"});
+    let sub = s
+        .raw(
+            "POST",
+            &format!("{path}/checked/status"),
+            json,
+            body("Gadget", red.clone()),
+        )
+        .await;
+    assert_eq!(sub.status, 404, "{}", sub.text());
+    let kind = s
+        .raw("POST", &path, json, body("Widget", red.clone()))
+        .await;
+    assert_status(
+        &kind,
+        400,
+        "BadRequest",
+        "the kind in the data (Widget) does not match the expected kind (Gadget)",
+    );
+    let array = s.raw("POST", &path, json, "[]".to_owned()).await;
+    assert_eq!(array.status, 400, "{}", array.text());
+    let created = s.raw("POST", &path, json, body("Gadget", red)).await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    let blue = body("Gadget", json!({"colour": "blue"}));
+    let put = s.raw("PUT", &format!("{path}/checked"), json, blue).await;
+    assert_eq!(put.status, 200, "{}", put.text());
+    assert_eq!(put.json()["spec"]["colour"], "blue");
 }
 
 /// PATCH (merge, JSON, server-side apply; strategic refused) and WATCH of widgets in v2, the

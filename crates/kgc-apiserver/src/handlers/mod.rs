@@ -57,9 +57,6 @@ pub async fn serve(
         }
         _ => {}
     }
-    if crate::conversion_webhook::applies(&info, &req) {
-        return crate::conversion_webhook::serve(api, &info, req, query, headers, body).await;
-    }
     // A pod's log and its connect subresources are served apart from the object's storage.
     if info.group.is_empty() && info.plural == "pods" {
         match (req.subresource.as_deref(), req.verb) {
@@ -89,6 +86,10 @@ pub async fn serve(
         .into());
     }
     check_write_options(&req, query)?;
+    // A version a conversion webhook converts, once the request is known to be valid.
+    if crate::conversion_webhook::applies(&info, &req) {
+        return crate::conversion_webhook::serve(api, &info, req, query, headers, body).await;
+    }
     let ns = req.namespace.clone().unwrap_or_default();
     let name = req.name.clone().unwrap_or_default();
     match req.subresource.as_deref() {
@@ -112,7 +113,7 @@ pub async fn serve(
 
 /// Refuses a write whose options are invalid (a `fieldManager` too long or unprintable), as
 /// upstream validates CreateOptions, UpdateOptions and PatchOptions.
-pub(crate) fn check_write_options(req: &RequestInfo, query: &Query) -> Result<(), Status> {
+fn check_write_options(req: &RequestInfo, query: &Query) -> Result<(), Status> {
     let options = match req.verb {
         Verb::Create => "CreateOptions",
         Verb::Update => "UpdateOptions",
@@ -177,7 +178,7 @@ pub(crate) fn table_request(headers: &HeaderMap, query: &Query) -> Result<TableR
 /// filling them in when absent. Also returns the body's repeated fields, as strict decoding
 /// reports them. The object stays in the request's version: it is admitted (typed decoding,
 /// schema) in that version, then converted with [`to_storage`].
-pub(super) async fn object_body(
+pub(crate) async fn object_body(
     info: &ResourceInfo,
     req: &RequestInfo,
     headers: &HeaderMap,
