@@ -80,11 +80,12 @@ fn held_by(lease: &StoredObject, holder: &str) -> bool {
     }
     #[derive(serde::Deserialize, Default)]
     struct Spec<'a> {
+        /// A `Cow` itself, not inside an `Option`: serde borrows only a bare `Cow<str>` (an
+        /// absent holder reads as "", which names no replica).
         #[serde(borrow, default, rename = "holderIdentity")]
-        holder_identity: Option<std::borrow::Cow<'a, str>>,
+        holder_identity: std::borrow::Cow<'a, str>,
     }
-    serde_json::from_str::<Lease<'_>>(&lease.raw)
-        .is_ok_and(|l| l.spec.holder_identity.as_deref() == Some(holder))
+    serde_json::from_str::<Lease<'_>>(&lease.raw).is_ok_and(|l| l.spec.holder_identity == holder)
 }
 
 #[cfg(test)]

@@ -100,22 +100,28 @@ impl EtcdCluster {
         cluster
     }
 
-    /// Waits as [`Self::wait_healthy`] does, except that a member which exited because one of
-    /// its ports was taken ends the wait with the line etcd logged.
+    /// Waits until every member serves on its own client port and the cluster says it is
+    /// healthy. A member which exited because one of its ports was taken ends the wait with the
+    /// line etcd logged; one that exited otherwise fails the test with its log. Health is asked
+    /// only once every member has logged that it serves its port: until then the port may
+    /// answer for another test's etcd that took it.
     async fn wait_started(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + HEALTHY_DEADLINE;
         loop {
-            for m in &self.members {
-                if healthy(m.client_url.trim_start_matches("http://")).await {
-                    return Ok(());
-                }
-            }
             for i in 0..self.members.len() {
                 let exited = self.members[i].child.as_mut().map(|c| c.try_wait());
-                if let Some(Ok(Some(_))) = exited {
-                    let log = self.log_tail(i, 5);
+                if let Some(Ok(Some(status))) = exited {
+                    let log = self.log_tail(i, 40);
                     if let Some(line) = log.lines().find(|l| l.contains(PORT_TAKEN)) {
                         return Err(line.trim().to_owned());
+                    }
+                    panic!("etcd member m{i} exited ({status}) while starting; its log:\n{log}");
+                }
+            }
+            if (0..self.members.len()).all(|i| self.serves(i)) {
+                for m in &self.members {
+                    if healthy(m.client_url.trim_start_matches("http://")).await {
+                        return Ok(());
                     }
                 }
             }
@@ -126,6 +132,16 @@ impl EtcdCluster {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Whether member `i` logged that it serves clients on its own port.
+    fn serves(&self, i: usize) -> bool {
+        let m = &self.members[i];
+        let serving = format!(
+            "serving insecure client requests on {}",
+            m.client_url.trim_start_matches("http://")
+        );
+        std::fs::read_to_string(self.log_path(&m.name)).is_ok_and(|log| log.contains(&serving))
     }
 
     /// Every member's client URL, comma-separated: the value of `--datastore-endpoint`.
