@@ -406,8 +406,8 @@ async fn in_request_version(
     Ok(out)
 }
 
-/// How often a PATCH is planned again when the object changed under it (upstream's patcher
-/// `maxRetryWhenPatchConflicts`).
+/// How often a PATCH, or an update without a resourceVersion, is planned again when the object
+/// changed under it (upstream's patcher `maxRetryWhenPatchConflicts`).
 const PATCH_RETRIES: usize = 5;
 
 /// Whether a write failed only because the object changed (or appeared) since it was read.
