@@ -73,11 +73,34 @@ struct Bucket {
     last: Timestamp,
 }
 
+/// The entries about one involved object, so that forgetting it is one removal instead of a
+/// scan of every entry (the scheduler forgets each pod it binds).
 #[derive(Default)]
-struct Caches {
+struct Entries {
     similar: HashMap<String, Similar>,
     observed: HashMap<String, Observation>,
     buckets: HashMap<String, Bucket>,
+}
+
+impl Entries {
+    fn is_empty(&self) -> bool {
+        self.similar.is_empty() && self.observed.is_empty() && self.buckets.is_empty()
+    }
+}
+
+/// How many entries each of the three caches holds across all objects.
+#[derive(Default)]
+struct Counts {
+    similar: usize,
+    observed: usize,
+    buckets: usize,
+}
+
+#[derive(Default)]
+struct Caches {
+    /// By [`object_id`].
+    objects: HashMap<String, Entries>,
+    counts: Counts,
 }
 
 /// The process's correlator; see the module's documentation.
@@ -99,10 +122,15 @@ fn text<'a>(v: &'a Value, path: &[&str]) -> &'a str {
         .unwrap_or_default()
 }
 
-/// The source and involved object of a core/v1 Event, joined: the spam filter's key
-/// (`getSpamKey`), and the start of every other key.
-fn object_key(event: &Value) -> String {
-    [
+/// The object an event is about, as [`Correlator::forget`] names it.
+fn object_id(namespace: &str, name: &str) -> String {
+    format!("{namespace}\u{1}{name}")
+}
+
+/// The source and involved object of a core/v1 Event, joined with `rest`: the spam filter's
+/// key (`getSpamKey`) without `rest`, the aggregator's and the logger's with it.
+fn key(event: &Value, rest: &[&str]) -> String {
+    let mut key = [
         text(event, &["source", "component"]),
         text(event, &["source", "host"]),
         text(event, &["involvedObject", "kind"]),
@@ -111,20 +139,7 @@ fn object_key(event: &Value) -> String {
         text(event, &["involvedObject", "uid"]),
         text(event, &["involvedObject", "apiVersion"]),
     ]
-    .join("\u{0}")
-}
-
-/// The object part of every key, so that [`Correlator::forget`] finds an object's entries.
-fn object_prefix(namespace: &str, name: &str) -> String {
-    format!("{namespace}\u{1}{name}\u{1}")
-}
-
-fn prefixed(event: &Value, rest: &[&str]) -> String {
-    let mut key = object_prefix(
-        text(event, &["involvedObject", "namespace"]),
-        text(event, &["involvedObject", "name"]),
-    );
-    key.push_str(&object_key(event));
+    .join("\u{0}");
     for r in rest {
         key.push('\u{0}');
         key.push_str(r);
@@ -137,10 +152,17 @@ impl Correlator {
     /// timestamps set) is filed at `now`, as upstream's `EventCorrelate` does: aggregated,
     /// then observed, then filtered.
     pub fn correlate(&self, mut event: Value, now: Timestamp) -> Correlated {
+        let object = object_id(
+            text(&event, &["involvedObject", "namespace"]),
+            text(&event, &["involvedObject", "name"]),
+        );
         let mut caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
-        let key = caches.aggregate(&mut event, now);
-        let decision = caches.observe(event, key, now);
-        if caches.spam(&decision, now) {
+        caches.bound();
+        let Caches { objects, counts } = &mut *caches;
+        let entries = objects.entry(object).or_default();
+        let key = entries.aggregate(counts, &mut event, now);
+        let decision = entries.observe(counts, event, key, now);
+        if entries.spam(counts, &decision, now) {
             return Correlated::Skip;
         }
         decision
@@ -149,29 +171,72 @@ impl Correlator {
     /// Forgets the entries about the object `namespace`/`name` (it is gone, or what its events
     /// reported is over), so that memory follows the live objects.
     pub fn forget(&self, namespace: &str, name: &str) {
-        let prefix = object_prefix(namespace, name);
         let mut caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
-        caches.similar.retain(|k, _| !k.starts_with(&prefix));
-        caches.observed.retain(|k, _| !k.starts_with(&prefix));
-        caches.buckets.retain(|k, _| !k.starts_with(&prefix));
+        if let Some(gone) = caches.objects.remove(&object_id(namespace, name)) {
+            caches.counts.similar -= gone.similar.len();
+            caches.counts.observed -= gone.observed.len();
+            caches.counts.buckets -= gone.buckets.len();
+        }
     }
 
     /// Forgets the Event filed as `name` (it could not be written), so that its next
     /// repeat is created rather than patched.
     pub fn forget_event(&self, namespace: &str, name: &str) {
         let mut caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
-        let prefix_ns = format!("{namespace}\u{1}");
-        caches
-            .observed
-            .retain(|k, o| !(o.name == name && k.starts_with(&prefix_ns)));
+        let in_namespace = format!("{namespace}\u{1}");
+        let Caches { objects, counts } = &mut *caches;
+        for (_, entries) in objects
+            .iter_mut()
+            .filter(|(id, _)| id.starts_with(&in_namespace))
+        {
+            let before = entries.observed.len();
+            entries.observed.retain(|_, o| o.name != name);
+            counts.observed -= before - entries.observed.len();
+        }
     }
 }
 
 impl Caches {
+    /// Starts a cache over once it holds [`REMEMBERED`] entries, as upstream's LRUs forget;
+    /// each start-over costs a pass over the objects, once per [`REMEMBERED`] insertions.
+    fn bound(&mut self) {
+        let Counts {
+            similar,
+            observed,
+            buckets,
+        } = self.counts;
+        if similar < REMEMBERED && observed < REMEMBERED && buckets < REMEMBERED {
+            return;
+        }
+        for entries in self.objects.values_mut() {
+            if similar >= REMEMBERED {
+                entries.similar.clear();
+            }
+            if observed >= REMEMBERED {
+                entries.observed.clear();
+            }
+            if buckets >= REMEMBERED {
+                entries.buckets.clear();
+            }
+        }
+        self.objects.retain(|_, e| !e.is_empty());
+        for (count, full) in [
+            (&mut self.counts.similar, similar >= REMEMBERED),
+            (&mut self.counts.observed, observed >= REMEMBERED),
+            (&mut self.counts.buckets, buckets >= REMEMBERED),
+        ] {
+            if full {
+                *count = 0;
+            }
+        }
+    }
+}
+
+impl Entries {
     /// `EventAggregate`: the key the logger observes `event` under; an aggregate replaces
     /// `event` once its similar events are many.
-    fn aggregate(&mut self, event: &mut Value, now: Timestamp) -> String {
-        let aggregate_key = prefixed(
+    fn aggregate(&mut self, counts: &mut Counts, event: &mut Value, now: Timestamp) -> String {
+        let aggregate_key = key(
             event,
             &[
                 text(event, &["type"]),
@@ -181,15 +246,15 @@ impl Caches {
             ],
         );
         let message = text(event, &["message"]).to_owned();
-        if self.similar.len() >= REMEMBERED {
-            self.similar.clear();
-        }
         let similar = self
             .similar
             .entry(aggregate_key.clone())
-            .or_insert_with(|| Similar {
-                messages: HashSet::new(),
-                last: now,
+            .or_insert_with(|| {
+                counts.similar += 1;
+                Similar {
+                    messages: HashSet::new(),
+                    last: now,
+                }
             });
         if now.duration_since(similar.last).as_secs() > AGGREGATE_INTERVAL_SECS {
             similar.messages.clear();
@@ -197,7 +262,7 @@ impl Caches {
         similar.last = now;
         similar.messages.insert(message.clone());
         if similar.messages.len() < AGGREGATE_MAX_EVENTS {
-            return prefixed(
+            return key(
                 event,
                 &[
                     text(event, &["involvedObject", "fieldPath"]),
@@ -226,10 +291,13 @@ impl Caches {
     }
 
     /// `eventObserve`: a first sighting is created; a repeat patches the Event filed first.
-    fn observe(&mut self, mut event: Value, key: String, now: Timestamp) -> Correlated {
-        if self.observed.len() >= REMEMBERED {
-            self.observed.clear();
-        }
+    fn observe(
+        &mut self,
+        counts: &mut Counts,
+        mut event: Value,
+        key: String,
+        now: Timestamp,
+    ) -> Correlated {
         let namespace = text(&event, &["metadata", "namespace"]).to_owned();
         match self.observed.get_mut(&key) {
             Some(seen) => {
@@ -252,6 +320,7 @@ impl Caches {
                 }
             }
             None => {
+                counts.observed += 1;
                 self.observed.insert(
                     key,
                     Observation {
@@ -267,17 +336,17 @@ impl Caches {
 
     /// `EventSourceObjectSpamFilter.Filter`: whether the event is dropped, its source and
     /// object having spent their tokens.
-    fn spam(&mut self, decision: &Correlated, now: Timestamp) -> bool {
+    fn spam(&mut self, counts: &mut Counts, decision: &Correlated, now: Timestamp) -> bool {
         let event = match decision {
             Correlated::Create(e) | Correlated::Patch { event: e, .. } => e,
             Correlated::Skip => return true,
         };
-        if self.buckets.len() >= REMEMBERED {
-            self.buckets.clear();
-        }
-        let bucket = self.buckets.entry(prefixed(event, &[])).or_insert(Bucket {
-            tokens: SPAM_BURST,
-            last: now,
+        let bucket = self.buckets.entry(key(event, &[])).or_insert_with(|| {
+            counts.buckets += 1;
+            Bucket {
+                tokens: SPAM_BURST,
+                last: now,
+            }
         });
         let elapsed = now.duration_since(bucket.last).as_secs_f64().max(0.0);
         bucket.tokens = (bucket.tokens + elapsed * SPAM_QPS).min(SPAM_BURST);
@@ -398,6 +467,57 @@ mod tests {
         assert_ne!(
             c.correlate(event("q", "R0", "m", at(0)), at(0)),
             Correlated::Skip
+        );
+    }
+
+    #[test]
+    fn forgetting_an_object_keeps_the_others_and_the_counts_true() {
+        let c = Correlator::default();
+        c.correlate(event("p", "R", "m", at(0)), at(0));
+        let Correlated::Create(q) = c.correlate(event("q", "R", "m", at(0)), at(0)) else {
+            panic!("the first event is created");
+        };
+        c.forget("ns", "p");
+        c.forget("ns", "missing");
+        {
+            let caches = c.caches.lock().unwrap();
+            assert_eq!(caches.objects.len(), 1);
+            assert_eq!(
+                (
+                    caches.counts.similar,
+                    caches.counts.observed,
+                    caches.counts.buckets
+                ),
+                (1, 1, 1)
+            );
+        }
+        assert!(matches!(
+            c.correlate(event("q", "R", "m", at(1)), at(1)),
+            Correlated::Patch { .. }
+        ));
+        c.forget_event("ns", "another");
+        assert_eq!(c.caches.lock().unwrap().counts.observed, 1);
+        c.forget_event("ns", q["metadata"]["name"].as_str().unwrap());
+        assert_eq!(c.caches.lock().unwrap().counts.observed, 0);
+    }
+
+    #[test]
+    fn each_cache_starts_over_past_its_bound() {
+        let c = Correlator::default();
+        for n in 0..REMEMBERED {
+            c.correlate(event(&format!("p{n}"), "R", "m", at(0)), at(0));
+        }
+        // The next event finds every cache full: they start over, holding only its entries.
+        c.correlate(event("last", "R", "m", at(0)), at(0));
+        let caches = c.caches.lock().unwrap();
+        assert_eq!(caches.objects.len(), 1);
+        assert_eq!(
+            (
+                caches.counts.similar,
+                caches.counts.observed,
+                caches.counts.buckets
+            ),
+            (1, 1, 1)
         );
     }
 
