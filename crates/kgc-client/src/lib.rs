@@ -189,6 +189,8 @@ pub trait Cluster: Clone + Send + Sync + 'static {
 
     /// A watch of whole objects of one resource across namespaces, like [`Cluster::watch`]:
     /// a list first (`Init`, `InitApply`…, `InitDone`), then changes; it re-lists by itself.
+    /// The objects come without `metadata.managedFields`, as kube-controller-manager's
+    /// informers keep them ([`kgc_meta::trim`]).
     fn watch_objects(&self, resource: Arc<ResourceInfo>)
     -> BoxStream<'static, Result<ObjectEvent>>;
 

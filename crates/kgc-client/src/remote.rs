@@ -664,7 +664,7 @@ impl Cluster for Remote {
         resource: Arc<ResourceInfo>,
     ) -> BoxStream<'static, Result<ObjectEvent>> {
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &api_resource(&resource));
-        let events = crate::reflector::list_and_watch(api, to_json);
+        let events = crate::reflector::list_and_watch(api, cached);
         paced(resource.group_resource(), events)
     }
 
@@ -758,6 +758,13 @@ impl Cluster for Remote {
 /// exactly that shape).
 fn to_json(o: &DynamicObject) -> Value {
     serde_json::to_value(o).unwrap_or(Value::Null)
+}
+
+/// An object as caches keep it (`Cluster::watch_objects`): without its managedFields.
+fn cached(o: &DynamicObject) -> Value {
+    let mut object = to_json(o);
+    kgc_meta::trim::strip_managed_fields(&mut object);
+    object
 }
 
 #[cfg(test)]

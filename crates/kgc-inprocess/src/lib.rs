@@ -175,8 +175,9 @@ fn deleted_meta(o: &StoredObject) -> ObjectMeta {
     }
 }
 
-fn whole(o: &StoredObject) -> Value {
-    o.value()
+/// An object as caches keep it (`Cluster::watch_objects`): parsed without its managedFields.
+fn cached(o: &StoredObject) -> Value {
+    kgc_meta::trim::parse_without_managed_fields(&o.raw).unwrap_or(Value::Null)
 }
 
 /// A watch of one resource, each object presented by `view` (a deleted one by `deleted`), that
@@ -408,7 +409,7 @@ impl Cluster for InProcess {
         &self,
         resource: Arc<ResourceInfo>,
     ) -> BoxStream<'static, Result<ObjectEvent>> {
-        watch_as(self.store.clone(), &resource, whole, whole)
+        watch_as(self.store.clone(), &resource, cached, cached)
     }
 
     async fn get_object(

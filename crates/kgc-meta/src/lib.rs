@@ -22,6 +22,7 @@ pub mod schema;
 pub mod selector;
 pub mod status;
 pub mod time;
+pub mod trim;
 pub mod validation;
 
 pub use catalog::{
