@@ -470,6 +470,17 @@ mod tests {
         );
     }
 
+    /// Objects with entries, then the similar, observed and bucket entries counted.
+    fn held(c: &Correlator) -> (usize, usize, usize, usize) {
+        let caches = c.caches.lock().unwrap();
+        let Counts {
+            similar,
+            observed,
+            buckets,
+        } = caches.counts;
+        (caches.objects.len(), similar, observed, buckets)
+    }
+
     #[test]
     fn forgetting_an_object_keeps_the_others_and_the_counts_true() {
         let c = Correlator::default();
@@ -479,18 +490,7 @@ mod tests {
         };
         c.forget("ns", "p");
         c.forget("ns", "missing");
-        {
-            let caches = c.caches.lock().unwrap();
-            assert_eq!(caches.objects.len(), 1);
-            assert_eq!(
-                (
-                    caches.counts.similar,
-                    caches.counts.observed,
-                    caches.counts.buckets
-                ),
-                (1, 1, 1)
-            );
-        }
+        assert_eq!(held(&c), (1, 1, 1, 1));
         assert!(matches!(
             c.correlate(event("q", "R", "m", at(1)), at(1)),
             Correlated::Patch { .. }
@@ -509,16 +509,7 @@ mod tests {
         }
         // The next event finds every cache full: they start over, holding only its entries.
         c.correlate(event("last", "R", "m", at(0)), at(0));
-        let caches = c.caches.lock().unwrap();
-        assert_eq!(caches.objects.len(), 1);
-        assert_eq!(
-            (
-                caches.counts.similar,
-                caches.counts.observed,
-                caches.counts.buckets
-            ),
-            (1, 1, 1)
-        );
+        assert_eq!(held(&c), (1, 1, 1, 1));
     }
 
     #[test]
