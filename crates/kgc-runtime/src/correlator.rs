@@ -200,34 +200,35 @@ impl Caches {
     /// Starts a cache over once it holds [`REMEMBERED`] entries, as upstream's LRUs forget;
     /// each start-over costs a pass over the objects, once per [`REMEMBERED`] insertions.
     fn bound(&mut self) {
-        let Counts {
-            similar,
-            observed,
-            buckets,
-        } = self.counts;
-        if similar < REMEMBERED && observed < REMEMBERED && buckets < REMEMBERED {
+        let full = |count: usize| count >= REMEMBERED;
+        let (similar, observed, buckets) = (
+            full(self.counts.similar),
+            full(self.counts.observed),
+            full(self.counts.buckets),
+        );
+        if !(similar || observed || buckets) {
             return;
         }
         for entries in self.objects.values_mut() {
-            if similar >= REMEMBERED {
+            if similar {
                 entries.similar.clear();
             }
-            if observed >= REMEMBERED {
+            if observed {
                 entries.observed.clear();
             }
-            if buckets >= REMEMBERED {
+            if buckets {
                 entries.buckets.clear();
             }
         }
         self.objects.retain(|_, e| !e.is_empty());
-        for (count, full) in [
-            (&mut self.counts.similar, similar >= REMEMBERED),
-            (&mut self.counts.observed, observed >= REMEMBERED),
-            (&mut self.counts.buckets, buckets >= REMEMBERED),
-        ] {
-            if full {
-                *count = 0;
-            }
+        if similar {
+            self.counts.similar = 0;
+        }
+        if observed {
+            self.counts.observed = 0;
+        }
+        if buckets {
+            self.counts.buckets = 0;
         }
     }
 }
